@@ -1,0 +1,134 @@
+/**
+ * The journal's tables. Row types are inferred from here; SQL names are snake_case.
+ * The receipt text is never stored: only fingerprints (ADR 0207, VUH-1638).
+ */
+import { sql } from "drizzle-orm";
+import { boolean, index, integer, jsonb, pgTable, serial, text, timestamp } from "drizzle-orm/pg-core";
+
+const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
+
+export const machines = pgTable("machines", {
+  name: text("name").primaryKey(),
+  endpoint: text("endpoint").notNull(),
+  // The bearer token the controller presents to this agent.
+  agentToken: text("agent_token").notNull(),
+  instanceId: text("instance_id").notNull(),
+  platform: text("platform").notNull(),
+  capabilityVersion: integer("capability_version").notNull(),
+  agentVersion: text("agent_version").notNull(),
+  registeredAt: at("registered_at").notNull().defaultNow(),
+  lastSeenAt: at("last_seen_at").notNull().defaultNow(),
+});
+
+export const seats = pgTable(
+  "seats",
+  {
+    id: text("id").primaryKey(),
+    machine: text("machine")
+      .notNull()
+      .references(() => machines.name),
+    name: text("name").notNull(),
+    kind: text("kind").notNull(),
+    status: text("status").notNull(),
+    occupantId: text("occupant_id").notNull(),
+    title: text("title").notNull().default(""),
+    inputCapabilities: jsonb("input_capabilities").$type<InputCapabilitiesRow>().notNull(),
+    // False once the agent stopped reporting the seat; kept for the receipts that name it.
+    present: boolean("present").notNull().default(true),
+    updatedAt: at("updated_at").notNull().defaultNow(),
+  },
+  (t) => [index("seats_name_idx").on(t.name)],
+);
+
+export const conversations = pgTable("conversations", {
+  id: text("id").primaryKey(),
+  // sha256 of the lead bearer token bound to this conversation.
+  tokenHash: text("token_hash").unique(),
+  createdAt: at("created_at").notNull().defaultNow(),
+});
+
+export const callReceipts = pgTable(
+  "operator_call_receipts",
+  {
+    id: text("id").primaryKey(),
+    tool: text("tool").notNull(),
+    conversationId: text("conversation_id").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    // in_flight → settled | uncertain; uncertain → settled (late evidence or a settle path).
+    state: text("state").notNull(),
+    result: jsonb("result").$type<Record<string, unknown>>(),
+    // The result body was dropped by retention; id, scope and fingerprint remain as a tombstone.
+    resultExpired: boolean("result_expired").notNull().default(false),
+    createdAt: at("created_at").notNull().defaultNow(),
+    settledAt: at("settled_at"),
+  },
+  (t) => [index("operator_call_receipts_settled_idx").on(t.state, t.settledAt)],
+);
+
+export const deliveryReceipts = pgTable(
+  "delivery_receipts",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id").notNull(),
+    seatId: text("seat_id").notNull(),
+    contentFingerprint: text("content_fingerprint").notNull(),
+    mode: text("mode").notNull(),
+    state: text("state").notNull(),
+    reason: text("reason"),
+    detail: text("detail"),
+    nativeReceiptId: text("native_receipt_id"),
+    proofAgeMs: integer("proof_age_ms"),
+    proofs: jsonb("proofs").$type<ProofRow[]>(),
+    inReplyTo: text("in_reply_to"),
+    createdAt: at("created_at").notNull().defaultNow(),
+    dispatchedAt: at("dispatched_at"),
+    settledAt: at("settled_at"),
+  },
+  (t) => [index("delivery_receipts_seat_state_idx").on(t.seatId, t.state), index("delivery_receipts_created_idx").on(t.createdAt)],
+);
+
+export const fences = pgTable(
+  "fences",
+  {
+    deliveryId: text("delivery_id")
+      .primaryKey()
+      .references(() => deliveryReceipts.id),
+    seatId: text("seat_id").notNull(),
+    contentFingerprint: text("content_fingerprint").notNull(),
+    openedAt: at("opened_at").notNull().defaultNow(),
+    resolvedAt: at("resolved_at"),
+    noticeAcknowledgedAt: at("notice_acknowledged_at"),
+  },
+  (t) => [index("fences_open_idx").on(t.seatId).where(sql`${t.resolvedAt} is null`)],
+);
+
+export const settlements = pgTable("settlements", {
+  id: serial("id").primaryKey(),
+  deliveryId: text("delivery_id")
+    .notNull()
+    .references(() => deliveryReceipts.id),
+  disposition: text("disposition").notNull(),
+  settledBy: text("settled_by").notNull(),
+  conversationId: text("conversation_id"),
+  evidence: jsonb("evidence").$type<Record<string, unknown>>().notNull(),
+  at: at("at").notNull().defaultNow(),
+});
+
+export interface InputCapabilitiesRow {
+  deliveryModes: ("steer" | "queue")[];
+  interrupt: boolean;
+  nextTurnOnly: boolean;
+}
+
+export interface ProofRow {
+  kind: string;
+  outcome: string;
+  detail: string;
+  ageAtWriteMs: number;
+}
+
+export type Machine = typeof machines.$inferSelect;
+export type SeatRowDb = typeof seats.$inferSelect;
+export type CallReceipt = typeof callReceipts.$inferSelect;
+export type DeliveryReceipt = typeof deliveryReceipts.$inferSelect;
+export type Fence = typeof fences.$inferSelect;

@@ -1,0 +1,90 @@
+/**
+ * Operator call receipts (ADR 0207, VUH-1638): one row per message_seat / hire_agent id,
+ * written before any native effect and bound to its conversation and request
+ * fingerprint. A repeated id never dispatches again.
+ */
+import { and, desc, eq, lt, sql } from "drizzle-orm";
+import { callReceipts, type CallReceipt } from "../db/schema.js";
+import type { Db, Tx } from "../db/open.js";
+
+export const CallState = { InFlight: "in_flight", Uncertain: "uncertain", Settled: "settled" } as const;
+export type CallState = (typeof CallState)[keyof typeof CallState];
+
+/** How many settled result bodies are kept; older ones answer `expired`. */
+export const RETAINED_RESULT_BODIES = 1000;
+
+export type Admission =
+  | { kind: "admitted" }
+  | { kind: "repeat"; receipt: CallReceipt }
+  | { kind: "in_use"; receipt: CallReceipt }
+  | { kind: "conflict"; detail: string };
+
+export interface CallKey {
+  id: string;
+  tool: string;
+  conversationId: string;
+  fingerprint: string;
+}
+
+/** Admit a call inside the caller's transaction: insert it, or explain why it is not new. */
+export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
+  const inserted = await tx
+    .insert(callReceipts)
+    .values({ id: key.id, tool: key.tool, conversationId: key.conversationId, fingerprint: key.fingerprint, state: CallState.InFlight })
+    .onConflictDoNothing()
+    .returning({ id: callReceipts.id });
+  if (inserted.length === 1) return { kind: "admitted" };
+  const [existing] = await tx.select().from(callReceipts).where(eq(callReceipts.id, key.id)).for("update");
+  if (!existing) return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" };
+  if (existing.conversationId !== key.conversationId) {
+    return { kind: "conflict", detail: "this id belongs to another conversation; nothing was dispatched" };
+  }
+  if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint) {
+    return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" };
+  }
+  if (existing.state === CallState.InFlight) return { kind: "in_use", receipt: existing };
+  return { kind: "repeat", receipt: existing };
+}
+
+export async function settleCall(db: Db | Tx, id: string, state: Exclude<CallState, "in_flight">, result: Record<string, unknown>, now: Date): Promise<void> {
+  await db
+    .update(callReceipts)
+    .set({ state, result, settledAt: state === CallState.Settled ? now : null })
+    .where(eq(callReceipts.id, id));
+}
+
+/** A receipt in its owning conversation, or undefined: other conversations never see it. */
+export async function findCall(db: Db, id: string, conversationId: string): Promise<CallReceipt | undefined> {
+  const [row] = await db
+    .select()
+    .from(callReceipts)
+    .where(and(eq(callReceipts.id, id), eq(callReceipts.conversationId, conversationId)));
+  return row;
+}
+
+/**
+ * Drop the bodies of settled results beyond the newest RETAINED_RESULT_BODIES. The row
+ * (id, scope, fingerprint) stays as a tombstone; uncertain receipts are never touched.
+ */
+export async function expireOldResults(db: Db): Promise<number> {
+  const boundary = await db
+    .select({ settledAt: callReceipts.settledAt })
+    .from(callReceipts)
+    .where(eq(callReceipts.state, CallState.Settled))
+    .orderBy(desc(callReceipts.settledAt))
+    .offset(RETAINED_RESULT_BODIES - 1)
+    .limit(1);
+  const cutoff = boundary[0]?.settledAt;
+  if (!cutoff) return 0;
+  const expired = await db
+    .update(callReceipts)
+    .set({ result: null, resultExpired: true })
+    .where(and(eq(callReceipts.state, CallState.Settled), eq(callReceipts.resultExpired, false), lt(callReceipts.settledAt, cutoff)))
+    .returning({ id: callReceipts.id });
+  return expired.length;
+}
+
+export async function countCalls(db: Db): Promise<number> {
+  const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(callReceipts);
+  return row?.n ?? 0;
+}

@@ -1,0 +1,70 @@
+/**
+ * The one interface the delivery pipeline calls for every harness. A new harness is one
+ * file implementing it plus one line in registry.ts; deliver.ts never changes.
+ */
+import type { AgentResult, DeliveryMode, SeatKind, SeatStatus } from "../../shared/verdicts.js";
+import type { ProofFact } from "../proofs/proof.js";
+
+/** A seat as the agent's seat book records it. */
+export interface SeatRecord {
+  name: string;
+  kind: SeatKind;
+  title: string;
+  /** Stable for one occupant; a different process or session means a different id. */
+  occupantId: string;
+  createdAtMs: number;
+}
+
+export interface InputCapabilities {
+  deliveryModes: ("steer" | "queue")[];
+  interrupt: boolean;
+  nextTurnOnly: boolean;
+}
+
+export interface SeatSnapshot {
+  status: SeatStatus;
+  occupantId: string;
+  inputCapabilities: InputCapabilities;
+}
+
+export interface NativeWrite {
+  deliveryId: string;
+  text: string;
+  mode: DeliveryMode;
+  conversationId: string;
+  inReplyTo?: string | undefined;
+}
+
+export interface NativeWriteResult {
+  result: AgentResult;
+  nativeReceiptId?: string | undefined;
+  detail?: string | undefined;
+  reason?: string | undefined;
+  /** The native channel already held this delivery id; nothing was written again. */
+  replayed?: boolean | undefined;
+}
+
+export interface SessionEntry {
+  deliveryId: string;
+  nativeReceiptId: string;
+  contentFingerprint: string;
+  atMs: number;
+}
+
+export interface SessionRead {
+  occupantId: string;
+  status: SeatStatus;
+  entries: SessionEntry[];
+  /** False when part of the session could not be read: a gap, never a verdict. */
+  complete: boolean;
+}
+
+export interface HarnessAdapter {
+  readonly kind: SeatKind;
+  /** Observe the seat now: its status, occupant and live input capabilities. Fresh proofs come with it. */
+  inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }>;
+  /** Write one message through the native channel. Called only after the freshness gate passed. */
+  write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult>;
+  /** What the seat's session holds, for reconciliation. */
+  readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead>;
+}

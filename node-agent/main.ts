@@ -1,0 +1,96 @@
+/**
+ * The node agent's composition root: seat book, adapters, gRPC service on loopback,
+ * and the link to the controller.
+ */
+import { createServer, type Http2Server } from "node:http2";
+import { mkdirSync } from "node:fs";
+import { randomUUID } from "node:crypto";
+import type { AddressInfo } from "node:net";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { AgentService } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
+import { newToken, tokensEqual } from "../shared/tokens.js";
+import type { Logger } from "../shared/logger.js";
+import type { AgentConfig } from "./config.js";
+import { SeatBook } from "./seats/seat-book.js";
+import { MailboxStore } from "./mailbox/store.js";
+import { MailboxAdapter } from "./harnesses/mailbox.js";
+import { AdapterRegistry } from "./harnesses/registry.js";
+import { systemMonotonicClock, type MonotonicClock } from "./proofs/proof.js";
+import { createAgentService } from "./service/agent-service.js";
+import { startControllerLink, type ControllerLink } from "./service/controller-link.js";
+import { toWireSeat } from "./service/wire-seat.js";
+
+export const AGENT_VERSION = "0.1.0";
+
+export interface RunningAgent {
+  readonly endpoint: string;
+  readonly machine: string;
+  readonly link: ControllerLink;
+  close(): Promise<void>;
+}
+
+export async function startAgent(config: AgentConfig, logger: Logger, clock: MonotonicClock = systemMonotonicClock): Promise<RunningAgent> {
+  mkdirSync(config.mailboxDir, { recursive: true, mode: 0o700 });
+  const seats = new SeatBook(config.stateDir);
+  const mailboxes = new MailboxStore(config.mailboxDir);
+  const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock));
+  // A fresh token per process: only the controller this agent registered with can call it.
+  const agentToken = newToken("agent");
+
+  const handler = connectNodeAdapter({
+    routes: (router) => router.service(AgentService, createAgentService({ seats, adapters, clock, mailboxes })),
+    interceptors: [bearerAuthInterceptor((_service, token) => tokensEqual(agentToken, token))],
+  });
+  const server: Http2Server = createServer(handler);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+  const endpoint = `http://${host}:${port}`;
+  logger.info("agent listening", { endpoint, machine: config.machine });
+
+  const wireSeats = async () =>
+    Promise.all(
+      seats.all().map(async (s) => {
+        const adapter = adapters.get(s.kind);
+        const snapshot = adapter
+          ? (await adapter.inspect(s)).snapshot
+          : { status: "unknown" as const, occupantId: s.occupantId, inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false } };
+        return toWireSeat(s, snapshot);
+      }),
+    );
+
+  const link = startControllerLink({
+    controllerUrl: config.controllerUrl,
+    fleetToken: config.fleetToken,
+    machine: config.machine,
+    endpoint,
+    agentToken,
+    instanceId: randomUUID(),
+    platform: process.platform,
+    agentVersion: AGENT_VERSION,
+    seats: wireSeats,
+    logger,
+  });
+  const offSeats = seats.onChange(() => {
+    link.reportSeats().catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
+  });
+
+  return {
+    endpoint,
+    machine: config.machine,
+    link,
+    async close() {
+      offSeats();
+      link.stop();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        // Established h2 sessions would hold close() open.
+        setTimeout(resolve, 500).unref();
+      });
+    },
+  };
+}

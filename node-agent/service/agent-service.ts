@@ -1,0 +1,98 @@
+/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, CreateSeat. */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import {
+  AgentService,
+  CreateSeatResponseSchema,
+  DeliverResponseSchema,
+  InspectSeatResponseSchema,
+  ReadSessionResponseSchema,
+  SessionEntrySchema,
+} from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
+import { isUuid, isValidName } from "../../shared/ids.js";
+import { agentResultWire, deliveryModeWire, seatKindWire, seatStatusWire, SeatKind } from "../../shared/verdicts.js";
+import { deliver, type DeliverDeps } from "../deliver/deliver.js";
+import type { MailboxStore } from "../mailbox/store.js";
+import { toWireSeat } from "./wire-seat.js";
+
+export interface AgentServiceDeps extends DeliverDeps {
+  mailboxes: MailboxStore;
+}
+
+function requireSeat(deps: AgentServiceDeps, name: string) {
+  const seat = deps.seats.get(name);
+  if (!seat) throw new ConnectError(`unknown_seat: this agent hosts no seat named ${name}`, Code.NotFound);
+  const adapter = deps.adapters.get(seat.kind);
+  if (!adapter) throw new ConnectError(`no adapter for ${seat.kind} seats`, Code.Unimplemented);
+  return { seat, adapter };
+}
+
+export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof AgentService> {
+  return {
+    async inspectSeat(req) {
+      const { seat, adapter } = requireSeat(deps, req.seatName);
+      const { snapshot } = await adapter.inspect(seat);
+      return create(InspectSeatResponseSchema, { seat: toWireSeat(seat, snapshot) });
+    },
+
+    async deliver(req) {
+      const arrivedAtMs = deps.clock.nowMs();
+      // Refusals as errors happen only here, before any seat is touched.
+      if (!isUuid(req.deliveryId)) throw new ConnectError("delivery_id must be a uuid", Code.InvalidArgument);
+      if (req.text.length === 0) throw new ConnectError("text must not be empty", Code.InvalidArgument);
+      const mode = deliveryModeWire.decode(req.mode);
+      if (!mode) throw new ConnectError(`unknown delivery mode ${req.mode}`, Code.InvalidArgument);
+      const verdict = await deliver(deps, {
+        seatName: req.seatName,
+        deliveryId: req.deliveryId,
+        text: req.text,
+        mode,
+        conversationId: req.conversationId,
+        inReplyTo: req.inReplyTo || undefined,
+        occupantId: req.authority?.occupantId ?? "",
+        authorityAgeMs: req.authority?.ageMs ?? 0,
+        arrivedAtMs,
+      });
+      return create(DeliverResponseSchema, {
+        result: agentResultWire.encode(verdict.result),
+        nativeReceiptId: verdict.nativeReceiptId ?? "",
+        detail: verdict.detail,
+        reason: verdict.reason ?? "",
+        proofs: verdict.proofs.map((p) => create(ProofSchema, { kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, p.ageAtWriteMs) })),
+        proofAgeMs: Math.max(0, verdict.proofAgeMs),
+        replayed: verdict.replayed,
+      });
+    },
+
+    async readSession(req) {
+      const { seat, adapter } = requireSeat(deps, req.seatName);
+      const read = await adapter.readSession(seat, Number(req.sinceUnixMs));
+      return create(ReadSessionResponseSchema, {
+        occupantId: read.occupantId,
+        status: seatStatusWire.encode(read.status),
+        complete: read.complete,
+        entries: read.entries.map((e) =>
+          create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
+        ),
+      });
+    },
+
+    async createSeat(req) {
+      if (!isValidName(req.name)) throw new ConnectError("seat name must be 1-64 letters, digits, '.', '-' or '_'", Code.InvalidArgument);
+      const kind = seatKindWire.decode(req.kind);
+      if (kind !== SeatKind.Mailbox) {
+        throw new ConnectError(`only mailbox seats can be created by the agent; ${kind ?? "unspecified"} seats are discovered from their panes`, Code.InvalidArgument);
+      }
+      let added;
+      try {
+        added = deps.seats.add(req.name, kind, req.title);
+      } catch (e) {
+        throw new ConnectError((e as Error).message, Code.AlreadyExists);
+      }
+      deps.mailboxes.create(req.name);
+      const { snapshot } = await deps.adapters.get(kind)!.inspect(added.seat);
+      return create(CreateSeatResponseSchema, { seat: toWireSeat(added.seat, snapshot), created: added.created });
+    },
+  };
+}

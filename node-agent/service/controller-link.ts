@@ -1,0 +1,100 @@
+/**
+ * The agent's link to its controller: register (with backoff until it answers), heartbeat,
+ * and report the seat list whenever it changes. A heartbeat the controller does not know
+ * triggers a fresh registration, so a controller restart heals by itself.
+ */
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AgentGatewayService, HeartbeatRequestSchema, RegisterRequestSchema, ReportSeatsRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
+import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
+import type { Logger } from "../../shared/logger.js";
+
+export interface ControllerLinkOptions {
+  controllerUrl: string;
+  fleetToken: string;
+  machine: string;
+  endpoint: string;
+  agentToken: string;
+  instanceId: string;
+  platform: string;
+  agentVersion: string;
+  seats: () => Promise<Seat[]>;
+  logger: Logger;
+}
+
+export interface ControllerLink {
+  /** Resolves after the first successful registration. */
+  readonly registered: Promise<void>;
+  /** Report the current seats now (after a seat was added or changed). */
+  reportSeats(): Promise<void>;
+  stop(): void;
+}
+
+export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
+  const transport = createGrpcTransport({ baseUrl: o.controllerUrl, interceptors: [bearerHeaderInterceptor(() => o.fleetToken)] });
+  const client = createClient(AgentGatewayService, transport);
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let heartbeatMs = 5000;
+  let resolveRegistered!: () => void;
+  const registered = new Promise<void>((r) => (resolveRegistered = r));
+
+  const schedule = (fn: () => Promise<void>, ms: number) => {
+    if (stopped) return;
+    timer = setTimeout(() => void fn(), ms);
+    timer.unref?.();
+  };
+
+  const register = async (backoffMs = 200): Promise<void> => {
+    try {
+      const res = await client.register(
+        create(RegisterRequestSchema, {
+          machine: o.machine,
+          endpoint: o.endpoint,
+          agentToken: o.agentToken,
+          capabilityVersion: CAPABILITY_VERSION,
+          platform: o.platform,
+          agentVersion: o.agentVersion,
+          seats: await o.seats(),
+          instanceId: o.instanceId,
+        }),
+        { timeoutMs: 5000 },
+      );
+      heartbeatMs = res.heartbeatIntervalMs || heartbeatMs;
+      o.logger.info("registered with the controller", { controller: o.controllerUrl, machine: o.machine });
+      resolveRegistered();
+      schedule(heartbeat, heartbeatMs);
+    } catch (e) {
+      o.logger.warn("registration failed; retrying", { error: (e as Error).message, retryInMs: backoffMs });
+      schedule(() => register(Math.min(backoffMs * 2, 5000)), backoffMs);
+    }
+  };
+
+  const heartbeat = async (): Promise<void> => {
+    try {
+      const res = await client.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: 5000 });
+      if (!res.known) return register();
+      schedule(heartbeat, heartbeatMs);
+    } catch (e) {
+      o.logger.warn("heartbeat failed; registering again", { error: (e as Error).message });
+      return register();
+    }
+  };
+
+  void register();
+
+  return {
+    registered,
+    async reportSeats() {
+      await registered;
+      await client.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: await o.seats() }), { timeoutMs: 5000 });
+    },
+    stop() {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+  };
+}

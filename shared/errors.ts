@@ -1,0 +1,134 @@
+/**
+ * One error family for the whole fleet: every error has a stable `name`, a snake_case
+ * `code`, and a `retryable` flag. `FleetError.from` types any throw at a boundary.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+
+export const ErrorCode = {
+  InvalidArgument: "invalid_argument",
+  Unauthenticated: "unauthenticated",
+  PermissionDenied: "permission_denied",
+  NotFound: "not_found",
+  UnknownSeat: "unknown_seat",
+  JournalUnavailable: "journal_unavailable",
+  DatabaseUnreachable: "database_unreachable",
+  StateDirLocked: "state_dir_locked",
+  AgentUnreachable: "agent_unreachable",
+  ServiceStopping: "service_stopping",
+  ReceiptInUse: "receipt_in_use",
+  ReceiptConflict: "receipt_conflict",
+  Internal: "internal",
+} as const;
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+export class FleetError extends Error {
+  override readonly name: string = "FleetError";
+  readonly code: ErrorCode;
+  readonly retryable: boolean;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; retryable?: boolean }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.retryable = options?.retryable ?? false;
+  }
+
+  /** Types any thrown value; a FleetError passes through unchanged. */
+  static from(reason: unknown): FleetError {
+    if (reason instanceof FleetError) return reason;
+    if (reason instanceof ConnectError) {
+      return new FleetError(fromConnectCode(reason.code), reason.rawMessage, { cause: reason });
+    }
+    const message = reason instanceof Error ? reason.message : String(reason);
+    return new FleetError(ErrorCode.Internal, message, { cause: reason });
+  }
+
+  /** The single mapping from our codes to gRPC/Connect codes. */
+  toConnectError(): ConnectError {
+    return new ConnectError(`${this.code}: ${this.message}`, toConnectCode(this.code), undefined, undefined, this);
+  }
+}
+
+export class InvalidArgumentError extends FleetError {
+  override readonly name = "InvalidArgumentError";
+  constructor(message: string) {
+    super(ErrorCode.InvalidArgument, message);
+  }
+}
+
+export class UnauthenticatedError extends FleetError {
+  override readonly name = "UnauthenticatedError";
+  constructor(message = "missing or wrong bearer token") {
+    super(ErrorCode.Unauthenticated, message);
+  }
+}
+
+export class JournalUnavailableError extends FleetError {
+  override readonly name = "JournalUnavailableError";
+  constructor(message: string, cause?: unknown) {
+    super(ErrorCode.JournalUnavailable, message, { cause, retryable: true });
+  }
+}
+
+export class DatabaseUnreachableError extends FleetError {
+  override readonly name = "DatabaseUnreachableError";
+  constructor(message: string, cause?: unknown) {
+    super(ErrorCode.DatabaseUnreachable, message, { cause, retryable: true });
+  }
+}
+
+export class StateDirLockedError extends FleetError {
+  override readonly name = "StateDirLockedError";
+  constructor(message: string) {
+    super(ErrorCode.StateDirLocked, message);
+  }
+}
+
+export class ServiceStoppingError extends FleetError {
+  override readonly name = "ServiceStoppingError";
+  constructor() {
+    super(ErrorCode.ServiceStopping, "the controller is stopping; nothing was dispatched", { retryable: true });
+  }
+}
+
+function toConnectCode(code: ErrorCode): Code {
+  switch (code) {
+    case ErrorCode.InvalidArgument:
+      return Code.InvalidArgument;
+    case ErrorCode.Unauthenticated:
+      return Code.Unauthenticated;
+    case ErrorCode.PermissionDenied:
+      return Code.PermissionDenied;
+    case ErrorCode.NotFound:
+    case ErrorCode.UnknownSeat:
+      return Code.NotFound;
+    case ErrorCode.ReceiptInUse:
+    case ErrorCode.ReceiptConflict:
+      return Code.AlreadyExists;
+    case ErrorCode.JournalUnavailable:
+    case ErrorCode.DatabaseUnreachable:
+    case ErrorCode.AgentUnreachable:
+    case ErrorCode.ServiceStopping:
+      return Code.Unavailable;
+    case ErrorCode.StateDirLocked:
+      return Code.FailedPrecondition;
+    default:
+      return Code.Internal;
+  }
+}
+
+function fromConnectCode(code: Code): ErrorCode {
+  switch (code) {
+    case Code.InvalidArgument:
+      return ErrorCode.InvalidArgument;
+    case Code.Unauthenticated:
+      return ErrorCode.Unauthenticated;
+    case Code.PermissionDenied:
+      return ErrorCode.PermissionDenied;
+    case Code.NotFound:
+      return ErrorCode.NotFound;
+    case Code.Unavailable:
+      return ErrorCode.AgentUnreachable;
+    default:
+      return ErrorCode.Internal;
+  }
+}
