@@ -3,9 +3,9 @@
  * and the link to the controller.
  */
 import { createServer, type Http2Server } from "node:http2";
+import type { AddressInfo, Socket } from "node:net";
 import { mkdirSync } from "node:fs";
 import { randomUUID } from "node:crypto";
-import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AgentService } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
@@ -43,6 +43,11 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     interceptors: [bearerAuthInterceptor((_service, token) => tokensEqual(agentToken, token))],
   });
   const server: Http2Server = createServer(handler);
+  const sockets = new Set<Socket>();
+  server.on("connection", (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
@@ -88,8 +93,9 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
       link.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
-        // Established h2 sessions would hold close() open.
-        setTimeout(resolve, 500).unref();
+        // Established h2 sessions (the controller's warm connection) would hold close() open.
+        // Dropping the socket, rather than a GOAWAY, is what a crashed agent looks like too.
+        for (const s of sockets) s.destroy();
       });
     },
   };

@@ -51,6 +51,8 @@ export interface PipelineDeps {
   shutdownSignal: AbortSignal;
   onJournalChange: () => void;
   deliverTimeoutMs?: number;
+  /** Registers an in-flight dispatch so a stop can wait for it. */
+  track?: <T>(p: Promise<T>) => Promise<T>;
 }
 
 type Plan =
@@ -102,7 +104,8 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
 
   if (plan.kind === "replay") return replayAdmission(MESSAGE_SEAT, id, plan.admission);
   if (plan.kind === "settled") return { id, tool: MESSAGE_SEAT, state: "settled", body: plan.body, isError: false };
-  return dispatch(deps, scope, input, id, mode, plan.seat, plan.machine);
+  const dispatched = dispatch(deps, scope, input, id, mode, plan.seat, plan.machine);
+  return deps.track ? deps.track(dispatched) : dispatched;
 }
 
 async function dispatch(deps: PipelineDeps, scope: CallScope, input: MessageSeatInput, id: string, mode: DeliveryMode, seat: SeatRowDb, machine: Machine): Promise<ToolOutcome> {

@@ -1,0 +1,30 @@
+/** How CLI commands reach the running controller: its record and the owner token in the state dir. */
+import { createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { OwnerService } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { StatusService } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
+import { Health } from "../../shared/gen/grpc/health/v1/health_pb.js";
+import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
+import { FleetError, ErrorCode } from "../../shared/errors.js";
+import { readControllerRecord, readToken } from "../state-dir.js";
+
+export interface OwnerClients {
+  url: string;
+  owner: Client<typeof OwnerService>;
+  status: Client<typeof StatusService>;
+  health: Client<typeof Health>;
+}
+
+export function controllerUrl(stateDir: string, override: string | undefined): string {
+  const url = override ?? readControllerRecord(stateDir)?.url;
+  if (!url) throw new FleetError(ErrorCode.AgentUnreachable, `no controller is running for state dir ${stateDir} (no controller.json); start one with 'clankie up' or pass --controller URL`);
+  return url;
+}
+
+export function ownerClients(stateDir: string, override?: string): OwnerClients {
+  const url = controllerUrl(stateDir, override);
+  const token = readToken(stateDir, "owner");
+  if (!token) throw new FleetError(ErrorCode.Unauthenticated, `no owner token in ${stateDir}/owner.token`);
+  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => token)] });
+  return { url, owner: createClient(OwnerService, transport), status: createClient(StatusService, transport), health: createClient(Health, transport) };
+}

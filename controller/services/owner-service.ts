@@ -1,0 +1,47 @@
+/** OwnerService: the owner's operations behind the clankie CLI. */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import { CreateSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { isValidName, seatId } from "../../shared/ids.js";
+import { FleetError } from "../../shared/errors.js";
+import type { Db } from "../db/open.js";
+import type { AgentClients } from "../nodes/agent-clients.js";
+import type { Registry } from "../nodes/registry.js";
+import { ConversationAuth, issueLeadToken } from "../leads/conversations.js";
+
+export interface OwnerDeps {
+  db: Db;
+  registry: Registry;
+  agents: AgentClients;
+  conversations: ConversationAuth;
+}
+
+export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerService> {
+  return {
+    async addSeat(req) {
+      if (!isValidName(req.name)) throw new ConnectError("seat name must be 1-64 letters, digits, '.', '-' or '_'", Code.InvalidArgument);
+      const all = await d.registry.machines();
+      const online = all.filter((m) => d.registry.isOnline(m));
+      const machine = req.machine ? all.find((m) => m.name === req.machine) : online.length === 1 ? online[0] : undefined;
+      if (!machine) {
+        const detail = req.machine ? `no machine named ${req.machine} is registered` : `name the machine with --machine (online: ${online.map((m) => m.name).join(", ") || "none"})`;
+        throw new ConnectError(detail, req.machine ? Code.NotFound : Code.FailedPrecondition);
+      }
+      const conn = d.agents.get(machine.name, machine.endpoint, machine.agentToken);
+      const res = await conn.client.createSeat(create(CreateSeatRequestSchema, { name: req.name, kind: req.kind, title: req.title }), { timeoutMs: 10_000 });
+      if (!res.seat) throw new ConnectError("the agent answered without a seat", Code.Internal);
+      await d.registry.upsertSeat(machine.name, res.seat);
+      return create(AddSeatResponseSchema, { seatId: seatId(machine.name, res.seat.name), seat: res.seat, created: res.created });
+    },
+    async issueLeadToken(req) {
+      try {
+        const token = await issueLeadToken(d.db, req.conversationId);
+        d.conversations.forget();
+        return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token });
+      } catch (e) {
+        throw FleetError.from(e).toConnectError();
+      }
+    },
+  };
+}

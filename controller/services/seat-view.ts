@@ -1,0 +1,35 @@
+/** Seats as plain JSON for MCP tools and the CLI, from the same rows the status service reads. */
+import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
+import { listSeats, type StatusDeps } from "./status-service.js";
+
+export interface SeatView {
+  id: string;
+  machine: string;
+  name: string;
+  kind: string;
+  status: string;
+  online: boolean;
+  occupantId: string;
+  title: string;
+  inputCapabilities: { deliveryModes: string[]; interrupt: boolean; nextTurnOnly: boolean };
+  unresolvedReceipts: number;
+}
+
+export async function listSeatsView(d: StatusDeps): Promise<SeatView[]> {
+  return (await listSeats(d)).map((r) => ({
+    id: r.id,
+    machine: r.machine,
+    name: r.seat?.name ?? "",
+    kind: seatKindWire.decode(r.seat?.kind ?? 0) ?? "unknown",
+    status: r.online ? (seatStatusWire.decode(r.seat?.status ?? 0) ?? "unknown") : "offline",
+    online: r.online,
+    occupantId: r.seat?.occupantId ?? "",
+    title: r.seat?.title ?? "",
+    inputCapabilities: {
+      deliveryModes: (r.seat?.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m) ?? "auto"),
+      interrupt: r.seat?.inputCapabilities?.interrupt ?? false,
+      nextTurnOnly: r.seat?.inputCapabilities?.nextTurnOnly ?? false,
+    },
+    unresolvedReceipts: r.unresolvedReceipts,
+  }));
+}

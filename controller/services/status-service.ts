@@ -1,0 +1,127 @@
+/** StatusService: machines, seats and receipts with their ages, and a watch stream. */
+import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { EventEmitter } from "node:events";
+import {
+  ListMachinesResponseSchema,
+  ListReceiptsResponseSchema,
+  ListSeatsResponseSchema,
+  MachineSchema,
+  ReceiptRowSchema,
+  SeatRowSchema,
+  StatusService,
+  WatchResponseSchema,
+  type Machine,
+  type ReceiptRow,
+  type SeatRow,
+} from "../../shared/gen/clankie/fleet/v1/status_pb.js";
+import { InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import { deliveryModeWire, seatKindWire, seatStatusWire, type SeatKind, type SeatStatus } from "../../shared/verdicts.js";
+import type { Db } from "../db/open.js";
+import { countUnresolvedBySeat, listDeliveries } from "../journal/delivery-receipts.js";
+import type { Registry } from "../nodes/registry.js";
+
+export interface StatusDeps {
+  db: Db;
+  registry: Registry;
+  now: () => Date;
+  changes: EventEmitter<{ changed: [] }>;
+}
+
+export async function listMachines(d: StatusDeps): Promise<Machine[]> {
+  const now = d.now().getTime();
+  return (await d.registry.machines()).map((m) =>
+    create(MachineSchema, {
+      name: m.name,
+      online: d.registry.isOnline(m),
+      platform: m.platform,
+      endpoint: m.endpoint,
+      capabilityVersion: m.capabilityVersion,
+      lastSeenAgeMs: BigInt(Math.max(0, now - m.lastSeenAt.getTime())),
+      agentVersion: m.agentVersion,
+    }),
+  );
+}
+
+export async function listSeats(d: StatusDeps): Promise<SeatRow[]> {
+  const [machineRows, seatRows, unresolved] = await Promise.all([d.registry.machines(), d.registry.seats(), countUnresolvedBySeat(d.db)]);
+  const online = new Map(machineRows.map((m) => [m.name, d.registry.isOnline(m)]));
+  return seatRows.map((s) =>
+    create(SeatRowSchema, {
+      id: s.id,
+      machine: s.machine,
+      online: online.get(s.machine) ?? false,
+      unresolvedReceipts: unresolved.get(s.id) ?? 0,
+      seat: create(SeatSchema, {
+        name: s.name,
+        kind: seatKindWire.encode(s.kind as SeatKind),
+        status: seatStatusWire.encode(s.status as SeatStatus),
+        occupantId: s.occupantId,
+        title: s.title,
+        inputCapabilities: create(InputCapabilitiesSchema, {
+          deliveryModes: s.inputCapabilities.deliveryModes.map((m) => deliveryModeWire.encode(m)),
+          interrupt: s.inputCapabilities.interrupt,
+          nextTurnOnly: s.inputCapabilities.nextTurnOnly,
+        }),
+      }),
+    }),
+  );
+}
+
+export async function listReceipts(d: StatusDeps, limit: number, unresolvedOnly: boolean): Promise<ReceiptRow[]> {
+  const now = d.now().getTime();
+  return (await listDeliveries(d.db, { limit: Math.min(limit || 100, 1000), unresolvedOnly })).map((r) =>
+    create(ReceiptRowSchema, {
+      deliveryId: r.id,
+      seatId: r.seatId,
+      conversationId: r.conversationId,
+      state: r.state,
+      detail: r.detail ?? "",
+      ageMs: BigInt(Math.max(0, now - r.createdAt.getTime())),
+      proofAgeMs: r.proofAgeMs ?? 0,
+      nativeReceiptId: r.nativeReceiptId ?? "",
+    }),
+  );
+}
+
+/** Ages move and agents go silent without any write, so the watch also refreshes on a timer. */
+const WATCH_REFRESH_MS = 5000;
+
+export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusService> {
+  return {
+    async listMachines() {
+      return create(ListMachinesResponseSchema, { machines: await listMachines(d) });
+    },
+    async listSeats() {
+      return create(ListSeatsResponseSchema, { seats: await listSeats(d) });
+    },
+    async listReceipts(req) {
+      return create(ListReceiptsResponseSchema, { receipts: await listReceipts(d, req.limit, req.unresolvedOnly) });
+    },
+    async *watch(_req, ctx) {
+      let wake: (() => void) | undefined;
+      let dirty = true;
+      const onChange = () => {
+        dirty = true;
+        wake?.();
+      };
+      d.changes.on("changed", onChange);
+      const timer = setInterval(onChange, WATCH_REFRESH_MS);
+      const onAbort = () => wake?.();
+      ctx.signal.addEventListener("abort", onAbort);
+      try {
+        while (!ctx.signal.aborted) {
+          if (!dirty) await new Promise<void>((r) => (wake = r));
+          if (ctx.signal.aborted) break;
+          dirty = false;
+          const [machines, seats, receipts] = await Promise.all([listMachines(d), listSeats(d), listReceipts(d, 100, false)]);
+          yield create(WatchResponseSchema, { machines, seats, receipts });
+        }
+      } finally {
+        clearInterval(timer);
+        d.changes.off("changed", onChange);
+        ctx.signal.removeEventListener("abort", onAbort);
+      }
+    },
+  };
+}

@@ -1,0 +1,75 @@
+/**
+ * The controller's state directory: the embedded database, the owner and fleet tokens
+ * (mode 0600), the default lead token, and controller.json, which tells the CLI where the
+ * running controller listens.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { writeFileDurably } from "../shared/durable-file.js";
+import { newToken } from "../shared/tokens.js";
+
+export interface StateFiles {
+  dir: string;
+  dataDir: string;
+  agentDir: string;
+  ownerToken: string;
+  fleetToken: string;
+  leadToken: string;
+}
+
+export interface ControllerRecord {
+  pid: number;
+  url: string;
+  mcpUrl: string;
+  statusUrl: string;
+  database: string;
+  startedAt: string;
+}
+
+export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.CLANKIE_STATE_DIR ?? join(homedir(), ".clankie"));
+}
+
+function tokenFile(path: string, prefix: string): string {
+  if (existsSync(path)) return readFileSync(path, "utf8").trim();
+  const token = newToken(prefix);
+  writeFileDurably(path, token + "\n");
+  return token;
+}
+
+export function openStateDir(dir: string): StateFiles {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return {
+    dir,
+    dataDir: join(dir, "pgdata"),
+    agentDir: join(dir, "agent"),
+    ownerToken: tokenFile(join(dir, "owner.token"), "owner"),
+    fleetToken: tokenFile(join(dir, "fleet.token"), "fleet"),
+    leadToken: tokenFile(join(dir, "lead.token"), "lead"),
+  };
+}
+
+export function readToken(dir: string, name: "owner" | "fleet" | "lead"): string | undefined {
+  const path = join(dir, `${name}.token`);
+  return existsSync(path) ? readFileSync(path, "utf8").trim() : undefined;
+}
+
+export function writeControllerRecord(dir: string, record: ControllerRecord): void {
+  writeFileDurably(join(dir, "controller.json"), JSON.stringify(record, null, 2) + "\n");
+}
+
+export function readControllerRecord(dir: string): ControllerRecord | undefined {
+  const path = join(dir, "controller.json");
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as ControllerRecord;
+  } catch {
+    return undefined;
+  }
+}
+
+export function removeControllerRecord(dir: string, pid: number): void {
+  const rec = readControllerRecord(dir);
+  if (rec?.pid === pid) rmSync(join(dir, "controller.json"), { force: true });
+}

@@ -1,0 +1,5 @@
+// Copies what the compiled build reads at run time but tsc does not emit: the SQL migrations.
+import { cpSync, rmSync } from "node:fs";
+
+rmSync("dist/controller/db/migrations", { recursive: true, force: true });
+cpSync("controller/db/migrations", "dist/controller/db/migrations", { recursive: true });

@@ -1,0 +1,50 @@
+/**
+ * A controller and a node agent in this test process, on real sockets and a real
+ * database, torn down by the returned `close`.
+ */
+import { join } from "node:path";
+import { compileControllerConfig, type ControllerConfig } from "../../controller/config.js";
+import { startController, type RunningController } from "../../controller/main.js";
+import { compileAgentConfig } from "../../node-agent/config.js";
+import { startAgent, type RunningAgent } from "../../node-agent/main.js";
+import { silentLogger } from "../../shared/logger.js";
+import { prepareStore, type Driver } from "./test-db.js";
+
+export interface TestFleet {
+  controller: RunningController;
+  agent: RunningAgent;
+  stateDir: string;
+  agentStateDir: string;
+  /** Starts a (new) agent process-equivalent on the same state dir. */
+  restartAgent(): Promise<RunningAgent>;
+  close(): Promise<void>;
+}
+
+export async function startFleet(driver: Driver, overrides: Partial<ControllerConfig> = {}): Promise<TestFleet> {
+  const store = await prepareStore(driver);
+  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger);
+  const agentStateDir = join(store.stateDir, "agent");
+  const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.url, fleetToken: controller.fleetToken, machine: "testbox" });
+  let agent = await startAgent(agentConfig, silentLogger);
+  await agent.link.registered;
+  const fleet: TestFleet = {
+    controller,
+    get agent() {
+      return agent;
+    },
+    stateDir: store.stateDir,
+    agentStateDir,
+    async restartAgent() {
+      await agent.close();
+      agent = await startAgent(agentConfig, silentLogger);
+      await agent.link.registered;
+      return agent;
+    },
+    async close() {
+      await agent.close().catch(() => {});
+      await controller.close();
+      await store.cleanup();
+    },
+  };
+  return fleet;
+}

@@ -1,0 +1,55 @@
+/**
+ * Databases for tests: a copy of the run's PGlite template, or a fresh database on the
+ * PostgreSQL that DATABASE_URL points at (created here, dropped afterwards).
+ */
+import { cpSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomBytes } from "node:crypto";
+import postgres from "postgres";
+import { inject } from "vitest";
+
+export type Driver = "pglite" | "postgres";
+
+/** The drivers this run covers: PGlite always, PostgreSQL when DATABASE_URL is set (always in CI). */
+export const DRIVERS: Driver[] = process.env.DATABASE_URL ? ["pglite", "postgres"] : ["pglite"];
+
+export function tempDir(prefix: string): string {
+  return mkdtempSync(join(tmpdir(), `clankie-${prefix}-`));
+}
+
+/** Puts a migrated PGlite data directory at `<stateDir>/pgdata`, as the controller expects it. */
+export function seedPglite(stateDir: string): void {
+  cpSync(inject("pgliteTemplate"), join(stateDir, "pgdata"), { recursive: true });
+}
+
+/** Creates a fresh PostgreSQL database and returns its URL and a dropper. */
+export async function freshPostgres(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const base = process.env.DATABASE_URL;
+  if (!base) throw new Error("DATABASE_URL is not set");
+  const name = `clankie_t_${randomBytes(6).toString("hex")}`;
+  const admin = postgres(base, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${name}`);
+  await admin.end();
+  const url = new URL(base);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const a = postgres(base, { max: 1, onnotice: () => {} });
+      await a.unsafe(`drop database if exists ${name} with (force)`);
+      await a.end();
+    },
+  };
+}
+
+/** State dir + database for one controller under test. */
+export async function prepareStore(driver: Driver): Promise<{ stateDir: string; databaseUrl: string | undefined; cleanup: () => Promise<void> }> {
+  const stateDir = tempDir("state");
+  if (driver === "pglite") {
+    seedPglite(stateDir);
+    return { stateDir, databaseUrl: undefined, cleanup: async () => {} };
+  }
+  const pg = await freshPostgres();
+  return { stateDir, databaseUrl: pg.url, cleanup: pg.drop };
+}
