@@ -11,6 +11,7 @@ import { fail, type OutputOptions } from "./output.js";
 const USAGE = `clankie — fleet controller and node agent
 
   clankie up [--state-dir DIR] [--port N] [--json]      controller + local agent + embedded database
+             [--deliver-timeout-ms N]                    how long to wait for an agent before a delivery is uncertain (20000)
   clankie controller [--state-dir DIR] [--port N] [--host H]
   clankie agent --controller URL [--fleet-token-file F] [--state-dir DIR] [--machine NAME] [--port N]
   clankie seat add mailbox NAME [--machine M] [--title T]
@@ -41,12 +42,20 @@ const options = {
   // Set by \`clankie up\` on its agent child: stop when the parent's stdin pipe closes, so an
   // agent never outlives a killed parent.
   tethered: { type: "boolean" },
+  "deliver-timeout-ms": { type: "string" },
 } as const;
 
 function portFrom(value: string | undefined, fallback: number): number {
   if (value === undefined) return fallback;
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError(`--port must be 0-65535, got ${value}`);
+  return n;
+}
+
+function msFrom(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`--deliver-timeout-ms must be a positive integer, got ${value}`);
   return n;
 }
 
@@ -77,13 +86,18 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./run-controller.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
-        const close = await up({ stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, machine: v.machine ?? defaultMachineName() }, out, logger, level);
+        const close = await up(
+          { stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]), machine: v.machine ?? defaultMachineName() },
+          out,
+          logger,
+          level,
+        );
         await untilSignal(close);
         return 0;
       }
       case "controller": {
         const { startFromFlags, untilSignal } = await import("./run-controller.js");
-        const c = await startFromFlags({ stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl }, logger);
+        const c = await startFromFlags({ stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]) }, logger);
         if (out.json) process.stdout.write(JSON.stringify({ url: c.url, mcpUrl: c.mcpUrl, statusUrl: c.statusUrl, database: c.database.driver }) + "\n");
         else process.stdout.write(`controller listening at ${c.url} (MCP ${c.mcpUrl}, database ${c.database.driver})\n`);
         await untilSignal(() => c.close());

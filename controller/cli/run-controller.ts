@@ -8,10 +8,11 @@ export interface ControllerFlags {
   host: string;
   port: number;
   databaseUrl: string | undefined;
+  deliverTimeoutMs?: number | undefined;
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  return startController(compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl }), logger);
+  return startController(compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}) }), logger);
 }
 
 /** Resolves once a signal asked the process to stop and `close` finished. */
