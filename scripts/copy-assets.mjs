@@ -3,3 +3,7 @@ import { cpSync, rmSync } from "node:fs";
 
 rmSync("dist/controller/db/migrations", { recursive: true, force: true });
 cpSync("controller/db/migrations", "dist/controller/db/migrations", { recursive: true });
+
+// The package bin must be executable for npx and global installs.
+import { chmodSync } from "node:fs";
+chmodSync("dist/controller/cli/main.js", 0o755);
