@@ -4,6 +4,7 @@
  */
 import type { AgentResult, DeliveryMode, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { ProofFact } from "../proofs/proof.js";
+import type { PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
 
 /** A seat as the agent's seat book records it. */
 export interface SeatRecord {
@@ -13,6 +14,10 @@ export interface SeatRecord {
   /** Stable for one occupant; a different process or session means a different id. */
   occupantId: string;
   createdAtMs: number;
+  /** For seats discovered in a pane: which host and pane. Absent for mailbox seats. */
+  pane?: { host: "herdr" | "tmux"; paneId: string; terminalId: string; sessionId: string } | undefined;
+  /** Adapter-specific facts found at discovery (endpoint, home, thread, pids...). Not authority: re-proved before each write. */
+  control?: Record<string, unknown> | undefined;
 }
 
 export interface InputCapabilities {
@@ -59,6 +64,8 @@ export interface SessionRead {
   complete: boolean;
 }
 
+export type StopResult = { result: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable"; detail: string };
+
 export interface HarnessAdapter {
   readonly kind: SeatKind;
   /** Observe the seat now: its status, occupant and live input capabilities. Fresh proofs come with it. */
@@ -67,4 +74,8 @@ export interface HarnessAdapter {
   write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult>;
   /** What the seat's session holds, for reconciliation. */
   readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead>;
+  /** Recognise this harness in a pane from its processes (never from titles or files). */
+  discover?(pane: PaneInfo, processes: PaneProcessInfo): Promise<SeatRecord | undefined>;
+  /** Stop the occupant's current turn through the native channel; only seats advertising `interrupt`. */
+  stop?(seat: SeatRecord): Promise<StopResult>;
 }

@@ -1,0 +1,32 @@
+/**
+ * Where the pinned real harness binaries live (.harnesses/<name>, installed by
+ * `npm run harnesses:install`). With CLANKIE_REQUIRE_HARNESSES=1 (CI) a missing binary is
+ * a failure, never a skip.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+const PINS = JSON.parse(readFileSync(join(ROOT, "scripts/harnesses.json"), "utf8")) as Record<string, { package: string; version: string; bin: string }>;
+
+export type HarnessName = "codex" | "claude" | "opencode" | "pi";
+
+export function harnessBin(name: HarnessName): string | undefined {
+  const pin = PINS[name]!;
+  const bin = join(ROOT, ".harnesses", name, "node_modules/.bin", pin.bin);
+  return existsSync(bin) ? bin : undefined;
+}
+
+/** The binary, or undefined when it is absent and not required; throws when required and absent. */
+export function requireHarness(name: HarnessName): string | undefined {
+  const bin = harnessBin(name);
+  if (!bin && process.env.CLANKIE_REQUIRE_HARNESSES === "1") {
+    throw new Error(`${name} is not installed but CLANKIE_REQUIRE_HARNESSES=1: run npm run harnesses:install -- ${name}`);
+  }
+  return bin;
+}
+
+export function harnessVersion(name: HarnessName): string {
+  return PINS[name]!.version;
+}
