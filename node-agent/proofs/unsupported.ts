@@ -1,0 +1,37 @@
+/**
+ * The proof provider for a platform with no implementation: every fact is `unknown` with
+ * reason `unsupported` and names the platform, never an empty answer that could read as
+ * "no listeners" or "no peers" (Tailscale's netstat_noimpl pattern).
+ */
+import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
+import { fact, type Ancestry, type ConnectionPeer, type Fact, type ForegroundGroup, type HomeFact, type ListenerSet, type ProcessEntry, type ProofProvider } from "./provider.js";
+
+export class UnsupportedProofProvider implements ProofProvider {
+  constructor(
+    readonly platform: string,
+    private readonly clock: MonotonicClock = systemMonotonicClock,
+  ) {}
+
+  private no<T>(what: string): Promise<Fact<T>> {
+    return Promise.resolve(fact.unknown<T>("unsupported", `${what} is not implemented on ${this.platform}`, this.clock.nowMs()));
+  }
+
+  identify(): Promise<Fact<ProcessEntry>> {
+    return this.no("process identity");
+  }
+  ancestry(): Promise<Fact<Ancestry>> {
+    return this.no("process ancestry");
+  }
+  foregroundGroup(): Promise<Fact<ForegroundGroup>> {
+    return this.no("the terminal's foreground group");
+  }
+  home(): Promise<Fact<HomeFact>> {
+    return this.no("a process's home");
+  }
+  listeners(): Promise<Fact<ListenerSet>> {
+    return this.no("a process's listeners");
+  }
+  connectionPeer(): Promise<Fact<ConnectionPeer>> {
+    return this.no("a connection's peer process");
+  }
+}
