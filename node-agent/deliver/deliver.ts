@@ -1,16 +1,17 @@
 /**
- * One delivery on the agent: find the seat, prove it, pass the freshness gate, write
- * through the seat's native channel, and report the verdict with its proof ages. The
- * pipeline knows no harness; adapters do the native parts.
+ * One delivery on the agent: find the seat, prove it through the freshness gate, check
+ * the occupant and the delivery mode, write through the seat's native channel, and report
+ * the verdict with every proof's age at the write. The pipeline knows no harness; adapters
+ * do the native parts.
  */
 import { AgentResult, type DeliveryMode } from "../../shared/verdicts.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
+import type { SeatSnapshot } from "../harnesses/adapter.js";
 import type { SeatBook } from "../seats/seat-book.js";
-import { judgeFreshness, FRESHNESS_LIMIT_MS } from "../proofs/freshness.js";
+import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS, MAX_PROOF_ATTEMPTS, type AuthorityStamp } from "../proofs/freshness.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
 
-/** Proofs re-read at most this many times when they finish too far apart. */
-export const MAX_PROOF_ATTEMPTS = 3;
+export { MAX_PROOF_ATTEMPTS };
 
 export interface DeliverCommand {
   seatName: string;
@@ -37,7 +38,9 @@ export interface DeliverVerdict {
   nativeReceiptId?: string | undefined;
   detail: string;
   reason?: string | undefined;
+  /** Every proof, the controller's authority included, with its age at the write (or at the refusal). */
   proofs: ProofAtWrite[];
+  /** Age of the oldest proof at that instant. */
   proofAgeMs: number;
   replayed: boolean;
 }
@@ -46,15 +49,19 @@ export interface DeliverDeps {
   seats: SeatBook;
   adapters: AdapterRegistry;
   clock: MonotonicClock;
+  /** Waits on `clock`; defaults to a real timer. Gate tests inject a virtual one. */
+  wait?: ((ms: number) => Promise<void>) | undefined;
 }
 
-function notSent(reason: string, detail: string, proofs: ProofAtWrite[] = [], proofAgeMs = 0): DeliverVerdict {
-  return { result: AgentResult.NotSent, reason, detail, proofs, proofAgeMs, replayed: false };
-}
-
-function agesAt(clock: MonotonicClock, proofs: ProofFact[]): ProofAtWrite[] {
+/** Ages at this instant; the oldest is the proof age. */
+function evidence(clock: MonotonicClock, proofs: ProofFact[]): { proofs: ProofAtWrite[]; proofAgeMs: number } {
   const now = clock.nowMs();
-  return proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.round(now - p.completedAtMs) }));
+  const atWrite = proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.round(now - p.completedAtMs) }));
+  return { proofs: atWrite, proofAgeMs: atWrite.reduce((m, p) => Math.max(m, p.ageAtWriteMs), 0) };
+}
+
+function notSent(reason: string, detail: string, ev: { proofs: ProofAtWrite[]; proofAgeMs: number } = { proofs: [], proofAgeMs: 0 }): DeliverVerdict {
+  return { result: AgentResult.NotSent, reason, detail, ...ev, replayed: false };
 }
 
 export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<DeliverVerdict> {
@@ -62,54 +69,57 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
   if (!seat) return notSent("unknown_seat", `this agent hosts no seat named ${cmd.seatName}`);
   const adapter = deps.adapters.get(seat.kind);
   if (!adapter) return notSent("unsupported_harness", `no adapter for ${seat.kind} seats on this agent`);
+  const authority: AuthorityStamp = { ageMs: cmd.authorityAgeMs, arrivedAtMs: cmd.arrivedAtMs };
 
-  for (let attempt = 1; attempt <= MAX_PROOF_ATTEMPTS; attempt++) {
-    const { snapshot, proofs } = await adapter.inspect(seat);
-    const refuted = proofs.find((p) => p.outcome !== "proven");
-    if (refuted) return notSent(`proof_${refuted.outcome}`, `${refuted.kind}: ${refuted.detail}`, agesAt(deps.clock, proofs));
-    if (cmd.occupantId && snapshot.occupantId !== cmd.occupantId) {
-      return notSent("occupant_changed", "the seat has a different occupant than the controller checked", agesAt(deps.clock, proofs));
-    }
-    if (cmd.mode !== "auto" && !snapshot.inputCapabilities.deliveryModes.includes(cmd.mode)) {
-      return {
-        result: AgentResult.Rejected,
-        reason: "delivery_mode_unsupported",
-        detail: `this ${seat.kind} seat offers ${snapshot.inputCapabilities.deliveryModes.length ? snapshot.inputCapabilities.deliveryModes.join(", ") : "no explicit delivery modes"}; nothing was written`,
-        proofs: agesAt(deps.clock, proofs),
-        proofAgeMs: 0,
-        replayed: false,
-      };
-    }
-    const verdict = judgeFreshness(deps.clock, proofs, { ageMs: cmd.authorityAgeMs, arrivedAtMs: cmd.arrivedAtMs });
-    if (!verdict.pass) {
-      // Waiting never makes the controller's authority younger: only local proofs are re-read.
-      if (verdict.oldestKind === "controller_authority" || attempt === MAX_PROOF_ATTEMPTS) {
-        return notSent(
-          "proof_stale",
-          `oldest proof (${verdict.oldestKind}) was ${Math.round(verdict.oldestAgeMs)} ms old, over the ${FRESHNESS_LIMIT_MS} ms limit, after ${attempt} attempt(s)`,
-          agesAt(deps.clock, proofs),
-          Math.round(verdict.oldestAgeMs),
-        );
-      }
-      continue;
-    }
-    const atWrite = agesAt(deps.clock, proofs);
-    const proofAgeMs = Math.round(verdict.oldestAgeMs);
-    try {
-      const written = await adapter.write(seat, { deliveryId: cmd.deliveryId, text: cmd.text, mode: cmd.mode, conversationId: cmd.conversationId, inReplyTo: cmd.inReplyTo });
-      return {
-        result: written.result,
-        nativeReceiptId: written.nativeReceiptId,
-        detail: written.detail ?? "",
-        reason: written.reason,
-        proofs: atWrite,
-        proofAgeMs,
-        replayed: written.replayed ?? false,
-      };
-    } catch (e) {
-      // The write was attempted: it may have happened. Never retried here.
-      return { result: AgentResult.Unconfirmed, reason: "write_failed", detail: `native write failed after it began: ${(e as Error).message}`, proofs: atWrite, proofAgeMs, replayed: false };
-    }
+  let snapshot: SeatSnapshot | undefined;
+  const gate = await passGate({
+    clock: deps.clock,
+    wait: deps.wait ?? sleep,
+    authority,
+    readers: [
+      {
+        name: seat.kind,
+        read: async () => {
+          const inspected = await adapter.inspect(seat);
+          snapshot = inspected.snapshot;
+          return inspected.proofs;
+        },
+      },
+    ],
+  });
+  if (!gate.pass) return notSent(gate.reason, gate.detail, evidence(deps.clock, gate.proofs));
+  if (!snapshot) return notSent("proof_unknown", "the seat was not observed");
+  if (cmd.occupantId && snapshot.occupantId !== cmd.occupantId) {
+    return notSent("occupant_changed", "the seat has a different occupant than the controller checked", evidence(deps.clock, gate.proofs));
   }
-  return notSent("proof_stale", "proofs never fitted the freshness window");
+  if (cmd.mode !== "auto" && !snapshot.inputCapabilities.deliveryModes.includes(cmd.mode)) {
+    const modes = snapshot.inputCapabilities.deliveryModes;
+    return {
+      result: AgentResult.Rejected,
+      reason: "delivery_mode_unsupported",
+      detail: `this ${seat.kind} seat offers ${modes.length ? modes.join(", ") : "no explicit delivery modes"}; nothing was written`,
+      ...evidence(deps.clock, gate.proofs),
+      replayed: false,
+    };
+  }
+  // The last instant before the write: the gate's pass must still hold here.
+  const final = judgeFreshness(deps.clock, gate.proofs, undefined);
+  const atWrite = evidence(deps.clock, gate.proofs);
+  if (!final.pass) {
+    return notSent("proof_stale", `the oldest proof (${final.oldestKind}) was ${Math.round(final.oldestAgeMs)} ms old at the write, over the ${FRESHNESS_LIMIT_MS} ms limit`, atWrite);
+  }
+  try {
+    const written = await adapter.write(seat, { deliveryId: cmd.deliveryId, text: cmd.text, mode: cmd.mode, conversationId: cmd.conversationId, inReplyTo: cmd.inReplyTo });
+    return {
+      result: written.result,
+      nativeReceiptId: written.nativeReceiptId,
+      detail: written.detail ?? "",
+      reason: written.reason,
+      ...atWrite,
+      replayed: written.replayed ?? false,
+    };
+  } catch (e) {
+    // The write was attempted: it may have happened. Never retried here.
+    return { result: AgentResult.Unconfirmed, reason: "write_failed", detail: `native write failed after it began: ${(e as Error).message}`, ...atWrite, replayed: false };
+  }
 }
