@@ -1,0 +1,160 @@
+/**
+ * One WebSocket connection to a Codex app-server (its unix socket via `ws+unix://<sock>:/`,
+ * or `ws://host:port`), speaking JSON-RPC 2.0 without the `jsonrpc` field, one message per
+ * text frame. Every call ends in a typed outcome, never a throw: a reply, a server error,
+ * or a reason the reply will not come (closed, garbled, timeout). Server-initiated requests
+ * (approvals) are never answered here: answering them belongs to the pane's owner.
+ */
+import WebSocket from "ws";
+
+export type CallOutcome<T = unknown> =
+  | { ok: true; result: T }
+  /** The server answered with an error: its message says why (e.g. a wrong expectedTurnId). */
+  | { ok: false; kind: "error"; code: number; message: string }
+  /** No answer: the socket closed, a garbled frame arrived, or the time ran out. The request may have been acted on. */
+  | { ok: false; kind: "closed" | "garbled" | "timeout"; message: string };
+
+export interface CodexNotification {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+export type OpenOutcome =
+  | { ok: true; connection: CodexConnection; userAgent: string; codexHome: string }
+  | { ok: false; kind: "unreachable" | "handshake_failed"; message: string };
+
+export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+
+/** `/path/to.sock` or `unix:///path` → `ws+unix:///path:/`; ws:// stays as it is. */
+export function wsUrlFor(endpoint: string): string {
+  if (endpoint.startsWith("ws://") || endpoint.startsWith("wss://") || endpoint.startsWith("ws+unix://")) return endpoint;
+  const path = endpoint.startsWith("unix://") ? endpoint.slice("unix://".length) : endpoint;
+  return `ws+unix://${path}:/`;
+}
+
+export class CodexConnection {
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (o: CallOutcome) => void; timer: NodeJS.Timeout }>();
+  private readonly listeners = new Set<(n: CodexNotification) => void>();
+  private closedReason: string | undefined;
+
+  private constructor(private readonly ws: WebSocket) {
+    ws.on("message", (data, isBinary) => this.onFrame(isBinary ? "" : data.toString()));
+    ws.on("close", () => this.fail("closed", "the app-server connection closed"));
+    ws.on("error", (e) => this.fail("closed", `the app-server connection failed: ${e.message}`));
+  }
+
+  /** Connects and performs `initialize` (opting into the experimental API) + `initialized`. */
+  static async open(endpoint: string, o: { timeoutMs?: number; clientName?: string } = {}): Promise<OpenOutcome> {
+    const timeoutMs = o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(wsUrlFor(endpoint), { handshakeTimeout: timeoutMs, perMessageDeflate: false });
+    } catch (e) {
+      return { ok: false, kind: "unreachable", message: (e as Error).message };
+    }
+    const opened = await new Promise<string | undefined>((resolve) => {
+      ws.once("open", () => resolve(undefined));
+      ws.once("error", (e) => resolve(e.message));
+      ws.once("unexpected-response", (_req, res) => resolve(`HTTP ${res.statusCode} instead of a WebSocket upgrade`));
+    });
+    if (opened !== undefined) {
+      ws.terminate();
+      return { ok: false, kind: "unreachable", message: opened };
+    }
+    const connection = new CodexConnection(ws);
+    const init = await connection.call<{ userAgent?: string; codexHome?: string }>(
+      "initialize",
+      { clientInfo: { name: o.clientName ?? "clankie_node_agent", title: "Clankie node agent", version: "0.1.0" }, capabilities: { experimentalApi: true } },
+      timeoutMs,
+    );
+    if (!init.ok) {
+      connection.close();
+      return { ok: false, kind: "handshake_failed", message: init.message };
+    }
+    connection.notify("initialized", {});
+    return { ok: true, connection, userAgent: String(init.result.userAgent ?? ""), codexHome: String(init.result.codexHome ?? "") };
+  }
+
+  get isOpen(): boolean {
+    return this.closedReason === undefined && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** Why the connection is no longer usable, if it is not. */
+  get closeReason(): string | undefined {
+    return this.closedReason;
+  }
+
+  call<T = unknown>(method: string, params: unknown, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<CallOutcome<T>> {
+    if (!this.isOpen) return Promise.resolve({ ok: false, kind: "closed", message: this.closedReason ?? "the app-server connection is not open" });
+    const id = this.nextId++;
+    return new Promise<CallOutcome<T>>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve({ ok: false, kind: "timeout", message: `${method}: no answer within ${timeoutMs} ms` });
+      }, timeoutMs);
+      this.pending.set(id, { resolve: resolve as (o: CallOutcome) => void, timer });
+      this.ws.send(JSON.stringify({ id, method, params }), (err) => {
+        if (err) this.settle(id, { ok: false, kind: "closed", message: `${method}: send failed: ${err.message}` });
+      });
+    });
+  }
+
+  notify(method: string, params: unknown): void {
+    if (this.isOpen) this.ws.send(JSON.stringify({ method, params }));
+  }
+
+  onNotification(listener: (n: CodexNotification) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  close(): void {
+    this.fail("closed", "closed by the node agent");
+    this.ws.terminate();
+  }
+
+  private settle(id: number, outcome: CallOutcome): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    clearTimeout(p.timer);
+    p.resolve(outcome);
+  }
+
+  /** Every pending call ends with the same reason; the connection is unusable afterwards. */
+  private fail(kind: "closed" | "garbled", message: string): void {
+    if (this.closedReason === undefined) this.closedReason = message;
+    for (const id of [...this.pending.keys()]) this.settle(id, { ok: false, kind, message });
+    if (kind === "garbled") this.ws.terminate();
+  }
+
+  private onFrame(text: string): void {
+    let msg: unknown;
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      // A frame we cannot read might have been the answer to any pending call: none of them
+      // can be known any more, so they all end "garbled" and the connection is dropped.
+      return this.fail("garbled", `the app-server sent a frame that is not JSON (${text.length} chars)`);
+    }
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return this.fail("garbled", "the app-server sent a frame that is not a JSON-RPC object");
+    const m = msg as { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
+    if (typeof m.method === "string") {
+      // A notification, or a server request (has an id) such as an approval: observed, never answered.
+      if (m.id === undefined) {
+        const n = { method: m.method, params: (m.params ?? {}) as Record<string, unknown> };
+        for (const l of this.listeners) l(n);
+      }
+      return;
+    }
+    if (typeof m.id !== "number") return this.fail("garbled", "the app-server sent a reply without a numeric id");
+    if (m.error !== undefined) {
+      this.settle(m.id, { ok: false, kind: "error", code: Number(m.error?.code ?? 0), message: String(m.error?.message ?? "unknown error") });
+    } else if ("result" in m) {
+      this.settle(m.id, { ok: true, result: m.result });
+    } else {
+      this.fail("garbled", `the app-server sent reply ${m.id} with neither result nor error`);
+    }
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * Codex seats: a Codex TUI in a pane, controlled through the app-server it is attached to
+ * (the shared daemon under its own CODEX_HOME, or the app-server it joined with --remote).
+ * inspect proves the occupant process, the pane, the server's home and the pane's thread,
+ * and keeps that connection; write goes through the same connection (codex-write.ts).
+ * Capabilities come only from that live control (inventory rules 45-47): with it,
+ * [steer, queue] + interrupt; without it (`--no-daemon`, unreachable), none.
+ */
+import { contentFingerprint } from "../../shared/fingerprint.js";
+import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
+import type { PaneHost, PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
+import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
+import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
+import { CodexConnection } from "./codex-connection.js";
+import { findCodexTui, isSameProcessAlive, type CodexLaunch } from "./codex-process.js";
+import { listClientMessages, listQueue, observeThread, pickPaneThread, type ThreadObservation } from "./codex-thread.js";
+import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./codex-write.js";
+
+/** The facts a Codex seat record carries (SeatRecord.control). Re-proved before every write. */
+export interface CodexControl {
+  codexHome: string;
+  cwd: string;
+  launch: CodexLaunch | "direct";
+  endpoint?: string | undefined;
+  threadId?: string | undefined;
+  tuiPid?: number | undefined;
+  tuiStartTime?: number | undefined;
+}
+
+export const NO_CAPABILITIES: InputCapabilities = { deliveryModes: [], interrupt: false, nextTurnOnly: false };
+/** Rule 47: a Codex seat whose app-server control is attached offers both modes and a stop. */
+export const CODEX_LIVE_CAPABILITIES: InputCapabilities = { deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false };
+
+export interface CodexAdapterOptions {
+  clock: MonotonicClock;
+  /** Re-proves that the seat's pane still runs the same TUI process. */
+  paneHost?: PaneHost | undefined;
+  confirmTimeoutMs?: number;
+  confirmPollMs?: number;
+  callTimeoutMs?: number;
+}
+
+export function codexControlOf(seat: SeatRecord): CodexControl | undefined {
+  const c = seat.control as Partial<CodexControl> | undefined;
+  if (!c || typeof c.codexHome !== "string" || typeof c.cwd !== "string" || typeof c.launch !== "string") return undefined;
+  return c as CodexControl;
+}
+
+/** Seat names derive from the pane: `codex-<pane id>` with only name-safe characters (tmux %3 → codex-3). */
+export function codexSeatName(paneId: string): string {
+  return `codex-${paneId.replace(/[^A-Za-z0-9._-]/g, "")}`.slice(0, 64);
+}
+
+function statusOf(obs: ThreadObservation): SeatStatus {
+  if (obs.status === "active") return obs.activeFlags.some((f) => /waitingOn/i.test(f)) ? SeatStatus.Blocked : SeatStatus.Working;
+  if (obs.status === "idle") return SeatStatus.Idle;
+  if (obs.status === "notLoaded") return SeatStatus.Offline;
+  return SeatStatus.Unknown;
+}
+
+export class CodexAdapter implements HarnessAdapter {
+  readonly kind = SeatKind.Codex;
+  private readonly connections = new Map<string, { connection: CodexConnection; codexHome: string }>();
+  /** What the last inspect proved, per seat: the write may use only this. */
+  private readonly proven = new Map<string, ProvenThread & { occupantId: string }>();
+  private readonly writeOptions: CodexWriteOptions;
+
+  constructor(private readonly o: CodexAdapterOptions) {
+    this.writeOptions = { confirmTimeoutMs: o.confirmTimeoutMs ?? 8000, confirmPollMs: o.confirmPollMs ?? 100, callTimeoutMs: o.callTimeoutMs ?? 10_000 };
+  }
+
+  private proof(kind: string, outcome: ProofFact["outcome"], detail: string): ProofFact {
+    return { kind, outcome, detail, completedAtMs: this.o.clock.nowMs() };
+  }
+
+  /** The open connection to an endpoint, opened (and initialized) on first use or after a drop. */
+  private async connect(endpoint: string): Promise<{ ok: true; connection: CodexConnection; codexHome: string } | { ok: false; detail: string }> {
+    const cached = this.connections.get(endpoint);
+    if (cached?.connection.isOpen) return { ok: true, ...cached };
+    const opened = await CodexConnection.open(endpoint, { timeoutMs: this.writeOptions.callTimeoutMs });
+    if (!opened.ok) return { ok: false, detail: `${opened.kind}: ${opened.message}` };
+    const entry = { connection: opened.connection, codexHome: opened.codexHome };
+    this.connections.set(endpoint, entry);
+    return { ok: true, ...entry };
+  }
+
+  async discover(pane: PaneInfo, processes: PaneProcessInfo): Promise<SeatRecord | undefined> {
+    const tui = findCodexTui(processes.foregroundProcesses);
+    if (!tui) return undefined;
+    let threadId: string | undefined;
+    if (tui.endpoint) {
+      const c = await this.connect(tui.endpoint);
+      // The server must be the one for this pane's home; a different home is not this pane's control.
+      if (c.ok && c.codexHome === tui.codexHome) {
+        const picked = await pickPaneThread(c.connection, tui.cwd);
+        if (picked.ok) threadId = picked.value;
+      }
+    }
+    const control: CodexControl = { codexHome: tui.codexHome, cwd: tui.cwd, launch: tui.launch, endpoint: tui.endpoint, threadId, tuiPid: tui.pid, tuiStartTime: tui.startTime };
+    return {
+      name: codexSeatName(pane.paneId),
+      kind: SeatKind.Codex,
+      title: pane.title,
+      // A new process lifetime or another thread is another occupant.
+      occupantId: `codex:${pane.paneId}:${tui.pid}:${tui.startTime}:${threadId ?? "no-thread"}`,
+      createdAtMs: Date.now(),
+      control: { ...control },
+    };
+  }
+
+  async inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
+    const proofs: ProofFact[] = [];
+    const ctl = codexControlOf(seat);
+    const none = (status: SeatStatus) => {
+      this.proven.delete(seat.name);
+      return { snapshot: { status, occupantId: seat.occupantId, inputCapabilities: NO_CAPABILITIES }, proofs };
+    };
+    if (!ctl) {
+      proofs.push(this.proof("codex_control", "refuted", "the seat carries no Codex control facts"));
+      return none(SeatStatus.Unknown);
+    }
+    if (ctl.tuiPid !== undefined && ctl.tuiStartTime !== undefined) {
+      const alive = isSameProcessAlive(ctl.tuiPid, ctl.tuiStartTime);
+      proofs.push(this.proof("codex_process", alive ? "proven" : "refuted", alive ? `Codex TUI pid ${ctl.tuiPid} (same lifetime)` : `Codex TUI pid ${ctl.tuiPid} is gone or was replaced`));
+      if (!alive) return none(SeatStatus.Offline);
+    }
+    if (seat.pane && this.o.paneHost && ctl.tuiPid !== undefined) {
+      try {
+        const info = await this.o.paneHost.processInfo(seat.pane.paneId);
+        const inPane = info.foregroundProcesses.some((p) => p.pid === ctl.tuiPid);
+        proofs.push(this.proof("pane_occupant", inPane ? "proven" : "refuted", inPane ? `pane ${seat.pane.paneId} runs pid ${ctl.tuiPid} in its foreground` : `pane ${seat.pane.paneId} no longer runs pid ${ctl.tuiPid}`));
+        if (!inPane) return none(SeatStatus.Offline);
+      } catch (e) {
+        proofs.push(this.proof("pane_occupant", "unknown", `pane host: ${(e as Error).message}`));
+        return none(SeatStatus.Unknown);
+      }
+    }
+    if (!ctl.endpoint) {
+      // Rule 38: --no-daemon launches cannot be steered or queued: no modes, and write refuses.
+      return none(SeatStatus.Unknown);
+    }
+    const c = await this.connect(ctl.endpoint);
+    if (!c.ok) {
+      proofs.push(this.proof("codex_control", "refuted", `app-server ${ctl.endpoint} unreachable: ${c.detail}`));
+      return none(SeatStatus.Offline);
+    }
+    const sameHome = c.codexHome === ctl.codexHome;
+    proofs.push(this.proof("codex_home", sameHome ? "proven" : "refuted", sameHome ? `app-server serves CODEX_HOME ${ctl.codexHome}` : `app-server serves ${c.codexHome}, the pane uses ${ctl.codexHome}`));
+    if (!sameHome) return none(SeatStatus.Unknown);
+    if (!ctl.threadId) {
+      proofs.push(this.proof("codex_thread", "unknown", "the pane's thread is not known (none or several candidates at discovery)"));
+      return none(SeatStatus.Unknown);
+    }
+    const obs = await observeThread(c.connection, ctl.threadId);
+    if (!obs.ok) {
+      const definite = obs.reason === "thread_not_loaded" || obs.reason === "thread_ephemeral";
+      proofs.push(this.proof("codex_thread", definite ? "refuted" : "unknown", obs.detail));
+      return none(definite ? SeatStatus.Offline : SeatStatus.Unknown);
+    }
+    const o = obs.value;
+    proofs.push(this.proof("codex_thread", "proven", `thread ${o.threadId} ${o.status}${o.activeTurnId ? ` (turn ${o.activeTurnId})` : ""}`));
+    this.proven.set(seat.name, { connection: c.connection, observation: o, occupantId: seat.occupantId });
+    return { snapshot: { status: statusOf(o), occupantId: seat.occupantId, inputCapabilities: CODEX_LIVE_CAPABILITIES }, proofs };
+  }
+
+  async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
+    const p = this.proven.get(seat.name);
+    if (!p || p.occupantId !== seat.occupantId) {
+      const ctl = codexControlOf(seat);
+      const why = ctl && !ctl.endpoint ? "this Codex runs without a reachable app-server (--no-daemon)" : "no live Codex control was proven for this occupant";
+      return { result: AgentResult.NotSent, reason: "no_native_control", detail: `${why}; nothing was written` };
+    }
+    // Consumed by this write: the next write needs a fresh inspect.
+    this.proven.delete(seat.name);
+    if (!p.connection.isOpen) {
+      return { result: AgentResult.NotSent, reason: "control_lost", detail: `the proven app-server connection closed before the write (${p.connection.closeReason ?? "closed"}); nothing was written` };
+    }
+    return writeToThread(p, message.deliveryId, message.text, message.mode, this.writeOptions);
+  }
+
+  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+    const ctl = codexControlOf(seat);
+    const gap = (status: SeatStatus): SessionRead => ({ occupantId: seat.occupantId, status, entries: [], complete: false });
+    if (!ctl?.endpoint || !ctl.threadId) return gap(SeatStatus.Unknown);
+    const c = await this.connect(ctl.endpoint);
+    if (!c.ok || c.codexHome !== ctl.codexHome) return gap(SeatStatus.Offline);
+    const obs = await observeThread(c.connection, ctl.threadId);
+    const msgs = await listClientMessages(c.connection, ctl.threadId, 50);
+    const queued = await listQueue(c.connection, ctl.threadId);
+    const entries = [
+      ...(msgs.ok ? msgs.value.messages.filter((m) => m.atMs >= sinceMs).map((m) => ({ deliveryId: m.clientId, nativeReceiptId: `${ctl.threadId}/${m.turnId}/${m.itemId}`, contentFingerprint: contentFingerprint(m.text), atMs: m.atMs })) : []),
+      // Still waiting in Codex's queue: accepted by the seat, not yet run.
+      ...(queued.ok ? queued.value.map((q) => ({ deliveryId: q.clientId, nativeReceiptId: `${ctl.threadId}/queue/${q.queuedId}`, contentFingerprint: contentFingerprint(q.text), atMs: Date.now() })) : []),
+    ];
+    return {
+      occupantId: seat.occupantId,
+      status: obs.ok ? statusOf(obs.value) : SeatStatus.Unknown,
+      entries,
+      complete: msgs.ok && msgs.value.complete && queued.ok,
+    };
+  }
+
+  /** `turn/interrupt` on the exact active turn just observed. Queued items stay queued and do not run. */
+  async stop(seat: SeatRecord): Promise<StopResult> {
+    const { snapshot } = await this.inspect(seat);
+    const p = this.proven.get(seat.name);
+    this.proven.delete(seat.name);
+    if (!snapshot.inputCapabilities.interrupt || !p) return { result: "unsupported", detail: "no live Codex control is attached to this seat" };
+    const { threadId, activeTurnId } = p.observation;
+    if (!activeTurnId) return { result: "already_finished", detail: `thread ${threadId} has no active turn` };
+    const r = await p.connection.call("turn/interrupt", { threadId, turnId: activeTurnId }, this.writeOptions.callTimeoutMs);
+    if (!r.ok && r.kind === "error") {
+      if (/no active turn/i.test(r.message)) return { result: "already_finished", detail: r.message };
+      return { result: "unavailable", detail: `turn/interrupt refused: ${r.message}` };
+    }
+    if (!r.ok) return { result: "uncertain", detail: `turn/interrupt sent but its answer was lost (${r.kind})` };
+    const q = await listQueue(p.connection, threadId);
+    const left = q.ok ? q.value.length : undefined;
+    const note = left ? `; ${left} queued message(s) stay in Codex's queue and will not run by themselves after an interrupt` : "";
+    return { result: "stopped", detail: `interrupted turn ${activeTurnId}${note}` };
+  }
+
+  /** Closes every app-server connection (agent shutdown). */
+  close(): void {
+    for (const { connection } of this.connections.values()) connection.close();
+    this.connections.clear();
+    this.proven.clear();
+  }
+}

@@ -1,0 +1,89 @@
+/**
+ * Process facts read straight from Linux /proc: a terminal's foreground process group and
+ * its members, a process's argv, cwd, environment and start time. Every read can lose a
+ * race with an exiting process; that is `undefined`, never a throw.
+ */
+import { readFileSync, readdirSync, readlinkSync } from "node:fs";
+import type { PaneProcess } from "./pane-host.js";
+
+export interface ProcStat {
+  pid: number;
+  comm: string;
+  ppid: number;
+  pgrp: number;
+  /** Foreground process group of the process's controlling terminal (-1 when none). */
+  tpgid: number;
+  /** Clock ticks since boot: with the pid, it names one process lifetime (pid reuse gets a new one). */
+  startTime: number;
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+export function procStat(pid: number): ProcStat | undefined {
+  const text = readText(`/proc/${pid}/stat`);
+  if (!text) return undefined;
+  // comm is in parentheses and may itself contain spaces or ')': split at the last ')'.
+  const close = text.lastIndexOf(")");
+  const comm = text.slice(text.indexOf("(") + 1, close);
+  const f = text.slice(close + 2).split(" ");
+  // Fields after comm: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) ... starttime(19).
+  return { pid, comm, ppid: Number(f[1]), pgrp: Number(f[2]), tpgid: Number(f[5]), startTime: Number(f[19]) };
+}
+
+export function procArgv(pid: number): string[] | undefined {
+  const text = readText(`/proc/${pid}/cmdline`);
+  if (text === undefined) return undefined;
+  return text.split("\0").filter((s, i, all) => s.length > 0 || i < all.length - 1);
+}
+
+export function procCwd(pid: number): string | undefined {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The process's environment; undefined when it cannot be read (gone, or another user's). */
+export function procEnv(pid: number): Record<string, string> | undefined {
+  const text = readText(`/proc/${pid}/environ`);
+  if (text === undefined) return undefined;
+  const env: Record<string, string> = {};
+  for (const entry of text.split("\0")) {
+    const eq = entry.indexOf("=");
+    if (eq > 0) env[entry.slice(0, eq)] = entry.slice(eq + 1);
+  }
+  return env;
+}
+
+export function allPids(): number[] {
+  return readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map(Number);
+}
+
+/** Members of process group `pgid`, as pane processes (name, argv, cwd). */
+export function processGroupMembers(pgid: number): PaneProcess[] {
+  const out: PaneProcess[] = [];
+  for (const pid of allPids()) {
+    const st = procStat(pid);
+    if (!st || st.pgrp !== pgid) continue;
+    const argv = procArgv(pid);
+    if (!argv) continue;
+    out.push({ pid, name: st.comm, argv, cwd: procCwd(pid) });
+  }
+  return out.sort((a, b) => a.pid - b.pid);
+}
+
+/** The foreground process group of the terminal that `shellPid` belongs to. */
+export function foregroundGroupOf(shellPid: number): number | undefined {
+  const st = procStat(shellPid);
+  if (!st || st.tpgid <= 0) return undefined;
+  return st.tpgid;
+}
