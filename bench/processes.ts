@@ -1,0 +1,69 @@
+/** Real `clankie` processes for the bench, and their resident memory read from /proc. */
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { createInterface } from "node:readline";
+import { CLI } from "./paths.js";
+
+export interface ClankieProcess {
+  child: ChildProcess;
+  /** The first stdout line, parsed (every `--json` long-running command prints one when ready). */
+  ready: Record<string, string>;
+  stderr(): string;
+  stop(): Promise<void>;
+}
+
+/** Spawns `node dist/controller/cli/main.js ARGS --json` and waits for its ready line. */
+export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv): Promise<ClankieProcess> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first (npm run bench does)`);
+  const child = spawn(process.execPath, [CLI, ...args, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
+  const lines = createInterface({ input: child.stdout! });
+  const ready = await new Promise<Record<string, string>>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`clankie ${args[0]} not ready in 90 s: ${stderr}`)), 90_000);
+    lines.once("line", (line) => {
+      clearTimeout(timer);
+      try {
+        resolve(JSON.parse(line) as Record<string, string>);
+      } catch {
+        reject(new Error(`clankie ${args[0]} printed no JSON ready line: ${line}`));
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`clankie ${args[0]} exited with ${code}: ${stderr}`)));
+  });
+  return {
+    child,
+    ready,
+    stderr: () => stderr,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        const hard = setTimeout(() => child.kill("SIGKILL"), 10_000);
+        child.once("exit", () => {
+          clearTimeout(hard);
+          resolve();
+        });
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** VmRSS and VmHWM (peak RSS) of a live process, in MB. */
+export function rssOf(pid: number): { rss_mb: number; peak_rss_mb: number } {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
+  return { rss_mb: Math.round((kb("VmRSS") / 1024) * 10) / 10, peak_rss_mb: Math.round((kb("VmHWM") / 1024) * 10) / 10 };
+}
+
+/** Samples RSS every `everyMs` for `forMs`; returns the largest current RSS seen and the kernel's peak. */
+export async function sampleRss(pid: number, forMs: number, everyMs = 250): Promise<{ rss_mb: number; max_rss_mb: number; peak_rss_mb: number }> {
+  let max = 0;
+  let last = rssOf(pid);
+  const end = Date.now() + forMs;
+  do {
+    last = rssOf(pid);
+    max = Math.max(max, last.rss_mb);
+    await new Promise((r) => setTimeout(r, everyMs));
+  } while (Date.now() < end);
+  return { rss_mb: last.rss_mb, max_rss_mb: max, peak_rss_mb: rssOf(pid).peak_rss_mb };
+}

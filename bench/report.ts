@@ -1,0 +1,89 @@
+/** The issue's goals judged against a result file, and the readable (Markdown) table the runner prints. */
+
+export interface Goal {
+  goal: string;
+  target: string;
+  measured: string;
+  /** null when the figure was not measured (skipped section, or not at the goal's scale). */
+  met: boolean | null;
+}
+
+type Json = Record<string, unknown>;
+
+function get(o: unknown, path: string): unknown {
+  return path.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Json)[k] : undefined), o);
+}
+
+function num(o: unknown, path: string): number | undefined {
+  const v = get(o, path);
+  return typeof v === "number" && Number.isFinite(v) ? v : undefined;
+}
+
+function judge(goal: string, target: string, value: number | undefined, ok: (v: number) => boolean, unit = "", why?: string): Goal {
+  if (value === undefined) return { goal, target, measured: why ?? "not measured", met: null };
+  return { goal, target, measured: `${value}${unit}`, met: ok(value) };
+}
+
+export function judgeGoals(r: Json): Goal[] {
+  const added = num(r, "peer.rtt50.added_rtt_ms") ?? 50;
+  const receipts = num(r, "memory.receipts");
+  const goals = [
+    judge("agent path vs SSH, loopback, p50", "≥ 5×", num(r, "peer.ratio_p50"), (v) => v >= 5, "×"),
+    judge("agent path vs SSH, 50 ms RTT, p50", "≥ 4×", num(r, "peer.rtt50.ratio_p50"), (v) => v >= 4, "×"),
+    judge("agent path at 50 ms RTT, p50", `≤ 1 RTT + 15 ms (${added + 15} ms)`, num(r, "peer.rtt50.agent.p50_ms"), (v) => v <= added + 15, " ms"),
+    judge("proof age at the write, p99", "≤ 25 ms", num(r, "proof_age.p99_ms"), (v) => v <= 25, " ms"),
+    judge("journal, 16 callers, PostgreSQL", "≥ 0.8× ceiling", num(r, "journal.postgres.c16.ratio"), (v) => v >= 0.8, "×"),
+    judge("MCP message_seat, p50", "≤ 15 ms", num(r, "mcp.p50_ms"), (v) => v <= 15, " ms"),
+  ];
+  const ctl = num(r, "memory.controller_rss_mb_1m_receipts");
+  goals.push(
+    receipts !== undefined && receipts < 1_000_000
+      ? { goal: "controller RSS at 1 M receipts", target: "≤ 200 MB", measured: `${ctl ?? "?"} MB at ${receipts} receipts (not at 1 M)`, met: null }
+      : judge("controller RSS at 1 M receipts", "≤ 200 MB", ctl, (v) => v <= 200, " MB"),
+  );
+  goals.push(judge("idle agent RSS", "≤ 80 MB", num(r, "memory.agent_rss_mb"), (v) => v <= 80, " MB"));
+  return goals;
+}
+
+function cell(v: unknown): string {
+  if (v === undefined || v === null) return "—";
+  if (typeof v === "string") return v.length > 60 ? v.slice(0, 57) + "…" : v;
+  return String(v);
+}
+
+function latencyRow(label: string, s: unknown): string {
+  if (typeof s === "string") return `| ${label} | ${cell(s)} | | |`;
+  return `| ${label} | ${cell(get(s, "p50_ms"))} | ${cell(get(s, "p99_ms"))} | ${cell(get(s, "n"))} |`;
+}
+
+export function renderTable(r: Json, goals: Goal[]): string {
+  const lines: string[] = [];
+  lines.push(`Benchmark (${cell(r.mode)}) at ${cell(r.when)}, load average ${cell(get(r, "machine.loadavg_start"))} → ${cell(get(r, "machine.loadavg_end"))}`, "");
+  lines.push("| latency | p50 ms | p99 ms | n |", "|---|---|---|---|");
+  lines.push(latencyRow("peer: agent path, loopback", get(r, "peer.agent")));
+  lines.push(latencyRow("peer: legacy SSH path, loopback", get(r, "peer.ssh")));
+  lines.push(latencyRow("peer: agent path, 50 ms RTT", get(r, "peer.rtt50.agent")));
+  lines.push(latencyRow("peer: legacy SSH path, 50 ms RTT", get(r, "peer.rtt50.ssh")));
+  lines.push(latencyRow("proof age at the write (agent)", get(r, "proof_age")));
+  lines.push(latencyRow("proof age at the write (legacy SSH, loopback)", get(r, "proof_age.legacy_ssh.loopback")));
+  lines.push(latencyRow("MCP message_seat", get(r, "mcp")));
+  lines.push("");
+  lines.push(`ratios SSH/agent p50: loopback ${cell(get(r, "peer.ratio_p50"))}×, 50 ms RTT ${cell(get(r, "peer.rtt50.ratio_p50"))}×; writes refused by the 250 ms gate: ${cell(get(r, "proof_age.refused"))}`, "");
+  lines.push("| journal | callers | delivered/s | ceiling/s | ratio |", "|---|---|---|---|---|");
+  for (const db of ["postgres", "pglite"]) {
+    const j = get(r, `journal.${db}`);
+    if (typeof j !== "object" || j === null) {
+      lines.push(`| ${db} | ${cell(j)} | | | |`);
+      continue;
+    }
+    for (const [k, v] of Object.entries(j as Json)) {
+      if (!/^c\d+$/.test(k)) continue;
+      lines.push(`| ${db} | ${k.slice(1)} | ${cell(get(v, "delivered_per_s"))} | ${cell(get(v, "ceiling_per_s"))} | ${cell(get(v, "ratio"))} |`);
+    }
+  }
+  lines.push("");
+  lines.push(`memory: controller peak RSS ${cell(get(r, "memory.controller_rss_mb_1m_receipts"))} MB with ${cell(get(r, "memory.receipts"))} receipts and ${cell(get(r, "memory.registered_seats"))} seats; idle agent RSS ${cell(get(r, "memory.agent_rss_mb"))} MB`, "");
+  lines.push("| goal | target | measured | met |", "|---|---|---|---|");
+  for (const g of goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`);
+  return lines.join("\n");
+}

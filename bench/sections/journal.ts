@@ -1,0 +1,62 @@
+/**
+ * Section 3: full deliveries per second to mailbox seats (the whole pipeline, one seat per
+ * caller so per-seat turn-taking does not serialise them) against the database's ceiling,
+ * at 1, 4 and 16 callers. Full and ceiling alternate in short rounds within each level, so
+ * both see the same machine.
+ */
+import type { BenchFleet } from "../fleet.js";
+import { loopFor, type CeilingRunner } from "./ceiling.js";
+import { round } from "../stats.js";
+
+export interface JournalConfig {
+  callers: number[];
+  /** Measured time per level and per side (full, ceiling), split over `rounds`. */
+  secondsPerLevel: number;
+  rounds: number;
+}
+
+export interface JournalLevel {
+  delivered_per_s: number;
+  ceiling_per_s: number;
+  ratio: number;
+  /** The agent alone (Deliver calls, no journal) at the same concurrency: what the agent side allows. */
+  agent_only_per_s: number;
+  delivered: number;
+  not_delivered: Record<string, number>;
+}
+
+const MESSAGE = "journal bench: one short message";
+
+export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling: CeilingRunner): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
+  const levels: Record<string, JournalLevel> = {};
+  let refused = 0;
+  // Warm both sides: JIT, connections, the agent's HTTP/2 session.
+  await loopFor(300, 2, async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, MESSAGE)).outcome === "delivered");
+  await ceiling.run(2, 300);
+  for (const callers of cfg.callers) {
+    const roundMs = (cfg.secondsPerLevel * 1000) / cfg.rounds;
+    let full = { ok: 0, ms: 0 };
+    let raw = { ok: 0, ms: 0 };
+    let agentOnly = { ok: 0, ms: 0 };
+    const notDelivered: Record<string, number> = {};
+    for (let r = 0; r < cfg.rounds; r++) {
+      const c = await ceiling.run(callers, roundMs);
+      raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
+      const f = await loopFor(roundMs, callers, async (caller) => {
+        const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, MESSAGE);
+        if (d.outcome === "delivered") return true;
+        const key = `${d.outcome}:${d.reason ?? ""}`;
+        notDelivered[key] = (notDelivered[key] ?? 0) + 1;
+        if (d.reason === "proof_stale") refused++;
+        return false;
+      });
+      full = { ok: full.ok + f.ok, ms: full.ms + f.elapsedMs };
+      const a = await loopFor(roundMs, callers, async (caller) => (await fleet.deliverDirect(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, MESSAGE)).ok);
+      agentOnly = { ok: agentOnly.ok + a.ok, ms: agentOnly.ms + a.elapsedMs };
+    }
+    const delivered = full.ok / (full.ms / 1000);
+    const ceil = raw.ok / (raw.ms / 1000);
+    levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: round(agentOnly.ok / (agentOnly.ms / 1000), 1), delivered: full.ok, not_delivered: notDelivered };
+  }
+  return { levels, refused };
+}

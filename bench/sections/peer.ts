@@ -1,0 +1,164 @@
+/**
+ * Section 1 and 2: the peer path. The same messages go, alternately, through the node-agent
+ * path (the real pipeline: receipt committed, one Deliver call, proofs + gate on the agent,
+ * mailbox write, settle) and the legacy SSH path (three proof reads and a write, one exec
+ * each, against a real sshd), first on plain loopback, then with 50 ms RTT added by a delay
+ * proxy on both paths. Alternating iterations means machine noise hits both alike.
+ */
+import { createServer, connect, type AddressInfo } from "node:net";
+import { randomUUID } from "node:crypto";
+import type { BenchFleet, DeliveryResult } from "../fleet.js";
+import { startDelayProxy } from "../delay-proxy.js";
+import { connectLegacy, type LegacySsh } from "../ssh-legacy.js";
+import type { RunningSshd } from "../sshd.js";
+import { percentile, round, summarize, type LatencySummary } from "../stats.js";
+
+export interface PeerConfig {
+  n: number;
+  nRtt: number;
+  warmup: number;
+  oneWayMs: number;
+}
+
+interface PathRun {
+  agent: number[];
+  agentRpc: number[];
+  ssh: number[];
+  agentFailures: Record<string, number>;
+  sshFailures: number;
+  proofAges: number[];
+  refused: number;
+  sshProofAges: number[];
+}
+
+const MESSAGE = "Please run the tests and report. (bench message, about one line of text like a real lead writes)";
+
+function newRun(): PathRun {
+  return { agent: [], agentRpc: [], ssh: [], agentFailures: {}, sshFailures: 0, proofAges: [], refused: 0, sshProofAges: [] };
+}
+
+function recordAgent(run: PathRun, r: DeliveryResult): void {
+  if (r.outcome === "delivered") {
+    run.agent.push(r.ms);
+    if (r.proofAgeMs !== undefined) run.proofAges.push(r.proofAgeMs);
+  } else {
+    const key = `${r.outcome}:${r.reason ?? ""}`;
+    run.agentFailures[key] = (run.agentFailures[key] ?? 0) + 1;
+  }
+  if (r.reason === "proof_stale") run.refused++;
+}
+
+async function alternate(n: number, run: PathRun | undefined, fleet: BenchFleet, seat: string, ssh: LegacySsh | undefined): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    // Swap who goes first each iteration so neither path always runs on a warmer cache.
+    const order = i % 2 === 0 ? ["agent", "rpc", "ssh"] : ["ssh", "rpc", "agent"];
+    for (const which of order) {
+      if (which === "agent") {
+        const r = await fleet.deliver(seat, MESSAGE);
+        if (run) recordAgent(run, r);
+      } else if (which === "rpc") {
+        const r = await fleet.deliverDirect(seat.split("/")[1]!, MESSAGE);
+        if (run && r.ok) run.agentRpc.push(r.ms);
+      } else if (ssh) {
+        const t0 = performance.now();
+        const r = await ssh.deliver(randomUUID(), MESSAGE);
+        const ms = performance.now() - t0;
+        if (!run) continue;
+        if (r.ok) {
+          run.ssh.push(ms);
+          run.sshProofAges.push(r.proofAgeMs);
+        } else run.sshFailures++;
+      }
+    }
+  }
+}
+
+/** The round trip the proxy really adds: a one-byte ping-pong through it to an echo server. */
+async function measuredRtt(oneWayMs: number, samples: number): Promise<number> {
+  const echo = createServer((s) => {
+    s.setNoDelay(true);
+    s.on("data", (d) => s.write(d));
+  });
+  await new Promise<void>((r) => echo.listen(0, "127.0.0.1", () => r()));
+  const proxy = await startDelayProxy("127.0.0.1", (echo.address() as AddressInfo).port, oneWayMs);
+  const sock = connect({ host: "127.0.0.1", port: proxy.port });
+  sock.setNoDelay(true);
+  await new Promise<void>((r) => sock.once("connect", () => r()));
+  const times: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const t0 = performance.now();
+    await new Promise<void>((r) => {
+      sock.once("data", () => r());
+      sock.write("x");
+    });
+    times.push(performance.now() - t0);
+  }
+  sock.destroy();
+  await proxy.close();
+  await new Promise<void>((r) => echo.close(() => r()));
+  return round(percentile(times, 50));
+}
+
+function pathFigures(run: PathRun, sshSkipped: string | undefined) {
+  const agent = summarize(run.agent);
+  const ssh: LatencySummary | string = sshSkipped ?? summarize(run.ssh);
+  return {
+    agent,
+    ssh,
+    ratio_p50: typeof ssh === "string" ? null : round(ssh.p50_ms / agent.p50_ms),
+    ratio_p99: typeof ssh === "string" ? null : round(ssh.p99_ms / agent.p99_ms),
+    // The agent's half alone (Deliver straight to the agent, no receipt journal): transport vs transport.
+    agent_rpc_only: summarize(run.agentRpc),
+    ratio_p50_rpc_only: typeof ssh === "string" ? null : round(ssh.p50_ms / summarize(run.agentRpc).p50_ms),
+    agent_failures: run.agentFailures,
+    ssh_failures: run.sshFailures,
+  };
+}
+
+export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningSshd | string) {
+  const seat = fleet.seatIds[0]!;
+  const sshSkipped = typeof sshd === "string" ? sshd : undefined;
+  const target = typeof sshd === "string" ? undefined : { host: "127.0.0.1", username: sshd.username, privateKey: sshd.privateKey, inbox: sshd.inbox, subjectPid: sshd.pid };
+
+  const direct = newRun();
+  const ssh0 = target ? await connectLegacy({ ...target, port: (sshd as RunningSshd).port }) : undefined;
+  await alternate(cfg.warmup, undefined, fleet, seat, ssh0);
+  await alternate(cfg.n, direct, fleet, seat, ssh0);
+  ssh0?.close();
+
+  const agentUrl = new URL(fleet.agentEndpoint);
+  const agentProxy = await startDelayProxy(agentUrl.hostname, Number(agentUrl.port), cfg.oneWayMs);
+  const sshProxy = target ? await startDelayProxy("127.0.0.1", (sshd as RunningSshd).port, cfg.oneWayMs) : undefined;
+  const delayed = newRun();
+  let rtt = Number.NaN;
+  try {
+    await fleet.routeAgentVia(agentProxy.url);
+    const ssh50 = target && sshProxy ? await connectLegacy({ ...target, port: sshProxy.port }) : undefined;
+    await alternate(Math.max(2, Math.ceil(cfg.warmup / 5)), undefined, fleet, seat, ssh50);
+    await alternate(cfg.nRtt, delayed, fleet, seat, ssh50);
+    ssh50?.close();
+    rtt = await measuredRtt(cfg.oneWayMs, 20);
+  } finally {
+    await fleet.routeAgentVia(fleet.agentEndpoint);
+    await agentProxy.close();
+    await sshProxy?.close();
+  }
+
+  const loopback = pathFigures(direct, sshSkipped);
+  const rtt50 = pathFigures(delayed, sshSkipped);
+  const sshAges = (run: PathRun) => (run.sshProofAges.length ? { ...summarize(run.sshProofAges), over_250ms: run.sshProofAges.filter((a) => a > 250).length } : sshSkipped ?? "no samples");
+  return {
+    peer: {
+      ...loopback,
+      rtt50: { ...rtt50, added_rtt_ms: cfg.oneWayMs * 2, measured_rtt_p50_ms: rtt, agent_p50_minus_rtt_ms: round(rtt50.agent.p50_ms - rtt) },
+      ssh_server: typeof sshd === "string" ? sshd : sshd.version,
+      method: "alternating iterations on one warm connection per path; agent path = messageSeat (admit tx, Deliver, settle tx) in this process → separate `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
+    },
+    proof_age: {
+      ...summarize(direct.proofAges),
+      refused: direct.refused + delayed.refused,
+      rtt50: summarize(delayed.proofAges),
+      legacy_ssh: { loopback: sshAges(direct), rtt50: sshAges(delayed) },
+    },
+  };
+}
