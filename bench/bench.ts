@@ -8,7 +8,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import { configFor, type Mode } from "./config.js";
-import { REPO_ROOT } from "./paths.js";
+import { REPO_ROOT, scratchDir } from "./paths.js";
+import { openDatabase } from "../controller/db/open.js";
 import { createScratchDatabase, postgresBaseUrl, postgresVersion } from "./databases.js";
 import { startSshd, type RunningSshd } from "./sshd.js";
 import { startBenchFleet, type BenchFleet } from "./fleet.js";
@@ -100,14 +101,15 @@ export async function runBench(o: BenchOptions): Promise<Result> {
     };
     const pgliteFleet = async (fn: (fleet: BenchFleet, pglite: PGlite) => Promise<void>) => {
       const fleet = await startBenchFleet({ databaseUrl: undefined, seats: cfg.seats });
+      // The ceiling's own migrated PGlite in this process (the controller's lives in its process).
+      const own = await openDatabase({ dataDir: join(scratchDir("pglite-ceiling"), "pgdata") });
       try {
-        // The controller's own PGlite instance: a second opener of its data dir would corrupt it.
-        await fn(fleet, (fleet.controller.database.db as unknown as { $client: PGlite }).$client);
+        await fn(fleet, (own.db as unknown as { $client: PGlite }).$client);
       } finally {
+        await own.close();
         await fleet.close();
       }
     };
-
     const peerOn = async (fleet: BenchFleet, database: string) => {
       const p = await section("peer", () => runPeer(cfg.peer, fleet, sshd));
       if (typeof p === "string") {
@@ -132,10 +134,13 @@ export async function runBench(o: BenchOptions): Promise<Result> {
           }
         }),
       ).then((v) => typeof v === "string" && (journal.postgres = v));
-    } else journal.postgres = "skipped: no PostgreSQL";
+    } else {
+      journal.postgres = "skipped: no PostgreSQL";
+      r.peer = "skipped: no PostgreSQL (the delay proxy is set through the machine row)";
+      r.proof_age = r.peer;
+    }
     await section("journal.pglite", () =>
       pgliteFleet(async (fleet, pglite) => {
-        if (!pg) await peerOn(fleet, "pglite");
         const j = await runJournal(cfg.journal, fleet, pgliteCeiling(pglite));
         journal.pglite = { ...j.levels, database: machine.pglite };
         refusedInJournal += j.refused;

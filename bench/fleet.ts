@@ -1,24 +1,24 @@
 /**
- * The fleet the peer and journal sections drive: the controller in this process (so the
- * bench calls the real delivery pipeline, messageSeat, without an MCP hop), and the node
- * agent as a real separate `clankie agent` process with mailbox seats. The controller finds
- * its agent through the endpoint the agent registered; pointing that row at a delay proxy
- * puts the proxy between controller and agent.
+ * The fleet the peer and journal sections drive, all real processes: a `clankie controller`
+ * process, a `clankie agent` process with mailbox seats, and a lead in this process calling
+ * `message_seat` through the official MCP client — the whole path a lead sees (receipt
+ * committed, one Deliver call, proofs and gate on the agent, mailbox write, settle). The
+ * controller finds its agent through the endpoint row the agent registered; pointing that
+ * row at a delay proxy puts the proxy between controller and agent (PostgreSQL only: an
+ * embedded PGlite cannot be reached from outside its process).
  */
 import { join } from "node:path";
-import { eq } from "drizzle-orm";
-import { compileControllerConfig } from "../controller/config.js";
-import { startController, type RunningController } from "../controller/main.js";
-import { messageSeat, type PipelineDeps } from "../controller/delivery/message-seat.js";
-import { AgentClients } from "../controller/nodes/agent-clients.js";
-import { SeatTurns } from "../controller/delivery/seat-turns.js";
-import { DEFAULT_CONVERSATION } from "../controller/leads/conversations.js";
-import { machines, seats } from "../controller/db/schema.js";
-import { silentLogger } from "../shared/logger.js";
-import { create } from "@bufbuild/protobuf";
-import { AuthoritySchema, DeliverRequestSchema } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { DeliveryResult as WireResult } from "../shared/gen/clankie/fleet/v1/delivery_pb.js";
+import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
+import postgres from "postgres";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { AgentService, AuthoritySchema, DeliverRequestSchema } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { DeliveryResult as WireResult } from "../shared/gen/clankie/fleet/v1/delivery_pb.js";
+import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
 import { scratchDir } from "./paths.js";
 import { spawnClankie, type ClankieProcess } from "./processes.js";
 import { ownerClient } from "./owner-client.js";
@@ -30,110 +30,102 @@ export interface DeliveryResult {
   outcome: string;
   reason?: string | undefined;
   proofAgeMs?: number | undefined;
-  proofs: { kind: string; ageAtWriteMs: number }[];
 }
 
 export interface BenchFleet {
-  controller: RunningController;
+  controller: ClankieProcess;
   agent: ClankieProcess;
   agentEndpoint: string;
   seatIds: string[];
-  /** One full delivery through the pipeline: admit, Deliver to the agent, settle. */
+  /** One full delivery as a lead makes it: MCP message_seat to the controller process. */
   deliver(seatId: string, message: string): Promise<DeliveryResult>;
   /**
    * The agent's half alone: one Deliver call straight to the agent (proofs, gate, mailbox
-   * write), with no receipt journal around it. Splits the full path's time into journal and agent.
+   * write) with no controller or journal around it; undefined on PGlite, whose machine row
+   * (and the agent's token in it) lives inside the controller process.
    */
-  deliverDirect(seatName: string, message: string): Promise<{ ms: number; ok: boolean }>;
-  /** Route the controller's calls to the agent through `url` (a delay proxy) or back to the agent. */
-  routeAgentVia(url: string): Promise<void>;
+  deliverDirect?: (seatName: string, message: string) => Promise<{ ms: number; ok: boolean }>;
+  /** Route the controller's calls to the agent through `url` (a delay proxy); PostgreSQL only. */
+  routeAgentVia?: (url: string) => Promise<void>;
   close(): Promise<void>;
-}
-
-async function waitFor(what: string, check: () => Promise<boolean>, ms = 30_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 export async function startBenchFleet(o: { databaseUrl: string | undefined; seats: number }): Promise<BenchFleet> {
   const stateDir = scratchDir("fleet");
-  const controller = await startController(compileControllerConfig({ stateDir, port: 0, databaseUrl: o.databaseUrl }), silentLogger);
-  const { db } = controller.database;
   const env = { ...process.env };
-  delete env.DATABASE_URL;
-  let agent: ClankieProcess | undefined;
+  if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
+  else delete env.DATABASE_URL;
+  const started: ClankieProcess[] = [];
+  const closers: (() => Promise<unknown>)[] = [];
+  const closeAll = async () => {
+    for (const c of closers.reverse()) await c().catch(() => {});
+    for (const p of started.reverse()) await p.stop();
+  };
   try {
-    agent = await spawnClankie(
-      ["agent", "--controller", controller.url, "--fleet-token-file", join(stateDir, "fleet.token"), "--state-dir", join(stateDir, "agent"), "--machine", BENCH_MACHINE, "--log-level", "error"],
-      env,
+    const controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], env);
+    started.push(controller);
+    const url = controller.ready.url!;
+    const agentEnv = { ...process.env };
+    delete agentEnv.DATABASE_URL;
+    const agent = await spawnClankie(
+      ["agent", "--controller", url, "--fleet-token-file", join(stateDir, "fleet.token"), "--state-dir", join(stateDir, "agent"), "--machine", BENCH_MACHINE, "--log-level", "error"],
+      agentEnv,
     );
+    started.push(agent);
     const agentEndpoint = agent.ready.endpoint!;
-    await waitFor("the agent's registration", async () => (await db.select().from(machines).where(eq(machines.name, BENCH_MACHINE))).length === 1);
-    const owner = ownerClient(controller.url, controller.ownerToken);
+    const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
     const seatIds: string[] = [];
-    for (let i = 0; i < o.seats; i++) seatIds.push(await owner.addMailbox(BENCH_MACHINE, `bench-${i}`));
-    await waitFor("the seats", async () => (await db.select().from(seats).where(eq(seats.machine, BENCH_MACHINE))).filter((s) => s.present).length >= o.seats);
+    for (let i = 0; i < o.seats; i++) {
+      // The first add may race the agent's registration: retry for a while.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          seatIds.push(await owner.addMailbox(BENCH_MACHINE, `bench-${i}`));
+          break;
+        } catch (e) {
+          if (attempt > 100) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    }
+    const lead = new Client({ name: "clankie-bench-lead", version: "0.0.0" });
+    const token = readFileSync(join(stateDir, "lead.token"), "utf8").trim();
+    await lead.connect(new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    closers.push(() => lead.close());
 
-    const shutdown = new AbortController();
-    const pipeline: PipelineDeps = {
-      db,
-      agents: new AgentClients(),
-      turns: new SeatTurns(),
-      logger: silentLogger,
-      now: () => new Date(),
-      isStopping: () => false,
-      shutdownSignal: shutdown.signal,
-      onJournalChange: () => {},
-    };
-    const started = agent;
-    const [row] = await db.select().from(machines).where(eq(machines.name, BENCH_MACHINE));
-    const direct = new AgentClients().get(BENCH_MACHINE, agentEndpoint, row!.agentToken);
-    let directVia = agentEndpoint;
-    let directConn = direct;
-    return {
+    const fleet: BenchFleet = {
       controller,
-      agent: started,
+      agent,
       agentEndpoint,
       seatIds,
       async deliver(seatId, message) {
         const t0 = performance.now();
-        const out = await messageSeat(pipeline, { conversationId: DEFAULT_CONVERSATION }, { seat: seatId, message });
+        const res = await lead.callTool({ name: "message_seat", arguments: { seat: seatId, message } });
         const ms = performance.now() - t0;
-        const body = out.body as { outcome?: string; reason?: string; proofAgeMs?: number; proofs?: { kind: string; ageAtWriteMs: number }[] };
-        return { ms, outcome: String(body.outcome), reason: body.reason, proofAgeMs: body.proofAgeMs, proofs: body.proofs ?? [] };
+        const body = (res.structuredContent ?? {}) as { outcome?: string; reason?: string; proofAgeMs?: number };
+        return { ms, outcome: String(body.outcome ?? (res.isError ? "error" : "unknown")), reason: body.reason, proofAgeMs: body.proofAgeMs };
       },
-      async deliverDirect(seatName, message) {
+      close: closeAll,
+    };
+    if (o.databaseUrl) {
+      const sql = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
+      closers.push(() => sql.end({ timeout: 2 }));
+      const [row] = await sql<{ agent_token: string }[]>`select agent_token from machines where name = ${BENCH_MACHINE}`;
+      const direct = createClient(AgentService, createGrpcTransport({ baseUrl: agentEndpoint, interceptors: [bearerHeaderInterceptor(() => row!.agent_token)] }));
+      fleet.deliverDirect = async (seatName, message) => {
         const t0 = performance.now();
-        const res = await directConn.client.deliver(
-          create(DeliverRequestSchema, { seatName, deliveryId: randomUUID(), text: message, conversationId: DEFAULT_CONVERSATION, authority: create(AuthoritySchema, { ageMs: 0, caller: DEFAULT_CONVERSATION }) }),
+        const res = await direct.deliver(
+          create(DeliverRequestSchema, { seatName, deliveryId: randomUUID(), text: message, conversationId: "bench-direct", authority: create(AuthoritySchema, { ageMs: 0, caller: "bench-direct" }) }),
           { timeoutMs: 20_000 },
         );
         return { ms: performance.now() - t0, ok: res.result === WireResult.DELIVERED };
-      },
-      async routeAgentVia(url) {
-        await db.update(machines).set({ endpoint: url }).where(eq(machines.name, BENCH_MACHINE));
-        if (url !== directVia) {
-          if (directConn !== direct) directConn.close();
-          directVia = url;
-          directConn = url === agentEndpoint ? direct : new AgentClients().get(BENCH_MACHINE, url, row!.agentToken);
-        }
-      },
-      async close() {
-        shutdown.abort();
-        pipeline.agents.closeAll();
-        direct.close();
-        if (directConn !== direct) directConn.close();
-        await started.stop();
-        await controller.close();
-      },
-    };
+      };
+      fleet.routeAgentVia = async (via) => {
+        await sql`update machines set endpoint = ${via} where name = ${BENCH_MACHINE}`;
+      };
+    }
+    return fleet;
   } catch (e) {
-    await agent?.stop();
-    await controller.close();
+    await closeAll();
     throw e;
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Section 3: full deliveries per second to mailbox seats (the whole pipeline, one seat per
- * caller so per-seat turn-taking does not serialise them) against the database's ceiling,
+ * Section 3: full deliveries per second to mailbox seats (MCP message_seat through the
+ * controller process to the agent process, one seat per caller so per-seat turn-taking does
+ * not serialise them) against the database's ceiling,
  * at 1, 4 and 16 callers. Full and ceiling alternate in short rounds within each level, so
  * both see the same machine.
  */
@@ -20,18 +21,20 @@ export interface JournalLevel {
   ceiling_per_s: number;
   ratio: number;
   /** The agent alone (Deliver calls, no journal) at the same concurrency: what the agent side allows. */
-  agent_only_per_s: number;
+  agent_only_per_s: number | null;
   delivered: number;
   not_delivered: Record<string, number>;
 }
 
-const MESSAGE = "journal bench: one short message";
+// Unique text per call: identical content to a seat with an unresolved receipt is fenced (ADR 0207).
+let sent = 0;
+const message = () => `journal bench message ${++sent}`;
 
 export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling: CeilingRunner): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
   const levels: Record<string, JournalLevel> = {};
   let refused = 0;
   // Warm both sides: JIT, connections, the agent's HTTP/2 session.
-  await loopFor(300, 2, async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, MESSAGE)).outcome === "delivered");
+  await loopFor(300, 2, async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, message())).outcome === "delivered");
   await ceiling.run(2, 300);
   for (const callers of cfg.callers) {
     const roundMs = (cfg.secondsPerLevel * 1000) / cfg.rounds;
@@ -43,7 +46,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       const c = await ceiling.run(callers, roundMs);
       raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
       const f = await loopFor(roundMs, callers, async (caller) => {
-        const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, MESSAGE);
+        const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message());
         if (d.outcome === "delivered") return true;
         const key = `${d.outcome}:${d.reason ?? ""}`;
         notDelivered[key] = (notDelivered[key] ?? 0) + 1;
@@ -51,12 +54,15 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
         return false;
       });
       full = { ok: full.ok + f.ok, ms: full.ms + f.elapsedMs };
-      const a = await loopFor(roundMs, callers, async (caller) => (await fleet.deliverDirect(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, MESSAGE)).ok);
-      agentOnly = { ok: agentOnly.ok + a.ok, ms: agentOnly.ms + a.elapsedMs };
+      const direct = fleet.deliverDirect;
+      if (direct) {
+        const a = await loopFor(roundMs, callers, async (caller) => (await direct(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, message())).ok);
+        agentOnly = { ok: agentOnly.ok + a.ok, ms: agentOnly.ms + a.elapsedMs };
+      }
     }
     const delivered = full.ok / (full.ms / 1000);
     const ceil = raw.ok / (raw.ms / 1000);
-    levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: round(agentOnly.ok / (agentOnly.ms / 1000), 1), delivered: full.ok, not_delivered: notDelivered };
+    levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null, delivered: full.ok, not_delivered: notDelivered };
   }
   return { levels, refused };
 }

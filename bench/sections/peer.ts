@@ -1,7 +1,8 @@
 /**
  * Section 1 and 2: the peer path. The same messages go, alternately, through the node-agent
- * path (the real pipeline: receipt committed, one Deliver call, proofs + gate on the agent,
- * mailbox write, settle) and the legacy SSH path (three proof reads and a write, one exec
+ * path (MCP message_seat to the controller process: receipt committed, one Deliver call,
+ * proofs + gate on the agent process, mailbox write, settle), the agent's half alone (Deliver
+ * straight to the agent), and the legacy SSH path (three proof reads and a write, one exec
  * each, against a real sshd), first on plain loopback, then with 50 ms RTT added by a delay
  * proxy on both paths. Alternating iterations means machine noise hits both alike.
  */
@@ -31,7 +32,9 @@ interface PathRun {
   sshProofAges: number[];
 }
 
-const MESSAGE = "Please run the tests and report. (bench message, about one line of text like a real lead writes)";
+// Unique text per call: identical content to a seat with an unresolved receipt is fenced (ADR 0207).
+let sent = 0;
+const message = () => `Please run the tests and report. (bench message ${++sent}, about one line like a real lead writes)`;
 
 function newRun(): PathRun {
   return { agent: [], agentRpc: [], ssh: [], agentFailures: {}, sshFailures: 0, proofAges: [], refused: 0, sshProofAges: [] };
@@ -54,14 +57,14 @@ async function alternate(n: number, run: PathRun | undefined, fleet: BenchFleet,
     const order = i % 2 === 0 ? ["agent", "rpc", "ssh"] : ["ssh", "rpc", "agent"];
     for (const which of order) {
       if (which === "agent") {
-        const r = await fleet.deliver(seat, MESSAGE);
+        const r = await fleet.deliver(seat, message());
         if (run) recordAgent(run, r);
       } else if (which === "rpc") {
-        const r = await fleet.deliverDirect(seat.split("/")[1]!, MESSAGE);
+        const r = await fleet.deliverDirect!(seat.split("/")[1]!, message());
         if (run && r.ok) run.agentRpc.push(r.ms);
       } else if (ssh) {
         const t0 = performance.now();
-        const r = await ssh.deliver(randomUUID(), MESSAGE);
+        const r = await ssh.deliver(randomUUID(), message());
         const ms = performance.now() - t0;
         if (!run) continue;
         if (r.ok) {
@@ -116,6 +119,8 @@ function pathFigures(run: PathRun, sshSkipped: string | undefined) {
 }
 
 export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningSshd | string) {
+  if (!fleet.routeAgentVia || !fleet.deliverDirect) throw new Error("skipped: the peer section needs PostgreSQL (the delay proxy is set through the machine row)");
+  const route = fleet.routeAgentVia;
   const seat = fleet.seatIds[0]!;
   const sshSkipped = typeof sshd === "string" ? sshd : undefined;
   const target = typeof sshd === "string" ? undefined : { host: "127.0.0.1", username: sshd.username, privateKey: sshd.privateKey, inbox: sshd.inbox, subjectPid: sshd.pid };
@@ -132,14 +137,14 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
   const delayed = newRun();
   let rtt = Number.NaN;
   try {
-    await fleet.routeAgentVia(agentProxy.url);
+    await route(agentProxy.url);
     const ssh50 = target && sshProxy ? await connectLegacy({ ...target, port: sshProxy.port }) : undefined;
     await alternate(Math.max(2, Math.ceil(cfg.warmup / 5)), undefined, fleet, seat, ssh50);
     await alternate(cfg.nRtt, delayed, fleet, seat, ssh50);
     ssh50?.close();
     rtt = await measuredRtt(cfg.oneWayMs, 20);
   } finally {
-    await fleet.routeAgentVia(fleet.agentEndpoint);
+    await route(fleet.agentEndpoint);
     await agentProxy.close();
     await sshProxy?.close();
   }
@@ -152,7 +157,7 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
       ...loopback,
       rtt50: { ...rtt50, added_rtt_ms: cfg.oneWayMs * 2, measured_rtt_p50_ms: rtt, agent_p50_minus_rtt_ms: round(rtt50.agent.p50_ms - rtt) },
       ssh_server: typeof sshd === "string" ? sshd : sshd.version,
-      method: "alternating iterations on one warm connection per path; agent path = messageSeat (admit tx, Deliver, settle tx) in this process → separate `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
+      method: "alternating iterations on one warm connection per path; agent path = MCP message_seat from this process → `clankie controller` process (admit tx, Deliver, settle tx) → `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
     },
     proof_age: {
       ...summarize(direct.proofAges),
