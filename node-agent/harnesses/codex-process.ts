@@ -25,11 +25,11 @@ export interface CodexTuiProcess {
 /** Subcommands that are not the interactive TUI (they have no pane thread to deliver into). */
 const NOT_TUI = new Set(["app-server", "exec", "e", "login", "logout", "mcp", "mcp-server", "proto", "completion", "sandbox", "debug", "apply", "a", "queue", "cloud", "features", "help"]);
 
-/** argv[0] or (for the node wrapper) argv[1] names the codex binary. */
+/** argv[0] names the codex binary, or argv[1] does under an interpreter (npm's node or sh shims). */
 function codexArgs(argv: string[]): string[] | undefined {
   if (argv.length === 0) return undefined;
   if (basename(argv[0]!) === "codex") return argv.slice(1);
-  if (/^node(js)?$/.test(basename(argv[0]!)) && argv[1] && basename(argv[1]) === "codex") return argv.slice(2);
+  if (/^(node|nodejs|sh|bash|dash)$/.test(basename(argv[0]!)) && argv[1] && basename(argv[1]) === "codex") return argv.slice(2);
   return undefined;
 }
 
@@ -90,5 +90,6 @@ export function findCodexTui(processes: PaneProcess[]): CodexTuiProcess | undefi
 
 /** True while the same process lifetime is alive. */
 export function isSameProcessAlive(pid: number, startTime: number): boolean {
-  return procStat(pid)?.startTime === startTime;
+  const st = procStat(pid);
+  return st !== undefined && st.state !== "Z" && st.startTime === startTime;
 }

@@ -9,6 +9,8 @@ import type { PaneProcess } from "./pane-host.js";
 export interface ProcStat {
   pid: number;
   comm: string;
+  /** R, S, D, Z (zombie: exited, not yet reaped), ... */
+  state: string;
   ppid: number;
   pgrp: number;
   /** Foreground process group of the process's controlling terminal (-1 when none). */
@@ -33,7 +35,7 @@ export function procStat(pid: number): ProcStat | undefined {
   const comm = text.slice(text.indexOf("(") + 1, close);
   const f = text.slice(close + 2).split(" ");
   // Fields after comm: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) ... starttime(19).
-  return { pid, comm, ppid: Number(f[1]), pgrp: Number(f[2]), tpgid: Number(f[5]), startTime: Number(f[19]) };
+  return { pid, comm, state: f[0] ?? "?", ppid: Number(f[1]), pgrp: Number(f[2]), tpgid: Number(f[5]), startTime: Number(f[19]) };
 }
 
 export function procArgv(pid: number): string[] | undefined {
@@ -73,7 +75,8 @@ export function processGroupMembers(pgid: number): PaneProcess[] {
   const out: PaneProcess[] = [];
   for (const pid of allPids()) {
     const st = procStat(pid);
-    if (!st || st.pgrp !== pgid) continue;
+    // A zombie has exited: it runs nothing in the pane any more.
+    if (!st || st.pgrp !== pgid || st.state === "Z") continue;
     const argv = procArgv(pid);
     if (!argv) continue;
     out.push({ pid, name: st.comm, argv, cwd: procCwd(pid) });

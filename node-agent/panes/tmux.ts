@@ -35,8 +35,8 @@ export function parseListPanes(stdout: string): TmuxPane[] {
     if (!line) continue;
     const [paneId, windowId, session, tty, pid, cwd, ...title] = line.split(SEP);
     const shellPid = Number(pid);
-    if (!paneId?.startsWith("%") || !windowId || session === undefined || !tty || !Number.isInteger(shellPid) || shellPid <= 0) continue;
-    panes.push({ paneId, terminalId: windowId, sessionId: session, tty, shellPid, cwd: cwd ?? "", title: title.join(SEP), agentStatus: "unknown" });
+    if (!/^%\d+$/.test(paneId ?? "") || !/^@\d+$/.test(windowId ?? "") || session === undefined || !tty || !Number.isInteger(shellPid) || shellPid <= 0) continue;
+    panes.push({ paneId: paneId!, terminalId: windowId!, sessionId: session, tty, shellPid, cwd: cwd ?? "", title: title.join(SEP), agentStatus: "unknown" });
   }
   return panes;
 }
