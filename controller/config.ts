@@ -9,6 +9,8 @@ export interface ControllerConfig {
   deliverTimeoutMs: number;
   /** How long in-flight calls may finish after a stop begins; then they answer uncertain. */
   shutdownGraceMs: number;
+  /** Fault injection for the crash-window suites only (CLANKIE_FAULT). */
+  fault: "hang_after_admit" | "hang_after_agent_reply" | undefined;
 }
 
 export const DEFAULT_PORT = 7420;
@@ -22,5 +24,6 @@ export function compileControllerConfig(o: Partial<ControllerConfig> & { stateDi
     heartbeatIntervalMs: o.heartbeatIntervalMs ?? 5_000,
     deliverTimeoutMs: o.deliverTimeoutMs ?? 20_000,
     shutdownGraceMs: o.shutdownGraceMs ?? 5_000,
+    fault: o.fault,
   };
 }

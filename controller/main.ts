@@ -3,6 +3,7 @@
  * services, the leads' MCP endpoint, all on one port.
  */
 import { EventEmitter } from "node:events";
+import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AgentGatewayService } from "../shared/gen/clankie/fleet/v1/gateway_pb.js";
@@ -20,6 +21,8 @@ import { AgentClients } from "./nodes/agent-clients.js";
 import { SeatTurns } from "./delivery/seat-turns.js";
 import type { PipelineDeps } from "./delivery/message-seat.js";
 import { expireOldResults } from "./journal/call-receipts.js";
+import { heartbeatInstance, recoverOrphans, registerInstance, removeInstance } from "./journal/instances.js";
+import { Notifier } from "./delivery/notices.js";
 import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken } from "./leads/conversations.js";
 import { conversations } from "./db/schema.js";
 import { eq } from "drizzle-orm";
@@ -32,6 +35,7 @@ import { listen } from "./http/listener.js";
 
 export const CONTROLLER_VERSION = "0.1.0";
 const RETENTION_INTERVAL_MS = 60_000;
+const INSTANCE_HEARTBEAT_MS = 5_000;
 
 export interface RunningController {
   readonly url: string;
@@ -45,11 +49,20 @@ export interface RunningController {
   close(): Promise<void>;
 }
 
-export async function startController(config: ControllerConfig, logger: Logger): Promise<RunningController> {
+export interface ControllerHooks {
+  /** The wall clock for journal times and the 5-minute release; tests inject one. */
+  now?: () => Date;
+}
+
+export async function startController(config: ControllerConfig, logger: Logger, hooks: ControllerHooks = {}): Promise<RunningController> {
   const state = openStateDir(config.stateDir);
   const database = await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: state.dataDir });
   const { db } = database;
-  const now = () => new Date();
+  const now = hooks.now ?? (() => new Date());
+  const instanceId = randomUUID();
+  await registerInstance(db, instanceId, process.pid);
+  const recovered = await recoverOrphans(db, instanceId, database.driver === "pglite", now());
+  if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
   logger.info("journal open", { driver: database.driver, location: database.location });
 
   // The state dir's lead token always opens the default conversation.
@@ -75,12 +88,16 @@ export async function startController(config: ControllerConfig, logger: Logger):
     shutdownSignal: shutdown.signal,
     onJournalChange: () => changes.emit("changed"),
     deliverTimeoutMs: config.deliverTimeoutMs,
+    instanceId,
+    fault: config.fault,
+    onFenceOpened: (id) => notifier.notify(id),
     track: (p) => {
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => {});
       return p;
     },
   };
+  const notifier = new Notifier(pipeline);
   const statusDeps: StatusDeps = { db, registry, now, changes };
 
   const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName]);
@@ -123,6 +140,16 @@ export async function startController(config: ControllerConfig, logger: Logger):
     expireOldResults(db).catch((e: Error) => logger.warn("retention pass failed", { error: e.message }));
   }, RETENTION_INTERVAL_MS);
   retention.unref();
+  // Heartbeat this instance, and recover the in-flight calls of replicas that died.
+  const liveness = setInterval(() => {
+    heartbeatInstance(db, instanceId)
+      .then(() => (database.driver === "postgres" ? recoverOrphans(db, instanceId, false, now()) : []))
+      .then((ids) => ids.length && logger.warn("a stopped replica's in-flight calls are now uncertain", { deliveryIds: ids }))
+      .catch((e: Error) => logger.warn("instance heartbeat failed", { error: e.message }));
+  }, INSTANCE_HEARTBEAT_MS);
+  liveness.unref();
+  // Notices that never reached their seat get one more try once the seat's agent is back.
+  registry.on("registered", () => void notifier.sweep());
   await expireOldResults(db).catch((e: Error) => logger.warn("retention pass failed", { error: e.message }));
   logger.info("controller listening", record);
 
@@ -139,6 +166,7 @@ export async function startController(config: ControllerConfig, logger: Logger):
       if (stopping) return;
       stopping = true;
       clearInterval(retention);
+      clearInterval(liveness);
       const settled = Promise.allSettled([...inFlight]);
       const grace = new Promise((r) => setTimeout(r, config.shutdownGraceMs).unref());
       await Promise.race([settled, grace]);
@@ -147,7 +175,9 @@ export async function startController(config: ControllerConfig, logger: Logger):
       await Promise.race([Promise.allSettled([...inFlight]), new Promise((r) => setTimeout(r, 2000).unref())]);
       await mcp.closeAll();
       await listener.close();
+      await Promise.race([notifier.idle(), new Promise((r) => setTimeout(r, 1000).unref())]);
       agents.closeAll();
+      await removeInstance(db, instanceId).catch(() => {});
       await database.close();
       removeControllerRecord(config.stateDir, process.pid);
     },

@@ -14,6 +14,7 @@ const USAGE = `clankie — fleet controller and node agent
              [--deliver-timeout-ms N]                    how long to wait for an agent before a delivery is uncertain (20000)
   clankie controller [--state-dir DIR] [--port N] [--host H]
   clankie agent --controller URL [--fleet-token-file F] [--state-dir DIR] [--machine NAME] [--port N]
+               [--pane-host tmux|herdr|none] [--herdr-socket PATH] [--tmux-socket PATH]   discover harness seats in panes (none)
   clankie seat add mailbox NAME [--machine M] [--title T]
   clankie seat list
   clankie mailbox read NAME [--peek] [--agent-state-dir DIR]
@@ -43,6 +44,9 @@ const options = {
   // agent never outlives a killed parent.
   tethered: { type: "boolean" },
   "deliver-timeout-ms": { type: "string" },
+  "pane-host": { type: "string" },
+  "herdr-socket": { type: "string" },
+  "tmux-socket": { type: "string" },
 } as const;
 
 function portFrom(value: string | undefined, fallback: number): number {
@@ -107,7 +111,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         if (!v.controller) throw new InvalidArgumentError("clankie agent needs --controller URL");
         const { runAgent } = await import("./run-agent.js");
         const { untilSignal } = await import("./run-controller.js");
-        const a = await runAgent({ stateDir: agentStateDir, controllerUrl: v.controller, fleetTokenFile: v["fleet-token-file"], machine: v.machine, host: v.host ?? "127.0.0.1", port: portFrom(v.port, 0) }, logger, env);
+        const a = await runAgent({ stateDir: agentStateDir, controllerUrl: v.controller, fleetTokenFile: v["fleet-token-file"], machine: v.machine, host: v.host ?? "127.0.0.1", port: portFrom(v.port, 0), paneHost: v["pane-host"], herdrSocket: v["herdr-socket"], tmuxSocket: v["tmux-socket"] }, logger, env);
         if (out.json) process.stdout.write(JSON.stringify({ endpoint: a.endpoint }) + "\n");
         if (v.tethered) {
           process.stdin.resume();

@@ -59,10 +59,12 @@ export const callReceipts = pgTable(
     result: jsonb("result").$type<Record<string, unknown>>(),
     // The result body was dropped by retention; id, scope and fingerprint remain as a tombstone.
     resultExpired: boolean("result_expired").notNull().default(false),
+    // The controller process that admitted the call; a dead one's in-flight calls become uncertain.
+    controllerInstance: text("controller_instance"),
     createdAt: at("created_at").notNull().defaultNow(),
     settledAt: at("settled_at"),
   },
-  (t) => [index("operator_call_receipts_settled_idx").on(t.state, t.settledAt)],
+  (t) => [index("operator_call_receipts_settled_idx").on(t.state, t.settledAt), index("operator_call_receipts_in_flight_idx").on(t.controllerInstance).where(sql`${t.state} = 'in_flight'`)],
 );
 
 export const deliveryReceipts = pgTable(
@@ -84,7 +86,11 @@ export const deliveryReceipts = pgTable(
     dispatchedAt: at("dispatched_at"),
     settledAt: at("settled_at"),
   },
-  (t) => [index("delivery_receipts_seat_state_idx").on(t.seatId, t.state), index("delivery_receipts_created_idx").on(t.createdAt)],
+  (t) => [
+    index("delivery_receipts_seat_state_idx").on(t.seatId, t.state),
+    index("delivery_receipts_created_idx").on(t.createdAt),
+    index("delivery_receipts_seat_content_idx").on(t.seatId, t.contentFingerprint),
+  ],
 );
 
 export const fences = pgTable(
@@ -95,9 +101,17 @@ export const fences = pgTable(
       .references(() => deliveryReceipts.id),
     seatId: text("seat_id").notNull(),
     contentFingerprint: text("content_fingerprint").notNull(),
+    conversationId: text("conversation_id").notNull().default(""),
     openedAt: at("opened_at").notNull().defaultNow(),
     resolvedAt: at("resolved_at"),
+    // How the fence was resolved: delivered, abandoned-unknown, not_sent.
+    disposition: text("disposition"),
+    // One notice per unresolved receipt; once acknowledged it is never sent again (VUH-2196).
+    noticeAttempts: integer("notice_attempts").notNull().default(0),
+    noticeSentAt: at("notice_sent_at"),
     noticeAcknowledgedAt: at("notice_acknowledged_at"),
+    // When a later message of the same conversation carried this settled original as `previous`.
+    previousReportedAt: at("previous_reported_at"),
   },
   (t) => [index("fences_open_idx").on(t.seatId).where(sql`${t.resolvedAt} is null`)],
 );
@@ -112,6 +126,24 @@ export const settlements = pgTable("settlements", {
   conversationId: text("conversation_id"),
   evidence: jsonb("evidence").$type<Record<string, unknown>>().notNull(),
   at: at("at").notNull().defaultNow(),
+});
+
+/** Controller processes alive on this journal; their heartbeats tell whose in-flight calls are orphans. */
+export const controllerInstances = pgTable("controller_instances", {
+  id: text("id").primaryKey(),
+  pid: integer("pid").notNull(),
+  startedAt: at("started_at").notNull().defaultNow(),
+  heartbeatAt: at("heartbeat_at").notNull().defaultNow(),
+});
+
+/**
+ * Per-seat turn leases: one delivery per seat at a time across every controller process
+ * on this database. A lease past its expiry belongs to a dead holder and can be taken.
+ */
+export const seatTurns = pgTable("seat_turns", {
+  seatId: text("seat_id").primaryKey(),
+  holder: text("holder").notNull(),
+  expiresAt: at("expires_at").notNull(),
 });
 
 export interface InputCapabilitiesRow {

@@ -5,15 +5,13 @@
  * delivered (evidence, not a send). `settle: "not_delivered"` abandons an unresolved
  * original as `abandoned-unknown` (ADR 0207, VUH-2358) — unless the session shows it.
  */
-import { create } from "@bufbuild/protobuf";
-import { eq } from "drizzle-orm";
-import { ReadSessionRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { isUuid } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
-import { ReceiptState, isUnresolved } from "../../shared/verdicts.js";
-import { machines, seats, settlements } from "../db/schema.js";
-import { CallState, findCall, settleCall } from "../journal/call-receipts.js";
-import { findDelivery, settleDelivery } from "../journal/delivery-receipts.js";
+import { isUnresolved } from "../../shared/verdicts.js";
+import { CallState, findCall } from "../journal/call-receipts.js";
+import { findDelivery } from "../journal/delivery-receipts.js";
+import { abandonDelivery, recordFoundInSession } from "../journal/settle.js";
+import { sessionEvidence } from "./session-evidence.js";
 import type { PipelineDeps } from "./message-seat.js";
 import { uncertainBody, type ToolOutcome } from "./result-bodies.js";
 
@@ -24,8 +22,6 @@ export interface ReconcileInput {
   hireId?: string | undefined;
   settle?: "not_delivered" | undefined;
 }
-
-type SessionEvidence = { kind: "found"; nativeReceiptId: string } | { kind: "absent" } | { kind: "unreadable"; detail: string };
 
 export async function reconcileSeatCall(deps: PipelineDeps, conversationId: string, input: ReconcileInput): Promise<ToolOutcome> {
   const id = input.deliveryId ?? input.hireId;
@@ -58,46 +54,20 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     return { id, tool, state: "uncertain", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_in_use", deliveryId: id, detail: "this delivery is still in flight; it cannot be settled yet" } };
   }
 
-  const evidence = await readSession(deps, delivery.seatId, id, delivery.createdAt.getTime());
+  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, id, delivery.createdAt.getTime());
   const now = deps.now();
   if (evidence.kind === "found") {
-    const body = {
-      schemaVersion: 1,
-      outcome: "delivered",
-      deliveryStage: "delivered",
-      deliveryId: id,
-      seat: delivery.seatId,
-      nativeReceiptId: evidence.nativeReceiptId,
-      detail: "the original is in the recipient's session; recorded as delivered at reconciliation",
-    };
-    await deps.db.transaction(async (tx) => {
-      await settleDelivery(tx, id, { state: ReceiptState.Delivered, reason: "found_in_session", detail: body.detail, nativeReceiptId: evidence.nativeReceiptId }, now);
-      await settleCall(tx, id, CallState.Settled, body, now);
-    });
+    const body = await recordFoundInSession(deps.db, delivery, evidence.nativeReceiptId, now);
     deps.onJournalChange();
     return { id, tool, state: "settled", isError: false, body };
   }
   if (input.settle === "not_delivered") {
-    const body = {
-      schemaVersion: 1,
-      outcome: "undelivered",
-      deliveryStage: "unavailable",
-      state: ReceiptState.AbandonedUnknown,
-      deliveryId: id,
-      seat: delivery.seatId,
-      detail: "settled by the lead as not delivered; the original is kept as abandoned-unknown evidence and is never resent",
-    };
-    await deps.db.transaction(async (tx) => {
-      await settleDelivery(tx, id, { state: ReceiptState.AbandonedUnknown, reason: "lead_settled_not_delivered", detail: body.detail }, now);
-      await tx.insert(settlements).values({
-        deliveryId: id,
-        disposition: ReceiptState.AbandonedUnknown,
-        settledBy: "lead",
-        conversationId,
-        evidence: { previousState: delivery.state, session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) },
-        at: now,
-      });
-      await settleCall(tx, id, CallState.Settled, body, now);
+    const body = await abandonDelivery(deps.db, {
+      delivery,
+      settledBy: "lead",
+      conversationId,
+      evidence: { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) },
+      now,
     });
     deps.onJournalChange();
     return { id, tool, state: "settled", isError: false, body };
@@ -106,21 +76,7 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     evidence.kind === "absent"
       ? "the recipient's session was read and does not hold the original; its fate is still unknown and it will not be resent"
       : `the recipient's session could not be read (${evidence.detail}); the original's fate is unknown and it will not be resent`;
+  // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
+  if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...call.result, sessionCheck: detail } };
   return { id, tool, state: "uncertain", isError: true, body: { ...uncertainBody(tool, id, detail), seat: delivery.seatId, receiptState: delivery.state } };
-}
-
-async function readSession(deps: PipelineDeps, seatIdValue: string, deliveryId: string, sinceMs: number): Promise<SessionEvidence> {
-  const [seat] = await deps.db.select().from(seats).where(eq(seats.id, seatIdValue));
-  if (!seat) return { kind: "unreadable", detail: "the seat is no longer registered" };
-  const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
-  if (!machine) return { kind: "unreadable", detail: "the seat's machine is no longer registered" };
-  try {
-    const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
-    const res = await conn.client.readSession(create(ReadSessionRequestSchema, { seatName: seat.name, sinceUnixMs: BigInt(Math.max(0, sinceMs - 60_000)) }), { timeoutMs: 10_000 });
-    const hit = res.entries.find((e) => e.deliveryId === deliveryId);
-    if (hit) return { kind: "found", nativeReceiptId: hit.nativeReceiptId };
-    return res.complete ? { kind: "absent" } : { kind: "unreadable", detail: "the session was read only in part" };
-  } catch (e) {
-    return { kind: "unreadable", detail: (e as Error).message };
-  }
 }

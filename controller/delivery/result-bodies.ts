@@ -20,6 +20,11 @@ export interface MessageSeatBody extends Record<string, unknown> {
   nativeReceiptId?: string;
   proofAgeMs?: number;
   proofs?: { kind: string; outcome: string; detail: string; ageAtWriteMs: number }[];
+  /** Settled originals of this seat and conversation, reported once with the next message that went out (rule 28). */
+  previous?: { deliveryId: string; state: string }[];
+  /** For a refused resend: the unresolved original it matched (rule 15). */
+  originalDeliveryId?: string;
+  originalState?: string;
 }
 
 export interface UncertainBody extends Record<string, unknown> {

@@ -44,7 +44,7 @@ export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferIn
   };
 }
 
-export class Registry extends EventEmitter<{ changed: [] }> {
+export class Registry extends EventEmitter<{ changed: []; registered: [machine: string] }> {
   constructor(
     private readonly db: Db,
     readonly heartbeatIntervalMs: number,
@@ -71,6 +71,7 @@ export class Registry extends EventEmitter<{ changed: [] }> {
       await replaceSeats(tx as unknown as Db, r.machine, r.seats);
     });
     this.emit("changed");
+    this.emit("registered", r.machine);
   }
 
   /** False when this instance is not the machine's current one: the agent must register again. */

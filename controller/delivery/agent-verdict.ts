@@ -1,0 +1,58 @@
+/** Turns the agent's DeliverResponse into the lead's body and the receipt's outcome. */
+import type { DeliverResponse } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { AgentResult, ReceiptState, agentResultWire } from "../../shared/verdicts.js";
+import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
+import type { MessageSeatBody } from "./result-bodies.js";
+
+export type BodyBase = { schemaVersion: 1; deliveryId: string; seat: string };
+
+export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeatBody {
+  const result = agentResultWire.decode(res.result);
+  const evidence = {
+    detail: res.detail,
+    ...(res.reason ? { reason: res.reason } : {}),
+    ...(res.nativeReceiptId ? { nativeReceiptId: res.nativeReceiptId } : {}),
+    proofAgeMs: res.proofAgeMs,
+    proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })),
+  };
+  switch (result) {
+    case AgentResult.Delivered:
+      return { ...base, outcome: "delivered", deliveryStage: "delivered", ...evidence };
+    case AgentResult.Queued:
+      return { ...base, outcome: "delivered", deliveryStage: "delivered", state: "queued", status: "queued_until_turn_end", ...evidence };
+    case AgentResult.Steered:
+      return { ...base, outcome: "delivered", deliveryStage: "delivered", state: "steered", ...evidence };
+    case AgentResult.Started:
+      return { ...base, outcome: "delivered", deliveryStage: "delivered", state: "started", ...evidence };
+    case AgentResult.Unconfirmed:
+      return { ...base, outcome: "unconfirmed", deliveryStage: "uncertain", ...evidence };
+    case AgentResult.Rejected:
+      return { ...base, outcome: "undelivered", deliveryStage: "rejected", ...evidence };
+    case AgentResult.NotSent:
+      return { ...base, outcome: "undelivered", deliveryStage: "unavailable", ...evidence };
+    default:
+      return { ...base, outcome: "unconfirmed", deliveryStage: "uncertain", ...evidence, detail: `the agent answered with an unknown result ${res.result}; treated as unconfirmed` };
+  }
+}
+
+const STATE_OF: Record<AgentResult, ReceiptState> = {
+  delivered: ReceiptState.Delivered,
+  queued: ReceiptState.Queued,
+  steered: ReceiptState.Steered,
+  started: ReceiptState.Started,
+  not_sent: ReceiptState.NotSent,
+  rejected: ReceiptState.Rejected,
+  unconfirmed: ReceiptState.Unconfirmed,
+};
+
+export function outcomeFromAgent(res: DeliverResponse): DeliveryOutcome {
+  const result = agentResultWire.decode(res.result) ?? AgentResult.Unconfirmed;
+  return {
+    state: STATE_OF[result],
+    reason: res.reason || undefined,
+    detail: res.detail,
+    nativeReceiptId: res.nativeReceiptId || undefined,
+    proofAgeMs: res.proofAgeMs,
+    proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })),
+  };
+}

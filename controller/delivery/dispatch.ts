@@ -1,0 +1,159 @@
+/**
+ * message_seat, step two, inside the seat's turn: take the turn (in-process queue, then
+ * the database lease, ≤25 s), recheck the seat, release stale fences unattended, refuse a
+ * resend of an unresolved original's content, make the one Deliver call, and settle.
+ * A failure before the request could reach the agent is a definite not-sent; after that,
+ * a lost answer is uncertain and is never retried.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { eq } from "drizzle-orm";
+import { AuthoritySchema, DeliverRequestSchema, type DeliverResponse } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { contentFingerprint } from "../../shared/fingerprint.js";
+import { ReceiptState, deliveryModeWire, isUnresolved, type DeliveryMode } from "../../shared/verdicts.js";
+import { machines, seats, type SeatRowDb } from "../db/schema.js";
+import { CallState, settleCall } from "../journal/call-receipts.js";
+import { settleDelivery, type DeliveryOutcome } from "../journal/delivery-receipts.js";
+import { contentFenceFor, markPreviousReported, openFence, unreportedPrevious } from "../journal/fences.js";
+import { takeSeatLease, SEAT_TURN_WAIT_MS } from "./seat-lease.js";
+import { releaseStaleFences } from "./unattended-release.js";
+import { bodyFromAgent, outcomeFromAgent, type BodyBase } from "./agent-verdict.js";
+import { uncertainBody, type MessageSeatBody, type ToolOutcome } from "./result-bodies.js";
+import { DELIVER_TIMEOUT_MS, MESSAGE_SEAT, type MessageSeatInput, type PipelineDeps } from "./message-seat.js";
+
+export interface Admitted {
+  conversationId: string;
+  id: string;
+  mode: DeliveryMode;
+  input: MessageSeatInput;
+  admittedSeat: SeatRowDb;
+}
+
+/** Errors the agent raises only before touching the seat: the message was not written. */
+const REFUSED_BEFORE_WRITE = new Set([Code.InvalidArgument, Code.Unauthenticated, Code.PermissionDenied, Code.NotFound, Code.FailedPrecondition, Code.Unimplemented]);
+
+function parkUntilStopping(deps: PipelineDeps): Promise<void> {
+  return new Promise((resolve) => {
+    if (deps.shutdownSignal.aborted) return resolve();
+    deps.shutdownSignal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<ToolOutcome> {
+  const base: BodyBase = { schemaVersion: 1, deliveryId: a.id, seat: a.admittedSeat.id };
+  const notSent = (reason: string, detail: string, stage: MessageSeatBody["deliveryStage"] = "unavailable") =>
+    settle(deps, a, { ...base, outcome: "undelivered", deliveryStage: stage, reason, detail }, { state: ReceiptState.NotSent, reason, detail }, []);
+  if (deps.fault === "hang_after_admit") {
+    await parkUntilStopping(deps);
+    return settleUncertain(deps, a, "the controller stopped before it reached the agent; the message was not resent");
+  }
+  const waitStarted = performance.now();
+  const local = await deps.turns.take(a.admittedSeat.id, SEAT_TURN_WAIT_MS);
+  try {
+    if (local.timedOut) return await notSent("seat_busy", `another delivery held ${a.admittedSeat.id} for ${SEAT_TURN_WAIT_MS / 1000} s; nothing was sent`);
+    const leaseMs = (deps.deliverTimeoutMs ?? DELIVER_TIMEOUT_MS) + 10_000;
+    const lease = await takeSeatLease(deps.db, a.admittedSeat.id, `${deps.instanceId}:${a.id}`, leaseMs, Math.max(0, SEAT_TURN_WAIT_MS - (performance.now() - waitStarted)));
+    if (!lease) return await notSent("seat_busy", `another controller held ${a.admittedSeat.id} for ${SEAT_TURN_WAIT_MS / 1000} s; nothing was sent`);
+    try {
+      return await checkAndDeliver(deps, a, base, notSent);
+    } finally {
+      await lease.release().catch((e: Error) => deps.logger.warn("seat lease release failed; it will expire", { seat: a.admittedSeat.id, error: e.message }));
+    }
+  } finally {
+    local.release();
+  }
+}
+
+async function checkAndDeliver(deps: PipelineDeps, a: Admitted, base: BodyBase, notSent: (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>): Promise<ToolOutcome> {
+  // The dispatch recheck: losing the seat here is a definite not-sent, never uncertain.
+  const [seat] = await deps.db.select().from(seats).where(eq(seats.id, a.admittedSeat.id));
+  if (!seat || !seat.present) return notSent("seat_gone", `${a.admittedSeat.id} is no longer registered; nothing was sent`);
+  if (seat.occupantId !== a.admittedSeat.occupantId) return notSent("occupant_changed", `${seat.id} has a different occupant than when the message was admitted; nothing was sent`);
+  const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
+  if (!machine) return notSent("seat_gone", `the machine of ${seat.id} is no longer registered; nothing was sent`);
+
+  await releaseStaleFences(deps, seat);
+  const fp = contentFingerprint(a.input.message);
+  const original = await contentFenceFor(deps.db, seat.id, fp, a.id, deps.now());
+  if (original) {
+    const detail = `the same message to ${seat.id} is ${original.state} as ${original.id}; it is never resent. Reconcile that id, or settle it, before sending other text.`;
+    const body: MessageSeatBody = { ...base, outcome: "undelivered", deliveryStage: "rejected", reason: "fenced_by_unresolved_original", detail, originalDeliveryId: original.id, originalState: original.state };
+    return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "fenced_by_unresolved_original", detail }, []);
+  }
+  const previous = await unreportedPrevious(deps.db, seat.id, a.conversationId);
+
+  const checkedAt = performance.now();
+  const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
+  if (!(await conn.connect())) {
+    const body: MessageSeatBody = { ...base, outcome: "seat_offline", deliveryStage: "unavailable", reason: "agent_unreachable", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was sent` };
+    return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "agent_unreachable", detail: body.detail }, []);
+  }
+  let res: DeliverResponse;
+  try {
+    res = await conn.client.deliver(
+      create(DeliverRequestSchema, {
+        seatName: seat.name,
+        deliveryId: a.id,
+        text: a.input.message,
+        mode: deliveryModeWire.encode(a.mode),
+        conversationId: a.conversationId,
+        inReplyTo: a.input.inReplyTo ?? "",
+        authority: create(AuthoritySchema, { ageMs: Math.ceil(performance.now() - checkedAt), caller: a.conversationId, occupantId: seat.occupantId }),
+      }),
+      { timeoutMs: deps.deliverTimeoutMs ?? DELIVER_TIMEOUT_MS, signal: deps.shutdownSignal },
+    );
+  } catch (e) {
+    const err = ConnectError.from(e);
+    if (REFUSED_BEFORE_WRITE.has(err.code)) return notSent("agent_refused", `the agent refused the request before writing: ${err.rawMessage}`, "rejected");
+    deps.logger.warn("delivery uncertain", { deliveryId: a.id, seat: seat.id, error: err.message });
+    return settleUncertain(deps, a, `the request may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will not be resent`);
+  }
+  if (deps.fault === "hang_after_agent_reply") {
+    await parkUntilStopping(deps);
+    return settleUncertain(deps, a, "the controller stopped after the agent answered but before it recorded the answer; reconcile it");
+  }
+  const body = bodyFromAgent(base, res);
+  const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
+  if (sent && previous.length) {
+    body.previous = previous.map((p) => ({ deliveryId: p.deliveryId, state: p.disposition ?? "settled" }));
+  }
+  return settle(deps, a, body, outcomeFromAgent(res), sent ? previous.map((p) => p.deliveryId) : []);
+}
+
+async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[]): Promise<ToolOutcome> {
+  const now = deps.now();
+  const fenced = isUnresolved(outcome.state);
+  try {
+    await deps.db.transaction(async (tx) => {
+      await settleDelivery(tx, a.id, outcome, now);
+      await settleCall(tx, a.id, CallState.Settled, body, now);
+      if (fenced) await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
+      await markPreviousReported(tx, previousIds, now);
+    });
+  } catch (e) {
+    // The effect happened (or was definitely refused) but the journal could not record
+    // it: the lead gets uncertainty, and reconciliation reads the seat later.
+    deps.logger.error("settle failed", { deliveryId: a.id, error: (e as Error).message });
+    return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, a.id, `the outcome (${body.outcome}) could not be recorded: ${(e as Error).message}`), isError: true };
+  }
+  deps.onJournalChange();
+  if (fenced) deps.onFenceOpened?.(a.id);
+  return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
+}
+
+async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string): Promise<ToolOutcome> {
+  const body = uncertainBody(MESSAGE_SEAT, a.id, detail);
+  const now = deps.now();
+  try {
+    await deps.db.transaction(async (tx) => {
+      await settleDelivery(tx, a.id, { state: ReceiptState.Uncertain, reason: "answer_lost", detail }, now);
+      await settleCall(tx, a.id, CallState.Uncertain, body, now);
+      await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
+    });
+    deps.onJournalChange();
+    deps.onFenceOpened?.(a.id);
+  } catch (e) {
+    deps.logger.error("could not record uncertainty", { deliveryId: a.id, error: (e as Error).message });
+  }
+  return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body, isError: true };
+}

@@ -1,0 +1,86 @@
+/**
+ * One notice per unresolved receipt to its seat (ADR 0207, VUH-1779/VUH-2196): the
+ * worker learns that a message may or may not have reached it and will never be resent.
+ * The attempt is counted before it is made; an acknowledged notice is never sent again,
+ * and one that never arrived is tried once more by the next controller process.
+ */
+import { create } from "@bufbuild/protobuf";
+import { eq, sql } from "drizzle-orm";
+import { AuthoritySchema, DeliverRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { AgentResult, agentResultWire } from "../../shared/verdicts.js";
+import { newDeliveryId } from "../../shared/ids.js";
+import { fences, machines, seats, type Fence } from "../db/schema.js";
+import { fencesNeedingNotice } from "../journal/fences.js";
+import { takeSeatLease } from "./seat-lease.js";
+import type { PipelineDeps } from "./message-seat.js";
+
+/** The process that opened the fence tries once; the next process may try once more. */
+export const MAX_NOTICE_ATTEMPTS = 2;
+/** The conversation id notices carry, so a worker can tell them from lead messages. */
+export const NOTICE_SENDER = "clankie-notice";
+
+export function noticeText(f: Fence): string {
+  return [
+    `Clankie notice: a message to this seat (delivery ${f.deliveryId}, from conversation ${f.conversationId || "unknown"}, sent ${f.openedAt.toISOString()}) may or may not have reached you.`,
+    "It will never be resent. If you received it, act on it once; if you did not, nothing is needed unless you were waiting for it.",
+  ].join(" ");
+}
+
+export class Notifier {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: PipelineDeps) {}
+
+  /** Queues one notice for a newly unresolved delivery (fire and forget; failures are logged). */
+  notify(deliveryId: string): void {
+    this.chain = this.chain.then(async () => {
+      const [fence] = await this.deps.db.select().from(fences).where(eq(fences.deliveryId, deliveryId));
+      if (fence && !fence.noticeAcknowledgedAt && fence.noticeAttempts === 0) await this.send(fence);
+    }).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId, error: e.message }));
+  }
+
+  /** At start: retry notices that never reached their seat, once. */
+  async sweep(): Promise<void> {
+    for (const fence of await fencesNeedingNotice(this.deps.db, MAX_NOTICE_ATTEMPTS)) {
+      await this.send(fence).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId: fence.deliveryId, error: e.message }));
+    }
+  }
+
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  private async send(fence: Fence): Promise<void> {
+    const { db, agents } = this.deps;
+    const [seat] = await db.select().from(seats).where(eq(seats.id, fence.seatId));
+    if (!seat?.present) return;
+    const [machine] = await db.select().from(machines).where(eq(machines.name, seat.machine));
+    if (!machine) return;
+    const turn = await this.deps.turns.take(seat.id);
+    const lease = turn.timedOut ? undefined : await takeSeatLease(db, seat.id, `${this.deps.instanceId}:notice:${fence.deliveryId}`, 30_000);
+    try {
+      if (!lease) return;
+      await db.update(fences).set({ noticeAttempts: sql`${fences.noticeAttempts} + 1`, noticeSentAt: this.deps.now() }).where(eq(fences.deliveryId, fence.deliveryId));
+      const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
+      const res = await conn.client.deliver(
+        create(DeliverRequestSchema, {
+          seatName: seat.name,
+          deliveryId: newDeliveryId(),
+          text: noticeText(fence),
+          conversationId: NOTICE_SENDER,
+          inReplyTo: fence.deliveryId,
+          authority: create(AuthoritySchema, { ageMs: 0, caller: NOTICE_SENDER, occupantId: seat.occupantId }),
+        }),
+        { timeoutMs: 10_000, signal: this.deps.shutdownSignal },
+      );
+      const result = agentResultWire.decode(res.result);
+      if (result === AgentResult.Delivered || result === AgentResult.Queued || result === AgentResult.Started || result === AgentResult.Steered) {
+        await db.update(fences).set({ noticeAcknowledgedAt: this.deps.now() }).where(eq(fences.deliveryId, fence.deliveryId));
+        this.deps.onJournalChange();
+      }
+    } finally {
+      await lease?.release();
+      turn.release();
+    }
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The settle paths for an unresolved delivery (ADR 0207, VUH-2358 and VUH-1779). None of
+ * them ever resends: the lead's not-delivered, the unattended release and the owner's
+ * abandoned-unknown all keep the original as abandoned-unknown evidence; an original
+ * found in the recipient's session is recorded as delivered instead.
+ */
+import { settlements, type DeliveryReceipt } from "../db/schema.js";
+import type { Db } from "../db/open.js";
+import { ReceiptState } from "../../shared/verdicts.js";
+import { CallState, settleCall } from "./call-receipts.js";
+import { settleDelivery } from "./delivery-receipts.js";
+import { resolveFence } from "./fences.js";
+
+export type SettledBy = "lead" | "owner" | "unattended" | "reconcile";
+
+export interface AbandonInput {
+  delivery: DeliveryReceipt;
+  settledBy: SettledBy;
+  conversationId: string | null;
+  evidence: Record<string, unknown>;
+  now: Date;
+}
+
+/** Records the original as abandoned-unknown; its id and content stay refused. */
+export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<string, unknown>> {
+  const detail =
+    a.settledBy === "lead"
+      ? "settled by the lead as not delivered; the original is kept as abandoned-unknown evidence and is never resent"
+      : a.settledBy === "owner"
+        ? "settled by the owner as abandoned-unknown; the original is kept as evidence, its id stays refused, and it is never resent"
+        : "released unattended: the recipient was idle and its session, read in full, did not hold the original; kept as abandoned-unknown evidence, never resent";
+  const body = {
+    schemaVersion: 1,
+    outcome: "undelivered",
+    deliveryStage: "unavailable",
+    state: ReceiptState.AbandonedUnknown,
+    deliveryId: a.delivery.id,
+    seat: a.delivery.seatId,
+    detail,
+  };
+  await db.transaction(async (tx) => {
+    await settleDelivery(tx, a.delivery.id, { state: ReceiptState.AbandonedUnknown, reason: `${a.settledBy}_settled`, detail }, a.now);
+    await tx.insert(settlements).values({
+      deliveryId: a.delivery.id,
+      disposition: ReceiptState.AbandonedUnknown,
+      settledBy: a.settledBy,
+      conversationId: a.conversationId,
+      evidence: { previousState: a.delivery.state, ...a.evidence },
+      at: a.now,
+    });
+    await settleCall(tx, a.delivery.id, CallState.Settled, body, a.now);
+    await resolveFence(tx, a.delivery.id, ReceiptState.AbandonedUnknown, a.now);
+  });
+  return body;
+}
+
+/** Records the original as delivered because the recipient's session holds it (evidence, not a send). */
+export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date): Promise<Record<string, unknown>> {
+  const body = {
+    schemaVersion: 1,
+    outcome: "delivered",
+    deliveryStage: "delivered",
+    deliveryId: delivery.id,
+    seat: delivery.seatId,
+    nativeReceiptId,
+    detail: "the original is in the recipient's session; recorded as delivered at reconciliation",
+  };
+  await db.transaction(async (tx) => {
+    await settleDelivery(tx, delivery.id, { state: ReceiptState.Delivered, reason: "found_in_session", detail: body.detail, nativeReceiptId }, now);
+    await settleCall(tx, delivery.id, CallState.Settled, body, now);
+    await resolveFence(tx, delivery.id, ReceiptState.Delivered, now);
+  });
+  return body;
+}
