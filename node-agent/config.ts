@@ -1,5 +1,5 @@
 /** The node agent's configuration, compiled once with every default filled in. */
-import { hostname } from "node:os";
+import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { isValidName } from "../shared/ids.js";
 import { InvalidArgumentError } from "../shared/errors.js";
@@ -11,7 +11,18 @@ export interface AgentOptions {
   machine?: string | undefined;
   host?: string | undefined;
   port?: number | undefined;
+  /** Where seats are discovered: a pane host, or none (mailbox seats only). */
+  paneHost?: string | undefined;
+  herdrSocket?: string | undefined;
+  /** tmux server socket (`tmux -S`); default: the user's default server. */
+  tmuxSocket?: string | undefined;
+  env?: NodeJS.ProcessEnv | undefined;
 }
+
+export type PaneHostConfig =
+  | { kind: "none" }
+  | { kind: "tmux"; socketPath: string | undefined }
+  | { kind: "herdr"; socketPath: string; sessionName: string };
 
 export interface AgentConfig {
   stateDir: string;
@@ -21,11 +32,32 @@ export interface AgentConfig {
   machine: string;
   host: string;
   port: number;
+  paneHost: PaneHostConfig;
 }
 
 export function defaultMachineName(): string {
   const name = hostname().split(".")[0]?.replace(/[^A-Za-z0-9._-]/g, "-") ?? "";
   return isValidName(name) ? name : "local";
+}
+
+/** Herdr's own resolution order: HERDR_SOCKET_PATH, then HERDR_SESSION, then the default session. */
+export function defaultHerdrSocket(env: NodeJS.ProcessEnv): { socketPath: string; sessionName: string } {
+  const base = join(env.HOME ?? homedir(), ".config", "herdr");
+  const session = env.HERDR_SESSION;
+  if (env.HERDR_SOCKET_PATH) return { socketPath: env.HERDR_SOCKET_PATH, sessionName: session ?? "default" };
+  if (session) return { socketPath: join(base, "sessions", session, "herdr.sock"), sessionName: session };
+  return { socketPath: join(base, "herdr.sock"), sessionName: "default" };
+}
+
+function compilePaneHost(o: AgentOptions): PaneHostConfig {
+  const kind = o.paneHost ?? "none";
+  if (kind === "none") return { kind };
+  if (kind === "tmux") return { kind, socketPath: o.tmuxSocket };
+  if (kind === "herdr") {
+    const d = defaultHerdrSocket(o.env ?? process.env);
+    return { kind, socketPath: o.herdrSocket ?? d.socketPath, sessionName: d.sessionName };
+  }
+  throw new InvalidArgumentError(`--pane-host must be tmux, herdr or none, got ${JSON.stringify(kind)}`);
 }
 
 export function compileAgentConfig(o: AgentOptions): AgentConfig {
@@ -39,5 +71,6 @@ export function compileAgentConfig(o: AgentOptions): AgentConfig {
     machine,
     host: o.host ?? "127.0.0.1",
     port: o.port ?? 0,
+    paneHost: compilePaneHost(o),
   };
 }

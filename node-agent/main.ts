@@ -16,6 +16,9 @@ import { SeatBook } from "./seats/seat-book.js";
 import { MailboxStore } from "./mailbox/store.js";
 import { MailboxAdapter } from "./harnesses/mailbox.js";
 import { AdapterRegistry } from "./harnesses/registry.js";
+import { CodexAdapter } from "./harnesses/codex.js";
+import { createPaneHost } from "./panes/select-host.js";
+import { startSeatDiscovery, type SeatDiscovery } from "./seats/discovery.js";
 import { systemMonotonicClock, type MonotonicClock } from "./proofs/proof.js";
 import { createAgentService } from "./service/agent-service.js";
 import { startControllerLink, type ControllerLink } from "./service/controller-link.js";
@@ -34,7 +37,9 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   mkdirSync(config.mailboxDir, { recursive: true, mode: 0o700 });
   const seats = new SeatBook(config.stateDir);
   const mailboxes = new MailboxStore(config.mailboxDir);
-  const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock));
+  const paneHost = createPaneHost(config.paneHost);
+  const codex = new CodexAdapter({ clock, paneHost });
+  const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock)).register(codex);
   // A fresh token per process: only the controller this agent registered with can call it.
   const agentToken = newToken("agent");
 
@@ -83,6 +88,8 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const offSeats = seats.onChange(() => {
     link.reportSeats().catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
   });
+  // Seats in panes: every registered adapter's discover() is asked about every pane.
+  const discovery: SeatDiscovery | undefined = paneHost ? await startSeatDiscovery({ host: paneHost, adapters, seats, logger }) : undefined;
 
   return {
     endpoint,
@@ -90,6 +97,9 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     link,
     async close() {
       offSeats();
+      discovery?.close();
+      paneHost?.close?.();
+      codex.close();
       link.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
