@@ -166,7 +166,8 @@ export async function runBench(o: BenchOptions): Promise<Result> {
         await db.drop();
       }
     } else byDb.postgres = "skipped: no PostgreSQL";
-    byDb.pglite = await runMcp(cfg.mcp, undefined);
+    if (cfg.mcp.pglite || !pg) byDb.pglite = await runMcp(cfg.mcp, undefined);
+    else byDb.pglite = "skipped: quick mode measures MCP on PostgreSQL only";
     const main = (typeof byDb.postgres === "object" ? byDb.postgres : byDb.pglite) as Result;
     return { ...main, by_database: byDb };
   });

@@ -24,19 +24,20 @@ export function configFor(mode: Mode): BenchConfig {
       return {
         mode,
         seats: 16,
-        peer: { n: 400, nRtt: 80, warmup: 30, oneWayMs: ONE_WAY_MS },
-        journal: { callers: [1, 4, 16], secondsPerLevel: 8, rounds: 4 },
-        mcp: { n: 500, warmup: 30 },
-        memory: { receipts: 1_000_000, machines: 50, seatsPerMachine: 20, deliveries: 200, settleSeconds: 5 },
+        peer: { n: 300, nRtt: 60, warmup: 20, oneWayMs: ONE_WAY_MS },
+        journal: { callers: [1, 4, 16], secondsPerLevel: 6, rounds: 3 },
+        mcp: { n: 300, warmup: 20, pglite: true },
+        memory: { receipts: 1_000_000, machines: 50, seatsPerMachine: 20, deliveries: 100, settleSeconds: 5 },
       };
     case "quick":
       return {
         mode,
         seats: 16,
-        peer: { n: 60, nRtt: 12, warmup: 10, oneWayMs: ONE_WAY_MS },
-        journal: { callers: [1, 4, 16], secondsPerLevel: 2, rounds: 2 },
-        mcp: { n: 100, warmup: 10 },
-        memory: { receipts: 100_000, machines: 50, seatsPerMachine: 20, deliveries: 50, settleSeconds: 2 },
+        peer: { n: 40, nRtt: 8, warmup: 6, oneWayMs: ONE_WAY_MS },
+        journal: { callers: [1, 4, 16], secondsPerLevel: 1.5, rounds: 1 },
+        // PostgreSQL only when it is here: a second `clankie up` on a fresh PGlite costs 10-20 s of initdb.
+        mcp: { n: 50, warmup: 5, pglite: false },
+        memory: { receipts: 50_000, machines: 50, seatsPerMachine: 20, deliveries: 20, settleSeconds: 1 },
       };
     case "tiny":
       return {
@@ -44,7 +45,7 @@ export function configFor(mode: Mode): BenchConfig {
         seats: 4,
         peer: { n: 4, nRtt: 2, warmup: 2, oneWayMs: ONE_WAY_MS },
         journal: { callers: [1, 4, 16], secondsPerLevel: 0.4, rounds: 1 },
-        mcp: { n: 5, warmup: 2 },
+        mcp: { n: 5, warmup: 2, pglite: true },
         memory: { receipts: 2_000, machines: 2, seatsPerMachine: 5, deliveries: 3, settleSeconds: 0.5 },
       };
   }

@@ -16,6 +16,8 @@ const run = promisify(execFile);
 export interface McpConfig {
   n: number;
   warmup: number;
+  /** Also measure on the embedded PGlite (always when there is no PostgreSQL). */
+  pglite: boolean;
 }
 
 export async function runMcp(cfg: McpConfig, databaseUrl: string | undefined) {
