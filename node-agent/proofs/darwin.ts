@@ -90,8 +90,10 @@ export function parseLsof(text: string): LsofFile[] | undefined {
   const files: LsofFile[] = [];
   let pid: number | undefined;
   let current: LsofFile | undefined;
-  for (const line of text.split("\n")) {
-    if (!line) continue;
+  const lines = text.split("\n").filter(Boolean);
+  // -F output always opens with a process set; anything else (a plain table, an error) is not it.
+  if (lines.length && !lines[0]!.startsWith("p")) return undefined;
+  for (const line of lines) {
     const field = line[0];
     const value = line.slice(1);
     if (field === "p") {
@@ -127,8 +129,9 @@ export function listenersFromLsof(files: LsofFile[]): Listener[] {
     if ((f.type === "IPv4" || f.type === "IPv6") && f.tcpState === "LISTEN") {
       const ep = parseLsofEndpoint(f.name);
       if (ep) out.push({ transport: "tcp", address: ep.address, port: ep.port, isLoopback: isLoopbackAddress(ep.address) });
-    } else if (f.type === "unix" && f.name.startsWith("/") && !f.name.includes("->")) {
-      out.push({ transport: "unix", path: f.name });
+    } else if (f.type === "unix" && f.name.startsWith("/") && !f.name.includes("->") && (f.tcpState === "" || f.tcpState === "LISTEN")) {
+      // macOS prints a bound socket's path with no state; Linux lsof adds " type=STREAM" and ST=LISTEN.
+      out.push({ transport: "unix", path: f.name.replace(/ type=\w+$/, "") });
     }
   }
   return out;
