@@ -17,6 +17,7 @@ import {
   type Fact,
   type ForegroundGroup,
   type HomeFact,
+  type HomeHarness,
   type ListenerSet,
   type ProcessEntry,
   type ProcessIdentity,
@@ -187,7 +188,7 @@ export class WindowsProofProvider implements ProofProvider {
     return this.fail({ reason: "unsupported", detail: "Windows consoles have no foreground process group; the pane host's foreground list stands in" });
   }
 
-  async home(_p: ProcessIdentity): Promise<Fact<HomeFact>> {
+  async home(_p: ProcessIdentity, _harness: HomeHarness): Promise<Fact<HomeFact>> {
     return this.fail({ reason: "unsupported", detail: "Win32_Process does not expose a process's environment, so its CODEX_HOME cannot be proven" });
   }
 
