@@ -105,7 +105,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     routes: (router) => {
       router.service(AgentGatewayService, createAgentGatewayService(registry, logger.child({ component: "gateway" })));
       router.service(StatusService, createStatusService(statusDeps));
-      router.service(OwnerService, createOwnerService({ db, registry, agents, conversations: conversationAuth }));
+      router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth }));
       router.service(Health, createHealthService({ services: [AgentGatewayService.typeName, StatusService.typeName, OwnerService.typeName], pingDatabase: database.ping, isStopping: () => stopping }));
     },
     interceptors: [

@@ -19,6 +19,8 @@ const USAGE = `clankie — fleet controller and node agent
   clankie seat list
   clankie mailbox read NAME [--peek] [--agent-state-dir DIR]
   clankie mailbox mcp NAME [--agent-state-dir DIR]       worker-side MCP server (stdio) with read_mailbox
+  clankie seat-delivery list                              unresolved deliveries with conversation, seat and age
+  clankie seat-delivery settle ID abandoned-unknown [--conversation C]
   clankie lead token --conversation ID
   clankie doctor
 
@@ -83,6 +85,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   if (!["debug", "info", "warn", "error"].includes(level)) return fail(out, new InvalidArgumentError(`--log-level must be debug, info, warn or error`));
   const logger = createLogger({ level, fields: { proc: command } });
   const databaseUrl = v["database-url"] ?? env.DATABASE_URL;
+  // Fault injection for the crash-window suites only; never set in production.
+  const fault = env.CLANKIE_FAULT === "hang_after_admit" || env.CLANKIE_FAULT === "hang_after_agent_reply" ? env.CLANKIE_FAULT : undefined;
 
   try {
     switch (command) {
@@ -91,7 +95,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         const { untilSignal } = await import("./run-controller.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
         const close = await up(
-          { stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]), machine: v.machine ?? defaultMachineName() },
+          { stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]), fault, machine: v.machine ?? defaultMachineName() },
           out,
           logger,
           level,
@@ -101,7 +105,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       }
       case "controller": {
         const { startFromFlags, untilSignal } = await import("./run-controller.js");
-        const c = await startFromFlags({ stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]) }, logger);
+        const c = await startFromFlags({ stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]), fault }, logger);
         if (out.json) process.stdout.write(JSON.stringify({ url: c.url, mcpUrl: c.mcpUrl, statusUrl: c.statusUrl, database: c.database.driver }) + "\n");
         else process.stdout.write(`controller listening at ${c.url} (MCP ${c.mcpUrl}, database ${c.database.driver})\n`);
         await untilSignal(() => c.close());
@@ -132,6 +136,13 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         if (rest[0] === "read") mailboxRead(agentStateDir, rest[1], v.peek ?? false, out);
         else if (rest[0] === "mcp") await mailboxMcp(agentStateDir, rest[1]);
         else throw new InvalidArgumentError("usage: clankie mailbox read NAME | clankie mailbox mcp NAME");
+        return 0;
+      }
+      case "seat-delivery": {
+        const { seatDeliveryList, seatDeliverySettle } = await import("./seat-delivery.js");
+        if (rest[0] === "list") await seatDeliveryList(stateDir, v.controller, out);
+        else if (rest[0] === "settle") await seatDeliverySettle(stateDir, v.controller, rest[1], rest[2], v.conversation, out);
+        else throw new InvalidArgumentError("usage: clankie seat-delivery list | clankie seat-delivery settle ID abandoned-unknown [--conversation C]");
         return 0;
       }
       case "lead": {

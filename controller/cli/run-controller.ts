@@ -9,10 +9,11 @@ export interface ControllerFlags {
   port: number;
   databaseUrl: string | undefined;
   deliverTimeoutMs?: number | undefined;
+  fault?: "hang_after_admit" | "hang_after_agent_reply" | undefined;
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  return startController(compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}) }), logger);
+  return startController(compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault }), logger);
 }
 
 /** Resolves once a signal asked the process to stop and `close` finished. */

@@ -2,15 +2,18 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { CreateSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService, SettleSeatDeliveryResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { isValidName, seatId } from "../../shared/ids.js";
 import { FleetError } from "../../shared/errors.js";
 import type { Db } from "../db/open.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
 import type { Registry } from "../nodes/registry.js";
-import { ConversationAuth, issueLeadToken } from "../leads/conversations.js";
+import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken } from "../leads/conversations.js";
+import type { PipelineDeps } from "../delivery/message-seat.js";
+import { ownerSettle } from "../delivery/owner-settle.js";
 
 export interface OwnerDeps {
+  pipeline: PipelineDeps;
   db: Db;
   registry: Registry;
   agents: AgentClients;
@@ -33,6 +36,14 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       if (!res.seat) throw new ConnectError("the agent answered without a seat", Code.Internal);
       await d.registry.upsertSeat(machine.name, res.seat);
       return create(AddSeatResponseSchema, { seatId: seatId(machine.name, res.seat.name), seat: res.seat, created: res.created });
+    },
+    async settleSeatDelivery(req) {
+      try {
+        const r = await ownerSettle(d.pipeline, req.deliveryId, req.conversationId || DEFAULT_CONVERSATION, req.disposition);
+        return create(SettleSeatDeliveryResponseSchema, r);
+      } catch (e) {
+        throw FleetError.from(e).toConnectError();
+      }
     },
     async issueLeadToken(req) {
       try {

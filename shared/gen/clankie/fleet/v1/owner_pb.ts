@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/owner.proto.
  */
 export const file_clankie_fleet_v1_owner: GenFile = /*@__PURE__*/
-  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL293bmVyLnByb3RvEhBjbGFua2llLmZsZWV0LnYxImgKDkFkZFNlYXRSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSDAoEbmFtZRgCIAEoCRIoCgRraW5kGAMgASgOMhouY2xhbmtpZS5mbGVldC52MS5TZWF0S2luZBINCgV0aXRsZRgEIAEoCSJZCg9BZGRTZWF0UmVzcG9uc2USDwoHc2VhdF9pZBgBIAEoCRIkCgRzZWF0GAIgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAyABKAgiMAoVSXNzdWVMZWFkVG9rZW5SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJAChZJc3N1ZUxlYWRUb2tlblJlc3BvbnNlEhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCTLDAQoMT3duZXJTZXJ2aWNlEk4KB0FkZFNlYXQSIC5jbGFua2llLmZsZWV0LnYxLkFkZFNlYXRSZXF1ZXN0GiEuY2xhbmtpZS5mbGVldC52MS5BZGRTZWF0UmVzcG9uc2USYwoOSXNzdWVMZWFkVG9rZW4SJy5jbGFua2llLmZsZWV0LnYxLklzc3VlTGVhZFRva2VuUmVxdWVzdBooLmNsYW5raWUuZmxlZXQudjEuSXNzdWVMZWFkVG9rZW5SZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_seat]);
+  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL293bmVyLnByb3RvEhBjbGFua2llLmZsZWV0LnYxImgKDkFkZFNlYXRSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSDAoEbmFtZRgCIAEoCRIoCgRraW5kGAMgASgOMhouY2xhbmtpZS5mbGVldC52MS5TZWF0S2luZBINCgV0aXRsZRgEIAEoCSJZCg9BZGRTZWF0UmVzcG9uc2USDwoHc2VhdF9pZBgBIAEoCRIkCgRzZWF0GAIgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAyABKAgiMAoVSXNzdWVMZWFkVG9rZW5SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJAChZJc3N1ZUxlYWRUb2tlblJlc3BvbnNlEhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCSJeChlTZXR0bGVTZWF0RGVsaXZlcnlSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRITCgtkaXNwb3NpdGlvbhgDIAEoCSI7ChpTZXR0bGVTZWF0RGVsaXZlcnlSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIOCgZkZXRhaWwYAiABKAkytAIKDE93bmVyU2VydmljZRJOCgdBZGRTZWF0EiAuY2xhbmtpZS5mbGVldC52MS5BZGRTZWF0UmVxdWVzdBohLmNsYW5raWUuZmxlZXQudjEuQWRkU2VhdFJlc3BvbnNlEmMKDklzc3VlTGVhZFRva2VuEicuY2xhbmtpZS5mbGVldC52MS5Jc3N1ZUxlYWRUb2tlblJlcXVlc3QaKC5jbGFua2llLmZsZWV0LnYxLklzc3VlTGVhZFRva2VuUmVzcG9uc2USbwoSU2V0dGxlU2VhdERlbGl2ZXJ5EisuY2xhbmtpZS5mbGVldC52MS5TZXR0bGVTZWF0RGVsaXZlcnlSZXF1ZXN0GiwuY2xhbmtpZS5mbGVldC52MS5TZXR0bGVTZWF0RGVsaXZlcnlSZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.AddSeatRequest
@@ -115,6 +115,61 @@ export const IssueLeadTokenResponseSchema: GenMessage<IssueLeadTokenResponse> = 
   messageDesc(file_clankie_fleet_v1_owner, 3);
 
 /**
+ * @generated from message clankie.fleet.v1.SettleSeatDeliveryRequest
+ */
+export type SettleSeatDeliveryRequest = Message<"clankie.fleet.v1.SettleSeatDeliveryRequest"> & {
+  /**
+   * @generated from field: string delivery_id = 1;
+   */
+  deliveryId: string;
+
+  /**
+   * The owning conversation; empty means "global-default".
+   *
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+
+  /**
+   * Only "abandoned-unknown" is accepted.
+   *
+   * @generated from field: string disposition = 3;
+   */
+  disposition: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SettleSeatDeliveryRequest.
+ * Use `create(SettleSeatDeliveryRequestSchema)` to create a new message.
+ */
+export const SettleSeatDeliveryRequestSchema: GenMessage<SettleSeatDeliveryRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 4);
+
+/**
+ * @generated from message clankie.fleet.v1.SettleSeatDeliveryResponse
+ */
+export type SettleSeatDeliveryResponse = Message<"clankie.fleet.v1.SettleSeatDeliveryResponse"> & {
+  /**
+   * "abandoned-unknown" when settled here, "delivered" when the seat's session held the original.
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string detail = 2;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SettleSeatDeliveryResponse.
+ * Use `create(SettleSeatDeliveryResponseSchema)` to create a new message.
+ */
+export const SettleSeatDeliveryResponseSchema: GenMessage<SettleSeatDeliveryResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 5);
+
+/**
  * Owner operations, used by the clankie CLI with the owner token.
  *
  * @generated from service clankie.fleet.v1.OwnerService
@@ -137,6 +192,17 @@ export const OwnerService: GenService<{
     methodKind: "unary";
     input: typeof IssueLeadTokenRequestSchema;
     output: typeof IssueLeadTokenResponseSchema;
+  },
+  /**
+   * Settle an unresolved delivery as abandoned-unknown: keeps the original as evidence,
+   * claims no receipt, never resends; its id and content stay refused.
+   *
+   * @generated from rpc clankie.fleet.v1.OwnerService.SettleSeatDelivery
+   */
+  settleSeatDelivery: {
+    methodKind: "unary";
+    input: typeof SettleSeatDeliveryRequestSchema;
+    output: typeof SettleSeatDeliveryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_owner, 0);

@@ -1,0 +1,42 @@
+/**
+ * The owner's `clankie seat-delivery settle ID abandoned-unknown [--conversation C]`
+ * (ADR 0207, VUH-1779): settles one unresolved delivery of that conversation. Unknown ids,
+ * other conversations' ids, settled ids and ids still in flight are refused; nothing is
+ * ever resent. An original the seat's session holds is recorded as delivered instead.
+ */
+import { eq } from "drizzle-orm";
+import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
+import { isUuid } from "../../shared/ids.js";
+import { ReceiptState, isUnresolved } from "../../shared/verdicts.js";
+import { callReceipts } from "../db/schema.js";
+import { CallState } from "../journal/call-receipts.js";
+import { findDelivery } from "../journal/delivery-receipts.js";
+import { abandonDelivery, recordFoundInSession } from "../journal/settle.js";
+import { sessionEvidence } from "./session-evidence.js";
+import type { PipelineDeps } from "./message-seat.js";
+
+export async function ownerSettle(deps: PipelineDeps, deliveryId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
+  if (disposition !== ReceiptState.AbandonedUnknown) throw new InvalidArgumentError(`the only owner disposition is abandoned-unknown, got ${JSON.stringify(disposition)}`);
+  if (!isUuid(deliveryId)) throw new InvalidArgumentError("the delivery id must be a UUID");
+  const delivery = await findDelivery(deps.db, deliveryId);
+  if (!delivery || delivery.conversationId !== conversationId) {
+    throw new FleetError(ErrorCode.NotFound, `refused: no delivery ${deliveryId} in conversation ${conversationId}; nothing was changed`);
+  }
+  if (!isUnresolved(delivery.state)) {
+    throw new FleetError(ErrorCode.ReceiptConflict, `refused: delivery ${deliveryId} is already ${delivery.state}; nothing was changed`);
+  }
+  const [call] = await deps.db.select().from(callReceipts).where(eq(callReceipts.id, deliveryId));
+  if (call?.state === CallState.InFlight) {
+    throw new FleetError(ErrorCode.ReceiptInUse, `refused: delivery ${deliveryId} is still in flight; wait for its outcome`);
+  }
+  const now = deps.now();
+  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, deliveryId, delivery.createdAt.getTime());
+  if (evidence.kind === "found") {
+    await recordFoundInSession(deps.db, delivery, evidence.nativeReceiptId, now);
+    deps.onJournalChange();
+    return { state: ReceiptState.Delivered, detail: "the seat's session holds the original; recorded as delivered, not abandoned" };
+  }
+  await abandonDelivery(deps.db, { delivery, settledBy: "owner", conversationId, evidence: { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) }, now });
+  deps.onJournalChange();
+  return { state: ReceiptState.AbandonedUnknown, detail: "kept as abandoned-unknown evidence; the original id and content stay refused; nothing was resent" };
+}
