@@ -119,48 +119,65 @@ export class CodexAdapter implements HarnessAdapter {
       proofs.push(this.proof("codex_control", "refuted", "the seat carries no Codex control facts"));
       return none(SeatStatus.Unknown);
     }
-    if (ctl.tuiPid !== undefined && ctl.tuiStartTime !== undefined) {
+    const processProof = (): ProofFact | undefined => {
+      if (ctl.tuiPid === undefined || ctl.tuiStartTime === undefined) return undefined;
       const alive = isSameProcessAlive(ctl.tuiPid, ctl.tuiStartTime);
-      proofs.push(this.proof("codex_process", alive ? "proven" : "refuted", alive ? `Codex TUI pid ${ctl.tuiPid} (same lifetime)` : `Codex TUI pid ${ctl.tuiPid} is gone or was replaced`));
-      if (!alive) return none(SeatStatus.Offline);
-    }
-    if (seat.pane && this.o.paneHost && ctl.tuiPid !== undefined) {
-      try {
-        const info = await this.o.paneHost.processInfo(seat.pane.paneId);
-        const inPane = info.foregroundProcesses.some((p) => p.pid === ctl.tuiPid);
-        proofs.push(this.proof("pane_occupant", inPane ? "proven" : "refuted", inPane ? `pane ${seat.pane.paneId} runs pid ${ctl.tuiPid} in its foreground` : `pane ${seat.pane.paneId} no longer runs pid ${ctl.tuiPid}`));
-        if (!inPane) return none(SeatStatus.Offline);
-      } catch (e) {
-        proofs.push(this.proof("pane_occupant", "unknown", `pane host: ${(e as Error).message}`));
-        return none(SeatStatus.Unknown);
-      }
-    }
-    if (!ctl.endpoint) {
-      // Rule 38: --no-daemon launches cannot be steered or queued: no modes, and write refuses.
-      return none(SeatStatus.Unknown);
-    }
-    const c = await this.connect(ctl.endpoint);
-    if (!c.ok) {
-      proofs.push(this.proof("codex_control", "refuted", `app-server ${ctl.endpoint} unreachable: ${c.detail}`));
+      return this.proof("codex_process", alive ? "proven" : "refuted", alive ? `Codex TUI pid ${ctl.tuiPid} (same lifetime)` : `Codex TUI pid ${ctl.tuiPid} is gone or was replaced`);
+    };
+    const gate = processProof();
+    if (gate?.outcome === "refuted") {
+      proofs.push(gate);
       return none(SeatStatus.Offline);
     }
+    // The pane and the app-server are read at the same time, so their proofs finish close
+    // together and the oldest is as young as it can be at the write (freshness gate).
+    const [pane, control] = await Promise.all([this.paneProof(seat, ctl), this.controlProofs(ctl)]);
+    // The cheap process check is taken last: the freshest proof, and it catches an exit meanwhile.
+    const last = processProof();
+    if (last) proofs.push(last);
+    if (pane) proofs.push(pane);
+    if (last?.outcome === "refuted") return none(SeatStatus.Offline);
+    if (pane && pane.outcome !== "proven") return none(pane.outcome === "refuted" ? SeatStatus.Offline : SeatStatus.Unknown);
+    proofs.push(...control.proofs);
+    if (!control.proven) return none(control.status);
+    const o = control.proven.observation;
+    this.proven.set(seat.name, { ...control.proven, occupantId: seat.occupantId });
+    return { snapshot: { status: statusOf(o), occupantId: seat.occupantId, inputCapabilities: CODEX_LIVE_CAPABILITIES }, proofs };
+  }
+
+  /** The pane still runs this TUI in its foreground (when the seat is in a pane and a host is known). */
+  private async paneProof(seat: SeatRecord, ctl: CodexControl): Promise<ProofFact | undefined> {
+    if (!seat.pane || !this.o.paneHost || ctl.tuiPid === undefined) return undefined;
+    try {
+      const info = await this.o.paneHost.processInfo(seat.pane.paneId);
+      const inPane = info.foregroundProcesses.some((p) => p.pid === ctl.tuiPid);
+      return this.proof("pane_occupant", inPane ? "proven" : "refuted", inPane ? `pane ${seat.pane.paneId} runs pid ${ctl.tuiPid} in its foreground` : `pane ${seat.pane.paneId} no longer runs pid ${ctl.tuiPid}`);
+    } catch (e) {
+      return this.proof("pane_occupant", "unknown", `pane host: ${(e as Error).message}`);
+    }
+  }
+
+  /** The app-server for this pane's home, and the pane's thread in it, observed now. */
+  private async controlProofs(ctl: CodexControl): Promise<{ proofs: ProofFact[]; status: SeatStatus; proven?: ProvenThread }> {
+    // Rule 38: --no-daemon launches cannot be steered or queued: no modes, and write refuses.
+    if (!ctl.endpoint) return { proofs: [], status: SeatStatus.Unknown };
+    const c = await this.connect(ctl.endpoint);
+    if (!c.ok) return { proofs: [this.proof("codex_control", "refuted", `app-server ${ctl.endpoint} unreachable: ${c.detail}`)], status: SeatStatus.Offline };
     const sameHome = c.codexHome === ctl.codexHome;
-    proofs.push(this.proof("codex_home", sameHome ? "proven" : "refuted", sameHome ? `app-server serves CODEX_HOME ${ctl.codexHome}` : `app-server serves ${c.codexHome}, the pane uses ${ctl.codexHome}`));
-    if (!sameHome) return none(SeatStatus.Unknown);
+    // The home is a property of the open connection: stamped when the last read on it finished.
+    const homeProof = () => this.proof("codex_home", sameHome ? "proven" : "refuted", sameHome ? `app-server serves CODEX_HOME ${ctl.codexHome}` : `app-server serves ${c.codexHome}, the pane uses ${ctl.codexHome}`);
+    if (!sameHome) return { proofs: [homeProof()], status: SeatStatus.Unknown };
     if (!ctl.threadId) {
-      proofs.push(this.proof("codex_thread", "unknown", "the pane's thread is not known (none or several candidates at discovery)"));
-      return none(SeatStatus.Unknown);
+      return { proofs: [homeProof(), this.proof("codex_thread", "unknown", "the pane's thread is not known (none or several candidates at discovery)")], status: SeatStatus.Unknown };
     }
     const obs = await observeThread(c.connection, ctl.threadId);
     if (!obs.ok) {
       const definite = obs.reason === "thread_not_loaded" || obs.reason === "thread_ephemeral";
-      proofs.push(this.proof("codex_thread", definite ? "refuted" : "unknown", obs.detail));
-      return none(definite ? SeatStatus.Offline : SeatStatus.Unknown);
+      return { proofs: [homeProof(), this.proof("codex_thread", definite ? "refuted" : "unknown", obs.detail)], status: definite ? SeatStatus.Offline : SeatStatus.Unknown };
     }
     const o = obs.value;
-    proofs.push(this.proof("codex_thread", "proven", `thread ${o.threadId} ${o.status}${o.activeTurnId ? ` (turn ${o.activeTurnId})` : ""}`));
-    this.proven.set(seat.name, { connection: c.connection, observation: o, occupantId: seat.occupantId });
-    return { snapshot: { status: statusOf(o), occupantId: seat.occupantId, inputCapabilities: CODEX_LIVE_CAPABILITIES }, proofs };
+    const thread = this.proof("codex_thread", "proven", `thread ${o.threadId} ${o.status}${o.activeTurnId ? ` (turn ${o.activeTurnId})` : ""}`);
+    return { proofs: [homeProof(), thread], status: statusOf(o), proven: { connection: c.connection, observation: o } };
   }
 
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {

@@ -85,10 +85,10 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
   it("message_seat starts a turn in the idle TUI, and an explicit steer joins the running turn", async () => {
     const name = seat.name;
     const first = await lead.call("message_seat", { seat: name, message: `fleet task ${SLOW_MARKER}` });
-    expect(first.structuredContent).toMatchObject({ outcome: "delivered", state: "started" });
+    expect(first.structuredContent, JSON.stringify(first.structuredContent)).toMatchObject({ outcome: "delivered", state: "started" });
     await mock.waitFor((q) => q.lastUserText.includes("fleet task"));
     const steer = await lead.call("message_seat", { seat: name, message: "fleet steer", delivery: "steer" });
-    expect(steer.structuredContent).toMatchObject({ outcome: "delivered", state: "steered" });
+    expect(steer.structuredContent, JSON.stringify(steer.structuredContent)).toMatchObject({ outcome: "delivered", state: "steered" });
     const req = await mock.waitFor((q) => q.lastUserText === "fleet steer");
     expect(req.userTexts.some((t) => t.includes("fleet task"))).toBe(true);
     mock.releaseSlow();
