@@ -183,7 +183,7 @@ export class DarwinProofProvider implements ProofProvider {
     if (isFailure(table)) return this.fail(table);
     const row = table.get(pid);
     if (!row) return this.fail({ reason: "pid_gone", detail: `pid ${pid}: the process no longer exists` });
-    return this.done({ pid: row.pid, startTime: row.startTime, ppid: row.ppid, name: row.name });
+    return this.done({ pid: row.pid, startTime: row.startTime, ppid: row.ppid, pgid: row.pgid, name: row.name });
   }
 
   async ancestry(p: ProcessIdentity): Promise<Fact<Ancestry>> {
@@ -199,9 +199,8 @@ export class DarwinProofProvider implements ProofProvider {
     if (isFailure(table)) return this.fail(table);
     const row = table.get(p.pid);
     if (!row || row.startTime !== p.startTime) return this.fail({ reason: "pid_gone", detail: `pid ${p.pid}: the recorded process no longer runs` });
-    if (row.tty === "??" || row.tpgid <= 0) return this.done({ tty: "", foregroundPgid: -1, members: [] });
-    const members = [...table.values()].filter((r) => r.pgid === row.tpgid && r.tty === row.tty).map((r) => ({ pid: r.pid, startTime: r.startTime }));
-    return this.done({ tty: `/dev/${row.tty}`, foregroundPgid: row.tpgid, members });
+    if (row.tty === "??" || row.tpgid <= 0) return this.done({ tty: "", foregroundPgid: -1 });
+    return this.done({ tty: `/dev/${row.tty}`, foregroundPgid: row.tpgid });
   }
 
   async home(p: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>> {

@@ -39,7 +39,7 @@ function reasonOf(e: unknown, what: string): Failure {
 }
 
 function entryOf(s: ProcStat): ProcessEntry {
-  return { pid: s.pid, startTime: s.startTicks, ppid: s.ppid, name: s.name };
+  return { pid: s.pid, startTime: s.startTicks, ppid: s.ppid, pgid: s.pgrp, name: s.name };
 }
 
 const MAX_ANCESTRY_DEPTH = 64;
@@ -110,12 +110,18 @@ export class LinuxProofProvider implements ProofProvider {
     }
   }
 
-  private tcpRows(pid: number | "self"): TcpRow[] | Failure {
+  /**
+   * Reading /proc/net/tcp walks the kernel's whole connection hash, whatever the row count
+   * (several ms on a busy host), so tcp6 is read only when tcp left something unfound.
+   */
+  private tcpRows(pid: number | "self", isFound: (rows: TcpRow[]) => boolean): TcpRow[] | Failure {
     const v4 = this.readNet(pid, "tcp");
     if (isFailure(v4)) return v4;
+    const rows = parseNetTcp(v4);
+    if (isFound(rows)) return rows;
     const v6 = this.readNet(pid, "tcp6");
     if (isFailure(v6)) return v6;
-    return [...parseNetTcp(v4), ...parseNetTcp(v6)];
+    return [...rows, ...parseNetTcp(v6)];
   }
 
   private allPids(): number[] {
@@ -157,16 +163,11 @@ export class LinuxProofProvider implements ProofProvider {
   async foregroundGroup(process: ProcessIdentity): Promise<Fact<ForegroundGroup>> {
     const s = this.checkIdentity(process);
     if (isFailure(s)) return this.fail(s);
-    if (s.ttyNr === 0 || s.tpgid <= 0) return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: -1, members: [] });
-    const members: ProcessIdentity[] = [];
-    for (const pid of this.allPids()) {
-      const m = this.readStat(pid);
-      if (!isFailure(m) && m.pgrp === s.tpgid && m.ttyNr === s.ttyNr) members.push({ pid: m.pid, startTime: m.startTicks });
-    }
+    if (s.ttyNr === 0 || s.tpgid <= 0) return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: -1 });
     const after = this.checkIdentity(process);
     if (isFailure(after)) return this.fail(after);
     if (after.tpgid !== s.tpgid) return this.fail({ reason: "race", detail: `the terminal's foreground group changed from ${s.tpgid} to ${after.tpgid} while it was read` });
-    return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: s.tpgid, members });
+    return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: s.tpgid });
   }
 
   async home(process: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>> {
@@ -190,16 +191,22 @@ export class LinuxProofProvider implements ProofProvider {
     if (isFailure(s)) return this.fail(s);
     const inodes = this.socketInodes(process.pid);
     if (isFailure(inodes)) return this.fail(inodes);
-    // The process's own network namespace, which may differ from the agent's.
-    const tcp = this.tcpRows(process.pid);
-    if (isFailure(tcp)) return this.fail(tcp);
     const unixText = this.readNet(process.pid, "unix");
     if (isFailure(unixText)) return this.fail(unixText);
+    const unix = parseNetUnix(unixText);
+    const unixInodes = new Set(unix.map((r) => r.inode));
+    // The process's own network namespace, which may differ from the agent's. Every socket
+    // it holds must be accounted for before tcp6 can be skipped.
+    const tcp = this.tcpRows(process.pid, (rows) => {
+      const seen = new Set(rows.map((r) => r.inode));
+      return [...inodes].every((i) => seen.has(i) || unixInodes.has(i));
+    });
+    if (isFailure(tcp)) return this.fail(tcp);
     const listeners: Listener[] = [
       ...tcp
         .filter((r) => r.state === TCP_LISTEN && inodes.has(r.inode))
         .map((r): Listener => ({ transport: "tcp", address: r.localAddress, port: r.localPort, isLoopback: isLoopbackAddress(r.localAddress) })),
-      ...parseNetUnix(unixText)
+      ...unix
         .filter((r) => r.isListening && inodes.has(r.inode))
         .map((r): Listener => ({ transport: "unix", path: r.path })),
     ];
@@ -208,15 +215,14 @@ export class LinuxProofProvider implements ProofProvider {
   }
 
   async connectionPeer(tuple: TcpTuple): Promise<Fact<ConnectionPeer>> {
-    const rows = this.tcpRows("self");
+    const isAgentRow = (r: TcpRow) =>
+      r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort;
+    const isPeerRow = (r: TcpRow) =>
+      r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort;
+    const rows = this.tcpRows("self", (found) => found.some(isAgentRow) && found.some(isPeerRow));
     if (isFailure(rows)) return this.fail(rows);
-    const established = rows.filter((r) => r.state === TCP_ESTABLISHED);
-    const agentRow = established.find(
-      (r) => sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort,
-    );
-    const peerRow = established.find(
-      (r) => sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort,
-    );
+    const agentRow = rows.find(isAgentRow);
+    const peerRow = rows.find(isPeerRow);
     const own = this.socketInodes("self");
     if (isFailure(own)) return this.fail(own);
     const isAgentEnd = agentRow !== undefined && own.has(agentRow.inode);

@@ -114,12 +114,12 @@ async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest): Pro
   if (!descendsFrom(backendChain.value, shell.value)) problems.push(`the backend does not descend from the pane's shell ${describeIdentity(shell.value)}`);
   let how = "the pane host's foreground list and ancestry";
   if (fg.known) {
-    const members = fg.value.members;
+    const group = fg.value.foregroundPgid;
     if (fg.value.foregroundPgid !== info.foregroundProcessGroupId) problems.push(`the kernel's foreground group is ${fg.value.foregroundPgid}, the pane host says ${info.foregroundProcessGroupId}`);
     if (info.tty && fg.value.tty !== info.tty) problems.push(`the shell's terminal is ${fg.value.tty || "none"}, the pane's is ${info.tty}`);
-    if (!members.some((m) => sameIdentity(m, req.tui))) problems.push(`the TUI is not in the terminal's foreground group ${fg.value.foregroundPgid}`);
+    if (tuiChain.value.chain[0]!.pgid !== group) problems.push(`the TUI is in process group ${tuiChain.value.chain[0]!.pgid}, not the terminal's foreground group ${group}`);
     // The backend shares the foreground ancestry when it, or one of its ancestors, is in the foreground group.
-    if (!backendChain.value.chain.some((a) => members.some((m) => sameIdentity(m, a)))) problems.push("the backend is not in, nor below, the terminal's foreground group");
+    if (!backendChain.value.chain.some((a) => a.pgid === group)) problems.push(`the backend is not in, nor below, the terminal's foreground group ${group}`);
     how = `foreground group ${fg.value.foregroundPgid} on ${fg.value.tty}`;
   } else if (fg.reason !== "unsupported") {
     // Windows has no foreground group (unsupported): the pane host's list stands in; anything else is unknown.

@@ -26,6 +26,8 @@ export interface ProcessIdentity {
 
 export interface ProcessEntry extends ProcessIdentity {
   ppid: number;
+  /** Process group; -1 where the platform has none (Windows). Group ids are unique while the group lives. */
+  pgid: number;
   name: string;
 }
 
@@ -38,9 +40,8 @@ export interface Ancestry {
 export interface ForegroundGroup {
   /** The controlling terminal of the process asked about, e.g. "/dev/pts/3"; "" when it has none. */
   tty: string;
-  /** The terminal's foreground process group; -1 when there is none. */
+  /** The terminal's foreground process group; -1 when there is none. A process is in it when its pgid equals this. */
   foregroundPgid: number;
-  members: ProcessIdentity[];
 }
 
 /** Harnesses whose private home is read from the process environment. */

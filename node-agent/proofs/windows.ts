@@ -88,7 +88,7 @@ export function parseCimProcesses(text: string): Map<number, ProcessEntry> | und
       if (pid === 0 || pid === 4) continue;
       return undefined;
     }
-    table.set(pid, { pid, ppid, startTime, name: typeof r.Name === "string" ? r.Name : "" });
+    table.set(pid, { pid, ppid, pgid: -1, startTime, name: typeof r.Name === "string" ? r.Name : "" });
   }
   return table;
 }

@@ -33,7 +33,7 @@ describe("windows parsers", () => {
   it("Win32_Process rows from both PowerShell versions give the same table, System processes without dates left out", () => {
     const a = parseCimProcesses(fixture("processes-ps51.json"))!;
     const b = parseCimProcesses(fixture("processes-ps7.json"))!;
-    expect(a.get(7300)).toEqual({ ...backend, ppid: 7100, name: "codex.exe" });
+    expect(a.get(7300)).toEqual({ ...backend, ppid: 7100, pgid: -1, name: "codex.exe" });
     expect([...b.keys()]).toEqual([...a.keys()]);
     expect(a.has(0) || a.has(4)).toBe(false);
   });
