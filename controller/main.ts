@@ -90,7 +90,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     deliverTimeoutMs: config.deliverTimeoutMs,
     instanceId,
     fault: config.fault,
-    onFenceOpened: (id) => notifier.notify(id),
+    onDelivered: (seatId) => notifier.sweep(seatId),
     track: (p) => {
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => {});
@@ -149,7 +149,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   }, INSTANCE_HEARTBEAT_MS);
   liveness.unref();
   // Notices that never reached their seat get one more try once the seat's agent is back.
-  registry.on("registered", () => void notifier.sweep());
+  registry.on("registered", () => notifier.sweep());
   await expireOldResults(db).catch((e: Error) => logger.warn("retention pass failed", { error: e.message }));
   logger.info("controller listening", record);
 

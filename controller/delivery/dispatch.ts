@@ -137,7 +137,7 @@ async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, ou
     return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, a.id, `the outcome (${body.outcome}) could not be recorded: ${(e as Error).message}`), isError: true };
   }
   deps.onJournalChange();
-  if (fenced) deps.onFenceOpened?.(a.id);
+  if (body.outcome === "delivered") deps.onDelivered?.(a.admittedSeat.id);
   return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
 
@@ -151,7 +151,6 @@ async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string):
       await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
     });
     deps.onJournalChange();
-    deps.onFenceOpened?.(a.id);
   } catch (e) {
     deps.logger.error("could not record uncertainty", { deliveryId: a.id, error: (e as Error).message });
   }

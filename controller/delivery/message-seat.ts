@@ -56,8 +56,8 @@ export interface PipelineDeps {
   deliverTimeoutMs?: number;
   /** Registers an in-flight dispatch so a stop can wait for it. */
   track?: <T>(p: Promise<T>) => Promise<T>;
-  /** Called when a delivery became unresolved, so its seat gets one notice. */
-  onFenceOpened?: (deliveryId: string) => void;
+  /** Called after a seat took a delivery: a good moment for its pending notices. */
+  onDelivered?: (seatId: string) => void;
   fault?: FaultPoint | undefined;
 }
 

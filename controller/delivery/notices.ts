@@ -2,7 +2,8 @@
  * One notice per unresolved receipt to its seat (ADR 0207, VUH-1779/VUH-2196): the
  * worker learns that a message may or may not have reached it and will never be resent.
  * The attempt is counted before it is made; an acknowledged notice is never sent again,
- * and one that never arrived is tried once more by the next controller process.
+ * and one that never arrived is tried once more (by the next process, or when the seat's
+ * agent is back).
  */
 import { create } from "@bufbuild/protobuf";
 import { eq, sql } from "drizzle-orm";
@@ -31,19 +32,19 @@ export class Notifier {
 
   constructor(private readonly deps: PipelineDeps) {}
 
-  /** Queues one notice for a newly unresolved delivery (fire and forget; failures are logged). */
-  notify(deliveryId: string): void {
-    this.chain = this.chain.then(async () => {
-      const [fence] = await this.deps.db.select().from(fences).where(eq(fences.deliveryId, deliveryId));
-      if (fence && !fence.noticeAcknowledgedAt && fence.noticeAttempts === 0) await this.send(fence);
-    }).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId, error: e.message }));
-  }
-
-  /** At start: retry notices that never reached their seat, once. */
-  async sweep(): Promise<void> {
-    for (const fence of await fencesNeedingNotice(this.deps.db, MAX_NOTICE_ATTEMPTS)) {
-      await this.send(fence).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId: fence.deliveryId, error: e.message }));
-    }
+  /**
+   * Sends the pending notices (of one seat, or all) in the background. Called when a seat
+   * just took a delivery or its agent registered: an agent that lost an answer is often
+   * unresponsive, so the notice waits for proof that it answers again.
+   */
+  sweep(seatIdValue?: string): void {
+    this.chain = this.chain
+      .then(async () => {
+        for (const fence of await fencesNeedingNotice(this.deps.db, MAX_NOTICE_ATTEMPTS, seatIdValue)) {
+          await this.send(fence).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId: fence.deliveryId, error: e.message }));
+        }
+      })
+      .catch((e: Error) => this.deps.logger.warn("notice sweep failed", { error: e.message }));
   }
 
   idle(): Promise<void> {
@@ -71,7 +72,7 @@ export class Notifier {
           inReplyTo: fence.deliveryId,
           authority: create(AuthoritySchema, { ageMs: 0, caller: NOTICE_SENDER, occupantId: seat.occupantId }),
         }),
-        { timeoutMs: 10_000, signal: this.deps.shutdownSignal },
+        { timeoutMs: 5_000, signal: this.deps.shutdownSignal },
       );
       const result = agentResultWire.decode(res.result);
       if (result === AgentResult.Delivered || result === AgentResult.Queued || result === AgentResult.Started || result === AgentResult.Steered) {

@@ -67,9 +67,9 @@ export async function openFencesOlderThan(db: Db, seatIdValue: string, olderThan
 }
 
 /** Open fences whose notice was never acknowledged and may still be tried. */
-export async function fencesNeedingNotice(db: Db, maxAttempts: number): Promise<Fence[]> {
+export async function fencesNeedingNotice(db: Db, maxAttempts: number, seatIdValue?: string): Promise<Fence[]> {
   return db
     .select()
     .from(fences)
-    .where(and(isNull(fences.resolvedAt), isNull(fences.noticeAcknowledgedAt), lt(fences.noticeAttempts, maxAttempts)));
+    .where(and(isNull(fences.resolvedAt), isNull(fences.noticeAcknowledgedAt), lt(fences.noticeAttempts, maxAttempts), seatIdValue ? eq(fences.seatId, seatIdValue) : undefined));
 }
