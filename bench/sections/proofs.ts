@@ -5,7 +5,8 @@
  * authority included) over many iterations. Returns a plain object; bench/run.ts owns the
  * results file. Self-contained on purpose: it imports only node-agent code.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
 import { connect, type Socket } from "node:net";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readFileSync, readdirSync, existsSync, rmSync } from "node:fs";
@@ -17,6 +18,8 @@ import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS } from "../../node-
 import { systemMonotonicClock } from "../../node-agent/proofs/proof.js";
 import type { PaneHost, PaneInfo, PaneProcessInfo } from "../../node-agent/panes/pane-host.js";
 import type { ProcessIdentity } from "../../node-agent/proofs/provider.js";
+
+const execFileAsync = promisify(execFile);
 
 export interface ProofsConfig {
   /** Iterations per measurement (≥ 1,000 for the published figures). */
@@ -66,14 +69,19 @@ class BenchTmuxHost implements PaneHost {
   tmux(...args: string[]): string {
     return execFileSync("tmux", ["-L", this.socket, "-f", "/dev/null", ...args], { encoding: "utf8" }).trim();
   }
+  /** The pane host's own calls are asynchronous, as Herdr's socket and the product's tmux host are. */
+  private async tmuxAsync(...args: string[]): Promise<string> {
+    const { stdout } = await execFileAsync("tmux", ["-L", this.socket, "-f", "/dev/null", ...args], { encoding: "utf8" });
+    return stdout.trim();
+  }
   async listPanes(): Promise<PaneInfo[]> {
-    return this.tmux("list-panes", "-a", "-F", "#{pane_id}\t#{window_id}\t#{session_name}").split("\n").filter(Boolean).map((l) => {
+    return (await this.tmuxAsync("list-panes", "-a", "-F", "#{pane_id}\t#{window_id}\t#{session_name}")).split("\n").filter(Boolean).map((l) => {
       const [paneId, terminalId, sessionId] = l.split("\t") as [string, string, string];
       return { paneId, terminalId, sessionId, title: "", cwd: "", agentStatus: "unknown" as const };
     });
   }
   async processInfo(paneId: string): Promise<PaneProcessInfo> {
-    const [pid, tty] = this.tmux("display-message", "-p", "-t", paneId, "#{pane_pid}\t#{pane_tty}").split("\t") as [string, string];
+    const [pid, tty] = (await this.tmuxAsync("display-message", "-p", "-t", paneId, "#{pane_pid}\t#{pane_tty}")).split("\t") as [string, string];
     const stat = (p: string) => {
       const t = readFileSync(`/proc/${p}/stat`, "utf8");
       return t.slice(t.lastIndexOf(")") + 2).split(" ");

@@ -6,7 +6,7 @@
  * the backend's loopback listener is the one the agent's own connection reaches. Titles,
  * banners, saved session ids and endpoint files are never read here: they confer no authority.
  */
-import type { PaneHost } from "../panes/pane-host.js";
+import type { PaneHost, PaneProcessInfo } from "../panes/pane-host.js";
 import type { MonotonicClock, ProofFact } from "./proof.js";
 import {
   describeIdentity,
@@ -90,10 +90,10 @@ async function lifetimes(deps: PaneProofDeps, req: PaneProofRequest): Promise<Pr
 }
 
 /** Foreground ancestry and creation order, from one reading of the pane host and the kernel. */
-async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact[]> {
-  let info;
+async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest, pending: Promise<PaneProcessInfo>): Promise<ProofFact[]> {
+  let info: PaneProcessInfo;
   try {
-    info = await deps.host.processInfo(req.pane.paneId);
+    info = await pending;
   } catch (e) {
     const p = proofOf("foreground_ancestry", "unknown", `${deps.host.kind}: ${(e as Error).message}`, { completedAtMs: deps.clock.nowMs() });
     return [p, { ...p, kind: "creation_order" }];
@@ -179,11 +179,20 @@ async function connectionTuple(deps: PaneProofDeps, req: PaneProofRequest): Prom
 
 /** Every pane proof, each stamped when its own facts completed. */
 export async function provePane(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact[]> {
-  const pane = await paneIdentity(deps, req);
+  // The pane host answers over a socket or a child process: ask it first, so its wait
+  // overlaps the kernel reads instead of adding to the proofs' spread.
+  const pane = paneIdentity(deps, req);
+  let info: Promise<PaneProcessInfo>;
+  try {
+    info = deps.host.processInfo(req.pane.paneId);
+  } catch (e) {
+    info = Promise.reject(e as Error);
+  }
+  info.catch(() => {});
   const identity = await lifetimes(deps, req);
-  const [ancestry, order] = await ancestryAndOrder(deps, req);
   const home = await privateHome(deps, req);
   const listener = await backendListener(deps, req);
   const tuple = await connectionTuple(deps, req);
-  return [pane, identity, ancestry!, order!, home, listener, tuple];
+  const [ancestry, order] = await ancestryAndOrder(deps, req, info);
+  return [await pane, identity, ancestry!, order!, home, listener, tuple];
 }
