@@ -37,8 +37,10 @@ export interface BenchFleet {
   agent: ClankieProcess;
   agentEndpoint: string;
   seatIds: string[];
-  /** One full delivery as a lead makes it: MCP message_seat to the controller process. */
-  deliver(seatId: string, message: string): Promise<DeliveryResult>;
+  /** One full delivery as a lead makes it: MCP message_seat to the controller process, on caller's session. */
+  deliver(seatId: string, message: string, caller?: number): Promise<DeliveryResult>;
+  /** Opens MCP sessions until there are `n`, one per concurrent caller. */
+  openCallers(n: number): Promise<void>;
   /**
    * The agent's half alone: one Deliver call straight to the agent (proofs, gate, mailbox
    * write) with no controller or journal around it; undefined on PGlite, whose machine row
@@ -76,28 +78,29 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
     const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
     const seatIds: string[] = [];
     for (let i = 0; i < o.seats; i++) {
-      // The first add may race the agent's registration: retry for a while.
-      for (let attempt = 0; ; attempt++) {
-        try {
-          seatIds.push(await owner.addMailbox(BENCH_MACHINE, `bench-${i}`));
-          break;
-        } catch (e) {
-          if (attempt > 100) throw e;
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
+      seatIds.push(await owner.addMailbox(BENCH_MACHINE, `bench-${i}`));
     }
-    const lead = new Client({ name: "clankie-bench-lead", version: "0.0.0" });
     const token = readFileSync(join(stateDir, "lead.token"), "utf8").trim();
-    await lead.connect(new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
-    closers.push(() => lead.close());
+    // One MCP session per concurrent caller, as separate leads would have.
+    const leads: Client[] = [];
+    const openLead = async () => {
+      const lead = new Client({ name: "clankie-bench-lead", version: "0.0.0" });
+      await lead.connect(new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      leads.push(lead);
+      closers.push(() => lead.close());
+    };
+    await openLead();
 
     const fleet: BenchFleet = {
       controller,
       agent,
       agentEndpoint,
       seatIds,
-      async deliver(seatId, message) {
+      async openCallers(n) {
+        while (leads.length < n) await openLead();
+      },
+      async deliver(seatId, message, caller = 0) {
+        const lead = leads[caller % leads.length]!;
         const t0 = performance.now();
         const res = await lead.callTool({ name: "message_seat", arguments: { seat: seatId, message } });
         const ms = performance.now() - t0;

@@ -6,9 +6,22 @@ import { OwnerService, AddSeatRequestSchema } from "../shared/gen/clankie/fleet/
 import { SeatKind } from "../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
 
+/** A freshly spawned agent registers a moment later (seconds on a loaded box): keep asking this long. */
+const REGISTRATION_WAIT_MS = 60_000;
+
 export function ownerClient(url: string, ownerToken: string) {
   const owner = createClient(OwnerService, createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }));
   return {
-    addMailbox: async (machine: string, name: string) => (await owner.addSeat(create(AddSeatRequestSchema, { machine, name, kind: SeatKind.MAILBOX }))).seatId,
+    async addMailbox(machine: string, name: string): Promise<string> {
+      const deadline = Date.now() + REGISTRATION_WAIT_MS;
+      for (;;) {
+        try {
+          return (await owner.addSeat(create(AddSeatRequestSchema, { machine, name, kind: SeatKind.MAILBOX }))).seatId;
+        } catch (e) {
+          if (Date.now() > deadline) throw e;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    },
   };
 }

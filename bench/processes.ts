@@ -67,3 +67,15 @@ export async function sampleRss(pid: number, forMs: number, everyMs = 250): Prom
   } while (Date.now() < end);
   return { rss_mb: last.rss_mb, max_rss_mb: max, peak_rss_mb: rssOf(pid).peak_rss_mb };
 }
+
+/** CPU time (user + system) a live process has used so far, in ms, from /proc/<pid>/stat. */
+export function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1000) / CLOCK_TICKS;
+}
+
+// USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
+const CLOCK_TICKS = 100;

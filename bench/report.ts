@@ -69,16 +69,16 @@ export function renderTable(r: Json, goals: Goal[]): string {
   lines.push(latencyRow("MCP message_seat", get(r, "mcp")));
   lines.push("");
   lines.push(`ratios SSH/agent p50: loopback ${cell(get(r, "peer.ratio_p50"))}×, 50 ms RTT ${cell(get(r, "peer.rtt50.ratio_p50"))}×; writes refused by the 250 ms gate: ${cell(get(r, "proof_age.refused"))}`, "");
-  lines.push("| journal | callers | delivered/s | ceiling/s | ratio |", "|---|---|---|---|---|");
+  lines.push("| journal | callers | delivered/s | ceiling/s | ratio | agent alone/s | controller CPU ms/delivery | agent CPU ms/delivery |", "|---|---|---|---|---|---|---|---|");
   for (const db of ["postgres", "pglite"]) {
     const j = get(r, `journal.${db}`);
     if (typeof j !== "object" || j === null) {
-      lines.push(`| ${db} | ${cell(j)} | | | |`);
+      lines.push(`| ${db} | ${cell(j)} | | | | | | |`);
       continue;
     }
     for (const [k, v] of Object.entries(j as Json)) {
       if (!/^c\d+$/.test(k)) continue;
-      lines.push(`| ${db} | ${k.slice(1)} | ${cell(get(v, "delivered_per_s"))} | ${cell(get(v, "ceiling_per_s"))} | ${cell(get(v, "ratio"))} |`);
+      lines.push(`| ${db} | ${k.slice(1)} | ${cell(get(v, "delivered_per_s"))} | ${cell(get(v, "ceiling_per_s"))} | ${cell(get(v, "ratio"))} | ${cell(get(v, "agent_only_per_s"))} | ${cell(get(v, "controller_cpu_ms_per_delivery"))} | ${cell(get(v, "agent_cpu_ms_per_delivery"))} |`);
     }
   }
   lines.push("");

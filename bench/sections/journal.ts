@@ -8,6 +8,7 @@
 import type { BenchFleet } from "../fleet.js";
 import { loopFor, type CeilingRunner } from "./ceiling.js";
 import { round } from "../stats.js";
+import { cpuMsOf } from "../processes.js";
 
 export interface JournalConfig {
   callers: number[];
@@ -22,6 +23,12 @@ export interface JournalLevel {
   ratio: number;
   /** The agent alone (Deliver calls, no journal) at the same concurrency: what the agent side allows. */
   agent_only_per_s: number | null;
+  /**
+   * CPU each process spent per full delivery (noise-proof: it does not depend on how busy
+   * the box is). 1000 / this is the most one core could deliver through that process.
+   */
+  controller_cpu_ms_per_delivery: number;
+  agent_cpu_ms_per_delivery: number;
   delivered: number;
   not_delivered: Record<string, number>;
 }
@@ -33,20 +40,25 @@ const message = () => `journal bench message ${++sent}`;
 export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling: CeilingRunner): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
   const levels: Record<string, JournalLevel> = {};
   let refused = 0;
+  await fleet.openCallers(Math.max(...cfg.callers));
   // Warm both sides: JIT, connections, the agent's HTTP/2 session.
-  await loopFor(300, 2, async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, message())).outcome === "delivered");
+  await loopFor(300, 2, async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, message(), c)).outcome === "delivered");
   await ceiling.run(2, 300);
   for (const callers of cfg.callers) {
     const roundMs = (cfg.secondsPerLevel * 1000) / cfg.rounds;
     let full = { ok: 0, ms: 0 };
     let raw = { ok: 0, ms: 0 };
     let agentOnly = { ok: 0, ms: 0 };
+    const cpu = { controller: 0, agent: 0 };
+    const ctlPid = fleet.controller.child.pid!;
+    const agentPid = fleet.agent.child.pid!;
     const notDelivered: Record<string, number> = {};
     for (let r = 0; r < cfg.rounds; r++) {
       const c = await ceiling.run(callers, roundMs);
       raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
+      const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid) };
       const f = await loopFor(roundMs, callers, async (caller) => {
-        const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message());
+        const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message(), caller);
         if (d.outcome === "delivered") return true;
         const key = `${d.outcome}:${d.reason ?? ""}`;
         notDelivered[key] = (notDelivered[key] ?? 0) + 1;
@@ -54,6 +66,8 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
         return false;
       });
       full = { ok: full.ok + f.ok, ms: full.ms + f.elapsedMs };
+      cpu.controller += cpuMsOf(ctlPid) - before.controller;
+      cpu.agent += cpuMsOf(agentPid) - before.agent;
       const direct = fleet.deliverDirect;
       if (direct) {
         const a = await loopFor(roundMs, callers, async (caller) => (await direct(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, message())).ok);
@@ -62,7 +76,9 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     }
     const delivered = full.ok / (full.ms / 1000);
     const ceil = raw.ok / (raw.ms / 1000);
-    levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null, delivered: full.ok, not_delivered: notDelivered };
+    levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
+      controller_cpu_ms_per_delivery: round(cpu.controller / Math.max(1, full.ok), 1),
+      agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1), delivered: full.ok, not_delivered: notDelivered };
   }
   return { levels, refused };
 }

@@ -95,7 +95,6 @@ export async function runMemory(cfg: MemoryConfig, databaseUrl: string) {
     const agentEnv = { ...process.env };
     delete agentEnv.DATABASE_URL;
     agent = await spawnClankie(["agent", "--controller", url, "--fleet-token-file", join(stateDir, "fleet.token"), "--state-dir", join(stateDir, "agent"), "--machine", "memagent", "--log-level", "error"], agentEnv);
-    await new Promise((r) => setTimeout(r, 500));
     await ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim()).addMailbox("memagent", "inbox");
     const agentIdle = await sampleRss(agent.child.pid!, cfg.settleSeconds * 1000);
 
