@@ -5,44 +5,13 @@
  * typed outcome, never a throw.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createServer, type Server } from "node:http";
-import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { WebSocketServer, type WebSocket } from "ws";
 import { CodexConnection, wsUrlFor } from "../../../../node-agent/harnesses/codex-connection.js";
-
-type Script = (msg: { id?: number; method?: string; params?: unknown }, ws: WebSocket) => void;
-
-async function fakeAppServer(script: Script): Promise<{ sock: string; received: { method?: string; id?: number }[]; close(): Promise<void> }> {
-  const dir = mkdtempSync(join(tmpdir(), "cx-fake-"));
-  const sock = join(dir, "s.sock");
-  const received: { method?: string; id?: number }[] = [];
-  const http: Server = createServer();
-  const wss = new WebSocketServer({ server: http });
-  wss.on("connection", (ws) => {
-    ws.on("message", (data) => {
-      const msg = JSON.parse(data.toString()) as { id?: number; method?: string; params?: unknown };
-      received.push(msg);
-      if (msg.method === "initialize") ws.send(JSON.stringify({ id: msg.id, result: { userAgent: "fake/0", codexHome: "/home/x/.codex" } }));
-      else if (msg.method !== "initialized") script(msg, ws);
-    });
-  });
-  await new Promise<void>((r) => http.listen(sock, r));
-  return {
-    sock,
-    received,
-    async close() {
-      for (const c of wss.clients) c.terminate();
-      http.closeAllConnections();
-      await new Promise<void>((r) => http.close(() => r()));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-}
+import { startFakeAppServer, type FakeAppServer } from "../../../kit/fake-codex-app-server.js";
 
 describe("CodexConnection", () => {
-  let server: Awaited<ReturnType<typeof fakeAppServer>> | undefined;
+  let server: FakeAppServer | undefined;
   afterEach(async () => {
     await server?.close();
     server = undefined;
@@ -55,7 +24,7 @@ describe("CodexConnection", () => {
   });
 
   it("initializes opting into the experimental API, sends no jsonrpc field, and types server errors", async () => {
-    server = await fakeAppServer((m, ws) => ws.send(JSON.stringify({ id: m.id, error: { code: -32600, message: "no active turn to steer" } })));
+    server = await startFakeAppServer((m, ws) => ws.send(JSON.stringify({ id: m.id, error: { code: -32600, message: "no active turn to steer" } })));
     const o = await CodexConnection.open(server.sock);
     expect(o.ok && o.codexHome).toBe("/home/x/.codex");
     const init = server.received[0] as { method: string; params: { capabilities: unknown }; jsonrpc?: unknown };
@@ -68,7 +37,7 @@ describe("CodexConnection", () => {
   });
 
   it("a garbage frame ends every pending call as garbled and closes the connection; later calls are closed, not sent", async () => {
-    server = await fakeAppServer((_m, ws) => ws.send("<<<not json"));
+    server = await startFakeAppServer((_m, ws) => ws.send("<<<not json"));
     const o = await CodexConnection.open(server.sock);
     if (!o.ok) throw new Error(o.message);
     const [a, b] = await Promise.all([o.connection.call("thread/read", {}), o.connection.call("thread/loaded/list", {})]);
@@ -80,14 +49,14 @@ describe("CodexConnection", () => {
   });
 
   it("a truncated frame is garbled, never read as an answer", async () => {
-    server = await fakeAppServer((m, ws) => ws.send(`{"id":${m.id},"result":{"turnId":"t`));
+    server = await startFakeAppServer((m, ws) => ws.send(`{"id":${m.id},"result":{"turnId":"t`));
     const o = await CodexConnection.open(server.sock);
     if (!o.ok) throw new Error(o.message);
     expect(await o.connection.call("turn/steer", {})).toMatchObject({ ok: false, kind: "garbled" });
   });
 
   it("a frame of the wrong JSON shape (array, reply without id) is garbled too", async () => {
-    server = await fakeAppServer((m, ws) => ws.send(m.method === "a" ? "[1,2]" : JSON.stringify({ result: {} })));
+    server = await startFakeAppServer((m, ws) => ws.send(m.method === "a" ? "[1,2]" : JSON.stringify({ result: {} })));
     for (const method of ["a", "b"]) {
       const o = await CodexConnection.open(server.sock);
       if (!o.ok) throw new Error(o.message);
@@ -96,7 +65,7 @@ describe("CodexConnection", () => {
   });
 
   it("a socket that vanishes mid-call ends the call as closed", async () => {
-    server = await fakeAppServer((_m, ws) => ws.terminate());
+    server = await startFakeAppServer((_m, ws) => ws.terminate());
     const o = await CodexConnection.open(server.sock);
     if (!o.ok) throw new Error(o.message);
     expect(await o.connection.call("thread/queue/add", {})).toMatchObject({ ok: false, kind: "closed" });
@@ -104,14 +73,14 @@ describe("CodexConnection", () => {
   });
 
   it("an answer that never comes is a timeout", async () => {
-    server = await fakeAppServer(() => {});
+    server = await startFakeAppServer(() => {});
     const o = await CodexConnection.open(server.sock);
     if (!o.ok) throw new Error(o.message);
     expect(await o.connection.call("turn/steer", {}, 50)).toMatchObject({ ok: false, kind: "timeout" });
   });
 
   it("notifications reach listeners, and a server request (an approval) is never answered", async () => {
-    server = await fakeAppServer((m, ws) => {
+    server = await startFakeAppServer((m, ws) => {
       ws.send(JSON.stringify({ id: 99, method: "item/commandExecution/requestApproval", params: {} }));
       ws.send(JSON.stringify({ method: "thread/status/changed", params: { threadId: "t1" } }));
       ws.send(JSON.stringify({ id: m.id, result: {} }));

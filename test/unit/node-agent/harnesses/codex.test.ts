@@ -4,9 +4,9 @@
  * and capabilities that exist only with live control (rules 38, 45-47), shown through the
  * wire seat and enforced by the delivery pipeline before any write.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { join } from "node:path";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { AgentResult, SeatKind } from "../../../../shared/verdicts.js";
 import { codexLaunchFromArgs, daemonSocketPath, findCodexTui } from "../../../../node-agent/harnesses/codex-process.js";
@@ -18,6 +18,17 @@ import { toWireSeat } from "../../../../node-agent/service/wire-seat.js";
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import type { PaneInfo } from "../../../../node-agent/panes/pane-host.js";
 import { spawnFakeCodex, type FakeCodexProcess } from "../../../kit/fake-codex-process.js";
+
+const dirs: string[] = [];
+/** A state dir for the seat book, removed after the run. */
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "cx-unit-"));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 const pane: PaneInfo = { paneId: "%7", terminalId: "@1", sessionId: "s", title: "worker", cwd: "/", agentStatus: "unknown" };
 
@@ -66,7 +77,7 @@ describe("CodexAdapter capabilities", () => {
   async function seatFor(p: FakeCodexProcess) {
     const adapter = new CodexAdapter({ clock: systemMonotonicClock, callTimeoutMs: 500 });
     const rec = (await adapter.discover(pane, p.processInfo(pane.paneId)))!;
-    const seats = new SeatBook(mkdtempSync(join(tmpdir(), "cx-unit-")));
+    const seats = new SeatBook(tempDir());
     seats.putDiscovered(rec);
     const adapters = new AdapterRegistry().register(adapter);
     return { adapter, rec, deps: { seats, adapters, clock: systemMonotonicClock } };

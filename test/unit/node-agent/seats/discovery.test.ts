@@ -4,8 +4,8 @@
  * every registered adapter is asked, an occupant change replaces the record, a closed pane
  * loses its seat, and an unreachable host removes nothing.
  */
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync } from "node:fs";
+import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SeatKind } from "../../../../shared/verdicts.js";
@@ -19,6 +19,17 @@ import { scanPanes, startSeatDiscovery } from "../../../../node-agent/seats/disc
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import { startFakeHerdr, type FakeHerdr } from "../../../kit/fake-herdr.js";
 import { spawnFakeCodex, type FakeCodexProcess } from "../../../kit/fake-codex-process.js";
+
+const dirs: string[] = [];
+/** A state dir for the seat book, removed after the run. */
+function tempDir(): string {
+  const d = mkdtempSync(join(tmpdir(), "disc-"));
+  dirs.push(d);
+  return d;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
 
 async function until(pred: () => boolean, what: string): Promise<void> {
   for (let i = 0; i < 300; i++) {
@@ -44,7 +55,7 @@ describe("seat discovery", () => {
   beforeEach(async () => {
     herdr = await startFakeHerdr();
     host = new HerdrPaneHost({ socketPath: herdr.socketPath, reconnectMs: 20 });
-    seats = new SeatBook(mkdtempSync(join(tmpdir(), "disc-")));
+    seats = new SeatBook(tempDir());
     // A second harness's adapter: discovery must ask every registered adapter, not only Codex.
     const other: HarnessAdapter = {
       kind: SeatKind.Claude,
@@ -120,7 +131,7 @@ describe("seat discovery", () => {
   });
 
   it("discovered seats live in memory only; persisted mailbox seats keep their names", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "disc-"));
+    const dir = tempDir();
     const book = new SeatBook(dir);
     book.add("inbox", SeatKind.Mailbox, "inbox");
     expect(book.putDiscovered({ name: "inbox", kind: SeatKind.Codex, title: "", occupantId: "x", createdAtMs: 0 })).toBe(false);
