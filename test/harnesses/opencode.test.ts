@@ -1,0 +1,194 @@
+/**
+ * The OpenCode adapter against the real `opencode serve` (pinned version), driven by the
+ * mock Anthropic server. Faults are injected by a proxy in front of the real server; every
+ * "written once" claim is proved from what the mock model received.
+ */
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode.js";
+import { v2MessageId } from "../../node-agent/harnesses/opencode-ids.js";
+import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
+import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
+import { startHttpFaultProxy, type HttpFaultProxy } from "../fixtures/http-fault-proxy.js";
+import { requireHarness } from "./kit/harness-bin.js";
+import { startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
+import { deliverTo, frozenClock } from "./kit/deliver-to.js";
+
+const bin = requireHarness("opencode");
+
+describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
+  let mock: MockAnthropicServer;
+  let server: OpenCodeServer;
+  let proxy: HttpFaultProxy;
+  const adapter = new OpenCodeAdapter({ clock: frozenClock, promptedWaitMs: 15_000 });
+
+  beforeAll(async () => {
+    mock = await startMockAnthropicServer();
+    server = await startOpenCodeServer(bin!, mock.url);
+    proxy = await startHttpFaultProxy(server.url);
+  });
+  afterAll(async () => {
+    mock?.release();
+    await proxy?.close();
+    await server?.close();
+    await mock?.close();
+  });
+
+  async function seat(opts: { viaProxy?: boolean; passwordFile?: string } = {}): Promise<SeatRecord> {
+    const sessionId = await server.createSession();
+    return {
+      name: `oc-${sessionId.slice(-6)}`,
+      kind: SeatKind.OpenCode,
+      title: "opencode",
+      occupantId: `opencode:${sessionId}`,
+      createdAtMs: Date.now(),
+      control: { baseUrl: opts.viaProxy ? proxy.url : server.url, sessionId, passwordFile: opts.passwordFile ?? server.passwordFile },
+    };
+  }
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+
+  async function untilWorking(s: SeatRecord): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      if ((await adapter.inspect(s)).snapshot.status === "working") return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error("the session never showed running");
+  }
+
+  it("an idle session takes a message as a new turn: delivered once the prompted event shows, receipt = admittedSeq", async () => {
+    const s = await seat();
+    const m = msg(`idle hello ${randomUUID()}`);
+    const v = await deliverTo(adapter, s, m);
+    expect(v.result).toBe(AgentResult.Delivered);
+    expect(v.nativeReceiptId).toMatch(new RegExp(`^${s.control!.sessionId}#\\d+$`));
+    await mock.waitForRequest(m.text);
+    expect(mock.userMessagesContaining(m.text)).toBe(1);
+  });
+
+  it("a busy session is steered by explicit steer and queued by explicit queue, each admitted once", async () => {
+    const s = await seat();
+    const hold = msg(`hold ${randomUUID()}`);
+    expect((await deliverTo(adapter, s, hold)).result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(hold.text);
+    await untilWorking(s);
+    const caps = (await adapter.inspect(s)).snapshot.inputCapabilities;
+    expect(caps.deliveryModes).toEqual(["steer", "queue"]);
+    const steer = msg(`steer-now ${randomUUID()}`, "steer");
+    const queue = msg(`queue-later ${randomUUID()}`, "queue");
+    const sv = await deliverTo(adapter, s, steer);
+    const qv = await deliverTo(adapter, s, queue);
+    expect(sv.result).toBe(AgentResult.Steered);
+    expect(qv.result).toBe(AgentResult.Queued);
+    expect(qv.detail).toContain("queued_until_turn_end");
+    mock.release();
+    await mock.waitForRequest(steer.text);
+    await mock.waitForRequest(queue.text);
+    expect(mock.userMessagesContaining(steer.text)).toBe(1);
+    expect(mock.userMessagesContaining(queue.text)).toBe(1);
+  });
+
+  it("stop interrupts a running turn and reports stopped only after the session shows idle", async () => {
+    const s = await seat();
+    const hold = msg(`hold ${randomUUID()}`);
+    expect((await deliverTo(adapter, s, hold)).result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(hold.text);
+    await untilWorking(s);
+    const r = await adapter.stop(s);
+    expect(r.result).toBe("stopped");
+    expect((await adapter.inspect(s)).snapshot.status).toBe("idle");
+    expect((await adapter.stop(s)).result).toBe("already_finished");
+  });
+
+  it("the receipt is matched by our id: the session's history lists our delivery id under our message id", async () => {
+    const s = await seat();
+    const m = msg(`match me ${randomUUID()}`);
+    await deliverTo(adapter, s, m);
+    const read = await adapter.readSession(s, 0);
+    expect(read.complete).toBe(true);
+    expect(read.entries.map((e) => e.deliveryId)).toEqual([m.deliveryId]);
+    const h = await fetch(`${server.url}/api/session/${s.control!.sessionId}/history`, { headers: { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}` } });
+    const events = ((await h.json()) as { data: { type: string; data: { messageID?: string } }[] }).data;
+    expect(events.filter((e) => e.type === "session.next.prompt.admitted").map((e) => e.data.messageID)).toEqual([v2MessageId(m.deliveryId)]);
+  });
+
+  it("a response lost after the prompt reached OpenCode is unconfirmed and never written a second time", async () => {
+    const s = await seat({ viaProxy: true });
+    proxy.rules = [{ method: "POST", pathMatch: /\/prompt$/, fault: "lose_response", times: 1 }];
+    const m = msg(`lost answer ${randomUUID()}`);
+    const v = await deliverTo(adapter, s, m);
+    expect(v.result).toBe(AgentResult.Unconfirmed);
+    expect(v.reason).toBe("response_lost");
+    expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.endsWith("/prompt"))).toHaveLength(1);
+    // The next message's model call carries the whole conversation: the lost one is in it exactly once.
+    const next = msg(`after the loss ${randomUUID()}`);
+    const nv = await deliverTo(adapter, s, next);
+    expect([AgentResult.Delivered, AgentResult.Queued]).toContain(nv.result);
+    await mock.waitForRequest(next.text);
+    expect(mock.userMessagesContaining(m.text)).toBe(1);
+    expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([m.deliveryId, next.deliveryId]);
+  });
+
+  it("an HTTP 5xx on the prompt is a typed unconfirmed outcome with no retry", async () => {
+    const s = await seat({ viaProxy: true });
+    proxy.rules = [{ method: "POST", pathMatch: /\/prompt$/, fault: "status_502", times: 1 }];
+    const m = msg(`five hundred ${randomUUID()}`);
+    const v = await deliverTo(adapter, s, m);
+    expect(v.result).toBe(AgentResult.Unconfirmed);
+    expect(v.reason).toBe("opencode_error");
+    expect(proxy.forwarded.filter((f) => f.includes(s.control!.sessionId as string) && f.endsWith("/prompt"))).toHaveLength(0);
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+
+  it("a model stream dropped mid-reply leaves the delivery typed and written once", async () => {
+    const s = await seat();
+    const m = msg(`drop ${randomUUID()}`);
+    const v = await deliverTo(adapter, s, m);
+    expect([AgentResult.Delivered, AgentResult.Queued]).toContain(v.result);
+    await mock.waitForRequest(m.text);
+    expect(mock.userMessagesContaining(m.text)).toBe(1);
+    expect((await adapter.readSession(s, 0)).entries).toHaveLength(1);
+  });
+
+  it("explicit steer to an idle session is refused before sending, and nothing reaches the model", async () => {
+    const s = await seat();
+    const m = msg(`never steer ${randomUUID()}`, "steer");
+    const v = await deliverTo(adapter, s, m);
+    expect(v.result).toBe(AgentResult.Rejected);
+    expect(v.reason).toBe("delivery_mode_unsupported");
+    expect((await adapter.readSession(s, 0)).entries).toHaveLength(0);
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+
+  it("a server without the v2 API falls back to v1 prompt_async with our message id, queue only", async () => {
+    const s = await seat({ viaProxy: true });
+    proxy.rules = [{ pathMatch: /^\/api\//, fault: "hide" }];
+    try {
+      const snap = (await adapter.inspect(s)).snapshot;
+      expect(snap.inputCapabilities.deliveryModes).toEqual(["queue"]);
+      const steer = await deliverTo(adapter, s, msg(`v1 steer ${randomUUID()}`, "steer"));
+      expect(steer.result).toBe(AgentResult.Rejected);
+      const m = msg(`v1 hello ${randomUUID()}`);
+      const v = await deliverTo(adapter, s, m);
+      expect(v.result).toBe(AgentResult.Delivered);
+      await mock.waitForRequest(m.text);
+      expect(mock.userMessagesContaining(m.text)).toBe(1);
+      expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([m.deliveryId]);
+    } finally {
+      proxy.rules = [];
+    }
+  });
+
+  it("a wrong basic-auth password refutes the seat's proof, so nothing is sent", async () => {
+    const s = await seat();
+    const { writeFileSync } = await import("node:fs");
+    const bad = `${server.dir}/wrong-password`;
+    writeFileSync(bad, "not-the-password");
+    s.control = { ...s.control, passwordFile: bad };
+    const m = msg(`unauthorised ${randomUUID()}`);
+    const v = await deliverTo(adapter, s, m);
+    expect(v.result).toBe(AgentResult.NotSent);
+    expect(v.detail).toContain("401");
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+});
