@@ -22,7 +22,7 @@ import { DeliveryMode as PbDeliveryMode } from "../../shared/gen/clankie/fleet/v
 import type { SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockResponsesServer, SLOW_MARKER, type MockResponsesServer } from "../fixtures/mock-responses-server.js";
 import { requireHarness } from "./kit/harness-bin.js";
-import { cleanupCodexEnv, makeCodexEnv, type CodexEnv } from "./kit/codex-env.js";
+import { cleanupCodexEnv, makeCodexEnv, startAppServer, type CodexEnv } from "./kit/codex-env.js";
 
 const bin = requireHarness("codex");
 const TMUX = "/usr/bin/tmux";
@@ -49,6 +49,8 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
   let daemonPane: string;
   let plainPane: string;
   let noDaemonPane: string;
+  let remotePane: string;
+  let remoteSock: string;
 
   /** The pane's command: the TUI with this test's isolated environment (arguments, never a shell line). */
   const codexCmd = (cwd: string, ...flags: string[]) => ["/usr/bin/env", ...Object.entries(cx.env).map(([k, v]) => `${k}=${v}`), bin!, "-C", cwd, ...flags];
@@ -58,12 +60,18 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     mock = await startMockResponsesServer();
     cx = makeCodexEnv(bin, mock.baseUrl);
     const otherDir = join(cx.root, "w2");
+    const remoteDir = join(cx.root, "w3");
     mkdirSync(otherDir);
-    writeFileSync(join(cx.codexHome, "config.toml"), readFileSync(join(cx.codexHome, "config.toml"), "utf8") + `\n[projects."${otherDir}"]\ntrust_level = "trusted"\n`);
+    mkdirSync(remoteDir);
+    const trust = [otherDir, remoteDir].map((d) => `\n[projects."${d}"]\ntrust_level = "trusted"\n`).join("");
+    writeFileSync(join(cx.codexHome, "config.toml"), readFileSync(join(cx.codexHome, "config.toml"), "utf8") + trust);
+    remoteSock = join(cx.root, "dedicated.sock");
+    await startAppServer(bin, cx, remoteSock);
     tmux("-f", "/dev/null", "new-session", "-d", "-s", "fleet", "-x", "200", "-y", "50", "-c", cx.workDir, ...codexCmd(cx.workDir));
     daemonPane = tmux("display-message", "-p", "-t", "fleet:0", "#{pane_id}");
     plainPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", "/bin/sleep", "600");
     noDaemonPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(otherDir, "--no-daemon"));
+    remotePane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(remoteDir, "--remote", `unix://${remoteSock}`));
     host = new TmuxPaneHost({ socketName: tmuxName, pollMs: 200, tmuxBin: TMUX });
     adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host });
     adapters.register(adapter);
@@ -131,6 +139,17 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     const req = await mock.waitFor((q) => q.lastUserText === "tui steer");
     expect(req.userTexts.some((t) => t.includes("tui task"))).toBe(true);
     mock.releaseSlow();
+  });
+
+  it("a TUI joined to a dedicated app-server with --remote is controlled through that server, not the daemon", async () => {
+    const seat = await until(() => {
+      const s = seatIn(remotePane);
+      return s && codexControlOf(s)?.threadId ? s : undefined;
+    }, "a codex seat with its thread in the --remote pane");
+    expect(codexControlOf(seat)).toMatchObject({ launch: "remote", endpoint: `unix://${remoteSock}`, cwd: join(cx.root, "w3") });
+    const v = await deliver(deps(), cmd(seat, "remote hello", "auto"));
+    expect(v.result).toBe(AgentResult.Started);
+    await mock.waitFor((q) => q.lastUserText === "remote hello");
   });
 
   it("a --no-daemon TUI is a seat without control: no modes, and explicit Steer or Queue is refused before any write", async () => {
