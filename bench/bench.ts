@@ -18,7 +18,18 @@ import { runJournal } from "./sections/journal.js";
 import { pgliteCeiling, postgresCeiling } from "./sections/ceiling.js";
 import { runMcp } from "./sections/mcp.js";
 import { runMemory } from "./sections/memory.js";
+import { runProofs } from "./sections/proofs.js";
 import { judgeGoals } from "./report.js";
+import { execFileSync } from "node:child_process";
+
+function hasTmux(): boolean {
+  try {
+    execFileSync("tmux", ["-V"], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 export type Result = Record<string, unknown>;
 
@@ -184,8 +195,8 @@ export async function runBench(o: BenchOptions): Promise<Result> {
       })
     : "skipped: no PostgreSQL";
 
-  // TODO(issue 4): bench/sections/proofs.ts (proof timings) joins here once it is committed.
-  r.proofs = "not yet: bench/sections/proofs.ts (issue 4) is not committed";
+  // Real proof providers on a real tmux pane (issue 4's section): the proof age a Codex seat sees.
+  r.proofs = hasTmux() ? await section("proofs", () => runProofs(cfg.proofs, log)) : "skipped: no tmux on PATH";
 
   machine.loadavg_end = load();
   r.duration_s = Math.round((performance.now() - started) / 100) / 10;

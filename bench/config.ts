@@ -3,6 +3,7 @@ import type { PeerConfig } from "./sections/peer.js";
 import type { JournalConfig } from "./sections/journal.js";
 import type { McpConfig } from "./sections/mcp.js";
 import type { MemoryConfig } from "./sections/memory.js";
+import type { ProofsConfig } from "./sections/proofs.js";
 
 export type Mode = "full" | "quick" | "tiny";
 
@@ -12,6 +13,7 @@ export interface BenchConfig {
   journal: JournalConfig;
   mcp: McpConfig;
   memory: MemoryConfig;
+  proofs: ProofsConfig;
   /** Seats on the peer/journal agent: one per caller at the highest concurrency. */
   seats: number;
 }
@@ -28,6 +30,7 @@ export function configFor(mode: Mode): BenchConfig {
         journal: { callers: [1, 4, 16], secondsPerLevel: 6, rounds: 3 },
         mcp: { n: 300, warmup: 20, pglite: true },
         memory: { receipts: 1_000_000, machines: 50, seatsPerMachine: 20, deliveries: 100, settleSeconds: 5 },
+        proofs: { n: 1_000, warmup: 50, authorityAgeMs: 1 },
       };
     case "quick":
       return {
@@ -38,6 +41,7 @@ export function configFor(mode: Mode): BenchConfig {
         // PostgreSQL only when it is here: a second `clankie up` on a fresh PGlite costs 10-20 s of initdb.
         mcp: { n: 50, warmup: 5, pglite: false },
         memory: { receipts: 50_000, machines: 50, seatsPerMachine: 20, deliveries: 20, settleSeconds: 1 },
+        proofs: { n: 200, warmup: 20, authorityAgeMs: 1 },
       };
     case "tiny":
       return {
@@ -45,8 +49,9 @@ export function configFor(mode: Mode): BenchConfig {
         seats: 4,
         peer: { n: 4, nRtt: 2, warmup: 2, oneWayMs: ONE_WAY_MS },
         journal: { callers: [1, 4, 16], secondsPerLevel: 0.4, rounds: 1 },
-        mcp: { n: 5, warmup: 2, pglite: true },
+        mcp: { n: 5, warmup: 2, pglite: false },
         memory: { receipts: 2_000, machines: 2, seatsPerMachine: 5, deliveries: 3, settleSeconds: 0.5 },
+        proofs: { n: 20, warmup: 5, authorityAgeMs: 1 },
       };
   }
 }

@@ -31,7 +31,8 @@ export function judgeGoals(r: Json): Goal[] {
     judge("agent path vs SSH, loopback, p50", "≥ 5×", num(r, "peer.ratio_p50"), (v) => v >= 5, "×"),
     judge("agent path vs SSH, 50 ms RTT, p50", "≥ 4×", num(r, "peer.rtt50.ratio_p50"), (v) => v >= 4, "×"),
     judge("agent path at 50 ms RTT, p50", `≤ 1 RTT + 15 ms (${added + 15} ms)`, num(r, "peer.rtt50.agent.p50_ms"), (v) => v <= added + 15, " ms"),
-    judge("proof age at the write, p99", "≤ 25 ms", num(r, "proof_age.p99_ms"), (v) => v <= 25, " ms"),
+    judge("proof age at the write, p99 (mailbox seat, peer path)", "≤ 25 ms", num(r, "proof_age.p99_ms"), (v) => v <= 25, " ms"),
+    judge("proof age at the write, p99 (real pane proofs, proofs section)", "≤ 25 ms", num(r, "proofs.proof_age_at_write_ms.p99_ms"), (v) => v <= 25, " ms"),
     judge("journal, 16 callers, PostgreSQL", "≥ 0.8× ceiling", num(r, "journal.postgres.c16.ratio"), (v) => v >= 0.8, "×"),
     judge("MCP message_seat, p50", "≤ 15 ms", num(r, "mcp.p50_ms"), (v) => v <= 15, " ms"),
   ];
@@ -66,6 +67,8 @@ export function renderTable(r: Json, goals: Goal[]): string {
   lines.push(latencyRow("peer: legacy SSH path, 50 ms RTT", get(r, "peer.rtt50.ssh")));
   lines.push(latencyRow("proof age at the write (agent)", get(r, "proof_age")));
   lines.push(latencyRow("proof age at the write (legacy SSH, loopback)", get(r, "proof_age.legacy_ssh.loopback")));
+  lines.push(latencyRow("proof age at the write (real pane proofs, proofs section)", get(r, "proofs.proof_age_at_write_ms")));
+  lines.push(latencyRow("full pane proof (proofs section)", get(r, "proofs.pane_proof_ms")));
   lines.push(latencyRow("MCP message_seat", get(r, "mcp")));
   lines.push("");
   lines.push(`ratios SSH/agent p50: loopback ${cell(get(r, "peer.ratio_p50"))}×, 50 ms RTT ${cell(get(r, "peer.rtt50.ratio_p50"))}×; writes refused by the 250 ms gate: ${cell(get(r, "proof_age.refused"))}`, "");

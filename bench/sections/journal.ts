@@ -78,7 +78,8 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     const ceil = raw.ok / (raw.ms / 1000);
     levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
       controller_cpu_ms_per_delivery: round(cpu.controller / Math.max(1, full.ok), 1),
-      agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1), delivered: full.ok, not_delivered: notDelivered };
+      agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1),
+      delivered: full.ok, not_delivered: notDelivered };
   }
   return { levels, refused };
 }
