@@ -50,6 +50,8 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
 
 export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: StatusDeps; conversations: ConversationAuth; logger: Logger; version: string }): McpEndpoint {
   const sessions = new Map<string, Session>();
+  // Responses still being written; a stop lets them finish so an in-flight call's answer is not lost.
+  const open = new Set<ServerResponse>();
 
   const newSession = (conversationId: string): Session => {
     const server = new McpServer({ name: "clankie-fleet", version: deps.version }, { capabilities: { tools: {} } });
@@ -75,6 +77,10 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
   return {
     sessionCount: () => sessions.size,
     async handle(req, res) {
+      if (req.method === "POST") {
+        open.add(res);
+        res.once("close", () => open.delete(res));
+      }
       const conversationId = await deps.conversations.conversationFor(bearerFrom(req.headers.authorization)).catch(() => undefined);
       if (!conversationId) {
         return jsonRpcError(res, 401, -32001, "missing or wrong bearer token", { "www-authenticate": 'Bearer realm="clankie"' });
@@ -104,6 +110,8 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
       await session.transport.handleRequest(req, res, body);
     },
     async closeAll() {
+      const deadline = Date.now() + 2000;
+      while (open.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
       const all = [...sessions.values()];
       sessions.clear();
       await Promise.allSettled(all.map((s) => s.server.close()));
