@@ -113,7 +113,9 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
       const sql = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
       closers.push(() => sql.end({ timeout: 2 }));
       const [row] = await sql<{ agent_token: string }[]>`select agent_token from machines where name = ${BENCH_MACHINE}`;
-      const direct = createClient(AgentService, createGrpcTransport({ baseUrl: agentEndpoint, interceptors: [bearerHeaderInterceptor(() => row!.agent_token)] }));
+      // Re-created when the route changes, so the agent-only figure crosses the same proxy.
+      const directTo = (base: string) => createClient(AgentService, createGrpcTransport({ baseUrl: base, interceptors: [bearerHeaderInterceptor(() => row!.agent_token)] }));
+      let direct = directTo(agentEndpoint);
       fleet.deliverDirect = async (seatName, message) => {
         const t0 = performance.now();
         const res = await direct.deliver(
@@ -124,6 +126,7 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
       };
       fleet.routeAgentVia = async (via) => {
         await sql`update machines set endpoint = ${via} where name = ${BENCH_MACHINE}`;
+        direct = directTo(via);
       };
     }
     return fleet;

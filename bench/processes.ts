@@ -4,6 +4,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { CLI } from "./paths.js";
 
+/** Every child the bench started and has not seen exit: stopped by pid if the run is interrupted. */
+export const liveChildren = new Set<ChildProcess>();
+
+export function track(child: ChildProcess): void {
+  liveChildren.add(child);
+  child.once("exit", () => liveChildren.delete(child));
+}
+
 export interface ClankieProcess {
   child: ChildProcess;
   /** The first stdout line, parsed (every `--json` long-running command prints one when ready). */
@@ -16,6 +24,7 @@ export interface ClankieProcess {
 export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv): Promise<ClankieProcess> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first (npm run bench does)`);
   const child = spawn(process.execPath, [CLI, ...args, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  track(child);
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const lines = createInterface({ input: child.stdout! });

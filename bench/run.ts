@@ -9,6 +9,15 @@ import { parseArgs } from "node:util";
 import { runBench } from "./bench.js";
 import { renderTable, type Goal } from "./report.js";
 import { REPO_ROOT } from "./paths.js";
+import { liveChildren } from "./processes.js";
+
+// An interrupted run must not leave controllers, agents or sshd behind.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    for (const child of liveChildren) child.kill("SIGTERM");
+    process.exit(130);
+  });
+}
 
 async function main(): Promise<number> {
   const { values } = parseArgs({ options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, out: { type: "string" } }, strict: true });

@@ -11,6 +11,7 @@ import { connect, createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import ssh2 from "ssh2";
 import { CACHE_DIR, scratchDir } from "./paths.js";
+import { track } from "./processes.js";
 
 export class SkipError extends Error {}
 
@@ -144,6 +145,7 @@ export async function startSshd(): Promise<RunningSshd> {
     env: { LD_LIBRARY_PATH: `${join(root, "x", "usr", "lib", "x86_64-linux-gnu")}:${join(root, "x", "lib", "x86_64-linux-gnu")}`, PATH: "/usr/bin:/bin" },
     stdio: ["ignore", "ignore", "pipe"],
   });
+  track(child);
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   await waitForPort(port, child, () => stderr);
