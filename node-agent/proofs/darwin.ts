@@ -147,6 +147,8 @@ export class DarwinProofProvider implements ProofProvider {
     private readonly clock: MonotonicClock = systemMonotonicClock,
     private readonly run: CommandRunner = runCommand,
     private readonly ownUid: number = process.getuid?.() ?? -1,
+    /** This agent's pid: its end of a connection must be held by it. */
+    private readonly agentPid: number = process.pid,
   ) {}
 
   private fail<T>(f: Failure): Fact<T> {
@@ -242,7 +244,7 @@ export class DarwinProofProvider implements ProofProvider {
       return { pid: f.pid, local: parseLsofEndpoint(l ?? ""), remote: parseLsofEndpoint(rem ?? "") };
     });
     const is = (e: { address: string; port: number } | undefined, address: string, port: number) => e !== undefined && e.port === port && sameAddress(e.address, address);
-    const isAgentEnd = ends.some((e) => e.pid === process.pid && is(e.local, tuple.localAddress, tuple.localPort) && is(e.remote, tuple.remoteAddress, tuple.remotePort));
+    const isAgentEnd = ends.some((e) => e.pid === this.agentPid && is(e.local, tuple.localAddress, tuple.localPort) && is(e.remote, tuple.remoteAddress, tuple.remotePort));
     const peerPids = new Set(ends.filter((e) => is(e.local, tuple.remoteAddress, tuple.remotePort) && is(e.remote, tuple.localAddress, tuple.localPort)).map((e) => e.pid));
     const table = await this.table();
     if (isFailure(table)) return this.fail(table);

@@ -140,6 +140,8 @@ export class WindowsProofProvider implements ProofProvider {
   constructor(
     private readonly clock: MonotonicClock = systemMonotonicClock,
     private readonly run: CommandRunner = runCommand,
+    /** This agent's pid: its end of a connection must be held by it. */
+    private readonly agentPid: number = process.pid,
   ) {}
 
   private fail<T>(f: Failure): Fact<T> {
@@ -217,7 +219,7 @@ export class WindowsProofProvider implements ProofProvider {
     if (isFailure(table)) return this.fail(table);
     const established = rows.filter((r) => r.state === "Established");
     const isAgentEnd = established.some(
-      (r) => r.owningProcess === process.pid && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort,
+      (r) => r.owningProcess === this.agentPid && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort,
     );
     const peerPids = new Set(
       established
