@@ -19,6 +19,8 @@ const USAGE = `clankie — fleet controller and node agent
   clankie seat list
   clankie mailbox read NAME [--peek] [--agent-state-dir DIR]
   clankie mailbox mcp NAME [--agent-state-dir DIR]       worker-side MCP server (stdio) with read_mailbox
+  clankie worker claude-channel --channel-dir DIR        Claude channel MCP server (stdio), fed by the node agent
+  clankie worker session-start-hook [--report-dir DIR]   Claude SessionStart hook
   clankie seat-delivery list                              unresolved deliveries with conversation, seat and age
   clankie seat-delivery settle ID abandoned-unknown [--conversation C]
   clankie lead token --conversation ID
@@ -49,6 +51,8 @@ const options = {
   "pane-host": { type: "string" },
   "herdr-socket": { type: "string" },
   "tmux-socket": { type: "string" },
+  "channel-dir": { type: "string" },
+  "report-dir": { type: "string" },
 } as const;
 
 function portFrom(value: string | undefined, fallback: number): number {
@@ -64,6 +68,9 @@ function msFrom(value: string | undefined): number | undefined {
   if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`--deliver-timeout-ms must be a positive integer, got ${value}`);
   return n;
 }
+
+/** Set by a worker command that keeps serving on stdio after main returns. */
+let keepServing = false;
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   let parsed;
@@ -145,6 +152,11 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         else throw new InvalidArgumentError("usage: clankie seat-delivery list | clankie seat-delivery settle ID abandoned-unknown [--conversation C]");
         return 0;
       }
+      case "worker": {
+        const { runWorkerCommand } = await import("../../node-agent/worker/claude-cli.js");
+        keepServing = await runWorkerCommand(rest[0], { channelDir: v["channel-dir"], reportDir: v["report-dir"] });
+        return 0;
+      }
       case "lead": {
         if (rest[0] !== "token") throw new InvalidArgumentError("usage: clankie lead token --conversation ID");
         const { leadToken } = await import("./lead.js");
@@ -166,7 +178,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
 main(process.argv.slice(2), process.env).then(
   (code) => {
     // mailbox mcp keeps serving on stdio until its client goes away.
-    if (!(process.argv[2] === "mailbox" && process.argv[3] === "mcp" && code === 0)) process.exit(code);
+    if (!(process.argv[2] === "mailbox" && process.argv[3] === "mcp" && code === 0) && !keepServing) process.exit(code);
   },
   (e: unknown) => {
     process.stderr.write(`clankie: ${(e as Error).stack ?? String(e)}\n`);

@@ -1,0 +1,149 @@
+/**
+ * Claude Code seats, through the Clankie channel (an MCP server Claude spawned with the
+ * channel opt-in). The channel's exact authenticated ack of our event id is transport
+ * delivery only; consumption is the transcript's channel-origin user line carrying our id.
+ * A channel message cannot steer a running turn (observed on the real binary): the seat
+ * offers [queue] and nextTurnOnly, and explicit Steer is refused before anything is sent.
+ */
+import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
+import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
+import type { PaneAgentStatus } from "../panes/pane-host.js";
+import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
+import { channelHello, pushChannelEvent, type ChannelAddress } from "./claude-channel-client.js";
+import { readSessionReport } from "./claude-session-report.js";
+import { TranscriptReader } from "./claude-transcript.js";
+
+/** What a Claude seat's `control` holds: where its channel and session reports live, and which Claude. */
+export interface ClaudeControl {
+  channelDir: string;
+  reportDir: string;
+  claudePid: number;
+}
+
+export interface ClaudeAdapterOptions {
+  clock: MonotonicClock;
+  /** The pane host's view of the seat (Herdr's screen detection); undefined when it has none. */
+  paneStatus?: ((seat: SeatRecord) => Promise<PaneAgentStatus | undefined>) | undefined;
+  /** The guarded Esc; absent means the seat does not advertise interrupt. */
+  stopper?: ((seat: SeatRecord) => Promise<StopResult>) | undefined;
+  requestTimeoutMs?: number;
+  /** How long an idle seat's write polls the transcript for the exact entry. */
+  transcriptWaitMs?: number;
+  pollMs?: number;
+}
+
+interface View {
+  status: SeatStatus;
+  transcriptPath: string;
+  sessionId: string;
+  hasChannelEvent: boolean;
+}
+
+export function claudeControl(seat: SeatRecord): ClaudeControl {
+  const c = seat.control as Partial<ClaudeControl> | undefined;
+  if (!c || typeof c.channelDir !== "string" || typeof c.reportDir !== "string" || typeof c.claudePid !== "number") throw new Error(`seat ${seat.name} has no Claude channel`);
+  return { channelDir: c.channelDir, reportDir: c.reportDir, claudePid: c.claudePid };
+}
+
+export function channelAddress(c: ClaudeControl): ChannelAddress {
+  return { socketPath: `${c.channelDir}/claude-${c.claudePid}.sock`, tokenFile: `${c.channelDir}/claude-${c.claudePid}.token` };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export class ClaudeAdapter implements HarnessAdapter {
+  readonly kind = SeatKind.Claude;
+  private readonly transcripts = new TranscriptReader();
+  private readonly views = new Map<string, View>();
+  /** Sessions this agent has itself seen take a channel event (VUH-2779: "confirmed by this service"). */
+  private readonly provenReceivers = new Set<string>();
+  private readonly timeoutMs: number;
+  private readonly waitMs: number;
+  private readonly pollMs: number;
+
+  constructor(private readonly options: ClaudeAdapterOptions) {
+    this.timeoutMs = options.requestTimeoutMs ?? 5000;
+    this.waitMs = options.transcriptWaitMs ?? 20_000;
+    this.pollMs = options.pollMs ?? 200;
+  }
+
+  async inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
+    const refuse = (outcome: "refuted" | "unknown", status: SeatStatus, detail: string) => ({
+      snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: [] as ("queue" | "steer")[], interrupt: false, nextTurnOnly: false } },
+      proofs: [{ kind: "claude_channel", outcome, detail, completedAtMs: this.options.clock.nowMs() }],
+    });
+    let control: ClaudeControl;
+    try {
+      control = claudeControl(seat);
+    } catch (e) {
+      return refuse("refuted", SeatStatus.Unknown, (e as Error).message);
+    }
+    const [hello, pane] = await Promise.all([channelHello(channelAddress(control), this.timeoutMs), this.options.paneStatus?.(seat)]);
+    if (!hello.ok) return refuse("refuted", SeatStatus.Offline, hello.detail);
+    if (hello.claudePid !== control.claudePid) return refuse("refuted", SeatStatus.Unknown, `the channel serves Claude ${hello.claudePid}, not ${control.claudePid}`);
+    if (!hello.mcpReady) return refuse("refuted", SeatStatus.Unknown, "Claude has not connected the channel (started without the channel opt-in?)");
+    const report = readSessionReport(control.reportDir, control.claudePid);
+    if (!report) return refuse("unknown", SeatStatus.Unknown, "no SessionStart report for this Claude: its transcript cannot be found");
+    const t = this.transcripts.read(report.transcriptPath);
+    const fromPane = pane === "working" ? SeatStatus.Working : pane === "blocked" ? SeatStatus.Blocked : pane === "idle" || pane === "done" ? SeatStatus.Idle : undefined;
+    const status = fromPane ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : report ? SeatStatus.Idle : SeatStatus.Unknown);
+    this.views.set(seat.name, { status, transcriptPath: report.transcriptPath, sessionId: report.sessionId, hasChannelEvent: t.ok && t.hasChannelEvent });
+    return {
+      snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: ["queue"], interrupt: this.options.stopper !== undefined, nextTurnOnly: true } },
+      proofs: [{ kind: "claude_channel", outcome: "proven", detail: `channel live for Claude ${control.claudePid}, session ${report.sessionId}`, completedAtMs: this.options.clock.nowMs() }],
+    };
+  }
+
+  async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
+    if (message.mode === "steer") return { result: AgentResult.Rejected, reason: "delivery_mode_unsupported", detail: "a Claude channel message cannot steer a running turn; nothing was sent" };
+    const view = this.views.get(seat.name);
+    if (!view) return { result: AgentResult.NotSent, reason: "not_inspected", detail: "the seat was not proven just before the write; nothing was sent" };
+    const control = claudeControl(seat);
+    const meta: Record<string, string> = { conversation: message.conversationId };
+    if (message.inReplyTo) meta.in_reply_to = message.inReplyTo;
+    const pushed = await pushChannelEvent(channelAddress(control), this.timeoutMs, message.deliveryId, message.text, meta);
+    if (pushed.kind === "not_sent") return { result: AgentResult.NotSent, reason: "channel_unreachable", detail: `${pushed.detail}; nothing was sent` };
+    if (pushed.kind === "lost") return { result: AgentResult.Unconfirmed, reason: "ack_lost", detail: `the event was written to the channel but ${pushed.detail}; not resent` };
+    const busy = view.status === SeatStatus.Working || view.status === SeatStatus.Blocked;
+    const proven = view.hasChannelEvent || this.provenReceivers.has(view.sessionId);
+    if (busy && proven) {
+      return { result: AgentResult.Queued, nativeReceiptId: `channel:${message.deliveryId}`, detail: "queued_until_turn_end: the channel acknowledged our event id exactly; this session already takes channel events and is mid-turn" };
+    }
+    // Idle, or a receiver never seen taking a channel event: only the exact transcript entry proves it.
+    let gaps = 0;
+    const deadline = Date.now() + this.waitMs;
+    do {
+      const t = this.transcripts.read(view.transcriptPath);
+      if (!t.ok) gaps++;
+      const hit = t.entries.find((e) => e.deliveryId === message.deliveryId);
+      if (hit) {
+        this.provenReceivers.add(view.sessionId);
+        return { result: AgentResult.Delivered, nativeReceiptId: hit.nativeReceiptId, detail: "the session's transcript shows our channel event (exact id)" };
+      }
+      await sleep(this.pollMs);
+    } while (Date.now() < deadline);
+    return {
+      result: AgentResult.Unconfirmed,
+      reason: "transcript_entry_missing",
+      detail: `the channel acknowledged our event id (transport only) but the transcript did not show it within ${this.waitMs} ms${gaps ? ` (${gaps} unreadable poll(s))` : ""}; not resent`,
+    };
+  }
+
+  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+    const control = claudeControl(seat);
+    const report = readSessionReport(control.reportDir, control.claudePid);
+    if (!report) return { occupantId: seat.occupantId, status: SeatStatus.Unknown, entries: [], complete: false };
+    const t = this.transcripts.read(report.transcriptPath);
+    return {
+      occupantId: seat.occupantId,
+      status: t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : SeatStatus.Unknown,
+      entries: t.entries.filter((e) => e.atMs >= sinceMs),
+      complete: t.ok && t.complete,
+    };
+  }
+
+  async stop(seat: SeatRecord): Promise<StopResult> {
+    if (!this.options.stopper) return { result: "unsupported", detail: "no guarded key input for this seat's pane" };
+    return this.options.stopper(seat);
+  }
+}
