@@ -102,7 +102,8 @@ function turnState(lines: Line[]): "working" | "idle" | "unknown" {
   for (let i = lines.length - 1; i >= 0; i--) {
     const l = lines[i]!;
     if (l.type === "assistant") return l.message?.stop_reason === "end_turn" ? "idle" : "working";
-    if (l.type === "user" && !l.isMeta) return isToolResult(l.message?.content) || textOf(l.message?.content) ? "working" : "unknown";
+    // A channel event is written as a meta user line, and it starts a turn like a typed prompt.
+    if (l.type === "user" && (!l.isMeta || l.origin?.kind === "channel")) return isToolResult(l.message?.content) || textOf(l.message?.content) ? "working" : "unknown";
   }
   return "unknown";
 }

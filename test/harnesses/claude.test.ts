@@ -1,0 +1,142 @@
+/**
+ * The Claude adapter against the real interactive Claude Code (pinned version) in a private
+ * tmux server, with the Clankie channel and SessionStart hook, driven by the mock Anthropic
+ * server. "Written once" is proved from what the mock model received.
+ */
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { readFileSync, readdirSync } from "node:fs";
+import { connect, createServer, type Server } from "node:net";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { ClaudeAdapter } from "../../node-agent/harnesses/claude.js";
+import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
+import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
+import { requireHarness } from "./kit/harness-bin.js";
+import { deliverTo, frozenClock } from "./kit/deliver-to.js";
+import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
+
+const bin = requireHarness("claude");
+
+/** A unix-socket relay in front of the channel that swallows the ack of one event id. */
+function ackEatingRelay(target: string, path: string, eventId: () => string): Promise<Server> {
+  const server = createServer((client) => {
+    const upstream = connect(target);
+    client.pipe(upstream);
+    let buffer = "";
+    upstream.setEncoding("utf8");
+    upstream.on("data", (c: string) => {
+      buffer += c;
+      let at: number;
+      while ((at = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, at + 1);
+        buffer = buffer.slice(at + 1);
+        if (line.includes('"op":"ack"') && line.includes(eventId())) {
+          client.destroy();
+          return;
+        }
+        client.write(line);
+      }
+    });
+    upstream.on("close", () => client.destroy());
+    client.on("close", () => upstream.destroy());
+    client.on("error", () => upstream.destroy());
+    upstream.on("error", () => client.destroy());
+  });
+  return new Promise((resolve) => server.listen(path, () => resolve(server)));
+}
+
+describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", () => {
+  let mock: MockAnthropicServer;
+  let tui: ClaudeTui;
+  let seat: SeatRecord;
+  const adapter = new ClaudeAdapter({ clock: frozenClock, transcriptWaitMs: 60_000 });
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+
+  beforeAll(async () => {
+    mock = await startMockAnthropicServer();
+    tui = await startClaudeTui(bin!, mock.url);
+    seat = { name: "claude-1", kind: SeatKind.Claude, title: "claude", occupantId: `claude:${tui.claudePid}`, createdAtMs: Date.now(), control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid } };
+  });
+  afterAll(async () => {
+    mock?.release();
+    await tui?.close();
+    await mock?.close();
+  });
+
+  it("the SessionStart hook reported the session id and transcript path under Claude's pid", () => {
+    const files = readdirSync(tui.reportDir);
+    expect(files).toEqual([`claude-${tui.claudePid}.session.json`]);
+    const report = JSON.parse(readFileSync(join(tui.reportDir, files[0]!), "utf8")) as { sessionId: string; transcriptPath: string };
+    expect(report.transcriptPath).toContain(report.sessionId);
+  });
+
+  it("a live channel advertises [queue] with nextTurnOnly, and no interrupt without a guarded key input", async () => {
+    const { snapshot } = await adapter.inspect(seat);
+    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["queue"], interrupt: false, nextTurnOnly: true });
+  });
+
+  it("an idle seat's message is delivered only on the transcript's channel line carrying our id", async () => {
+    const m = msg(`idle hello ${randomUUID()}`);
+    const v = await deliverTo(adapter, seat, m);
+    expect(v.result).toBe(AgentResult.Delivered);
+    expect(v.nativeReceiptId).toMatch(/^[0-9a-f-]{36}$/);
+    await mock.waitForRequest(m.text);
+    expect(mock.userMessagesContaining(`clankie_id="${m.deliveryId}"`)).toBe(1);
+    expect((await adapter.readSession(seat, 0)).entries.map((e) => e.deliveryId)).toContain(m.deliveryId);
+  });
+
+  it("explicit steer is refused before sending: a channel cannot steer, and nothing reaches Claude", async () => {
+    const m = msg(`never steer ${randomUUID()}`, "steer");
+    const v = await deliverTo(adapter, seat, m);
+    expect(v.result).toBe(AgentResult.Rejected);
+    expect(v.reason).toBe("delivery_mode_unsupported");
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+
+  it("a mid-turn message to a proven receiver is queued until the turn ends on the exact ack, and runs once", async () => {
+    const hold = msg(`hold ${randomUUID()}`);
+    expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(hold.text);
+    expect((await adapter.inspect(seat)).snapshot.status).toBe("working");
+    const later = msg(`after this turn ${randomUUID()}`);
+    const v = await deliverTo(adapter, seat, later);
+    expect(v.result).toBe(AgentResult.Queued);
+    expect(v.detail).toContain("queued_until_turn_end");
+    mock.release();
+    await mock.waitForRequest(later.text);
+    expect(mock.userMessagesContaining(`clankie_id="${later.deliveryId}"`)).toBe(1);
+  });
+
+  it("an ack lost after the push is unconfirmed, never resent, and Claude shows the message exactly once", async () => {
+    const relayPath = join(tui.dir, "relay.sock");
+    const real = join(tui.channelDir, `claude-${tui.claudePid}.sock`);
+    const m = msg(`ack lost ${randomUUID()}`);
+    const relay = await ackEatingRelay(real, relayPath, () => m.deliveryId);
+    try {
+      // The same channel, reached through the relay: a token file beside the relay socket.
+      execFileSync("cp", [join(tui.channelDir, `claude-${tui.claudePid}.token`), join(tui.dir, `claude-${tui.claudePid}.token`)]);
+      execFileSync("ln", ["-s", relayPath, join(tui.dir, `claude-${tui.claudePid}.sock`)]);
+      const viaRelay: SeatRecord = { ...seat, name: "claude-relay", control: { ...seat.control, channelDir: tui.dir } };
+      const v = await deliverTo(adapter, viaRelay, m);
+      expect(v.result).toBe(AgentResult.Unconfirmed);
+      expect(v.reason).toBe("ack_lost");
+      await mock.waitForRequest(m.text);
+      expect(mock.userMessagesContaining(`clankie_id="${m.deliveryId}"`)).toBe(1);
+    } finally {
+      await new Promise<void>((r) => relay.close(() => r()));
+    }
+  });
+
+  it("a channel server that has died gives a typed not-sent, with no crash and nothing written", async () => {
+    const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(tui.claudePid)], { encoding: "utf8" });
+    const channelPid = Number(children.split("\n").find((l) => l.includes("claude-channel"))?.trim().split(/\s+/)[0]);
+    expect(channelPid).toBeGreaterThan(1);
+    process.kill(channelPid, "SIGKILL");
+    const m = msg(`to a dead channel ${randomUUID()}`);
+    const v = await deliverTo(adapter, seat, m);
+    expect(v.result).toBe(AgentResult.NotSent);
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+});

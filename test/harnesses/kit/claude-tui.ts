@@ -1,0 +1,110 @@
+/**
+ * Runs the real interactive Claude Code in a tmux pane on a private tmux socket, with the
+ * Clankie channel server and SessionStart hook (from dist/) and every home under a temp dir.
+ * TEST-ONLY: the pinned 2.1.197 gates channels on a remote feature flag; we seed its local
+ * cache (cachedGrowthBookFeatures.tengu_harbor in $CLAUDE_CONFIG_DIR/.claude.json) here and
+ * nowhere else. The dev-channel confirmation dialog is answered with Enter, as an owner would.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { CHANNEL_SERVER_NAME, channelPaths } from "../../../node-agent/worker/claude-channel.js";
+import { channelHello } from "../../../node-agent/harnesses/claude-channel-client.js";
+
+const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
+const CLI = join(ROOT, "dist/controller/cli/main.js");
+
+export interface ClaudeTui {
+  readonly dir: string;
+  readonly channelDir: string;
+  readonly reportDir: string;
+  readonly claudePid: number;
+  readonly tmuxSocket: string;
+  readonly paneId: string;
+  capture(): string;
+  close(): Promise<void>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function startClaudeTui(bin: string, mockUrl: string, options: { optIn?: boolean } = {}): Promise<ClaudeTui> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build (npm run test:harnesses does)`);
+  const dir = mkdtempSync(join(tmpdir(), "clankie-claude-"));
+  const config = join(dir, "config");
+  const work = join(dir, "work");
+  const channelDir = join(dir, "channel");
+  const reportDir = join(dir, "reports");
+  for (const d of [config, work, join(dir, "home"), reportDir]) mkdirSync(d, { recursive: true });
+  const apiKey = "sk-ant-api03-clankie-test-key-0123456789abcdefghij";
+  writeFileSync(
+    join(config, ".claude.json"),
+    JSON.stringify({
+      hasCompletedOnboarding: true,
+      projects: { [work]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
+      customApiKeyResponses: { approved: [apiKey.slice(-20)], rejected: [] },
+      cachedGrowthBookFeatures: { tengu_harbor: true, tengu_harbor_permissions: true },
+    }),
+  );
+  const mcpConfig = join(dir, "mcp.json");
+  writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [CHANNEL_SERVER_NAME]: { command: process.execPath, args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir] } } }));
+  const settings = join(dir, "settings.json");
+  const hook = [process.execPath, CLI, "worker", "session-start-hook", "--report-dir", reportDir].map((a) => `'${a}'`).join(" ");
+  writeFileSync(settings, JSON.stringify({ hooks: { SessionStart: [{ matcher: "", hooks: [{ type: "command", command: hook }] }] } }));
+
+  const tmuxSocket = `clankie-claude-${process.pid}-${Date.now()}`;
+  const env: Record<string, string> = {
+    HOME: join(dir, "home"),
+    CLAUDE_CONFIG_DIR: config,
+    XDG_CONFIG_HOME: join(dir, "xdg-config"),
+    XDG_DATA_HOME: join(dir, "xdg-data"),
+    XDG_CACHE_HOME: join(dir, "xdg-cache"),
+    ANTHROPIC_BASE_URL: mockUrl,
+    ANTHROPIC_API_KEY: apiKey,
+    DISABLE_AUTOUPDATER: "1",
+    PATH: process.env.PATH ?? "",
+  };
+  const args = ["--mcp-config", mcpConfig, "--settings", settings, "--model", "claude-sonnet-4-5"];
+  if (options.optIn !== false) args.push("--dangerously-load-development-channels", `server:${CHANNEL_SERVER_NAME}`);
+  const tmux = (...a: string[]) => execFileSync("tmux", ["-L", tmuxSocket, ...a], { encoding: "utf8" });
+  // tmux runs the command through a shell; every word is a fixed path or flag, never message text.
+  tmux("new-session", "-d", "-s", "claude", "-x", "200", "-y", "50", "-c", work, ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]), [bin, ...args].map((a) => `'${a}'`).join(" "));
+  const paneId = tmux("display-message", "-p", "-t", "claude", "#{pane_id}").trim();
+  const capture = () => tmux("capture-pane", "-p", "-t", paneId);
+
+  const close = async () => {
+    try {
+      tmux("kill-server");
+    } catch {
+      // already gone
+    }
+    await sleep(200);
+    // Claude's children may still be writing as they exit.
+    rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  };
+
+  let claudePid = -1;
+  let answered = false;
+  for (let i = 0; i < 600 && claudePid < 0; i++) {
+    const screen = capture();
+    if (!answered && /local development/i.test(screen)) {
+      tmux("send-keys", "-t", paneId, "Enter");
+      answered = true;
+    }
+    const sock = existsSync(channelDir) ? readdirSync(channelDir).find((f) => /^claude-\d+\.sock$/.test(f)) : undefined;
+    const pid = sock ? Number(/\d+/.exec(sock)![0]) : -1;
+    // Ready when Claude has finished the MCP handshake with the channel and the hook has reported.
+    if (pid > 0 && readdirSync(reportDir).length > 0 && existsSync(channelPaths(channelDir, pid).tokenFile)) {
+      const hello = await channelHello(channelPaths(channelDir, pid), 2000);
+      if (hello.ok && hello.mcpReady) claudePid = pid;
+    }
+    if (claudePid < 0) await sleep(200);
+  }
+  if (claudePid < 0) {
+    const screen = capture();
+    await close();
+    throw new Error(`Claude did not start its channel and session report:\n${screen}`);
+  }
+  return { dir, channelDir, reportDir, claudePid, tmuxSocket, paneId, capture, close };
+}
