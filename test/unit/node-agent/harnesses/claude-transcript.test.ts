@@ -1,0 +1,68 @@
+/** Reading Claude transcripts for proof: our id only from channel lines; damage and rotation are gaps, never verdicts. */
+import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { TranscriptReader } from "../../../../node-agent/harnesses/claude-transcript.js";
+
+const dir = mkdtempSync(join(tmpdir(), "clankie-transcript-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const ID = "7335fe0e-a46e-4d52-994d-71de1cac2a35";
+const channelLine = (id: string, text = "hello") =>
+  JSON.stringify({ type: "user", isMeta: true, uuid: "u-1", timestamp: "2026-11-30T10:00:00.000Z", origin: { kind: "channel", server: "clankie-seat" }, message: { role: "user", content: `<channel source="clankie-seat" clankie_id="${id}">\n${text}\n</channel>` } }) + "\n";
+const endTurn = JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn" } }) + "\n";
+
+describe("claude-transcript.TranscriptReader", () => {
+  it("finds our delivery only on a channel-origin user line carrying our id", () => {
+    const p = join(dir, "a.jsonl");
+    const typed = JSON.stringify({ type: "user", message: { role: "user", content: `clankie_id="${ID}" typed by hand` } }) + "\n";
+    writeFileSync(p, typed + channelLine(ID) + endTurn);
+    const r = new TranscriptReader().read(p);
+    expect(r.entries.map((e) => e.deliveryId)).toEqual([ID]);
+    expect(r.entries[0]!.nativeReceiptId).toBe("u-1");
+    expect(r.hasChannelEvent).toBe(true);
+    expect(r.turn).toBe("idle");
+    expect(r.complete).toBe(true);
+  });
+
+  it("a channel line still being written is not there yet, and the read stays complete", () => {
+    const p = join(dir, "b.jsonl");
+    writeFileSync(p, channelLine(ID).slice(0, 60));
+    const r = new TranscriptReader().read(p);
+    expect(r.ok).toBe(true);
+    expect(r.entries).toEqual([]);
+    appendFileSync(p, channelLine(ID).slice(60));
+    expect(new TranscriptReader().read(p).entries.map((e) => e.deliveryId)).toEqual([ID]);
+  });
+
+  it("a damaged line marks the read incomplete instead of throwing", () => {
+    const p = join(dir, "c.jsonl");
+    writeFileSync(p, '{"type":"user", broken\n' + channelLine(ID));
+    const r = new TranscriptReader().read(p);
+    expect(r.complete).toBe(false);
+    expect(r.entries).toHaveLength(1);
+  });
+
+  it("a transcript that shrank (rotated or truncated) is a gap: incomplete, never proof of absence", () => {
+    const p = join(dir, "d.jsonl");
+    const reader = new TranscriptReader();
+    writeFileSync(p, channelLine(ID) + endTurn);
+    expect(reader.read(p).complete).toBe(true);
+    writeFileSync(p, endTurn);
+    const r = reader.read(p);
+    expect(r.complete).toBe(false);
+    expect(r.detail).toContain("shrank");
+  });
+
+  it("a missing transcript is an unreadable poll, not a verdict", () => {
+    const r = new TranscriptReader().read(join(dir, "missing.jsonl"));
+    expect(r.ok).toBe(false);
+    expect(r.complete).toBe(false);
+  });
+
+  it("a channel event with no assistant reply after it reads as a turn in progress", () => {
+    const p = join(dir, "e.jsonl");
+    writeFileSync(p, endTurn + channelLine(ID));
+    expect(new TranscriptReader().read(p).turn).toBe("working");
+  });
+});
