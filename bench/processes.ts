@@ -22,6 +22,7 @@ export interface ClankieProcess {
 
 /** Spawns `node dist/controller/cli/main.js ARGS --json` and waits for its ready line. */
 export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv): Promise<ClankieProcess> {
+  const readyKey = args[0] === "agent" ? "endpoint" : "mcpUrl";
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first (npm run bench does)`);
   const child = spawn(process.execPath, [CLI, ...args, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
   track(child);
@@ -30,13 +31,17 @@ export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv): Prom
   const lines = createInterface({ input: child.stdout! });
   const ready = await new Promise<Record<string, string>>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`clankie ${args[0]} not ready in 90 s: ${stderr}`)), 90_000);
-    lines.once("line", (line) => {
-      clearTimeout(timer);
+    // The ready line is the first JSON object naming `readyKey`; anything before it is skipped.
+    lines.on("line", (line) => {
+      let parsed: Record<string, string> | undefined;
       try {
-        resolve(JSON.parse(line) as Record<string, string>);
+        parsed = JSON.parse(line) as Record<string, string>;
       } catch {
-        reject(new Error(`clankie ${args[0]} printed no JSON ready line: ${line}`));
+        return;
       }
+      if (typeof parsed?.[readyKey] !== "string") return;
+      clearTimeout(timer);
+      resolve(parsed);
     });
     child.once("exit", (code) => reject(new Error(`clankie ${args[0]} exited with ${code}: ${stderr}`)));
   });
