@@ -16,6 +16,8 @@ import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/
 import { requireHarness } from "./kit/harness-bin.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
+import { createGuardedEscStop } from "../../node-agent/harnesses/claude-stop.js";
+import { claudeScreenStatus, tmuxClaudeKeys } from "../../node-agent/harnesses/claude-stop-tmux.js";
 
 const bin = requireHarness("claude");
 
@@ -127,6 +129,28 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     } finally {
       await new Promise<void>((r) => relay.close(() => r()));
     }
+  });
+
+  it("Stop presses one guarded Esc in the exact pane while Claude works with an empty input line, and reports stopped once idle", async () => {
+    const keys = tmuxClaudeKeys(tui.tmuxSocket);
+    let presses = 0;
+    const counted = { ...keys, pressEscape: async (p: string) => (presses++, keys.pressEscape(p)) };
+    const [terminalId, sessionId] = execFileSync("tmux", ["-L", tui.tmuxSocket, "display-message", "-p", "-t", tui.paneId, "#{window_id}\t#{session_name}"], { encoding: "utf8" }).trim().split("\t");
+    const paned: SeatRecord = { ...seat, name: "claude-paned", pane: { host: "tmux", paneId: tui.paneId, terminalId: terminalId!, sessionId: sessionId! } };
+    const stopping = new ClaudeAdapter({ clock: frozenClock, transcriptWaitMs: 60_000, stopper: createGuardedEscStop({ keys: counted, recheckAuthority: async () => true, idleWaitMs: 30_000 }) });
+    expect((await stopping.inspect(paned)).snapshot.inputCapabilities.interrupt).toBe(true);
+    // Earlier tests' turns must be over, so this message starts its own turn.
+    for (let i = 0; i < 150 && (await stopping.inspect(paned)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    const hold = msg(`hold ${randomUUID()}`);
+    expect((await deliverTo(stopping, paned, hold)).result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(hold.text);
+    for (let i = 0; i < 150 && claudeScreenStatus(tui.capture()) !== "working"; i++) await new Promise((r) => setTimeout(r, 200));
+    const r = await stopping.stop(paned);
+    expect(r.result, `${r.detail}\n${tui.capture()}`).toBe("stopped");
+    expect(presses).toBe(1);
+    expect((await stopping.stop(paned)).result).toBe("already_finished");
+    expect(presses).toBe(1);
+    mock.release();
   });
 
   it("a channel server that has died gives a typed not-sent, with no crash and nothing written", async () => {

@@ -73,18 +73,29 @@ export async function startClaudeTui(bin: string, mockUrl: string, options: { op
   const paneId = tmux("display-message", "-p", "-t", "claude", "#{pane_id}").trim();
   const capture = () => tmux("capture-pane", "-p", "-t", paneId);
 
+  let claudePid = -1;
+  const alive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
   const close = async () => {
+    // Claude is ours (started in our private tmux): end it, and wait until it has, before removing its home.
+    if (claudePid > 0 && alive(claudePid)) process.kill(claudePid, "SIGTERM");
+    for (let i = 0; i < 50 && claudePid > 0 && alive(claudePid); i++) await sleep(100);
+    if (claudePid > 0 && alive(claudePid)) process.kill(claudePid, "SIGKILL");
     try {
       tmux("kill-server");
     } catch {
       // already gone
     }
-    await sleep(200);
-    // Claude's children may still be writing as they exit.
+    await sleep(300);
     rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   };
 
-  let claudePid = -1;
   let answered = false;
   for (let i = 0; i < 600 && claudePid < 0; i++) {
     const screen = capture();
