@@ -17,6 +17,7 @@ import { MailboxStore } from "./mailbox/store.js";
 import { MailboxAdapter } from "./harnesses/mailbox.js";
 import { AdapterRegistry } from "./harnesses/registry.js";
 import { CodexAdapter } from "./harnesses/codex.js";
+import { createNativeAdapters } from "./harnesses/native-adapters.js";
 import { createPaneHost } from "./panes/select-host.js";
 import { startSeatDiscovery, type SeatDiscovery } from "./seats/discovery.js";
 import { systemMonotonicClock, type MonotonicClock } from "./proofs/proof.js";
@@ -40,6 +41,8 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const paneHost = createPaneHost(config.paneHost);
   const codex = new CodexAdapter({ clock, paneHost });
   const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock)).register(codex);
+  const native = createNativeAdapters({ clock, stateDir: config.stateDir, paneHost });
+  for (const a of native.adapters) adapters.register(a);
   // A fresh token per process: only the controller this agent registered with can call it.
   const agentToken = newToken("agent");
 
@@ -100,6 +103,7 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
       discovery?.close();
       paneHost?.close?.();
       codex.close();
+      await native.close();
       link.stop();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

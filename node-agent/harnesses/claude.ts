@@ -30,6 +30,8 @@ export interface ClaudeAdapterOptions {
   /** How long an idle seat's write polls the transcript for the exact entry. */
   transcriptWaitMs?: number;
   pollMs?: number;
+  /** Recognises a Claude with a live Clankie channel in a pane (claude-discover.ts). */
+  discover?: HarnessAdapter["discover"];
 }
 
 interface View {
@@ -60,8 +62,10 @@ export class ClaudeAdapter implements HarnessAdapter {
   private readonly timeoutMs: number;
   private readonly waitMs: number;
   private readonly pollMs: number;
+  readonly discover: HarnessAdapter["discover"];
 
   constructor(private readonly options: ClaudeAdapterOptions) {
+    this.discover = options.discover;
     this.timeoutMs = options.requestTimeoutMs ?? 5000;
     this.waitMs = options.transcriptWaitMs ?? 20_000;
     this.pollMs = options.pollMs ?? 200;

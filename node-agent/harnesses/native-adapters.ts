@@ -1,0 +1,47 @@
+/**
+ * The Claude, OpenCode and Pi adapters as the agent runs them: Claude's channel sockets and
+ * session reports live under the agent's state dir (the worker's `clankie worker
+ * claude-channel --channel-dir` and hook `--report-dir` must name the same folders), and
+ * Claude's busy/idle comes from the pane host when it has a view.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { MonotonicClock } from "../proofs/proof.js";
+import type { PaneHost } from "../panes/pane-host.js";
+import type { HarnessAdapter } from "./adapter.js";
+import { ClaudeAdapter } from "./claude.js";
+import { createClaudeDiscover } from "./claude-discover.js";
+import { OpenCodeAdapter } from "./opencode.js";
+import { PiAdapter } from "./pi.js";
+import { PiLinkBook } from "./pi-links.js";
+
+export interface NativeAdapters {
+  adapters: HarnessAdapter[];
+  piLinks: PiLinkBook;
+  claudeChannelDir: string;
+  claudeReportDir: string;
+  close(): Promise<void>;
+}
+
+export function createNativeAdapters(o: { clock: MonotonicClock; stateDir: string; paneHost?: PaneHost | undefined }): NativeAdapters {
+  const claudeChannelDir = join(o.stateDir, "claude", "channels");
+  const claudeReportDir = join(o.stateDir, "claude", "sessions");
+  mkdirSync(claudeChannelDir, { recursive: true, mode: 0o700 });
+  mkdirSync(claudeReportDir, { recursive: true, mode: 0o700 });
+  const paneHost = o.paneHost;
+  const claude = new ClaudeAdapter({
+    clock: o.clock,
+    paneStatus: paneHost
+      ? async (seat) => (seat.pane ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus : undefined)
+      : undefined,
+    discover: createClaudeDiscover(claudeChannelDir, claudeReportDir),
+  });
+  const piLinks = new PiLinkBook();
+  return {
+    adapters: [claude, new OpenCodeAdapter({ clock: o.clock }), new PiAdapter({ clock: o.clock, links: piLinks })],
+    piLinks,
+    claudeChannelDir,
+    claudeReportDir,
+    close: () => piLinks.close(),
+  };
+}
