@@ -14,12 +14,14 @@ import { createClaudeDiscover } from "./claude-discover.js";
 import { OpenCodeAdapter } from "./opencode.js";
 import { PiAdapter } from "./pi.js";
 import { PiLinkBook } from "./pi-links.js";
+import { createPiDiscover, dialPiExtension } from "./pi-extension-link.js";
 
 export interface NativeAdapters {
   adapters: HarnessAdapter[];
   piLinks: PiLinkBook;
   claudeChannelDir: string;
   claudeReportDir: string;
+  piSocketDir: string;
   close(): Promise<void>;
 }
 
@@ -28,6 +30,8 @@ export function createNativeAdapters(o: { clock: MonotonicClock; stateDir: strin
   const claudeReportDir = join(o.stateDir, "claude", "sessions");
   mkdirSync(claudeChannelDir, { recursive: true, mode: 0o700 });
   mkdirSync(claudeReportDir, { recursive: true, mode: 0o700 });
+  const piSocketDir = join(o.stateDir, "pi", "sockets");
+  mkdirSync(piSocketDir, { recursive: true, mode: 0o700 });
   const paneHost = o.paneHost;
   const claude = new ClaudeAdapter({
     clock: o.clock,
@@ -36,12 +40,16 @@ export function createNativeAdapters(o: { clock: MonotonicClock; stateDir: strin
       : undefined,
     discover: createClaudeDiscover(claudeChannelDir, claudeReportDir),
   });
-  const piLinks = new PiLinkBook();
+  const piLinks = new PiLinkBook((c) => dialPiExtension(c));
+  const pi = new PiAdapter({ clock: o.clock, links: piLinks });
+  // A Pi TUI runs the Clankie extension with CLANKIE_PI_SOCKET_DIR set to this folder.
+  pi.discover = createPiDiscover(piSocketDir);
   return {
-    adapters: [claude, new OpenCodeAdapter({ clock: o.clock }), new PiAdapter({ clock: o.clock, links: piLinks })],
+    adapters: [claude, new OpenCodeAdapter({ clock: o.clock }), pi],
     piLinks,
     claudeChannelDir,
     claudeReportDir,
+    piSocketDir,
     close: () => piLinks.close(),
   };
 }

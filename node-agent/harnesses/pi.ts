@@ -47,6 +47,8 @@ export class PiAdapter implements HarnessAdapter {
   /** Messages this agent saw Pi start, per seat: the live event stream is the only place Pi shows them. */
   private readonly seen = new Map<string, SessionEntry[]>();
   private seq = 0;
+  /** Set by the agent for Pi TUIs running the Clankie extension (pi-extension-link.ts). */
+  discover: HarnessAdapter["discover"];
 
   constructor(private readonly options: PiAdapterOptions) {
     this.timeoutMs = options.requestTimeoutMs ?? 5000;

@@ -1,0 +1,103 @@
+/**
+ * The Clankie Pi extension inside the real Pi TUI (pinned version) in a private tmux server,
+ * reached by the Pi adapter over the extension's socket: the same commands as RPC mode, for
+ * a Pi the agent did not launch. Driven by the mock Anthropic server.
+ */
+import { execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { PiAdapter } from "../../node-agent/harnesses/pi.js";
+import { PiLinkBook } from "../../node-agent/harnesses/pi-links.js";
+import { dialPiExtension } from "../../node-agent/harnesses/pi-extension-link.js";
+import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
+import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
+import { requireHarness } from "./kit/harness-bin.js";
+import { deliverTo, frozenClock } from "./kit/deliver-to.js";
+
+const bin = requireHarness("pi");
+const EXTENSION = fileURLToPath(new URL("../../dist/node-agent/worker/pi-extension.js", import.meta.url));
+
+describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI", () => {
+  let mock: MockAnthropicServer;
+  let dir: string;
+  let seat: SeatRecord;
+  let piPid = -1;
+  const tmuxSocket = `clankie-pi-${process.pid}-${Date.now()}`;
+  const links = new PiLinkBook((c) => dialPiExtension(c));
+  const adapter = new PiAdapter({ clock: frozenClock, links, startWaitMs: 30_000 });
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+
+  beforeAll(async () => {
+    if (!existsSync(EXTENSION)) throw new Error(`${EXTENSION} is missing: run npm run build (npm run test:harnesses does)`);
+    mock = await startMockAnthropicServer();
+    dir = mkdtempSync(join(tmpdir(), "clankie-pitui-"));
+    const agentDir = join(dir, "home/.pi/agent");
+    const socketDir = join(dir, "sockets");
+    mkdirSync(agentDir, { recursive: true });
+    mkdirSync(join(dir, "work"));
+    writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] } } }));
+    const env = { HOME: join(dir, "home"), PI_CODING_AGENT_DIR: agentDir, CLANKIE_PI_SOCKET_DIR: socketDir, XDG_CONFIG_HOME: join(dir, "config"), XDG_CACHE_HOME: join(dir, "cache"), PATH: process.env.PATH ?? "", TERM: "xterm-256color" };
+    // Fixed paths and flags only; tmux hands this line to a shell.
+    const command = [bin!, "-e", EXTENSION, "--no-session", "--provider", "mock", "--model", "mock-model"].map((a) => `'${a}'`).join(" ");
+    execFileSync("tmux", ["-L", tmuxSocket, "new-session", "-d", "-s", "pi", "-x", "160", "-y", "40", "-c", join(dir, "work"), ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]), command]);
+    for (let i = 0; i < 600 && piPid < 0; i++) {
+      const sock = existsSync(socketDir) ? readdirSync(socketDir).find((f) => /^pi-\d+\.sock$/.test(f)) : undefined;
+      if (sock && existsSync(join(socketDir, sock.replace(".sock", ".token")))) piPid = Number(/\d+/.exec(sock)![0]);
+      else await new Promise((r) => setTimeout(r, 200));
+    }
+    if (piPid < 0) throw new Error(`the Pi TUI never opened the extension socket:\n${execFileSync("tmux", ["-L", tmuxSocket, "capture-pane", "-p", "-t", "pi"], { encoding: "utf8" })}`);
+    seat = { name: "pi-tui", kind: SeatKind.Pi, title: "pi", occupantId: `pi:${piPid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: join(socketDir, `pi-${piPid}.sock`), tokenFile: join(socketDir, `pi-${piPid}.token`) } };
+  });
+  afterAll(async () => {
+    mock?.release();
+    await links.close();
+    try {
+      if (piPid > 0) process.kill(piPid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+    try {
+      execFileSync("tmux", ["-L", tmuxSocket, "kill-server"]);
+    } catch {
+      // already gone
+    }
+    await mock?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
+  });
+
+  it("an idle Pi TUI takes a message through the extension as a new turn, once", async () => {
+    const m = msg(`tui hello ${randomUUID()}`);
+    const v = await deliverTo(adapter, seat, m);
+    expect(v.result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(m.text);
+    expect(mock.userMessagesContaining(m.text)).toBe(1);
+  });
+
+  it("a streaming Pi TUI is steered through the extension, and explicit steer to it idle is refused pre-send", async () => {
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    const idleSteer = msg(`idle steer ${randomUUID()}`, "steer");
+    expect((await deliverTo(adapter, seat, idleSteer)).result).toBe(AgentResult.Rejected);
+    const hold = msg(`hold ${randomUUID()}`);
+    expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(hold.text);
+    const steer = msg(`tui steer ${randomUUID()}`, "steer");
+    expect((await deliverTo(adapter, seat, steer)).result).toBe(AgentResult.Steered);
+    mock.release();
+    await mock.waitForRequest(steer.text);
+    expect(mock.userMessagesContaining(steer.text)).toBe(1);
+    expect(mock.userMessagesContaining(idleSteer.text)).toBe(0);
+  });
+
+  it("stop aborts the TUI's running turn through the extension", async () => {
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    const hold = msg(`hold ${randomUUID()}`);
+    await deliverTo(adapter, seat, hold);
+    await mock.waitForRequest(hold.text);
+    expect((await adapter.stop(seat)).result).toBe("stopped");
+  });
+});
