@@ -63,15 +63,24 @@ export function renderTable(r: Json, goals: Goal[]): string {
   lines.push("| latency | p50 ms | p99 ms | n |", "|---|---|---|---|");
   lines.push(latencyRow("peer: agent path, loopback", get(r, "peer.agent")));
   lines.push(latencyRow("peer: legacy SSH path, loopback", get(r, "peer.ssh")));
+  lines.push(latencyRow("peer: agent's half alone (Deliver straight to the agent), loopback", get(r, "peer.agent_rpc_only")));
   lines.push(latencyRow("peer: agent path, 50 ms RTT", get(r, "peer.rtt50.agent")));
   lines.push(latencyRow("peer: legacy SSH path, 50 ms RTT", get(r, "peer.rtt50.ssh")));
-  lines.push(latencyRow("proof age at the write (agent)", get(r, "proof_age")));
-  lines.push(latencyRow("proof age at the write (legacy SSH, loopback)", get(r, "proof_age.legacy_ssh.loopback")));
+  lines.push(latencyRow(`peer: agent's half alone, 50 ms RTT (measured RTT ${cell(get(r, "peer.rtt50.measured_rtt_p50_ms"))} ms)`, get(r, "peer.rtt50.agent_rpc_only")));
+  lines.push(latencyRow("proof age at the write (agent, mailbox seat)", get(r, "proof_age")));
+  lines.push(latencyRow("proof age at the write (legacy SSH: oldest proof when the write starts), loopback", get(r, "proof_age.legacy_ssh.loopback")));
+  lines.push(latencyRow("proof age at the write (legacy SSH), 50 ms RTT", get(r, "proof_age.legacy_ssh.rtt50")));
   lines.push(latencyRow("proof age at the write (real pane proofs, proofs section)", get(r, "proofs.proof_age_at_write_ms")));
   lines.push(latencyRow("full pane proof (proofs section)", get(r, "proofs.pane_proof_ms")));
-  lines.push(latencyRow("MCP message_seat", get(r, "mcp")));
+  lines.push(latencyRow("MCP message_seat (PostgreSQL)", get(r, "mcp.by_database.postgres")));
+  lines.push(latencyRow("MCP message_seat (PGlite, `clankie up` default)", get(r, "mcp.by_database.pglite")));
   lines.push("");
-  lines.push(`ratios SSH/agent p50: loopback ${cell(get(r, "peer.ratio_p50"))}×, 50 ms RTT ${cell(get(r, "peer.rtt50.ratio_p50"))}×; writes refused by the 250 ms gate: ${cell(get(r, "proof_age.refused"))}`, "");
+  lines.push(
+    `SSH/agent at p50: loopback ${cell(get(r, "peer.ratio_p50"))}×, 50 ms RTT ${cell(get(r, "peer.rtt50.ratio_p50"))}×; ` +
+      `the agent's half alone against SSH: loopback ${cell(get(r, "peer.ratio_p50_rpc_only"))}×, 50 ms RTT ${cell(get(r, "peer.rtt50.ratio_p50_rpc_only"))}×; ` +
+      `writes refused by the 250 ms gate: ${cell(get(r, "proof_age.refused"))}`,
+    "",
+  );
   lines.push("| journal | callers | delivered/s | ceiling/s | ratio | agent alone/s | controller CPU ms/delivery | agent CPU ms/delivery |", "|---|---|---|---|---|---|---|---|");
   for (const db of ["postgres", "pglite"]) {
     const j = get(r, `journal.${db}`);
