@@ -4,6 +4,7 @@
  */
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AgentGatewayService } from "../shared/gen/clankie/fleet/v1/gateway_pb.js";
@@ -60,7 +61,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   const { db } = database;
   const now = hooks.now ?? (() => new Date());
   const instanceId = randomUUID();
-  await registerInstance(db, instanceId, process.pid);
+  await registerInstance(db, instanceId, process.pid, hostname());
   const recovered = await recoverOrphans(db, instanceId, database.driver === "pglite", now());
   if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
   logger.info("journal open", { driver: database.driver, location: database.location });

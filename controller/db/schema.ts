@@ -132,6 +132,8 @@ export const settlements = pgTable("settlements", {
 export const controllerInstances = pgTable("controller_instances", {
   id: text("id").primaryKey(),
   pid: integer("pid").notNull(),
+  // With pid, lets a controller on the same host tell at once that a predecessor is dead.
+  host: text("host").notNull().default(""),
   startedAt: at("started_at").notNull().defaultNow(),
   heartbeatAt: at("heartbeat_at").notNull().defaultNow(),
 });

@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { eq, sql } from "drizzle-orm";
 import { AuthoritySchema, DeliverRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { AgentResult, agentResultWire } from "../../shared/verdicts.js";
-import { newDeliveryId } from "../../shared/ids.js";
+import { createHash } from "node:crypto";
 import { fences, machines, seats, type Fence } from "../db/schema.js";
 import { fencesNeedingNotice } from "../journal/fences.js";
 import { takeSeatLease } from "./seat-lease.js";
@@ -19,6 +19,12 @@ import type { PipelineDeps } from "./message-seat.js";
 export const MAX_NOTICE_ATTEMPTS = 2;
 /** The conversation id notices carry, so a worker can tell them from lead messages. */
 export const NOTICE_SENDER = "clankie-notice";
+
+/** A stable UUID-shaped id for the notice of one unresolved delivery. */
+export function noticeDeliveryId(originalId: string): string {
+  const h = createHash("sha256").update(`clankie-notice:${originalId}`).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
 
 export function noticeText(f: Fence): string {
   return [
@@ -66,7 +72,8 @@ export class Notifier {
       const res = await conn.client.deliver(
         create(DeliverRequestSchema, {
           seatName: seat.name,
-          deliveryId: newDeliveryId(),
+          // One id per fence: a retried notice that did arrive is recognised by the seat, not stored twice.
+          deliveryId: noticeDeliveryId(fence.deliveryId),
           text: noticeText(fence),
           conversationId: NOTICE_SENDER,
           inReplyTo: fence.deliveryId,

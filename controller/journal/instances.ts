@@ -3,6 +3,7 @@
  * controller stopped heartbeating died mid-call: its receipt becomes uncertain (never
  * replayed) and its delivery gets a fence, so only a settle path frees it (scenario 2).
  */
+import { hostname } from "node:os";
 import { and, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
 import { callReceipts, controllerInstances, deliveryReceipts } from "../db/schema.js";
 import type { Db } from "../db/open.js";
@@ -13,8 +14,17 @@ import { openFence } from "./fences.js";
 /** A controller silent this long is dead (heartbeats come every 5 s). */
 export const INSTANCE_DEAD_AFTER_MS = 30_000;
 
-export async function registerInstance(db: Db, id: string, pid: number): Promise<void> {
-  await db.insert(controllerInstances).values({ id, pid });
+export async function registerInstance(db: Db, id: string, pid: number, host: string): Promise<void> {
+  await db.insert(controllerInstances).values({ id, pid, host });
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 export async function heartbeatInstance(db: Db, id: string): Promise<void> {
@@ -29,10 +39,18 @@ export async function removeInstance(db: Db, id: string): Promise<void> {
  * Marks the in-flight calls of dead controllers uncertain. `onlyLiveIsSelf` is true for
  * the embedded database, which only one process can open: every other instance is dead.
  */
-export async function recoverOrphans(db: Db, selfId: string, onlyLiveIsSelf: boolean, now: Date): Promise<string[]> {
+export async function recoverOrphans(db: Db, selfId: string, onlyLiveIsSelf: boolean, now: Date, host = hostname()): Promise<string[]> {
   const live = onlyLiveIsSelf
     ? [selfId]
-    : (await db.select({ id: controllerInstances.id }).from(controllerInstances).where(sql`${controllerInstances.heartbeatAt} > now() - make_interval(secs => ${INSTANCE_DEAD_AFTER_MS / 1000})`)).map((r) => r.id);
+    : (
+        await db
+          .select({ id: controllerInstances.id, pid: controllerInstances.pid, host: controllerInstances.host })
+          .from(controllerInstances)
+          .where(sql`${controllerInstances.heartbeatAt} > now() - make_interval(secs => ${INSTANCE_DEAD_AFTER_MS / 1000})`)
+      )
+        // A recent heartbeat from a process on this host that no longer exists is a crash.
+        .filter((r) => r.id === selfId || r.host !== host || pidAlive(r.pid))
+        .map((r) => r.id);
   const recovered = await db.transaction(async (tx) => {
     const orphans = await tx
       .update(callReceipts)

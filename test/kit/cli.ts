@@ -58,7 +58,7 @@ export async function startUp(args: string[], env: NodeJS.ProcessEnv = {}): Prom
     stderr: () => stderr,
     stop: () =>
       new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
         child.once("exit", (code) => resolve(code));
         child.kill("SIGTERM");
       }),

@@ -1,0 +1,1 @@
+ALTER TABLE "controller_instances" ADD COLUMN "host" text DEFAULT '' NOT NULL;
