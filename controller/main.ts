@@ -24,6 +24,7 @@ import type { PipelineDeps } from "./delivery/message-seat.js";
 import { expireOldResults } from "./journal/call-receipts.js";
 import { heartbeatInstance, recoverOrphans, registerInstance, removeInstance } from "./journal/instances.js";
 import { Notifier } from "./delivery/notices.js";
+import { purgeReadReports } from "./reports/worker-reports.js";
 import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken } from "./leads/conversations.js";
 import { conversations } from "./db/schema.js";
 import { eq } from "drizzle-orm";
@@ -104,7 +105,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName]);
   const rpc = connectNodeAdapter({
     routes: (router) => {
-      router.service(AgentGatewayService, createAgentGatewayService(registry, logger.child({ component: "gateway" })));
+      router.service(AgentGatewayService, createAgentGatewayService(registry, logger.child({ component: "gateway" }), { db, now, onChange: () => changes.emit("changed") }));
       router.service(StatusService, createStatusService(statusDeps));
       router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth }));
       router.service(Health, createHealthService({ services: [AgentGatewayService.typeName, StatusService.typeName, OwnerService.typeName], pingDatabase: database.ping, isStopping: () => stopping }));
@@ -139,6 +140,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
 
   const retention = setInterval(() => {
     expireOldResults(db).catch((e: Error) => logger.warn("retention pass failed", { error: e.message }));
+    purgeReadReports(db, now()).catch((e: Error) => logger.warn("report retention pass failed", { error: e.message }));
   }, RETENTION_INTERVAL_MS);
   retention.unref();
   // Heartbeat this instance, and recover the in-flight calls of replicas that died.

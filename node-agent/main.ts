@@ -5,6 +5,7 @@
 import { createServer, type Http2Server } from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
 import { mkdirSync } from "node:fs";
+import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { AgentService } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
@@ -23,6 +24,8 @@ import { startSeatDiscovery, type SeatDiscovery } from "./seats/discovery.js";
 import { systemMonotonicClock, type MonotonicClock } from "./proofs/proof.js";
 import { createAgentService } from "./service/agent-service.js";
 import { startControllerLink, type ControllerLink } from "./service/controller-link.js";
+import { startReportForwarder } from "./service/report-forwarder.js";
+import { Outbox } from "./mailbox/outbox.js";
 import { toWireSeat } from "./service/wire-seat.js";
 
 export const AGENT_VERSION = "0.1.0";
@@ -91,6 +94,8 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const offSeats = seats.onChange(() => {
     link.reportSeats().catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
   });
+  // Worker reports (message_clankie) wait in the outbox until the controller holds them.
+  const forwarder = startReportForwarder(new Outbox(join(config.stateDir, "outbox")), link, logger);
   // Seats in panes: every registered adapter's discover() is asked about every pane.
   const discovery: SeatDiscovery | undefined = paneHost ? await startSeatDiscovery({ host: paneHost, adapters, seats, logger }) : undefined;
 
@@ -100,6 +105,7 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     link,
     async close() {
       offSeats();
+      forwarder.stop();
       discovery?.close();
       paneHost?.close?.();
       codex.close();

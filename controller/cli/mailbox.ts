@@ -27,5 +27,5 @@ export async function mailboxMcp(agentStateDir: string, name: string | undefined
   if (!name) throw new InvalidArgumentError("name the mailbox seat");
   assertValidName("seat name", name);
   const { serveMailboxMcp } = await import("../../node-agent/worker/mailbox-mcp.js");
-  await serveMailboxMcp(join(agentStateDir, "mailboxes"), name);
+  await serveMailboxMcp(join(agentStateDir, "mailboxes"), name, join(agentStateDir, "outbox"));
 }

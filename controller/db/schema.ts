@@ -128,6 +128,29 @@ export const settlements = pgTable("settlements", {
   at: at("at").notNull().defaultNow(),
 });
 
+/**
+ * Worker reports (message_clankie), owned by the conversation that hired or last messaged
+ * the seat. Kept while pending or delivered; once read, for 24 hours (ADR 0207, VUH-2410).
+ */
+export const workerReports = pgTable(
+  "worker_reports",
+  {
+    id: text("id").primaryKey(),
+    seatId: text("seat_id").notNull(),
+    conversationId: text("conversation_id").notNull(),
+    // True when no conversation had messaged the seat: routed to global-default.
+    unadopted: boolean("unadopted").notNull().default(false),
+    text: text("text").notNull(),
+    // pending → delivered (offered to the lead) → read (acknowledged).
+    state: text("state").notNull(),
+    createdAt: at("created_at").notNull(),
+    acceptedAt: at("accepted_at").notNull().defaultNow(),
+    offeredAt: at("offered_at"),
+    readAt: at("read_at"),
+  },
+  (t) => [index("worker_reports_conversation_idx").on(t.conversationId, t.state)],
+);
+
 /** Controller processes alive on this journal; their heartbeats tell whose in-flight calls are orphans. */
 export const controllerInstances = pgTable("controller_instances", {
   id: text("id").primaryKey(),

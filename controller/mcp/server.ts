@@ -16,6 +16,7 @@ import type { StatusDeps } from "../services/status-service.js";
 import { registerMessageSeat } from "./tools/message-seat.js";
 import { registerReconcileSeatCall } from "./tools/reconcile-seat-call.js";
 import { registerListSeats } from "./tools/list-seats.js";
+import { registerWorkerReports } from "./tools/worker-reports.js";
 
 export const MCP_PATH = "/mcp";
 const MAX_BODY_BYTES = 1 << 20;
@@ -58,6 +59,7 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
     registerMessageSeat(server, deps.pipeline, conversationId);
     registerReconcileSeatCall(server, deps.pipeline, conversationId);
     registerListSeats(server, deps.status);
+    registerWorkerReports(server, deps.pipeline, conversationId);
     const session: Session = {
       conversationId,
       server,

@@ -1,13 +1,24 @@
 /** AgentGatewayService: node agents register, heartbeat and report their seats here. */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { AgentGatewayService, HeartbeatResponseSchema, RegisterResponseSchema, ReportEventsResponseSchema, ReportSeatsResponseSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import {
+  AgentGatewayService,
+  HeartbeatResponseSchema,
+  RegisterResponseSchema,
+  ReportEventsResponseSchema,
+  ReportSeatsResponseSchema,
+  SubmitWorkerReportsResponseSchema,
+} from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
-import { isValidName } from "../../shared/ids.js";
+import { isUuid, isValidName } from "../../shared/ids.js";
+import type { Db } from "../db/open.js";
+import { acceptReports } from "../reports/worker-reports.js";
 import type { Logger } from "../../shared/logger.js";
 import type { Registry } from "../nodes/registry.js";
 
-export function createAgentGatewayService(registry: Registry, logger: Logger): ServiceImpl<typeof AgentGatewayService> {
+const MAX_REPORT_CHARS = 32_768;
+
+export function createAgentGatewayService(registry: Registry, logger: Logger, reports: { db: Db; now: () => Date; onChange: () => void }): ServiceImpl<typeof AgentGatewayService> {
   return {
     async register(req) {
       if (!isValidName(req.machine)) throw new ConnectError("machine must be 1-64 letters, digits, '.', '-' or '_'", Code.InvalidArgument);
@@ -43,6 +54,22 @@ export function createAgentGatewayService(registry: Registry, logger: Logger): S
         throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);
       }
       return create(ReportSeatsResponseSchema, {});
+    },
+    async submitWorkerReports(req) {
+      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);
+      for (const r of req.reports) {
+        if (!isUuid(r.id)) throw new ConnectError(`report id ${JSON.stringify(r.id)} is not a uuid`, Code.InvalidArgument);
+        if (!isValidName(r.seatName)) throw new ConnectError(`seat name ${JSON.stringify(r.seatName)} is not valid`, Code.InvalidArgument);
+        if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS) throw new ConnectError(`report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`, Code.InvalidArgument);
+      }
+      const acceptedIds = await acceptReports(
+        reports.db,
+        req.machine,
+        req.reports.map((r) => ({ id: r.id, seatName: r.seatName, text: r.text, createdAtMs: Number(r.createdUnixMs) })),
+        reports.now(),
+      );
+      if (acceptedIds.length) reports.onChange();
+      return create(SubmitWorkerReportsResponseSchema, { acceptedIds });
     },
     async reportEvents(req) {
       if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);

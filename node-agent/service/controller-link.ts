@@ -6,7 +6,14 @@
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { AgentGatewayService, HeartbeatRequestSchema, RegisterRequestSchema, ReportSeatsRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import {
+  AgentGatewayService,
+  HeartbeatRequestSchema,
+  RegisterRequestSchema,
+  ReportSeatsRequestSchema,
+  SubmitWorkerReportsRequestSchema,
+  WorkerReportSchema,
+} from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
@@ -30,6 +37,8 @@ export interface ControllerLink {
   readonly registered: Promise<void>;
   /** Report the current seats now (after a seat was added or changed). */
   reportSeats(): Promise<void>;
+  /** Hands worker reports to the controller; returns the ids it now holds. */
+  submitWorkerReports(reports: { id: string; seatName: string; text: string; createdAtMs: number }[]): Promise<string[]>;
   stop(): void;
 }
 
@@ -91,6 +100,18 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
     async reportSeats() {
       await registered;
       await client.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: await o.seats() }), { timeoutMs: 5000 });
+    },
+    async submitWorkerReports(reports) {
+      await registered;
+      const res = await client.submitWorkerReports(
+        create(SubmitWorkerReportsRequestSchema, {
+          machine: o.machine,
+          instanceId: o.instanceId,
+          reports: reports.map((r) => create(WorkerReportSchema, { id: r.id, seatName: r.seatName, text: r.text, createdUnixMs: BigInt(r.createdAtMs) })),
+        }),
+        { timeoutMs: 5000 },
+      );
+      return res.acceptedIds;
     },
     stop() {
       stopped = true;

@@ -1,14 +1,17 @@
 /**
  * The worker's side of a mailbox seat: a stdio MCP server the worker's harness spawns,
- * with one tool, read_mailbox. It reads the inbox files on this machine directly; it is
+ * with read_mailbox, and message_clankie for reports to the lead. It reads the inbox files on this machine directly; it is
  * worker-side code, so it is the one part of node-agent/ that speaks MCP.
  */
 import { z } from "zod";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { MailboxStore } from "../mailbox/store.js";
+import { Outbox } from "../mailbox/outbox.js";
 
-export function createMailboxMcpServer(store: MailboxStore, seatName: string): McpServer {
+export const MAX_REPORT_CHARS = 32_768;
+
+export function createMailboxMcpServer(store: MailboxStore, seatName: string, outbox: Outbox): McpServer {
   const server = new McpServer({ name: "clankie-mailbox", version: "0.1.0" }, { capabilities: { tools: {} } });
   server.registerTool(
     "read_mailbox",
@@ -27,10 +30,35 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string): M
       return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
     },
   );
+  server.registerTool(
+    "message_clankie",
+    {
+      title: "Report to your lead",
+      description: "Send a report to the lead conversation that hired or last messaged this seat. 'stored' means it is kept on this machine until the controller holds it; it is not yet read.",
+      inputSchema: z.object({ text: z.string().min(1).max(MAX_REPORT_CHARS) }).strict(),
+    },
+    async ({ text }) => {
+      const report = outbox.put(seatName, text);
+      const body = { schemaVersion: 1, received: true, deliveryStage: "stored", deliveryId: report.id };
+      return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
+    },
+  );
+  server.registerTool(
+    "message_clankie_status",
+    {
+      title: "Status of a report",
+      description: "Whether a report is still stored on this machine or already held by the controller.",
+      inputSchema: z.object({ deliveryId: z.string().uuid() }).strict(),
+    },
+    async ({ deliveryId }) => {
+      const body = { schemaVersion: 1, deliveryId, deliveryStage: outbox.holds(seatName, deliveryId) ? "stored" : "forwarded" };
+      return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
+    },
+  );
   return server;
 }
 
-export async function serveMailboxMcp(mailboxDir: string, seatName: string): Promise<void> {
-  const server = createMailboxMcpServer(new MailboxStore(mailboxDir), seatName);
+export async function serveMailboxMcp(mailboxDir: string, seatName: string, outboxDir: string): Promise<void> {
+  const server = createMailboxMcpServer(new MailboxStore(mailboxDir), seatName, new Outbox(outboxDir));
   await server.connect(new StdioServerTransport());
 }

@@ -5,6 +5,7 @@ import { InvalidArgumentError } from "../../../shared/errors.js";
 import { messageSeat, MESSAGE_SEAT, type PipelineDeps } from "../../delivery/message-seat.js";
 import { SEAT_CALL_META_KEY } from "../../delivery/result-bodies.js";
 import { errorResult, toolResult } from "../tool-result.js";
+import { acknowledgeReports } from "../../reports/worker-reports.js";
 
 export const MAX_MESSAGE_CHARS = 32_768;
 
@@ -40,7 +41,10 @@ export function registerMessageSeat(server: McpServer, deps: PipelineDeps, conve
     async (args, extra) => {
       try {
         const deliveryId = callerDeliveryId(extra._meta as Record<string, unknown> | undefined);
-        return toolResult(await messageSeat(deps, { conversationId, deliveryId }, args));
+        const outcome = await messageSeat(deps, { conversationId, deliveryId }, args);
+        // A reply acknowledges that exact original report: only this conversation was offered its id.
+        if (args.inReplyTo) await acknowledgeReports(deps.db, conversationId, [args.inReplyTo], deps.now()).catch(() => undefined);
+        return toolResult(outcome);
       } catch (e) {
         return errorResult(e);
       }

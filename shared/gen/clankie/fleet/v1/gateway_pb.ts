@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/gateway.proto.
  */
 export const file_clankie_fleet_v1_gateway: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jbGFua2llL2ZsZWV0L3YxL2dhdGV3YXkucHJvdG8SEGNsYW5raWUuZmxlZXQudjEiygEKD1JlZ2lzdGVyUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhAKCGVuZHBvaW50GAIgASgJEhMKC2FnZW50X3Rva2VuGAMgASgJEhoKEmNhcGFiaWxpdHlfdmVyc2lvbhgEIAEoDRIQCghwbGF0Zm9ybRgFIAEoCRIVCg1hZ2VudF92ZXJzaW9uGAYgASgJEiUKBXNlYXRzGAcgAygLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0EhMKC2luc3RhbmNlX2lkGAggASgJIlgKEFJlZ2lzdGVyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEiUKHWNvbnRyb2xsZXJfY2FwYWJpbGl0eV92ZXJzaW9uGAIgASgNIjgKEEhlYXJ0YmVhdFJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCSIiChFIZWFydGJlYXRSZXNwb25zZRINCgVrbm93bhgBIAEoCCJhChJSZXBvcnRTZWF0c1JlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIlCgVzZWF0cxgDIAMoCzIWLmNsYW5raWUuZmxlZXQudjEuU2VhdCIVChNSZXBvcnRTZWF0c1Jlc3BvbnNlIlQKCVNlYXRFdmVudBIRCglzZWF0X25hbWUYASABKAkSDAoEa2luZBgCIAEoCRISCgpzdWJqZWN0X2lkGAMgASgJEhIKCmF0X3VuaXhfbXMYBCABKAMiaAoTUmVwb3J0RXZlbnRzUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEisKBmV2ZW50cxgDIAMoCzIbLmNsYW5raWUuZmxlZXQudjEuU2VhdEV2ZW50IhYKFFJlcG9ydEV2ZW50c1Jlc3BvbnNlMvkCChNBZ2VudEdhdGV3YXlTZXJ2aWNlElEKCFJlZ2lzdGVyEiEuY2xhbmtpZS5mbGVldC52MS5SZWdpc3RlclJlcXVlc3QaIi5jbGFua2llLmZsZWV0LnYxLlJlZ2lzdGVyUmVzcG9uc2USVAoJSGVhcnRiZWF0EiIuY2xhbmtpZS5mbGVldC52MS5IZWFydGJlYXRSZXF1ZXN0GiMuY2xhbmtpZS5mbGVldC52MS5IZWFydGJlYXRSZXNwb25zZRJaCgtSZXBvcnRTZWF0cxIkLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0U2VhdHNSZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5SZXBvcnRTZWF0c1Jlc3BvbnNlEl0KDFJlcG9ydEV2ZW50cxIlLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0RXZlbnRzUmVxdWVzdBomLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0RXZlbnRzUmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_seat]);
+  fileDesc("Ch5jbGFua2llL2ZsZWV0L3YxL2dhdGV3YXkucHJvdG8SEGNsYW5raWUuZmxlZXQudjEiygEKD1JlZ2lzdGVyUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhAKCGVuZHBvaW50GAIgASgJEhMKC2FnZW50X3Rva2VuGAMgASgJEhoKEmNhcGFiaWxpdHlfdmVyc2lvbhgEIAEoDRIQCghwbGF0Zm9ybRgFIAEoCRIVCg1hZ2VudF92ZXJzaW9uGAYgASgJEiUKBXNlYXRzGAcgAygLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0EhMKC2luc3RhbmNlX2lkGAggASgJIlgKEFJlZ2lzdGVyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEiUKHWNvbnRyb2xsZXJfY2FwYWJpbGl0eV92ZXJzaW9uGAIgASgNIjgKEEhlYXJ0YmVhdFJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCSIiChFIZWFydGJlYXRSZXNwb25zZRINCgVrbm93bhgBIAEoCCJhChJSZXBvcnRTZWF0c1JlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIlCgVzZWF0cxgDIAMoCzIWLmNsYW5raWUuZmxlZXQudjEuU2VhdCIVChNSZXBvcnRTZWF0c1Jlc3BvbnNlIlQKCVNlYXRFdmVudBIRCglzZWF0X25hbWUYASABKAkSDAoEa2luZBgCIAEoCRISCgpzdWJqZWN0X2lkGAMgASgJEhIKCmF0X3VuaXhfbXMYBCABKAMiaAoTUmVwb3J0RXZlbnRzUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEisKBmV2ZW50cxgDIAMoCzIbLmNsYW5raWUuZmxlZXQudjEuU2VhdEV2ZW50IhYKFFJlcG9ydEV2ZW50c1Jlc3BvbnNlIlQKDFdvcmtlclJlcG9ydBIKCgJpZBgBIAEoCRIRCglzZWF0X25hbWUYAiABKAkSDAoEdGV4dBgDIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYBCABKAMicwoaU3VibWl0V29ya2VyUmVwb3J0c1JlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIvCgdyZXBvcnRzGAMgAygLMh4uY2xhbmtpZS5mbGVldC52MS5Xb3JrZXJSZXBvcnQiMwobU3VibWl0V29ya2VyUmVwb3J0c1Jlc3BvbnNlEhQKDGFjY2VwdGVkX2lkcxgBIAMoCTLtAwoTQWdlbnRHYXRld2F5U2VydmljZRJRCghSZWdpc3RlchIhLmNsYW5raWUuZmxlZXQudjEuUmVnaXN0ZXJSZXF1ZXN0GiIuY2xhbmtpZS5mbGVldC52MS5SZWdpc3RlclJlc3BvbnNlElQKCUhlYXJ0YmVhdBIiLmNsYW5raWUuZmxlZXQudjEuSGVhcnRiZWF0UmVxdWVzdBojLmNsYW5raWUuZmxlZXQudjEuSGVhcnRiZWF0UmVzcG9uc2USWgoLUmVwb3J0U2VhdHMSJC5jbGFua2llLmZsZWV0LnYxLlJlcG9ydFNlYXRzUmVxdWVzdBolLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0U2VhdHNSZXNwb25zZRJdCgxSZXBvcnRFdmVudHMSJS5jbGFua2llLmZsZWV0LnYxLlJlcG9ydEV2ZW50c1JlcXVlc3QaJi5jbGFua2llLmZsZWV0LnYxLlJlcG9ydEV2ZW50c1Jlc3BvbnNlEnIKE1N1Ym1pdFdvcmtlclJlcG9ydHMSLC5jbGFua2llLmZsZWV0LnYxLlN1Ym1pdFdvcmtlclJlcG9ydHNSZXF1ZXN0Gi0uY2xhbmtpZS5mbGVldC52MS5TdWJtaXRXb3JrZXJSZXBvcnRzUmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.RegisterRequest
@@ -252,6 +252,86 @@ export const ReportEventsResponseSchema: GenMessage<ReportEventsResponse> = /*@_
   messageDesc(file_clankie_fleet_v1_gateway, 8);
 
 /**
+ * @generated from message clankie.fleet.v1.WorkerReport
+ */
+export type WorkerReport = Message<"clankie.fleet.v1.WorkerReport"> & {
+  /**
+   * A UUID the worker side chose when it stored the report.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string seat_name = 2;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string text = 3;
+   */
+  text: string;
+
+  /**
+   * @generated from field: int64 created_unix_ms = 4;
+   */
+  createdUnixMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.WorkerReport.
+ * Use `create(WorkerReportSchema)` to create a new message.
+ */
+export const WorkerReportSchema: GenMessage<WorkerReport> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 9);
+
+/**
+ * @generated from message clankie.fleet.v1.SubmitWorkerReportsRequest
+ */
+export type SubmitWorkerReportsRequest = Message<"clankie.fleet.v1.SubmitWorkerReportsRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: repeated clankie.fleet.v1.WorkerReport reports = 3;
+   */
+  reports: WorkerReport[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SubmitWorkerReportsRequest.
+ * Use `create(SubmitWorkerReportsRequestSchema)` to create a new message.
+ */
+export const SubmitWorkerReportsRequestSchema: GenMessage<SubmitWorkerReportsRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 10);
+
+/**
+ * @generated from message clankie.fleet.v1.SubmitWorkerReportsResponse
+ */
+export type SubmitWorkerReportsResponse = Message<"clankie.fleet.v1.SubmitWorkerReportsResponse"> & {
+  /**
+   * Ids now held by the controller (newly or earlier accepted); the agent may drop them.
+   *
+   * @generated from field: repeated string accepted_ids = 1;
+   */
+  acceptedIds: string[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SubmitWorkerReportsResponse.
+ * Use `create(SubmitWorkerReportsResponseSchema)` to create a new message.
+ */
+export const SubmitWorkerReportsResponseSchema: GenMessage<SubmitWorkerReportsResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 11);
+
+/**
  * Served by the controller for node agents.
  *
  * @generated from service clankie.fleet.v1.AgentGatewayService
@@ -294,6 +374,17 @@ export const AgentGatewayService: GenService<{
     methodKind: "unary";
     input: typeof ReportEventsRequestSchema;
     output: typeof ReportEventsResponseSchema;
+  },
+  /**
+   * Worker reports (message_clankie) a worker left in its seat's outbox on the agent's machine.
+   * Idempotent by report id: the agent removes a report from its outbox once accepted here.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.SubmitWorkerReports
+   */
+  submitWorkerReports: {
+    methodKind: "unary";
+    input: typeof SubmitWorkerReportsRequestSchema;
+    output: typeof SubmitWorkerReportsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_gateway, 0);

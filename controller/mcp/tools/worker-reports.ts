@@ -1,0 +1,54 @@
+/** The lead's worker_reports and acknowledge_worker_reports tools (ADR 0207, VUH-2410). */
+import { z } from "zod";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
+import type { PipelineDeps } from "../../delivery/message-seat.js";
+import { acknowledgeReports, MAX_ACK_PER_CALL, offerReports, reportStatus } from "../../reports/worker-reports.js";
+import { errorResult, plainResult } from "../tool-result.js";
+
+export function registerWorkerReports(server: McpServer, deps: PipelineDeps, conversationId: string): void {
+  server.registerTool(
+    "worker_reports",
+    {
+      title: "Worker reports",
+      description: "Unread reports from workers whose seats this conversation hired or messaged, oldest first. Acknowledge them once read.",
+      inputSchema: z.object({ limit: z.number().int().min(1).max(100).optional() }).strict(),
+    },
+    async ({ limit }) => {
+      try {
+        return plainResult({ schemaVersion: 1, reports: await offerReports(deps.db, conversationId, limit ?? 20, deps.now()) });
+      } catch (e) {
+        return errorResult(e);
+      }
+    },
+  );
+  server.registerTool(
+    "acknowledge_worker_reports",
+    {
+      title: "Acknowledge worker reports",
+      description: `Mark reports this conversation was offered as read (at most ${MAX_ACK_PER_CALL} per call). Read reports are kept for 24 hours.`,
+      inputSchema: z.object({ deliveryIds: z.array(z.string().min(1).max(100)).min(1).max(MAX_ACK_PER_CALL) }).strict(),
+    },
+    async ({ deliveryIds }) => {
+      try {
+        return plainResult({ schemaVersion: 1, ...(await acknowledgeReports(deps.db, conversationId, deliveryIds, deps.now())) });
+      } catch (e) {
+        return errorResult(e);
+      }
+    },
+  );
+  server.registerTool(
+    "worker_report_status",
+    {
+      title: "Worker report status",
+      description: "One report's status in this conversation: pending, delivered, read, or unknown once it has aged out.",
+      inputSchema: z.object({ deliveryId: z.string().min(1).max(100) }).strict(),
+    },
+    async ({ deliveryId }) => {
+      try {
+        return plainResult({ schemaVersion: 1, deliveryId, state: await reportStatus(deps.db, conversationId, deliveryId) });
+      } catch (e) {
+        return errorResult(e);
+      }
+    },
+  );
+}
