@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { PGlite } from "@electric-sql/pglite";
 import { configFor, type Mode } from "./config.js";
-import { REPO_ROOT, scratchDir } from "./paths.js";
+import { REPO_ROOT, removeScratch, scratchDir } from "./paths.js";
 import { openDatabase } from "../controller/db/open.js";
 import { createScratchDatabase, postgresBaseUrl, postgresVersion } from "./databases.js";
 import { startSshd, type RunningSshd } from "./sshd.js";
@@ -113,12 +113,17 @@ export async function runBench(o: BenchOptions): Promise<Result> {
     const pgliteFleet = async (fn: (fleet: BenchFleet, pglite: PGlite) => Promise<void>) => {
       const fleet = await startBenchFleet({ databaseUrl: undefined, seats: cfg.seats });
       // The ceiling's own migrated PGlite in this process (the controller's lives in its process).
-      const own = await openDatabase({ dataDir: join(scratchDir("pglite-ceiling"), "pgdata") });
+      const ownDir = scratchDir("pglite-ceiling");
       try {
-        await fn(fleet, (own.db as unknown as { $client: PGlite }).$client);
+        const own = await openDatabase({ dataDir: join(ownDir, "pgdata") });
+        try {
+          await fn(fleet, (own.db as unknown as { $client: PGlite }).$client);
+        } finally {
+          await own.close();
+        }
       } finally {
-        await own.close();
         await fleet.close();
+        removeScratch(ownDir);
       }
     };
     const peerOn = async (fleet: BenchFleet, database: string) => {

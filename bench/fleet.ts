@@ -19,7 +19,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { AgentService, AuthoritySchema, DeliverRequestSchema } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { DeliveryResult as WireResult } from "../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
-import { scratchDir } from "./paths.js";
+import { removeScratch, scratchDir } from "./paths.js";
 import { spawnClankie, type ClankieProcess } from "./processes.js";
 import { ownerClient } from "./owner-client.js";
 
@@ -62,6 +62,7 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
   const closeAll = async () => {
     for (const c of closers.reverse()) await c().catch(() => {});
     for (const p of started.reverse()) await p.stop();
+    removeScratch(stateDir);
   };
   try {
     const controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], env);

@@ -1,5 +1,5 @@
 /** Where things live, whether the bench runs from bench/ (vitest) or dist/bench/ (npm run bench). */
-import { existsSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { tmpdir } from "node:os";
 import { fileURLToPath } from "node:url";
@@ -22,4 +22,9 @@ export const CACHE_DIR = join(REPO_ROOT, ".tmp", "bench");
 
 export function scratchDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `clankie-bench-${prefix}-`));
+}
+
+/** Removes a scratch directory once its processes are gone (PGlite data dirs are ~50 MB each). */
+export function removeScratch(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
 }

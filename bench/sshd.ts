@@ -10,7 +10,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, readdirSync,
 import { connect, createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import ssh2 from "ssh2";
-import { CACHE_DIR, scratchDir } from "./paths.js";
+import { CACHE_DIR, removeScratch, scratchDir } from "./paths.js";
 import { track } from "./processes.js";
 
 export class SkipError extends Error {}
@@ -156,11 +156,13 @@ export async function startSshd(): Promise<RunningSshd> {
     inbox,
     pid: child.pid!,
     version,
-    stop: () =>
-      new Promise<void>((resolve) => {
+    stop: async () => {
+      await new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
         child.once("exit", () => resolve());
         child.kill("SIGTERM");
-      }),
+      });
+      removeScratch(dir);
+    },
   };
 }

@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { CLI, scratchDir } from "../paths.js";
+import { CLI, removeScratch, scratchDir } from "../paths.js";
 import { spawnClankie } from "../processes.js";
 import { summarize } from "../stats.js";
 
@@ -46,5 +46,6 @@ export async function runMcp(cfg: McpConfig, databaseUrl: string | undefined) {
   } finally {
     await client?.close().catch(() => {});
     await up.stop();
+    removeScratch(stateDir);
   }
 }

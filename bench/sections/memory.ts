@@ -20,7 +20,7 @@ import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import { openDatabase } from "../../controller/db/open.js";
 import { RETAINED_RESULT_BODIES } from "../../controller/journal/call-receipts.js";
-import { scratchDir } from "../paths.js";
+import { removeScratch, scratchDir } from "../paths.js";
 import { rssOf, sampleRss, spawnClankie, type ClankieProcess } from "../processes.js";
 import { ownerClient } from "../owner-client.js";
 
@@ -124,5 +124,6 @@ export async function runMemory(cfg: MemoryConfig, databaseUrl: string) {
     await lead?.close().catch(() => {});
     await agent?.stop();
     await controller.stop();
+    removeScratch(stateDir);
   }
 }
