@@ -38,11 +38,11 @@ export function configFor(mode: Mode): BenchConfig {
         mode,
         seats: 16,
         peer: { n: 40, nRtt: 8, warmup: 6, oneWayMs: ONE_WAY_MS },
-        journal: { callers: [1, 4, 16], secondsPerLevel: 1.5, rounds: 1 },
+        journal: { callers: [1, 4, 16], secondsPerLevel: 1.2, rounds: 1 },
         // PostgreSQL only when it is here: a second `clankie up` on a fresh PGlite costs 10-20 s of initdb.
         mcp: { n: 50, warmup: 5, pglite: false },
         memory: { receipts: 50_000, machines: 50, seatsPerMachine: 20, deliveries: 20, settleSeconds: 1 },
-        proofs: { n: 200, warmup: 20, authorityAgeMs: 1 },
+        proofs: { n: 100, warmup: 10, authorityAgeMs: 1 },
       };
     case "tiny":
       return {

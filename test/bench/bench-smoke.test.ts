@@ -3,7 +3,7 @@
  * produces a result file in the shape docs/benchmarks.md and the issue describe. No timing
  * is asserted — figures are only checked to be numbers (or a "skipped: …" reason).
  */
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runBench } from "../../bench/bench.js";
@@ -24,9 +24,11 @@ describe("benchmark smoke (tiny N, no timing assertions)", () => {
   it("runs every section and writes the result file in the documented shape", async () => {
     assertBuilt();
     const result = await runBench({ mode: "tiny" });
-    const file = join(tempDir("bench"), "tiny.json");
+    const dir = tempDir("bench");
+    const file = join(dir, "tiny.json");
     writeFileSync(file, JSON.stringify(result, null, 2));
     const r = JSON.parse(readFileSync(file, "utf8")) as Record<string, any>;
+    rmSync(dir, { recursive: true, force: true });
 
     expect(r.errors, JSON.stringify(r.errors)).toBeUndefined();
     expect(Number.isNaN(Date.parse(r.when))).toBe(false);
