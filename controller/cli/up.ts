@@ -52,12 +52,14 @@ export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLeve
     await controller.close();
   };
 
-  // Ready means the agent has registered and is online.
+  // Ready means this run's agent has registered: a row left by an earlier run may still
+  // look online, so the machine must have been seen since this process started.
   const clients = ownerClients(f.stateDir, controller.url);
-  const deadline = Date.now() + AGENT_READY_TIMEOUT_MS;
+  const startedAt = Date.now();
+  const deadline = startedAt + AGENT_READY_TIMEOUT_MS;
   for (;;) {
     const res = await clients.status.listMachines(create(ListMachinesRequestSchema, {}));
-    if (res.machines.some((m) => m.name === f.machine && m.online)) break;
+    if (res.machines.some((m) => m.name === f.machine && m.online && Number(m.lastSeenAgeMs) < Date.now() - startedAt)) break;
     if (Date.now() > deadline) {
       await close();
       throw new FleetError(ErrorCode.AgentUnreachable, `the local agent did not register within ${AGENT_READY_TIMEOUT_MS / 1000} s`);

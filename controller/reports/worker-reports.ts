@@ -5,7 +5,7 @@
  * VUH-2410): pending and delivered reports are kept; a read one for 24 hours after readAt
  * (acceptedAt where readAt is missing). After that its status reads unknown, never not_sent.
  */
-import { and, desc, eq, inArray, lt, ne, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
 import { deliveryReceipts, workerReports } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { seatId } from "../../shared/ids.js";
@@ -86,7 +86,7 @@ export async function purgeReadReports(db: Db, now: Date): Promise<number> {
   const cutoff = new Date(now.getTime() - READ_REPORT_RETENTION_MS);
   const gone = await db
     .delete(workerReports)
-    .where(and(eq(workerReports.state, "read"), lt(sql`coalesce(${workerReports.readAt}, ${workerReports.acceptedAt})`, cutoff)))
+    .where(and(eq(workerReports.state, "read"), sql`coalesce(${workerReports.readAt}, ${workerReports.acceptedAt}) < ${cutoff.toISOString()}::timestamptz`))
     .returning({ id: workerReports.id });
   return gone.length;
 }

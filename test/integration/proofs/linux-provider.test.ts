@@ -110,6 +110,8 @@ describe("linux.LinuxProofProvider", () => {
     first.kill("SIGKILL");
     await new Promise((r) => first.once("exit", r));
     expect(await provider.identify(pid)).toMatchObject({ known: false, reason: "pid_gone" });
+    // Start ticks count 10 ms jiffies: let one pass so the respawn cannot share the first's tick.
+    await new Promise((r) => setTimeout(r, 30));
     // Make the kernel hand out the same pid again: set its last-allocated pid, then fork at once.
     let reused: number | undefined;
     for (let attempt = 0; attempt < 100 && reused === undefined; attempt++) {
