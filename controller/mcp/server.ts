@@ -17,6 +17,7 @@ import { registerMessageSeat } from "./tools/message-seat.js";
 import { registerReconcileSeatCall } from "./tools/reconcile-seat-call.js";
 import { registerListSeats } from "./tools/list-seats.js";
 import { registerWorkerReports } from "./tools/worker-reports.js";
+import { registerStopTask } from "./tools/stop-task.js";
 
 export const MCP_PATH = "/mcp";
 const MAX_BODY_BYTES = 1 << 20;
@@ -60,6 +61,7 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
     registerReconcileSeatCall(server, deps.pipeline, conversationId);
     registerListSeats(server, deps.status);
     registerWorkerReports(server, deps.pipeline, conversationId);
+    registerStopTask(server, deps.pipeline, conversationId);
     const session: Session = {
       conversationId,
       server,

@@ -8,6 +8,7 @@ import {
   InspectSeatResponseSchema,
   ReadSessionResponseSchema,
   SessionEntrySchema,
+  StopSeatResponseSchema,
 } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { isUuid, isValidName } from "../../shared/ids.js";
@@ -76,6 +77,16 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
           create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
         ),
       });
+    },
+
+    async stopSeat(req) {
+      const { seat, adapter } = requireSeat(deps, req.seatName);
+      if (req.occupantId && req.occupantId !== seat.occupantId) {
+        return create(StopSeatResponseSchema, { result: "unavailable", detail: "the seat has a different occupant than the controller checked; nothing was sent" });
+      }
+      if (!adapter.stop) return create(StopSeatResponseSchema, { result: "unsupported", detail: `${seat.kind} seats have no native stop` });
+      const r = await adapter.stop(seat);
+      return create(StopSeatResponseSchema, r);
     },
 
     async createSeat(req) {

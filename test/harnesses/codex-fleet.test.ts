@@ -93,4 +93,13 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     expect(req.userTexts.some((t) => t.includes("fleet task"))).toBe(true);
     mock.releaseSlow();
   });
+
+  it("stop_task interrupts the running turn through Codex's turn/interrupt and reports stopped", async () => {
+    const task = await lead.call("message_seat", { seat: seat.name, message: `long task ${SLOW_MARKER}` });
+    expect(task.structuredContent, JSON.stringify(task.structuredContent)).toMatchObject({ outcome: "delivered" });
+    await mock.waitFor((q) => q.lastUserText.includes("long task"));
+    const stop = await lead.call("stop_task", { seat: seat.name });
+    expect(stop.structuredContent, JSON.stringify(stop.structuredContent)).toMatchObject({ result: "stopped" });
+    mock.releaseSlow();
+  });
 });

@@ -115,6 +115,13 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     expect(mailbox.list("inbox").entries.length).toBe(before);
   });
 
+  it("stop_task is refused before anything is sent to a seat that advertises no interrupt", async () => {
+    const res = await lead.call("stop_task", { seat: "inbox" });
+    expect(res.isError).toBe(true);
+    expect(res.structuredContent).toMatchObject({ result: "unsupported", seat: "testbox/inbox" });
+    expect((await lead.call("stop_task", { seat: "nobody" })).structuredContent).toMatchObject({ result: "unknown_seat" });
+  });
+
   it("list_seats shows the mailbox seat with plain-Send capabilities", async () => {
     const res = await lead.call("list_seats", {});
     const seats = res.structuredContent!.seats as Record<string, unknown>[];

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/agent.proto.
  */
 export const file_clankie_fleet_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2FnZW50LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIicKEkluc3BlY3RTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkiOwoTSW5zcGVjdFNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0InUKCUF1dGhvcml0eRIOCgZhZ2VfbXMYASABKA0SDgoGY2FsbGVyGAIgASgJEhMKC29jY3VwYW50X2lkGAMgASgJEhYKDmZsZWV0X3JldmlzaW9uGAQgASgEEhsKE3NldHRpbmdzX2dlbmVyYXRpb24YBSABKAQi0gEKDkRlbGl2ZXJSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIMCgR0ZXh0GAMgASgJEiwKBG1vZGUYBCABKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIuCglhdXRob3JpdHkYBSABKAsyGy5jbGFua2llLmZsZWV0LnYxLkF1dGhvcml0eRIXCg9jb252ZXJzYXRpb25faWQYBiABKAkSEwoLaW5fcmVwbHlfdG8YByABKAkizwEKD0RlbGl2ZXJSZXNwb25zZRIwCgZyZXN1bHQYASABKA4yIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5UmVzdWx0EhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEg4KBmRldGFpbBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJwoGcHJvb2ZzGAUgAygLMhcuY2xhbmtpZS5mbGVldC52MS5Qcm9vZhIUCgxwcm9vZl9hZ2VfbXMYBiABKA0SEAoIcmVwbGF5ZWQYByABKAgiPgoSUmVhZFNlc3Npb25SZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRIVCg1zaW5jZV91bml4X21zGAIgASgDIm8KDFNlc3Npb25FbnRyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIZChFuYXRpdmVfcmVjZWlwdF9pZBgCIAEoCRIbChNjb250ZW50X2ZpbmdlcnByaW50GAMgASgJEhIKCmF0X3VuaXhfbXMYBCABKAMimwEKE1JlYWRTZXNzaW9uUmVzcG9uc2USEwoLb2NjdXBhbnRfaWQYASABKAkSLAoGc3RhdHVzGAIgASgOMhwuY2xhbmtpZS5mbGVldC52MS5TZWF0U3RhdHVzEi8KB2VudHJpZXMYAyADKAsyHi5jbGFua2llLmZsZWV0LnYxLlNlc3Npb25FbnRyeRIQCghjb21wbGV0ZRgEIAEoCCJaChFDcmVhdGVTZWF0UmVxdWVzdBIMCgRuYW1lGAEgASgJEigKBGtpbmQYAiABKA4yGi5jbGFua2llLmZsZWV0LnYxLlNlYXRLaW5kEg0KBXRpdGxlGAMgASgJIksKEkNyZWF0ZVNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAiABKAgy7wIKDEFnZW50U2VydmljZRJaCgtJbnNwZWN0U2VhdBIkLmNsYW5raWUuZmxlZXQudjEuSW5zcGVjdFNlYXRSZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5JbnNwZWN0U2VhdFJlc3BvbnNlEk4KB0RlbGl2ZXISIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJSZXF1ZXN0GiEuY2xhbmtpZS5mbGVldC52MS5EZWxpdmVyUmVzcG9uc2USWgoLUmVhZFNlc3Npb24SJC5jbGFua2llLmZsZWV0LnYxLlJlYWRTZXNzaW9uUmVxdWVzdBolLmNsYW5raWUuZmxlZXQudjEuUmVhZFNlc3Npb25SZXNwb25zZRJXCgpDcmVhdGVTZWF0EiMuY2xhbmtpZS5mbGVldC52MS5DcmVhdGVTZWF0UmVxdWVzdBokLmNsYW5raWUuZmxlZXQudjEuQ3JlYXRlU2VhdFJlc3BvbnNlYgZwcm90bzM", [file_clankie_fleet_v1_delivery, file_clankie_fleet_v1_seat]);
+  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2FnZW50LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIicKEkluc3BlY3RTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkiOwoTSW5zcGVjdFNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0InUKCUF1dGhvcml0eRIOCgZhZ2VfbXMYASABKA0SDgoGY2FsbGVyGAIgASgJEhMKC29jY3VwYW50X2lkGAMgASgJEhYKDmZsZWV0X3JldmlzaW9uGAQgASgEEhsKE3NldHRpbmdzX2dlbmVyYXRpb24YBSABKAQi0gEKDkRlbGl2ZXJSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIMCgR0ZXh0GAMgASgJEiwKBG1vZGUYBCABKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIuCglhdXRob3JpdHkYBSABKAsyGy5jbGFua2llLmZsZWV0LnYxLkF1dGhvcml0eRIXCg9jb252ZXJzYXRpb25faWQYBiABKAkSEwoLaW5fcmVwbHlfdG8YByABKAkizwEKD0RlbGl2ZXJSZXNwb25zZRIwCgZyZXN1bHQYASABKA4yIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5UmVzdWx0EhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEg4KBmRldGFpbBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJwoGcHJvb2ZzGAUgAygLMhcuY2xhbmtpZS5mbGVldC52MS5Qcm9vZhIUCgxwcm9vZl9hZ2VfbXMYBiABKA0SEAoIcmVwbGF5ZWQYByABKAgiPgoSUmVhZFNlc3Npb25SZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRIVCg1zaW5jZV91bml4X21zGAIgASgDIm8KDFNlc3Npb25FbnRyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIZChFuYXRpdmVfcmVjZWlwdF9pZBgCIAEoCRIbChNjb250ZW50X2ZpbmdlcnByaW50GAMgASgJEhIKCmF0X3VuaXhfbXMYBCABKAMimwEKE1JlYWRTZXNzaW9uUmVzcG9uc2USEwoLb2NjdXBhbnRfaWQYASABKAkSLAoGc3RhdHVzGAIgASgOMhwuY2xhbmtpZS5mbGVldC52MS5TZWF0U3RhdHVzEi8KB2VudHJpZXMYAyADKAsyHi5jbGFua2llLmZsZWV0LnYxLlNlc3Npb25FbnRyeRIQCghjb21wbGV0ZRgEIAEoCCJaChFDcmVhdGVTZWF0UmVxdWVzdBIMCgRuYW1lGAEgASgJEigKBGtpbmQYAiABKA4yGi5jbGFua2llLmZsZWV0LnYxLlNlYXRLaW5kEg0KBXRpdGxlGAMgASgJIksKEkNyZWF0ZVNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAiABKAgiOQoPU3RvcFNlYXRSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtvY2N1cGFudF9pZBgCIAEoCSIyChBTdG9wU2VhdFJlc3BvbnNlEg4KBnJlc3VsdBgBIAEoCRIOCgZkZXRhaWwYAiABKAkywgMKDEFnZW50U2VydmljZRJaCgtJbnNwZWN0U2VhdBIkLmNsYW5raWUuZmxlZXQudjEuSW5zcGVjdFNlYXRSZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5JbnNwZWN0U2VhdFJlc3BvbnNlEk4KB0RlbGl2ZXISIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJSZXF1ZXN0GiEuY2xhbmtpZS5mbGVldC52MS5EZWxpdmVyUmVzcG9uc2USWgoLUmVhZFNlc3Npb24SJC5jbGFua2llLmZsZWV0LnYxLlJlYWRTZXNzaW9uUmVxdWVzdBolLmNsYW5raWUuZmxlZXQudjEuUmVhZFNlc3Npb25SZXNwb25zZRJXCgpDcmVhdGVTZWF0EiMuY2xhbmtpZS5mbGVldC52MS5DcmVhdGVTZWF0UmVxdWVzdBokLmNsYW5raWUuZmxlZXQudjEuQ3JlYXRlU2VhdFJlc3BvbnNlElEKCFN0b3BTZWF0EiEuY2xhbmtpZS5mbGVldC52MS5TdG9wU2VhdFJlcXVlc3QaIi5jbGFua2llLmZsZWV0LnYxLlN0b3BTZWF0UmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_delivery, file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.InspectSeatRequest
@@ -342,6 +342,54 @@ export const CreateSeatResponseSchema: GenMessage<CreateSeatResponse> = /*@__PUR
   messageDesc(file_clankie_fleet_v1_agent, 9);
 
 /**
+ * @generated from message clankie.fleet.v1.StopSeatRequest
+ */
+export type StopSeatRequest = Message<"clankie.fleet.v1.StopSeatRequest"> & {
+  /**
+   * @generated from field: string seat_name = 1;
+   */
+  seatName: string;
+
+  /**
+   * The occupant the controller checked; a different occupant is refused before anything is sent.
+   *
+   * @generated from field: string occupant_id = 2;
+   */
+  occupantId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.StopSeatRequest.
+ * Use `create(StopSeatRequestSchema)` to create a new message.
+ */
+export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 10);
+
+/**
+ * @generated from message clankie.fleet.v1.StopSeatResponse
+ */
+export type StopSeatResponse = Message<"clankie.fleet.v1.StopSeatResponse"> & {
+  /**
+   * stopped, already_finished, unsupported, uncertain or unavailable.
+   *
+   * @generated from field: string result = 1;
+   */
+  result: string;
+
+  /**
+   * @generated from field: string detail = 2;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.StopSeatResponse.
+ * Use `create(StopSeatResponseSchema)` to create a new message.
+ */
+export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 11);
+
+/**
  * Served by each node agent; called by the controller over one warm connection.
  *
  * @generated from service clankie.fleet.v1.AgentService
@@ -386,6 +434,17 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof CreateSeatRequestSchema;
     output: typeof CreateSeatResponseSchema;
+  },
+  /**
+   * Stop the occupant's current turn through its native control (stop_task). Only seats
+   * that advertise interrupt; never a generic terminal key except Claude's one guarded Esc.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentService.StopSeat
+   */
+  stopSeat: {
+    methodKind: "unary";
+    input: typeof StopSeatRequestSchema;
+    output: typeof StopSeatResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_agent, 0);

@@ -1,0 +1,50 @@
+/**
+ * stop_task: stop a seat occupant's current turn through its native control (Codex
+ * turn/interrupt on the exact turn, OpenCode interrupt, Pi abort, Claude's one guarded
+ * Esc). Refused before anything is sent unless the seat advertises `interrupt` from its
+ * live control (rule 46). It takes the seat's turn like a delivery, and never retries.
+ */
+import { create } from "@bufbuild/protobuf";
+import { and, eq, or } from "drizzle-orm";
+import { StopSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { machines, seats } from "../db/schema.js";
+import { takeSeatLease } from "./seat-lease.js";
+import type { PipelineDeps } from "./message-seat.js";
+
+export interface StopOutcome extends Record<string, unknown> {
+  schemaVersion: 1;
+  seat: string;
+  result: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable" | "unknown_seat";
+  detail: string;
+}
+
+export async function stopTask(deps: PipelineDeps, conversationId: string, seatRef: string): Promise<StopOutcome> {
+  const found = await deps.db
+    .select()
+    .from(seats)
+    .where(and(eq(seats.present, true), or(eq(seats.id, seatRef), eq(seats.name, seatRef))));
+  if (found.length !== 1) return { schemaVersion: 1, seat: seatRef, result: "unknown_seat", detail: found.length ? "the name is ambiguous; use machine/name" : `no seat is named ${seatRef}` };
+  const seat = found[0]!;
+  if (!seat.inputCapabilities.interrupt) {
+    return { schemaVersion: 1, seat: seat.id, result: "unsupported", detail: `${seat.id} advertises no native stop; nothing was sent` };
+  }
+  const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
+  if (!machine) return { schemaVersion: 1, seat: seat.id, result: "unavailable", detail: "the seat's machine is no longer registered; nothing was sent" };
+  const turn = await deps.turns.take(seat.id);
+  const lease = turn.timedOut ? undefined : await takeSeatLease(deps.db, seat.id, `${deps.instanceId}:stop:${conversationId}`, 30_000);
+  try {
+    if (!lease) return { schemaVersion: 1, seat: seat.id, result: "unavailable", detail: "another delivery held the seat for 25 s; nothing was sent" };
+    const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
+    if (!(await conn.connect())) return { schemaVersion: 1, seat: seat.id, result: "unavailable", detail: `the agent on ${machine.name} could not be reached; nothing was sent` };
+    try {
+      const res = await conn.client.stopSeat(create(StopSeatRequestSchema, { seatName: seat.name, occupantId: seat.occupantId }), { timeoutMs: 20_000, signal: deps.shutdownSignal });
+      const result = (["stopped", "already_finished", "unsupported", "uncertain", "unavailable"] as const).find((r) => r === res.result) ?? "uncertain";
+      return { schemaVersion: 1, seat: seat.id, result, detail: res.detail };
+    } catch (e) {
+      return { schemaVersion: 1, seat: seat.id, result: "uncertain", detail: `the stop may have reached the agent but its answer was lost (${(e as Error).message}); it is never repeated` };
+    }
+  } finally {
+    await lease?.release().catch(() => {});
+    turn.release();
+  }
+}
