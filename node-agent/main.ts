@@ -44,7 +44,13 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const paneHost = createPaneHost(config.paneHost);
   const codex = new CodexAdapter({ clock, paneHost });
   const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock)).register(codex);
-  const native = createNativeAdapters({ clock, stateDir: config.stateDir, paneHost });
+  const native = createNativeAdapters({
+    clock,
+    stateDir: config.stateDir,
+    paneHost,
+    tmuxServer: config.paneHost.kind === "tmux" ? { socketPath: config.paneHost.socketPath } : undefined,
+    stillOccupied: (seat) => seats.get(seat.name)?.occupantId === seat.occupantId,
+  });
   for (const a of native.adapters) adapters.register(a);
   // A fresh token per process: only the controller this agent registered with can call it.
   const agentToken = newToken("agent");

@@ -27,8 +27,10 @@ export function claudeScreenStatus(screen: string): PaneAgentStatus {
   return "unknown";
 }
 
-export function tmuxClaudeKeys(socketName: string): PaneKeyInput {
-  const tmux = async (...args: string[]) => (await run("tmux", ["-L", socketName, ...args], { encoding: "utf8" })).stdout;
+/** Key input on a private tmux server named `socketName`, or on the server at `{ socketPath }` (undefined: the default server). */
+export function tmuxClaudeKeys(server: string | { socketPath?: string | undefined }): PaneKeyInput {
+  const prefix = typeof server === "string" ? ["-L", server] : server.socketPath ? ["-S", server.socketPath] : [];
+  const tmux = async (...args: string[]) => (await run("tmux", [...prefix, ...args], { encoding: "utf8" })).stdout;
   return {
     async paneState(paneId) {
       try {

@@ -8,7 +8,9 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { MonotonicClock } from "../proofs/proof.js";
 import type { PaneHost } from "../panes/pane-host.js";
-import type { HarnessAdapter } from "./adapter.js";
+import type { HarnessAdapter, SeatRecord } from "./adapter.js";
+import { createGuardedEscStop } from "./claude-stop.js";
+import { tmuxClaudeKeys } from "./claude-stop-tmux.js";
 import { ClaudeAdapter } from "./claude.js";
 import { createClaudeDiscover } from "./claude-discover.js";
 import { OpenCodeAdapter } from "./opencode.js";
@@ -25,7 +27,17 @@ export interface NativeAdapters {
   close(): Promise<void>;
 }
 
-export function createNativeAdapters(o: { clock: MonotonicClock; stateDir: string; paneHost?: PaneHost | undefined }): NativeAdapters {
+export interface NativeAdapterOptions {
+  clock: MonotonicClock;
+  stateDir: string;
+  paneHost?: PaneHost | undefined;
+  /** The tmux server the pane host reads, when it is tmux: Claude's guarded Esc needs its key input. */
+  tmuxServer?: { socketPath?: string | undefined } | undefined;
+  /** The seat binding, checked again just before the Esc: the seat book still holds this occupant. */
+  stillOccupied?: (seat: SeatRecord) => boolean;
+}
+
+export function createNativeAdapters(o: NativeAdapterOptions): NativeAdapters {
   const claudeChannelDir = join(o.stateDir, "claude", "channels");
   const claudeReportDir = join(o.stateDir, "claude", "sessions");
   mkdirSync(claudeChannelDir, { recursive: true, mode: 0o700 });
@@ -39,6 +51,11 @@ export function createNativeAdapters(o: { clock: MonotonicClock; stateDir: strin
       ? async (seat) => (seat.pane ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus : undefined)
       : undefined,
     discover: createClaudeDiscover(claudeChannelDir, claudeReportDir),
+    // Stop is the one guarded Esc, offered only where the pane host has key input (tmux here).
+    stopper:
+      paneHost?.kind === "tmux" && o.tmuxServer
+        ? createGuardedEscStop({ keys: tmuxClaudeKeys(o.tmuxServer), recheckAuthority: async (seat) => o.stillOccupied?.(seat) ?? false })
+        : undefined,
   });
   const piLinks = new PiLinkBook((c) => dialPiExtension(c));
   const pi = new PiAdapter({ clock: o.clock, links: piLinks });
