@@ -2,6 +2,7 @@
 import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
 import { dirname, join, basename } from "node:path";
 import { randomBytes } from "node:crypto";
+import { open, rename } from "node:fs/promises";
 
 export function writeFileDurably(path: string, content: string, mode = 0o600): void {
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
@@ -18,5 +19,24 @@ export function writeFileDurably(path: string, content: string, mode = 0o600): v
     fsyncSync(dir);
   } finally {
     closeSync(dir);
+  }
+}
+
+/** The same, without blocking the event loop: the agent keeps answering while a write syncs. */
+export async function writeFileDurablyAsync(path: string, content: string, mode = 0o600): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const file = await open(tmp, "wx", mode);
+  try {
+    await file.writeFile(content);
+    await file.sync();
+  } finally {
+    await file.close();
+  }
+  await rename(tmp, path);
+  const dir = await open(dirname(path), "r");
+  try {
+    await dir.sync();
+  } finally {
+    await dir.close();
   }
 }

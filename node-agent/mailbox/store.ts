@@ -6,7 +6,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import { writeFileDurably } from "../../shared/durable-file.js";
+import { writeFileDurably, writeFileDurablyAsync } from "../../shared/durable-file.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { isUuid } from "../../shared/ids.js";
 
@@ -28,6 +28,9 @@ export interface AppendResult {
 
 export class MailboxStore {
   private readonly chains = new Map<string, Promise<unknown>>();
+  // The last sequence number per mailbox, found once by scanning: appends are serialised per
+  // mailbox in this one writer, so no counter file (and no second fsync) is needed.
+  private readonly lastSeq = new Map<string, number>();
 
   constructor(private readonly rootDir: string) {}
 
@@ -49,7 +52,7 @@ export class MailboxStore {
       if (!isUuid(msg.deliveryId)) throw new Error(`delivery id is not a uuid: ${msg.deliveryId}`);
       const path = join(this.dir(name), `${msg.deliveryId}.json`);
       if (existsSync(path)) return { entry: this.parse(readFileSync(path, "utf8"), path), replayed: true };
-      const seq = this.nextSeq(name);
+      const seq = (this.lastSeq.get(name) ?? this.list(name).entries.reduce((max, e) => Math.max(max, e.seq), 0)) + 1;
       const entry: MailboxEntry = {
         schemaVersion: 1,
         deliveryId: msg.deliveryId,
@@ -60,8 +63,8 @@ export class MailboxStore {
         receivedAtMs: Date.now(),
         contentFingerprint: contentFingerprint(msg.text),
       };
-      writeFileDurably(path, JSON.stringify(entry));
-      writeFileDurably(join(this.dir(name), ".seq"), String(seq));
+      await writeFileDurablyAsync(path, JSON.stringify(entry));
+      this.lastSeq.set(name, seq);
       return { entry, replayed: false };
     };
     const prev = this.chains.get(name) ?? Promise.resolve();
@@ -99,13 +102,6 @@ export class MailboxStore {
     const last = entries.at(-1);
     if (!opts.peek && last) writeFileDurably(cursorPath, String(last.seq));
     return { entries, unreadable: all.unreadable };
-  }
-
-  private nextSeq(name: string): number {
-    const seqPath = join(this.dir(name), ".seq");
-    if (existsSync(seqPath)) return (Number.parseInt(readFileSync(seqPath, "utf8"), 10) || 0) + 1;
-    // No counter yet (or it was lost): continue after the highest stored entry.
-    return this.list(name).entries.reduce((max, e) => Math.max(max, e.seq), 0) + 1;
   }
 
   private parse(raw: string, path: string): MailboxEntry {

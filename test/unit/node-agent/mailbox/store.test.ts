@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { readdirSync, writeFileSync, rmSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MailboxStore } from "../../../../node-agent/mailbox/store.js";
@@ -44,14 +44,13 @@ describe("mailbox.MailboxStore", () => {
     expect(listed.unreadable).toHaveLength(1);
     expect(readdirSync(join(root, "w")).some((f) => f.endsWith(".tmp"))).toBe(false);
   });
-  it("continues the sequence after a lost counter file", async () => {
+  it("a new writer (an agent restart) continues the sequence after the highest stored entry", async () => {
     const root = tempDir("mbx");
     const s = new MailboxStore(root);
     s.create("w");
     await s.append("w", { deliveryId: randomUUID(), text: "a", conversationId: "c" });
     await s.append("w", { deliveryId: randomUUID(), text: "b", conversationId: "c" });
-    rmSync(join(root, "w", ".seq"));
-    const c = await s.append("w", { deliveryId: randomUUID(), text: "c", conversationId: "c" });
+    const c = await new MailboxStore(root).append("w", { deliveryId: randomUUID(), text: "c", conversationId: "c" });
     expect(c.entry.seq).toBe(3);
   });
   it("refuses a delivery id that is not a uuid", async () => {
