@@ -22,6 +22,7 @@ import { createNativeAdapters } from "./harnesses/native-adapters.js";
 import { createPaneHost } from "./panes/select-host.js";
 import { startSeatDiscovery, type SeatDiscovery } from "./seats/discovery.js";
 import { systemMonotonicClock, type MonotonicClock } from "./proofs/proof.js";
+import { selectProofProvider } from "./proofs/select.js";
 import { createAgentService } from "./service/agent-service.js";
 import { startControllerLink, type ControllerLink } from "./service/controller-link.js";
 import { startReportForwarder } from "./service/report-forwarder.js";
@@ -42,7 +43,8 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const seats = new SeatBook(config.stateDir);
   const mailboxes = new MailboxStore(config.mailboxDir);
   const paneHost = createPaneHost(config.paneHost);
-  const codex = new CodexAdapter({ clock, paneHost });
+  // Kernel facts for this OS: a Codex seat over TCP is proven by the pane proof before each write.
+  const codex = new CodexAdapter({ clock, paneHost, proofs: selectProofProvider(process.platform, clock) });
   const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock)).register(codex);
   const native = createNativeAdapters({
     clock,

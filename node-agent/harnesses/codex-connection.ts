@@ -5,7 +5,9 @@
  * or a reason the reply will not come (closed, garbled, timeout). Server-initiated requests
  * (approvals) are never answered here: answering them belongs to the pane's owner.
  */
+import type { Socket } from "node:net";
 import WebSocket from "ws";
+import type { TcpTuple } from "../proofs/provider.js";
 
 export type CallOutcome<T = unknown> =
   | { ok: true; result: T }
@@ -38,7 +40,10 @@ export class CodexConnection {
   private readonly listeners = new Set<(n: CodexNotification) => void>();
   private closedReason: string | undefined;
 
-  private constructor(private readonly ws: WebSocket) {
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly socket: Socket | undefined,
+  ) {
     ws.on("message", (data, isBinary) => this.onFrame(isBinary ? "" : data.toString()));
     ws.on("close", () => this.fail("closed", "the app-server connection closed"));
     ws.on("error", (e) => this.fail("closed", `the app-server connection failed: ${e.message}`));
@@ -53,6 +58,9 @@ export class CodexConnection {
     } catch (e) {
       return { ok: false, kind: "unreachable", message: (e as Error).message };
     }
+    // The upgrade's socket is the one the WebSocket keeps: its kernel tuple names this connection.
+    let socket: Socket | undefined;
+    ws.once("upgrade", (res) => (socket = res.socket as Socket));
     const opened = await new Promise<string | undefined>((resolve) => {
       ws.once("open", () => resolve(undefined));
       ws.once("error", (e) => resolve(e.message));
@@ -62,7 +70,7 @@ export class CodexConnection {
       ws.terminate();
       return { ok: false, kind: "unreachable", message: opened };
     }
-    const connection = new CodexConnection(ws);
+    const connection = new CodexConnection(ws, socket);
     const init = await connection.call<{ userAgent?: string; codexHome?: string }>(
       "initialize",
       { clientInfo: { name: o.clientName ?? "clankie_node_agent", title: "Clankie node agent", version: "0.1.0" }, capabilities: { experimentalApi: true } },
@@ -78,6 +86,13 @@ export class CodexConnection {
 
   get isOpen(): boolean {
     return this.closedReason === undefined && this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** The kernel TCP tuple of this connection, from the agent's end; undefined over a unix socket or once closed. */
+  get tcpTuple(): TcpTuple | undefined {
+    const s = this.socket;
+    if (!this.isOpen || !s?.localAddress || !s.remoteAddress || !s.localPort || !s.remotePort) return undefined;
+    return { localAddress: s.localAddress, localPort: s.localPort, remoteAddress: s.remoteAddress, remotePort: s.remotePort };
   }
 
   /** Why the connection is no longer usable, if it is not. */

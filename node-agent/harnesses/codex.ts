@@ -5,13 +5,16 @@
  * and keeps that connection; write goes through the same connection (codex-write.ts).
  * Capabilities come only from that live control (inventory rules 45-47): with it,
  * [steer, queue] + interrupt; without it (`--no-daemon`, unreachable), none.
+ * A TCP endpoint (`--remote ws://…`) also carries the kernel pane proof (codex-kernel.ts).
  */
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { PaneHost, PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
+import type { ProofProvider } from "../proofs/provider.js";
 import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
 import { CodexConnection } from "./codex-connection.js";
+import { backendOfConnection, codexKernelProofs, isTcpEndpoint } from "./codex-kernel.js";
 import { findCodexTui, isSameProcessAlive, type CodexLaunch } from "./codex-process.js";
 import { listClientMessages, listQueue, observeThread, pickPaneThread, type ThreadObservation } from "./codex-thread.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./codex-write.js";
@@ -25,6 +28,9 @@ export interface CodexControl {
   threadId?: string | undefined;
   tuiPid?: number | undefined;
   tuiStartTime?: number | undefined;
+  /** TCP endpoints only: the app-server lifetime the kernel showed at the other end of the agent's connection. */
+  backendPid?: number | undefined;
+  backendStartTime?: number | undefined;
 }
 
 export const NO_CAPABILITIES: InputCapabilities = { deliveryModes: [], interrupt: false, nextTurnOnly: false };
@@ -35,6 +41,8 @@ export interface CodexAdapterOptions {
   clock: MonotonicClock;
   /** Re-proves that the seat's pane still runs the same TUI process. */
   paneHost?: PaneHost | undefined;
+  /** Kernel facts (select.ts); with it, TCP endpoints are proven by the pane proof before a write. */
+  proofs?: ProofProvider | undefined;
   confirmTimeoutMs?: number;
   confirmPollMs?: number;
   callTimeoutMs?: number;
@@ -88,21 +96,25 @@ export class CodexAdapter implements HarnessAdapter {
     const tui = findCodexTui(processes.foregroundProcesses);
     if (!tui) return undefined;
     let threadId: string | undefined;
+    let backend: { pid: number; startTime: number } | undefined;
     if (tui.endpoint) {
       const c = await this.connect(tui.endpoint);
       // The server must be the one for this pane's home; a different home is not this pane's control.
       if (c.ok && c.codexHome === tui.codexHome) {
         const picked = await pickPaneThread(c.connection, tui.cwd);
         if (picked.ok) threadId = picked.value;
+        // Over TCP the kernel names the process at the other end; every write re-proves it.
+        if (this.o.proofs && isTcpEndpoint(tui.endpoint)) backend = await backendOfConnection(this.o.proofs, c.connection);
       }
     }
     const control: CodexControl = { codexHome: tui.codexHome, cwd: tui.cwd, launch: tui.launch, endpoint: tui.endpoint, threadId, tuiPid: tui.pid, tuiStartTime: tui.startTime };
+    if (backend) Object.assign(control, { backendPid: backend.pid, backendStartTime: backend.startTime });
     return {
       name: codexSeatName(pane.paneId),
       kind: SeatKind.Codex,
       title: pane.title,
       // A new process lifetime or another thread is another occupant.
-      occupantId: `codex:${pane.paneId}:${tui.pid}:${tui.startTime}:${threadId ?? "no-thread"}`,
+      occupantId: `codex:${pane.paneId}:${tui.pid}:${tui.startTime}:${threadId ?? "no-thread"}${backend ? `:${backend.pid}:${backend.startTime}` : ""}`,
       createdAtMs: Date.now(),
       control: { ...control },
     };
@@ -131,7 +143,7 @@ export class CodexAdapter implements HarnessAdapter {
     }
     // The pane and the app-server are read at the same time, so their proofs finish close
     // together and the oldest is as young as it can be at the write (freshness gate).
-    const [pane, control] = await Promise.all([this.paneProof(seat, ctl), this.controlProofs(ctl)]);
+    const [pane, control] = await Promise.all([this.paneProof(seat, ctl), this.controlProofs(seat, ctl)]);
     // The cheap process check is taken last: the freshest proof, and it catches an exit meanwhile.
     const last = processProof();
     if (last) proofs.push(last);
@@ -158,7 +170,7 @@ export class CodexAdapter implements HarnessAdapter {
   }
 
   /** The app-server for this pane's home, and the pane's thread in it, observed now. */
-  private async controlProofs(ctl: CodexControl): Promise<{ proofs: ProofFact[]; status: SeatStatus; proven?: ProvenThread }> {
+  private async controlProofs(seat: SeatRecord, ctl: CodexControl): Promise<{ proofs: ProofFact[]; status: SeatStatus; proven?: ProvenThread }> {
     // Rule 38: --no-daemon launches cannot be steered or queued: no modes, and write refuses.
     if (!ctl.endpoint) return { proofs: [], status: SeatStatus.Unknown };
     const c = await this.connect(ctl.endpoint);
@@ -170,14 +182,19 @@ export class CodexAdapter implements HarnessAdapter {
     if (!ctl.threadId) {
       return { proofs: [homeProof(), this.proof("codex_thread", "unknown", "the pane's thread is not known (none or several candidates at discovery)")], status: SeatStatus.Unknown };
     }
-    const obs = await observeThread(c.connection, ctl.threadId);
+    // Over TCP the kernel proofs run beside the thread read, on the connection the write will use.
+    const provider = this.o.proofs;
+    const kernelRun = provider && isTcpEndpoint(ctl.endpoint) ? codexKernelProofs({ provider, host: this.o.paneHost, clock: this.o.clock }, seat, ctl, c.connection) : Promise.resolve([]);
+    const [obs, kernel] = await Promise.all([observeThread(c.connection, ctl.threadId), kernelRun]);
     if (!obs.ok) {
       const definite = obs.reason === "thread_not_loaded" || obs.reason === "thread_ephemeral";
-      return { proofs: [homeProof(), this.proof("codex_thread", definite ? "refuted" : "unknown", obs.detail)], status: definite ? SeatStatus.Offline : SeatStatus.Unknown };
+      return { proofs: [homeProof(), this.proof("codex_thread", definite ? "refuted" : "unknown", obs.detail), ...kernel], status: definite ? SeatStatus.Offline : SeatStatus.Unknown };
     }
     const o = obs.value;
     const thread = this.proof("codex_thread", "proven", `thread ${o.threadId} ${o.status}${o.activeTurnId ? ` (turn ${o.activeTurnId})` : ""}`);
-    return { proofs: [homeProof(), thread], status: statusOf(o), proven: { connection: c.connection, observation: o } };
+    // A refuted or unknown kernel proof leaves the seat without control: the write and stop refuse.
+    if (kernel.some((p) => p.outcome !== "proven")) return { proofs: [homeProof(), thread, ...kernel], status: SeatStatus.Unknown };
+    return { proofs: [homeProof(), thread, ...kernel], status: statusOf(o), proven: { connection: c.connection, observation: o } };
   }
 
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
