@@ -1,4 +1,5 @@
 /** `clankie doctor`: checks the controller, its database, its agents and its port; non-zero exit when something is wrong. */
+import { isProcessAlive } from "../../shared/process-alive.js";
 import { create } from "@bufbuild/protobuf";
 import { HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Serving } from "../../shared/gen/grpc/health/v1/health_pb.js";
 import { ListMachinesRequestSchema, ListReceiptsRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
@@ -12,14 +13,6 @@ export interface Check {
   detail: string;
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export async function doctor(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<number> {
   const checks: Check[] = [];
@@ -28,11 +21,11 @@ export async function doctor(stateDir: string, controller: string | undefined, o
   if (!controller) {
     checks.push(
       record
-        ? { name: "controller record", ok: pidAlive(record.pid), detail: `${stateDir}/controller.json: pid ${record.pid} ${pidAlive(record.pid) ? "running" : "not running (stale record)"}, ${record.url}` }
+        ? { name: "controller record", ok: isProcessAlive(record.pid), detail: `${stateDir}/controller.json: pid ${record.pid} ${isProcessAlive(record.pid) ? "running" : "not running (stale record)"}, ${record.url}` }
         : { name: "controller record", ok: false, detail: `no controller.json in ${stateDir}: is 'clankie up' running with this --state-dir?` },
     );
   }
-  if (controller || (record && pidAlive(record.pid))) {
+  if (controller || (record && isProcessAlive(record.pid))) {
     try {
       const c = ownerClients(stateDir, controller);
       const health = async (service: string) => (await c.health.check(create(HealthCheckRequestSchema, { service }), { timeoutMs: 5000 })).status;

@@ -3,6 +3,7 @@
  * (stack spike §5). We guard the data directory with an exclusive lock file holding
  * the owner's pid; a lock left by a dead process is taken over.
  */
+import { isProcessAlive } from "../../shared/process-alive.js";
 import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
 import { StateDirLockedError } from "../../shared/errors.js";
 
@@ -10,14 +11,6 @@ export interface DataDirLock {
   release(): void;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export function lockDataDir(lockPath: string): DataDirLock {
   for (let attempt = 0; attempt < 2; attempt++) {
@@ -37,7 +30,7 @@ export function lockDataDir(lockPath: string): DataDirLock {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const holder = Number.parseInt(readFileSync(lockPath, "utf8"), 10);
-      if (Number.isFinite(holder) && holder !== process.pid && isAlive(holder)) {
+      if (Number.isFinite(holder) && holder !== process.pid && isProcessAlive(holder)) {
         throw new StateDirLockedError(`the embedded database at ${lockPath.replace(/\.lock$/, "")} is open in process ${holder}; stop it or use another --state-dir`);
       }
       rmSync(lockPath, { force: true });

@@ -3,6 +3,7 @@
  * controller stopped heartbeating died mid-call: its receipt becomes uncertain (never
  * replayed) and its delivery gets a fence, so only a settle path frees it (scenario 2).
  */
+import { isProcessAlive } from "../../shared/process-alive.js";
 import { hostname } from "node:os";
 import { and, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
 import { callReceipts, controllerInstances, deliveryReceipts } from "../db/schema.js";
@@ -18,14 +19,6 @@ export async function registerInstance(db: Db, id: string, pid: number, host: st
   await db.insert(controllerInstances).values({ id, pid, host });
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
 
 export async function heartbeatInstance(db: Db, id: string): Promise<void> {
   await db.update(controllerInstances).set({ heartbeatAt: sql`now()` }).where(eq(controllerInstances.id, id));
@@ -49,7 +42,7 @@ export async function recoverOrphans(db: Db, selfId: string, onlyLiveIsSelf: boo
           .where(sql`${controllerInstances.heartbeatAt} > now() - make_interval(secs => ${INSTANCE_DEAD_AFTER_MS / 1000})`)
       )
         // A recent heartbeat from a process on this host that no longer exists is a crash.
-        .filter((r) => r.id === selfId || r.host !== host || pidAlive(r.pid))
+        .filter((r) => r.id === selfId || r.host !== host || isProcessAlive(r.pid))
         .map((r) => r.id);
   const recovered = await db.transaction(async (tx) => {
     const orphans = await tx
