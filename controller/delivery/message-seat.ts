@@ -11,7 +11,7 @@ import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } f
 import type { DeliveryMode } from "../../shared/verdicts.js";
 import type { Logger } from "../../shared/logger.js";
 import type { Db } from "../db/open.js";
-import { callReceipts, machines, seats, type Machine, type SeatRowDb } from "../db/schema.js";
+import { machines, seats, type Machine, type SeatRowDb } from "../db/schema.js";
 import { admitCall, CallState, settleCall, type Admission } from "../journal/call-receipts.js";
 import { openDelivery } from "../journal/delivery-receipts.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
@@ -77,9 +77,8 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
   let plan: Plan;
   try {
     plan = await deps.db.transaction(async (tx) => {
-      const admission = await admitCall(tx, { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint });
+      const admission = await admitCall(tx, { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
       if (admission.kind !== "admitted") return { kind: "replay", admission } as const;
-      await tx.update(callReceipts).set({ controllerInstance: deps.instanceId }).where(eq(callReceipts.id, id));
       const found = await tx
         .select()
         .from(seats)

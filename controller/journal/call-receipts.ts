@@ -24,13 +24,15 @@ export interface CallKey {
   tool: string;
   conversationId: string;
   fingerprint: string;
+  /** The controller process admitting the call (for orphan recovery). */
+  controllerInstance?: string | undefined;
 }
 
 /** Admit a call inside the caller's transaction: insert it, or explain why it is not new. */
 export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
   const inserted = await tx
     .insert(callReceipts)
-    .values({ id: key.id, tool: key.tool, conversationId: key.conversationId, fingerprint: key.fingerprint, state: CallState.InFlight })
+    .values({ id: key.id, tool: key.tool, conversationId: key.conversationId, fingerprint: key.fingerprint, state: CallState.InFlight, controllerInstance: key.controllerInstance ?? null })
     .onConflictDoNothing()
     .returning({ id: callReceipts.id });
   if (inserted.length === 1) return { kind: "admitted" };
