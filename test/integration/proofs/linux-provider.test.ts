@@ -4,7 +4,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chmodSync } from "node:fs";
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { LinuxProofProvider } from "../../../node-agent/proofs/linux.js";
 import { sameHome, sameIdentity, type Fact, type ProcessIdentity, type TcpTuple } from "../../../node-agent/proofs/provider.js";
 import { tempDir } from "../../kit/test-db.js";
 import { readReport } from "../../kit/tmux-pane-host.js";
+import { connectAccepted } from "../../kit/accepted-connection.js";
 
 const BACKEND = fileURLToPath(new URL("../../kit/proof-processes/backend.mjs", import.meta.url));
 const PROBE = fileURLToPath(new URL("../../kit/proof-processes/probe.ts", import.meta.url));
@@ -45,13 +46,7 @@ async function startBackend(env: Record<string, string> = {}, unix = false): Pro
   return { identity: { pid: me.pid, startTime: me.startTime }, port, unixPath };
 }
 
-async function connectTo(port: number): Promise<{ socket: Socket; tuple: TcpTuple }> {
-  const socket = await new Promise<Socket>((resolve, reject) => {
-    const s = connect(port, "127.0.0.1", () => resolve(s)).once("error", reject);
-  });
-  sockets.push(socket);
-  return { socket, tuple: { localAddress: socket.localAddress!, localPort: socket.localPort!, remoteAddress: socket.remoteAddress!, remotePort: socket.remotePort! } };
-}
+const connectTo = (port: number) => connectAccepted(port, sockets);
 
 describe("linux.LinuxProofProvider", () => {
   it("the other end of the agent's own TCP connection is held by exactly the backend's process lifetime", async () => {

@@ -2,7 +2,7 @@
  * The pane proof on real tmux (private socket), real processes and a real connection: a
  * backend and a TUI launched from the pane's interactive shell, as a harness launch would.
  */
-import { connect, type Socket } from "node:net";
+import type { Socket } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { systemMonotonicClock, type ProofFact } from "../../../node-agent/proofs
 import type { ProcessIdentity } from "../../../node-agent/proofs/provider.js";
 import { tempDir } from "../../kit/test-db.js";
 import { readReport, TmuxServer } from "../../kit/tmux-pane-host.js";
+import { connectAccepted } from "../../kit/accepted-connection.js";
 
 const BACKEND = fileURLToPath(new URL("../../kit/proof-processes/backend.mjs", import.meta.url));
 const TUI = fileURLToPath(new URL("../../kit/proof-processes/tui.mjs", import.meta.url));
@@ -53,13 +54,7 @@ async function launch(session: string, homes: { tui: string; backend: string }) 
   return { pane: { paneId, terminalId: pane.terminalId, sessionId: pane.sessionId }, backend: await identity(b.pid), tui: await identity(t.pid), port: b.port };
 }
 
-async function connectTo(port: number) {
-  const socket = await new Promise<Socket>((resolve, reject) => {
-    const s = connect(port, "127.0.0.1", () => resolve(s)).once("error", reject);
-  });
-  sockets.push(socket);
-  return { localAddress: socket.localAddress!, localPort: socket.localPort!, remoteAddress: socket.remoteAddress!, remotePort: socket.remotePort! };
-}
+const connectTo = async (port: number) => (await connectAccepted(port, sockets)).tuple;
 
 const outcomes = (proofs: ProofFact[]) => Object.fromEntries(proofs.map((p) => [p.kind, p.outcome]));
 
