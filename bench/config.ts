@@ -30,8 +30,7 @@ export function configFor(mode: Mode): BenchConfig {
         journal: { callers: [1, 4, 16], secondsPerLevel: 5, rounds: 3 },
         mcp: { n: 250, warmup: 20, pglite: true },
         memory: { receipts: 1_000_000, machines: 50, seatsPerMachine: 20, deliveries: 100, settleSeconds: 5 },
-        // 500, not the proofs section's 1,000: on the loaded shared box 1,000 pane proofs alone took 4.5 min.
-        proofs: { n: 500, warmup: 30, authorityAgeMs: 1 },
+        proofs: { n: 1_000, warmup: 50, authorityAgeMs: 1 },
       };
     case "quick":
       return {

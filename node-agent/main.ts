@@ -3,6 +3,7 @@
  * and the link to the controller.
  */
 import { createServer, type Http2Server } from "node:http2";
+import { LinkRoundTrips } from "./service/link-round-trips.js";
 import type { AddressInfo, Socket } from "node:net";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -57,13 +58,18 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   // A fresh token per process: only the controller this agent registered with can call it.
   const agentToken = newToken("agent");
 
+  // The controller's sessions are pinged so the freshness gate bounds transit by the real link.
+  const roundTrips = new LinkRoundTrips();
   const handler = connectNodeAdapter({
-    routes: (router) => router.service(AgentService, createAgentService({ seats, adapters, clock, mailboxes })),
+    routes: (router) => router.service(AgentService, createAgentService({ seats, adapters, clock, mailboxes, roundTrips })),
     interceptors: [bearerAuthInterceptor((_service, token) => tokensEqual(agentToken, token))],
   });
   const server: Http2Server = createServer(handler);
+  roundTrips.watch(server);
   const sockets = new Set<Socket>();
   server.on("connection", (socket: Socket) => {
+    // Small frames (a verdict, a PING ack) must not wait on Nagle for the peer's delayed ACK.
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   });

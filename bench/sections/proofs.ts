@@ -5,21 +5,21 @@
  * authority included) over many iterations. Returns a plain object; bench/run.ts owns the
  * results file. Self-contained on purpose: it imports only node-agent code.
  */
-import { execFile, execFileSync } from "node:child_process";
-import { promisify } from "node:util";
-import { connect, type Socket } from "node:net";
+import { execFileSync, spawn } from "node:child_process";
+import { connect, type AddressInfo, type Socket } from "node:net";
+import { createServer as createHttp2Server } from "node:http2";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, readdirSync, existsSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LinuxProofProvider } from "../../node-agent/proofs/linux.js";
 import { provePane, type PaneProofRequest } from "../../node-agent/proofs/pane-proof.js";
-import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS } from "../../node-agent/proofs/freshness.js";
+import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS, UNMEASURED_TRANSIT_BOUND_MS } from "../../node-agent/proofs/freshness.js";
+import { LinkRoundTrips } from "../../node-agent/service/link-round-trips.js";
 import { systemMonotonicClock } from "../../node-agent/proofs/proof.js";
-import type { PaneHost, PaneInfo, PaneProcessInfo } from "../../node-agent/panes/pane-host.js";
+import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import type { ProcessIdentity } from "../../node-agent/proofs/provider.js";
 
-const execFileAsync = promisify(execFile);
 
 export interface ProofsConfig {
   /** Iterations per measurement (≥ 1,000 for the published figures). */
@@ -42,13 +42,15 @@ export interface ProofsResult {
   processes: number;
   n: number;
   provider_ms: Record<"identify" | "ancestry" | "foreground_group" | "home" | "listeners" | "connection_peer", Summary>;
-  /** The pane host's part (tmux list-panes + display-message + a /proc scan), inside the pane proof. */
+  /** The pane host's part (two `list-panes` over tmux's control mode + a /proc scan), inside the pane proof. */
   pane_host_ms: Summary;
   /** The full pane proof, pane host included, read through the gate. */
   pane_proof_ms: Summary;
   proof_age_at_write_ms: Summary;
   /** The same, without the controller authority: the oldest local proof at the write. */
   local_proof_age_at_write_ms: Summary;
+  /** The transit bound added to the authority's age: the loopback link's worst recent HTTP/2 PING round trip. */
+  authority_transit_bound_ms: Summary;
   refused: Record<string, number>;
   goal: { proof_age_at_write_p99_ms: number; met: boolean };
 }
@@ -62,47 +64,38 @@ function summarize(samples: number[]): Summary {
   return { p50_ms: r(at(50)), p99_ms: r(at(99)), mean_ms: r(samples.reduce((a, b) => a + b, 0) / (samples.length || 1)), max_ms: r(sorted.at(-1) ?? Number.NaN), n: samples.length };
 }
 
-/** A minimal tmux pane host: panes from tmux, the foreground group from /proc (as a pane host on Linux reads it). */
-class BenchTmuxHost implements PaneHost {
-  readonly kind = "tmux" as const;
+/** Setup only (a session, the launch line): the measured queries go through the product's TmuxPaneHost. */
+class BenchTmux {
   readonly socket = `clankie-bench-${randomUUID().slice(0, 8)}`;
   tmux(...args: string[]): string {
     return execFileSync("tmux", ["-L", this.socket, "-f", "/dev/null", ...args], { encoding: "utf8" }).trim();
   }
-  /** The pane host's own calls are asynchronous, as Herdr's socket and the product's tmux host are. */
-  private async tmuxAsync(...args: string[]): Promise<string> {
-    const { stdout } = await execFileAsync("tmux", ["-L", this.socket, "-f", "/dev/null", ...args], { encoding: "utf8" });
-    return stdout.trim();
-  }
-  async listPanes(): Promise<PaneInfo[]> {
-    return (await this.tmuxAsync("list-panes", "-a", "-F", "#{pane_id}\t#{window_id}\t#{session_name}")).split("\n").filter(Boolean).map((l) => {
-      const [paneId, terminalId, sessionId] = l.split("\t") as [string, string, string];
-      return { paneId, terminalId, sessionId, title: "", cwd: "", agentStatus: "unknown" as const };
-    });
-  }
-  async processInfo(paneId: string): Promise<PaneProcessInfo> {
-    const [pid, tty] = (await this.tmuxAsync("display-message", "-p", "-t", paneId, "#{pane_pid}\t#{pane_tty}")).split("\t") as [string, string];
-    const stat = (p: string) => {
-      const t = readFileSync(`/proc/${p}/stat`, "utf8");
-      return t.slice(t.lastIndexOf(")") + 2).split(" ");
-    };
-    const tpgid = Number(stat(pid)[5]);
-    const members = readdirSync("/proc").filter((d) => {
-      if (!/^\d+$/.test(d)) return false;
-      try {
-        return Number(stat(d)[2]) === tpgid;
-      } catch {
-        return false;
-      }
-    });
-    return { paneId, shellPid: Number(pid), foregroundProcessGroupId: tpgid, tty, foregroundProcesses: members.map((d) => ({ pid: Number(d), name: "", argv: [] })) };
-  }
-  async subscribe(): Promise<() => void> {
-    return () => {};
-  }
 }
 
-const BACKEND_JS = `const n=require("net"),f=require("fs");const h=[];const s=n.createServer(c=>h.push(c)).listen(0,"127.0.0.1",()=>{f.writeFileSync(process.argv[1]+".t",JSON.stringify({pid:process.pid,port:s.address().port}));f.renameSync(process.argv[1]+".t",process.argv[1])})`;
+/**
+ * A real HTTP/2 link on loopback from another process (the controller's side), pinged as the
+ * agent pings its controller's sessions: the transit bound each simulated request carries is
+ * the one the agent would add here, busy event loop included.
+ */
+async function loopbackLink(): Promise<{ roundTrips: LinkRoundTrips; close: () => void }> {
+  const roundTrips = new LinkRoundTrips();
+  const server = createHttp2Server();
+  server.on("connection", (s: Socket) => s.setNoDelay(true));
+  roundTrips.watch(server);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const controller = spawn(process.execPath, ["-e", `const c=require("node:http2").connect(${JSON.stringify(url)});c.on("error",()=>process.exit(0));c.on("close",()=>process.exit(0))`], { stdio: "ignore" });
+  for (let i = 0; i < 200 && roundTrips.transitBoundMs() === UNMEASURED_TRANSIT_BOUND_MS; i++) await sleep(10);
+  return {
+    roundTrips,
+    close: () => {
+      controller.kill();
+      server.close();
+    },
+  };
+}
+
+const BACKEND_JS = `const n=require("net"),f=require("fs");const h=[];const s=n.createServer(c=>{h.push(c);c.write("\\n")}).listen(0,"127.0.0.1",()=>{f.writeFileSync(process.argv[1]+".t",JSON.stringify({pid:process.pid,port:s.address().port}));f.renameSync(process.argv[1]+".t",process.argv[1])})`;
 const TUI_JS = `const f=require("fs");f.writeFileSync(process.argv[1]+".t",JSON.stringify({pid:process.pid}));f.renameSync(process.argv[1]+".t",process.argv[1]);setInterval(()=>{},1<<30)`;
 
 async function report<T>(path: string): Promise<T> {
@@ -118,25 +111,29 @@ async function identity(provider: LinuxProofProvider, pid: number): Promise<Proc
 
 export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: (line: string) => void = () => {}): Promise<ProofsResult> {
   if (process.platform !== "linux") throw new Error(`the proofs section runs on Linux (real /proc and tmux); this is ${process.platform}`);
-  const host = new BenchTmuxHost();
+  const setup = new BenchTmux();
+  const link = await loopbackLink();
+  const host = new TmuxPaneHost({ socketName: setup.socket });
   const provider = new LinuxProofProvider(systemMonotonicClock);
   const dir = mkdtempSync(join(tmpdir(), "clankie-bench-proofs-"));
   const home = join(dir, "codex-home");
   let socket: Socket | undefined;
   const launched: number[] = [];
   try {
-    const paneId = host.tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", "bench", "-x", "160", "-y", "40", "exec /bin/sh -i");
+    const paneId = setup.tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", "bench", "-x", "160", "-y", "40", "exec /bin/sh -i");
     const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     const line = `CODEX_HOME=${q(home)} sh -c ${q(`node -e ${q(BACKEND_JS)} ${join(dir, "b.json")} & node -e ${q(TUI_JS)} ${join(dir, "t.json")}; wait`)}`;
-    host.tmux("send-keys", "-t", paneId, "-l", line);
-    host.tmux("send-keys", "-t", paneId, "Enter");
+    setup.tmux("send-keys", "-t", paneId, "-l", line);
+    setup.tmux("send-keys", "-t", paneId, "Enter");
     const b = await report<{ pid: number; port: number }>(join(dir, "b.json"));
     const t = await report<{ pid: number }>(join(dir, "t.json"));
     const backend = await identity(provider, b.pid);
     const tui = await identity(provider, t.pid);
     launched.push(b.pid, t.pid);
     socket = await new Promise<Socket>((resolve, reject) => {
-      const s = connect(b.port, "127.0.0.1", () => resolve(s)).once("error", reject);
+      // Resolved on the backend's greeting: until accept() the server end belongs to no process.
+      const s = connect(b.port, "127.0.0.1").once("error", reject);
+      s.once("data", () => resolve(s));
     });
     const pane = (await host.listPanes()).find((p) => p.paneId === paneId)!;
     const req: PaneProofRequest = {
@@ -148,7 +145,7 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
       home,
       connection: { localAddress: socket.localAddress!, localPort: socket.localPort!, remoteAddress: socket.remoteAddress!, remotePort: socket.remotePort! },
     };
-    const shell = await identity(provider, Number(host.tmux("display-message", "-p", "-t", paneId, "#{pane_pid}")));
+    const shell = await identity(provider, Number(setup.tmux("display-message", "-p", "-t", paneId, "#{pane_pid}")));
     const calls = {
       identify: () => provider.identify(backend.pid),
       ancestry: () => provider.ancestry(backend),
@@ -169,6 +166,8 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
         const ms = performance.now() - t0;
         if (!f.known) throw new Error(`${name} answered unknown during the bench`);
         if (i >= cfg.warmup) providerMs[name].push(ms);
+        // Let I/O run between calls, as an agent's loop does between requests (the link's PINGs among them).
+        await new Promise((r) => setImmediate(r));
       }
       log(`proofs: ${name} ×${cfg.n}`);
     }
@@ -185,14 +184,16 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
     const paneMs: number[] = [];
     const ages: number[] = [];
     const localAges: number[] = [];
+    const transitBounds: number[] = [];
     const refused: Record<string, number> = {};
     for (let i = 0; i < cfg.warmup + cfg.n; i++) {
       // One simulated Deliver: the request arrives, the gate reads the pane proof, the write would follow.
       const arrivedAtMs = performance.now();
+      const transitBoundMs = link.roundTrips.transitBoundMs();
       const gate = await passGate({
         clock: systemMonotonicClock,
         wait: sleep,
-        authority: { ageMs: cfg.authorityAgeMs, arrivedAtMs },
+        authority: { ageMs: cfg.authorityAgeMs, arrivedAtMs, transitBoundMs },
         readers: [{ name: "pane", read: () => provePane({ host, provider, clock: systemMonotonicClock }, req) }],
       });
       const atWrite = judgeFreshness(systemMonotonicClock, gate.proofs, undefined);
@@ -200,6 +201,7 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
       const fullMs = performance.now() - arrivedAtMs;
       if (i < cfg.warmup) continue;
       paneMs.push(fullMs);
+      transitBounds.push(transitBoundMs);
       if (gate.pass) {
         ages.push(atWrite.oldestAgeMs);
         localAges.push(local.oldestAgeMs);
@@ -217,10 +219,13 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
       pane_proof_ms: summarize(paneMs),
       proof_age_at_write_ms: age,
       local_proof_age_at_write_ms: summarize(localAges),
+      authority_transit_bound_ms: summarize(transitBounds),
       refused,
       goal: { proof_age_at_write_p99_ms: GOAL_P99_MS, met: age.n === cfg.n && age.p99_ms <= GOAL_P99_MS && age.p99_ms <= FRESHNESS_LIMIT_MS },
     };
   } finally {
+    link.close();
+    host.close();
     socket?.destroy();
     for (const pid of launched) {
       try {
@@ -230,7 +235,7 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
       }
     }
     try {
-      host.tmux("kill-server");
+      setup.tmux("kill-server");
     } catch {
       // Already gone.
     }

@@ -24,6 +24,8 @@ export interface DeliverCommand {
   occupantId: string;
   authorityAgeMs: number;
   arrivedAtMs: number;
+  /** The link's transit bound when the request arrived; absent: the unmeasured default. */
+  transitBoundMs?: number | undefined;
 }
 
 export interface ProofAtWrite {
@@ -69,7 +71,7 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
   if (!seat) return notSent("unknown_seat", `this agent hosts no seat named ${cmd.seatName}`);
   const adapter = deps.adapters.get(seat.kind);
   if (!adapter) return notSent("unsupported_harness", `no adapter for ${seat.kind} seats on this agent`);
-  const authority: AuthorityStamp = { ageMs: cmd.authorityAgeMs, arrivedAtMs: cmd.arrivedAtMs };
+  const authority: AuthorityStamp = { ageMs: cmd.authorityAgeMs, arrivedAtMs: cmd.arrivedAtMs, transitBoundMs: cmd.transitBoundMs };
 
   let snapshot: SeatSnapshot | undefined;
   const gate = await passGate({

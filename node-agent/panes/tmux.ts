@@ -1,12 +1,15 @@
 /**
  * tmux as a pane host, for owners who run their agents there: panes, their tty and shell
  * pid from `tmux list-panes -F`, the foreground process group and its processes from
- * /proc, and changes by polling (one `list-panes` per tick). It only reads: nothing here
- * types into a pane, so `send-keys` is never used for delivery.
+ * /proc, and changes by polling (one `list-panes` per tick). Queries go through one
+ * long-lived control-mode client (tmux-control.ts) and fall back to forking `tmux` when it
+ * cannot attach. It only reads: nothing here types into a pane, so `send-keys` is never
+ * used for delivery.
  */
 import { execFile } from "node:child_process";
 import type { PaneEvent, PaneHost, PaneInfo, PaneProcessInfo } from "./pane-host.js";
 import { foregroundGroupOf, processGroupMembers } from "./linux-processes.js";
+import { TmuxControlClient } from "./tmux-control.js";
 
 export interface TmuxPaneHostOptions {
   /** `tmux -L NAME` (a private server); mutually exclusive with socketPath. */
@@ -16,6 +19,8 @@ export interface TmuxPaneHostOptions {
   tmuxBin?: string | undefined;
   /** How often subscribe() polls for changes. */
   pollMs?: number | undefined;
+  /** Fork one tmux client per query instead of keeping a control-mode client (default false). */
+  forkPerQuery?: boolean | undefined;
 }
 
 export type TmuxListOutcome = { ok: true; panes: TmuxPane[] } | { ok: false; reason: "no_server" | "tmux_failed"; detail: string };
@@ -44,9 +49,16 @@ export function parseListPanes(stdout: string): TmuxPane[] {
 export class TmuxPaneHost implements PaneHost {
   readonly kind = "tmux" as const;
   private readonly pollMs: number;
+  private readonly control: TmuxControlClient | undefined;
 
   constructor(private readonly o: TmuxPaneHostOptions = {}) {
     this.pollMs = o.pollMs ?? 1000;
+    this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]));
+  }
+
+  /** Detaches the control-mode client; later queries fork. */
+  close(): void {
+    this.control?.close();
   }
 
   private args(rest: string[]): string[] {
@@ -55,7 +67,9 @@ export class TmuxPaneHost implements PaneHost {
     return rest;
   }
 
-  private run(rest: string[]): Promise<{ ok: true; stdout: string } | { ok: false; stderr: string }> {
+  private async run(rest: string[]): Promise<{ ok: true; stdout: string } | { ok: false; stderr: string }> {
+    const viaControl = await this.control?.command(rest);
+    if (viaControl) return viaControl;
     return new Promise((resolve) => {
       // Arguments go straight to execve: no shell ever sees pane titles or paths.
       execFile(this.o.tmuxBin ?? "tmux", this.args(rest), { timeout: 5000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {

@@ -9,8 +9,8 @@
 import type { ProofFact, MonotonicClock } from "./proof.js";
 
 export const FRESHNESS_LIMIT_MS = 250;
-/** Added to the controller's stated age for the request's time on the wire. */
-export const TRANSIT_BOUND_MS = 10;
+/** Added to the controller's stated age when the request carries no measured transit bound. */
+export const UNMEASURED_TRANSIT_BOUND_MS = 50;
 /** Proofs are read at most this many times for one write. */
 export const MAX_PROOF_ATTEMPTS = 3;
 export const AUTHORITY_KIND = "controller_authority";
@@ -20,7 +20,11 @@ export interface AuthorityStamp {
   ageMs: number;
   /** When the request arrived, on the agent's monotonic clock. */
   arrivedAtMs: number;
+  /** Bound on the request's time on the wire: the link's measured worst recent round trip (link-round-trips.ts). */
+  transitBoundMs?: number | undefined;
 }
+
+export const transitBoundOf = (authority: AuthorityStamp): number => authority.transitBoundMs ?? UNMEASURED_TRANSIT_BOUND_MS;
 
 export interface GateVerdict {
   pass: boolean;
@@ -31,7 +35,7 @@ export interface GateVerdict {
 }
 
 export function authorityAgeMs(now: number, authority: AuthorityStamp): number {
-  return authority.ageMs + TRANSIT_BOUND_MS + (now - authority.arrivedAtMs);
+  return authority.ageMs + transitBoundOf(authority) + (now - authority.arrivedAtMs);
 }
 
 /** Judge at the instant of the call; the write must happen right after a pass. */
@@ -93,8 +97,8 @@ export function authorityProof(authority: AuthorityStamp): ProofFact {
   return {
     kind: AUTHORITY_KIND,
     outcome: "proven",
-    detail: `checked by the controller ${authority.ageMs} ms before sending, + ${TRANSIT_BOUND_MS} ms transit bound`,
-    completedAtMs: authority.arrivedAtMs - authority.ageMs - TRANSIT_BOUND_MS,
+    detail: `checked by the controller ${authority.ageMs} ms before sending, + ${transitBoundOf(authority)} ms transit bound (${authority.transitBoundMs === undefined ? "link not measured yet" : "the link's worst recent round trip"})`,
+    completedAtMs: authority.arrivedAtMs - authority.ageMs - transitBoundOf(authority),
   };
 }
 

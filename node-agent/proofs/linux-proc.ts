@@ -64,6 +64,7 @@ export function ttyName(ttyNr: number): string {
 }
 
 export const TCP_ESTABLISHED = 0x01;
+export const TCP_CLOSE = 0x07;
 export const TCP_LISTEN = 0x0a;
 
 export interface TcpRow {

@@ -6,7 +6,7 @@
  */
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { parseEnviron, parseNetTcp, parseNetUnix, parseStat, socketInode, ttyName, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow } from "./linux-proc.js";
+import { parseEnviron, parseNetTcp, parseNetUnix, parseStat, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow } from "./linux-proc.js";
 import {
   fact,
   homeFromEnvironment,
@@ -186,6 +186,14 @@ export class LinuxProofProvider implements ProofProvider {
     return this.done(home);
   }
 
+  /**
+   * TCP sockets whose kind cannot change while they live, by inode (unique among live sockets
+   * across namespaces): a listening socket and its address, or one that is connected or of
+   * another protocol and so will never listen. The slow TCP table is read only when the
+   * process holds a socket not settled here; which sockets it holds is read fresh every call.
+   */
+  private readonly settledSockets = new Map<number, Listener | "never_listens">();
+
   async listeners(process: ProcessIdentity): Promise<Fact<ListenerSet>> {
     const s = this.checkIdentity(process);
     if (isFailure(s)) return this.fail(s);
@@ -195,17 +203,27 @@ export class LinuxProofProvider implements ProofProvider {
     if (isFailure(unixText)) return this.fail(unixText);
     const unix = parseNetUnix(unixText);
     const unixInodes = new Set(unix.map((r) => r.inode));
-    // The process's own network namespace, which may differ from the agent's. Every socket
-    // it holds must be accounted for before tcp6 can be skipped.
-    const tcp = this.tcpRows(process.pid, (rows) => {
-      const seen = new Set(rows.map((r) => r.inode));
-      return [...inodes].every((i) => seen.has(i) || unixInodes.has(i));
-    });
-    if (isFailure(tcp)) return this.fail(tcp);
+    const unsettled = [...inodes].filter((i) => !unixInodes.has(i) && !this.settledSockets.has(i));
+    if (unsettled.length) {
+      // The process's own network namespace, which may differ from the agent's. Every socket
+      // it holds must be accounted for before tcp6 can be skipped.
+      const tcp = this.tcpRows(process.pid, (rows) => {
+        const seen = new Set(rows.map((r) => r.inode));
+        return unsettled.every((i) => seen.has(i));
+      });
+      if (isFailure(tcp)) return this.fail(tcp);
+      if (this.settledSockets.size > 50_000) this.settledSockets.clear();
+      for (const r of tcp) {
+        if (!inodes.has(r.inode)) continue;
+        if (r.state === TCP_LISTEN) this.settledSockets.set(r.inode, { transport: "tcp", address: r.localAddress, port: r.localPort, isLoopback: isLoopbackAddress(r.localAddress) });
+        // A socket that is still unconnected (CLOSE) may listen later; once connected it never will.
+        else if (r.state !== TCP_CLOSE) this.settledSockets.set(r.inode, "never_listens");
+      }
+      // A socket in neither table stays unsettled: it may be UDP, or a TCP socket not yet bound
+      // into the kernel's tables that could still listen.
+    }
     const listeners: Listener[] = [
-      ...tcp
-        .filter((r) => r.state === TCP_LISTEN && inodes.has(r.inode))
-        .map((r): Listener => ({ transport: "tcp", address: r.localAddress, port: r.localPort, isLoopback: isLoopbackAddress(r.localAddress) })),
+      ...[...inodes].map((i) => this.settledSockets.get(i)).filter((l): l is Listener => typeof l === "object"),
       ...unix
         .filter((r) => r.isListening && inodes.has(r.inode))
         .map((r): Listener => ({ transport: "unix", path: r.path })),
@@ -214,19 +232,37 @@ export class LinuxProofProvider implements ProofProvider {
     return isFailure(after) ? this.fail(after) : this.done({ listeners, covers: ["tcp", "unix"] });
   }
 
+  /**
+   * A connected TCP socket's four-tuple, and so the socket at its other end, never change
+   * while it lives: the kernel's table (the slow read, a walk of its whole connection hash)
+   * is read once per connection of the agent's, keyed by the agent's own socket inode. What
+   * can change — whether the agent still holds that socket, and which processes hold the
+   * other end — is read fresh on every call.
+   */
+  private readonly endsOfConnection = new Map<string, { agentInode: number; peerInode: number }>();
+
   async connectionPeer(tuple: TcpTuple): Promise<Fact<ConnectionPeer>> {
-    const isAgentRow = (r: TcpRow) =>
-      r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort;
-    const isPeerRow = (r: TcpRow) =>
-      r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort;
-    const rows = this.tcpRows("self", (found) => found.some(isAgentRow) && found.some(isPeerRow));
-    if (isFailure(rows)) return this.fail(rows);
-    const agentRow = rows.find(isAgentRow);
-    const peerRow = rows.find(isPeerRow);
     const own = this.socketInodes("self");
     if (isFailure(own)) return this.fail(own);
-    const isAgentEnd = agentRow !== undefined && own.has(agentRow.inode);
-    if (!peerRow) return this.done({ tuple, isAgentEnd, peers: [], isComplete: true });
+    for (const [key, ends] of this.endsOfConnection) if (!own.has(ends.agentInode)) this.endsOfConnection.delete(key);
+    const key = `${tuple.localAddress}:${tuple.localPort}>${tuple.remoteAddress}:${tuple.remotePort}`;
+    let ends = this.endsOfConnection.get(key);
+    let isAgentEnd = ends !== undefined;
+    if (!ends) {
+      const isAgentRow = (r: TcpRow) =>
+        r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort;
+      const isPeerRow = (r: TcpRow) =>
+        r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort;
+      const rows = this.tcpRows("self", (found) => found.some(isAgentRow) && found.some(isPeerRow));
+      if (isFailure(rows)) return this.fail(rows);
+      const agentRow = rows.find(isAgentRow);
+      const peerRow = rows.find(isPeerRow);
+      isAgentEnd = agentRow !== undefined && own.has(agentRow.inode);
+      if (!peerRow) return this.done({ tuple, isAgentEnd, peers: [], isComplete: true });
+      ends = { agentInode: agentRow?.inode ?? -1, peerInode: peerRow.inode };
+      // Only a connection the agent holds is remembered: its inode is how a later call knows it is the same one.
+      if (isAgentEnd) this.endsOfConnection.set(key, ends);
+    }
     const peers: ProcessIdentity[] = [];
     let isComplete = true;
     for (const pid of this.allPids()) {
@@ -235,7 +271,7 @@ export class LinuxProofProvider implements ProofProvider {
         if (inodes.reason === "permission") isComplete = false;
         continue;
       }
-      if (!inodes.has(peerRow.inode)) continue;
+      if (!inodes.has(ends.peerInode)) continue;
       const s = this.readStat(pid);
       if (!isFailure(s)) peers.push({ pid: s.pid, startTime: s.startTicks });
     }

@@ -45,6 +45,8 @@ export const PANE_PROOF_KINDS = ["pane_identity", "process_identity", "foregroun
 
 type Stamp = { completedAtMs: number };
 
+const yieldToEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 function proofOf(kind: string, outcome: ProofFact["outcome"], detail: string, ...stamps: Stamp[]): ProofFact {
   return { kind, outcome, detail, completedAtMs: Math.max(...stamps.map((s) => s.completedAtMs)) };
 }
@@ -177,10 +179,20 @@ async function connectionTuple(deps: PaneProofDeps, req: PaneProofRequest): Prom
   return proofOf("connection_tuple", "refuted", `the other end of ${tuple} is held by ${holders}, not the backend ${describeIdentity(req.backend)}`, f);
 }
 
-/** Every pane proof, each stamped when its own facts completed. */
+/**
+ * Every pane proof, each stamped when its own facts completed. A proof ages from the moment
+ * it completes, so the order is chosen for the freshness gate: the costliest read (the
+ * kernel's TCP table and every process's descriptors) runs first and everything after it is
+ * all that ages it at the write; the pane host is asked next, and the cheap kernel reads run
+ * while its answer is on the way.
+ */
 export async function provePane(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact[]> {
-  // The pane host answers over a socket or a child process: ask it first, so its wait
-  // overlaps the kernel reads instead of adding to the proofs' spread.
+  const tuple = await connectionTuple(deps, req);
+  // The kernel reads are synchronous: let the agent's other requests (and its link's PINGs)
+  // run between them rather than wait behind a whole pane proof.
+  await yieldToEventLoop();
+  const listener = await backendListener(deps, req);
+  await yieldToEventLoop();
   const pane = paneIdentity(deps, req);
   let info: Promise<PaneProcessInfo>;
   try {
@@ -191,8 +203,6 @@ export async function provePane(deps: PaneProofDeps, req: PaneProofRequest): Pro
   info.catch(() => {});
   const identity = await lifetimes(deps, req);
   const home = await privateHome(deps, req);
-  const listener = await backendListener(deps, req);
-  const tuple = await connectionTuple(deps, req);
   const [ancestry, order] = await ancestryAndOrder(deps, req, info);
   return [await pane, identity, ancestry!, order!, home, listener, tuple];
 }

@@ -16,9 +16,12 @@ import { agentResultWire, deliveryModeWire, seatKindWire, seatStatusWire, SeatKi
 import { deliver, type DeliverDeps } from "../deliver/deliver.js";
 import type { MailboxStore } from "../mailbox/store.js";
 import { toWireSeat } from "./wire-seat.js";
+import type { LinkRoundTrips } from "./link-round-trips.js";
 
 export interface AgentServiceDeps extends DeliverDeps {
   mailboxes: MailboxStore;
+  /** The controller link's measured round trips; absent: every request uses the unmeasured transit bound. */
+  roundTrips?: LinkRoundTrips | undefined;
 }
 
 function requireSeat(deps: AgentServiceDeps, name: string) {
@@ -54,6 +57,7 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         occupantId: req.authority?.occupantId ?? "",
         authorityAgeMs: req.authority?.ageMs ?? 0,
         arrivedAtMs,
+        transitBoundMs: deps.roundTrips?.transitBoundMs(),
       });
       return create(DeliverResponseSchema, {
         result: agentResultWire.encode(verdict.result),

@@ -44,6 +44,17 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     expect(receipt).toMatchObject({ state: "delivered", seatId: "testbox/inbox", conversationId: "global-default" });
   });
 
+  it("the result and the receipt carry every proof with its age at the write; the authority's transit bound is the link's measured round trip", async () => {
+    const res = await lead.call("message_seat", { seat: "inbox", message: "with evidence" });
+    const body = res.structuredContent as { proofAgeMs: number; proofs: { kind: string; outcome: string; detail: string; ageAtWriteMs: number }[]; deliveryId: string };
+    const authority = body.proofs.find((p) => p.kind === "controller_authority");
+    expect(authority).toMatchObject({ outcome: "proven", detail: expect.stringContaining("the link's worst recent round trip") });
+    expect(body.proofs.every((p) => p.outcome === "proven" && p.ageAtWriteMs <= body.proofAgeMs)).toBe(true);
+    expect(body.proofAgeMs).toBeLessThanOrEqual(250);
+    const receipt = (await owner.receipts()).find((r) => r.deliveryId === body.deliveryId);
+    expect(receipt?.proofAgeMs).toBe(body.proofAgeMs);
+  });
+
   it("uses the caller's deliveryId from _meta, and a repeat returns the original without a second write", async () => {
     const id = randomUUID();
     const first = await lead.call("message_seat", { seat: "inbox", message: "once only" }, { [META]: { deliveryId: id } });

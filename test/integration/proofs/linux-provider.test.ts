@@ -59,6 +59,24 @@ describe("linux.LinuxProofProvider", () => {
     expect(sameIdentity(peer.peers[0]!, backend.identity)).toBe(true);
   });
 
+  it("who holds the other end is read fresh on every call: after the backend exits, the same connection ends in no process", async () => {
+    const dir = tempDir("proof-backend");
+    const child = spawn(process.execPath, [BACKEND, join(dir, "ready.json")], { stdio: "ignore" });
+    children.push(child);
+    const { pid, port } = await readReport<{ pid: number; port: number }>(join(dir, "ready.json"));
+    const { socket, tuple } = await connectTo(port);
+    expect(known(await provider.connectionPeer(tuple)).peers.map((p) => p.pid)).toEqual([pid]);
+    const closed = new Promise((r) => socket.once("close", r));
+    child.kill("SIGKILL");
+    await new Promise((r) => child.once("exit", r));
+    const after = known(await provider.connectionPeer(tuple));
+    expect(after.peers).toEqual([]);
+    // Once the agent's own socket is gone, the tuple is no longer claimed as the agent's.
+    socket.destroy();
+    await closed;
+    expect(known(await provider.connectionPeer(tuple)).isAgentEnd).toBe(false);
+  });
+
   it("a tuple the agent does not hold is not claimed as its own", async () => {
     const backend = await startBackend();
     const { tuple } = await connectTo(backend.port);

@@ -11,7 +11,7 @@ import { AdapterRegistry } from "../../../../node-agent/harnesses/registry.js";
 import type { HarnessAdapter } from "../../../../node-agent/harnesses/adapter.js";
 import { MailboxStore } from "../../../../node-agent/mailbox/store.js";
 import { SeatBook } from "../../../../node-agent/seats/seat-book.js";
-import { FRESHNESS_LIMIT_MS, TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
+import { FRESHNESS_LIMIT_MS, UNMEASURED_TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
 import { SeatKind } from "../../../../shared/verdicts.js";
 import { tempDir } from "../../../kit/test-db.js";
 import { VirtualClock } from "../../../kit/virtual-clock.js";
@@ -53,10 +53,10 @@ describe("deliver.deliver freshness gate", () => {
     const v = await clock.run(deliver(deps, command(4)));
     expect(v.result).toBe("delivered");
     expect(v.proofs.map((p) => [p.kind, p.outcome, p.ageAtWriteMs])).toEqual([
-      ["controller_authority", "proven", 4 + TRANSIT_BOUND_MS + 20],
+      ["controller_authority", "proven", 4 + UNMEASURED_TRANSIT_BOUND_MS + 20],
       ["mailbox_present", "proven", 0],
     ]);
-    expect(v.proofAgeMs).toBe(4 + TRANSIT_BOUND_MS + 20);
+    expect(v.proofAgeMs).toBe(4 + UNMEASURED_TRANSIT_BOUND_MS + 20);
     expect(store.list("inbox").entries).toHaveLength(1);
   });
 
@@ -74,8 +74,8 @@ describe("deliver.deliver freshness gate", () => {
     const { store, deps, command } = mailboxSeat(clock, 300);
     const v = await clock.run(deliver(deps, command(1)));
     expect(v).toMatchObject({ result: "not_sent", reason: "proof_stale" });
-    expect(v.proofs.find((p) => p.kind === "controller_authority")?.ageAtWriteMs).toBe(1 + TRANSIT_BOUND_MS + 300);
-    expect(v.proofAgeMs).toBe(1 + TRANSIT_BOUND_MS + 300);
+    expect(v.proofs.find((p) => p.kind === "controller_authority")?.ageAtWriteMs).toBe(1 + UNMEASURED_TRANSIT_BOUND_MS + 300);
+    expect(v.proofAgeMs).toBe(1 + UNMEASURED_TRANSIT_BOUND_MS + 300);
     expect(store.list("inbox").entries).toHaveLength(0);
   });
 

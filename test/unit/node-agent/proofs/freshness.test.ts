@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { judgeFreshness, passGate, FRESHNESS_LIMIT_MS, MAX_PROOF_ATTEMPTS, TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
+import { judgeFreshness, passGate, FRESHNESS_LIMIT_MS, MAX_PROOF_ATTEMPTS, UNMEASURED_TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
 import type { MonotonicClock, ProofFact } from "../../../../node-agent/proofs/proof.js";
 import { VirtualClock } from "../../../kit/virtual-clock.js";
 
@@ -21,7 +21,7 @@ describe("freshness.judgeFreshness", () => {
   it("counts the controller's authority age plus the time since arrival and the transit bound", () => {
     const v = judgeFreshness(clockAt(1000), [proof("pane", 999)], { ageMs: 100, arrivedAtMs: 900 });
     expect(v.oldestKind).toBe("controller_authority");
-    expect(v.oldestAgeMs).toBe(100 + TRANSIT_BOUND_MS + 100);
+    expect(v.oldestAgeMs).toBe(100 + UNMEASURED_TRANSIT_BOUND_MS + 100);
     expect(v.pass).toBe(true);
     const stale = judgeFreshness(clockAt(1200), [proof("pane", 1199)], { ageMs: 100, arrivedAtMs: 900 });
     expect(stale.pass).toBe(false);
@@ -114,6 +114,6 @@ describe("freshness.passGate", () => {
     expect(r).toMatchObject({ pass: true, attempts: 1 });
     const v = judgeFreshness(clock, r.proofs, undefined);
     expect(v.oldestKind).toBe("controller_authority");
-    expect(v.oldestAgeMs).toBe(3 + TRANSIT_BOUND_MS + 5);
+    expect(v.oldestAgeMs).toBe(3 + UNMEASURED_TRANSIT_BOUND_MS + 5);
   });
 });

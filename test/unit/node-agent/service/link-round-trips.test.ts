@@ -1,0 +1,92 @@
+/**
+ * The transit bound the freshness gate adds to the controller's authority age comes from the
+ * link itself: HTTP/2 PINGs on the controller's sessions, over a real socket. Before the
+ * first PING returns it is the generous unmeasured default; on loopback it is the floor; on a
+ * link with 40 ms of round trip it is at least 40 ms (a constant 10 ms would understate it).
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { connect as h2connect, createServer, type ClientHttp2Session, type Http2Server } from "node:http2";
+import { createServer as netServer, connect as netConnect, type AddressInfo, type Server, type Socket } from "node:net";
+import { LinkRoundTrips, TRANSIT_FLOOR_MS } from "../../../../node-agent/service/link-round-trips.js";
+import { UNMEASURED_TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
+
+const closers: (() => void)[] = [];
+afterEach(() => {
+  for (const c of closers.splice(0)) c();
+});
+
+async function listen(server: Http2Server | Server): Promise<number> {
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  return (server.address() as AddressInfo).port;
+}
+
+async function agentServer(rt: LinkRoundTrips): Promise<number> {
+  const server = createServer();
+  rt.watch(server);
+  const port = await listen(server);
+  closers.push(() => server.close());
+  return port;
+}
+
+/** A TCP relay that holds every chunk `oneWayMs` in each direction. */
+async function delayRelay(target: number, oneWayMs: number): Promise<number> {
+  const sockets: Socket[] = [];
+  const relay = netServer((down) => {
+    const up = netConnect(target, "127.0.0.1");
+    sockets.push(down, up);
+    down.on("data", (b) => setTimeout(() => up.write(b), oneWayMs));
+    up.on("data", (b) => setTimeout(() => down.write(b), oneWayMs));
+    down.on("error", () => up.destroy());
+    up.on("error", () => down.destroy());
+    down.on("close", () => up.destroy());
+    up.on("close", () => down.destroy());
+  });
+  const port = await listen(relay);
+  closers.push(() => {
+    for (const s of sockets) s.destroy();
+    relay.close();
+  });
+  return port;
+}
+
+function client(port: number): ClientHttp2Session {
+  const c = h2connect(`http://127.0.0.1:${port}`);
+  c.on("error", () => {});
+  closers.push(() => c.destroy());
+  return c;
+}
+
+async function until(pred: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
+}
+
+describe("link-round-trips.LinkRoundTrips", () => {
+  it("is the unmeasured default until a PING returns, then the floor on loopback", async () => {
+    const rt = new LinkRoundTrips();
+    expect(rt.transitBoundMs()).toBe(UNMEASURED_TRANSIT_BOUND_MS);
+    client(await agentServer(rt));
+    await until(() => rt.transitBoundMs() !== UNMEASURED_TRANSIT_BOUND_MS);
+    expect(rt.transitBoundMs()).toBeGreaterThanOrEqual(TRANSIT_FLOOR_MS);
+    expect(rt.transitBoundMs()).toBeLessThan(UNMEASURED_TRANSIT_BOUND_MS);
+  });
+
+  it("on a link with 40 ms of round trip the bound covers the whole round trip", async () => {
+    const rt = new LinkRoundTrips();
+    client(await delayRelay(await agentServer(rt), 20));
+    await until(() => rt.transitBoundMs() !== UNMEASURED_TRANSIT_BOUND_MS);
+    expect(rt.transitBoundMs()).toBeGreaterThanOrEqual(40);
+  });
+
+  it("the bound is the worst of the recent samples, and an old outlier ages out", () => {
+    const rt = new LinkRoundTrips({ keep: 3 });
+    rt.record(0.3);
+    expect(rt.transitBoundMs()).toBe(TRANSIT_FLOOR_MS);
+    rt.record(30.2);
+    rt.record(1);
+    expect(rt.transitBoundMs()).toBe(31);
+    rt.record(1);
+    rt.record(1);
+    rt.record(1);
+    expect(rt.transitBoundMs()).toBe(TRANSIT_FLOOR_MS);
+  });
+});
