@@ -1,7 +1,8 @@
 /**
- * What the SessionStart hook tells the node agent about a Claude process's session: its id
- * and transcript path, filed under the Claude process's pid (the same key the channel socket
- * uses). A report is a hint to find the transcript, never authority.
+ * What Claude's hooks tell the node agent, filed under the Claude process's pid (the same key
+ * the channel socket uses): from SessionStart, the session id and transcript path; from
+ * UserPromptSubmit and Stop, whether a turn is running. Reports are hints to find the
+ * transcript and to judge busy or idle, never authority for a write.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -30,6 +31,33 @@ export function readSessionReport(dir: string, claudePid: number): ClaudeSession
   try {
     const r = JSON.parse(readFileSync(reportPath(dir, claudePid), "utf8")) as ClaudeSessionReport;
     return SAFE_SESSION_ID.test(r.sessionId) && typeof r.transcriptPath === "string" ? r : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The last turn boundary a hook saw: UserPromptSubmit starts a turn, Stop (or StopFailure) ends it. */
+export interface ClaudeTurnReport {
+  sessionId: string;
+  promptId: string;
+  state: "working" | "idle";
+  event: string;
+  claudePid: number;
+  atMs: number;
+}
+
+export function turnReportPath(dir: string, claudePid: number): string {
+  return join(dir, `claude-${claudePid}.turn.json`);
+}
+
+export function writeTurnReport(dir: string, report: ClaudeTurnReport): void {
+  writeFileDurably(turnReportPath(dir, report.claudePid), JSON.stringify(report));
+}
+
+export function readTurnReport(dir: string, claudePid: number): ClaudeTurnReport | undefined {
+  try {
+    const r = JSON.parse(readFileSync(turnReportPath(dir, claudePid), "utf8")) as ClaudeTurnReport;
+    return SAFE_SESSION_ID.test(r.sessionId) && (r.state === "working" || r.state === "idle") && Number.isFinite(r.atMs) ? r : undefined;
   } catch {
     return undefined;
   }

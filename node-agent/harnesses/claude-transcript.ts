@@ -15,8 +15,12 @@ export interface TranscriptRead {
   entries: SessionEntry[];
   /** The session has taken at least one event from a channel (it is a proven receiver). */
   hasChannelEvent: boolean;
-  /** A best-effort turn state from the last entries; the pane host's view wins when it has one. */
+  /** A best-effort turn state from the last entries; the pane host's view and the turn hooks win. */
   turn: "working" | "idle" | "unknown";
+  /** When the newest prompt (typed or a channel event) was written; 0 when none. */
+  lastPromptAtMs: number;
+  /** When the newest "[Request interrupted by user…]" line was written; 0 when none. */
+  interruptedAtMs: number;
   /** False when part of the file could not be parsed or it shrank since the last read. */
   complete: boolean;
 }
@@ -52,7 +56,7 @@ export class TranscriptReader {
   private readonly sizes = new Map<string, number>();
 
   read(path: string): TranscriptRead {
-    const empty = (detail: string): TranscriptRead => ({ ok: false, detail, entries: [], hasChannelEvent: false, turn: "unknown", complete: false });
+    const empty = (detail: string): TranscriptRead => ({ ok: false, detail, entries: [], hasChannelEvent: false, turn: "unknown", lastPromptAtMs: 0, interruptedAtMs: 0, complete: false });
     let raw: string;
     let size: number;
     try {
@@ -93,6 +97,7 @@ export class TranscriptReader {
       entries,
       hasChannelEvent,
       turn: turnState(lines),
+      ...promptTimes(lines),
       complete: !rotated && damaged === 0,
     };
   }
@@ -106,4 +111,21 @@ function turnState(lines: Line[]): "working" | "idle" | "unknown" {
     if (l.type === "user" && (!l.isMeta || l.origin?.kind === "channel")) return isToolResult(l.message?.content) || textOf(l.message?.content) ? "working" : "unknown";
   }
   return "unknown";
+}
+
+const INTERRUPTED = /^\[Request interrupted by user/;
+
+/** The newest prompt and the newest interruption, by the transcript's own timestamps. */
+function promptTimes(lines: Line[]): { lastPromptAtMs: number; interruptedAtMs: number } {
+  let lastPromptAtMs = 0;
+  let interruptedAtMs = 0;
+  for (const l of lines) {
+    if (l.type !== "user" || !l.timestamp || isToolResult(l.message?.content)) continue;
+    const at = Date.parse(l.timestamp);
+    if (!Number.isFinite(at)) continue;
+    const text = textOf(l.message?.content);
+    if (INTERRUPTED.test(text)) interruptedAtMs = Math.max(interruptedAtMs, at);
+    else if (text && (!l.isMeta || l.origin?.kind === "channel")) lastPromptAtMs = Math.max(lastPromptAtMs, at);
+  }
+  return { lastPromptAtMs, interruptedAtMs };
 }

@@ -10,8 +10,8 @@ import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
 import type { PaneAgentStatus } from "../panes/pane-host.js";
 import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./claude-channel-client.js";
-import { readSessionReport } from "./claude-session-report.js";
-import { TranscriptReader } from "./claude-transcript.js";
+import { readSessionReport, readTurnReport, type ClaudeTurnReport } from "./claude-session-report.js";
+import { TranscriptReader, type TranscriptRead } from "./claude-transcript.js";
 
 /** What a Claude seat's `control` holds: where its channel and session reports live, and which Claude. */
 export interface ClaudeControl {
@@ -53,6 +53,18 @@ export function channelAddress(c: ClaudeControl): ChannelAddress {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * Busy or idle from the turn hooks, checked against the transcript: a prompt written after the
+ * last Stop is a new turn (its hook may still be running); an interruption written after the
+ * last UserPromptSubmit ended that turn (Stop does not fire on Esc). Undefined when no hook
+ * has reported for this session.
+ */
+export function turnFromHooks(turn: ClaudeTurnReport | undefined, sessionId: string, t: TranscriptRead): SeatStatus | undefined {
+  if (!turn || turn.sessionId !== sessionId) return undefined;
+  if (turn.state === "idle") return t.lastPromptAtMs > turn.atMs ? SeatStatus.Working : SeatStatus.Idle;
+  return t.interruptedAtMs > turn.atMs ? SeatStatus.Idle : SeatStatus.Working;
+}
+
 export class ClaudeAdapter implements HarnessAdapter {
   readonly kind = SeatKind.Claude;
   private readonly transcripts = new TranscriptReader();
@@ -90,7 +102,8 @@ export class ClaudeAdapter implements HarnessAdapter {
     if (!report) return refuse("unknown", SeatStatus.Unknown, "no SessionStart report for this Claude: its transcript cannot be found");
     const t = this.transcripts.read(report.transcriptPath);
     const fromPane = pane === "working" ? SeatStatus.Working : pane === "blocked" ? SeatStatus.Blocked : pane === "idle" || pane === "done" ? SeatStatus.Idle : undefined;
-    const status = fromPane ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : report ? SeatStatus.Idle : SeatStatus.Unknown);
+    const turn = turnFromHooks(readTurnReport(control.reportDir, control.claudePid), report.sessionId, t);
+    const status = fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : report ? SeatStatus.Idle : SeatStatus.Unknown);
     this.views.set(seat.name, { status, transcriptPath: report.transcriptPath, sessionId: report.sessionId, hasChannelEvent: t.ok && t.hasChannelEvent });
     return {
       snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: ["queue"], interrupt: this.options.stopper !== undefined, nextTurnOnly: true } },

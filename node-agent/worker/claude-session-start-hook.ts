@@ -40,7 +40,7 @@ export function ancestry(startPid: number, depth = 6): ProcessRow[] | undefined 
   return rows;
 }
 
-function isClaude(argv: string[]): boolean {
+export function isClaude(argv: string[]): boolean {
   return argv.slice(0, 2).some((a) => /(^|\/)(claude|claude\.exe)$/.test(a));
 }
 

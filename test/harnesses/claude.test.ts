@@ -10,6 +10,7 @@ import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { readTurnReport } from "../../node-agent/harnesses/claude-session-report.js";
 import { ClaudeAdapter } from "../../node-agent/harnesses/claude.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
@@ -89,6 +90,16 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     expect((await adapter.readSession(seat, 0)).entries.map((e) => e.deliveryId)).toContain(m.deliveryId);
   });
 
+  it("the turn hooks fire for a channel-started turn: Stop files it idle under Claude's pid, and the seat reads idle", async () => {
+    let turn = readTurnReport(tui.reportDir, tui.claudePid);
+    for (let i = 0; i < 150 && turn?.state !== "idle"; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      turn = readTurnReport(tui.reportDir, tui.claudePid);
+    }
+    expect(turn).toMatchObject({ state: "idle", event: "Stop", claudePid: tui.claudePid });
+    expect((await adapter.inspect(seat)).snapshot.status).toBe("idle");
+  });
+
   it("explicit steer is refused before sending: a channel cannot steer, and nothing reaches Claude", async () => {
     const m = msg(`never steer ${randomUUID()}`, "steer");
     const v = await deliverTo(adapter, seat, m);
@@ -98,6 +109,8 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
   });
 
   it("a mid-turn message to a proven receiver is queued until the turn ends on the exact ack, and runs once", async () => {
+    // The previous test's turn must be over (on a loaded box it can still be finishing), so this message starts its own.
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);

@@ -1,6 +1,6 @@
 /**
  * Runs the real interactive Claude Code in a tmux pane on a private tmux socket, with the
- * Clankie channel server and SessionStart hook (from dist/) and every home under a temp dir.
+ * Clankie channel server, the SessionStart and turn hooks (from dist/) and every home under a temp dir.
  * TEST-ONLY: the pinned 2.1.197 gates channels on a remote feature flag; we seed its local
  * cache (cachedGrowthBookFeatures.tengu_harbor in $CLAUDE_CONFIG_DIR/.claude.json) here and
  * nowhere else. The dev-channel confirmation dialog is answered with Enter, as an owner would.
@@ -50,8 +50,9 @@ export async function startClaudeTui(bin: string, mockUrl: string, options: { op
   const mcpConfig = join(dir, "mcp.json");
   writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [CHANNEL_SERVER_NAME]: { command: process.execPath, args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir] } } }));
   const settings = join(dir, "settings.json");
-  const hook = [process.execPath, CLI, "worker", "session-start-hook", "--report-dir", reportDir].map((a) => `'${a}'`).join(" ");
-  writeFileSync(settings, JSON.stringify({ hooks: { SessionStart: [{ matcher: "", hooks: [{ type: "command", command: hook }] }] } }));
+  const command = (sub: string) => [process.execPath, CLI, "worker", sub, "--report-dir", reportDir].map((a) => `'${a}'`).join(" ");
+  const on = (sub: string) => [{ matcher: "", hooks: [{ type: "command", command: command(sub) }] }];
+  writeFileSync(settings, JSON.stringify({ hooks: { SessionStart: on("session-start-hook"), UserPromptSubmit: on("turn-hook"), Stop: on("turn-hook") } }));
 
   const tmuxSocket = `clankie-claude-${process.pid}-${Date.now()}`;
   const env: Record<string, string> = {

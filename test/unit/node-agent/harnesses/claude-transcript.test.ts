@@ -65,4 +65,20 @@ describe("claude-transcript.TranscriptReader", () => {
     writeFileSync(p, endTurn + channelLine(ID));
     expect(new TranscriptReader().read(p).turn).toBe("working");
   });
+
+  it("records when the newest prompt and the newest Esc interruption were written, ignoring tool results and other meta lines", () => {
+    const p = join(dir, "times.jsonl");
+    const line = (o: object) => JSON.stringify(o) + "\n";
+    writeFileSync(
+      p,
+      channelLine(ID) +
+        line({ type: "user", timestamp: "2026-11-30T10:00:05.000Z", message: { role: "user", content: "typed prompt" } }) +
+        line({ type: "user", timestamp: "2026-11-30T10:00:06.000Z", message: { role: "user", content: [{ type: "tool_result", content: "x" }] } }) +
+        line({ type: "user", isMeta: true, timestamp: "2026-11-30T10:00:07.000Z", message: { role: "user", content: "caveat" } }) +
+        line({ type: "user", timestamp: "2026-11-30T10:00:08.000Z", message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user]" }] } }),
+    );
+    const r = new TranscriptReader().read(p);
+    expect(r.lastPromptAtMs).toBe(Date.parse("2026-11-30T10:00:05.000Z"));
+    expect(r.interruptedAtMs).toBe(Date.parse("2026-11-30T10:00:08.000Z"));
+  });
 });
