@@ -27,11 +27,17 @@ export type OpenOutcome =
 
 export const DEFAULT_CALL_TIMEOUT_MS = 10_000;
 
+/** The socket path of a unix endpoint (`/path/to.sock`, `unix:///path`, `ws+unix:///path:/`); undefined for ws://. */
+export function unixSocketPathOf(endpoint: string): string | undefined {
+  if (endpoint.startsWith("ws://") || endpoint.startsWith("wss://")) return undefined;
+  if (endpoint.startsWith("ws+unix://")) return endpoint.slice("ws+unix://".length).replace(/:\/.*$/, "");
+  return endpoint.startsWith("unix://") ? endpoint.slice("unix://".length) : endpoint;
+}
+
 /** `/path/to.sock` or `unix:///path` → `ws+unix:///path:/`; ws:// stays as it is. */
 export function wsUrlFor(endpoint: string): string {
   if (endpoint.startsWith("ws://") || endpoint.startsWith("wss://") || endpoint.startsWith("ws+unix://")) return endpoint;
-  const path = endpoint.startsWith("unix://") ? endpoint.slice("unix://".length) : endpoint;
-  return `ws+unix://${path}:/`;
+  return `ws+unix://${unixSocketPathOf(endpoint)}:/`;
 }
 
 export class CodexConnection {
@@ -93,6 +99,15 @@ export class CodexConnection {
     const s = this.socket;
     if (!this.isOpen || !s?.localAddress || !s.remoteAddress || !s.localPort || !s.remotePort) return undefined;
     return { localAddress: s.localAddress, localPort: s.localPort, remoteAddress: s.remoteAddress, remotePort: s.remotePort };
+  }
+
+  /** This connection's descriptor in the agent when it runs over a unix socket (for its kernel peer proof). */
+  get unixSocketFd(): number | undefined {
+    const s = this.socket;
+    if (!this.isOpen || !s || s.remoteAddress) return undefined;
+    // Node keeps the descriptor on the socket's libuv handle; no public API exposes it.
+    const fd = (s as unknown as { _handle?: { fd?: number } })._handle?.fd;
+    return typeof fd === "number" && fd >= 0 ? fd : undefined;
   }
 
   /** Why the connection is no longer usable, if it is not. */

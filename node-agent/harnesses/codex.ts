@@ -14,7 +14,7 @@ import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
 import { CodexConnection } from "./codex-connection.js";
-import { backendOfConnection, codexKernelProofs, isTcpEndpoint } from "./codex-kernel.js";
+import { backendOfConnection, codexKernelProofs } from "./codex-kernel.js";
 import { findCodexTui, isSameProcessAlive, type CodexLaunch } from "./codex-process.js";
 import { listClientMessages, listQueue, observeThread, pickPaneThread, type ThreadObservation } from "./codex-thread.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./codex-write.js";
@@ -41,7 +41,7 @@ export interface CodexAdapterOptions {
   clock: MonotonicClock;
   /** Re-proves that the seat's pane still runs the same TUI process. */
   paneHost?: PaneHost | undefined;
-  /** Kernel facts (select.ts); with it, TCP endpoints are proven by the pane proof before a write. */
+  /** Kernel facts (select.ts); with it, every write is preceded by the kernel proofs of codex-kernel.ts. */
   proofs?: ProofProvider | undefined;
   confirmTimeoutMs?: number;
   confirmPollMs?: number;
@@ -103,8 +103,8 @@ export class CodexAdapter implements HarnessAdapter {
       if (c.ok && c.codexHome === tui.codexHome) {
         const picked = await pickPaneThread(c.connection, tui.cwd);
         if (picked.ok) threadId = picked.value;
-        // Over TCP the kernel names the process at the other end; every write re-proves it.
-        if (this.o.proofs && isTcpEndpoint(tui.endpoint)) backend = await backendOfConnection(this.o.proofs, c.connection);
+        // The kernel names the process at the other end (TCP, or the daemon's unix socket); every write re-proves it.
+        if (this.o.proofs) backend = await backendOfConnection(this.o.proofs, c.connection, tui.endpoint);
       }
     }
     const control: CodexControl = { codexHome: tui.codexHome, cwd: tui.cwd, launch: tui.launch, endpoint: tui.endpoint, threadId, tuiPid: tui.pid, tuiStartTime: tui.startTime };
@@ -182,9 +182,9 @@ export class CodexAdapter implements HarnessAdapter {
     if (!ctl.threadId) {
       return { proofs: [homeProof(), this.proof("codex_thread", "unknown", "the pane's thread is not known (none or several candidates at discovery)")], status: SeatStatus.Unknown };
     }
-    // Over TCP the kernel proofs run beside the thread read, on the connection the write will use.
+    // The kernel proofs run beside the thread read, on the connection the write will use.
     const provider = this.o.proofs;
-    const kernelRun = provider && isTcpEndpoint(ctl.endpoint) ? codexKernelProofs({ provider, host: this.o.paneHost, clock: this.o.clock }, seat, ctl, c.connection) : Promise.resolve([]);
+    const kernelRun = provider ? codexKernelProofs({ provider, host: this.o.paneHost, clock: this.o.clock }, seat, ctl, c.connection) : Promise.resolve([]);
     const [obs, kernel] = await Promise.all([observeThread(c.connection, ctl.threadId), kernelRun]);
     if (!obs.ok) {
       const definite = obs.reason === "thread_not_loaded" || obs.reason === "thread_ephemeral";

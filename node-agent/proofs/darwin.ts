@@ -23,7 +23,7 @@ import {
   type ProcessEntry,
   type ProcessIdentity,
   type ProofProvider,
-  type TcpTuple,
+  type TcpTuple, type UnixConnectionPeer,
   type UnknownReason,
 } from "./provider.js";
 
@@ -253,5 +253,13 @@ export class DarwinProofProvider implements ProofProvider {
       return row ? [{ pid, startTime: row.startTime }] : [];
     });
     return this.done({ tuple, isAgentEnd, peers, isComplete: this.ownUid === 0 });
+  }
+
+  async unixConnectionPeer(): Promise<Fact<UnixConnectionPeer>> {
+    return this.fail({ reason: "unsupported", detail: "a unix-socket connection's peer: lsof -U shows no peer socket on macOS; not implemented" });
+  }
+
+  async unixConnections(): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
+    return this.fail({ reason: "unsupported", detail: "a process's unix-socket connections: lsof -U shows no peer socket on macOS; not implemented" });
   }
 }

@@ -161,3 +161,29 @@ export function socketInode(link: string): number | undefined {
   const m = /^socket:\[(\d+)\]$/.exec(link);
   return m ? Number(m[1]) : undefined;
 }
+
+export interface UnixPair {
+  inode: number;
+  /** The socket's own name: the listening path for a socket accepted on it, "" when unnamed. */
+  path: string;
+  peerInode: number;
+}
+
+/**
+ * Parse `ss -xHn` (iproute2; the kernel's sock_diag, which alone names a unix socket's peer):
+ * "Netid State Recv-Q Send-Q Local-Address Local-Inode Peer-Address Peer-Inode", the local
+ * address possibly holding spaces. Rows without a peer (listeners) or malformed are skipped.
+ */
+export function parseSsUnix(text: string): UnixPair[] {
+  const pairs: UnixPair[] = [];
+  for (const line of text.split("\n")) {
+    const f = line.trim().split(/\s+/);
+    if (f.length < 8 || !f[0]!.startsWith("u_")) continue;
+    const peerInode = Number(f[f.length - 1]);
+    const inode = Number(f[f.length - 3]);
+    const local = f.slice(4, f.length - 3).join(" ");
+    if (!Number.isInteger(inode) || !Number.isInteger(peerInode) || inode <= 0 || peerInode <= 0) continue;
+    pairs.push({ inode, path: local === "*" ? "" : local, peerInode });
+  }
+  return pairs;
+}

@@ -1,12 +1,16 @@
 /**
- * The Linux proof provider: reads /proc directly, with no child processes and no cache
- * (stack spike §7: 6-9 ms for a whole lookup, where systeminformation forks netstat/ps for
- * 30-50 ms and caches for 500 ms). Reads are synchronous on purpose: each is a few µs of
- * kernel-generated text, and the thread pool would only add queueing to the proof age.
+ * The Linux proof provider: reads /proc directly (stack spike §7: 6-9 ms for a whole lookup,
+ * where systeminformation forks netstat/ps for 30-50 ms and caches for 500 ms). Reads are
+ * synchronous on purpose: each is a few µs of kernel-generated text, and the thread pool
+ * would only add queueing to the proof age. Only facts that cannot change while a socket
+ * lives are remembered (ADR 0010); the one child process is `ss`, for a unix socket's peer,
+ * once per socket.
  */
+import { execFile } from "node:child_process";
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { promisify } from "node:util";
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { parseEnviron, parseNetTcp, parseNetUnix, parseStat, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow } from "./linux-proc.js";
+import { parseEnviron, parseNetTcp, parseNetUnix, parseSsUnix, parseStat, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow } from "./linux-proc.js";
 import {
   fact,
   homeFromEnvironment,
@@ -24,8 +28,11 @@ import {
   type ProcessIdentity,
   type ProofProvider,
   type TcpTuple,
+  type UnixConnectionPeer,
   type UnknownReason,
 } from "./provider.js";
+
+const execFileAsync = promisify(execFile);
 
 type Failure = { reason: UnknownReason; detail: string };
 const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x;
@@ -263,7 +270,12 @@ export class LinuxProofProvider implements ProofProvider {
       // Only a connection the agent holds is remembered: its inode is how a later call knows it is the same one.
       if (isAgentEnd) this.endsOfConnection.set(key, ends);
     }
-    const peers: ProcessIdentity[] = [];
+    return this.done({ tuple, isAgentEnd, ...this.holdersOf([ends.peerInode]).get(ends.peerInode)! });
+  }
+
+  /** Every live process holding each socket, read fresh; incomplete when some process could not be inspected. */
+  private holdersOf(sockets: number[]): Map<number, { peers: ProcessIdentity[]; isComplete: boolean }> {
+    const out = new Map(sockets.map((i) => [i, { peers: [] as ProcessIdentity[], isComplete: true }]));
     let isComplete = true;
     for (const pid of this.allPids()) {
       const inodes = this.socketInodes(pid);
@@ -271,10 +283,71 @@ export class LinuxProofProvider implements ProofProvider {
         if (inodes.reason === "permission") isComplete = false;
         continue;
       }
-      if (!inodes.has(ends.peerInode)) continue;
+      const held = sockets.filter((i) => inodes.has(i));
+      if (!held.length) continue;
       const s = this.readStat(pid);
-      if (!isFailure(s)) peers.push({ pid: s.pid, startTime: s.startTicks });
+      if (!isFailure(s)) for (const i of held) out.get(i)!.peers.push({ pid: s.pid, startTime: s.startTicks });
     }
-    return this.done({ tuple, isAgentEnd, peers, isComplete });
+    for (const v of out.values()) v.isComplete = isComplete;
+    return out;
+  }
+
+  /**
+   * A connected unix socket's peer never changes while it lives, so the kernel's pairing (only
+   * sock_diag has it: `ss -xHn`, a fork) is read once per socket and kept by inode; who holds
+   * the peer is read fresh on every call.
+   */
+  private readonly unixPairs = new Map<number, { path: string; peerInode: number }>();
+
+  private async unixPairOf(inodes: number[]): Promise<Failure | undefined> {
+    if (inodes.every((i) => this.unixPairs.has(i))) return undefined;
+    let stdout: string;
+    try {
+      stdout = (await execFileAsync("ss", ["-xHn"], { timeout: 5000, maxBuffer: 16 * 1024 * 1024 })).stdout;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      return { reason: code === "ENOENT" ? "unsupported" : "race", detail: code === "ENOENT" ? "ss (iproute2) is not installed: unix-socket peers cannot be named" : `ss -xHn failed: ${(e as Error).message}` };
+    }
+    if (this.unixPairs.size > 50_000) this.unixPairs.clear();
+    const pairs = parseSsUnix(stdout);
+    const byInode = new Map(pairs.map((p) => [p.inode, p]));
+    for (const p of pairs) this.unixPairs.set(p.inode, { path: byInode.get(p.peerInode)?.path ?? "", peerInode: p.peerInode });
+    return undefined;
+  }
+
+  async unixConnectionPeer(agentFd: number): Promise<Fact<UnixConnectionPeer>> {
+    let inode: number | undefined;
+    try {
+      inode = socketInode(readlinkSync(`/proc/self/fd/${agentFd}`));
+    } catch (e) {
+      // A closed descriptor is a connection the agent no longer holds: an answer, not an unknown.
+      if ((e as NodeJS.ErrnoException).code === "ENOENT") return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
+      return this.fail(reasonOf(e, `descriptor ${agentFd} of this agent`));
+    }
+    if (inode === undefined) return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
+    const failed = await this.unixPairOf([inode]);
+    if (failed) return this.fail(failed);
+    const pair = this.unixPairs.get(inode);
+    if (!pair) return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
+    const own = this.socketInodes("self");
+    if (isFailure(own)) return this.fail(own);
+    return this.done({ peerPath: pair.path, isAgentEnd: own.has(inode), ...this.holdersOf([pair.peerInode]).get(pair.peerInode)! });
+  }
+
+  async unixConnections(process: ProcessIdentity): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
+    const s = this.checkIdentity(process);
+    if (isFailure(s)) return this.fail(s);
+    const inodes = this.socketInodes(process.pid);
+    if (isFailure(inodes)) return this.fail(inodes);
+    const unixText = this.readNet(process.pid, "unix");
+    if (isFailure(unixText)) return this.fail(unixText);
+    const connected = parseNetUnix(unixText).filter((r) => !r.isListening && inodes.has(r.inode)).map((r) => r.inode);
+    const failed = await this.unixPairOf(connected);
+    if (failed) return this.fail(failed);
+    const paired = connected.flatMap((i) => (this.unixPairs.has(i) ? [this.unixPairs.get(i)!] : []));
+    const holders = this.holdersOf(paired.map((p) => p.peerInode));
+    const after = this.checkIdentity(process);
+    if (isFailure(after)) return this.fail(after);
+    return this.done(paired.map((p) => ({ peerPath: p.path, peers: holders.get(p.peerInode)!.peers })));
   }
 }

@@ -80,6 +80,17 @@ export interface ConnectionPeer {
   isComplete: boolean;
 }
 
+/** A unix-socket connection as seen from the agent's end (its descriptor in the agent). */
+export interface UnixConnectionPeer {
+  /** The listening path the other end was accepted on; "" when unnamed. */
+  peerPath: string;
+  /** The descriptor is a connected socket of this agent's. */
+  isAgentEnd: boolean;
+  /** The process lifetimes holding the other end. */
+  peers: ProcessIdentity[];
+  isComplete: boolean;
+}
+
 /** One kernel fact per method; every method that takes an identity re-checks it, so pid reuse is caught. */
 export interface ProofProvider {
   readonly platform: string;
@@ -89,6 +100,10 @@ export interface ProofProvider {
   home(process: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>>;
   listeners(process: ProcessIdentity): Promise<Fact<ListenerSet>>;
   connectionPeer(tuple: TcpTuple): Promise<Fact<ConnectionPeer>>;
+  /** Who holds the other end of the agent's own unix-socket connection on descriptor `agentFd`. */
+  unixConnectionPeer(agentFd: number): Promise<Fact<UnixConnectionPeer>>;
+  /** The unix-socket connections `process` holds, each with the path its other end was accepted on and who holds that end. */
+  unixConnections(process: ProcessIdentity): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>>;
 }
 
 export function sameIdentity(a: ProcessIdentity, b: ProcessIdentity): boolean {

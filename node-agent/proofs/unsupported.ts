@@ -4,7 +4,7 @@
  * "no listeners" or "no peers" (Tailscale's netstat_noimpl pattern).
  */
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { fact, type Ancestry, type ConnectionPeer, type Fact, type ForegroundGroup, type HomeFact, type ListenerSet, type ProcessEntry, type ProofProvider } from "./provider.js";
+import { fact, type Ancestry, type ConnectionPeer, type Fact, type ForegroundGroup, type HomeFact, type ListenerSet, type ProcessEntry, type ProcessIdentity, type ProofProvider, type UnixConnectionPeer } from "./provider.js";
 
 export class UnsupportedProofProvider implements ProofProvider {
   constructor(
@@ -33,5 +33,11 @@ export class UnsupportedProofProvider implements ProofProvider {
   }
   connectionPeer(): Promise<Fact<ConnectionPeer>> {
     return this.no("a connection's peer process");
+  }
+  unixConnectionPeer(): Promise<Fact<UnixConnectionPeer>> {
+    return this.no("a unix-socket connection's peer process");
+  }
+  unixConnections(): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
+    return this.no("a process's unix-socket connections");
   }
 }

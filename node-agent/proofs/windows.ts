@@ -22,7 +22,7 @@ import {
   type ProcessEntry,
   type ProcessIdentity,
   type ProofProvider,
-  type TcpTuple,
+  type TcpTuple, type UnixConnectionPeer,
   type UnknownReason,
 } from "./provider.js";
 
@@ -231,5 +231,13 @@ export class WindowsProofProvider implements ProofProvider {
       return row ? [{ pid, startTime: row.startTime }] : [];
     });
     return this.done({ tuple, isAgentEnd, peers, isComplete: true });
+  }
+
+  async unixConnectionPeer(): Promise<Fact<UnixConnectionPeer>> {
+    return this.fail({ reason: "unsupported", detail: "a unix-socket connection's peer: Windows shows no AF_UNIX sockets to PowerShell; not implemented" });
+  }
+
+  async unixConnections(): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
+    return this.fail({ reason: "unsupported", detail: "a process's unix-socket connections: Windows shows no AF_UNIX sockets to PowerShell; not implemented" });
   }
 }

@@ -12,6 +12,7 @@ import { AgentResult, SeatKind } from "../../shared/verdicts.js";
 import { silentLogger } from "../../shared/logger.js";
 import { deliver, type DeliverCommand } from "../../node-agent/deliver/deliver.js";
 import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
+import { selectProofProvider } from "../../node-agent/proofs/select.js";
 import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import { SeatBook } from "../../node-agent/seats/seat-book.js";
@@ -73,7 +74,8 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     noDaemonPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(otherDir, "--no-daemon"));
     remotePane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(remoteDir, "--remote", `unix://${remoteSock}`));
     host = new TmuxPaneHost({ socketName: tmuxName, pollMs: 200, tmuxBin: TMUX });
-    adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host });
+    // As the agent runs it: with this OS's kernel proofs, so a daemon seat is proven by the socket-backend proof.
+    adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host, proofs: selectProofProvider("linux", systemMonotonicClock) });
     adapters.register(adapter);
     seats = new SeatBook(cx.root);
     discovery = await startSeatDiscovery({ host, adapters, seats, logger: silentLogger, rescanMs: 300 });
@@ -118,11 +120,17 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
   it("advertises [steer, queue] + interrupt from the live control it attached, through the wire seat", async () => {
     const seat = seatIn(daemonPane)!;
     const { snapshot, proofs } = await adapter.inspect(seat);
-    expect(proofs.map((p) => [p.kind, p.outcome])).toEqual([
+    expect(proofs.map((p) => [p.kind, p.outcome]), JSON.stringify(proofs, null, 1)).toEqual([
       ["codex_process", "proven"],
       ["pane_occupant", "proven"],
       ["codex_home", "proven"],
       ["codex_thread", "proven"],
+      // The kernel's view of the daemon: the agent's connection and the TUI's both end in it, on its socket, one home.
+      ["connection_socket", "proven"],
+      ["tui_connection", "proven"],
+      ["backend_listener", "proven"],
+      ["private_home", "proven"],
+      ["process_identity", "proven"],
     ]);
     expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false });
     const wire = toWireSeat(seat, snapshot);

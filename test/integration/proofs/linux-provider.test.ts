@@ -3,8 +3,8 @@
  * agent's own connection, listeners, private homes, pid reuse, and another user's process.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { chmodSync } from "node:fs";
-import type { Socket } from "node:net";
+import { chmodSync, closeSync, openSync } from "node:fs";
+import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
@@ -75,6 +75,39 @@ describe("linux.LinuxProofProvider", () => {
     socket.destroy();
     await closed;
     expect(known(await provider.connectionPeer(tuple)).isAgentEnd).toBe(false);
+  });
+
+  it("the other end of the agent's own unix-socket connection is held by exactly the backend, accepted on its listening path", async () => {
+    const backend = await startBackend({}, true);
+    const socket = await new Promise<Socket>((resolve, reject) => {
+      const s = connect(backend.unixPath!).once("error", reject);
+      s.once("data", () => resolve(s));
+    });
+    sockets.push(socket);
+    const fd = (socket as unknown as { _handle: { fd: number } })._handle.fd;
+    const peer = known(await provider.unixConnectionPeer(fd));
+    expect(peer).toMatchObject({ isAgentEnd: true, isComplete: true, peerPath: backend.unixPath });
+    expect(peer.peers).toHaveLength(1);
+    expect(sameIdentity(peer.peers[0]!, backend.identity)).toBe(true);
+    // The same connection, listed from this process's side.
+    const me = known(await provider.identify(process.pid));
+    const mine = known(await provider.unixConnections({ pid: me.pid, startTime: me.startTime }));
+    expect(mine.find((c) => c.peerPath === backend.unixPath)?.peers.map((p) => p.pid)).toEqual([backend.identity.pid]);
+    // Who holds the other end is read fresh: once the backend is gone, nobody does (and the
+    // agent's own end closes with it).
+    socket.pause();
+    process.kill(backend.identity.pid, "SIGKILL");
+    for (let i = 0; i < 200 && (await provider.identify(backend.identity.pid)).known; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(known(await provider.unixConnectionPeer(fd)).peers).toEqual([]);
+  });
+
+  it("a descriptor that is not a socket is not the agent's connection", async () => {
+    const fd = openSync(join(tempDir("not-a-socket"), "file"), "w");
+    try {
+      expect(known(await provider.unixConnectionPeer(fd))).toMatchObject({ isAgentEnd: false, peers: [] });
+    } finally {
+      closeSync(fd);
+    }
   });
 
   it("a tuple the agent does not hold is not claimed as its own", async () => {

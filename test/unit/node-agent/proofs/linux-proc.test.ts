@@ -1,7 +1,7 @@
 /** The /proc parsers on recorded kernel text (test/fixtures/proofs/linux, recorded on this machine plus hand-added rows). */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { parseEnviron, parseNetTcp, parseNetUnix, parseStat, socketInode, ttyName, TCP_ESTABLISHED, TCP_LISTEN } from "../../../../node-agent/proofs/linux-proc.js";
+import { parseEnviron, parseNetTcp, parseNetUnix, parseSsUnix, parseStat, socketInode, ttyName, TCP_ESTABLISHED, TCP_LISTEN } from "../../../../node-agent/proofs/linux-proc.js";
 
 const fixture = (name: string) => readFileSync(new URL(`../../../fixtures/proofs/linux/${name}`, import.meta.url), "utf8");
 
@@ -48,5 +48,23 @@ describe("linux-proc tables", () => {
     expect(ttyName(34816)).toBe("/dev/pts/0");
     expect(ttyName(34819)).toBe("/dev/pts/3");
     expect(ttyName(0)).toBe("");
+  });
+});
+
+describe("linux-proc.parseSsUnix", () => {
+  it("pairs each connected unix socket with its peer, keeps a path with spaces, and skips listeners and garbage", () => {
+    const text = [
+      "u_str ESTAB 0      0      /tmp/t.sock 154228 * 154227",
+      "u_str ESTAB 0      0      * 154227 * 154228",
+      "u_str ESTAB 0 0 /tmp/with space/app.sock 9 * 8",
+      "u_str LISTEN 0 4096 /tmp/t.sock 154226 * 0",
+      "garbage line",
+      "u_dgr UNCONN 0 0 * x * 1",
+    ].join("\n");
+    expect(parseSsUnix(text)).toEqual([
+      { inode: 154228, path: "/tmp/t.sock", peerInode: 154227 },
+      { inode: 154227, path: "", peerInode: 154228 },
+      { inode: 9, path: "/tmp/with space/app.sock", peerInode: 8 },
+    ]);
   });
 });
