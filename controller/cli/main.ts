@@ -99,7 +99,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
     switch (command) {
       case "up": {
         const { up } = await import("./up.js");
-        const { untilSignal } = await import("./run-controller.js");
+        const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
         const close = await up(
           { stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]), fault, machine: v.machine ?? defaultMachineName() },
@@ -111,7 +111,8 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
         return 0;
       }
       case "controller": {
-        const { startFromFlags, untilSignal } = await import("./run-controller.js");
+        const { startFromFlags } = await import("./run-controller.js");
+        const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags({ stateDir, host: v.host ?? "127.0.0.1", port: portFrom(v.port, DEFAULT_PORT), databaseUrl, deliverTimeoutMs: msFrom(v["deliver-timeout-ms"]), fault }, logger);
         if (out.json) process.stdout.write(JSON.stringify({ url: c.url, mcpUrl: c.mcpUrl, statusUrl: c.statusUrl, database: c.database.driver }) + "\n");
         else process.stdout.write(`controller listening at ${c.url} (MCP ${c.mcpUrl}, database ${c.database.driver})\n`);
@@ -121,7 +122,7 @@ async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
       case "agent": {
         if (!v.controller) throw new InvalidArgumentError("clankie agent needs --controller URL");
         const { runAgent } = await import("./run-agent.js");
-        const { untilSignal } = await import("./run-controller.js");
+        const { untilSignal } = await import("./until-signal.js");
         const a = await runAgent({ stateDir: agentStateDir, controllerUrl: v.controller, fleetTokenFile: v["fleet-token-file"], machine: v.machine, host: v.host ?? "127.0.0.1", port: portFrom(v.port, 0), paneHost: v["pane-host"], herdrSocket: v["herdr-socket"], tmuxSocket: v["tmux-socket"] }, logger, env);
         if (out.json) process.stdout.write(JSON.stringify({ endpoint: a.endpoint }) + "\n");
         if (v.tethered) {

@@ -16,18 +16,5 @@ export async function startFromFlags(f: ControllerFlags, logger: Logger): Promis
   return startController(compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault }), logger);
 }
 
-/** Resolves once a signal asked the process to stop and `close` finished. */
-export function untilSignal(close: () => Promise<void>): Promise<void> {
-  return new Promise((resolve) => {
-    let closing = false;
-    const stop = () => {
-      if (closing) return;
-      closing = true;
-      close().finally(resolve);
-    };
-    process.once("SIGINT", stop);
-    process.once("SIGTERM", stop);
-  });
-}
 
 export { DEFAULT_PORT };
