@@ -15,7 +15,7 @@ import { machines, seats, type SeatRowDb } from "../db/schema.js";
 import { CallState, settleCall } from "../journal/call-receipts.js";
 import { settleDelivery, type DeliveryOutcome } from "../journal/delivery-receipts.js";
 import { contentFenceFor, markPreviousReported, openFence, unreportedPrevious } from "../journal/fences.js";
-import { takeSeatLease, SEAT_TURN_WAIT_MS } from "./seat-lease.js";
+import { takeSeatLease, SEAT_TURN_WAIT_MS, type SeatLease } from "./seat-lease.js";
 import { releaseStaleFences } from "./unattended-release.js";
 import { bodyFromAgent, outcomeFromAgent, type BodyBase } from "./agent-verdict.js";
 import { uncertainBody, type MessageSeatBody, type ToolOutcome } from "./result-bodies.js";
@@ -27,6 +27,11 @@ export interface Admitted {
   mode: DeliveryMode;
   input: MessageSeatInput;
   admittedSeat: SeatRowDb;
+}
+
+/** The seat's turn as this dispatch holds it. */
+interface Turn {
+  lease?: SeatLease | undefined;
 }
 
 /** Errors the agent raises only before touching the seat: the message was not written. */
@@ -41,11 +46,13 @@ function parkUntilStopping(deps: PipelineDeps): Promise<void> {
 
 export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<ToolOutcome> {
   const base: BodyBase = { schemaVersion: 1, deliveryId: a.id, seat: a.admittedSeat.id };
+  // The seat's database lease once taken: every settle gives it back in its own transaction.
+  const turn: Turn = {};
   const notSent = (reason: string, detail: string, stage: MessageSeatBody["deliveryStage"] = "unavailable") =>
-    settle(deps, a, { ...base, outcome: "undelivered", deliveryStage: stage, reason, detail }, { state: ReceiptState.NotSent, reason, detail }, []);
+    settle(deps, a, { ...base, outcome: "undelivered", deliveryStage: stage, reason, detail }, { state: ReceiptState.NotSent, reason, detail }, [], turn);
   if (deps.fault === "hang_after_admit") {
     await parkUntilStopping(deps);
-    return settleUncertain(deps, a, "the controller stopped before it reached the agent; the message was not resent");
+    return settleUncertain(deps, a, "the controller stopped before it reached the agent; the message was not resent", turn);
   }
   const waitStarted = performance.now();
   const local = await deps.turns.take(a.admittedSeat.id, SEAT_TURN_WAIT_MS);
@@ -54,8 +61,9 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
     const leaseMs = (deps.deliverTimeoutMs ?? DELIVER_TIMEOUT_MS) + 10_000;
     const lease = await takeSeatLease(deps.db, a.admittedSeat.id, `${deps.instanceId}:${a.id}`, leaseMs, Math.max(0, SEAT_TURN_WAIT_MS - (performance.now() - waitStarted)));
     if (!lease) return await notSent("seat_busy", `another controller held ${a.admittedSeat.id} for ${SEAT_TURN_WAIT_MS / 1000} s; nothing was sent`);
+    turn.lease = lease;
     try {
-      return await checkAndDeliver(deps, a, base, notSent);
+      return await checkAndDeliver(deps, a, base, notSent, turn);
     } finally {
       await lease.release().catch((e: Error) => deps.logger.warn("seat lease release failed; it will expire", { seat: a.admittedSeat.id, error: e.message }));
     }
@@ -64,12 +72,19 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
   }
 }
 
-async function checkAndDeliver(deps: PipelineDeps, a: Admitted, base: BodyBase, notSent: (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>): Promise<ToolOutcome> {
-  // The dispatch recheck: losing the seat here is a definite not-sent, never uncertain.
-  const [seat] = await deps.db.select().from(seats).where(eq(seats.id, a.admittedSeat.id));
+async function checkAndDeliver(
+  deps: PipelineDeps,
+  a: Admitted,
+  base: BodyBase,
+  notSent: (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>,
+  turn: Turn,
+): Promise<ToolOutcome> {
+  // The dispatch recheck, seat and machine in one read: losing the seat here is a definite not-sent, never uncertain.
+  const [row] = await deps.db.select({ seat: seats, machine: machines }).from(seats).leftJoin(machines, eq(machines.name, seats.machine)).where(eq(seats.id, a.admittedSeat.id));
+  const seat = row?.seat;
   if (!seat || !seat.present) return notSent("seat_gone", `${a.admittedSeat.id} is no longer registered; nothing was sent`);
   if (seat.occupantId !== a.admittedSeat.occupantId) return notSent("occupant_changed", `${seat.id} has a different occupant than when the message was admitted; nothing was sent`);
-  const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
+  const machine = row.machine;
   if (!machine) return notSent("seat_gone", `the machine of ${seat.id} is no longer registered; nothing was sent`);
 
   await releaseStaleFences(deps, seat);
@@ -78,7 +93,7 @@ async function checkAndDeliver(deps: PipelineDeps, a: Admitted, base: BodyBase, 
   if (original) {
     const detail = `the same message to ${seat.id} is ${original.state} as ${original.id}; it is never resent. Reconcile that id, or settle it, before sending other text.`;
     const body: MessageSeatBody = { ...base, outcome: "undelivered", deliveryStage: "rejected", reason: "fenced_by_unresolved_original", detail, originalDeliveryId: original.id, originalState: original.state };
-    return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "fenced_by_unresolved_original", detail }, []);
+    return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "fenced_by_unresolved_original", detail }, [], turn);
   }
   const previous = await unreportedPrevious(deps.db, seat.id, a.conversationId);
 
@@ -86,7 +101,7 @@ async function checkAndDeliver(deps: PipelineDeps, a: Admitted, base: BodyBase, 
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
     const body: MessageSeatBody = { ...base, outcome: "seat_offline", deliveryStage: "unavailable", reason: "agent_unreachable", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was sent` };
-    return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "agent_unreachable", detail: body.detail }, []);
+    return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "agent_unreachable", detail: body.detail }, [], turn);
   }
   let res: DeliverResponse;
   try {
@@ -106,21 +121,21 @@ async function checkAndDeliver(deps: PipelineDeps, a: Admitted, base: BodyBase, 
     const err = ConnectError.from(e);
     if (REFUSED_BEFORE_WRITE.has(err.code)) return notSent("agent_refused", `the agent refused the request before writing: ${err.rawMessage}`, "rejected");
     deps.logger.warn("delivery uncertain", { deliveryId: a.id, seat: seat.id, error: err.message });
-    return settleUncertain(deps, a, `the request may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will not be resent`);
+    return settleUncertain(deps, a, `the request may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will not be resent`, turn);
   }
   if (deps.fault === "hang_after_agent_reply") {
     await parkUntilStopping(deps);
-    return settleUncertain(deps, a, "the controller stopped after the agent answered but before it recorded the answer; reconcile it");
+    return settleUncertain(deps, a, "the controller stopped after the agent answered but before it recorded the answer; reconcile it", turn);
   }
   const body = bodyFromAgent(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) {
     body.previous = previous.map((p) => ({ deliveryId: p.deliveryId, state: p.disposition ?? "settled" }));
   }
-  return settle(deps, a, body, outcomeFromAgent(res), sent ? previous.map((p) => p.deliveryId) : []);
+  return settle(deps, a, body, outcomeFromAgent(res), sent ? previous.map((p) => p.deliveryId) : [], turn);
 }
 
-async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[]): Promise<ToolOutcome> {
+async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[], turn: Turn): Promise<ToolOutcome> {
   const now = deps.now();
   const fenced = isUnresolved(outcome.state);
   try {
@@ -129,7 +144,10 @@ async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, ou
       await settleCall(tx, a.id, CallState.Settled, body, now);
       if (fenced) await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
       await markPreviousReported(tx, previousIds, now);
+      // The next delivery to this seat can only take the turn once this outcome (and any fence) is visible.
+      await turn.lease?.releaseWithin(tx);
     });
+    turn.lease?.markReleased();
   } catch (e) {
     // The effect happened (or was definitely refused) but the journal could not record
     // it: the lead gets uncertainty, and reconciliation reads the seat later.
@@ -141,7 +159,7 @@ async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, ou
   return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
 
-async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string): Promise<ToolOutcome> {
+async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string, turn: Turn): Promise<ToolOutcome> {
   const body = uncertainBody(MESSAGE_SEAT, a.id, detail);
   const now = deps.now();
   try {
@@ -149,7 +167,9 @@ async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string):
       await settleDelivery(tx, a.id, { state: ReceiptState.Uncertain, reason: "answer_lost", detail }, now);
       await settleCall(tx, a.id, CallState.Uncertain, body, now);
       await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
+      await turn.lease?.releaseWithin(tx);
     });
+    turn.lease?.markReleased();
     deps.onJournalChange();
   } catch (e) {
     deps.logger.error("could not record uncertainty", { deliveryId: a.id, error: (e as Error).message });

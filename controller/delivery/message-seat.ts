@@ -79,10 +79,13 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
     plan = await deps.db.transaction(async (tx) => {
       const admission = await admitCall(tx, { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
       if (admission.kind !== "admitted") return { kind: "replay", admission } as const;
-      const found = await tx
-        .select()
+      // The seat and its machine in one read.
+      const rows = await tx
+        .select({ seat: seats, machine: machines })
         .from(seats)
+        .leftJoin(machines, eq(machines.name, seats.machine))
         .where(and(eq(seats.present, true), or(eq(seats.id, input.seat), eq(seats.name, input.seat))));
+      const found = rows.map((r) => r.seat);
       if (found.length !== 1) {
         const body: MessageSeatBody = {
           ...base,
@@ -95,7 +98,7 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
         return { kind: "settled", body } as const;
       }
       const seat = found[0]!;
-      const [machine] = await tx.select().from(machines).where(eq(machines.name, seat.machine));
+      const machine = rows[0]!.machine;
       if (!machine) throw new Error(`seat ${seat.id} names unknown machine ${seat.machine}`);
       await openDelivery(tx, { id, conversationId: scope.conversationId, seatId: seat.id, contentFingerprint: contentFingerprint(input.message), mode, inReplyTo: input.inReplyTo });
       return { kind: "dispatch", seat, machine } as const;

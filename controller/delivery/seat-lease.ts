@@ -7,12 +7,17 @@
  */
 import { and, eq, lt, sql } from "drizzle-orm";
 import { seatTurns } from "../db/schema.js";
-import type { Db } from "../db/open.js";
+import type { Db, Tx } from "../db/open.js";
 
 export const SEAT_TURN_WAIT_MS = 25_000;
 const POLL_MS = 25;
 
 export interface SeatLease {
+  /** Deletes the lease row inside the settle's transaction: the settle and the release are one commit. */
+  releaseWithin(tx: Tx): Promise<void>;
+  /** That transaction committed: the lease is gone. */
+  markReleased(): void;
+  /** Gives it back on its own (no settle, or a settle that failed); a no-op once released. */
   release(): Promise<void>;
 }
 
@@ -27,9 +32,19 @@ export async function takeSeatLease(db: Db, seatIdValue: string, holder: string,
       .onConflictDoUpdate({ target: seatTurns.seatId, set: { holder, expiresAt: expires as unknown as Date }, where: lt(seatTurns.expiresAt, sql`now()`) })
       .returning({ holder: seatTurns.holder });
     if (taken[0]?.holder === holder) {
+      const mine = and(eq(seatTurns.seatId, seatIdValue), eq(seatTurns.holder, holder));
+      let released = false;
       return {
+        releaseWithin: async (tx) => {
+          await tx.delete(seatTurns).where(mine);
+        },
+        markReleased: () => {
+          released = true;
+        },
         release: async () => {
-          await db.delete(seatTurns).where(and(eq(seatTurns.seatId, seatIdValue), eq(seatTurns.holder, holder)));
+          if (released) return;
+          await db.delete(seatTurns).where(mine);
+          released = true;
         },
       };
     }
