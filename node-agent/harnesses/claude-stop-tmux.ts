@@ -1,31 +1,14 @@
 /**
  * The guarded Esc's key input for Claude in a tmux pane: identity from tmux, Claude's state
- * and input line read from the pane's screen (as Herdr's screen detection does). Arguments go
- * to tmux as an argv array, never through a shell. Belongs beside panes/tmux.ts as that host's
- * optional key input; kept here until the PaneHost interface grows one.
+ * and input line read from the pane's screen (claude-screen.ts, as Herdr's screen detection
+ * does). Arguments go to tmux as an argv array, never through a shell.
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import type { PaneAgentStatus } from "../panes/pane-host.js";
 import type { PaneKeyInput } from "./claude-stop.js";
+import { claudeInputLine, claudeScreenStatus } from "./claude-screen.js";
 
 const run = promisify(execFile);
-
-/** Claude's prompt box: the lines between the two horizontal rules, the first starting with "❯". */
-export function claudeInputLine(screen: string): string | undefined {
-  const lines = screen.split("\n");
-  const rules = lines.map((l, i) => (/^─{20,}/.test(l.trim()) ? i : -1)).filter((i) => i >= 0);
-  if (rules.length < 2) return undefined;
-  const body = lines.slice(rules[rules.length - 2]! + 1, rules[rules.length - 1]!);
-  if (!body.length || !body[0]!.trimStart().startsWith("❯")) return undefined;
-  return [body[0]!.trimStart().slice(1), ...body.slice(1)].join("\n").trim();
-}
-
-export function claudeScreenStatus(screen: string): PaneAgentStatus {
-  if (/esc to interrupt/i.test(screen)) return "working";
-  if (claudeInputLine(screen) !== undefined) return "idle";
-  return "unknown";
-}
 
 /** Key input on a private tmux server named `socketName`, or on the server at `{ socketPath }` (undefined: the default server). */
 export function tmuxClaudeKeys(server: string | { socketPath?: string | undefined }): PaneKeyInput {

@@ -11,6 +11,8 @@ import type { PaneHost } from "../panes/pane-host.js";
 import type { HarnessAdapter, SeatRecord } from "./adapter.js";
 import { createGuardedEscStop } from "./claude-stop.js";
 import { tmuxClaudeKeys } from "./claude-stop-tmux.js";
+import { herdrClaudeKeys } from "./claude-stop-herdr.js";
+import { HerdrPaneHost } from "../panes/herdr.js";
 import { ClaudeAdapter } from "./claude.js";
 import { createClaudeDiscover } from "./claude-discover.js";
 import { OpenCodeAdapter } from "./opencode.js";
@@ -45,17 +47,16 @@ export function createNativeAdapters(o: NativeAdapterOptions): NativeAdapters {
   const piSocketDir = join(o.stateDir, "pi", "sockets");
   mkdirSync(piSocketDir, { recursive: true, mode: 0o700 });
   const paneHost = o.paneHost;
+  const paneKeys =
+    paneHost instanceof HerdrPaneHost ? herdrClaudeKeys(paneHost) : paneHost?.kind === "tmux" && o.tmuxServer ? tmuxClaudeKeys(o.tmuxServer) : undefined;
   const claude = new ClaudeAdapter({
     clock: o.clock,
     paneStatus: paneHost
       ? async (seat) => (seat.pane ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus : undefined)
       : undefined,
     discover: createClaudeDiscover(claudeChannelDir, claudeReportDir),
-    // Stop is the one guarded Esc, offered only where the pane host has key input (tmux here).
-    stopper:
-      paneHost?.kind === "tmux" && o.tmuxServer
-        ? createGuardedEscStop({ keys: tmuxClaudeKeys(o.tmuxServer), recheckAuthority: async (seat) => o.stillOccupied?.(seat) ?? false })
-        : undefined,
+    // Stop is the one guarded Esc, offered only where the pane host has key input (Herdr, tmux).
+    stopper: paneKeys ? createGuardedEscStop({ keys: paneKeys, recheckAuthority: async (seat) => o.stillOccupied?.(seat) ?? false }) : undefined,
   });
   const piLinks = new PiLinkBook((c) => dialPiExtension(c));
   const pi = new PiAdapter({ clock: o.clock, links: piLinks });

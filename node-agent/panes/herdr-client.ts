@@ -5,7 +5,9 @@
  * typed outcome; a line that is not JSON ends every pending call ("garbled") and drops the
  * connection, since any of them might have been its answer. Only reading methods are ever
  * sent from this codebase; the typing methods (pane.send_*, agent.prompt, ...) are refused
- * here so no caller can use them for delivery by mistake.
+ * here so no caller can use them for delivery by mistake. The one exception is
+ * `pressEscape`: Claude's guarded stop (ADR 0207, VUH-2680), a fixed single `esc` key with no
+ * caller-supplied text.
  */
 import { createConnection, type Socket } from "node:net";
 
@@ -64,6 +66,15 @@ export class HerdrConnection {
 
   call<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}, timeoutMs = 5000): Promise<HerdrOutcome<T>> {
     if (TYPING_METHODS.includes(method)) return Promise.resolve({ ok: false, kind: "forbidden", message: `${method} types into a pane; it is never used` });
+    return this.send<T>(method, params, timeoutMs);
+  }
+
+  /** The single Escape of Claude's guarded stop, in exactly `paneId`: the only key ever sent, never text. */
+  pressEscape(paneId: string, timeoutMs = 5000): Promise<HerdrOutcome> {
+    return this.send("pane.send_keys", { pane_id: paneId, keys: ["esc"] }, timeoutMs);
+  }
+
+  private send<T>(method: string, params: Record<string, unknown>, timeoutMs: number): Promise<HerdrOutcome<T>> {
     if (!this.isOpen) return Promise.resolve({ ok: false, kind: "closed", message: this.closedReason ?? "closed" });
     const id = `clankie_${this.nextId++}`;
     return new Promise((resolve) => {

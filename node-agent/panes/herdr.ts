@@ -98,13 +98,19 @@ export class HerdrPaneHost implements PaneHost {
     this.sessionName = o.sessionName ?? "default";
   }
 
-  /** A call on the shared request connection, reopened after a drop. */
-  async call<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}): Promise<HerdrOutcome<T>> {
+  /** The shared request connection, reopened after a drop. */
+  private async requestConnection(): Promise<{ ok: true; connection: HerdrConnection } | { ok: false; message: string }> {
     let conn = this.requests ? await this.requests : undefined;
     if (!conn?.ok || !conn.connection.isOpen) {
       this.requests = HerdrConnection.open(this.o.socketPath, this.timeoutMs);
       conn = await this.requests;
     }
+    return conn;
+  }
+
+  /** A call on the shared request connection. */
+  async call<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}): Promise<HerdrOutcome<T>> {
+    const conn = await this.requestConnection();
     if (!conn.ok) return { ok: false, kind: "unreachable", message: conn.message };
     return conn.connection.call<T>(method, params, this.timeoutMs);
   }
@@ -131,6 +137,21 @@ export class HerdrPaneHost implements PaneHost {
     if (!r.ok && r.kind === "error" && r.code === "not_found") return undefined;
     if (!r.ok) throw new HerdrUnavailableError(`pane.get: ${r.kind}: ${r.message}`);
     return r.result.pane ? paneFromHerdr(r.result.pane, this.sessionName) : undefined;
+  }
+
+  /** The pane's visible screen as text (`pane.read`, source `visible`); a read, never input. */
+  async readVisible(paneId: string): Promise<string> {
+    const r = await this.must<{ read?: { text?: unknown } }>("pane.read", { pane_id: paneId, source: "visible", format: "text", strip_ansi: true });
+    if (typeof r.read?.text !== "string") throw new HerdrUnavailableError("pane.read: reply without text");
+    return r.read.text;
+  }
+
+  /** Claude's guarded stop only (claude-stop.ts): one `esc` in exactly this pane. Throws when it may not have arrived. */
+  async pressEscape(paneId: string): Promise<void> {
+    const conn = await this.requestConnection();
+    if (!conn.ok) throw new HerdrUnavailableError(`pane.send_keys: unreachable: ${conn.message}`);
+    const r = await conn.connection.pressEscape(paneId, this.timeoutMs);
+    if (!r.ok) throw new HerdrUnavailableError(`pane.send_keys: ${r.kind}: ${r.message}`);
   }
 
   async agents(): Promise<HerdrAgent[]> {

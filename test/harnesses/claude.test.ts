@@ -18,7 +18,8 @@ import { requireHarness } from "./kit/harness-bin.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
 import { createGuardedEscStop } from "../../node-agent/harnesses/claude-stop.js";
-import { claudeScreenStatus, tmuxClaudeKeys } from "../../node-agent/harnesses/claude-stop-tmux.js";
+import { tmuxClaudeKeys } from "../../node-agent/harnesses/claude-stop-tmux.js";
+import { claudeScreenStatus } from "../../node-agent/harnesses/claude-screen.js";
 
 const bin = requireHarness("claude");
 

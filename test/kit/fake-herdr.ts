@@ -5,7 +5,7 @@
  * (ogulcancelik/herdr docs/next/api/herdr-api.schema.json at 10974c8):
  *   request            {"id":string,"method":string,"params":object}
  *   success_response   {"id":string,"result":{"type":…,…}}   (pong, pane_list, pane_info,
- *                      agent_list, pane_process_info, session_snapshot, subscription_started)
+ *                      agent_list, pane_process_info, pane_read, session_snapshot, subscription_started)
  *   error_response     {"id":string,"error":{"code":string,"message":string}}
  *   event              {"event":"pane_created"|…,"data":{"type":…,…}}  (lifecycle, EventEnvelope)
  *   subscription_event {"event":"pane.agent_status_changed","data":{pane_id,workspace_id,agent_status}}
@@ -45,6 +45,8 @@ export interface FakeHerdr {
   addPane(pane: Partial<FakePane> & { pane_id: string }, processInfo?: Omit<FakeProcessInfo, "pane_id">): FakePane;
   closePane(paneId: string): void;
   setAgentStatus(paneId: string, status: FakePane["agent_status"]): void;
+  /** What `pane.read` shows for the pane's visible screen. */
+  setScreen(paneId: string, text: string): void;
   /** Runs once, after the next session.snapshot request arrives and before it is answered. */
   beforeNextSnapshot(fn: () => void): void;
   /** Destroys every subscription socket (a dropped socket), leaving the server up. */
@@ -62,6 +64,7 @@ export async function startFakeHerdr(): Promise<FakeHerdr> {
   const socketPath = join(dir, "herdr.sock");
   const panes = new Map<string, FakePane>();
   const procs = new Map<string, FakeProcessInfo>();
+  const screens = new Map<string, string>();
   const calls: FakeHerdr["calls"] = [];
   const clients = new Set<Socket>();
   const subscribers = new Set<Socket>();
@@ -96,6 +99,13 @@ export async function startFakeHerdr(): Promise<FakeHerdr> {
         return ok({ type: "agent_list", agents: [...panes.values()].map((p) => ({ ...p, interactive_ready: true, launch_pending: false, state_change_seq: p.revision })) });
       case "pane.process_info":
         return pane ? ok({ type: "pane_process_info", process_info: procs.get(pane.pane_id) ?? { pane_id: pane.pane_id, foreground_processes: [] } }) : err("not_found", "pane not found");
+      case "pane.read": {
+        if (!pane) return err("not_found", "pane not found");
+        const sources = ["visible", "recent", "recent_unwrapped", "detection"];
+        if (typeof params.source !== "string" || !sources.includes(params.source)) return err("invalid_params", "source must be one of visible, recent, recent_unwrapped, detection");
+        const format = params.format === "ansi" ? "ansi" : "text";
+        return ok({ type: "pane_read", read: { pane_id: pane.pane_id, workspace_id: pane.workspace_id, tab_id: pane.tab_id, source: params.source, format, text: screens.get(pane.pane_id) ?? "", revision: pane.revision, truncated: false } });
+      }
       case "session.snapshot": {
         const fn = beforeSnapshot;
         beforeSnapshot = undefined;
@@ -170,6 +180,9 @@ export async function startFakeHerdr(): Promise<FakeHerdr> {
       panes.delete(paneId);
       procs.delete(paneId);
       emit({ event: "pane_closed", data: { type: "pane_closed", pane_id: paneId, workspace_id: pane.workspace_id } });
+    },
+    setScreen(paneId, text) {
+      screens.set(paneId, text);
     },
     setAgentStatus(paneId, status) {
       const pane = panes.get(paneId);

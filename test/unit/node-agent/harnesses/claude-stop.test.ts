@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createGuardedEscStop, type PaneKeyInput } from "../../../../node-agent/harnesses/claude-stop.js";
-import { claudeInputLine } from "../../../../node-agent/harnesses/claude-stop-tmux.js";
+import { claudeInputLine } from "../../../../node-agent/harnesses/claude-screen.js";
 import type { SeatRecord } from "../../../../node-agent/harnesses/adapter.js";
 import type { PaneAgentStatus } from "../../../../node-agent/panes/pane-host.js";
 
@@ -65,7 +65,7 @@ describe("claude-stop.createGuardedEscStop", () => {
   });
 });
 
-describe("claude-stop-tmux.claudeInputLine", () => {
+describe("claude-screen.claudeInputLine", () => {
   const rule = "─".repeat(40);
   it("reads the prompt box between Claude's two rules, and nothing when the screen has no prompt box", () => {
     expect(claudeInputLine(`banner\n${rule}\n❯ \n${rule}\n  ? for shortcuts`)).toBe("");
