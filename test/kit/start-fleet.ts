@@ -20,9 +20,15 @@ export interface TestFleet {
   close(): Promise<void>;
 }
 
-export async function startFleet(driver: Driver, overrides: Partial<ControllerConfig> = {}): Promise<TestFleet> {
+export interface FleetOptions {
+  /** Rewrites the fresh PostgreSQL URL before the controller sees it (e.g. through a fault proxy). */
+  databaseUrlVia?: (url: string) => string;
+}
+
+export async function startFleet(driver: Driver, overrides: Partial<ControllerConfig> = {}, options: FleetOptions = {}): Promise<TestFleet> {
   const store = await prepareStore(driver);
-  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger);
+  const databaseUrl = store.databaseUrl && options.databaseUrlVia ? options.databaseUrlVia(store.databaseUrl) : store.databaseUrl;
+  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger);
   const agentStateDir = join(store.stateDir, "agent");
   const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.url, fleetToken: controller.fleetToken, machine: "testbox" });
   let agent = await startAgent(agentConfig, silentLogger);
