@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { OwnerService, AddSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
-import { StatusService, ListReceiptsRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
+import { StatusService, ListReceiptsRequestSchema, ListSeatsRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 import { SeatKind as PbSeatKind } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 
@@ -15,6 +15,7 @@ export function ownerOf(url: string, ownerToken: string) {
     owner,
     status,
     addMailbox: (name: string) => owner.addSeat(create(AddSeatRequestSchema, { name, kind: PbSeatKind.MAILBOX })),
+    seats: async () => (await status.listSeats(create(ListSeatsRequestSchema, {}))).seats,
     receipts: async () => (await status.listReceipts(create(ListReceiptsRequestSchema, { limit: 1000 }))).receipts,
   };
 }
