@@ -2,6 +2,7 @@
  * The controller's composition root: database, registry, delivery pipeline, gRPC
  * services, the leads' MCP endpoint, all on one port.
  */
+import { UnrecordedOutcomes } from "./delivery/unrecorded-outcomes.js";
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -93,6 +94,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     instanceId,
     fault: config.fault,
     onDelivered: (seatId) => notifier.sweep(seatId),
+    unrecorded: new UnrecordedOutcomes(logger.child({ component: "journal-retry" })),
     track: (p) => {
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => {});
@@ -180,6 +182,9 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       await listener.close();
       await Promise.race([notifier.idle(), new Promise((r) => setTimeout(r, 1000).unref())]);
       agents.closeAll();
+      // A last try for outcomes the journal missed; what still fails, boot recovery marks uncertain.
+      await Promise.race([pipeline.unrecorded.flush(), new Promise((r) => setTimeout(r, 1000).unref())]);
+      pipeline.unrecorded.close();
       await removeInstance(db, instanceId).catch(() => {});
       await database.close();
       removeControllerRecord(config.stateDir, process.pid);

@@ -32,6 +32,8 @@ export interface Admitted {
 /** The seat's turn as this dispatch holds it. */
 interface Turn {
   lease?: SeatLease | undefined;
+  /** Set just before the Deliver call: from then on a failure is never a definite not-sent. */
+  agentCalled?: boolean;
 }
 
 /** Errors the agent raises only before touching the seat: the message was not written. */
@@ -54,6 +56,24 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
     await parkUntilStopping(deps);
     return settleUncertain(deps, a, "the controller stopped before it reached the agent; the message was not resent", turn);
   }
+  try {
+    return await inTurn(deps, a, base, notSent, turn);
+  } catch (e) {
+    // Every path after the Deliver call settles without throwing; a throw here came from the
+    // journal before anything was sent. That is definite, even if it cannot be recorded yet.
+    if (turn.agentCalled) throw e;
+    deps.logger.warn("journal failed before dispatch", { deliveryId: a.id, error: (e as Error).message });
+    return notSent("journal_unavailable", `the receipt journal failed after this receipt was committed and before anything was sent (${journalError(e)})`);
+  }
+}
+
+async function inTurn(
+  deps: PipelineDeps,
+  a: Admitted,
+  base: BodyBase,
+  notSent: (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>,
+  turn: Turn,
+): Promise<ToolOutcome> {
   const waitStarted = performance.now();
   const local = await deps.turns.take(a.admittedSeat.id, SEAT_TURN_WAIT_MS);
   try {
@@ -104,6 +124,7 @@ async function checkAndDeliver(
     return settle(deps, a, body, { state: ReceiptState.NotSent, reason: "agent_unreachable", detail: body.detail }, [], turn);
   }
   let res: DeliverResponse;
+  turn.agentCalled = true;
   try {
     res = await conn.client.deliver(
       create(DeliverRequestSchema, {
@@ -135,10 +156,22 @@ async function checkAndDeliver(
   return settle(deps, a, body, outcomeFromAgent(res), sent ? previous.map((p) => p.deliveryId) : [], turn);
 }
 
+/** A journal error in words a lead can read: the driver's cause, never the SQL. */
+function journalError(e: unknown): string {
+  const cause = (e as { cause?: { message?: string; code?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (e as Error).message.split("\n")[0]!;
+}
+
+/**
+ * Records the outcome, the fence it leaves, the previous originals it reported and the seat's
+ * lease in one transaction. When the journal cannot take it, the outcome is kept and recorded
+ * when the journal is back (unrecorded-outcomes.ts); the lead hears the truth now when nothing
+ * was sent, and uncertainty when something was.
+ */
 async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[], turn: Turn): Promise<ToolOutcome> {
   const now = deps.now();
   const fenced = isUnresolved(outcome.state);
-  try {
+  const record = async () => {
     await deps.db.transaction(async (tx) => {
       await settleDelivery(tx, a.id, outcome, now);
       await settleCall(tx, a.id, CallState.Settled, body, now);
@@ -148,13 +181,21 @@ async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, ou
       await turn.lease?.releaseWithin(tx);
     });
     turn.lease?.markReleased();
+    deps.onJournalChange();
+  };
+  try {
+    await record();
   } catch (e) {
-    // The effect happened (or was definitely refused) but the journal could not record
-    // it: the lead gets uncertainty, and reconciliation reads the seat later.
     deps.logger.error("settle failed", { deliveryId: a.id, error: (e as Error).message });
-    return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, a.id, `the outcome (${body.outcome}) could not be recorded: ${(e as Error).message}`), isError: true };
+    deps.unrecorded.add(`settle ${a.id} (${outcome.state})`, record);
+    if (outcome.state === ReceiptState.NotSent) {
+      const pending = { ...body, detail: `${body.detail}; the journal could not record this yet (${journalError(e)}) and will when it is back` };
+      return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body: pending, isError: false };
+    }
+    // The effect happened (or may have) but is not on record: the lead gets uncertainty, and
+    // the receipt carries the outcome once the journal is back.
+    return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, a.id, `the outcome (${body.outcome}) could not be recorded (${journalError(e)}); it will be when the journal is back, and nothing is resent`), isError: true };
   }
-  deps.onJournalChange();
   if (body.outcome === "delivered") deps.onDelivered?.(a.admittedSeat.id);
   return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
@@ -162,7 +203,7 @@ async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, ou
 async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string, turn: Turn): Promise<ToolOutcome> {
   const body = uncertainBody(MESSAGE_SEAT, a.id, detail);
   const now = deps.now();
-  try {
+  const record = async () => {
     await deps.db.transaction(async (tx) => {
       await settleDelivery(tx, a.id, { state: ReceiptState.Uncertain, reason: "answer_lost", detail }, now);
       await settleCall(tx, a.id, CallState.Uncertain, body, now);
@@ -171,8 +212,12 @@ async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string, 
     });
     turn.lease?.markReleased();
     deps.onJournalChange();
+  };
+  try {
+    await record();
   } catch (e) {
     deps.logger.error("could not record uncertainty", { deliveryId: a.id, error: (e as Error).message });
+    deps.unrecorded.add(`uncertain ${a.id}`, record);
   }
   return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body, isError: true };
 }

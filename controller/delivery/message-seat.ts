@@ -4,6 +4,7 @@
  * original and never dispatches again) and, for a known seat, the delivery receipt in
  * state "dispatching". Then the seat's turn (dispatch.ts) does the rest.
  */
+import type { UnrecordedOutcomes } from "./unrecorded-outcomes.js";
 import { and, eq, or } from "drizzle-orm";
 import { callFingerprint, contentFingerprint } from "../../shared/fingerprint.js";
 import { isUuid, newDeliveryId } from "../../shared/ids.js";
@@ -56,6 +57,8 @@ export interface PipelineDeps {
   deliverTimeoutMs?: number;
   /** Registers an in-flight dispatch so a stop can wait for it. */
   track?: <T>(p: Promise<T>) => Promise<T>;
+  /** Settles the journal could not commit, retried until it is back. */
+  unrecorded: UnrecordedOutcomes;
   /** Called after a seat took a delivery: a good moment for its pending notices. */
   onDelivered?: (seatId: string) => void;
   fault?: FaultPoint | undefined;

@@ -22,6 +22,7 @@ describe.runIf(process.env.DATABASE_URL)("the journal's PostgreSQL going away", 
   let proxy: TcpFaultProxy;
   let lead: LeadClient;
   let mailbox: MailboxStore;
+  let owner: ReturnType<typeof ownerOf>;
   const copies = (id: string) => mailbox.list("inbox").entries.filter((e) => e.deliveryId === id).length;
 
   beforeAll(async () => {
@@ -35,7 +36,8 @@ describe.runIf(process.env.DATABASE_URL)("the journal's PostgreSQL going away", 
         return u.toString();
       },
     });
-    await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
+    owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
+    await owner.addMailbox("inbox");
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
     mailbox = new MailboxStore(join(fleet.agentStateDir, "mailboxes"));
   });
@@ -68,6 +70,34 @@ describe.runIf(process.env.DATABASE_URL)("the journal's PostgreSQL going away", 
     expect(copies(res.structuredContent!.deliveryId as string)).toBe(1);
   });
 
+  it("database lost after the receipt and before the agent call: a definite not-sent, recorded once the journal is back, and the text is not left fenced", async () => {
+    const id = randomUUID();
+    const text = "lost before the agent call";
+    const wentDown = proxy.downWhenClientSends('insert into "seat_turns"');
+    const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
+    await wentDown;
+    expect(res.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    // The lead reads why in its own words, never the journal's SQL.
+    expect(JSON.stringify(res.structuredContent)).not.toMatch(/insert into|seat_turns/i);
+    expect(copies(id)).toBe(0);
+
+    proxy.up();
+    // The controller records the not-sent outcome by itself: the receipt settles, and its id answers it.
+    let receipt = (await owner.receipts()).find((r) => r.deliveryId === id);
+    for (let i = 0; i < 50 && receipt?.state !== "not_sent"; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      receipt = (await owner.receipts().catch(() => [])).find((r) => r.deliveryId === id);
+    }
+    expect(receipt?.state).toBe("not_sent");
+    const again = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
+    expect(again.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable" });
+    expect(copies(id)).toBe(0);
+    // The same text under a new id goes out: nothing unresolved fences it.
+    const fresh = await lead.call("message_seat", { seat: "inbox", message: text });
+    expect(fresh.structuredContent).toMatchObject({ outcome: "delivered" });
+    expect(copies(fresh.structuredContent!.deliveryId as string)).toBe(1);
+  });
+
   it("database lost after the native write and before the settle: uncertain, one copy, never resent; reconcile settles it from the session", async () => {
     const id = randomUUID();
     const wentDown = proxy.downWhenClientSends('update "delivery_receipts"');
@@ -87,6 +117,13 @@ describe.runIf(process.env.DATABASE_URL)("the journal's PostgreSQL going away", 
     expect(again.isError).toBe(true);
     expect(copies(id)).toBe(1);
 
+    // The controller knew the agent's answer and records it once the journal is back.
+    let receipt = (await owner.receipts()).find((r) => r.deliveryId === id);
+    for (let i = 0; i < 50 && receipt?.state !== "delivered"; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      receipt = (await owner.receipts().catch(() => [])).find((r) => r.deliveryId === id);
+    }
+    expect(receipt?.state).toBe("delivered");
     const reconciled = await lead.call("reconcile_seat_call", { deliveryId: id });
     expect(reconciled.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
     expect(copies(id)).toBe(1);
