@@ -16,6 +16,8 @@ export interface AgentOptions {
   herdrSocket?: string | undefined;
   /** tmux server socket (`tmux -S`); default: the user's default server. */
   tmuxSocket?: string | undefined;
+  /** How often seats are re-inspected so their reported status and capabilities stay live. */
+  statusRefreshMs?: number | undefined;
   env?: NodeJS.ProcessEnv | undefined;
 }
 
@@ -33,7 +35,10 @@ export interface AgentConfig {
   host: string;
   port: number;
   paneHost: PaneHostConfig;
+  statusRefreshMs: number;
 }
+
+export const DEFAULT_STATUS_REFRESH_MS = 5000;
 
 export function defaultMachineName(): string {
   const name = hostname().split(".")[0]?.replace(/[^A-Za-z0-9._-]/g, "-") ?? "";
@@ -72,5 +77,6 @@ export function compileAgentConfig(o: AgentOptions): AgentConfig {
     host: o.host ?? "127.0.0.1",
     port: o.port ?? 0,
     paneHost: compilePaneHost(o),
+    statusRefreshMs: o.statusRefreshMs ?? DEFAULT_STATUS_REFRESH_MS,
   };
 }

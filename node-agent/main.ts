@@ -4,6 +4,8 @@
  */
 import { createServer, type Http2Server } from "node:http2";
 import { LinkRoundTrips } from "./service/link-round-trips.js";
+import { SeatLocks } from "./seats/seat-locks.js";
+import { startSeatStatusWatch } from "./seats/seat-status-watch.js";
 import type { AddressInfo, Socket } from "node:net";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -58,10 +60,11 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   // A fresh token per process: only the controller this agent registered with can call it.
   const agentToken = newToken("agent");
 
+  const locks = new SeatLocks();
   // The controller's sessions are pinged so the freshness gate bounds transit by the real link.
   const roundTrips = new LinkRoundTrips();
   const handler = connectNodeAdapter({
-    routes: (router) => router.service(AgentService, createAgentService({ seats, adapters, clock, mailboxes, roundTrips })),
+    routes: (router) => router.service(AgentService, createAgentService({ seats, adapters, clock, mailboxes, roundTrips, locks })),
     interceptors: [bearerAuthInterceptor((_service, token) => tokensEqual(agentToken, token))],
   });
   const server: Http2Server = createServer(handler);
@@ -87,7 +90,7 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
       seats.all().map(async (s) => {
         const adapter = adapters.get(s.kind);
         const snapshot = adapter
-          ? (await adapter.inspect(s)).snapshot
+          ? (await locks.run(s.name, () => adapter.inspect(s))).snapshot
           : { status: "unknown" as const, occupantId: s.occupantId, inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false } };
         return toWireSeat(s, snapshot);
       }),
@@ -105,9 +108,17 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     seats: wireSeats,
     logger,
   });
+  const report = async (wire: Awaited<ReturnType<typeof wireSeats>>) => {
+    await link.reportSeats(wire);
+    watch.reported(wire);
+  };
   const offSeats = seats.onChange(() => {
-    link.reportSeats().catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
+    wireSeats()
+      .then(report)
+      .catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
   });
+  // Status and capabilities change without the seat book changing (a turn ends, control is lost).
+  const watch = startSeatStatusWatch({ inspect: wireSeats, report: (wire) => link.reportSeats(wire), intervalMs: config.statusRefreshMs, logger });
   // Worker reports (message_clankie) wait in the outbox until the controller holds them.
   const forwarder = startReportForwarder(new Outbox(join(config.stateDir, "outbox")), link, logger);
   // Seats in panes: every registered adapter's discover() is asked about every pane.
@@ -119,6 +130,7 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     link,
     async close() {
       offSeats();
+      watch.stop();
       forwarder.stop();
       discovery?.close();
       paneHost?.close?.();

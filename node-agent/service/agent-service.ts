@@ -17,9 +17,12 @@ import { deliver, type DeliverDeps } from "../deliver/deliver.js";
 import type { MailboxStore } from "../mailbox/store.js";
 import { toWireSeat } from "./wire-seat.js";
 import type { LinkRoundTrips } from "./link-round-trips.js";
+import type { SeatLocks } from "../seats/seat-locks.js";
 
 export interface AgentServiceDeps extends DeliverDeps {
   mailboxes: MailboxStore;
+  /** One operation per seat at a time (seat-locks.ts). */
+  locks: SeatLocks;
   /** The controller link's measured round trips; absent: every request uses the unmeasured transit bound. */
   roundTrips?: LinkRoundTrips | undefined;
 }
@@ -36,7 +39,7 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
   return {
     async inspectSeat(req) {
       const { seat, adapter } = requireSeat(deps, req.seatName);
-      const { snapshot } = await adapter.inspect(seat);
+      const { snapshot } = await deps.locks.run(seat.name, () => adapter.inspect(seat));
       return create(InspectSeatResponseSchema, { seat: toWireSeat(seat, snapshot) });
     },
 
@@ -47,18 +50,21 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
       if (req.text.length === 0) throw new ConnectError("text must not be empty", Code.InvalidArgument);
       const mode = deliveryModeWire.decode(req.mode);
       if (!mode) throw new ConnectError(`unknown delivery mode ${req.mode}`, Code.InvalidArgument);
-      const verdict = await deliver(deps, {
-        seatName: req.seatName,
-        deliveryId: req.deliveryId,
-        text: req.text,
-        mode,
-        conversationId: req.conversationId,
-        inReplyTo: req.inReplyTo || undefined,
-        occupantId: req.authority?.occupantId ?? "",
-        authorityAgeMs: req.authority?.ageMs ?? 0,
-        arrivedAtMs,
-        transitBoundMs: deps.roundTrips?.transitBoundMs(),
-      });
+      // The gate and the write hold the seat: nothing else inspects it in between.
+      const verdict = await deps.locks.run(req.seatName, () =>
+        deliver(deps, {
+          seatName: req.seatName,
+          deliveryId: req.deliveryId,
+          text: req.text,
+          mode,
+          conversationId: req.conversationId,
+          inReplyTo: req.inReplyTo || undefined,
+          occupantId: req.authority?.occupantId ?? "",
+          authorityAgeMs: req.authority?.ageMs ?? 0,
+          arrivedAtMs,
+          transitBoundMs: deps.roundTrips?.transitBoundMs(),
+        }),
+      );
       return create(DeliverResponseSchema, {
         result: agentResultWire.encode(verdict.result),
         nativeReceiptId: verdict.nativeReceiptId ?? "",
@@ -89,7 +95,8 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         return create(StopSeatResponseSchema, { result: "unavailable", detail: "the seat has a different occupant than the controller checked; nothing was sent" });
       }
       if (!adapter.stop) return create(StopSeatResponseSchema, { result: "unsupported", detail: `${seat.kind} seats have no native stop` });
-      const r = await adapter.stop(seat);
+      const stop = adapter.stop.bind(adapter);
+      const r = await deps.locks.run(seat.name, () => stop(seat));
       return create(StopSeatResponseSchema, r);
     },
 
@@ -106,7 +113,8 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         throw new ConnectError((e as Error).message, Code.AlreadyExists);
       }
       deps.mailboxes.create(req.name);
-      const { snapshot } = await deps.adapters.get(kind)!.inspect(added.seat);
+      const adapter = deps.adapters.get(kind)!;
+      const { snapshot } = await deps.locks.run(added.seat.name, () => adapter.inspect(added.seat));
       return create(CreateSeatResponseSchema, { seat: toWireSeat(added.seat, snapshot), created: added.created });
     },
   };

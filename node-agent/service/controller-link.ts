@@ -36,7 +36,8 @@ export interface ControllerLink {
   /** Resolves after the first successful registration. */
   readonly registered: Promise<void>;
   /** Report the current seats now (after a seat was added or changed). */
-  reportSeats(): Promise<void>;
+  /** Reports the seat list: `seats` when given (already inspected), else inspected now. */
+  reportSeats(seats?: Seat[]): Promise<void>;
   /** Hands worker reports to the controller; returns the ids it now holds. */
   submitWorkerReports(reports: { id: string; seatName: string; text: string; createdAtMs: number }[]): Promise<string[]>;
   stop(): void;
@@ -97,9 +98,9 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
 
   return {
     registered,
-    async reportSeats() {
+    async reportSeats(seats) {
       await registered;
-      await client.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: await o.seats() }), { timeoutMs: 5000 });
+      await client.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: seats ?? (await o.seats()) }), { timeoutMs: 5000 });
     },
     async submitWorkerReports(reports) {
       await registered;

@@ -25,6 +25,7 @@ interface SeatView {
   id: string;
   name: string;
   kind: string;
+  status: string;
   inputCapabilities: { deliveryModes: string[]; interrupt: boolean; nextTurnOnly: boolean };
 }
 
@@ -48,7 +49,7 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     store = await prepareStore("pglite");
     controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger);
     agent = await startAgent(
-      compileAgentConfig({ stateDir: join(store.stateDir, "agent"), controllerUrl: controller.url, fleetToken: controller.fleetToken, machine: "testbox", paneHost: "tmux", tmuxSocket: tmuxSock }),
+      compileAgentConfig({ stateDir: join(store.stateDir, "agent"), controllerUrl: controller.url, fleetToken: controller.fleetToken, machine: "testbox", paneHost: "tmux", tmuxSocket: tmuxSock, statusRefreshMs: 300 }),
       silentLogger,
     );
     await agent.link.registered;
@@ -92,6 +93,20 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     const req = await mock.waitFor((q) => q.lastUserText === "fleet steer");
     expect(req.userTexts.some((t) => t.includes("fleet task"))).toBe(true);
     mock.releaseSlow();
+  });
+
+  it("list_seats follows the seat's live status, working while a turn runs and idle after it, with no change to the seat itself", async () => {
+    const statusOf = async () => ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)?.status;
+    for (let i = 0; i < 100 && (await statusOf()) !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await statusOf()).toBe("idle");
+    const task = await lead.call("message_seat", { seat: seat.name, message: `status task ${SLOW_MARKER}` });
+    expect(task.structuredContent, JSON.stringify(task.structuredContent)).toMatchObject({ outcome: "delivered" });
+    await mock.waitFor((q) => q.lastUserText.includes("status task"));
+    for (let i = 0; i < 100 && (await statusOf()) !== "working"; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await statusOf()).toBe("working");
+    mock.releaseSlow();
+    for (let i = 0; i < 150 && (await statusOf()) !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await statusOf()).toBe("idle");
   });
 
   it("stop_task interrupts the running turn through Codex's turn/interrupt and reports stopped", async () => {
