@@ -50,6 +50,8 @@ function entryOf(s: ProcStat): ProcessEntry {
 }
 
 const MAX_ANCESTRY_DEPTH = 64;
+/** Processes whose descriptors are read between two yields to the event loop (~0.5 ms here). */
+const HOLDER_SCAN_SLICE = 16;
 
 export class LinuxProofProvider implements ProofProvider {
   readonly platform = "linux";
@@ -270,14 +272,21 @@ export class LinuxProofProvider implements ProofProvider {
       // Only a connection the agent holds is remembered: its inode is how a later call knows it is the same one.
       if (isAgentEnd) this.endsOfConnection.set(key, ends);
     }
-    return this.done({ tuple, isAgentEnd, ...this.holdersOf([ends.peerInode]).get(ends.peerInode)! });
+    return this.done({ tuple, isAgentEnd, ...(await this.holdersOf([ends.peerInode])).get(ends.peerInode)! });
   }
 
-  /** Every live process holding each socket, read fresh; incomplete when some process could not be inspected. */
-  private holdersOf(sockets: number[]): Map<number, { peers: ProcessIdentity[]; isComplete: boolean }> {
+  /**
+   * Every live process holding each socket, read fresh; incomplete when some process could not
+   * be inspected. The walk over every process's descriptors is the costliest read, so it yields
+   * to the event loop every few processes: the agent's other requests, and the PINGs that bound
+   * a request's transit (link-round-trips.ts), do not wait behind it.
+   */
+  private async holdersOf(sockets: number[]): Promise<Map<number, { peers: ProcessIdentity[]; isComplete: boolean }>> {
     const out = new Map(sockets.map((i) => [i, { peers: [] as ProcessIdentity[], isComplete: true }]));
     let isComplete = true;
+    let walked = 0;
     for (const pid of this.allPids()) {
+      if (++walked % HOLDER_SCAN_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       const inodes = this.socketInodes(pid);
       if (isFailure(inodes)) {
         if (inodes.reason === "permission") isComplete = false;
@@ -331,7 +340,7 @@ export class LinuxProofProvider implements ProofProvider {
     if (!pair) return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
     const own = this.socketInodes("self");
     if (isFailure(own)) return this.fail(own);
-    return this.done({ peerPath: pair.path, isAgentEnd: own.has(inode), ...this.holdersOf([pair.peerInode]).get(pair.peerInode)! });
+    return this.done({ peerPath: pair.path, isAgentEnd: own.has(inode), ...(await this.holdersOf([pair.peerInode])).get(pair.peerInode)! });
   }
 
   async unixConnections(process: ProcessIdentity): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
@@ -345,7 +354,7 @@ export class LinuxProofProvider implements ProofProvider {
     const failed = await this.unixPairOf(connected);
     if (failed) return this.fail(failed);
     const paired = connected.flatMap((i) => (this.unixPairs.has(i) ? [this.unixPairs.get(i)!] : []));
-    const holders = this.holdersOf(paired.map((p) => p.peerInode));
+    const holders = await this.holdersOf(paired.map((p) => p.peerInode));
     const after = this.checkIdentity(process);
     if (isFailure(after)) return this.fail(after);
     return this.done(paired.map((p) => ({ peerPath: p.path, peers: holders.get(p.peerInode)!.peers })));
