@@ -4,7 +4,7 @@
  * (rotated) or damaged transcript is a gap in the read, never a verdict; a trailing line
  * still being written is simply not there yet.
  */
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import type { SessionEntry } from "./adapter.js";
 
@@ -52,80 +52,129 @@ function channelBody(text: string): string {
   return (m ? m[1]! : text).trim();
 }
 
+/** What one transcript has shown so far, folded line by line so each read parses only what was appended. */
+interface Folded {
+  ino: number;
+  /** Bytes consumed: up to and including the last complete line. */
+  offset: number;
+  size: number;
+  entries: SessionEntry[];
+  ids: Set<string>;
+  hasChannelEvent: boolean;
+  damaged: number;
+  /** The newest line that decides the turn state (an assistant line or a prompt). */
+  turnLine: Line | undefined;
+  lastPromptAtMs: number;
+  interruptedAtMs: number;
+}
+
+const fresh = (ino: number): Folded => ({ ino, offset: 0, size: 0, entries: [], ids: new Set(), hasChannelEvent: false, damaged: 0, turnLine: undefined, lastPromptAtMs: 0, interruptedAtMs: 0 });
+
+/** The largest slice read at once; a longer backlog is read over several calls' worth of slices. */
+const READ_SLICE_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Reads transcripts incrementally: Claude only appends, so each read parses the bytes added
+ * since the last one (a 10 MB session is not re-read on every 200 ms poll). A file that
+ * shrank or was replaced is read again from the start, and that read is marked incomplete.
+ */
 export class TranscriptReader {
-  private readonly sizes = new Map<string, number>();
+  private readonly folded = new Map<string, Folded>();
 
   read(path: string): TranscriptRead {
     const empty = (detail: string): TranscriptRead => ({ ok: false, detail, entries: [], hasChannelEvent: false, turn: "unknown", lastPromptAtMs: 0, interruptedAtMs: 0, complete: false });
-    let raw: string;
-    let size: number;
+    let fd: number;
     try {
-      size = statSync(path).size;
-      raw = readFileSync(path, "utf8");
+      fd = openSync(path, "r");
     } catch (e) {
       return empty(`transcript unreadable: ${(e as Error).message}`);
     }
-    const before = this.sizes.get(path) ?? 0;
-    this.sizes.set(path, size);
-    const rotated = size < before;
-    const parts = raw.split("\n");
-    // The last part has no newline yet: a line still being written, or a truncated one.
-    const tail = parts.pop() ?? "";
-    let damaged = 0;
-    const lines: Line[] = [];
-    for (const p of parts) {
-      if (!p.trim()) continue;
-      try {
-        lines.push(JSON.parse(p) as Line);
-      } catch {
-        damaged++;
+    let rotated = false;
+    let f: Folded;
+    let tail = "";
+    try {
+      const st = fstatSync(fd);
+      const known = this.folded.get(path);
+      rotated = known !== undefined && (st.size < known.size || st.ino !== known.ino);
+      f = known && !rotated ? known : fresh(st.ino);
+      this.folded.set(path, f);
+      f.size = st.size;
+      let slice = READ_SLICE_BYTES;
+      while (f.offset < st.size) {
+        const want = Math.min(st.size - f.offset, slice);
+        const buf = Buffer.allocUnsafe(want);
+        const got = readSync(fd, buf, 0, want, f.offset);
+        if (got <= 0) break;
+        const chunk = buf.subarray(0, got);
+        // Only whole lines are consumed; a newline byte never sits inside a UTF-8 sequence.
+        const lastNewline = chunk.lastIndexOf(0x0a);
+        if (lastNewline < 0) {
+          // No whole line here: the end of the file (a line still being written), or one line
+          // longer than the slice, read whole on the next round.
+          if (f.offset + got >= st.size) {
+            tail = chunk.toString("utf8");
+            break;
+          }
+          slice = st.size - f.offset;
+          continue;
+        }
+        for (const line of chunk.subarray(0, lastNewline).toString("utf8").split("\n")) this.fold(f, line);
+        f.offset += lastNewline + 1;
+        tail = lastNewline + 1 < got ? chunk.subarray(lastNewline + 1).toString("utf8") : "";
       }
-    }
-    const entries: SessionEntry[] = [];
-    let hasChannelEvent = false;
-    for (const l of lines) {
-      if (l.type !== "user" || l.origin?.kind !== "channel") continue;
-      hasChannelEvent = true;
-      const text = textOf(l.message?.content);
-      const id = ID_ATTR.exec(text)?.[1];
-      if (!id || entries.some((e) => e.deliveryId === id)) continue;
-      entries.push({ deliveryId: id.toLowerCase(), nativeReceiptId: l.uuid ?? "", contentFingerprint: contentFingerprint(channelBody(text)), atMs: l.timestamp ? Date.parse(l.timestamp) : 0 });
+    } catch (e) {
+      return empty(`transcript unreadable: ${(e as Error).message}`);
+    } finally {
+      closeSync(fd);
     }
     return {
       ok: true,
-      detail: rotated ? "the transcript shrank since the last read (rotated or truncated)" : damaged ? `${damaged} damaged line(s)` : tail.trim() ? "last line still being written" : "read",
-      entries,
-      hasChannelEvent,
-      turn: turnState(lines),
-      ...promptTimes(lines),
-      complete: !rotated && damaged === 0,
+      detail: rotated ? "the transcript shrank since the last read (rotated or truncated)" : f.damaged ? `${f.damaged} damaged line(s)` : tail.trim() ? "last line still being written" : "read",
+      entries: [...f.entries],
+      hasChannelEvent: f.hasChannelEvent,
+      turn: turnOf(f.turnLine),
+      lastPromptAtMs: f.lastPromptAtMs,
+      interruptedAtMs: f.interruptedAtMs,
+      complete: !rotated && f.damaged === 0,
     };
+  }
+
+  private fold(f: Folded, raw: string): void {
+    if (!raw.trim()) return;
+    let l: Line;
+    try {
+      l = JSON.parse(raw) as Line;
+    } catch {
+      f.damaged++;
+      return;
+    }
+    if (decidesTurn(l)) f.turnLine = l;
+    if (l.type === "user" && l.timestamp && !isToolResult(l.message?.content)) {
+      const at = Date.parse(l.timestamp);
+      const text = textOf(l.message?.content);
+      if (Number.isFinite(at) && INTERRUPTED.test(text)) f.interruptedAtMs = Math.max(f.interruptedAtMs, at);
+      else if (Number.isFinite(at) && text && (!l.isMeta || l.origin?.kind === "channel")) f.lastPromptAtMs = Math.max(f.lastPromptAtMs, at);
+    }
+    if (l.type !== "user" || l.origin?.kind !== "channel") return;
+    f.hasChannelEvent = true;
+    const text = textOf(l.message?.content);
+    const id = ID_ATTR.exec(text)?.[1]?.toLowerCase();
+    if (!id || f.ids.has(id)) return;
+    f.ids.add(id);
+    f.entries.push({ deliveryId: id, nativeReceiptId: l.uuid ?? "", contentFingerprint: contentFingerprint(channelBody(text)), atMs: l.timestamp ? Date.parse(l.timestamp) : 0 });
   }
 }
 
-function turnState(lines: Line[]): "working" | "idle" | "unknown" {
-  for (let i = lines.length - 1; i >= 0; i--) {
-    const l = lines[i]!;
-    if (l.type === "assistant") return l.message?.stop_reason === "end_turn" ? "idle" : "working";
-    // A channel event is written as a meta user line, and it starts a turn like a typed prompt.
-    if (l.type === "user" && (!l.isMeta || l.origin?.kind === "channel")) return isToolResult(l.message?.content) || textOf(l.message?.content) ? "working" : "unknown";
-  }
-  return "unknown";
+/** An assistant line, or a prompt (typed, or a channel event, which starts a turn like one). */
+function decidesTurn(l: Line): boolean {
+  return l.type === "assistant" || (l.type === "user" && (!l.isMeta || l.origin?.kind === "channel"));
+}
+
+function turnOf(l: Line | undefined): "working" | "idle" | "unknown" {
+  if (!l) return "unknown";
+  if (l.type === "assistant") return l.message?.stop_reason === "end_turn" ? "idle" : "working";
+  return isToolResult(l.message?.content) || textOf(l.message?.content) ? "working" : "unknown";
 }
 
 const INTERRUPTED = /^\[Request interrupted by user/;
 
-/** The newest prompt and the newest interruption, by the transcript's own timestamps. */
-function promptTimes(lines: Line[]): { lastPromptAtMs: number; interruptedAtMs: number } {
-  let lastPromptAtMs = 0;
-  let interruptedAtMs = 0;
-  for (const l of lines) {
-    if (l.type !== "user" || !l.timestamp || isToolResult(l.message?.content)) continue;
-    const at = Date.parse(l.timestamp);
-    if (!Number.isFinite(at)) continue;
-    const text = textOf(l.message?.content);
-    if (INTERRUPTED.test(text)) interruptedAtMs = Math.max(interruptedAtMs, at);
-    else if (text && (!l.isMeta || l.origin?.kind === "channel")) lastPromptAtMs = Math.max(lastPromptAtMs, at);
-  }
-  return { lastPromptAtMs, interruptedAtMs };
-}

@@ -1,5 +1,5 @@
 /** Reading Claude transcripts for proof: our id only from channel lines; damage and rotation are gaps, never verdicts. */
-import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -80,5 +80,30 @@ describe("claude-transcript.TranscriptReader", () => {
     const r = new TranscriptReader().read(p);
     expect(r.lastPromptAtMs).toBe(Date.parse("2026-11-30T10:00:05.000Z"));
     expect(r.interruptedAtMs).toBe(Date.parse("2026-11-30T10:00:08.000Z"));
+  });
+
+  it("reads incrementally: appended lines, a line finished after a read, and a file replaced by a longer one are all seen", () => {
+    const p = join(dir, "incremental.jsonl");
+    const reader = new TranscriptReader();
+    const A = "11111111-2222-4333-8444-555555555555";
+    const B = "21111111-2222-4333-8444-555555555555";
+    const C = "31111111-2222-4333-8444-555555555555";
+    writeFileSync(p, channelLine(ID));
+    expect(reader.read(p).entries.map((e) => e.deliveryId)).toEqual([ID]);
+    const half = channelLine(A);
+    appendFileSync(p, half.slice(0, 40));
+    expect(reader.read(p)).toMatchObject({ detail: "last line still being written", complete: true });
+    appendFileSync(p, half.slice(40) + endTurn);
+    const r = reader.read(p);
+    expect(r.entries.map((e) => e.deliveryId)).toEqual([ID, A]);
+    expect(r.turn).toBe("idle");
+    // Replaced (a new file, not an append) and already longer than before: read again from the start.
+    const replacement = join(dir, "incremental.next");
+    writeFileSync(replacement, channelLine(B) + channelLine(C) + channelLine(C) + endTurn);
+    renameSync(replacement, p);
+    const again = reader.read(p);
+    expect(again.entries.map((e) => e.deliveryId)).toEqual([B, C]);
+    expect(again.complete).toBe(false);
+    expect(reader.read(p).complete).toBe(true);
   });
 });
