@@ -5,6 +5,7 @@
  */
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";
 import type { PaneProcess } from "./pane-host.js";
+import { parseStat } from "../proofs/linux-proc.js";
 
 export interface ProcStat {
   pid: number;
@@ -29,13 +30,9 @@ function readText(path: string): string | undefined {
 
 export function procStat(pid: number): ProcStat | undefined {
   const text = readText(`/proc/${pid}/stat`);
-  if (!text) return undefined;
-  // comm is in parentheses and may itself contain spaces or ')': split at the last ')'.
-  const close = text.lastIndexOf(")");
-  const comm = text.slice(text.indexOf("(") + 1, close);
-  const f = text.slice(close + 2).split(" ");
-  // Fields after comm: state(0) ppid(1) pgrp(2) session(3) tty_nr(4) tpgid(5) ... starttime(19).
-  return { pid, comm, state: f[0] ?? "?", ppid: Number(f[1]), pgrp: Number(f[2]), tpgid: Number(f[5]), startTime: Number(f[19]) };
+  const st = text === undefined ? undefined : parseStat(text);
+  if (!st) return undefined;
+  return { pid, comm: st.name, state: st.state, ppid: st.ppid, pgrp: st.pgrp, tpgid: st.tpgid, startTime: st.startTicks };
 }
 
 export function procArgv(pid: number): string[] | undefined {
