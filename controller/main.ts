@@ -34,6 +34,7 @@ import { createStatusService, type StatusDeps } from "./services/status-service.
 import { createOwnerService } from "./services/owner-service.js";
 import { createHealthService } from "./services/health-service.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/server.js";
+import { createDashboard, DASHBOARD_PATH, isDashboardPath } from "./http/dashboard.js";
 import { listen } from "./http/listener.js";
 
 export const CONTROLLER_VERSION = "0.1.0";
@@ -44,6 +45,8 @@ export interface RunningController {
   readonly url: string;
   readonly mcpUrl: string;
   readonly statusUrl: string;
+  /** The owner's dashboard page; open it with `#token=<owner token>`. */
+  readonly dashboardUrl: string;
   readonly port: number;
   readonly database: Database;
   readonly leadToken: string;
@@ -122,8 +125,10 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   });
   const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, logger, version: CONTROLLER_VERSION });
 
+  const dashboard = createDashboard();
   const http1 = (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? "/").split("?")[0];
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    if (isDashboardPath(path)) return dashboard(req, res, path);
     if (path === MCP_PATH) {
       mcp.handle(req, res).catch((e: Error) => {
         logger.error("mcp request failed", { error: e.message });
@@ -162,6 +167,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     url,
     mcpUrl: record.mcpUrl,
     statusUrl: url,
+    dashboardUrl: `${url}${DASHBOARD_PATH}`,
     port: listener.port,
     database,
     leadToken: state.leadToken,

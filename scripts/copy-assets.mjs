@@ -1,8 +1,11 @@
-// Copies what the compiled build reads at run time but tsc does not emit: the SQL migrations.
+// Copies what the compiled build reads at run time but tsc does not emit: the SQL migrations and the dashboard's files.
 import { cpSync, rmSync } from "node:fs";
 
 rmSync("dist/controller/db/migrations", { recursive: true, force: true });
 cpSync("controller/db/migrations", "dist/controller/db/migrations", { recursive: true });
+// The dashboard's page, script and style are served as they are.
+rmSync("dist/controller/dashboard", { recursive: true, force: true });
+cpSync("controller/dashboard", "dist/controller/dashboard", { recursive: true });
 
 // The package bin must be executable for npx and global installs.
 import { chmodSync } from "node:fs";

@@ -67,13 +67,15 @@ export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLeve
     await new Promise((r) => setTimeout(r, 100));
   }
 
-  const ready = { mcpUrl: controller.mcpUrl, token: controller.leadToken, statusUrl: controller.statusUrl };
+  // The JSON line keeps its documented fields; the dashboard's URL carries no token there.
+  const ready = { mcpUrl: controller.mcpUrl, token: controller.leadToken, statusUrl: controller.statusUrl, dashboardUrl: controller.dashboardUrl };
   emit(out, ready, () =>
     [
       "Clankie Fleet is up.",
       `  MCP (leads):     ${ready.mcpUrl}`,
       `  lead token:      ${ready.token}   (conversation global-default)`,
       `  status (gRPC):   ${ready.statusUrl}   (owner token in ${join(f.stateDir, "owner.token")})`,
+      `  dashboard:       ${ready.dashboardUrl}#token=${controller.ownerToken}`,
       `  database:        ${controller.database.driver} ${controller.database.location}`,
       `  local agent:     machine ${f.machine}`,
       "",

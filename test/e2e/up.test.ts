@@ -46,8 +46,9 @@ describe(`clankie up (real processes, ${driver})`, () => {
     await store?.cleanup();
   });
 
-  it("prints exactly one JSON line with mcpUrl, token and statusUrl when ready", () => {
-    expect(Object.keys(up.ready).sort()).toEqual(["mcpUrl", "statusUrl", "token"]);
+  it("prints exactly one JSON line with mcpUrl, token, statusUrl and dashboardUrl when ready", () => {
+    expect(Object.keys(up.ready).sort()).toEqual(["dashboardUrl", "mcpUrl", "statusUrl", "token"]);
+    expect(up.ready.dashboardUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard$/);
     expect(up.ready.mcpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(up.extraStdout).toEqual([]);
   });
