@@ -10,6 +10,7 @@
  * each command from this client with one `%begin … 1` … `%end|%error … 1` block.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 
 export type ControlReply = { ok: true; stdout: string } | { ok: false; stderr: string };
@@ -44,6 +45,8 @@ export class TmuxControlClient {
     private readonly timeoutMs = 5000,
     private readonly retryAfterMs = 1000,
     private readonly maxRetryAfterMs = 30_000,
+    /** The server's socket file: no file, no server — and attaching would start one just to fail. */
+    private readonly socketFile?: string | undefined,
   ) {}
 
   /** Runs one read-only command; `undefined` when the control client is unavailable (fall back). */
@@ -72,6 +75,10 @@ export class TmuxControlClient {
   private attach(): ChildProcess | undefined {
     if (this.child) return this.child;
     if (Date.now() < this.downUntilMs) return undefined;
+    if (this.socketFile !== undefined && !existsSync(this.socketFile)) {
+      this.down("no tmux server socket");
+      return undefined;
+    }
     // Arguments go straight to execve; the child dies with our stdin (tmux exits on EOF).
     const child = spawn(this.bin, [...this.serverArgs, "-C", "attach-session", "-f", "ignore-size,read-only,no-output"], { stdio: ["pipe", "pipe", "ignore"] });
     this.child = child;

@@ -7,6 +7,7 @@
  * used for delivery.
  */
 import { execFile } from "node:child_process";
+import { join } from "node:path";
 import type { PaneEvent, PaneHost, PaneInfo, PaneProcessInfo } from "./pane-host.js";
 import { foregroundGroupOf, processGroupMembers } from "./linux-processes.js";
 import { TmuxControlClient } from "./tmux-control.js";
@@ -46,6 +47,12 @@ export function parseListPanes(stdout: string): TmuxPane[] {
   return panes;
 }
 
+/** Where tmux keeps the server's socket: `-S PATH`, else $TMUX_TMPDIR (or /tmp)/tmux-UID/NAME. */
+export function tmuxSocketFile(o: Pick<TmuxPaneHostOptions, "socketName" | "socketPath">, env: NodeJS.ProcessEnv = process.env): string {
+  if (o.socketPath) return o.socketPath;
+  return join(env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, o.socketName ?? "default");
+}
+
 export class TmuxPaneHost implements PaneHost {
   readonly kind = "tmux" as const;
   private readonly pollMs: number;
@@ -53,7 +60,7 @@ export class TmuxPaneHost implements PaneHost {
 
   constructor(private readonly o: TmuxPaneHostOptions = {}) {
     this.pollMs = o.pollMs ?? 1000;
-    this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]));
+    this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]), 5000, 1000, 30_000, tmuxSocketFile(o));
   }
 
   /** Detaches the control-mode client; later queries fork. */

@@ -6,7 +6,9 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { TmuxControlClient, quoteTmuxArgument } from "../../../../node-agent/panes/tmux-control.js";
+import { tmuxSocketFile } from "../../../../node-agent/panes/tmux.js";
 
 const TMUX = "/usr/bin/tmux";
 const name = `clankie-ctl-${process.pid}`;
@@ -20,7 +22,9 @@ const killServer = () => {
 };
 const clients: TmuxControlClient[] = [];
 const client = (retryAfterMs = 1000) => {
-  const c = new TmuxControlClient(TMUX, ["-L", name], 5000, retryAfterMs);
+  // As TmuxPaneHost builds it: with the server's socket file, so no attach is tried (and no
+  // short-lived server started) while there is no server.
+  const c = new TmuxControlClient(TMUX, ["-L", name], 5000, retryAfterMs, 30_000, tmuxSocketFile({ socketName: name }));
   clients.push(c);
   return c;
 };
@@ -63,15 +67,33 @@ describe("tmux-control.TmuxControlClient", () => {
     expect(await client().command(["display-message", "-p", "it's"])).toBeUndefined();
   });
 
+  const serverGone = async () => {
+    // kill-server returns before the old server has let go of its socket; a new-session then
+    // would meet the dying server ("server exited unexpectedly").
+    for (let i = 0; i < 200 && existsSync(tmuxSocketFile({ socketName: name })); i++) await new Promise((r) => setTimeout(r, 10));
+  };
+
   it("no server means no answer (fork instead); once the server is back it re-attaches", async () => {
     killServer();
+    await serverGone();
     const c = client(50);
     expect(await c.command(["list-sessions"])).toBeUndefined();
-    tmux("new-session", "-d", "-s", "back", "/bin/sleep", "300");
+    // tmux itself sometimes fails a server start on a socket name whose last server just died
+    // ("server exited unexpectedly"); that is tmux's race, not the client's, so try again.
+    for (let i = 0; ; i++) {
+      try {
+        tmux("new-session", "-d", "-s", "back", "/bin/sleep", "300");
+        break;
+      } catch (e) {
+        if (i >= 4 || !/server exited unexpectedly/.test(String((e as { stderr?: unknown }).stderr ?? e))) throw e;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
     await new Promise((r) => setTimeout(r, 120));
     expect(await c.command(["display-message", "-p", "#{session_name}"])).toEqual({ ok: true, stdout: "back\n" });
     // The server goes away under an attached client: pending and later queries fall back.
     killServer();
+    await serverGone();
     await new Promise((r) => setTimeout(r, 50));
     expect(await c.command(["list-sessions"])).toBeUndefined();
   });
