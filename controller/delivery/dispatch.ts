@@ -29,6 +29,9 @@ export interface Admitted {
   admittedSeat: SeatRowDb;
 }
 
+/** Settles this dispatch as a definite not-sent. */
+type NotSent = (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>;
+
 /** The seat's turn as this dispatch holds it. */
 interface Turn {
   lease?: SeatLease | undefined;
@@ -50,7 +53,7 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
   const base: BodyBase = { schemaVersion: 1, deliveryId: a.id, seat: a.admittedSeat.id };
   // The seat's database lease once taken: every settle gives it back in its own transaction.
   const turn: Turn = {};
-  const notSent = (reason: string, detail: string, stage: MessageSeatBody["deliveryStage"] = "unavailable") =>
+  const notSent: NotSent = (reason, detail, stage = "unavailable") =>
     settle(deps, a, { ...base, outcome: "undelivered", deliveryStage: stage, reason, detail }, { state: ReceiptState.NotSent, reason, detail }, [], turn);
   if (deps.fault === "hang_after_admit") {
     await parkUntilStopping(deps);
@@ -67,13 +70,7 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
   }
 }
 
-async function inTurn(
-  deps: PipelineDeps,
-  a: Admitted,
-  base: BodyBase,
-  notSent: (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>,
-  turn: Turn,
-): Promise<ToolOutcome> {
+async function inTurn(deps: PipelineDeps, a: Admitted, base: BodyBase, notSent: NotSent, turn: Turn): Promise<ToolOutcome> {
   const waitStarted = performance.now();
   const local = await deps.turns.take(a.admittedSeat.id, SEAT_TURN_WAIT_MS);
   try {
@@ -92,13 +89,7 @@ async function inTurn(
   }
 }
 
-async function checkAndDeliver(
-  deps: PipelineDeps,
-  a: Admitted,
-  base: BodyBase,
-  notSent: (reason: string, detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>,
-  turn: Turn,
-): Promise<ToolOutcome> {
+async function checkAndDeliver(deps: PipelineDeps, a: Admitted, base: BodyBase, notSent: NotSent, turn: Turn): Promise<ToolOutcome> {
   // The dispatch recheck, seat and machine in one read: losing the seat here is a definite not-sent, never uncertain.
   const [row] = await deps.db.select({ seat: seats, machine: machines }).from(seats).leftJoin(machines, eq(machines.name, seats.machine)).where(eq(seats.id, a.admittedSeat.id));
   const seat = row?.seat;
@@ -163,20 +154,24 @@ function journalError(e: unknown): string {
 }
 
 /**
- * Records the outcome, the fence it leaves, the previous originals it reported and the seat's
- * lease in one transaction. When the journal cannot take it, the outcome is kept and recorded
- * when the journal is back (unrecorded-outcomes.ts); the lead hears the truth now when nothing
- * was sent, and uncertainty when something was.
+ * Records the outcome, the fence it leaves (any unresolved state), the previous originals it
+ * reported and the seat's lease in one transaction. When the journal cannot take it, the
+ * outcome is kept and recorded when the journal is back (unrecorded-outcomes.ts); the error is
+ * returned so the caller can tell the lead what it knows.
  */
-async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[], turn: Turn): Promise<ToolOutcome> {
+async function recordOutcome(
+  deps: PipelineDeps,
+  a: Admitted,
+  turn: Turn,
+  r: { outcome: DeliveryOutcome; callState: Exclude<CallState, "in_flight">; body: Record<string, unknown>; previousIds: string[] },
+): Promise<unknown> {
   const now = deps.now();
-  const fenced = isUnresolved(outcome.state);
   const record = async () => {
     await deps.db.transaction(async (tx) => {
-      await settleDelivery(tx, a.id, outcome, now);
-      await settleCall(tx, a.id, CallState.Settled, body, now);
-      if (fenced) await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
-      await markPreviousReported(tx, previousIds, now);
+      await settleDelivery(tx, a.id, r.outcome, now);
+      await settleCall(tx, a.id, r.callState, r.body, now);
+      if (isUnresolved(r.outcome.state)) await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
+      await markPreviousReported(tx, r.previousIds, now);
       // The next delivery to this seat can only take the turn once this outcome (and any fence) is visible.
       await turn.lease?.releaseWithin(tx);
     });
@@ -185,39 +180,31 @@ async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, ou
   };
   try {
     await record();
+    return undefined;
   } catch (e) {
-    deps.logger.error("settle failed", { deliveryId: a.id, error: (e as Error).message });
-    deps.unrecorded.add(`settle ${a.id} (${outcome.state})`, record);
+    deps.logger.error("settle failed", { deliveryId: a.id, state: r.outcome.state, error: (e as Error).message });
+    deps.unrecorded.add(`settle ${a.id} (${r.outcome.state})`, record);
+    return e;
+  }
+}
+
+/** Settles with the agent's (or the pipeline's) outcome; the lead hears the truth when nothing was sent, uncertainty when something was and it is not on record. */
+async function settle(deps: PipelineDeps, a: Admitted, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[], turn: Turn): Promise<ToolOutcome> {
+  const failed = await recordOutcome(deps, a, turn, { outcome, callState: CallState.Settled, body, previousIds });
+  if (failed) {
     if (outcome.state === ReceiptState.NotSent) {
-      const pending = { ...body, detail: `${body.detail}; the journal could not record this yet (${journalError(e)}) and will when it is back` };
+      const pending = { ...body, detail: `${body.detail}; the journal could not record this yet (${journalError(failed)}) and will when it is back` };
       return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body: pending, isError: false };
     }
-    // The effect happened (or may have) but is not on record: the lead gets uncertainty, and
-    // the receipt carries the outcome once the journal is back.
-    return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, a.id, `the outcome (${body.outcome}) could not be recorded (${journalError(e)}); it will be when the journal is back, and nothing is resent`), isError: true };
+    return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, a.id, `the outcome (${body.outcome}) could not be recorded (${journalError(failed)}); it will be when the journal is back, and nothing is resent`), isError: true };
   }
   if (body.outcome === "delivered") deps.onDelivered?.(a.admittedSeat.id);
   return { id: a.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
 
+/** A lost answer: uncertain on the receipt and to the lead, fenced, never resent. */
 async function settleUncertain(deps: PipelineDeps, a: Admitted, detail: string, turn: Turn): Promise<ToolOutcome> {
   const body = uncertainBody(MESSAGE_SEAT, a.id, detail);
-  const now = deps.now();
-  const record = async () => {
-    await deps.db.transaction(async (tx) => {
-      await settleDelivery(tx, a.id, { state: ReceiptState.Uncertain, reason: "answer_lost", detail }, now);
-      await settleCall(tx, a.id, CallState.Uncertain, body, now);
-      await openFence(tx, { id: a.id, seatId: a.admittedSeat.id, contentFingerprint: contentFingerprint(a.input.message), conversationId: a.conversationId }, now);
-      await turn.lease?.releaseWithin(tx);
-    });
-    turn.lease?.markReleased();
-    deps.onJournalChange();
-  };
-  try {
-    await record();
-  } catch (e) {
-    deps.logger.error("could not record uncertainty", { deliveryId: a.id, error: (e as Error).message });
-    deps.unrecorded.add(`uncertain ${a.id}`, record);
-  }
+  await recordOutcome(deps, a, turn, { outcome: { state: ReceiptState.Uncertain, reason: "answer_lost", detail }, callState: CallState.Uncertain, body, previousIds: [] });
   return { id: a.id, tool: MESSAGE_SEAT, state: "uncertain", body, isError: true };
 }

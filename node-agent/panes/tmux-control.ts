@@ -24,6 +24,15 @@ export function quoteTmuxArgument(arg: string): string | undefined {
   return `'${arg}'`;
 }
 
+export interface TmuxControlOptions {
+  /** The server's socket file: no file, no server — and attaching would start one just to fail. */
+  socketFile?: string | undefined;
+  timeoutMs?: number;
+  /** First pause before trying to attach again; it doubles up to maxRetryAfterMs. */
+  retryAfterMs?: number;
+  maxRetryAfterMs?: number;
+}
+
 interface Pending {
   /** `undefined`: the client went away before answering; the caller asks again by forking. */
   resolve: (r: ControlReply | undefined) => void;
@@ -39,15 +48,19 @@ export class TmuxControlClient {
   private downUntilMs = 0;
   private failures = 0;
 
+  private readonly timeoutMs: number;
+  private readonly retryAfterMs: number;
+  private readonly maxRetryAfterMs: number;
+
   constructor(
     private readonly bin: string,
     private readonly serverArgs: string[],
-    private readonly timeoutMs = 5000,
-    private readonly retryAfterMs = 1000,
-    private readonly maxRetryAfterMs = 30_000,
-    /** The server's socket file: no file, no server — and attaching would start one just to fail. */
-    private readonly socketFile?: string | undefined,
-  ) {}
+    private readonly o: TmuxControlOptions = {},
+  ) {
+    this.timeoutMs = o.timeoutMs ?? 5000;
+    this.retryAfterMs = o.retryAfterMs ?? 1000;
+    this.maxRetryAfterMs = o.maxRetryAfterMs ?? 30_000;
+  }
 
   /** Runs one read-only command; `undefined` when the control client is unavailable (fall back). */
   async command(args: string[]): Promise<ControlReply | undefined> {
@@ -75,7 +88,7 @@ export class TmuxControlClient {
   private attach(): ChildProcess | undefined {
     if (this.child) return this.child;
     if (Date.now() < this.downUntilMs) return undefined;
-    if (this.socketFile !== undefined && !existsSync(this.socketFile)) {
+    if (this.o.socketFile !== undefined && !existsSync(this.o.socketFile)) {
       this.down("no tmux server socket");
       return undefined;
     }

@@ -60,7 +60,7 @@ export class TmuxPaneHost implements PaneHost {
 
   constructor(private readonly o: TmuxPaneHostOptions = {}) {
     this.pollMs = o.pollMs ?? 1000;
-    this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]), 5000, 1000, 30_000, tmuxSocketFile(o));
+    this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]), { socketFile: tmuxSocketFile(o) });
   }
 
   /** Detaches the control-mode client; later queries fork. */

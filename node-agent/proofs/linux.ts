@@ -10,7 +10,7 @@ import { execFile } from "node:child_process";
 import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
 import { promisify } from "node:util";
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { parseEnviron, parseNetTcp, parseNetUnix, parseSsUnix, parseStat, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow } from "./linux-proc.js";
+import { parseEnviron, parseNetTcp, parseNetUnix, parseSsUnix, parseStat, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow, type UnixRow } from "./linux-proc.js";
 import {
   fact,
   homeFromEnvironment,
@@ -203,14 +203,21 @@ export class LinuxProofProvider implements ProofProvider {
    */
   private readonly settledSockets = new Map<number, Listener | "never_listens">();
 
-  async listeners(process: ProcessIdentity): Promise<Fact<ListenerSet>> {
+  /** The sockets a recorded process lifetime holds now, with its namespace's unix table. */
+  private socketsOf(process: ProcessIdentity): { inodes: Set<number>; unix: UnixRow[] } | Failure {
     const s = this.checkIdentity(process);
-    if (isFailure(s)) return this.fail(s);
+    if (isFailure(s)) return s;
     const inodes = this.socketInodes(process.pid);
-    if (isFailure(inodes)) return this.fail(inodes);
+    if (isFailure(inodes)) return inodes;
     const unixText = this.readNet(process.pid, "unix");
-    if (isFailure(unixText)) return this.fail(unixText);
-    const unix = parseNetUnix(unixText);
+    if (isFailure(unixText)) return unixText;
+    return { inodes, unix: parseNetUnix(unixText) };
+  }
+
+  async listeners(process: ProcessIdentity): Promise<Fact<ListenerSet>> {
+    const held = this.socketsOf(process);
+    if (isFailure(held)) return this.fail(held);
+    const { inodes, unix } = held;
     const unixInodes = new Set(unix.map((r) => r.inode));
     const unsettled = [...inodes].filter((i) => !unixInodes.has(i) && !this.settledSockets.has(i));
     if (unsettled.length) {
@@ -344,13 +351,9 @@ export class LinuxProofProvider implements ProofProvider {
   }
 
   async unixConnections(process: ProcessIdentity): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
-    const s = this.checkIdentity(process);
-    if (isFailure(s)) return this.fail(s);
-    const inodes = this.socketInodes(process.pid);
-    if (isFailure(inodes)) return this.fail(inodes);
-    const unixText = this.readNet(process.pid, "unix");
-    if (isFailure(unixText)) return this.fail(unixText);
-    const connected = parseNetUnix(unixText).filter((r) => !r.isListening && inodes.has(r.inode)).map((r) => r.inode);
+    const held = this.socketsOf(process);
+    if (isFailure(held)) return this.fail(held);
+    const connected = held.unix.filter((r) => !r.isListening && held.inodes.has(r.inode)).map((r) => r.inode);
     const failed = await this.unixPairOf(connected);
     if (failed) return this.fail(failed);
     const paired = connected.flatMap((i) => (this.unixPairs.has(i) ? [this.unixPairs.get(i)!] : []));

@@ -24,7 +24,7 @@ const clients: TmuxControlClient[] = [];
 const client = (retryAfterMs = 1000) => {
   // As TmuxPaneHost builds it: with the server's socket file, so no attach is tried (and no
   // short-lived server started) while there is no server.
-  const c = new TmuxControlClient(TMUX, ["-L", name], 5000, retryAfterMs, 30_000, tmuxSocketFile({ socketName: name }));
+  const c = new TmuxControlClient(TMUX, ["-L", name], { retryAfterMs, socketFile: tmuxSocketFile({ socketName: name }) });
   clients.push(c);
   return c;
 };
