@@ -19,6 +19,8 @@ import { pgliteCeiling, postgresCeiling } from "./sections/ceiling.js";
 import { runMcp } from "./sections/mcp.js";
 import { runMemory } from "./sections/memory.js";
 import { runProofs } from "./sections/proofs.js";
+import { runLiveness } from "./sections/liveness.js";
+import { runUpMemory } from "./sections/up-memory.js";
 import { judgeGoals } from "./report.js";
 import { execFileSync } from "node:child_process";
 
@@ -74,11 +76,16 @@ export async function runBench(o: BenchOptions): Promise<Result> {
   };
   const r: Result = { when: new Date().toISOString(), mode: o.mode, machine, sizes: cfg };
   const errors: Record<string, string> = {};
+  // Each section's load average at its start and end: on a shared box, a figure is read with the load it was measured at.
+  const loadBySection: Record<string, { start: number[]; end?: number[] }> = {};
+  machine.loadavg_by_section = loadBySection;
   const section = async <T>(name: string, fn: () => Promise<T>): Promise<T | string> => {
     const t0 = performance.now();
     log(`${name}…`);
+    const at: { start: number[]; end?: number[] } = (loadBySection[name] = { start: load() });
     try {
       const v = await fn();
+      at.end = load();
       log(`${name} done in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
       return v;
     } catch (e) {
@@ -170,6 +177,9 @@ export async function runBench(o: BenchOptions): Promise<Result> {
     const pa = r.proof_age as Result;
     pa.refused_in_journal = refusedInJournal;
     pa.refused = (pa.refused as number) + refusedInJournal;
+    // The same figure while 16 callers deliver at once (the journal section's top level).
+    const c16 = (journal.postgres as Result | undefined)?.c16 as Result | undefined;
+    if (c16 && typeof c16 === "object") pa.c16 = c16.proof_age_ms;
   }
 
   const mcp = await section("mcp", async () => {
@@ -200,8 +210,25 @@ export async function runBench(o: BenchOptions): Promise<Result> {
       })
     : "skipped: no PostgreSQL";
 
+  // The default start as a new user tries it: `clankie up` on PGlite after N deliveries.
+  const upMem = await section("memory.up", () => runUpMemory(cfg.upMemory));
+  if (typeof r.memory === "object" && r.memory !== null && typeof upMem === "object") Object.assign(r.memory as Result, upMem);
+  else if (typeof upMem === "object") r.memory = { ...upMem, pg_memory: r.memory };
+  else if (typeof r.memory === "object" && r.memory !== null) (r.memory as Result).up_controller_rss_mb = upMem;
+
   // Real proof providers on a real tmux pane (issue 4's section): the proof age a Codex seat sees.
   r.proofs = hasTmux() ? await section("proofs", () => runProofs(cfg.proofs, log)) : "skipped: no tmux on PATH";
+
+  // Rule 55: a dead agent offline, and its in-flight delivery uncertain, within 10 s.
+  r.liveness = await section("liveness", async () => {
+    if (!pg) return runLiveness(cfg.liveness, undefined);
+    const db = await createScratchDatabase();
+    try {
+      return await runLiveness(cfg.liveness, db.url);
+    } finally {
+      await db.drop();
+    }
+  });
 
   machine.loadavg_end = load();
   r.duration_s = Math.round((performance.now() - started) / 100) / 10;

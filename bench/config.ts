@@ -4,6 +4,8 @@ import type { JournalConfig } from "./sections/journal.js";
 import type { McpConfig } from "./sections/mcp.js";
 import type { MemoryConfig } from "./sections/memory.js";
 import type { ProofsConfig } from "./sections/proofs.js";
+import type { LivenessConfig } from "./sections/liveness.js";
+import type { UpMemoryConfig } from "./sections/up-memory.js";
 
 export type Mode = "full" | "quick" | "tiny";
 
@@ -14,6 +16,8 @@ export interface BenchConfig {
   mcp: McpConfig;
   memory: MemoryConfig;
   proofs: ProofsConfig;
+  liveness: LivenessConfig;
+  upMemory: UpMemoryConfig;
   /** Seats on the peer/journal agent: one per caller at the highest concurrency. */
   seats: number;
 }
@@ -31,6 +35,8 @@ export function configFor(mode: Mode): BenchConfig {
         mcp: { n: 250, warmup: 20, pglite: true },
         memory: { receipts: 1_000_000, machines: 50, seatsPerMachine: 20, deliveries: 100, settleSeconds: 5 },
         proofs: { n: 1_000, warmup: 50, authorityAgeMs: 1 },
+        liveness: { rounds: 3 },
+        upMemory: { deliveries: 1_000, settleSeconds: 3 },
       };
     case "quick":
       return {
@@ -42,6 +48,8 @@ export function configFor(mode: Mode): BenchConfig {
         mcp: { n: 50, warmup: 5, pglite: false },
         memory: { receipts: 50_000, machines: 50, seatsPerMachine: 20, deliveries: 20, settleSeconds: 1 },
         proofs: { n: 100, warmup: 10, authorityAgeMs: 1 },
+        liveness: { rounds: 1 },
+        upMemory: { deliveries: 1_000, settleSeconds: 1 },
       };
     case "tiny":
       return {
@@ -52,6 +60,8 @@ export function configFor(mode: Mode): BenchConfig {
         mcp: { n: 5, warmup: 2, pglite: false },
         memory: { receipts: 2_000, machines: 2, seatsPerMachine: 5, deliveries: 3, settleSeconds: 0.5 },
         proofs: { n: 20, warmup: 5, authorityAgeMs: 1 },
+        liveness: { rounds: 1 },
+        upMemory: { deliveries: 5, settleSeconds: 0.3 },
       };
   }
 }

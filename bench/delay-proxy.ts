@@ -9,6 +9,8 @@ import { createServer, connect, type Server, type Socket, type AddressInfo } fro
 export interface DelayProxy {
   readonly port: number;
   readonly url: string;
+  /** Connections accepted so far. */
+  accepted(): number;
   close(): Promise<void>;
 }
 
@@ -28,7 +30,9 @@ function relay(from: Socket, to: Socket, oneWayMs: number): void {
 /** Listens on 127.0.0.1 (a free port) and forwards to targetHost:targetPort with the delay. */
 export async function startDelayProxy(targetHost: string, targetPort: number, oneWayMs: number): Promise<DelayProxy> {
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const server: Server = createServer((client) => {
+    accepted++;
     const upstream = connect({ host: targetHost, port: targetPort });
     // No Nagle on either leg: the proxy must add only the delay it was asked for.
     client.setNoDelay(true);
@@ -48,6 +52,7 @@ export async function startDelayProxy(targetHost: string, targetPort: number, on
   return {
     port,
     url: `http://127.0.0.1:${port}`,
+    accepted: () => accepted,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

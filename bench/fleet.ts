@@ -36,6 +36,10 @@ export interface BenchFleet {
   controller: ClankieProcess;
   agent: ClankieProcess;
   agentEndpoint: string;
+  /** The controller's main (plaintext, loopback) URL. */
+  url: string;
+  /** A join token for another machine name (the TLS handshake figures enroll their own identity). */
+  enroll(machine: string): Promise<string>;
   seatIds: string[];
   /** One full delivery as a lead makes it: MCP message_seat to the controller process, on caller's session. */
   deliver(seatId: string, message: string, caller?: number): Promise<DeliveryResult>;
@@ -47,14 +51,19 @@ export interface BenchFleet {
    * (and the agent's token in it) lives inside the controller process.
    */
   deliverDirect?: (seatName: string, message: string) => Promise<{ ms: number; ok: boolean }>;
-  /** Route the controller's calls to the agent through `url` (a delay proxy); PostgreSQL only. */
-  routeAgentVia?: (url: string) => Promise<void>;
+  /** Route the agent's reverse link through `url` (a delay proxy); PostgreSQL only. `accepted` counts the proxy's connections. */
+  routeAgentVia?: (url: string, accepted?: () => number) => Promise<void>;
   close(): Promise<void>;
 }
 
-export async function startBenchFleet(o: { databaseUrl: string | undefined; seats: number }): Promise<BenchFleet> {
+/**
+ * `cli`: another build's CLI (controller and agent), for a side-by-side comparison (bench/compare-controllers.ts);
+ * `controllerNodeOptions`: NODE_OPTIONS for the controller process only (a V8 flag measured side by side).
+ */
+export async function startBenchFleet(o: { databaseUrl: string | undefined; seats: number; cli?: string; controllerNodeOptions?: string }): Promise<BenchFleet> {
   const stateDir = scratchDir("fleet");
   const env = { ...process.env };
+  if (o.controllerNodeOptions) env.NODE_OPTIONS = o.controllerNodeOptions;
   if (o.databaseUrl) env.DATABASE_URL = o.databaseUrl;
   else delete env.DATABASE_URL;
   const started: ClankieProcess[] = [];
@@ -65,18 +74,17 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
     removeScratch(stateDir);
   };
   try {
-    const controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], env);
+    const controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], env, o.cli);
     started.push(controller);
     const url = controller.ready.url!;
-    const agentEnv = { ...process.env };
-    delete agentEnv.DATABASE_URL;
-    const agent = await spawnClankie(
-      ["agent", "--controller", url, "--fleet-token-file", join(stateDir, "fleet.token"), "--state-dir", join(stateDir, "agent"), "--machine", BENCH_MACHINE, "--log-level", "error"],
-      agentEnv,
-    );
-    started.push(agent);
-    const agentEndpoint = agent.ready.endpoint!;
     const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
+    const agentEnv: NodeJS.ProcessEnv = { ...process.env, CLANKIE_JOIN_TOKEN: await owner.enroll(BENCH_MACHINE) };
+    delete agentEnv.DATABASE_URL;
+    // The agent enrolls and dials the controller's agent port (mutual TLS, reverse link).
+    const agent = await spawnClankie(["agent", "--controller", controller.ready.agentUrl!, "--state-dir", join(stateDir, "agent"), "--machine", BENCH_MACHINE, "--log-level", "error"], agentEnv, o.cli);
+    started.push(agent);
+    // The agent listens nowhere: its link (and the proxy that delays it) is the controller's agent port.
+    const agentEndpoint = controller.ready.agentUrl!;
     const seatIds: string[] = [];
     for (let i = 0; i < o.seats; i++) {
       seatIds.push(await owner.addMailbox(BENCH_MACHINE, `bench-${i}`));
@@ -96,6 +104,8 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
       controller,
       agent,
       agentEndpoint,
+      url,
+      enroll: (machine) => owner.enroll(machine),
       seatIds,
       async openCallers(n) {
         while (leads.length < n) await openLead();
@@ -110,24 +120,23 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
       },
       close: closeAll,
     };
+    // Agents listen on no port since the reverse links (ADR 0021). The controller's calls ride
+    // the link the agent dialed; to put a delay on it, the controller's advertised agent URL is
+    // pointed at a delay proxy in front of its agent port, and the agent relinks through it at
+    // its next heartbeat. The agent-only Deliver path (straight to the agent's port) is gone.
     if (o.databaseUrl) {
       const sql = postgres(o.databaseUrl, { max: 1, onnotice: () => {} });
       closers.push(() => sql.end({ timeout: 2 }));
-      const [row] = await sql<{ agent_token: string }[]>`select agent_token from machines where name = ${BENCH_MACHINE}`;
-      // Re-created when the route changes, so the agent-only figure crosses the same proxy.
-      const directTo = (base: string) => createClient(AgentService, createGrpcTransport({ baseUrl: base, interceptors: [bearerHeaderInterceptor(() => row!.agent_token)] }));
-      let direct = directTo(agentEndpoint);
-      fleet.deliverDirect = async (seatName, message) => {
-        const t0 = performance.now();
-        const res = await direct.deliver(
-          create(DeliverRequestSchema, { seatName, deliveryId: randomUUID(), text: message, conversationId: "bench-direct", authority: create(AuthoritySchema, { ageMs: 0, caller: "bench-direct" }) }),
-          { timeoutMs: 20_000 },
-        );
-        return { ms: performance.now() - t0, ok: res.result === WireResult.DELIVERED };
-      };
-      fleet.routeAgentVia = async (via) => {
-        await sql`update machines set endpoint = ${via} where name = ${BENCH_MACHINE}`;
-        direct = directTo(via);
+      const own = controller.ready.agentUrl!;
+      let current = own;
+      fleet.routeAgentVia = async (via, accepted) => {
+        const next = via.replace(/^http:/, "https:");
+        await sql`update controller_instances set agent_url = ${next} where agent_url = ${current}`;
+        current = next;
+        // The agent follows at its next heartbeat (every 5 s): wait until it dialed through.
+        const deadline = Date.now() + 20_000;
+        while (via !== own.replace(/^https:/, "http:") && accepted && accepted() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        await new Promise((r) => setTimeout(r, 500));
       };
     }
     return fleet;

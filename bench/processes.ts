@@ -21,10 +21,10 @@ export interface ClankieProcess {
 }
 
 /** Spawns `node dist/controller/cli/main.js ARGS --json` and waits for its ready line. */
-export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv): Promise<ClankieProcess> {
+export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv, cli = CLI): Promise<ClankieProcess> {
   const readyKey = args[0] === "agent" ? "endpoint" : "mcpUrl";
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' first (npm run bench does)`);
-  const child = spawn(process.execPath, [CLI, ...args, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run 'npm run build' first (npm run bench does)`);
+  const child = spawn(process.execPath, [cli, ...args, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
   track(child);
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));

@@ -35,6 +35,8 @@ export function judgeGoals(r: Json): Goal[] {
     judge("proof age at the write, p99 (real pane proofs, proofs section)", "≤ 25 ms", num(r, "proofs.proof_age_at_write_ms.p99_ms"), (v) => v <= 25, " ms"),
     judge("journal, 16 callers, PostgreSQL", "≥ 0.8× ceiling", num(r, "journal.postgres.c16.ratio"), (v) => v >= 0.8, "×"),
     judge("MCP message_seat, p50", "≤ 15 ms", num(r, "mcp.p50_ms"), (v) => v <= 15, " ms"),
+    judge("dead agent shown offline (rule 55)", "≤ 10 s", num(r, "liveness.offline_detect_s"), (v) => v <= 10, " s"),
+    judge("dead agent's in-flight delivery uncertain (rule 55)", "≤ 10 s", num(r, "liveness.inflight_uncertain_s"), (v) => v <= 10, " s"),
   ];
   const ctl = num(r, "memory.controller_rss_mb_1m_receipts");
   goals.push(
@@ -43,6 +45,19 @@ export function judgeGoals(r: Json): Goal[] {
       : judge("controller RSS at 1 M receipts", "≤ 200 MB", ctl, (v) => v <= 200, " MB"),
   );
   goals.push(judge("idle agent RSS", "≤ 80 MB", num(r, "memory.agent_rss_mb"), (v) => v <= 80, " MB"));
+  // Issue 17 (a lean delivery path): CPU per delivery is the noise-proof figure on a shared box.
+  goals.push(
+    judge("(17) controller CPU per delivery, 1 caller, PostgreSQL", "≤ 5 ms", num(r, "journal.postgres.c1.controller_cpu_ms_per_delivery"), (v) => v <= 5, " ms"),
+    judge("(17) controller CPU per delivery, 16 callers, PostgreSQL", "≤ 2.5 ms", num(r, "journal.postgres.c16.controller_cpu_ms_per_delivery"), (v) => v <= 2.5, " ms"),
+    judge("(17) journal, 16 callers, PostgreSQL, against the raw ceiling", "≥ 0.25×", num(r, "journal.postgres.c16.ratio"), (v) => v >= 0.25, "×"),
+    judge("(17) agent CPU per delivery, 1 caller (aim)", "≤ 1.5 ms", num(r, "journal.postgres.c1.agent_cpu_ms_per_delivery"), (v) => v <= 1.5, " ms"),
+    judge("(17) SSH ÷ agent path, loopback, p50", "≥ 2×", num(r, "peer.ratio_p50"), (v) => v >= 2, "×"),
+    judge("(17) SSH ÷ agent path, 50 ms RTT, p50", "≥ 6×", num(r, "peer.rtt50.ratio_p50"), (v) => v >= 6, "×"),
+    judge("(17) agent path at 50 ms RTT minus the measured RTT, p50", "≤ 10 ms", num(r, "peer.rtt50.agent_p50_minus_rtt_ms"), (v) => v <= 10, " ms"),
+    judge("(17) MCP message_seat on PostgreSQL, p50", "≤ 10 ms", num(r, "mcp.p50_ms"), (v) => v <= 10, " ms"),
+    judge("(17) proof age at the write, p99, 16 callers at once", "≤ 25 ms", num(r, "proof_age.c16.p99_ms"), (v) => v <= 25, " ms"),
+    judge("(17) `clankie up` controller RSS after the deliveries (PGlite)", "≤ 200 MB", num(r, "memory.up_controller_rss_mb"), (v) => v <= 200, " MB"),
+  );
   return goals;
 }
 
@@ -66,6 +81,10 @@ export function renderTable(r: Json, goals: Goal[]): string {
   lines.push(latencyRow("peer: agent's half alone (Deliver straight to the agent), loopback", get(r, "peer.agent_rpc_only")));
   lines.push(latencyRow("peer: agent path, 50 ms RTT", get(r, "peer.rtt50.agent")));
   lines.push(latencyRow("peer: legacy SSH path, 50 ms RTT", get(r, "peer.rtt50.ssh")));
+  lines.push(latencyRow("agent link, mutual TLS, warm connection (Heartbeat)", get(r, "peer.tls_handshake.mtls_warm")));
+  lines.push(latencyRow("agent link, mutual TLS, fresh connection (TCP + TLS 1.3 + HTTP/2 + call)", get(r, "peer.tls_handshake.mtls_fresh")));
+  lines.push(latencyRow("plaintext h2c port, warm connection (Health.Check)", get(r, "peer.tls_handshake.h2c_warm")));
+  lines.push(latencyRow("plaintext h2c port, fresh connection", get(r, "peer.tls_handshake.h2c_fresh")));
   lines.push(latencyRow(`peer: agent's half alone, 50 ms RTT (measured RTT ${cell(get(r, "peer.rtt50.measured_rtt_p50_ms"))} ms)`, get(r, "peer.rtt50.agent_rpc_only")));
   lines.push(latencyRow("proof age at the write (agent, mailbox seat)", get(r, "proof_age")));
   lines.push(latencyRow("proof age at the write (legacy SSH: oldest proof when the write starts), loopback", get(r, "proof_age.legacy_ssh.loopback")));
@@ -94,6 +113,7 @@ export function renderTable(r: Json, goals: Goal[]): string {
     }
   }
   lines.push("");
+  lines.push(`memory: \`clankie up\` controller (PGlite) ${cell(get(r, "memory.up_controller_rss_mb"))} MB RSS after ${cell(get(r, "memory.up_deliveries.delivered"))} deliveries; proof age p99 with 16 callers ${cell(get(r, "proof_age.c16.p99_ms"))} ms`);
   lines.push(`memory: controller peak RSS ${cell(get(r, "memory.controller_rss_mb_1m_receipts"))} MB with ${cell(get(r, "memory.receipts"))} receipts and ${cell(get(r, "memory.registered_seats"))} seats; idle agent RSS ${cell(get(r, "memory.agent_rss_mb"))} MB`, "");
   lines.push("| goal | target | measured | met |", "|---|---|---|---|");
   for (const g of goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`);

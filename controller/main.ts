@@ -2,26 +2,36 @@
  * The controller's composition root: database, registry, delivery pipeline, gRPC
  * services, the leads' MCP endpoint, all on one port.
  */
-import { UnrecordedOutcomes } from "./delivery/unrecorded-outcomes.js";
+import { Liveness } from "./nodes/liveness.js";
+import { UnrecordedOutcomes, isHireSettle, recordSpilled, type RecordSettle } from "./delivery/unrecorded-outcomes.js";
+import { settleDispatched } from "./journal/outcome.js";
+import { settleHireOutcome } from "./journal/hire-outcome.js";
+import { leaseMsOf } from "./delivery/pipeline.js";
+import { parkingFaults, type FaultPoints } from "./delivery/faults.js";
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
+import { join } from "node:path";
 import { hostname } from "node:os";
+import { writeFileDurably } from "../shared/durable-file.js";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { AgentGatewayService } from "../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import { FleetService } from "../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { StatusService } from "../shared/gen/clankie/fleet/v1/status_pb.js";
 import { OwnerService } from "../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { Health } from "../shared/gen/grpc/health/v1/health_pb.js";
 import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
+import { fleetErrorBoundary } from "../shared/rpc/error-boundary.js";
 import { tokenHash, tokensEqual } from "../shared/tokens.js";
 import type { Logger } from "../shared/logger.js";
 import type { ControllerConfig } from "./config.js";
 import { openDatabase, type Database } from "./db/open.js";
+import { probeJournalWrite } from "./db/write-probe.js";
 import { openStateDir, removeControllerRecord, writeControllerRecord } from "./state-dir.js";
 import { Registry } from "./nodes/registry.js";
 import { AgentClients } from "./nodes/agent-clients.js";
 import { SeatTurns } from "./delivery/seat-turns.js";
-import type { PipelineDeps } from "./delivery/message-seat.js";
+import type { PipelineDeps } from "./delivery/pipeline.js";
 import { expireOldResults } from "./journal/call-receipts.js";
 import { heartbeatInstance, recoverOrphans, registerInstance, removeInstance } from "./journal/instances.js";
 import { Notifier } from "./delivery/notices.js";
@@ -29,15 +39,30 @@ import { purgeReadReports } from "./reports/worker-reports.js";
 import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken } from "./leads/conversations.js";
 import { conversations } from "./db/schema.js";
 import { eq } from "drizzle-orm";
-import { createAgentGatewayService } from "./services/agent-gateway-service.js";
+import { startFleetIdentity } from "./fleet/fleet-identity.js";
+import { createFleetService } from "./fleet/fleet-service.js";
 import { createStatusService, type StatusDeps } from "./services/status-service.js";
 import { createOwnerService } from "./services/owner-service.js";
 import { createHealthService } from "./services/health-service.js";
+import { createReflectionV1, createReflectionV1alpha, ReflectionIndex } from "./services/reflection-service.js";
+import { ServerReflection as ReflectionV1 } from "../shared/gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ReflectionV1alpha } from "../shared/gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/server.js";
 import { createDashboard, DASHBOARD_PATH, isDashboardPath } from "./http/dashboard.js";
 import { listen } from "./http/listener.js";
+import { admitByHeaders } from "../shared/rpc/header-gate.js";
+import { RPC_READ_MAX_BYTES } from "../shared/rpc/read-limits.js";
+import { isDiscoveryPath, serveDiscovery } from "./http/bearer-discovery.js";
+import { FleetMetrics } from "./metrics/fleet-metrics.js";
+import { journalScrapeSources } from "./metrics/scrape-sources.js";
+import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
+import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./fleet/join-tokens.js";
 
 export const CONTROLLER_VERSION = "0.1.0";
+
+export function isLoopbackHost(host: string): boolean {
+  return host === "localhost" || host === "::1" || host.startsWith("127.");
+}
 const RETENTION_INTERVAL_MS = 60_000;
 const INSTANCE_HEARTBEAT_MS = 5_000;
 
@@ -47,17 +72,30 @@ export interface RunningController {
   readonly statusUrl: string;
   /** The owner's dashboard page; open it with `#token=<owner token>`. */
   readonly dashboardUrl: string;
+  /** Prometheus metrics; scraped with the owner token as a bearer token. */
+  readonly metricsUrl: string;
   readonly port: number;
   readonly database: Database;
   readonly leadToken: string;
   readonly ownerToken: string;
-  readonly fleetToken: string;
+  /** The https address agents dial (mutual TLS). */
+  readonly agentUrl: string;
+  /** The fleet CA certificate (PEM), also written to <state>/fleet-ca.pem. */
+  readonly caCertificatePem: string;
+  readonly caFile: string;
+  readonly fleetId: string;
+  /** True while `machine` has a live reverse link to this replica. */
+  linked(machine: string): boolean;
+  /** A single-use join token for `machine` (what `clankie fleet enroll` prints). */
+  issueJoinToken(machine: string, ttlMs?: number): Promise<string>;
   close(): Promise<void>;
 }
 
 export interface ControllerHooks {
   /** The wall clock for journal times and the 5-minute release; tests inject one. */
   now?: () => Date;
+  /** Fault points a suite injects (armed per call); they replace CLANKIE_FAULT's. */
+  faults?: FaultPoints;
 }
 
 export async function startController(config: ControllerConfig, logger: Logger, hooks: ControllerHooks = {}): Promise<RunningController> {
@@ -67,6 +105,11 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   const now = hooks.now ?? (() => new Date());
   const instanceId = randomUUID();
   await registerInstance(db, instanceId, process.pid, hostname());
+  // Outcomes a previous process decided but could not record go in first: recovery must not turn them into others.
+  const spillFile = join(config.stateDir, "unrecorded-outcomes.json");
+  const recordOutcome: RecordSettle = (p) => (isHireSettle(p) ? settleHireOutcome(db, p) : settleDispatched(db, p));
+  const replayed = await recordSpilled(spillFile, recordOutcome);
+  if (replayed) logger.warn("recorded outcomes a stopped controller had decided but not yet recorded", { count: replayed });
   const recovered = await recoverOrphans(db, instanceId, database.driver === "pglite", now());
   if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
   logger.info("journal open", { driver: database.driver, location: database.location });
@@ -77,27 +120,50 @@ export async function startController(config: ControllerConfig, logger: Logger, 
 
   const changes = new EventEmitter<{ changed: [] }>();
   const registry = new Registry(db, config.heartbeatIntervalMs, now);
+  const machineLiveness = new Liveness(registry);
   registry.on("changed", () => changes.emit("changed"));
-  const agents = new AgentClients();
+  const fleet = await startFleetIdentity({
+    db,
+    registry,
+    instanceId,
+    host: config.agentHost,
+    port: config.agentPort,
+    advertiseHost: config.agentAdvertiseHost,
+    caPassphrase: config.caPassphrase,
+    machineCertTtlMs: config.machineCertTtlMs,
+    now,
+    logger: logger.child({ component: "fleet" }),
+    // Peer messages from workers go through the pipeline, which exists from below on.
+    reports: { onChange: () => changes.emit("changed"), pipeline: () => pipeline },
+  });
+  const agents = new AgentClients(fleet.links);
+  const caFile = join(config.stateDir, "fleet-ca.pem");
+  writeFileDurably(caFile, fleet.authority.ca.certificatePem, 0o644);
   const conversationAuth = new ConversationAuth(db);
   let stopping = false;
   const shutdown = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
 
+  // Scrape-time gauges read the journal and the registry; mcp is defined below, before any scrape.
+  const metrics = new FleetMetrics(journalScrapeSources({ db: database.readDb, registry, now, mcpSessions: () => mcp.sessionCount(), linked: (m) => fleet.links.has(m) }));
   const pipeline: PipelineDeps = {
     db,
+    metrics,
     agents,
-    turns: new SeatTurns(),
+    turns: new SeatTurns(db, leaseMsOf({ deliverTimeoutMs: config.deliverTimeoutMs }), (what, e) => logger.warn(what, { error: e.message })),
     logger: logger.child({ component: "delivery" }),
     now,
     isStopping: () => stopping,
     shutdownSignal: shutdown.signal,
+    liveness: machineLiveness,
     onJournalChange: () => changes.emit("changed"),
     deliverTimeoutMs: config.deliverTimeoutMs,
+    seatTurnWaitMs: config.seatTurnWaitMs,
     instanceId,
-    fault: config.fault,
-    onDelivered: (seatId) => notifier.sweep(seatId),
-    unrecorded: new UnrecordedOutcomes(logger.child({ component: "journal-retry" })),
+    faults: hooks.faults ?? parkingFaults(config.fault, shutdown.signal),
+    onDelivered: (seatId) => notifier.delivered(seatId),
+    onFenceChange: (seatId) => notifier.fenceChanged(seatId),
+    unrecorded: new UnrecordedOutcomes(logger.child({ component: "journal-retry" }), recordOutcome, spillFile),
     track: (p) => {
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => {});
@@ -105,30 +171,45 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     },
   };
   const notifier = new Notifier(pipeline);
-  const statusDeps: StatusDeps = { db, registry, now, changes };
+  // Reads have their own pool: a stuck admission never starves list_seats or the dashboard.
+  const statusDeps: StatusDeps = { db: database.readDb, registry, now, changes };
 
-  const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName]);
-  const rpc = connectNodeAdapter({
+  // Agents have no business on this port: their gateway is the agent port, over mutual TLS.
+  const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName, FleetService.typeName]);
+  const tokenCheck = (service: string, token: string | undefined) => {
+    if (ownerOnly.has(service)) return tokensEqual(state.ownerToken, token);
+    return undefined;
+  };
+  const connectRpc = connectNodeAdapter({
+    // Each service reads at most its own limit; a longer body is RESOURCE_EXHAUSTED before it is buffered.
+    readMaxBytes: RPC_READ_MAX_BYTES.default,
     routes: (router) => {
-      router.service(AgentGatewayService, createAgentGatewayService(registry, logger.child({ component: "gateway" }), { db, now, onChange: () => changes.emit("changed") }));
-      router.service(StatusService, createStatusService(statusDeps));
-      router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth }));
-      router.service(Health, createHealthService({ services: [AgentGatewayService.typeName, StatusService.typeName, OwnerService.typeName], pingDatabase: database.ping, isStopping: () => stopping }));
+      router.service(FleetService, createFleetService({ db, authority: fleet.authority, registry, now, agentUrl: () => fleet.agentUrl, cut: (m) => fleet.listener.cut(m), logger: logger.child({ component: "fleet" }) }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
+      router.service(StatusService, createStatusService(statusDeps), { readMaxBytes: RPC_READ_MAX_BYTES.status });
+      router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
+      // "agents" is serving when some machine is connected: a current heartbeat and a live reverse link here.
+      // The database component is SERVING only while the journal can take a write (a read alone would pass on a full disk or a read-only replica).
+      router.service(Health, createHealthService({ services: [StatusService.typeName, OwnerService.typeName, FleetService.typeName], pingDatabase: () => probeJournalWrite(db, instanceId, database.driver), agentsOnline: async () => (await registry.machines()).filter((m) => registry.isOnline(m) && fleet.links.has(m.name)).length, isStopping: () => stopping }), { readMaxBytes: RPC_READ_MAX_BYTES.health });
+      // Reflection is open like health: it describes the contract, every call still checks its token.
+      const reflection = new ReflectionIndex([StatusService, OwnerService, FleetService, Health, ReflectionV1, ReflectionV1alpha]);
+      router.service(ReflectionV1, createReflectionV1(reflection));
+      router.service(ReflectionV1alpha, createReflectionV1alpha(reflection));
     },
-    interceptors: [
-      bearerAuthInterceptor((service, token) => {
-        if (service === AgentGatewayService.typeName) return tokensEqual(state.fleetToken, token);
-        if (ownerOnly.has(service)) return tokensEqual(state.ownerToken, token);
-        return undefined;
-      }),
-    ],
+    interceptors: [fleetErrorBoundary(), bearerAuthInterceptor(tokenCheck)],
   });
-  const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, logger, version: CONTROLLER_VERSION });
+  // Authentication from the headers alone, before connect-node reads the body.
+  const rpc = ((req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
+    if (admitByHeaders(tokenCheck, req, res)) connectRpc(req as IncomingMessage, res as ServerResponse);
+  }) as typeof connectRpc;
+  const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, logger, version: CONTROLLER_VERSION, hireTimeoutMs: config.hireTimeoutMs, limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation } });
 
   const dashboard = createDashboard();
+  const metricsEndpoint = createMetricsEndpoint(metrics, state.ownerToken);
   const http1 = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (isDashboardPath(path)) return dashboard(req, res, path);
+    if (path === METRICS_PATH) return metricsEndpoint(req, res);
+    if (isDiscoveryPath(path)) return serveDiscovery(req, res, path, MCP_PATH);
     if (path === MCP_PATH) {
       mcp.handle(req, res).catch((e: Error) => {
         logger.error("mcp request failed", { error: e.message });
@@ -139,10 +220,12 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     }
     rpc(req, res);
   };
-  const listener = await listen(config.host, config.port, http1, rpc);
+  // Leads and the owner stay on plain HTTP on loopback; off loopback the port is TLS (fleet CA).
+  const tls = isLoopbackHost(config.host) ? undefined : { cert: fleet.serverCertificatePem + fleet.authority.ca.certificatePem, key: fleet.serverPrivateKeyPem };
+  const listener = await listen(config.host, config.port, http1, rpc, config.listenerLimits, tls);
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const url = `http://${host}:${listener.port}`;
-  const record = { pid: process.pid, url, mcpUrl: `${url}${MCP_PATH}`, statusUrl: url, database: database.location, startedAt: new Date().toISOString() };
+  const url = `${tls ? "https" : "http"}://${host}:${listener.port}`;
+  const record = { pid: process.pid, url, mcpUrl: `${url}${MCP_PATH}`, statusUrl: url, agentUrl: fleet.agentUrl, database: database.location, startedAt: new Date().toISOString() };
   writeControllerRecord(config.stateDir, record);
 
   const retention = setInterval(() => {
@@ -160,6 +243,8 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   liveness.unref();
   // Notices that never reached their seat get one more try once the seat's agent is back.
   registry.on("registered", () => notifier.sweep());
+  // An agent registers before its reverse link is up (ADR 0021): sweep again once it is.
+  fleet.links.on("linked", () => notifier.sweep());
   await expireOldResults(db).catch((e: Error) => logger.warn("retention pass failed", { error: e.message }));
   logger.info("controller listening", record);
 
@@ -168,16 +253,23 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     mcpUrl: record.mcpUrl,
     statusUrl: url,
     dashboardUrl: `${url}${DASHBOARD_PATH}`,
+    metricsUrl: `${url}${METRICS_PATH}`,
     port: listener.port,
     database,
     leadToken: state.leadToken,
     ownerToken: state.ownerToken,
-    fleetToken: state.fleetToken,
+    agentUrl: fleet.agentUrl,
+    caCertificatePem: fleet.authority.ca.certificatePem,
+    caFile,
+    fleetId: fleet.authority.ca.fleetId,
+    linked: (machine) => fleet.links.has(machine),
+    issueJoinToken: async (machine, ttlMs = DEFAULT_JOIN_TTL_MS) => (await issueJoinToken(db, machine, ttlMs, fleet.authority.ca.fingerprint, now())).token,
     async close() {
       if (stopping) return;
       stopping = true;
       clearInterval(retention);
       clearInterval(liveness);
+      machineLiveness.close();
       const settled = Promise.allSettled([...inFlight]);
       const grace = new Promise((r) => setTimeout(r, config.shutdownGraceMs).unref());
       await Promise.race([settled, grace]);
@@ -188,6 +280,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       await listener.close();
       await Promise.race([notifier.idle(), new Promise((r) => setTimeout(r, 1000).unref())]);
       agents.closeAll();
+      await fleet.close();
       // A last try for outcomes the journal missed; what still fails, boot recovery marks uncertain.
       await Promise.race([pipeline.unrecorded.flush(), new Promise((r) => setTimeout(r, 1000).unref())]);
       pipeline.unrecorded.close();

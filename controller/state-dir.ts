@@ -1,6 +1,5 @@
 /**
- * The controller's state directory: the embedded database, the owner and fleet tokens
- * (mode 0600), the default lead token, and controller.json, which tells the CLI where the
+ * The controller's state directory: the embedded database, the owner token (mode 0600), the default lead token, and controller.json, which tells the CLI where the
  * running controller listens.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
@@ -14,7 +13,6 @@ export interface StateFiles {
   dataDir: string;
   agentDir: string;
   ownerToken: string;
-  fleetToken: string;
   leadToken: string;
 }
 
@@ -23,6 +21,8 @@ export interface ControllerRecord {
   url: string;
   mcpUrl: string;
   statusUrl: string;
+  /** The https address agents dial (mutual TLS). */
+  agentUrl?: string;
   database: string;
   startedAt: string;
 }
@@ -45,12 +45,11 @@ export function openStateDir(dir: string): StateFiles {
     dataDir: join(dir, "pgdata"),
     agentDir: join(dir, "agent"),
     ownerToken: tokenFile(join(dir, "owner.token"), "owner"),
-    fleetToken: tokenFile(join(dir, "fleet.token"), "fleet"),
     leadToken: tokenFile(join(dir, "lead.token"), "lead"),
   };
 }
 
-export function readToken(dir: string, name: "owner" | "fleet" | "lead"): string | undefined {
+export function readToken(dir: string, name: "owner" | "lead"): string | undefined {
   const path = join(dir, `${name}.token`);
   return existsSync(path) ? readFileSync(path, "utf8").trim() : undefined;
 }

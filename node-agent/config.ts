@@ -3,14 +3,16 @@ import { homedir, hostname } from "node:os";
 import { join } from "node:path";
 import { isValidName } from "../shared/ids.js";
 import { InvalidArgumentError } from "../shared/errors.js";
+import type { HireOptions } from "./hire/hire.js";
 
 export interface AgentOptions {
   stateDir: string;
-  controllerUrl: string;
-  fleetToken: string;
+  /** The controller's agent URL (https); from the identity when omitted after joining. */
+  controllerUrl?: string | undefined;
+  /** A join token: join (again) with a fresh key pair; without one, the stored identity is used. */
+  joinToken?: string | undefined;
+  /** When given, must match the machine of the identity. */
   machine?: string | undefined;
-  host?: string | undefined;
-  port?: number | undefined;
   /** Where seats are discovered: a pane host, or none (mailbox seats only). */
   paneHost?: string | undefined;
   herdrSocket?: string | undefined;
@@ -19,6 +21,8 @@ export interface AgentOptions {
   /** How often seats are re-inspected so their reported status and capabilities stay live. */
   statusRefreshMs?: number | undefined;
   env?: NodeJS.ProcessEnv | undefined;
+  /** hire_agent: harness binaries, launch environment, limits. */
+  hire?: HireOptions | undefined;
 }
 
 export type PaneHostConfig =
@@ -29,13 +33,12 @@ export type PaneHostConfig =
 export interface AgentConfig {
   stateDir: string;
   mailboxDir: string;
-  controllerUrl: string;
-  fleetToken: string;
-  machine: string;
-  host: string;
-  port: number;
+  controllerUrl: string | undefined;
+  joinToken: string | undefined;
+  machine: string | undefined;
   paneHost: PaneHostConfig;
   statusRefreshMs: number;
+  hire: HireOptions;
 }
 
 export const DEFAULT_STATUS_REFRESH_MS = 5000;
@@ -66,17 +69,16 @@ function compilePaneHost(o: AgentOptions): PaneHostConfig {
 }
 
 export function compileAgentConfig(o: AgentOptions): AgentConfig {
-  const machine = o.machine ?? defaultMachineName();
-  if (!isValidName(machine)) throw new InvalidArgumentError(`machine name ${JSON.stringify(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
+  const machine = o.machine;
+  if (machine !== undefined && !isValidName(machine)) throw new InvalidArgumentError(`machine name ${JSON.stringify(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
   return {
     stateDir: o.stateDir,
     mailboxDir: join(o.stateDir, "mailboxes"),
     controllerUrl: o.controllerUrl,
-    fleetToken: o.fleetToken,
+    joinToken: o.joinToken?.trim() || undefined,
     machine,
-    host: o.host ?? "127.0.0.1",
-    port: o.port ?? 0,
     paneHost: compilePaneHost(o),
     statusRefreshMs: o.statusRefreshMs ?? DEFAULT_STATUS_REFRESH_MS,
+    hire: o.hire ?? {},
   };
 }

@@ -1,22 +1,30 @@
 /**
- * The node agent's composition root: seat book, adapters, gRPC service on loopback,
- * and the link to the controller.
+ * The node agent's composition root: its fleet identity, seat book, adapters, the
+ * AgentService served on the reverse links it dials (no inbound port), and the link to
+ * the controller.
  */
-import { createServer, type Http2Server } from "node:http2";
+import { HostJournal } from "./hire/host-journal.js";
+import { createServer, type Http2Server, type Http2ServerResponse } from "node:http2";
 import { LinkRoundTrips } from "./service/link-round-trips.js";
 import { SeatLocks } from "./seats/seat-locks.js";
 import { startSeatStatusWatch } from "./seats/seat-status-watch.js";
-import type { AddressInfo, Socket } from "node:net";
+import type { Socket } from "node:net";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
+import { fleetErrorBoundary } from "../shared/rpc/error-boundary.js";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createUnaryServer } from "./service/unary-server.js";
+import { admitByHeaders } from "../shared/rpc/header-gate.js";
+import { RPC_READ_MAX_BYTES } from "../shared/rpc/read-limits.js";
+import { traceProcessInterceptor } from "../shared/rpc/trace-context.js";
 import { AgentService } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
-import { newToken, tokensEqual } from "../shared/tokens.js";
+import { newToken, tokenMatcher } from "../shared/tokens.js";
 import type { Logger } from "../shared/logger.js";
 import type { AgentConfig } from "./config.js";
 import { SeatBook } from "./seats/seat-book.js";
+import { QuestionDesk } from "./questions/question-desk.js";
 import { MailboxStore } from "./mailbox/store.js";
 import { MailboxAdapter } from "./harnesses/mailbox.js";
 import { AdapterRegistry } from "./harnesses/registry.js";
@@ -29,25 +37,65 @@ import { selectProofProvider } from "./proofs/select.js";
 import { createAgentService } from "./service/agent-service.js";
 import { startControllerLink, type ControllerLink } from "./service/controller-link.js";
 import { startReportForwarder } from "./service/report-forwarder.js";
+import { startReverseDialer } from "./service/reverse-dialer.js";
+import { loadIdentity, type AgentIdentity } from "./identity/identity-files.js";
+import { joinFleet } from "./identity/join.js";
+import { IdentityKeeper } from "./identity/identity-keeper.js";
+import { FleetError, ErrorCode, InvalidArgumentError } from "../shared/errors.js";
 import { Outbox } from "./mailbox/outbox.js";
 import { toWireSeat } from "./service/wire-seat.js";
+import { startWorkerEndpoint } from "./worker-link/worker-endpoint.js";
+import { createHirer } from "./hire/create-hirer.js";
+import type { Hirer } from "./hire/hire.js";
 
-export const AGENT_VERSION = "0.1.0";
+export { AGENT_VERSION } from "./version.js";
+import { AGENT_VERSION } from "./version.js";
 
 export interface RunningAgent {
+  /** Where this agent is linked: the controller's agent URL (it listens on no port). */
   readonly endpoint: string;
   readonly machine: string;
+  readonly identity: IdentityKeeper;
+  /** The replicas this agent has a live reverse link to. */
+  linkedUrls(): string[];
+  /** Resolves once the first reverse link is up (after registering): the controller can call it. */
+  readonly linked: Promise<void>;
   readonly link: ControllerLink;
+  /** Whether the question desk watches this seat's thread now (diagnostics and tests). */
+  watchingQuestions(seatName: string): boolean;
   close(): Promise<void>;
 }
 
+/** The stored identity, or a new one from the join token; refuses a machine name it does not hold. */
+async function identityFor(config: AgentConfig, logger: Logger): Promise<AgentIdentity> {
+  mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
+  let id: AgentIdentity | undefined;
+  if (config.joinToken) {
+    if (!config.controllerUrl) throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of the controller)");
+    id = await joinFleet({ stateDir: config.stateDir, controllerUrl: config.controllerUrl, token: config.joinToken, agentVersion: AGENT_VERSION });
+    logger.info("joined the fleet", { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString() });
+  } else {
+    id = loadIdentity(config.stateDir);
+    if (!id) throw new FleetError(ErrorCode.Unauthenticated, `this agent has not joined a fleet (no identity in ${config.stateDir}): run clankie fleet enroll NAME on the controller, then clankie agent --controller URL --join TOKEN`);
+    if (config.controllerUrl && config.controllerUrl !== id.controllerUrl) id = { ...id, controllerUrl: config.controllerUrl };
+  }
+  if (config.machine && config.machine !== id.machine) throw new InvalidArgumentError(`this agent's certificate is for ${id.machine}, not ${config.machine}`);
+  return id;
+}
+
 export async function startAgent(config: AgentConfig, logger: Logger, clock: MonotonicClock = systemMonotonicClock): Promise<RunningAgent> {
+  const identity = new IdentityKeeper(await identityFor(config, logger), config.stateDir, logger);
+  const machine = identity.identity.machine;
+  const controllerUrl = identity.identity.controllerUrl;
   mkdirSync(config.mailboxDir, { recursive: true, mode: 0o700 });
   const seats = new SeatBook(config.stateDir);
   const mailboxes = new MailboxStore(config.mailboxDir);
   const paneHost = createPaneHost(config.paneHost);
   // Kernel facts for this OS: a Codex seat over TCP is proven by the pane proof before each write.
-  const codex = new CodexAdapter({ clock, paneHost, proofs: selectProofProvider(process.platform, clock) });
+  const proofs = selectProofProvider(process.platform, clock);
+  // A Codex TUI this agent's own hire launched is owned (interrupt offered); the journal tells (rules 36, 47).
+  const hires = new HostJournal(config.stateDir);
+  const codex = new CodexAdapter({ clock, paneHost, proofs, hires: { launched: (id) => hires.read(id), ofPane: (paneId) => hires.byPane(paneId) } });
   const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock)).register(codex);
   const native = createNativeAdapters({
     clock,
@@ -55,6 +103,7 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     paneHost,
     tmuxServer: config.paneHost.kind === "tmux" ? { socketPath: config.paneHost.socketPath } : undefined,
     stillOccupied: (seat) => seats.get(seat.name)?.occupantId === seat.occupantId,
+    proofs,
   });
   for (const a of native.adapters) adapters.register(a);
   // A fresh token per process: only the controller this agent registered with can call it.
@@ -63,11 +112,24 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const locks = new SeatLocks();
   // The controller's sessions are pinged so the freshness gate bounds transit by the real link.
   const roundTrips = new LinkRoundTrips();
-  const handler = connectNodeAdapter({
-    routes: (router) => router.service(AgentService, createAgentService({ seats, adapters, clock, mailboxes, roundTrips, locks })),
-    interceptors: [bearerAuthInterceptor((_service, token) => tokensEqual(agentToken, token))],
+  const agentTokenMatches = tokenMatcher(agentToken);
+  const tokenCheck = (_service: string, token: string | undefined) => agentTokenMatches(token);
+  let hirer: Hirer | undefined;
+  let questions: QuestionDesk | undefined;
+  const impl = createAgentService({ seats, adapters, clock, mailboxes, roundTrips, locks, hirer: () => hirer, get questions() { return questions; } });
+  const interceptors = [fleetErrorBoundary(), bearerAuthInterceptor(tokenCheck), traceProcessInterceptor()];
+  const connectRpc = connectNodeAdapter({
+    readMaxBytes: RPC_READ_MAX_BYTES.agent,
+    routes: (router) => router.service(AgentService, impl, { readMaxBytes: RPC_READ_MAX_BYTES.agent }),
+    interceptors,
   });
-  const server: Http2Server = createServer(handler);
+  // Unary gRPC calls skip Connect's per-call stream pipeline; the rest goes to Connect (service/unary-server.ts).
+  const rpc = createUnaryServer({ service: AgentService, impl, interceptors, readMaxBytes: RPC_READ_MAX_BYTES.agent, fallback: connectRpc as unknown as Parameters<typeof createUnaryServer>[0]["fallback"] });
+  // The token is checked from the headers before a byte of the body is read.
+  const handler = ((req, res) => {
+    if (admitByHeaders(tokenCheck, req, res as Http2ServerResponse)) rpc(req, res);
+  }) as typeof rpc;
+  const server: Http2Server = createServer({ maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } }, handler);
   roundTrips.watch(server);
   const sockets = new Set<Socket>();
   server.on("connection", (socket: Socket) => {
@@ -76,14 +138,13 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
-  const host = config.host.includes(":") ? `[${config.host}]` : config.host;
-  const endpoint = `http://${host}:${port}`;
-  logger.info("agent listening", { endpoint, machine: config.machine });
+  let resolveLinked!: () => void;
+  const linked = new Promise<void>((r) => (resolveLinked = r));
+  // The agent listens on no port, and its redial and retry timers are unref'd: this keeps the
+  // process alive while every link is down (until close()).
+  const keepAlive = setInterval(() => {}, 2 ** 30);
+  const dialer = startReverseDialer({ server, tls: () => identity.tls(), logger, onLinked: () => resolveLinked() });
+  const endpoint = controllerUrl;
 
   const wireSeats = async () =>
     Promise.all(
@@ -97,9 +158,9 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     );
 
   const link = startControllerLink({
-    controllerUrl: config.controllerUrl,
-    fleetToken: config.fleetToken,
-    machine: config.machine,
+    controllerUrl,
+    tls: () => identity.tls(),
+    machine,
     endpoint,
     agentToken,
     instanceId: randomUUID(),
@@ -107,12 +168,26 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     agentVersion: AGENT_VERSION,
     seats: wireSeats,
     logger,
+    // Registered first, then linked: the controller knows this process's token before it calls.
+    onReplicas: (urls) => dialer.setUrls(urls.length ? urls : [controllerUrl]),
   });
+  identity.on("renewed", () => {
+    link.reconnect();
+    dialer.redialAll();
+  });
+  identity.start();
   const report = async (wire: Awaited<ReturnType<typeof wireSeats>>) => {
     await link.reportSeats(wire);
     watch.reported(wire);
   };
+  // Workers' questions: a watcher on each Codex seat's thread, filed with the controller.
+  questions = new QuestionDesk({ seats, ledgerDir: join(config.stateDir, "questions"), link, logger: logger.child({ component: "questions" }) });
+  const syncQuestions = () => void questions!.sync().catch((e: Error) => logger.warn("question watchers failed", { error: e.message }));
+  // A thread is resumable only once it has a rollout (its first turn): retry until attached.
+  const questionTimer = setInterval(syncQuestions, config.statusRefreshMs);
+  questionTimer.unref();
   const offSeats = seats.onChange(() => {
+    syncQuestions();
     wireSeats()
       .then(report)
       .catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
@@ -123,26 +198,41 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const forwarder = startReportForwarder(new Outbox(join(config.stateDir, "outbox")), link, logger);
   // Seats in panes: every registered adapter's discover() is asked about every pane.
   const discovery: SeatDiscovery | undefined = paneHost ? await startSeatDiscovery({ host: paneHost, adapters, seats, logger }) : undefined;
+  // Without it (a socket path over the OS limit, say) workers in panes get a refused connection: not sent, never guessed.
+  const workers = await startWorkerEndpoint({ dir: join(config.stateDir, "worker"), seats, paneHost, proofs, link, logger, questions }).catch((e: Error) => {
+    logger.warn("the worker endpoint did not start; message_clankie from panes is refused", { error: e.message });
+    return undefined;
+  });
+  hirer = createHirer({ config, seats, adapters, clock, proofs, locks, native, scanNow: () => discovery?.scanNow() ?? Promise.resolve(), logger: logger.child({ component: "hire" }) });
 
   return {
     endpoint,
-    machine: config.machine,
+    machine,
+    identity,
+    linkedUrls: () => dialer.connectedUrls(),
+    linked,
     link,
+    watchingQuestions: (seatName) => questions?.watching(seatName) ?? false,
     async close() {
+      clearInterval(keepAlive);
+      identity.stop();
+      dialer.close();
       offSeats();
+      clearInterval(questionTimer);
+      questions?.close();
+      hirer?.close();
+      await workers?.close();
       watch.stop();
       forwarder.stop();
       discovery?.close();
       paneHost?.close?.();
       codex.close();
+      // Windows' provider keeps a PowerShell host; it must not outlive the agent.
+      proofs.close?.();
       await native.close();
       link.stop();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        // Established h2 sessions (the controller's warm connection) would hold close() open.
-        // Dropping the socket, rather than a GOAWAY, is what a crashed agent looks like too.
-        for (const s of sockets) s.destroy();
-      });
+      // Dropping the sockets, rather than a GOAWAY, is what a crashed agent looks like too.
+      for (const s of sockets) s.destroy();
     },
   };
 }

@@ -10,3 +10,8 @@ cpSync("controller/dashboard", "dist/controller/dashboard", { recursive: true })
 // The package bin must be executable for npx and global installs.
 import { chmodSync } from "node:fs";
 chmodSync("dist/controller/cli/main.js", 0o755);
+
+// The Claude Code marketplace and its clankie-worker plugin (`clankie claude install-plugin` adds it from here).
+rmSync("dist/integrations/claude", { recursive: true, force: true });
+cpSync("integrations/claude", "dist/integrations/claude", { recursive: true });
+chmodSync("dist/integrations/claude/clankie-worker/bin/clankie-worker", 0o755);

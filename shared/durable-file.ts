@@ -1,8 +1,8 @@
 /** Crash-safe file writes: temp file, fsync, rename, then fsync the directory. */
-import { closeSync, fsyncSync, openSync, renameSync, writeSync } from "node:fs";
+import { close, closeSync, fsync, fsyncSync, open, openSync, rename, renameSync, write, writeSync } from "node:fs";
+import { promisify } from "node:util";
 import { dirname, join, basename } from "node:path";
 import { randomBytes } from "node:crypto";
-import { open, rename } from "node:fs/promises";
 
 export function writeFileDurably(path: string, content: string, mode = 0o600): void {
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
@@ -22,21 +22,35 @@ export function writeFileDurably(path: string, content: string, mode = 0o600): v
   }
 }
 
+// Callback fs (promisified once) rather than fs/promises' FileHandle: a FileHandle is an
+// EventEmitter with close tracking, and its writeFile a chunked loop; one delivery opened two
+// (issue 17's agent profile). The syscalls and their order are the same.
+const openAsync = promisify(open);
+const writeAsync = promisify(write);
+const fsyncAsync = promisify(fsync);
+const closeAsync = promisify(close);
+const renameAsync = promisify(rename);
+
+async function syncAndClose(fd: number): Promise<void> {
+  try {
+    await fsyncAsync(fd);
+  } finally {
+    await closeAsync(fd);
+  }
+}
+
 /** The same, without blocking the event loop: the agent keeps answering while a write syncs. */
 export async function writeFileDurablyAsync(path: string, content: string, mode = 0o600): Promise<void> {
   const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
-  const file = await open(tmp, "wx", mode);
+  const bytes = Buffer.from(content, "utf8");
+  const fd = await openAsync(tmp, "wx", mode);
   try {
-    await file.writeFile(content);
-    await file.sync();
-  } finally {
-    await file.close();
+    for (let off = 0; off < bytes.length; ) off += (await writeAsync(fd, bytes, off, bytes.length - off)).bytesWritten;
+  } catch (e) {
+    await closeAsync(fd).catch(() => {});
+    throw e;
   }
-  await rename(tmp, path);
-  const dir = await open(dirname(path), "r");
-  try {
-    await dir.sync();
-  } finally {
-    await dir.close();
-  }
+  await syncAndClose(fd);
+  await renameAsync(tmp, path);
+  await syncAndClose(await openAsync(dirname(path), "r"));
 }

@@ -3,6 +3,7 @@
  * `code`, and a `retryable` flag. `FleetError.from` types any throw at a boundary.
  */
 import { Code, ConnectError } from "@connectrpc/connect";
+import { publicErrorText } from "./public-text.js";
 
 export const ErrorCode = {
   InvalidArgument: "invalid_argument",
@@ -17,9 +18,18 @@ export const ErrorCode = {
   ServiceStopping: "service_stopping",
   ReceiptInUse: "receipt_in_use",
   ReceiptConflict: "receipt_conflict",
+  FailedPrecondition: "failed_precondition",
+  AlreadyExists: "already_exists",
+  Unimplemented: "unimplemented",
+  AddressInUse: "address_in_use",
+  ControllerUnreachable: "controller_unreachable",
+  /** A host to install on (fleet deploy's SSH target) does not answer. */
+  HostUnreachable: "host_unreachable",
   Internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const KNOWN_CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 
 export class FleetError extends Error {
   override readonly name: string = "FleetError";
@@ -36,15 +46,20 @@ export class FleetError extends Error {
   static from(reason: unknown): FleetError {
     if (reason instanceof FleetError) return reason;
     if (reason instanceof ConnectError) {
+      // Our own errors cross the wire as "<code>: <message>": keep the exact code, once.
+      const ours = /^([a-z_]+): ([\s\S]*)$/.exec(reason.rawMessage);
+      if (ours && KNOWN_CODES.has(ours[1]!)) return new FleetError(ours[1] as ErrorCode, ours[2]!, { cause: reason });
       return new FleetError(fromConnectCode(reason.code), reason.rawMessage, { cause: reason });
     }
     const message = reason instanceof Error ? reason.message : String(reason);
+    // A port someone else holds is the user's to fix, not an internal fault.
+    if ((reason as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE") return new FleetError(ErrorCode.AddressInUse, `${message}: another process is listening there; stop it or choose another --port`, { cause: reason });
     return new FleetError(ErrorCode.Internal, message, { cause: reason });
   }
 
   /** The single mapping from our codes to gRPC/Connect codes. */
   toConnectError(): ConnectError {
-    return new ConnectError(`${this.code}: ${this.message}`, toConnectCode(this.code), undefined, undefined, this);
+    return new ConnectError(`${this.code}: ${publicErrorText(this.message)}`, toConnectCode(this.code), undefined, undefined, this);
   }
 }
 
@@ -110,7 +125,16 @@ function toConnectCode(code: ErrorCode): Code {
     case ErrorCode.ServiceStopping:
       return Code.Unavailable;
     case ErrorCode.StateDirLocked:
+    case ErrorCode.FailedPrecondition:
+    case ErrorCode.AddressInUse:
       return Code.FailedPrecondition;
+    case ErrorCode.AlreadyExists:
+      return Code.AlreadyExists;
+    case ErrorCode.Unimplemented:
+      return Code.Unimplemented;
+    case ErrorCode.ControllerUnreachable:
+    case ErrorCode.HostUnreachable:
+      return Code.Unavailable;
     default:
       return Code.Internal;
   }
@@ -126,9 +150,35 @@ function fromConnectCode(code: Code): ErrorCode {
       return ErrorCode.PermissionDenied;
     case Code.NotFound:
       return ErrorCode.NotFound;
+    case Code.AlreadyExists:
+      return ErrorCode.ReceiptConflict;
     case Code.Unavailable:
       return ErrorCode.AgentUnreachable;
     default:
       return ErrorCode.Internal;
   }
+}
+
+/** Codes the agent raises only before touching the seat: the message was not written. */
+const REFUSED_BEFORE_WRITE = new Set([Code.InvalidArgument, Code.Unauthenticated, Code.PermissionDenied, Code.NotFound, Code.FailedPrecondition, Code.Unimplemented]);
+
+/** A failed call to a node agent, typed for the pipeline: whether it was refused before any write. */
+export class AgentCallError extends FleetError {
+  override readonly name = "AgentCallError";
+  constructor(
+    message: string,
+    /** The gRPC code's name (Unavailable, DeadlineExceeded, …), for the lead's detail. */
+    readonly grpcCode: string,
+    /** The agent refused before it could have written anything. */
+    readonly refusedBeforeWrite: boolean,
+    cause: unknown,
+  ) {
+    super(refusedBeforeWrite ? fromConnectCode(Code.InvalidArgument) : ErrorCode.AgentUnreachable, message, { cause });
+  }
+}
+
+/** Types any throw of an agent client call; the only place the pipeline meets the RPC library's errors. */
+export function agentCallError(e: unknown): AgentCallError {
+  const err = ConnectError.from(e);
+  return new AgentCallError(err.rawMessage, Code[err.code] ?? String(err.code), REFUSED_BEFORE_WRITE.has(err.code), e);
 }

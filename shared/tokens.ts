@@ -16,6 +16,12 @@ export function tokensEqual(expected: string, presented: string | undefined): bo
   return timingSafeEqual(a, b);
 }
 
+/** `tokensEqual(expected, …)` with the expected token's digest taken once (a check per request on the agent). */
+export function tokenMatcher(expected: string): (presented: string | undefined) => boolean {
+  const a = createHash("sha256").update(expected).digest();
+  return (presented) => presented !== undefined && timingSafeEqual(a, createHash("sha256").update(presented).digest());
+}
+
 /** The token from an `Authorization: Bearer …` header value, if there is one. */
 export function bearerFrom(header: string | string[] | null | undefined): string | undefined {
   const value = Array.isArray(header) ? header[0] : header;

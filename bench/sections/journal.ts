@@ -7,7 +7,7 @@
  */
 import type { BenchFleet } from "../fleet.js";
 import { loopFor, type CeilingRunner } from "./ceiling.js";
-import { round } from "../stats.js";
+import { round, summarize, type LatencySummary } from "../stats.js";
 import { cpuMsOf } from "../processes.js";
 
 export interface JournalConfig {
@@ -31,6 +31,8 @@ export interface JournalLevel {
   agent_cpu_ms_per_delivery: number;
   delivered: number;
   not_delivered: Record<string, number>;
+  /** The proof age at the write each delivered message reported, at this concurrency. */
+  proof_age_ms: LatencySummary | null;
 }
 
 // Unique text per call: identical content to a seat with an unresolved receipt is fenced (ADR 0207).
@@ -53,13 +55,17 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     const ctlPid = fleet.controller.child.pid!;
     const agentPid = fleet.agent.child.pid!;
     const notDelivered: Record<string, number> = {};
+    const proofAges: number[] = [];
     for (let r = 0; r < cfg.rounds; r++) {
       const c = await ceiling.run(callers, roundMs);
       raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
       const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid) };
       const f = await loopFor(roundMs, callers, async (caller) => {
         const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message(), caller);
-        if (d.outcome === "delivered") return true;
+        if (d.outcome === "delivered") {
+          if (typeof d.proofAgeMs === "number") proofAges.push(d.proofAgeMs);
+          return true;
+        }
         const key = `${d.outcome}:${d.reason ?? ""}`;
         notDelivered[key] = (notDelivered[key] ?? 0) + 1;
         if (d.reason === "proof_stale") refused++;
@@ -79,7 +85,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
       controller_cpu_ms_per_delivery: round(cpu.controller / Math.max(1, full.ok), 1),
       agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1),
-      delivered: full.ok, not_delivered: notDelivered };
+      delivered: full.ok, not_delivered: notDelivered, proof_age_ms: proofAges.length ? summarize(proofAges) : null };
   }
   return { levels, refused };
 }

@@ -56,27 +56,25 @@ async function bulkInsert(url: string, receipts: number): Promise<number> {
   return performance.now() - t0;
 }
 
-async function registerSimulated(url: string, fleetToken: string, machines: number, seatsPerMachine: number): Promise<number> {
-  const gateway = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => fleetToken)] }));
+/**
+ * Simulated machines are written straight into the journal: registering needs a machine
+ * certificate per machine now (ADR 0021), and the figure here is the controller's memory
+ * with that many rows, not the cost of enrolling them.
+ */
+async function registerSimulated(databaseUrl: string, machines: number, seatsPerMachine: number): Promise<number> {
+  const sql = postgres(databaseUrl, { max: 1, onnotice: () => {} });
   let seats = 0;
-  for (let m = 0; m < machines; m++) {
-    const wire = Array.from({ length: seatsPerMachine }, (_, s) =>
-      create(SeatSchema, { name: `seat-${s}`, kind: SeatKind.MAILBOX, status: SeatStatus.IDLE, occupantId: randomUUID(), inputCapabilities: create(InputCapabilitiesSchema, {}) }),
-    );
-    await gateway.register(
-      create(RegisterRequestSchema, {
-        machine: `sim-${m}`,
-        // Nothing listens here: the simulated agents only need to be registered.
-        endpoint: `http://127.0.0.1:9/${m}`,
-        agentToken: `sim-token-${m}`,
-        capabilityVersion: CAPABILITY_VERSION,
-        platform: "linux",
-        agentVersion: "bench",
-        seats: wire,
-        instanceId: randomUUID(),
-      }),
-    );
-    seats += wire.length;
+  try {
+    for (let m = 0; m < machines; m++) {
+      const name = `sim-${m}`;
+      await sql`insert into machines (name, endpoint, agent_token, instance_id, platform, capability_version, agent_version) values (${name}, ${`reverse://${name}`}, ${`sim-token-${m}`}, ${randomUUID()}, 'linux', ${CAPABILITY_VERSION}, 'bench') on conflict do nothing`;
+      for (let s = 0; s < seatsPerMachine; s++) {
+        await sql`insert into seats (id, machine, name, kind, status, occupant_id, input_capabilities) values (${`${name}/seat-${s}`}, ${name}, ${`seat-${s}`}, 'mailbox', 'idle', ${randomUUID()}, ${sql.json({ deliveryModes: [], interrupt: false, nextTurnOnly: false })}) on conflict do nothing`;
+        seats++;
+      }
+    }
+  } finally {
+    await sql.end();
   }
   return seats;
 }
@@ -91,11 +89,12 @@ export async function runMemory(cfg: MemoryConfig, databaseUrl: string) {
   try {
     const url = controller.ready.url!;
     const startRss = rssOf(controller.child.pid!);
-    const seats = await registerSimulated(url, readFileSync(join(stateDir, "fleet.token"), "utf8").trim(), cfg.machines, cfg.seatsPerMachine);
-    const agentEnv = { ...process.env };
+    const seats = await registerSimulated(databaseUrl, cfg.machines, cfg.seatsPerMachine);
+    const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
+    const agentEnv: NodeJS.ProcessEnv = { ...process.env, CLANKIE_JOIN_TOKEN: await owner.enroll("memagent") };
     delete agentEnv.DATABASE_URL;
-    agent = await spawnClankie(["agent", "--controller", url, "--fleet-token-file", join(stateDir, "fleet.token"), "--state-dir", join(stateDir, "agent"), "--machine", "memagent", "--log-level", "error"], agentEnv);
-    await ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim()).addMailbox("memagent", "inbox");
+    agent = await spawnClankie(["agent", "--controller", controller.ready.agentUrl!, "--state-dir", join(stateDir, "agent"), "--machine", "memagent", "--log-level", "error"], agentEnv);
+    await owner.addMailbox("memagent", "inbox");
     const agentIdle = await sampleRss(agent.child.pid!, cfg.settleSeconds * 1000);
 
     lead = new Client({ name: "clankie-bench-memory", version: "0.0.0" });

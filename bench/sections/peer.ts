@@ -10,6 +10,7 @@ import { createServer, connect, type AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
 import type { BenchFleet, DeliveryResult } from "../fleet.js";
 import { startDelayProxy } from "../delay-proxy.js";
+import { runTlsHandshake } from "./tls-handshake.js";
 import { connectLegacy, type LegacySsh } from "../ssh-legacy.js";
 import type { RunningSshd } from "../sshd.js";
 import { percentile, round, summarize, type LatencySummary } from "../stats.js";
@@ -60,6 +61,7 @@ async function alternate(n: number, run: PathRun | undefined, fleet: BenchFleet,
         const r = await fleet.deliver(seat, message());
         if (run) recordAgent(run, r);
       } else if (which === "rpc") {
+        if (!fleet.deliverDirect) continue;
         const r = await fleet.deliverDirect!(seat.split("/")[1]!, message());
         if (run && r.ok) run.agentRpc.push(r.ms);
       } else if (ssh) {
@@ -111,15 +113,16 @@ function pathFigures(run: PathRun, sshSkipped: string | undefined) {
     ratio_p50: typeof ssh === "string" ? null : round(ssh.p50_ms / agent.p50_ms),
     ratio_p99: typeof ssh === "string" ? null : round(ssh.p99_ms / agent.p99_ms),
     // The agent's half alone (Deliver straight to the agent, no receipt journal): transport vs transport.
-    agent_rpc_only: summarize(run.agentRpc),
-    ratio_p50_rpc_only: typeof ssh === "string" ? null : round(ssh.p50_ms / summarize(run.agentRpc).p50_ms),
+    // Gone with the agent's port (reverse links, ADR 0021): the agent's half is no longer callable alone.
+    agent_rpc_only: run.agentRpc.length ? summarize(run.agentRpc) : "skipped: agents listen on no port (reverse links)",
+    ratio_p50_rpc_only: typeof ssh === "string" || !run.agentRpc.length ? null : round(ssh.p50_ms / summarize(run.agentRpc).p50_ms),
     agent_failures: run.agentFailures,
     ssh_failures: run.sshFailures,
   };
 }
 
 export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningSshd | string) {
-  if (!fleet.routeAgentVia || !fleet.deliverDirect) throw new Error("skipped: the peer section needs PostgreSQL (the delay proxy is set through the machine row)");
+  if (!fleet.routeAgentVia) throw new Error("skipped: the peer section needs PostgreSQL (the delay proxy is set through the controller_instances row)");
   const route = fleet.routeAgentVia;
   const seat = fleet.seatIds[0]!;
   const sshSkipped = typeof sshd === "string" ? sshd : undefined;
@@ -137,7 +140,7 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
   const delayed = newRun();
   let rtt = Number.NaN;
   try {
-    await route(agentProxy.url);
+    await route(agentProxy.url, () => agentProxy.accepted());
     const ssh50 = target && sshProxy ? await connectLegacy({ ...target, port: sshProxy.port }) : undefined;
     await alternate(Math.max(2, Math.ceil(cfg.warmup / 5)), undefined, fleet, seat, ssh50);
     await alternate(cfg.nRtt, delayed, fleet, seat, ssh50);
@@ -149,6 +152,7 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
     await sshProxy?.close();
   }
 
+  const tlsHandshake = await runTlsHandshake(fleet, Math.max(5, cfg.n));
   const loopback = pathFigures(direct, sshSkipped);
   const rtt50 = pathFigures(delayed, sshSkipped);
   const sshAges = (run: PathRun) => (run.sshProofAges.length ? { ...summarize(run.sshProofAges), over_250ms: run.sshProofAges.filter((a) => a > 250).length } : sshSkipped ?? "no samples");
@@ -157,7 +161,8 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
       ...loopback,
       rtt50: { ...rtt50, added_rtt_ms: cfg.oneWayMs * 2, measured_rtt_p50_ms: rtt, agent_p50_minus_rtt_ms: round(rtt50.agent.p50_ms - rtt) },
       ssh_server: typeof sshd === "string" ? sshd : sshd.version,
-      method: "alternating iterations on one warm connection per path; agent path = MCP message_seat from this process → `clankie controller` process (admit tx, Deliver, settle tx) → `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
+      tls_handshake: tlsHandshake,
+      method: "alternating iterations on one warm connection per path; agent path = MCP message_seat from this process → `clankie controller` process (admission statement, Deliver, settle statement) → `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
     },
     proof_age: {
       ...summarize(direct.proofAges),

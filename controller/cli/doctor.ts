@@ -5,7 +5,10 @@ import { HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Serving 
 import { ListMachinesRequestSchema, ListReceiptsRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 import { readControllerRecord } from "../state-dir.js";
 import { ownerClients } from "./owner-client.js";
-import { emit, type OutputOptions } from "./output.js";
+import { cliError, emit, type OutputOptions } from "./output.js";
+import { ErrorCode } from "../../shared/errors.js";
+import { ExitCode } from "./exit-codes.js";
+import { visibleInline } from "../../shared/terminal-text.js";
 
 export interface Check {
   name: string;
@@ -18,6 +21,9 @@ export async function doctor(stateDir: string, controller: string | undefined, o
   const checks: Check[] = [];
   const unresolved: { deliveryId: string; seatId: string; conversationId: string; state: string; ageMs: number }[] = [];
   const record = readControllerRecord(stateDir);
+  // The exit code tells a script why (exit-codes.ts): no controller answers is 3, a refused token 4.
+  let failure: number = ExitCode.Failed;
+  if (!controller && !(record && isProcessAlive(record.pid))) failure = ExitCode.Unreachable;
   if (!controller) {
     checks.push(
       record
@@ -35,7 +41,9 @@ export async function doctor(stateDir: string, controller: string | undefined, o
       const db = await health("database");
       checks.push({ name: "database", ok: db === Serving.SERVING, detail: `${record?.database ?? "journal"}: ${Serving[db]}` });
       const machines = (await c.status.listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 5000 })).machines;
-      checks.push({ name: "agents", ok: machines.length > 0, detail: machines.length ? `${machines.length} registered` : "no agent has registered" });
+      const agents = await health("agents");
+      const online = machines.filter((m) => m.online).length;
+      checks.push({ name: "agents", ok: machines.length > 0 && agents === Serving.SERVING, detail: machines.length ? `${machines.length} registered, ${online} online (health ${Serving[agents]})` : "no agent has registered" });
       for (const m of machines) {
         checks.push({ name: `agent ${m.name}`, ok: m.online, detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${Number(m.lastSeenAgeMs)} ms ago, ${m.endpoint}` });
       }
@@ -43,17 +51,25 @@ export async function doctor(stateDir: string, controller: string | undefined, o
         unresolved.push({ deliveryId: r.deliveryId, seatId: r.seatId, conversationId: r.conversationId, state: r.state, ageMs: Number(r.ageMs) });
       }
     } catch (e) {
-      checks.push({ name: "port", ok: false, detail: `the controller does not answer: ${(e as Error).message}` });
+      // Health is open, the lists need the owner token: a refusal there is the token, not the port.
+      const err = cliError(e);
+      failure = err.code === ErrorCode.Unauthenticated ? ExitCode.Unauthenticated : err.code === ErrorCode.ControllerUnreachable ? ExitCode.Unreachable : ExitCode.Failed;
+      checks.push(
+        err.code === ErrorCode.Unauthenticated
+          ? { name: "owner token", ok: false, detail: `the controller answers but refused the owner token in ${stateDir}/owner.token (${err.message}); is this the state dir of the controller at --controller?` }
+          : { name: "port", ok: false, detail: `the controller does not answer: ${err.message}` },
+      );
     }
   }
   const ok = checks.every((c) => c.ok);
   emit(out, { ok, checks, unresolvedDeliveries: unresolved }, () =>
     [
-      ...checks.map((c) => `${c.ok ? "ok  " : "FAIL"}  ${c.name}: ${c.detail}`),
+      // Names, details and ids come from agents and leads: escaped for the terminal.
+      ...checks.map((c) => `${c.ok ? "ok  " : "FAIL"}  ${visibleInline(c.name)}: ${visibleInline(c.detail)}`),
       ...(unresolved.length
-        ? ["", `${unresolved.length} unresolved deliveries (only their own resend is refused):`, ...unresolved.map((u) => `  ${u.deliveryId}  ${u.conversationId}  ${u.seatId}  ${u.state}  ${Math.round(u.ageMs / 1000)} s`)]
+        ? ["", `${unresolved.length} unresolved deliveries (only their own resend is refused):`, ...unresolved.map((u) => `  ${[u.deliveryId, u.conversationId, u.seatId, u.state].map(visibleInline).join("  ")}  ${Math.round(u.ageMs / 1000)} s`)]
         : []),
     ].join("\n"),
   );
-  return ok ? 0 : 1;
+  return ok ? ExitCode.Ok : failure;
 }

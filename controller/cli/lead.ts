@@ -1,13 +1,41 @@
-/** `clankie lead token --conversation C`: mint a bearer token bound to one lead conversation. */
+/**
+ * `clankie lead token --conversation C`: mint a bearer token bound to one lead conversation, with
+ * the lines that connect a client with it (and say so when it replaces an older one, which stops working).
+ * `clankie lead revoke --conversation C`: make the conversation's token unusable everywhere.
+ */
 import { create } from "@bufbuild/protobuf";
-import { IssueLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { IssueLeadTokenRequestSchema, RevokeLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, type OutputOptions } from "./output.js";
+import { leadConfigLines } from "./lead-config.js";
+
+export const LEAD_USAGE = "usage: clankie lead token --conversation ID | clankie lead revoke --conversation ID";
 
 export async function leadToken(stateDir: string, controller: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
-  if (!conversation) throw new InvalidArgumentError("usage: clankie lead token --conversation ID");
-  const { owner } = ownerClients(stateDir, controller);
+  if (!conversation) throw new InvalidArgumentError(LEAD_USAGE);
+  const { owner, url } = ownerClients(stateDir, controller);
   const res = await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: conversation }));
-  emit(out, { conversationId: res.conversationId, token: res.token }, () => `conversation ${res.conversationId}\ntoken ${res.token}`);
+  const mcpUrl = new URL("/mcp", url).toString();
+  const lines = leadConfigLines(mcpUrl, res.token);
+  emit(out, { conversationId: res.conversationId, token: res.token, replaced: res.replaced, mcpUrl, claude: lines.claude, codex: lines.codex }, () =>
+    [
+      `conversation ${res.conversationId}`,
+      `token        ${res.token}`,
+      ...(res.replaced ? ["(this replaces the conversation's previous token, which no longer works)"] : []),
+      `MCP          ${mcpUrl}`,
+      "",
+      `Claude Code:  ${lines.claude}`,
+      `Codex:        ${lines.codex}`,
+    ].join("\n"),
+  );
+}
+
+export async function leadRevoke(stateDir: string, controller: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+  if (!conversation) throw new InvalidArgumentError(LEAD_USAGE);
+  const { owner } = ownerClients(stateDir, controller);
+  const res = await owner.revokeLeadToken(create(RevokeLeadTokenRequestSchema, { conversationId: conversation }));
+  emit(out, { conversationId: res.conversationId, revoked: res.revoked }, () =>
+    res.revoked ? `conversation ${res.conversationId}: token revoked (every controller refuses it within seconds)` : `conversation ${res.conversationId} had no live token; nothing changed`,
+  );
 }

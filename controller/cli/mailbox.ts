@@ -4,6 +4,7 @@ import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors
 import { assertValidName } from "../../shared/ids.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { emit, type OutputOptions } from "./output.js";
+import { visibleBlock, visibleInline } from "../../shared/terminal-text.js";
 
 function store(agentStateDir: string, name: string | undefined): { store: MailboxStore; name: string } {
   if (!name) throw new InvalidArgumentError("name the mailbox seat");
@@ -19,7 +20,11 @@ export function mailboxRead(agentStateDir: string, name: string | undefined, pee
   const messages = entries.map((e) => ({ deliveryId: e.deliveryId, seq: e.seq, from: e.conversationId, inReplyTo: e.inReplyTo, receivedAt: new Date(e.receivedAtMs).toISOString(), text: e.text }));
   emit(out, { seat: m.name, messages, unreadableFiles: unreadable }, () => {
     if (messages.length === 0) return `no unread messages in ${m.name}`;
-    return messages.map((x) => `#${x.seq} ${x.receivedAt} from ${x.from} (${x.deliveryId})\n${x.text}`).join("\n\n") + (unreadable.length ? `\n\n(${unreadable.length} unreadable file(s): ${unreadable.join(", ")})` : "");
+    // Every field came from a sender or a file: escaped for the terminal, the text indented under its header.
+    return (
+      messages.map((x) => `#${x.seq} ${x.receivedAt} from ${visibleInline(x.from)} (${visibleInline(x.deliveryId)})${x.inReplyTo ? ` in reply to ${visibleInline(x.inReplyTo)}` : ""}\n${visibleBlock(x.text)}`).join("\n\n") +
+      (unreadable.length ? `\n\n(${unreadable.length} unreadable file(s): ${unreadable.map(visibleInline).join(", ")})` : "")
+    );
   });
 }
 

@@ -1,27 +1,53 @@
 /** `clankie agent`: a node agent, until SIGINT/SIGTERM. Loads no database code. */
-import { readFileSync } from "node:fs";
 import { FleetError, ErrorCode } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 
 export interface AgentFlags {
   stateDir: string;
-  controllerUrl: string;
-  fleetTokenFile: string | undefined;
+  /** The controller's agent URL (https); remembered from the join when omitted. */
+  controllerUrl: string | undefined;
+  /** A join token, or "-" to read it from standard input (never put it in a command line you share). */
+  join: string | undefined;
   machine: string | undefined;
-  host: string;
-  port: number;
   /** tmux | herdr | none: where the agent discovers harness seats. */
   paneHost?: string | undefined;
   herdrSocket?: string | undefined;
   tmuxSocket?: string | undefined;
 }
 
-export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.ProcessEnv): Promise<{ close(): Promise<void>; endpoint: string; registered: Promise<void> }> {
-  const fleetToken = f.fleetTokenFile ? readFileSync(f.fleetTokenFile, "utf8").trim() : env.CLANKIE_FLEET_TOKEN;
-  if (!fleetToken) throw new FleetError(ErrorCode.Unauthenticated, "the agent needs the fleet token: --fleet-token-file FILE or CLANKIE_FLEET_TOKEN");
+async function readStdinLine(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) {
+    chunks.push(c as Buffer);
+    const text = Buffer.concat(chunks).toString("utf8");
+    if (text.includes("\n") || text.length > 4096) break;
+  }
+  const token = Buffer.concat(chunks).toString("utf8").split("\n")[0]!.trim();
+  if (!token) throw new FleetError(ErrorCode.InvalidArgument, "--join - reads the join token from standard input, which was empty");
+  return token;
+}
+
+export async function resolveJoinToken(join: string | undefined, env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  if (join === "-") return readStdinLine();
+  return join ?? (env.CLANKIE_JOIN_TOKEN || undefined);
+}
+
+/** Joins only: makes the key pair, gets the certificate, stores the identity, and returns. */
+export async function joinOnly(f: AgentFlags, env: NodeJS.ProcessEnv): Promise<{ machine: string; fleetId: string; notAfter: string; controllerUrl: string }> {
+  const token = await resolveJoinToken(f.join, env);
+  if (!token || !f.controllerUrl) throw new FleetError(ErrorCode.InvalidArgument, "clankie agent --join-only needs --controller URL and --join TOKEN (or --join - with the token on stdin)");
+  const { joinFleet } = await import("../../node-agent/identity/join.js");
+  const { AGENT_VERSION } = await import("../../node-agent/version.js");
+  const id = await joinFleet({ stateDir: f.stateDir, controllerUrl: f.controllerUrl, token, agentVersion: AGENT_VERSION });
+  if (f.machine && f.machine !== id.machine) throw new FleetError(ErrorCode.InvalidArgument, `the join token was for ${id.machine}, not ${f.machine}`);
+  return { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString(), controllerUrl: id.controllerUrl };
+}
+
+export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.ProcessEnv): Promise<{ close(): Promise<void>; endpoint: string; machine: string; registered: Promise<void>; linked: Promise<void> }> {
+  const joinToken = await resolveJoinToken(f.join, env);
   const { compileAgentConfig } = await import("../../node-agent/config.js");
   const { startAgent } = await import("../../node-agent/main.js");
-  const config = compileAgentConfig({ stateDir: f.stateDir, controllerUrl: f.controllerUrl, fleetToken, machine: f.machine, host: f.host, port: f.port, paneHost: f.paneHost, herdrSocket: f.herdrSocket, tmuxSocket: f.tmuxSocket, env });
+  const config = compileAgentConfig({ stateDir: f.stateDir, controllerUrl: f.controllerUrl, joinToken, machine: f.machine, paneHost: f.paneHost, herdrSocket: f.herdrSocket, tmuxSocket: f.tmuxSocket, env });
   const agent = await startAgent(config, logger);
-  return { close: () => agent.close(), endpoint: agent.endpoint, registered: agent.link.registered };
+  return { close: () => agent.close(), endpoint: agent.endpoint, machine: agent.machine, registered: agent.link.registered, linked: agent.linked };
 }

@@ -2,6 +2,8 @@
 import { compileControllerConfig, DEFAULT_PORT } from "../config.js";
 import { startController, type RunningController } from "../main.js";
 import type { Logger } from "../../shared/logger.js";
+import type { FaultPoint } from "../delivery/faults.js";
+import { FleetError, ErrorCode } from "../../shared/errors.js";
 
 export interface ControllerFlags {
   stateDir: string;
@@ -9,11 +11,30 @@ export interface ControllerFlags {
   port: number;
   databaseUrl: string | undefined;
   deliverTimeoutMs?: number | undefined;
-  fault?: "hang_after_admit" | "hang_after_agent_reply" | undefined;
+  fault?: FaultPoint | undefined;
+  /** The agent port (mutual TLS); default: --host, and 7421 (ephemeral when --port is 0). */
+  agentHost?: string | undefined;
+  agentPort?: number | undefined;
+  /** The host agents are told to dial when the agent host is a wildcard. */
+  agentAdvertise?: string | undefined;
+  caPassphrase?: string | undefined;
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  return startController(compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault }), logger);
+  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase });
+  try {
+    return await startController(config, logger);
+  } catch (e) {
+    throw namePortFlag(e, config.agentPort);
+  }
+}
+
+/** A clash on the agent port is fixed with --agent-port, not --port: say which flag moves it. */
+function namePortFlag(e: unknown, agentPort: number): unknown {
+  const err = e as NodeJS.ErrnoException & { port?: number; address?: string };
+  const listen = err instanceof FleetError ? (err.cause as typeof err | undefined) : err;
+  if (!listen || listen.code !== "EADDRINUSE" || agentPort === 0 || listen.port !== agentPort) return e;
+  return new FleetError(ErrorCode.AddressInUse, `the agent port ${listen.address ?? ""}:${agentPort} is taken by another process (another clankie?); stop it or choose another --agent-port`, { cause: listen });
 }
 
 

@@ -6,6 +6,7 @@ import { InvalidArgumentError } from "../../shared/errors.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
+import { visibleInline } from "../../shared/terminal-text.js";
 
 export async function seatDeliveryList(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<void> {
   const { status } = ownerClients(stateDir, controller);
@@ -22,5 +23,5 @@ export async function seatDeliverySettle(stateDir: string, controller: string | 
   if (!id || disposition !== "abandoned-unknown") throw new InvalidArgumentError("usage: clankie seat-delivery settle ID abandoned-unknown [--conversation C]");
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.settleSeatDelivery(create(SettleSeatDeliveryRequestSchema, { deliveryId: id, conversationId: conversation ?? DEFAULT_CONVERSATION, disposition }));
-  emit(out, { deliveryId: id, state: res.state, detail: res.detail }, () => `${id}: ${res.state} — ${res.detail}`);
+  emit(out, { deliveryId: id, state: res.state, detail: res.detail }, () => `${visibleInline(id)}: ${visibleInline(res.state)} — ${visibleInline(res.detail)}`);
 }

@@ -28,5 +28,7 @@ export async function seatList(stateDir: string, controller: string | undefined,
     modes: (s.seat?.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m)).join(",") || "send",
     unresolved: s.unresolvedReceipts,
   }));
-  emit(out, { seats: rows }, () => table(rows, ["id", "kind", "status", "online", "modes", "unresolved"]));
+  emit(out, { seats: rows }, () =>
+    table(rows, ["id", "kind", "status", "online", "modes", "unresolved"], "no seats yet: add a mailbox with `clankie seat add mailbox NAME`, or open Codex, Claude Code, OpenCode or Pi in a tmux or Herdr pane on a machine whose agent watches panes (clankie up finds them by itself)"),
+  );
 }

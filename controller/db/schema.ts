@@ -82,6 +82,13 @@ export const deliveryReceipts = pgTable(
     proofAgeMs: integer("proof_age_ms"),
     proofs: jsonb("proofs").$type<ProofRow[]>(),
     inReplyTo: text("in_reply_to"),
+    // The seat's occupant the write was admitted for (rule 30): a later occupant's session proves nothing about it.
+    // Null on receipts admitted before issue 16's column existed.
+    occupantId: text("occupant_id"),
+    // Rule 42: the harness's own id of the stored message and the session file holding it (Pi's
+    // session entry id and sessionFile). Null where the harness has none or the answer was lost.
+    nativeMessageId: text("native_message_id"),
+    nativeSessionPath: text("native_session_path"),
     createdAt: at("created_at").notNull().defaultNow(),
     dispatchedAt: at("dispatched_at"),
     settledAt: at("settled_at"),
@@ -110,6 +117,9 @@ export const fences = pgTable(
     noticeAttempts: integer("notice_attempts").notNull().default(0),
     noticeSentAt: at("notice_sent_at"),
     noticeAcknowledgedAt: at("notice_acknowledged_at"),
+    // The controller instance that made the last attempt: claimed atomically, so two replicas never
+    // both send it and one process never tries twice (rule 17; issue 16).
+    noticeClaimedBy: text("notice_claimed_by"),
     // When a later message of the same conversation carried this settled original as `previous`.
     previousReportedAt: at("previous_reported_at"),
   },
@@ -159,6 +169,8 @@ export const controllerInstances = pgTable("controller_instances", {
   host: text("host").notNull().default(""),
   startedAt: at("started_at").notNull().defaultNow(),
   heartbeatAt: at("heartbeat_at").notNull().defaultNow(),
+  // The https address agents dial to reach this replica (null before it listens).
+  agentUrl: text("agent_url"),
 });
 
 /**
@@ -170,6 +182,46 @@ export const seatTurns = pgTable("seat_turns", {
   holder: text("holder").notNull(),
   expiresAt: at("expires_at").notNull(),
 });
+
+/** Per-fleet settings the owner sets; a missing row means every default (peer messages off). */
+export const fleetSettings = pgTable("fleet_settings", {
+  fleet: text("fleet").primaryKey(),
+  peerMessages: boolean("peer_messages").notNull().default(false),
+  updatedAt: at("updated_at").notNull().defaultNow(),
+});
+/**
+ * Hire receipts (hire_agent, ADR 0213; P/hire-receipts): written with the operator call
+ * receipt before any effect, never holding the arguments' text. An id is launched at most
+ * once, ever: a settled original stays refused, and new work for the same intent names it
+ * as `afterReceiptId` of a fresh intent.
+ */
+export const hireReceipts = pgTable(
+  "hire_receipts",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id").notNull(),
+    fingerprint: text("fingerprint").notNull(),
+    machine: text("machine").notNull(),
+    harness: text("harness").notNull(),
+    // reserved → launching → spawned | failed | start_unconfirmed | delivery_unconfirmed;
+    // unresolved → settled-not-launched | abandoned-unknown (owner) or spawned (host journal).
+    state: text("state").notNull(),
+    reason: text("reason"),
+    // The seat this hire produced, with its occupant: list_seats and reports bind on both.
+    seatId: text("seat_id"),
+    occupantId: text("occupant_id"),
+    paneId: text("pane_id"),
+    // Census and settle evidence; never request text.
+    evidence: jsonb("evidence").$type<Record<string, unknown>>(),
+    freshIntentId: text("fresh_intent_id"),
+    // The settled original this fresh intent follows; one fresh intent per original.
+    afterReceiptId: text("after_receipt_id").unique(),
+    createdAt: at("created_at").notNull().defaultNow(),
+    updatedAt: at("updated_at").notNull().defaultNow(),
+    settledAt: at("settled_at"),
+  },
+  (t) => [index("hire_receipts_seat_idx").on(t.seatId), index("hire_receipts_state_idx").on(t.state)],
+);
 
 export interface InputCapabilitiesRow {
   deliveryModes: ("steer" | "queue")[];
@@ -189,3 +241,44 @@ export type SeatRowDb = typeof seats.$inferSelect;
 export type CallReceipt = typeof callReceipts.$inferSelect;
 export type DeliveryReceipt = typeof deliveryReceipts.$inferSelect;
 export type Fence = typeof fences.$inferSelect;
+export type HireReceipt = typeof hireReceipts.$inferSelect;
+
+/**
+ * The fleet's certificate authority: one row, created by the first controller on this
+ * database and shared by every replica (ADR 0020). The key is PKCS#8 PEM, sealed with
+ * AES-256-GCM when the controllers are given a passphrase.
+ */
+export const fleetCa = pgTable("fleet_ca", {
+  id: text("id").primaryKey(),
+  fleetId: text("fleet_id").notNull(),
+  certificatePem: text("certificate_pem").notNull(),
+  keyPem: text("key_pem").notNull(),
+  // "plain" or "scrypt-aes256gcm".
+  keyProtection: text("key_protection").notNull(),
+  createdAt: at("created_at").notNull().defaultNow(),
+});
+
+/** Single-use join tokens: only the secret's sha256 is kept; bound to one machine name. */
+export const joinTokens = pgTable("join_tokens", {
+  id: text("id").primaryKey(),
+  machine: text("machine").notNull(),
+  secretHash: text("secret_hash").notNull(),
+  expiresAt: at("expires_at").notNull(),
+  usedAt: at("used_at"),
+  createdAt: at("created_at").notNull().defaultNow(),
+});
+
+/** Every machine certificate the fleet CA issued; a connection's serial must be here and not revoked. */
+export const machineCerts = pgTable(
+  "machine_certs",
+  {
+    serial: text("serial").primaryKey(),
+    machine: text("machine").notNull(),
+    notAfter: at("not_after").notNull(),
+    issuedAt: at("issued_at").notNull().defaultNow(),
+    revokedAt: at("revoked_at"),
+  },
+  (t) => [index("machine_certs_machine_idx").on(t.machine)],
+);
+
+export type MachineCertRow = typeof machineCerts.$inferSelect;

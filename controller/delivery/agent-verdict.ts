@@ -15,15 +15,17 @@ export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeat
     proofAgeMs: res.proofAgeMs,
     proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })),
   };
+  // A harness's own stage (OpenCode, rule 41) is taken only where it agrees with the result.
+  const admitted = res.deliveryStage === "stored" || res.deliveryStage === "consumed" ? res.deliveryStage : "delivered";
   switch (result) {
     case AgentResult.Delivered:
-      return { ...base, outcome: "delivered", deliveryStage: "delivered", ...evidence };
+      return { ...base, outcome: "delivered", deliveryStage: admitted, ...evidence };
     case AgentResult.Queued:
-      return { ...base, outcome: "delivered", deliveryStage: "delivered", state: "queued", status: "queued_until_turn_end", ...evidence };
+      return { ...base, outcome: "delivered", deliveryStage: admitted, state: "queued", status: "queued_until_turn_end", ...evidence };
     case AgentResult.Steered:
-      return { ...base, outcome: "delivered", deliveryStage: "delivered", state: "steered", ...evidence };
+      return { ...base, outcome: "delivered", deliveryStage: admitted, state: "steered", ...evidence };
     case AgentResult.Started:
-      return { ...base, outcome: "delivered", deliveryStage: "delivered", state: "started", ...evidence };
+      return { ...base, outcome: "delivered", deliveryStage: admitted, state: "started", ...evidence };
     case AgentResult.Unconfirmed:
       return { ...base, outcome: "unconfirmed", deliveryStage: "uncertain", ...evidence };
     case AgentResult.Rejected:
@@ -52,6 +54,8 @@ export function outcomeFromAgent(res: DeliverResponse): DeliveryOutcome {
     reason: res.reason || undefined,
     detail: res.detail,
     nativeReceiptId: res.nativeReceiptId || undefined,
+    nativeMessageId: res.nativeMessageId || undefined,
+    nativeSessionPath: res.nativeSessionPath || undefined,
     proofAgeMs: res.proofAgeMs,
     proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })),
   };

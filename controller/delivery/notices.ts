@@ -6,14 +6,15 @@
  * agent is back).
  */
 import { create } from "@bufbuild/protobuf";
-import { eq, sql } from "drizzle-orm";
+import { and, eq, isNull, lt, ne, or, sql } from "drizzle-orm";
 import { AuthoritySchema, DeliverRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { AgentResult, agentResultWire } from "../../shared/verdicts.js";
 import { createHash } from "node:crypto";
 import { fences, machines, seats, type Fence } from "../db/schema.js";
 import { fencesNeedingNotice } from "../journal/fences.js";
-import { takeSeatLease } from "./seat-lease.js";
-import type { PipelineDeps } from "./message-seat.js";
+import { withSeatTurn } from "./seat-turns.js";
+import type { PipelineDeps } from "./pipeline.js";
+import { checkNoticeAuthority } from "./notice-authority.js";
 
 /** The process that opened the fence tries once; the next process may try once more. */
 export const MAX_NOTICE_ATTEMPTS = 2;
@@ -35,8 +36,20 @@ export function noticeText(f: Fence): string {
 
 export class Notifier {
   private chain: Promise<void> = Promise.resolve();
+  /** Seats with a fence whose notice may still be due; a delivery to any other seat costs no sweep. */
+  private readonly due = new Set<string>();
 
   constructor(private readonly deps: PipelineDeps) {}
+
+  /** A fence opened or was resolved on this seat. */
+  fenceChanged(seatIdValue: string): void {
+    this.due.add(seatIdValue);
+  }
+
+  /** The seat just took a delivery: proof its agent answers, so its due notices go now. */
+  delivered(seatIdValue: string): void {
+    if (this.due.has(seatIdValue)) this.sweep(seatIdValue);
+  }
 
   /**
    * Sends the pending notices (of one seat, or all) in the background. Called when a seat
@@ -46,7 +59,11 @@ export class Notifier {
   sweep(seatIdValue?: string): void {
     this.chain = this.chain
       .then(async () => {
-        for (const fence of await fencesNeedingNotice(this.deps.db, MAX_NOTICE_ATTEMPTS, seatIdValue)) {
+        const pending = await fencesNeedingNotice(this.deps.db, MAX_NOTICE_ATTEMPTS, seatIdValue);
+        if (seatIdValue) this.due.delete(seatIdValue);
+        else this.due.clear();
+        for (const f of pending) this.due.add(f.seatId);
+        for (const fence of pending) {
           await this.send(fence).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId: fence.deliveryId, error: e.message }));
         }
       })
@@ -63,12 +80,31 @@ export class Notifier {
     if (!seat?.present) return;
     const [machine] = await db.select().from(machines).where(eq(machines.name, seat.machine));
     if (!machine) return;
-    const turn = await this.deps.turns.take(seat.id);
-    const lease = turn.timedOut ? undefined : await takeSeatLease(db, seat.id, `${this.deps.instanceId}:notice:${fence.deliveryId}`, 30_000);
-    try {
-      if (!lease) return;
-      await db.update(fences).set({ noticeAttempts: sql`${fences.noticeAttempts} + 1`, noticeSentAt: this.deps.now() }).where(eq(fences.deliveryId, fence.deliveryId));
+    await withSeatTurn(this.deps.turns, { seatId: seat.id, holder: `${this.deps.instanceId}:notice:${fence.deliveryId}`, signal: this.deps.shutdownSignal, waitMs: this.deps.seatTurnWaitMs }, async (turn) => {
+      if (!turn.held) return;
+      // No link to the agent yet (it registers before its reverse link is up): nothing can be sent,
+      // so no attempt is spent; the sweep on "linked" tries again.
       const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
+      if (!(await conn.connect())) return;
+      // Checked inside the seat's turn, so nothing can change the occupant between the check and the send.
+      const authority = await checkNoticeAuthority(db, fence.deliveryId, seat);
+      if (!authority.ok) return void this.deps.logger.info("notice not sent", { deliveryId: fence.deliveryId, why: authority.why });
+      // Rule 17: the attempt is claimed atomically, re-checked in the seat's turn: not if acknowledged or
+      // resolved meanwhile (another replica sent it), and at most once per controller process.
+      const claimed = await db
+        .update(fences)
+        .set({ noticeAttempts: sql`${fences.noticeAttempts} + 1`, noticeSentAt: this.deps.now(), noticeClaimedBy: this.deps.instanceId })
+        .where(
+          and(
+            eq(fences.deliveryId, fence.deliveryId),
+            isNull(fences.resolvedAt),
+            isNull(fences.noticeAcknowledgedAt),
+            lt(fences.noticeAttempts, MAX_NOTICE_ATTEMPTS),
+            or(isNull(fences.noticeClaimedBy), ne(fences.noticeClaimedBy, this.deps.instanceId)),
+          ),
+        )
+        .returning({ deliveryId: fences.deliveryId });
+      if (claimed.length === 0) return;
       const res = await conn.client.deliver(
         create(DeliverRequestSchema, {
           seatName: seat.name,
@@ -77,7 +113,7 @@ export class Notifier {
           text: noticeText(fence),
           conversationId: NOTICE_SENDER,
           inReplyTo: fence.deliveryId,
-          authority: create(AuthoritySchema, { ageMs: 0, caller: NOTICE_SENDER, occupantId: seat.occupantId }),
+          authority: create(AuthoritySchema, { ageMs: Math.ceil(performance.now() - authority.checkedAt), caller: NOTICE_SENDER, occupantId: authority.seat.occupantId }),
         }),
         { timeoutMs: 5_000, signal: this.deps.shutdownSignal },
       );
@@ -86,9 +122,6 @@ export class Notifier {
         await db.update(fences).set({ noticeAcknowledgedAt: this.deps.now() }).where(eq(fences.deliveryId, fence.deliveryId));
         this.deps.onJournalChange();
       }
-    } finally {
-      await lease?.release();
-      turn.release();
-    }
+    });
   }
 }

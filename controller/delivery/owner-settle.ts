@@ -11,9 +11,9 @@ import { ReceiptState, isUnresolved } from "../../shared/verdicts.js";
 import { callReceipts } from "../db/schema.js";
 import { CallState } from "../journal/call-receipts.js";
 import { findDelivery } from "../journal/delivery-receipts.js";
-import { abandonDelivery, recordFoundInSession } from "../journal/settle.js";
 import { sessionEvidence } from "./session-evidence.js";
-import type { PipelineDeps } from "./message-seat.js";
+import type { PipelineDeps } from "./pipeline.js";
+import { settleAbandoned, settleFoundInSession } from "./settle.js";
 
 export async function ownerSettle(deps: PipelineDeps, deliveryId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
   if (disposition !== ReceiptState.AbandonedUnknown) throw new InvalidArgumentError(`the only owner disposition is abandoned-unknown, got ${JSON.stringify(disposition)}`);
@@ -29,14 +29,11 @@ export async function ownerSettle(deps: PipelineDeps, deliveryId: string, conver
   if (call?.state === CallState.InFlight) {
     throw new FleetError(ErrorCode.ReceiptInUse, `refused: delivery ${deliveryId} is still in flight; wait for its outcome`);
   }
-  const now = deps.now();
-  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, deliveryId, delivery.createdAt.getTime());
+  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, deliveryId, delivery.createdAt.getTime(), delivery);
   if (evidence.kind === "found") {
-    await recordFoundInSession(deps.db, delivery, evidence.nativeReceiptId, now);
-    deps.onJournalChange();
+    await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
     return { state: ReceiptState.Delivered, detail: "the seat's session holds the original; recorded as delivered, not abandoned" };
   }
-  await abandonDelivery(deps.db, { delivery, settledBy: "owner", conversationId, evidence: { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) }, now });
-  deps.onJournalChange();
+  await settleAbandoned(deps, delivery, "owner", conversationId, { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) });
   return { state: ReceiptState.AbandonedUnknown, detail: "kept as abandoned-unknown evidence; the original id and content stay refused; nothing was resent" };
 }

@@ -3,17 +3,20 @@
  * what it proves. It never sends, hires or grants anything. For an unresolved delivery it
  * asks the seat's agent to read the session: the original found there is recorded as
  * delivered (evidence, not a send). `settle: "not_delivered"` abandons an unresolved
- * original as `abandoned-unknown` (ADR 0207, VUH-2358) — unless the session shows it.
+ * original as `abandoned-unknown` (ADR 0207, VUH-2358) — unless the session shows it, or the
+ * receipt kept the native channel's exact acknowledgment of it (rule 21): then it is delivered.
  */
 import { isUuid } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { isUnresolved } from "../../shared/verdicts.js";
 import { CallState, findCall } from "../journal/call-receipts.js";
 import { findDelivery } from "../journal/delivery-receipts.js";
-import { abandonDelivery, recordFoundInSession } from "../journal/settle.js";
 import { sessionEvidence } from "./session-evidence.js";
-import type { PipelineDeps } from "./message-seat.js";
-import { uncertainBody, type ToolOutcome } from "./result-bodies.js";
+import type { PipelineDeps } from "./pipeline.js";
+import { uncertainBody, type LeadBody, type ToolOutcome } from "./result-bodies.js";
+import { settleAbandoned, settleFoundInSession } from "./settle.js";
+import { reconcileHire } from "../hire/reconcile-hire.js";
+import { isQuestionAnswer, reconcileQuestionAnswer } from "../workers/question-reconcile.js";
 
 export const RECONCILE_SEAT_CALL = "reconcile_seat_call";
 
@@ -28,10 +31,15 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
   if ((input.deliveryId === undefined) === (input.hireId === undefined)) throw new InvalidArgumentError("give exactly one of deliveryId or hireId");
   if (!id || !isUuid(id)) throw new InvalidArgumentError(`${input.deliveryId !== undefined ? "deliveryId" : "hireId"} must be a UUID`);
   const tool = input.deliveryId !== undefined ? "message_seat" : "hire_agent";
+  if (tool === "hire_agent") {
+    if (input.settle) throw new InvalidArgumentError("settle applies to deliveries; an unresolved hire is settled by the owner (clankie hire-receipt settle)");
+    return reconcileHire(deps, conversationId, id);
+  }
   const noMatch: ToolOutcome = {
     id,
     tool,
-    state: "settled",
+    // No receipt: no seat-call _meta at all (a `settled` state would claim one exists).
+    state: "none",
     isError: true,
     body: { schemaVersion: 1, outcome: "no_matching_receipt", detail: "no receipt with this id exists in this conversation; nothing was changed" },
   };
@@ -47,29 +55,27 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     if (call.resultExpired || !call.result) {
       return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "expired", deliveryId: id, detail: "this receipt was settled and its result body has expired; it is not replayed" } };
     }
-    return { id, tool, state: "settled", isError: false, body: call.result };
+    return { id, tool, state: "settled", isError: false, body: call.result as unknown as LeadBody };
   }
-  if (!delivery) return { id, tool, state: "uncertain", isError: true, body: call.result ?? uncertainBody(tool, id, "the original's outcome is unknown") };
+  // An uncertain question answer has no delivery receipt: the agent re-reads its native receipt (controller/workers/).
+  if (!delivery && call.state === CallState.Uncertain && isQuestionAnswer(call)) return reconcileQuestionAnswer(deps, conversationId, call);
+  if (!delivery) return { id, tool, state: "uncertain", isError: true, body: (call.result as unknown as LeadBody | null) ?? uncertainBody(tool, id, "the original's outcome is unknown") };
   if (call.state === CallState.InFlight && input.settle) {
     return { id, tool, state: "uncertain", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_in_use", deliveryId: id, detail: "this delivery is still in flight; it cannot be settled yet" } };
   }
 
-  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, id, delivery.createdAt.getTime());
-  const now = deps.now();
+  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, id, delivery.createdAt.getTime(), delivery);
   if (evidence.kind === "found") {
-    const body = await recordFoundInSession(deps.db, delivery, evidence.nativeReceiptId, now);
-    deps.onJournalChange();
+    const body = await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
+    return { id, tool, state: "settled", isError: false, body };
+  }
+  // Rule 21: an exact native acknowledgment the receipt kept (a Claude channel's ack of our event id) is delivered, not abandoned.
+  if (input.settle === "not_delivered" && delivery.nativeReceiptId) {
+    const body = await settleFoundInSession(deps, delivery, delivery.nativeReceiptId, "acknowledgment");
     return { id, tool, state: "settled", isError: false, body };
   }
   if (input.settle === "not_delivered") {
-    const body = await abandonDelivery(deps.db, {
-      delivery,
-      settledBy: "lead",
-      conversationId,
-      evidence: { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) },
-      now,
-    });
-    deps.onJournalChange();
+    const body = await settleAbandoned(deps, delivery, "lead", conversationId, { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) });
     return { id, tool, state: "settled", isError: false, body };
   }
   const detail =
@@ -77,6 +83,6 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
       ? "the recipient's session was read and does not hold the original; its fate is still unknown and it will not be resent"
       : `the recipient's session could not be read (${evidence.detail}); the original's fate is unknown and it will not be resent`;
   // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
-  if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...call.result, sessionCheck: detail } };
+  if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody };
   return { id, tool, state: "uncertain", isError: true, body: { ...uncertainBody(tool, id, detail), seat: delivery.seatId, receiptState: delivery.state } };
 }

@@ -1,54 +1,71 @@
 /**
  * One delivery per seat at a time across every controller on the journal (ADR 0207,
- * VUH-2779): a lease row per seat in the database. A later message polls for it, bounded
- * at 25 s. No connection is held while waiting, so many waiting seats cannot starve the
- * pool; a lease whose holder died expires and is taken over. Within one process the
- * in-memory SeatTurns queue goes first, so local waiters do not poll each other.
+ * VUH-2779): a lease row per seat. The hot path takes it inside the admission statement
+ * (journal/admission.ts) and gives it back, or hands it on, inside the settle statement
+ * (journal/outcome.ts). These are the prepared statements for the other cases: a seat that
+ * was busy at admission, a notice, a stop, and a lease given back without a settle. No
+ * connection is held while waiting; a lease whose holder died expires and is taken over,
+ * and recovery frees a dead controller's leases at once (journal/instances.ts).
  */
-import { and, eq, lt, sql } from "drizzle-orm";
-import { seatTurns } from "../db/schema.js";
-import type { Db, Tx } from "../db/open.js";
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/open.js";
+import { p, statement } from "../journal/statements.js";
 
-export const SEAT_TURN_WAIT_MS = 25_000;
 const POLL_MS = 25;
 
+const takeStatement = statement<Record<string, unknown>>("take_turn", () => sql`
+insert into seat_turns (seat_id, holder, expires_at) values (${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8))
+on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now()
+returning holder
+`);
+
+const releaseStatement = statement<Record<string, unknown>>("release_turn", () => sql`
+delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text
+`);
+
+const handStatement = statement<Record<string, unknown>>("hand_turn", () => sql`
+update seat_turns set holder = ${p("next")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
+where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text returning holder
+`);
+
+/** One try: true when `holder` now has the seat's lease. */
+export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number): Promise<boolean> {
+  const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000 });
+  return rows[0]?.holder === holder;
+}
+
+/** Polls for the lease until `deadline` (a `performance.now()` time); false when it stayed held. */
+export async function pollLease(db: Db, seatId: string, holder: string, leaseMs: number, deadline: number, signal?: AbortSignal): Promise<boolean> {
+  for (;;) {
+    if (await tryTakeLease(db, seatId, holder, leaseMs)) return true;
+    if (performance.now() >= deadline || signal?.aborted) return false;
+    await new Promise((r) => setTimeout(r, POLL_MS));
+  }
+}
+
+export async function releaseLease(db: Db, seatId: string, holder: string): Promise<void> {
+  await releaseStatement(db).run({ seatId, holder });
+}
+
+/** Moves a lease this process holds to another of its deliveries; false when it was not held. */
+export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number): Promise<boolean> {
+  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000 });
+  return rows.length === 1;
+}
+
 export interface SeatLease {
-  /** Deletes the lease row inside the settle's transaction: the settle and the release are one commit. */
-  releaseWithin(tx: Tx): Promise<void>;
-  /** That transaction committed: the lease is gone. */
-  markReleased(): void;
-  /** Gives it back on its own (no settle, or a settle that failed); a no-op once released. */
   release(): Promise<void>;
 }
 
-/** Takes the seat's lease, or returns undefined when it stayed held for `waitMs`. */
-export async function takeSeatLease(db: Db, seatIdValue: string, holder: string, leaseMs: number, waitMs = SEAT_TURN_WAIT_MS): Promise<SeatLease | undefined> {
-  const deadline = performance.now() + waitMs;
-  for (;;) {
-    const expires = sql`now() + make_interval(secs => ${leaseMs / 1000})`;
-    const taken = await db
-      .insert(seatTurns)
-      .values({ seatId: seatIdValue, holder, expiresAt: expires as unknown as Date })
-      .onConflictDoUpdate({ target: seatTurns.seatId, set: { holder, expiresAt: expires as unknown as Date }, where: lt(seatTurns.expiresAt, sql`now()`) })
-      .returning({ holder: seatTurns.holder });
-    if (taken[0]?.holder === holder) {
-      const mine = and(eq(seatTurns.seatId, seatIdValue), eq(seatTurns.holder, holder));
-      let released = false;
-      return {
-        releaseWithin: async (tx) => {
-          await tx.delete(seatTurns).where(mine);
-        },
-        markReleased: () => {
-          released = true;
-        },
-        release: async () => {
-          if (released) return;
-          await db.delete(seatTurns).where(mine);
-          released = true;
-        },
-      };
-    }
-    if (performance.now() >= deadline) return undefined;
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
+/** Takes the seat's lease, or returns undefined when it stayed held for `waitMs` (tests and tools). */
+export async function takeSeatLease(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number): Promise<SeatLease | undefined> {
+  if (!(await pollLease(db, seatId, holder, leaseMs, performance.now() + waitMs))) return undefined;
+  let released = false;
+  return {
+    release: async () => {
+      if (released) return;
+      await releaseLease(db, seatId, holder);
+      released = true;
+    },
+  };
 }

@@ -1,37 +1,195 @@
 /**
- * Deliveries to one seat take turns (ADR 0207, VUH-2779): a later message waits for the
- * one in flight, bounded at 25 s, then goes on to the ordinary checks. This keeps the
- * order within one controller process; the database lock in the pipeline keeps it
- * across replicas.
+ * Deliveries to one seat take turns (ADR 0207, VUH-2779), in the order this controller
+ * admitted them: a later message waits for the one in flight, bounded at 25 s, then takes
+ * the ordinary checks without the turn. Within this process a FIFO per seat orders the
+ * waiters and the database lease (seat-lease.ts) is handed from one to the next inside the
+ * settle statement, so a busy seat costs no extra statement per delivery; across
+ * controllers the lease alone decides (whoever polls first after a release).
  */
+import type { Db } from "../db/open.js";
+import { handLease, pollLease, releaseLease } from "./seat-lease.js";
+
+/** How long a message waits for the seat's turn before it takes the ordinary checks anyway. */
 export const SEAT_TURN_WAIT_MS = 25_000;
 
-export class SeatTurns {
-  private readonly tails = new Map<string, Promise<void>>();
+/** The seat's turn as one delivery (or notice, or stop) holds it. */
+export interface SeatTurn {
+  readonly seatId: string;
+  readonly holder: string;
+  /** This holder has the seat's database lease. False after a 25 s wait: it goes on without the turn. */
+  readonly held: boolean;
+  readonly waitedMs: number;
+  /** The holder the settle statement should hand the lease to (the next local waiter), or null to release it. */
+  nextHolder(): string | null;
+  /** The settle statement moved the lease: `handed` to `nextHolder()`, or released. */
+  settled(handed: boolean): void;
+  /** The lease was moved (or never held): nothing left to give back. */
+  readonly finished: boolean;
+}
 
-  /** Waits for the seat's current turn (at most `waitMs`) and returns a release function. */
-  async take(seatId: string, waitMs = SEAT_TURN_WAIT_MS): Promise<{ release: () => void; waitedMs: number; timedOut: boolean }> {
-    const before = this.tails.get(seatId) ?? Promise.resolve();
-    let release!: () => void;
-    const mine = new Promise<void>((r) => (release = r));
-    const tail = before.then(() => mine);
-    this.tails.set(seatId, tail);
+type Grant = "lease" | "free" | "timeout";
+
+interface Waiter {
+  holder: string;
+  grant: (g: Grant) => void;
+}
+
+interface SeatQueue {
+  /** A local delivery is in its turn (or polling the lease for it). */
+  busy: boolean;
+  waiters: Waiter[];
+}
+
+export class SeatTurns {
+  private readonly seats = new Map<string, SeatQueue>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly leaseMs: number,
+    private readonly onError: (what: string, e: Error) => void = () => {},
+  ) {}
+
+  /** Local waiters for a seat (tests and the dashboard). */
+  waiting(seatId: string): number {
+    return this.seats.get(seatId)?.waiters.length ?? 0;
+  }
+
+  /**
+   * Enters the seat's turn. `leaseTaken`: the admission statement already took the lease as
+   * `holder`. Resolves once it is this holder's turn, or after `waitMs` without it.
+   */
+  async enter(seatId: string, holder: string, leaseTaken: boolean, waitMs = SEAT_TURN_WAIT_MS, signal?: AbortSignal): Promise<SeatTurn> {
     const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const timedOut = await Promise.race([
-      before.then(() => false),
-      new Promise<boolean>((r) => {
-        timer = setTimeout(() => r(true), waitMs);
-      }),
-    ]);
-    clearTimeout(timer);
-    return {
-      waitedMs: performance.now() - started,
-      timedOut,
-      release: () => {
-        release();
-        if (this.tails.get(seatId) === tail) this.tails.delete(seatId);
+    const deadline = started + waitMs;
+    let q = this.seats.get(seatId);
+    if (!q) this.seats.set(seatId, (q = { busy: false, waiters: [] }));
+    let held = false;
+    if (leaseTaken && !q.busy && !q.waiters.length) {
+      // The lease was free at admission and nobody here is ahead of this delivery.
+      q.busy = true;
+      held = true;
+    } else {
+      // A delivery admitted earlier is still polling for the lease the previous settle released:
+      // give it back and take the place in line, so admission order holds.
+      if (leaseTaken) void releaseLease(this.db, seatId, holder).catch((e: Error) => this.onError("seat lease release failed; it will expire", e));
+      let grant: Grant = "free";
+      if (q.busy || q.waiters.length) {
+        grant = await new Promise<Grant>((resolve) => {
+          const w: Waiter = { holder, grant: resolve };
+          q.waiters.push(w);
+          const give = (g: Grant) => {
+            clearTimeout(timer);
+            signal?.removeEventListener("abort", abort);
+            resolve(g);
+          };
+          w.grant = give;
+          const leave = () => {
+            const i = q.waiters.indexOf(w);
+            if (i >= 0) q.waiters.splice(i, 1);
+            give("timeout");
+          };
+          const timer = setTimeout(leave, Math.max(0, deadline - performance.now()));
+          const abort = () => leave();
+          signal?.addEventListener("abort", abort, { once: true });
+        });
+      }
+      q.busy = grant !== "timeout" || q.busy;
+      if (grant === "lease") held = true;
+      else if (grant === "free") {
+        // First here: another controller may still hold the seat.
+        held = await pollLease(this.db, seatId, holder, this.leaseMs, deadline, signal).catch((e: Error) => {
+          this.handOn(seatId, undefined);
+          throw e;
+        });
+        if (!held) this.handOn(seatId, undefined);
+      }
+    }
+    const waitedMs = performance.now() - started;
+    let done = !held;
+    let next: string | null = null;
+    const turn: SeatTurn = {
+      seatId,
+      holder,
+      held,
+      waitedMs,
+      get finished() {
+        return done;
+      },
+      nextHolder: () => (next = held ? (q.waiters[0]?.holder ?? null) : null),
+      settled: (handed) => {
+        if (done) return;
+        done = true;
+        this.handOn(seatId, handed ? (next ?? undefined) : undefined, holder);
       },
     };
+    return turn;
+  }
+
+  /** Gives a turn back without a settle statement (a notice, a stop, a failed settle). */
+  async leave(turn: SeatTurn): Promise<void> {
+    if (turn.finished) return;
+    const next = turn.nextHolder();
+    try {
+      const handed = next ? await handLease(this.db, turn.seatId, turn.holder, next, this.leaseMs) : (await releaseLease(this.db, turn.seatId, turn.holder), false);
+      turn.settled(handed);
+    } catch (e) {
+      // The lease stays until it expires; the next local waiter polls for it.
+      this.onError("seat lease release failed; it will expire", e as Error);
+      turn.settled(false);
+    }
+  }
+
+  /**
+   * The turn passed on: to the waiter the lease was handed to (`handedTo`), else to the head
+   * waiter, who then polls the lease itself. A handed-to waiter that already gave up gets its
+   * lease moved on (or released) in the background.
+   */
+  private handOn(seatId: string, handedTo: string | undefined, from?: string): void {
+    const q = this.seats.get(seatId);
+    if (!q) return;
+    if (handedTo) {
+      const i = q.waiters.findIndex((w) => w.holder === handedTo);
+      if (i >= 0) {
+        const [w] = q.waiters.splice(i, 1);
+        w!.grant("lease");
+        return;
+      }
+      // Gone after 25 s: the lease is in its name; move it to the new head, or give it back.
+      const head = q.waiters.shift();
+      const fix = head ? handLease(this.db, seatId, handedTo, head.holder, this.leaseMs).then((ok) => head.grant(ok ? "lease" : "free")) : releaseLease(this.db, seatId, handedTo);
+      void fix.catch((e: Error) => {
+        this.onError(`seat lease of ${from ?? handedTo} could not be moved`, e);
+        head?.grant("free");
+      });
+      if (!head) this.idle(seatId, q);
+      return;
+    }
+    const head = q.waiters.shift();
+    if (head) head.grant("free");
+    else this.idle(seatId, q);
+  }
+
+  private idle(seatId: string, q: SeatQueue): void {
+    q.busy = false;
+    if (!q.waiters.length) this.seats.delete(seatId);
+  }
+}
+
+/**
+ * Runs `fn` in the seat's turn (one wait budget for deliveries, notices and stops). A
+ * delivery enters the turn at admission, to keep admission order, and passes it as `entered`.
+ * `fn` may settle the turn through its own statement (`turn.settled`); otherwise the turn is
+ * given back here with one statement.
+ */
+export async function withSeatTurn<T>(
+  turns: SeatTurns,
+  seat: { seatId: string; holder: string; leaseTaken?: boolean; signal?: AbortSignal | undefined; waitMs?: number | undefined; entered?: Promise<SeatTurn> },
+  fn: (turn: SeatTurn) => Promise<T>,
+): Promise<T> {
+  const turn = await (seat.entered ?? turns.enter(seat.seatId, seat.holder, seat.leaseTaken ?? false, seat.waitMs ?? SEAT_TURN_WAIT_MS, seat.signal));
+  try {
+    return await fn(turn);
+  } finally {
+    await turns.leave(turn);
   }
 }

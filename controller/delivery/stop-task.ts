@@ -8,13 +8,14 @@ import { create } from "@bufbuild/protobuf";
 import { and, eq, or } from "drizzle-orm";
 import { StopSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { machines, seats } from "../db/schema.js";
-import { takeSeatLease } from "./seat-lease.js";
-import type { PipelineDeps } from "./message-seat.js";
+import { SEAT_TURN_WAIT_MS, withSeatTurn } from "./seat-turns.js";
+import type { PipelineDeps } from "./pipeline.js";
+import { mayStopSeat } from "../leads/seat-authority.js";
 
 export interface StopOutcome extends Record<string, unknown> {
   schemaVersion: 1;
   seat: string;
-  result: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable" | "unknown_seat";
+  outcome: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable" | "unknown_seat" | "not_authorized";
   detail: string;
 }
 
@@ -23,28 +24,26 @@ export async function stopTask(deps: PipelineDeps, conversationId: string, seatR
     .select()
     .from(seats)
     .where(and(eq(seats.present, true), or(eq(seats.id, seatRef), eq(seats.name, seatRef))));
-  if (found.length !== 1) return { schemaVersion: 1, seat: seatRef, result: "unknown_seat", detail: found.length ? "the name is ambiguous; use machine/name" : `no seat is named ${seatRef}` };
+  if (found.length !== 1) return { schemaVersion: 1, seat: seatRef, outcome: "unknown_seat", detail: found.length ? "the name is ambiguous; use machine/name" : `no seat is named ${seatRef}` };
   const seat = found[0]!;
+  if (!(await mayStopSeat(deps.db, conversationId, seat.id, deps.now(), seat.occupantId))) {
+    return { schemaVersion: 1, seat: seat.id, outcome: "not_authorized", detail: `only the owner, a conversation messaging ${seat.id} or the conversation that hired it may stop it; nothing was sent` };
+  }
   if (!seat.inputCapabilities.interrupt) {
-    return { schemaVersion: 1, seat: seat.id, result: "unsupported", detail: `${seat.id} advertises no native stop; nothing was sent` };
+    return { schemaVersion: 1, seat: seat.id, outcome: "unsupported", detail: `${seat.id} advertises no native stop; nothing was sent` };
   }
   const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
-  if (!machine) return { schemaVersion: 1, seat: seat.id, result: "unavailable", detail: "the seat's machine is no longer registered; nothing was sent" };
-  const turn = await deps.turns.take(seat.id);
-  const lease = turn.timedOut ? undefined : await takeSeatLease(deps.db, seat.id, `${deps.instanceId}:stop:${conversationId}`, 30_000);
-  try {
-    if (!lease) return { schemaVersion: 1, seat: seat.id, result: "unavailable", detail: "another delivery held the seat for 25 s; nothing was sent" };
+  if (!machine) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: "the seat's machine is no longer registered; nothing was sent" };
+  return withSeatTurn(deps.turns, { seatId: seat.id, holder: `${deps.instanceId}:stop:${conversationId}`, signal: deps.shutdownSignal, waitMs: deps.seatTurnWaitMs }, async (turn) => {
+    if (!turn.held) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: `another delivery held the seat for ${(deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000} s; nothing was sent` };
     const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
-    if (!(await conn.connect())) return { schemaVersion: 1, seat: seat.id, result: "unavailable", detail: `the agent on ${machine.name} could not be reached; nothing was sent` };
+    if (!(await conn.connect())) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: `the agent on ${machine.name} could not be reached; nothing was sent` };
     try {
       const res = await conn.client.stopSeat(create(StopSeatRequestSchema, { seatName: seat.name, occupantId: seat.occupantId }), { timeoutMs: 20_000, signal: deps.shutdownSignal });
-      const result = (["stopped", "already_finished", "unsupported", "uncertain", "unavailable"] as const).find((r) => r === res.result) ?? "uncertain";
-      return { schemaVersion: 1, seat: seat.id, result, detail: res.detail };
+      const outcome = (["stopped", "already_finished", "unsupported", "uncertain", "unavailable"] as const).find((r) => r === res.result) ?? "uncertain";
+      return { schemaVersion: 1, seat: seat.id, outcome, detail: res.detail };
     } catch (e) {
-      return { schemaVersion: 1, seat: seat.id, result: "uncertain", detail: `the stop may have reached the agent but its answer was lost (${(e as Error).message}); it is never repeated` };
+      return { schemaVersion: 1, seat: seat.id, outcome: "uncertain", detail: `the stop may have reached the agent but its answer was lost (${(e as Error).message}); it is never repeated` };
     }
-  } finally {
-    await lease?.release().catch(() => {});
-    turn.release();
-  }
+  });
 }

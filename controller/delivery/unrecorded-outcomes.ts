@@ -1,16 +1,32 @@
 /**
  * Outcomes the controller knows but the journal could not record (its database went away
- * between the receipt and the settle). Each is one idempotent transaction, retried in order
- * until it commits, so a transient outage neither loses a known outcome nor leaves its
- * receipt in flight — where it would fence the same text and refuse its own id for good. If
- * the controller stops first, boot recovery marks those receipts uncertain, which is still
- * true: nothing is ever resent.
+ * between the receipt and the settle): a dispatch's or a hire's. Each is one idempotent settle, retried in
+ * order until it commits, so a transient outage neither loses a known outcome nor leaves its
+ * receipt in flight — where it would fence the same text and refuse its own id for good.
+ *
+ * With a spill file (the controller's state dir) each pending outcome is also on disk before
+ * the lead hears it; the next boot records them before recovery marks in-flight receipts
+ * uncertain, so a decided answer (a journal_unavailable not-sent, say) never comes back as
+ * another one after a crash.
  */
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../shared/logger.js";
+import { writeFileDurably } from "../../shared/durable-file.js";
+import type { HireSettleParams } from "../journal/hire-outcome.js";
+import type { SettleParams } from "../journal/outcome.js";
+
+/** A dispatch's settle, or a hire's (`kind: "hire"`). */
+export type PendingSettle = SettleParams | HireSettleParams;
 
 interface Pending {
   what: string;
-  record: () => Promise<void>;
+  params: PendingSettle;
+}
+
+export type RecordSettle = (p: PendingSettle) => Promise<unknown>;
+
+export function isHireSettle(p: PendingSettle): p is HireSettleParams {
+  return "kind" in p && p.kind === "hire";
 }
 
 export class UnrecordedOutcomes {
@@ -20,6 +36,8 @@ export class UnrecordedOutcomes {
 
   constructor(
     private readonly logger: Logger,
+    private readonly write: RecordSettle,
+    private readonly spillFile?: string,
     private readonly retryMs = 1000,
   ) {}
 
@@ -27,9 +45,10 @@ export class UnrecordedOutcomes {
     return this.pending.length;
   }
 
-  /** Keeps `record` until it commits; `what` names it in the log. */
-  add(what: string, record: () => Promise<void>): void {
-    this.pending.push({ what, record });
+  /** Keeps `params` until they commit; `what` names them in the log. */
+  add(what: string, params: PendingSettle): void {
+    this.pending.push({ what, params });
+    this.spill();
     this.logger.warn("outcome not recorded; retrying until the journal is back", { what });
     this.schedule();
   }
@@ -42,11 +61,12 @@ export class UnrecordedOutcomes {
       while (this.pending.length) {
         const next = this.pending[0]!;
         try {
-          await next.record();
+          await this.write(next.params);
         } catch {
           return;
         }
         this.pending.shift();
+        this.spill();
         this.logger.info("outcome recorded after the journal came back", { what: next.what });
       }
     } finally {
@@ -55,10 +75,21 @@ export class UnrecordedOutcomes {
     }
   }
 
+  /** Stops retrying; what is still pending stays in the spill file for the next boot. */
   close(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.pending.length = 0;
+  }
+
+  private spill(): void {
+    if (!this.spillFile) return;
+    try {
+      if (this.pending.length) writeFileDurably(this.spillFile, JSON.stringify(this.pending.map((p) => p.params)));
+      else rmSync(this.spillFile, { force: true });
+    } catch (e) {
+      this.logger.error("unrecorded outcomes could not be kept on disk", { error: (e as Error).message });
+    }
   }
 
   private schedule(): void {
@@ -69,4 +100,16 @@ export class UnrecordedOutcomes {
     }, this.retryMs);
     this.timer.unref();
   }
+}
+
+/**
+ * At boot, before orphan recovery: records the outcomes a previous process decided but could
+ * not record. Returns how many; throws (the boot fails) if the journal refuses them.
+ */
+export async function recordSpilled(spillFile: string, write: RecordSettle): Promise<number> {
+  if (!existsSync(spillFile)) return 0;
+  const all = JSON.parse(readFileSync(spillFile, "utf8")) as (PendingSettle & { now: string })[];
+  for (const p of all) await write(isHireSettle(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null, nextHolder: null });
+  rmSync(spillFile, { force: true });
+  return all.length;
 }

@@ -3,29 +3,102 @@
  * decide. The HTTP/2 preface ("PRI * HTTP/2.0") goes to the h2c server (gRPC from agents,
  * grpcurl, grpc-js); anything else to HTTP/1.1 (MCP, Connect/JSON from browsers and
  * fetch, which never speak h2c).
+ *
+ * Bounds that hold before any handler or authentication runs (issue 11): a connection cap
+ * per peer address, a deadline for the first byte and for the request headers, a deadline
+ * for the whole request, and an idle timeout for HTTP/1.1 keep-alive and for HTTP/2 sessions
+ * with no open stream. A response sent before its request body was read closes the
+ * connection (`Connection: close`), so a keep-alive client never finds it half-read.
  */
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
+import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
+import { createServer as createTlsServer } from "node:tls";
 
 export type Handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
 
 export interface Listener {
   readonly port: number;
   readonly host: string;
+  /** Open connections now, per peer address (for tests and doctor). */
+  connections(): number;
   close(): Promise<void>;
 }
 
-export async function listen(host: string, port: number, http1: (req: IncomingMessage, res: ServerResponse) => void, http2: Handler): Promise<Listener> {
-  const h1 = createHttp1Server(http1);
-  h1.keepAliveTimeout = 65_000;
-  const h2 = createHttp2Server({}, http2 as (req: Http2ServerRequest, res: Http2ServerResponse) => void);
+/** Off loopback the same port speaks TLS (ADR 0021): certificate and key from the fleet CA. */
+export interface ListenerTls {
+  cert: string;
+  key: string;
+}
+
+export interface ListenerLimits {
+  /** Time for a new connection's first byte and for a request's complete headers. */
+  headersTimeoutMs: number;
+  /** Time for a whole HTTP/1.1 request, body included (not the response). */
+  requestTimeoutMs: number;
+  /** An HTTP/1.1 connection between requests, or an HTTP/2 session with no open stream, is closed after this. */
+  idleTimeoutMs: number;
+  /** Open connections one peer address may hold; more are closed on accept. */
+  maxConnectionsPerPeer: number;
+  /** Open connections in all. */
+  maxConnections: number;
+}
+
+export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  idleTimeoutMs: 30_000,
+  maxConnectionsPerPeer: 256,
+  maxConnections: 768,
+};
+
+export async function listen(
+  host: string,
+  port: number,
+  http1: (req: IncomingMessage, res: ServerResponse) => void,
+  http2: Handler,
+  limits: ListenerLimits = DEFAULT_LISTENER_LIMITS,
+  tls?: ListenerTls,
+): Promise<Listener> {
+  const h1 = createHttp1Server(
+    // Node checks the header and request deadlines on this interval; its 30 s default would let them slip.
+    { connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 2)), headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
+    (req, res) => {
+      closeIfBodyUnread(req, res);
+      http1(req, res);
+    },
+  );
+  h1.keepAliveTimeout = limits.idleTimeoutMs;
+  // The header and request deadlines are enforced by a timer node starts on "listening"; this
+  // server never listens itself (it is handed connections), so start it here.
+  h1.emit("listening");
+  const h2 = createHttp2Server(
+    { maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } },
+    http2 as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  );
+  h2.on("session", (session) => closeWhenIdle(session, limits.idleTimeoutMs));
   const sockets = new Set<Socket>();
-  const net = createNetServer((socket) => {
+  const perPeer = new Map<string, number>();
+  const onSocket = (socket: Socket) => {
+    const peer = socket.remoteAddress ?? "?";
+    const count = (perPeer.get(peer) ?? 0) + 1;
+    if (count > limits.maxConnectionsPerPeer) {
+      socket.destroy();
+      return;
+    }
+    perPeer.set(peer, count);
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      const left = (perPeer.get(peer) ?? 1) - 1;
+      if (left <= 0) perPeer.delete(peer);
+      else perPeer.set(peer, left);
+    });
     socket.setNoDelay(true);
+    // A connection that never speaks holds a descriptor for nothing.
+    socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
     socket.once("data", (chunk: Buffer) => {
+      socket.setTimeout(0);
       socket.pause();
       socket.unshift(chunk);
       if (chunk.subarray(0, 3).toString("latin1") === "PRI") {
@@ -37,7 +110,10 @@ export async function listen(host: string, port: number, http1: (req: IncomingMe
       }
     });
     socket.on("error", () => socket.destroy());
-  });
+  };
+  // The first decrypted bytes decide just as the plaintext ones do.
+  const net = tls ? createTlsServer({ cert: tls.cert, key: tls.key, ALPNProtocols: ["h2", "http/1.1"], minVersion: "TLSv1.2" }, onSocket) : createNetServer(onSocket);
+  net.maxConnections = limits.maxConnections;
   await new Promise<void>((resolve, reject) => {
     net.once("error", reject);
     net.listen(port, host, () => {
@@ -49,11 +125,69 @@ export async function listen(host: string, port: number, http1: (req: IncomingMe
   return {
     port: address.port,
     host,
+    connections: () => sockets.size,
     close: () =>
       new Promise<void>((resolve) => {
         net.close(() => resolve());
+        h1.close(() => {});
         h1.closeAllConnections();
         for (const s of sockets) s.destroy();
       }),
   };
+}
+
+/**
+ * A handler may answer (401, 413, RESOURCE_EXHAUSTED) without reading the body. Node would
+ * then read and discard the rest on the same connection; closing it instead bounds the work
+ * an unauthenticated sender can cause and keeps a keep-alive client from reusing a socket
+ * whose request was never finished. The close lingers: the answer is sent, the write side
+ * shut, and what the client still sends is read and dropped for a moment, so its kernel
+ * never turns the close into a reset that would discard the answer before it was read.
+ */
+const LINGER_MS = 2_000;
+
+function closeIfBodyUnread(req: IncomingMessage, res: ServerResponse): void {
+  // A bodyless request completes right after the handler's synchronous part; only a body can be left unread.
+  const hasBody = req.headers["transfer-encoding"] !== undefined || Number(req.headers["content-length"] ?? 0) > 0;
+  if (!hasBody) return;
+  // Captured now: a handler that stops reading early (connect-node) detaches the request from it.
+  const socket = req.socket;
+  const writeHead = res.writeHead;
+  res.writeHead = function (this: ServerResponse, ...args: Parameters<typeof writeHead>) {
+    if (!req.complete) {
+      res.shouldKeepAlive = false;
+      if (!socket.destroyed) lingerOnClose(socket);
+    }
+    return writeHead.apply(this, args);
+  } as typeof writeHead;
+}
+
+function lingerOnClose(socket: Socket): void {
+  socket.destroySoon = () => {
+    socket.end();
+    socket.on("data", () => {});
+    socket.resume();
+    setTimeout(() => socket.destroy(), LINGER_MS).unref();
+  };
+}
+
+/** Closes an HTTP/2 session once it has had no open stream for `idleMs`. */
+function closeWhenIdle(session: ServerHttp2Session, idleMs: number): void {
+  let open = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => session.close(), idleMs);
+    timer.unref();
+  };
+  arm();
+  session.on("stream", (stream) => {
+    open++;
+    clearTimeout(timer);
+    stream.once("close", () => {
+      open--;
+      if (open === 0 && !session.closed) arm();
+    });
+  });
+  session.once("close", () => clearTimeout(timer));
 }

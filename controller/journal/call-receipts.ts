@@ -48,6 +48,21 @@ export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
   return { kind: "repeat", receipt: existing };
 }
 
+/**
+ * Why an id that was not inserted is not new (cold path: a repeat, a conflict, or a call still
+ * in flight), read under a row lock so a concurrent admission of the same id has committed.
+ */
+export async function existingCall(db: Db, key: CallKey): Promise<Exclude<Admission, { kind: "admitted" }>> {
+  return db.transaction(async (tx) => {
+    const [existing] = await tx.select().from(callReceipts).where(eq(callReceipts.id, key.id)).for("update");
+    if (!existing) return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" } as const;
+    if (existing.conversationId !== key.conversationId) return { kind: "conflict", detail: "this id belongs to another conversation; nothing was dispatched" } as const;
+    if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint) return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" } as const;
+    if (existing.state === CallState.InFlight) return { kind: "in_use", receipt: existing } as const;
+    return { kind: "repeat", receipt: existing } as const;
+  });
+}
+
 export async function settleCall(db: Db | Tx, id: string, state: Exclude<CallState, "in_flight">, result: Record<string, unknown>, now: Date): Promise<void> {
   await db
     .update(callReceipts)

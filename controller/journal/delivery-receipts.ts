@@ -4,36 +4,14 @@ import { deliveryReceipts, type DeliveryReceipt, type ProofRow } from "../db/sch
 import type { Db, Tx } from "../db/open.js";
 import { ReceiptState, UNRESOLVED_STATES } from "../../shared/verdicts.js";
 
-export interface NewDelivery {
-  id: string;
-  conversationId: string;
-  seatId: string;
-  contentFingerprint: string;
-  mode: string;
-  inReplyTo?: string | undefined;
-}
-
-export async function openDelivery(tx: Tx, d: NewDelivery): Promise<void> {
-  await tx.insert(deliveryReceipts).values({
-    id: d.id,
-    conversationId: d.conversationId,
-    seatId: d.seatId,
-    contentFingerprint: d.contentFingerprint,
-    mode: d.mode,
-    state: ReceiptState.Dispatching,
-    inReplyTo: d.inReplyTo ?? null,
-  });
-}
-
-export async function markDispatched(db: Db, id: string, at: Date): Promise<void> {
-  await db.update(deliveryReceipts).set({ dispatchedAt: at }).where(eq(deliveryReceipts.id, id));
-}
-
 export interface DeliveryOutcome {
   state: ReceiptState;
   reason?: string | undefined;
   detail?: string | undefined;
   nativeReceiptId?: string | undefined;
+  /** Rule 42's fence fields (Pi); left as they are when absent. */
+  nativeMessageId?: string | undefined;
+  nativeSessionPath?: string | undefined;
   proofAgeMs?: number | undefined;
   proofs?: ProofRow[] | undefined;
 }
@@ -47,6 +25,8 @@ export async function settleDelivery(db: Db | Tx, id: string, o: DeliveryOutcome
       reason: o.reason ?? null,
       detail: o.detail ?? null,
       nativeReceiptId: o.nativeReceiptId ?? null,
+      ...(o.nativeMessageId ? { nativeMessageId: o.nativeMessageId } : {}),
+      ...(o.nativeSessionPath ? { nativeSessionPath: o.nativeSessionPath } : {}),
       proofAgeMs: o.proofAgeMs ?? null,
       proofs: o.proofs ?? null,
       settledAt: unresolved ? null : now,

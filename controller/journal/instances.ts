@@ -6,7 +6,7 @@
 import { isProcessAlive } from "../../shared/process-alive.js";
 import { hostname } from "node:os";
 import { and, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
-import { callReceipts, controllerInstances, deliveryReceipts } from "../db/schema.js";
+import { callReceipts, controllerInstances, deliveryReceipts, seatTurns } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { CallState } from "./call-receipts.js";
@@ -29,7 +29,7 @@ export async function removeInstance(db: Db, id: string): Promise<void> {
 }
 
 /**
- * Marks the in-flight calls of dead controllers uncertain. `onlyLiveIsSelf` is true for
+ * Marks the in-flight calls of dead controllers uncertain and frees their seat leases. `onlyLiveIsSelf` is true for
  * the embedded database, which only one process can open: every other instance is dead.
  */
 export async function recoverOrphans(db: Db, selfId: string, onlyLiveIsSelf: boolean, now: Date, host = hostname()): Promise<string[]> {
@@ -45,6 +45,8 @@ export async function recoverOrphans(db: Db, selfId: string, onlyLiveIsSelf: boo
         .filter((r) => r.id === selfId || r.host !== host || isProcessAlive(r.pid))
         .map((r) => r.id);
   const recovered = await db.transaction(async (tx) => {
+    // A dead controller's seat leases are freed at once: its deliveries will never settle them.
+    await tx.delete(seatTurns).where(sql`split_part(${seatTurns.holder}, ':', 1) not in (${sql.join((live.length ? live : [selfId]).map((id) => sql`${id}`), sql`, `)})`);
     const orphans = await tx
       .update(callReceipts)
       .set({

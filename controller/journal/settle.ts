@@ -55,7 +55,7 @@ export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<s
 }
 
 /** Records the original as delivered because the recipient's session holds it (evidence, not a send). */
-export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date): Promise<Record<string, unknown>> {
+export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date, by: "session" | "acknowledgment" = "session"): Promise<Record<string, unknown>> {
   const body = {
     schemaVersion: 1,
     outcome: "delivered",
@@ -63,10 +63,13 @@ export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, na
     deliveryId: delivery.id,
     seat: delivery.seatId,
     nativeReceiptId,
-    detail: "the original is in the recipient's session; recorded as delivered at reconciliation",
+    detail:
+      by === "session"
+        ? "the original is in the recipient's session; recorded as delivered at reconciliation"
+        : "the recipient's native channel acknowledged the original's exact id (transport only); recorded as delivered at the settle, never resent",
   };
   await db.transaction(async (tx) => {
-    await settleDelivery(tx, delivery.id, { state: ReceiptState.Delivered, reason: "found_in_session", detail: body.detail, nativeReceiptId }, now);
+    await settleDelivery(tx, delivery.id, { state: ReceiptState.Delivered, reason: by === "session" ? "found_in_session" : "exact_acknowledgment", detail: body.detail, nativeReceiptId }, now);
     await settleCall(tx, delivery.id, CallState.Settled, body, now);
     await resolveFence(tx, delivery.id, ReceiptState.Delivered, now);
   });

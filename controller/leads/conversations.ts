@@ -1,8 +1,11 @@
 /**
  * Lead conversations and their bearer tokens. A token is bound to one conversation, and a
  * conversation sees and settles only its own receipts. Only token hashes are stored.
+ * A replica remembers a token's conversation for at most TOKEN_CACHE_MS, so a token
+ * replaced or revoked through any replica stops working on every replica within that time.
  */
-import { eq } from "drizzle-orm";
+import { randomBytes } from "node:crypto";
+import { and, eq, not, like } from "drizzle-orm";
 import { conversations } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { newToken, tokenHash } from "../../shared/tokens.js";
@@ -12,30 +15,57 @@ export const DEFAULT_CONVERSATION = "global-default";
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function assertConversationId(id: string): void {
-  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must match ${CONVERSATION_ID.source}`);
+  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${JSON.stringify(id)}`);
 }
 
-/** Binds a fresh token to the conversation (replacing its previous token) and returns it. */
-export async function issueLeadToken(db: Db, conversationId: string, token = newToken("lead")): Promise<string> {
+/** How long a replica may go on accepting a token after it was replaced or revoked elsewhere. */
+export const TOKEN_CACHE_MS = 2_000;
+// A revoked conversation keeps its row (its receipts name it) with a hash no token has.
+const REVOKED = "revoked:";
+
+/** Binds a fresh token to the conversation and returns it; `replaced` when an older live token stopped working. */
+export async function issueLeadToken(db: Db, conversationId: string, token = newToken("lead")): Promise<{ token: string; replaced: boolean }> {
   assertConversationId(conversationId);
   const hash = tokenHash(token);
-  await db.insert(conversations).values({ id: conversationId, tokenHash: hash }).onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
-  return token;
+  return db.transaction(async (tx) => {
+    const [before] = await tx.select({ tokenHash: conversations.tokenHash }).from(conversations).where(eq(conversations.id, conversationId)).for("update");
+    await tx.insert(conversations).values({ id: conversationId, tokenHash: hash }).onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
+    const old = before?.tokenHash;
+    return { token, replaced: typeof old === "string" && old !== hash && !old.startsWith(REVOKED) };
+  });
+}
+
+/** Makes the conversation's token unusable; false when it had no live token. */
+export async function revokeLeadToken(db: Db, conversationId: string): Promise<boolean> {
+  assertConversationId(conversationId);
+  if (conversationId === DEFAULT_CONVERSATION) {
+    throw new InvalidArgumentError(`${DEFAULT_CONVERSATION}'s token is the state directory's lead.token, restored at every start: to rotate it, delete lead.token and restart the controller`);
+  }
+  const rows = await db
+    .update(conversations)
+    .set({ tokenHash: `${REVOKED}${randomBytes(16).toString("hex")}` })
+    .where(and(eq(conversations.id, conversationId), not(like(conversations.tokenHash, `${REVOKED}%`))))
+    .returning({ id: conversations.id });
+  return rows.length > 0;
 }
 
 export class ConversationAuth {
-  private readonly cache = new Map<string, string>();
+  private readonly cache = new Map<string, { id: string; until: number }>();
 
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
-  /** The conversation a token belongs to, or undefined for an unknown token. */
+  /** The conversation a token belongs to, or undefined for an unknown, replaced or revoked token. */
   async conversationFor(token: string | undefined): Promise<string | undefined> {
     if (!token) return undefined;
     const hash = tokenHash(token);
     const cached = this.cache.get(hash);
-    if (cached) return cached;
+    if (cached && cached.until > this.now()) return cached.id;
+    this.cache.delete(hash);
     const [row] = await this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash));
-    if (row) this.cache.set(hash, row.id);
+    if (row) this.cache.set(hash, { id: row.id, until: this.now() + TOKEN_CACHE_MS });
     return row?.id;
   }
 

@@ -11,21 +11,26 @@ import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { bearerFrom } from "../../shared/tokens.js";
 import type { Logger } from "../../shared/logger.js";
 import type { ConversationAuth } from "../leads/conversations.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
+import type { PipelineDeps } from "../delivery/pipeline.js";
 import type { StatusDeps } from "../services/status-service.js";
 import { registerMessageSeat } from "./tools/message-seat.js";
 import { registerReconcileSeatCall } from "./tools/reconcile-seat-call.js";
 import { registerListSeats } from "./tools/list-seats.js";
 import { registerWorkerReports } from "./tools/worker-reports.js";
 import { registerStopTask } from "./tools/stop-task.js";
+import { readBodyBounded } from "../http/read-body.js";
+import { SessionTable } from "./session-table.js";
+import { registerHireAgent } from "./tools/hire-agent.js";
+import { bearerChallenge } from "../http/bearer-discovery.js";
 
 export const MCP_PATH = "/mcp";
-const MAX_BODY_BYTES = 1 << 20;
+export const MAX_BODY_BYTES = 1 << 20;
 
 interface Session {
   conversationId: string;
   transport: StreamableHTTPServerTransport;
   server: McpServer;
+  close(): Promise<void>;
 }
 
 export interface McpEndpoint {
@@ -36,22 +41,20 @@ export interface McpEndpoint {
 
 function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
+  // data.admitted=false is the explicit "refused before tool admission" that lets `clankie mcp` retry an unknown session once (controller/bridge/).
+  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message, data: { admitted: false, reason: /^[a-z_]+(?=:)/.exec(message)?.[0] ?? (status === 401 ? "unauthenticated" : "bad_request") } }, id: null }));
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new Error("request body over 1 MiB");
-    chunks.push(chunk as Buffer);
-  }
-  return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+export interface McpLimits {
+  /** A session unused this long is closed. */
+  sessionIdleMs: number;
+  /** Sessions one conversation may hold at once. */
+  sessionsPerConversation: number;
 }
 
-export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: StatusDeps; conversations: ConversationAuth; logger: Logger; version: string }): McpEndpoint {
-  const sessions = new Map<string, Session>();
+export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: StatusDeps; conversations: ConversationAuth; logger: Logger; version: string; hireTimeoutMs?: number | undefined; limits?: McpLimits }): McpEndpoint {
+  const limits = deps.limits ?? { sessionIdleMs: 30 * 60_000, sessionsPerConversation: 64 };
+  const sessions = new SessionTable<Session>(limits.sessionIdleMs, limits.sessionsPerConversation);
   // Responses still being written; a stop lets them finish so an in-flight call's answer is not lost.
   const open = new Set<ServerResponse>();
 
@@ -62,13 +65,15 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
     registerListSeats(server, deps.status);
     registerWorkerReports(server, deps.pipeline, conversationId);
     registerStopTask(server, deps.pipeline, conversationId);
+    registerHireAgent(server, { ...deps.pipeline, registry: deps.status.registry, hireTimeoutMs: deps.hireTimeoutMs }, conversationId);
     const session: Session = {
       conversationId,
       server,
+      close: () => server.close(),
       transport: new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => {
-          sessions.set(id, session);
+          sessions.add(id, session);
         },
       }),
     };
@@ -85,17 +90,27 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
         open.add(res);
         res.once("close", () => open.delete(res));
       }
-      const conversationId = await deps.conversations.conversationFor(bearerFrom(req.headers.authorization)).catch(() => undefined);
+      let conversationId: string | undefined;
+      try {
+        conversationId = await deps.conversations.conversationFor(bearerFrom(req.headers.authorization));
+      } catch (e) {
+        // The token could not be looked up: that is the journal's failure, not the caller's token.
+        deps.logger.warn("lead token lookup failed", { error: (e as Error).message });
+        return jsonRpcError(res, 503, -32000, "journal_unavailable: the token could not be checked because the journal is unavailable; nothing was dispatched", { "retry-after": "1" });
+      }
       if (!conversationId) {
-        return jsonRpcError(res, 401, -32001, "missing or wrong bearer token", { "www-authenticate": 'Bearer realm="clankie"' });
+        return jsonRpcError(res, 401, -32001, "missing or wrong lead bearer token (Authorization: Bearer <lead token>; no OAuth)", { "www-authenticate": bearerChallenge(req, MCP_PATH) });
       }
       if (deps.pipeline.isStopping()) return jsonRpcError(res, 503, -32000, "service_stopping: the controller is stopping; nothing was dispatched");
       const sessionHeader = req.headers["mcp-session-id"];
       const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
       let body: unknown;
       if (req.method === "POST") {
+        const read = await readBodyBounded(req, MAX_BODY_BYTES);
+        if (read.kind === "aborted") return void res.destroy();
+        if (read.kind === "too_large") return jsonRpcError(res, 413, -32600, `request_too_large: an MCP request body is at most ${MAX_BODY_BYTES} bytes`);
         try {
-          body = await readJson(req);
+          body = JSON.parse(read.bytes.toString("utf8"));
         } catch (e) {
           return jsonRpcError(res, 400, -32700, `parse error: ${(e as Error).message}`);
         }
@@ -104,10 +119,18 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
         const session = sessions.get(sessionId);
         // Another conversation's session is indistinguishable from an unknown one.
         if (!session || session.conversationId !== conversationId) return jsonRpcError(res, 404, -32001, "unknown_session: start a new MCP session");
-        return session.transport.handleRequest(req, res, body);
+        // In use until its answer (or stream) is over: an idle sweep never cuts a call short.
+        return sessions.use(sessionId, async () => {
+          const over = new Promise<void>((r) => (res.writableEnded || res.destroyed ? r() : res.once("close", () => r())));
+          await session.transport.handleRequest(req, res, body);
+          await over;
+        });
       }
       if (req.method !== "POST" || !isInitializeRequest(body)) {
         return jsonRpcError(res, 400, -32000, "no mcp-session-id: the first request must be initialize");
+      }
+      if (!sessions.makeRoom(conversationId)) {
+        return jsonRpcError(res, 429, -32000, `too_many_sessions: this conversation has ${limits.sessionsPerConversation} MCP sessions, all in use`);
       }
       const session = newSession(conversationId);
       await session.server.connect(session.transport);
@@ -116,9 +139,7 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
     async closeAll() {
       const deadline = Date.now() + 2000;
       while (open.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      const all = [...sessions.values()];
-      sessions.clear();
-      await Promise.allSettled(all.map((s) => s.server.close()));
+      await Promise.allSettled(sessions.drain().map((s) => s.server.close()));
     },
   };
 }

@@ -1,14 +1,17 @@
 /** Turns a pipeline outcome or a typed error into an MCP tool result. */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
+import { publicErrorText } from "../../shared/public-text.js";
+import type { AdmissionRefusalOutcome } from "../../shared/delivery-bodies.js";
 import { seatCallMeta, type ToolOutcome } from "../delivery/result-bodies.js";
 
 export function toolResult(o: ToolOutcome): CallToolResult {
+  const meta = seatCallMeta(o);
   return {
     content: [{ type: "text", text: JSON.stringify(o.body) }],
-    structuredContent: o.body,
+    structuredContent: o.body as unknown as Record<string, unknown>,
     isError: o.isError,
-    _meta: seatCallMeta(o),
+    ...(meta ? { _meta: meta } : {}),
   };
 }
 
@@ -19,7 +22,11 @@ export function plainResult(body: Record<string, unknown>): CallToolResult {
 /** A typed refusal: nothing was dispatched. */
 export function errorResult(e: unknown): CallToolResult {
   const err = FleetError.from(e);
-  const outcome = err.code === ErrorCode.InvalidArgument ? "invalid_argument" : err.code === ErrorCode.JournalUnavailable ? "undelivered" : "refused";
-  const body = { schemaVersion: 1, outcome, reason: err.code, detail: err.message, dispatched: false };
+  // Journal unavailable before admission: this call dispatched nothing, but it says nothing
+  // about the id either: an earlier answer for the same id still stands (a replay must never
+  // read as "undelivered" for a message that was delivered), so the outcome is "unavailable".
+  const outcome: AdmissionRefusalOutcome = err.code === ErrorCode.InvalidArgument ? "invalid_argument" : err.code === ErrorCode.JournalUnavailable ? "unavailable" : "refused";
+  const detail = err.code === ErrorCode.JournalUnavailable ? `${publicErrorText(err.message)}; if this id was used before, its earlier answer stands: call again with it once the journal is back` : publicErrorText(err.message);
+  const body = { schemaVersion: 1, outcome, reason: err.code, detail, dispatched: false, ...(err.retryable ? { retryable: true } : {}) };
   return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true };
 }

@@ -8,6 +8,7 @@ import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { AgentService } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
+import { traceSendInterceptor } from "../../shared/rpc/trace-context.js";
 
 export interface AgentConnection {
   readonly machine: string;
@@ -18,16 +19,24 @@ export interface AgentConnection {
   close(): void;
 }
 
+/** Where an agent's calls ride when it dialed in (the fleet's reverse links, ADR 0021). */
+export interface LinkSource {
+  connection(machine: string, token: string): AgentConnection;
+}
+
 export class AgentClients {
   private readonly byMachine = new Map<string, AgentConnection & { token: string }>();
 
+  constructor(private readonly links?: LinkSource) {}
+
   /** The connection for a machine, created or replaced when its endpoint or token changed. */
   get(machine: string, endpoint: string, token: string): AgentConnection {
+    if (this.links) return this.links.connection(machine, token);
     const existing = this.byMachine.get(machine);
     if (existing && existing.endpoint === endpoint && existing.token === token) return existing;
     existing?.close();
     const sessionManager = new Http2SessionManager(endpoint, { pingIntervalMs: 30_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 15 * 60_000 });
-    const transport = createGrpcTransport({ baseUrl: endpoint, sessionManager, interceptors: [bearerHeaderInterceptor(() => token)] });
+    const transport = createGrpcTransport({ baseUrl: endpoint, sessionManager, interceptors: [bearerHeaderInterceptor(() => token), traceSendInterceptor()] });
     const conn = {
       machine,
       endpoint,

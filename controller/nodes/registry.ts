@@ -9,6 +9,7 @@ import type { Db } from "../db/open.js";
 import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
 import { seatId } from "../../shared/ids.js";
+import { InvalidArgumentError } from "../../shared/errors.js";
 
 /** A machine is offline after this many heartbeat intervals without one. */
 export const MISSED_HEARTBEATS_OFFLINE = 3;
@@ -24,6 +25,21 @@ export interface MachineRegistration {
   seats: Seat[];
 }
 
+/**
+ * A seat kind this controller does not know is refused, never relabelled: a newer agent's
+ * harness shown as `mailbox` would be offered mailbox semantics it does not have.
+ */
+export function knownSeatKind(s: Pick<Seat, "name" | "kind">): NonNullable<ReturnType<typeof seatKindWire.decode>> {
+  const kind = seatKindWire.decode(s.kind);
+  if (!kind) throw new InvalidArgumentError(`seat ${JSON.stringify(s.name)} reports seat kind ${s.kind}, which this controller does not know; the report was refused`);
+  return kind;
+}
+
+/** Refuses the whole report before anything is written when any seat's kind is unknown. */
+export function assertKnownSeatKinds(wire: readonly Pick<Seat, "name" | "kind">[]): void {
+  for (const s of wire) knownSeatKind(s);
+}
+
 export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferInsert {
   const caps: InputCapabilitiesRow = {
     deliveryModes: (s.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m)).filter((m): m is "steer" | "queue" => m === "steer" || m === "queue"),
@@ -34,7 +50,7 @@ export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferIn
     id: seatId(machine, s.name),
     machine,
     name: s.name,
-    kind: seatKindWire.decode(s.kind) ?? "mailbox",
+    kind: knownSeatKind(s),
     status: seatStatusWire.decode(s.status) ?? "unknown",
     occupantId: s.occupantId,
     title: s.title,
@@ -54,6 +70,7 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
   }
 
   async register(r: MachineRegistration): Promise<void> {
+    assertKnownSeatKinds(r.seats);
     const at = this.now();
     await this.db.transaction(async (tx) => {
       const values = {
@@ -85,6 +102,7 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
   }
 
   async reportSeats(machine: string, instanceId: string, wire: Seat[]): Promise<boolean> {
+    assertKnownSeatKinds(wire);
     const known = await this.heartbeat(machine, instanceId);
     if (!known) return false;
     await this.db.transaction(async (tx) => replaceSeats(tx as unknown as Db, machine, wire));

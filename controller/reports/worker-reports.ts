@@ -5,15 +5,20 @@
  * VUH-2410): pending and delivered reports are kept; a read one for 24 hours after readAt
  * (acceptedAt where readAt is missing). After that its status reads unknown, never not_sent.
  */
-import { and, desc, eq, inArray, ne, sql } from "drizzle-orm";
-import { deliveryReceipts, workerReports } from "../db/schema.js";
+import { and, desc, eq, inArray, ne, notLike, sql } from "drizzle-orm";
+import { deliveryReceipts, hireReceipts, workerReports } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { seatId } from "../../shared/ids.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { NOTICE_SENDER } from "../delivery/notices.js";
+import { reportOwner } from "../hire/report-owner.js";
+import { ReceiptState } from "../../shared/verdicts.js";
+import { HireState } from "../hire/bodies.js";
 
 export const READ_REPORT_RETENTION_MS = 24 * 60 * 60 * 1000;
 export const MAX_ACK_PER_CALL = 100;
+/** Receipt states in which the seat's host took the message. */
+const HOST_ADMITTED = [ReceiptState.Delivered, ReceiptState.Queued, ReceiptState.Steered, ReceiptState.Started];
 
 export interface IncomingReport {
   id: string;
@@ -22,24 +27,60 @@ export interface IncomingReport {
   createdAtMs: number;
 }
 
+/** How long a report waits for the message or hire that may own it to be decided (bounded). */
+export const ROUTING_WAIT_MS = 10_000;
+const ROUTING_POLL_MS = 100;
+
+/**
+ * A worker answers the turn a message or a hire's brief started, often before that call is
+ * decided: the receipt is still dispatching, or the hire still launching (its seat unknown).
+ * Routing then would file the report as unadopted for good, so it waits, bounded, until
+ * neither is open; past the bound it routes on what is decided.
+ */
+async function untilRoutingDecided(db: Db, machine: string, seat: string): Promise<void> {
+  const deadline = Date.now() + ROUTING_WAIT_MS;
+  for (;;) {
+    const [open] = await db
+      .select({ id: deliveryReceipts.id })
+      .from(deliveryReceipts)
+      .where(and(eq(deliveryReceipts.seatId, seat), eq(deliveryReceipts.state, ReceiptState.Dispatching), ne(deliveryReceipts.conversationId, NOTICE_SENDER), notLike(deliveryReceipts.conversationId, "peer:%")))
+      .limit(1);
+    const [launching] = open
+      ? [undefined]
+      : await db
+          .select({ id: hireReceipts.id })
+          .from(hireReceipts)
+          .where(and(eq(hireReceipts.machine, machine), inArray(hireReceipts.state, [HireState.Reserved, HireState.Launching])))
+          .limit(1);
+    if (!open && !launching) return;
+    if (Date.now() >= deadline) return;
+    await new Promise((r) => setTimeout(r, ROUTING_POLL_MS));
+  }
+}
+
 /** Stores reports idempotently by id; returns every id now held. */
 export async function acceptReports(db: Db, machine: string, reports: IncomingReport[], now: Date): Promise<string[]> {
   const accepted: string[] = [];
   for (const r of reports) {
     const seat = seatId(machine, r.seatName);
+    await untilRoutingDecided(db, machine, seat);
     const [owner] = await db
-      .select({ conversationId: deliveryReceipts.conversationId })
+      .select({ conversationId: deliveryReceipts.conversationId, at: deliveryReceipts.createdAt })
       .from(deliveryReceipts)
-      .where(and(eq(deliveryReceipts.seatId, seat), ne(deliveryReceipts.conversationId, NOTICE_SENDER)))
+      // Peers (conversation "peer:<seat>") carry no lead authority: a worker's report never goes to one.
+      // Only a message the seat's host admitted adopts its reports (rule 50): a refused, unsent or
+      // uncertain message_seat from another conversation does not take them over.
+      .where(and(eq(deliveryReceipts.seatId, seat), ne(deliveryReceipts.conversationId, NOTICE_SENDER), notLike(deliveryReceipts.conversationId, "peer:%"), inArray(deliveryReceipts.state, HOST_ADMITTED)))
       .orderBy(desc(deliveryReceipts.createdAt))
       .limit(1);
+    const routed = await reportOwner(db, seat, owner);
     await db
       .insert(workerReports)
       .values({
         id: r.id,
         seatId: seat,
-        conversationId: owner?.conversationId ?? DEFAULT_CONVERSATION,
-        unadopted: !owner,
+        conversationId: routed?.conversationId ?? DEFAULT_CONVERSATION,
+        unadopted: !routed,
         text: r.text,
         state: "pending",
         createdAt: new Date(r.createdAtMs),

@@ -1,6 +1,11 @@
-/** AgentGatewayService: node agents register, heartbeat and report their seats here. */
+/**
+ * AgentGatewayService: node agents register, heartbeat and report their seats here, over
+ * mutual TLS on the agent port. The machine is the client certificate's (ADR 0021); a
+ * request naming another machine is refused.
+ */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ErrorCode, FleetError } from "../../shared/errors.js";
 import {
   AgentGatewayService,
   HeartbeatResponseSchema,
@@ -14,25 +19,31 @@ import { isUuid, isValidName } from "../../shared/ids.js";
 import type { Db } from "../db/open.js";
 import { acceptReports } from "../reports/worker-reports.js";
 import type { Logger } from "../../shared/logger.js";
-import type { Registry } from "../nodes/registry.js";
+import { assertKnownSeatKinds, type Registry } from "../nodes/registry.js";
+import { machineOf } from "../fleet/peer-identity.js";
+import { workerGatewayMethods } from "../workers/gateway-methods.js";
+import type { PipelineDeps } from "../delivery/pipeline.js";
 
 const MAX_REPORT_CHARS = 32_768;
 
-export function createAgentGatewayService(registry: Registry, logger: Logger, reports: { db: Db; now: () => Date; onChange: () => void }): ServiceImpl<typeof AgentGatewayService> {
+export interface GatewayReplicas {
+  /** The agent URLs of every live replica, for the agent to link to each. */
+  agentUrls(): Promise<string[]>;
+}
+
+export function createAgentGatewayService(registry: Registry, logger: Logger, reports: { db: Db; now: () => Date; onChange: () => void; pipeline?: PipelineDeps | undefined }, replicas: GatewayReplicas): ServiceImpl<typeof AgentGatewayService> {
   return {
-    async register(req) {
-      if (!isValidName(req.machine)) throw new ConnectError("machine must be 1-64 letters, digits, '.', '-' or '_'", Code.InvalidArgument);
-      let endpoint: URL;
-      try {
-        endpoint = new URL(req.endpoint);
-      } catch {
-        throw new ConnectError(`endpoint is not a URL: ${req.endpoint}`, Code.InvalidArgument);
-      }
-      if (endpoint.protocol !== "http:" && endpoint.protocol !== "https:") throw new ConnectError("endpoint must be http(s)", Code.InvalidArgument);
-      if (!req.agentToken || !req.instanceId) throw new ConnectError("agent_token and instance_id are required", Code.InvalidArgument);
+    // The worker and peer methods name their machine from the certificate too (gateway-methods.ts).
+    ...workerGatewayMethods(registry, reports),
+    async register(rq, ctx) {
+      const machine = machineOf(ctx, rq.machine).machine;
+      const req = { ...rq, machine, endpoint: `reverse://${machine}` };
+      if (!req.agentToken || !req.instanceId) throw new FleetError(ErrorCode.InvalidArgument, "agent_token and instance_id are required");
       for (const s of req.seats) {
-        if (!isValidName(s.name)) throw new ConnectError(`seat name ${JSON.stringify(s.name)} is not valid`, Code.InvalidArgument);
+        if (!isValidName(s.name)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${JSON.stringify(s.name)} is not valid`);
       }
+      // An unknown seat kind is a typed InvalidArgument refusal before anything is written (registry.ts).
+      assertKnownSeatKinds(req.seats);
       await registry.register({
         machine: req.machine,
         endpoint: req.endpoint,
@@ -44,23 +55,28 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
         seats: req.seats,
       });
       logger.info("agent registered", { machine: req.machine, endpoint: req.endpoint, seats: req.seats.length });
-      return create(RegisterResponseSchema, { heartbeatIntervalMs: registry.heartbeatIntervalMs, controllerCapabilityVersion: CAPABILITY_VERSION });
+      return create(RegisterResponseSchema, { heartbeatIntervalMs: registry.heartbeatIntervalMs, controllerCapabilityVersion: CAPABILITY_VERSION, replicaAgentUrls: await replicas.agentUrls() });
     },
-    async heartbeat(req) {
-      return create(HeartbeatResponseSchema, { known: await registry.heartbeat(req.machine, req.instanceId) });
+    async heartbeat(rq, ctx) {
+      const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
+      return create(HeartbeatResponseSchema, { known: await registry.heartbeat(req.machine, req.instanceId), replicaAgentUrls: await replicas.agentUrls() });
     },
-    async reportSeats(req) {
+    async reportSeats(rq, ctx) {
+      const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
+      // An unknown seat kind is a typed InvalidArgument refusal before anything is written (registry.ts).
+      assertKnownSeatKinds(req.seats);
       if (!(await registry.reportSeats(req.machine, req.instanceId, req.seats))) {
-        throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);
+        throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
       }
       return create(ReportSeatsResponseSchema, {});
     },
-    async submitWorkerReports(req) {
-      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);
+    async submitWorkerReports(rq, ctx) {
+      const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
+      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
       for (const r of req.reports) {
-        if (!isUuid(r.id)) throw new ConnectError(`report id ${JSON.stringify(r.id)} is not a uuid`, Code.InvalidArgument);
-        if (!isValidName(r.seatName)) throw new ConnectError(`seat name ${JSON.stringify(r.seatName)} is not valid`, Code.InvalidArgument);
-        if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS) throw new ConnectError(`report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`, Code.InvalidArgument);
+        if (!isUuid(r.id)) throw new FleetError(ErrorCode.InvalidArgument, `report id ${JSON.stringify(r.id)} is not a uuid`);
+        if (!isValidName(r.seatName)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${JSON.stringify(r.seatName)} is not valid`);
+        if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS) throw new FleetError(ErrorCode.InvalidArgument, `report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`);
       }
       const acceptedIds = await acceptReports(
         reports.db,
@@ -71,8 +87,9 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
       if (acceptedIds.length) reports.onChange();
       return create(SubmitWorkerReportsResponseSchema, { acceptedIds });
     },
-    async reportEvents(req) {
-      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);
+    async reportEvents(rq, ctx) {
+      const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
+      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
       for (const e of req.events) logger.info("seat event", { machine: req.machine, seat: e.seatName, kind: e.kind, subject: e.subjectId });
       return create(ReportEventsResponseSchema, {});
     },

@@ -1,16 +1,20 @@
 /** OwnerService: the owner's operations behind the clankie CLI. */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ErrorCode, FleetError } from "../../shared/errors.js";
 import { CreateSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService, SettleSeatDeliveryResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService, ReconcileDeliveryResponseSchema, RevokeLeadTokenResponseSchema, SettleSeatDeliveryResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { isValidName, seatId } from "../../shared/ids.js";
-import { FleetError } from "../../shared/errors.js";
 import type { Db } from "../db/open.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
 import type { Registry } from "../nodes/registry.js";
-import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken } from "../leads/conversations.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
+import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken, revokeLeadToken } from "../leads/conversations.js";
+import type { PipelineDeps } from "../delivery/pipeline.js";
 import { ownerSettle } from "../delivery/owner-settle.js";
+import { ownerHireMethods } from "../hire/owner-hire-service.js";
+
+import { peerSettingMethods } from "../workers/peer-setting.js";
+import { reconcileSeatCall } from "../delivery/reconcile.js";
 
 export interface OwnerDeps {
   pipeline: PipelineDeps;
@@ -22,18 +26,20 @@ export interface OwnerDeps {
 
 export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerService> {
   return {
+    ...peerSettingMethods(d.db, d.pipeline.now),
+    ...ownerHireMethods(d.pipeline),
     async addSeat(req) {
-      if (!isValidName(req.name)) throw new ConnectError("seat name must be 1-64 letters, digits, '.', '-' or '_'", Code.InvalidArgument);
+      if (!isValidName(req.name)) throw new FleetError(ErrorCode.InvalidArgument, "seat name must be 1-64 letters, digits, '.', '-' or '_'");
       const all = await d.registry.machines();
       const online = all.filter((m) => d.registry.isOnline(m));
       const machine = req.machine ? all.find((m) => m.name === req.machine) : online.length === 1 ? online[0] : undefined;
       if (!machine) {
         const detail = req.machine ? `no machine named ${req.machine} is registered` : `name the machine with --machine (online: ${online.map((m) => m.name).join(", ") || "none"})`;
-        throw new ConnectError(detail, req.machine ? Code.NotFound : Code.FailedPrecondition);
+        throw new FleetError(req.machine ? ErrorCode.NotFound : ErrorCode.FailedPrecondition, detail);
       }
       const conn = d.agents.get(machine.name, machine.endpoint, machine.agentToken);
       const res = await conn.client.createSeat(create(CreateSeatRequestSchema, { name: req.name, kind: req.kind, title: req.title }), { timeoutMs: 10_000 });
-      if (!res.seat) throw new ConnectError("the agent answered without a seat", Code.Internal);
+      if (!res.seat) throw new FleetError(ErrorCode.Internal, "the agent answered without a seat");
       await d.registry.upsertSeat(machine.name, res.seat);
       return create(AddSeatResponseSchema, { seatId: seatId(machine.name, res.seat.name), seat: res.seat, created: res.created });
     },
@@ -42,16 +48,34 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
         const r = await ownerSettle(d.pipeline, req.deliveryId, req.conversationId || DEFAULT_CONVERSATION, req.disposition);
         return create(SettleSeatDeliveryResponseSchema, r);
       } catch (e) {
-        throw FleetError.from(e).toConnectError();
+        throw FleetError.from(e);
+      }
+    },
+    async reconcileDelivery(req) {
+      try {
+        const r = await reconcileSeatCall(d.pipeline, req.conversationId || DEFAULT_CONVERSATION, { deliveryId: req.deliveryId });
+        const body = r.body as { outcome?: string; detail?: string };
+        return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
+      } catch (e) {
+        throw FleetError.from(e);
       }
     },
     async issueLeadToken(req) {
       try {
-        const token = await issueLeadToken(d.db, req.conversationId);
+        const { token, replaced } = await issueLeadToken(d.db, req.conversationId);
         d.conversations.forget();
-        return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token });
+        return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
       } catch (e) {
-        throw FleetError.from(e).toConnectError();
+        throw FleetError.from(e);
+      }
+    },
+    async revokeLeadToken(req) {
+      try {
+        const revoked = await revokeLeadToken(d.db, req.conversationId);
+        d.conversations.forget();
+        return create(RevokeLeadTokenResponseSchema, { conversationId: req.conversationId, revoked });
+      } catch (e) {
+        throw FleetError.from(e);
       }
     },
   };

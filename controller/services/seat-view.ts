@@ -1,6 +1,7 @@
 /** Seats as plain JSON for MCP tools and the CLI, from the same rows the status service reads. */
 import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
 import { listSeats, type StatusDeps } from "./status-service.js";
+import { hiredSeats } from "../hire/hiring-conversation.js";
 
 export interface SeatView {
   id: string;
@@ -13,9 +14,12 @@ export interface SeatView {
   title: string;
   inputCapabilities: { deliveryModes: string[]; interrupt: boolean; nextTurnOnly: boolean };
   unresolvedReceipts: number;
+  /** For a seat hire_agent started, while the hired occupant holds it: who hired it. */
+  hiredBy?: { conversationId: string; hireId: string };
 }
 
 export async function listSeatsView(d: StatusDeps): Promise<SeatView[]> {
+  const hires = await hiredSeats(d.db);
   return (await listSeats(d)).map((r) => ({
     id: r.id,
     machine: r.machine,
@@ -31,5 +35,11 @@ export async function listSeatsView(d: StatusDeps): Promise<SeatView[]> {
       nextTurnOnly: r.seat?.inputCapabilities?.nextTurnOnly ?? false,
     },
     unresolvedReceipts: r.unresolvedReceipts,
+    ...hiredView(hires.get(r.id), r.seat?.occupantId ?? ""),
   }));
+}
+
+function hiredView(h: { conversationId: string; hireId: string; occupantId: string | null } | undefined, occupantId: string): Pick<SeatView, "hiredBy"> {
+  if (!h || (h.occupantId && h.occupantId !== occupantId)) return {};
+  return { hiredBy: { conversationId: h.conversationId, hireId: h.hireId } };
 }

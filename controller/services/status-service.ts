@@ -7,7 +7,6 @@ import {
   ListReceiptsResponseSchema,
   ListSeatsResponseSchema,
   MachineSchema,
-  ReceiptRowSchema,
   SeatRowSchema,
   StatusService,
   WatchResponseSchema,
@@ -20,6 +19,8 @@ import { deliveryModeWire, seatKindWire, seatStatusWire, type SeatKind, type Sea
 import type { Db } from "../db/open.js";
 import { countUnresolvedBySeat, listDeliveries } from "../journal/delivery-receipts.js";
 import type { Registry } from "../nodes/registry.js";
+import { FleetError } from "../../shared/errors.js";
+import { queryReceipts, receiptDetail, receiptRow } from "./receipt-views.js";
 
 export interface StatusDeps {
   db: Db;
@@ -70,18 +71,7 @@ export async function listSeats(d: StatusDeps): Promise<SeatRow[]> {
 
 export async function listReceipts(d: StatusDeps, limit: number, unresolvedOnly: boolean): Promise<ReceiptRow[]> {
   const now = d.now().getTime();
-  return (await listDeliveries(d.db, { limit: Math.min(limit || 100, 1000), unresolvedOnly })).map((r) =>
-    create(ReceiptRowSchema, {
-      deliveryId: r.id,
-      seatId: r.seatId,
-      conversationId: r.conversationId,
-      state: r.state,
-      detail: r.detail ?? "",
-      ageMs: BigInt(Math.max(0, now - r.createdAt.getTime())),
-      proofAgeMs: r.proofAgeMs ?? 0,
-      nativeReceiptId: r.nativeReceiptId ?? "",
-    }),
-  );
+  return (await listDeliveries(d.db, { limit: Math.min(limit || 100, 1000), unresolvedOnly })).map((r) => receiptRow(r, now));
 }
 
 /** Ages move and agents go silent without any write, so the watch also refreshes on a timer. */
@@ -96,7 +86,15 @@ export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusSer
       return create(ListSeatsResponseSchema, { seats: await listSeats(d) });
     },
     async listReceipts(req) {
-      return create(ListReceiptsResponseSchema, { receipts: await listReceipts(d, req.limit, req.unresolvedOnly) });
+      const page = await queryReceipts(d.db, { limit: req.limit, offset: req.offset, unresolvedOnly: req.unresolvedOnly, seatId: req.seatId, conversationId: req.conversationId, state: req.state }, d.now().getTime());
+      return create(ListReceiptsResponseSchema, page);
+    },
+    async getReceipt(req) {
+      try {
+        return await receiptDetail(d.db, req.deliveryId, d.now().getTime());
+      } catch (e) {
+        throw FleetError.from(e).toConnectError();
+      }
     },
     async *watch(_req, ctx) {
       let wake: (() => void) | undefined;

@@ -6,7 +6,7 @@
  */
 import { AgentResult, type DeliveryMode } from "../../shared/verdicts.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
-import type { SeatSnapshot } from "../harnesses/adapter.js";
+import type { NativeStage, SeatSnapshot } from "../harnesses/adapter.js";
 import type { SeatBook } from "../seats/seat-book.js";
 import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS, MAX_PROOF_ATTEMPTS, type AuthorityStamp } from "../proofs/freshness.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
@@ -38,6 +38,9 @@ export interface ProofAtWrite {
 export interface DeliverVerdict {
   result: AgentResult;
   nativeReceiptId?: string | undefined;
+  /** Rule 42's fence fields, where the harness has them (Pi). */
+  nativeMessageId?: string | undefined;
+  nativeSessionPath?: string | undefined;
   detail: string;
   reason?: string | undefined;
   /** Every proof, the controller's authority included, with its age at the write (or at the refusal). */
@@ -45,6 +48,8 @@ export interface DeliverVerdict {
   /** Age of the oldest proof at that instant. */
   proofAgeMs: number;
   replayed: boolean;
+  /** The harness's own stage for this write, when it defines one (rule 41). */
+  deliveryStage?: NativeStage | undefined;
 }
 
 export interface DeliverDeps {
@@ -115,10 +120,13 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
     return {
       result: written.result,
       nativeReceiptId: written.nativeReceiptId,
+      nativeMessageId: written.nativeMessageId,
+      nativeSessionPath: written.nativeSessionPath,
       detail: written.detail ?? "",
       reason: written.reason,
       ...atWrite,
       replayed: written.replayed ?? false,
+      ...(written.deliveryStage ? { deliveryStage: written.deliveryStage } : {}),
     };
   } catch (e) {
     // The write was attempted: it may have happened. Never retried here.

@@ -40,9 +40,17 @@ export interface NativeWrite {
   inReplyTo?: string | undefined;
 }
 
+/** A harness's own delivery stage, where its rules define one (OpenCode, rule 41); otherwise the controller derives it from the result. */
+export type NativeStage = "stored" | "consumed" | "uncertain" | "unavailable";
+
 export interface NativeWriteResult {
   result: AgentResult;
+  deliveryStage?: NativeStage | undefined;
   nativeReceiptId?: string | undefined;
+  /** The harness's own id of the message it stored, where it has one (Pi's session entry id, rule 42). */
+  nativeMessageId?: string | undefined;
+  /** The session file that holds it (Pi's `sessionFile`, rule 42). */
+  nativeSessionPath?: string | undefined;
   detail?: string | undefined;
   reason?: string | undefined;
   /** The native channel already held this delivery id; nothing was written again. */
@@ -62,6 +70,8 @@ export interface SessionRead {
   entries: SessionEntry[];
   /** False when part of the session could not be read: a gap, never a verdict. */
   complete: boolean;
+  /** The session file read, where the harness keeps one (Pi, rule 42). */
+  sessionPath?: string | undefined;
 }
 
 export type StopResult = { result: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable"; detail: string };

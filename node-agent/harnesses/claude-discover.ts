@@ -7,18 +7,23 @@ import { existsSync } from "node:fs";
 import { SeatKind } from "../../shared/verdicts.js";
 import type { PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
 import type { SeatRecord } from "./adapter.js";
+import { isClaude, isPrintMode } from "./claude-process.js";
+import { claudeOccupantId, observeClaudeOccupant } from "./claude-occupant.js";
+import type { ProofProvider } from "../proofs/provider.js";
 
-export function createClaudeDiscover(channelDir: string, reportDir: string) {
+export function createClaudeDiscover(channelDir: string, reportDir: string, proofs?: ProofProvider) {
   return async (pane: PaneInfo, processes: PaneProcessInfo): Promise<SeatRecord | undefined> => {
     for (const p of processes.foregroundProcesses) {
-      const isClaude = p.argv.slice(0, 2).some((a) => /(^|\/)(claude|claude\.exe)$/.test(a));
-      if (!isClaude || p.argv.includes("-p") || p.argv.includes("--print")) continue;
+      // Any OS's form of the CLI (claude-process.ts): a Windows path has backslashes.
+      if (!isClaude(p.argv) || isPrintMode(p.argv)) continue;
       if (!existsSync(`${channelDir}/claude-${p.pid}.sock`)) continue;
+      // The occupant is this process lifetime in this session, not the pid (rule 46).
+      const occupant = await observeClaudeOccupant(p.pid, reportDir, proofs);
       return {
         name: `claude-${pane.paneId.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^-+/, "")}`,
         kind: SeatKind.Claude,
         title: pane.title,
-        occupantId: `claude:${p.pid}`,
+        occupantId: claudeOccupantId(occupant),
         createdAtMs: Date.now(),
         control: { channelDir, reportDir, claudePid: p.pid },
       };

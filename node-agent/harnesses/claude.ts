@@ -7,11 +7,13 @@
  */
 import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
+import type { ProofProvider } from "../proofs/provider.js";
 import type { PaneAgentStatus } from "../panes/pane-host.js";
 import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./claude-channel-client.js";
 import { readSessionReport, readTurnReport, type ClaudeTurnReport } from "./claude-session-report.js";
 import { TranscriptReader, type TranscriptRead } from "./claude-transcript.js";
+import { claudeOccupantId, observeClaudeOccupant } from "./claude-occupant.js";
 
 /** What a Claude seat's `control` holds: where its channel and session reports live, and which Claude. */
 export interface ClaudeControl {
@@ -22,6 +24,8 @@ export interface ClaudeControl {
 
 export interface ClaudeAdapterOptions {
   clock: MonotonicClock;
+  /** Process facts for the occupant check (rule 46); this machine's provider when absent. */
+  proofs?: ProofProvider | undefined;
   /** The pane host's view of the seat (Herdr's screen detection); undefined when it has none. */
   paneStatus?: ((seat: SeatRecord) => Promise<PaneAgentStatus | undefined>) | undefined;
   /** The guarded Esc; absent means the seat does not advertise interrupt. */
@@ -65,6 +69,13 @@ export function turnFromHooks(turn: ClaudeTurnReport | undefined, sessionId: str
   return t.interruptedAtMs > turn.atMs ? SeatStatus.Idle : SeatStatus.Working;
 }
 
+/** A Claude seat's status: the pane host's view, else the turn hooks', else the transcript's. */
+function liveStatus(pane: PaneAgentStatus | undefined, control: ClaudeControl, sessionId: string, t: ReturnType<TranscriptReader["read"]>, fallback: SeatStatus = SeatStatus.Idle): SeatStatus {
+  const fromPane = pane === "working" ? SeatStatus.Working : pane === "blocked" ? SeatStatus.Blocked : pane === "idle" || pane === "done" ? SeatStatus.Idle : undefined;
+  const turn = turnFromHooks(readTurnReport(control.reportDir, control.claudePid), sessionId, t);
+  return fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : fallback);
+}
+
 export class ClaudeAdapter implements HarnessAdapter {
   readonly kind = SeatKind.Claude;
   private readonly transcripts = new TranscriptReader();
@@ -94,16 +105,26 @@ export class ClaudeAdapter implements HarnessAdapter {
     } catch (e) {
       return refuse("refuted", SeatStatus.Unknown, (e as Error).message);
     }
+    // Rule 46: a reused pid or a new session in the same process is another occupant. Its
+    // capabilities are cleared and the live occupant is reported, so nothing meant for the
+    // recorded one reaches it (deliver.ts refuses a different occupant; discovery re-records it).
+    const live = await observeClaudeOccupant(control.claudePid, control.reportDir, this.options.proofs);
+    const liveId = claudeOccupantId(live);
+    if (liveId !== seat.occupantId) {
+      this.views.delete(seat.name);
+      const r = refuse("refuted", live.alive ? SeatStatus.Unknown : SeatStatus.Offline, `the seat's occupant changed: recorded ${seat.occupantId}, now ${liveId}`);
+      return { ...r, snapshot: { ...r.snapshot, occupantId: liveId } };
+    }
     const [hello, pane] = await Promise.all([channelHello(channelAddress(control), this.timeoutMs), this.options.paneStatus?.(seat)]);
     if (!hello.ok) return refuse("refuted", SeatStatus.Offline, hello.detail);
     if (hello.claudePid !== control.claudePid) return refuse("refuted", SeatStatus.Unknown, `the channel serves Claude ${hello.claudePid}, not ${control.claudePid}`);
     if (!hello.mcpReady) return refuse("refuted", SeatStatus.Unknown, "Claude has not connected the channel (started without the channel opt-in?)");
     const report = readSessionReport(control.reportDir, control.claudePid);
     if (!report) return refuse("unknown", SeatStatus.Unknown, "no SessionStart report for this Claude: its transcript cannot be found");
+    // The session may have changed between the occupant check and this read.
+    if (report.sessionId !== live.sessionId) return refuse("refuted", SeatStatus.Unknown, `Claude ${control.claudePid} started session ${report.sessionId} just now`);
     const t = this.transcripts.read(report.transcriptPath);
-    const fromPane = pane === "working" ? SeatStatus.Working : pane === "blocked" ? SeatStatus.Blocked : pane === "idle" || pane === "done" ? SeatStatus.Idle : undefined;
-    const turn = turnFromHooks(readTurnReport(control.reportDir, control.claudePid), report.sessionId, t);
-    const status = fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : report ? SeatStatus.Idle : SeatStatus.Unknown);
+    const status = liveStatus(pane, control, report.sessionId, t);
     this.views.set(seat.name, { status, transcriptPath: report.transcriptPath, sessionId: report.sessionId, hasChannelEvent: t.ok && t.hasChannelEvent });
     return {
       snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: ["queue"], interrupt: this.options.stopper !== undefined, nextTurnOnly: true } },
@@ -141,6 +162,8 @@ export class ClaudeAdapter implements HarnessAdapter {
     } while (Date.now() < deadline);
     return {
       result: AgentResult.Unconfirmed,
+      // The exact acknowledgment is kept with the receipt (rule 21): a lead's not_delivered settle records it delivered.
+      nativeReceiptId: `channel:${message.deliveryId}`,
       reason: "transcript_entry_missing",
       detail: `the channel acknowledged our event id (transport only) but the transcript did not show it within ${this.waitMs} ms${gaps ? ` (${gaps} unreadable poll(s))` : ""}; not resent`,
     };
@@ -148,12 +171,17 @@ export class ClaudeAdapter implements HarnessAdapter {
 
   async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
     const control = claudeControl(seat);
+    // The session read is the live occupant's: a changed occupant is reported as such (rule 46).
+    const occupantId = claudeOccupantId(await observeClaudeOccupant(control.claudePid, control.reportDir, this.options.proofs));
     const report = readSessionReport(control.reportDir, control.claudePid);
-    if (!report) return { occupantId: seat.occupantId, status: SeatStatus.Unknown, entries: [], complete: false };
+    if (!report) return { occupantId, status: SeatStatus.Unknown, entries: [], complete: false };
     const t = this.transcripts.read(report.transcriptPath);
+    // The same status inspect reports (pane host, then turn hooks, then the transcript): the
+    // unattended release needs "idle" to mean idle, and a held turn's transcript alone can look idle.
+    const pane = await this.options.paneStatus?.(seat);
     return {
-      occupantId: seat.occupantId,
-      status: t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : SeatStatus.Unknown,
+      occupantId,
+      status: liveStatus(pane, control, report.sessionId, t, SeatStatus.Unknown),
       entries: t.entries.filter((e) => e.atMs >= sinceMs),
       complete: t.ok && t.complete,
     };

@@ -3,7 +3,8 @@
  * or `ws://host:port`), speaking JSON-RPC 2.0 without the `jsonrpc` field, one message per
  * text frame. Every call ends in a typed outcome, never a throw: a reply, a server error,
  * or a reason the reply will not come (closed, garbled, timeout). Server-initiated requests
- * (approvals) are never answered here: answering them belongs to the pane's owner.
+ * are never answered here: approvals belong to the pane's owner, and only the question watcher
+ * (codex-questions.ts) answers an informational question, through `respond`.
  */
 import type { Socket } from "node:net";
 import WebSocket from "ws";
@@ -17,6 +18,13 @@ export type CallOutcome<T = unknown> =
   | { ok: false; kind: "closed" | "garbled" | "timeout"; message: string };
 
 export interface CodexNotification {
+  method: string;
+  params: Record<string, unknown>;
+}
+
+/** A request the app-server sent us (it carries an id and waits for our response). */
+export interface CodexServerRequest {
+  id: number | string;
   method: string;
   params: Record<string, unknown>;
 }
@@ -44,6 +52,7 @@ export class CodexConnection {
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (o: CallOutcome) => void; timer: NodeJS.Timeout }>();
   private readonly listeners = new Set<(n: CodexNotification) => void>();
+  private readonly requestListeners = new Set<(r: CodexServerRequest) => void>();
   private closedReason: string | undefined;
 
   private constructor(
@@ -87,7 +96,9 @@ export class CodexConnection {
       return { ok: false, kind: "handshake_failed", message: init.message };
     }
     connection.notify("initialized", {});
-    return { ok: true, connection, userAgent: String(init.result.userAgent ?? ""), codexHome: String(init.result.codexHome ?? "") };
+    // A reply's result may be anything (found by fuzzing: `"result": null` threw here).
+    const result = (typeof init.result === "object" && init.result !== null ? init.result : {}) as { userAgent?: unknown; codexHome?: unknown };
+    return { ok: true, connection, userAgent: String(result.userAgent ?? ""), codexHome: String(result.codexHome ?? "") };
   }
 
   get isOpen(): boolean {
@@ -139,6 +150,17 @@ export class CodexConnection {
     return () => this.listeners.delete(listener);
   }
 
+  onServerRequest(listener: (r: CodexServerRequest) => void): () => void {
+    this.requestListeners.add(listener);
+    return () => this.requestListeners.delete(listener);
+  }
+
+  /** Answers a server request; false when the frame could not be handed to the socket. */
+  respond(id: number | string, result: unknown): Promise<boolean> {
+    if (!this.isOpen) return Promise.resolve(false);
+    return new Promise((resolve) => this.ws.send(JSON.stringify({ id, result }), (err) => resolve(!err)));
+  }
+
   close(): void {
     this.fail("closed", "closed by the node agent");
     this.ws.terminate();
@@ -171,10 +193,12 @@ export class CodexConnection {
     if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return this.fail("garbled", "the app-server sent a frame that is not a JSON-RPC object");
     const m = msg as { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
     if (typeof m.method === "string") {
-      // A notification, or a server request (has an id) such as an approval: observed, never answered.
+      // A notification, or a server request (has an id): observed here, never answered here.
+      const params = (typeof m.params === "object" && m.params !== null ? m.params : {}) as Record<string, unknown>;
       if (m.id === undefined) {
-        const n = { method: m.method, params: (m.params ?? {}) as Record<string, unknown> };
-        for (const l of this.listeners) l(n);
+        for (const l of this.listeners) l({ method: m.method, params });
+      } else if (typeof m.id === "number" || typeof m.id === "string") {
+        for (const l of this.requestListeners) l({ id: m.id, method: m.method, params });
       }
       return;
     }

@@ -79,8 +79,25 @@ export async function pickPaneThread(conn: CodexConnection, cwd: string): Promis
   return { ok: false, reason: "ambiguous_thread", detail: `${pool.length} loaded threads share cwd ${cwd}; none is picked` };
 }
 
-/** Status and active turn of one thread, re-read now. */
+/** How often, and how far apart, a thread seen between turns is read again before it counts as in flux. */
+const IN_FLUX_REREADS = 4;
+const IN_FLUX_GAP_MS = 40;
+
+/**
+ * Status and active turn of one thread, re-read now. A thread that is active while its latest
+ * turn has not started (or has just ended) is between two states for a few ms: it is read again,
+ * briefly, so a message sent just as a turn ends is not refused for a state that is already gone.
+ */
 export async function observeThread(conn: CodexConnection, threadId: string): Promise<Observed<ThreadObservation>> {
+  let seen = await observeThreadOnce(conn, threadId);
+  for (let i = 1; i < IN_FLUX_REREADS && !seen.ok && seen.reason === "turn_in_flux"; i++) {
+    await new Promise((r) => setTimeout(r, IN_FLUX_GAP_MS));
+    seen = await observeThreadOnce(conn, threadId);
+  }
+  return seen;
+}
+
+async function observeThreadOnce(conn: CodexConnection, threadId: string): Promise<Observed<ThreadObservation>> {
   const ids = await loadedThreadIds(conn);
   if (!ids.ok) return ids;
   if (!ids.value.includes(threadId)) return { ok: false, reason: "thread_not_loaded", detail: `thread ${threadId} is not loaded in this app-server` };

@@ -3,21 +3,33 @@
  * (the shared daemon under its own CODEX_HOME, or the app-server it joined with --remote).
  * inspect proves the occupant process, the pane, the server's home and the pane's thread,
  * and keeps that connection; write goes through the same connection (codex-write.ts).
- * Capabilities come only from that live control (inventory rules 45-47): with it,
- * [steer, queue] + interrupt; without it (`--no-daemon`, unreachable), none.
- * A TCP endpoint (`--remote ws://…`) also carries the kernel pane proof (codex-kernel.ts).
+ * Capabilities come only from that live control (inventory rules 36, 45-47): an owned seat
+ * (this agent's hire launched the TUI, codex-ownership.ts) gets [steer, queue] + interrupt;
+ * an unowned one whose endpoint is reachable and proven gets [steer, queue] and no interrupt;
+ * without live control (`--no-daemon`, unreachable), none. Queue is always its own native
+ * route (`thread/queue/add`), never a steer that fell back.
+ * A TCP endpoint (`--remote ws://…`) also carries the kernel pane proof (codex-kernel.ts); an
+ * owned seat on `--remote unix://` (a hire's private app-server) also carries
+ * `private_app_server`: its backend is its pane's own server, or its Herdr hire's (codex-private-server*.ts).
  */
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { PaneHost, PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
 import type { ProofProvider } from "../proofs/provider.js";
+import { selectProofProvider } from "../proofs/select.js";
 import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
-import { CodexConnection } from "./codex-connection.js";
+import { CodexConnection, unixSocketPathOf } from "./codex-connection.js";
+import { privateServerProof } from "./codex-private-server.js";
+import { agentServerProof, recordedServerOf } from "./codex-private-server-herdr.js";
 import { backendOfConnection, codexKernelProofs } from "./codex-kernel.js";
 import { findCodexTui, isSameProcessAlive, type CodexLaunch } from "./codex-process.js";
 import { listClientMessages, listQueue, observeThread, pickPaneThread, type ThreadObservation } from "./codex-thread.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./codex-write.js";
+import { beforeDispatch, defaultHomeProof, launchInheritanceProof, queueViaCli, windowsControlPlan, type WindowsControlDeps, type WindowsControlPlan } from "./codex-windows.js";
+import { runCommand, type CommandRunner } from "../proofs/run-command.js";
+import { codexOwner, type HireLookup } from "./codex-ownership.js";
+import { homedir } from "node:os";
 
 /** The facts a Codex seat record carries (SeatRecord.control). Re-proved before every write. */
 export interface CodexControl {
@@ -31,11 +43,19 @@ export interface CodexControl {
   /** TCP endpoints only: the app-server lifetime the kernel showed at the other end of the agent's connection. */
   backendPid?: number | undefined;
   backendStartTime?: number | undefined;
+  /** Windows only (rule 38): how this launch may be controlled, fixed at discovery. */
+  windows?: WindowsControlPlan | undefined;
+  /** The hire that launched this exact TUI in this pane (rules 36, 47): set only for owned seats. */
+  ownedByHire?: string | undefined;
 }
 
 export const NO_CAPABILITIES: InputCapabilities = { deliveryModes: [], interrupt: false, nextTurnOnly: false };
-/** Rule 47: a Codex seat whose app-server control is attached offers both modes and a stop. */
+/** Rule 47: an owned Codex seat whose app-server control is attached offers both modes and a stop. */
 export const CODEX_LIVE_CAPABILITIES: InputCapabilities = { deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false };
+/** Rule 47: an unowned Codex seat queues, and steers because its endpoint was reached and proven; no stop. */
+export const CODEX_UNOWNED_CAPABILITIES: InputCapabilities = { deliveryModes: ["steer", "queue"], interrupt: false, nextTurnOnly: false };
+/** Rule 38: the `codex queue` CLI on a proven default home queues, and nothing else. */
+export const CODEX_CLI_QUEUE_CAPABILITIES: InputCapabilities = { deliveryModes: ["queue"], interrupt: false, nextTurnOnly: true };
 
 export interface CodexAdapterOptions {
   clock: MonotonicClock;
@@ -46,6 +66,10 @@ export interface CodexAdapterOptions {
   confirmTimeoutMs?: number;
   confirmPollMs?: number;
   callTimeoutMs?: number;
+  /** Windows: the runner for the `codex queue` CLI, and the profile whose default home it uses (tests inject both). */
+  windows?: { run?: CommandRunner; agentProfile?: string } | undefined;
+  /** This agent's host journal of hires: a TUI one of them launched in its pane is owned. */
+  hires?: HireLookup | undefined;
 }
 
 export function codexControlOf(seat: SeatRecord): CodexControl | undefined {
@@ -72,8 +96,17 @@ export class CodexAdapter implements HarnessAdapter {
   /** What the last inspect proved, per seat: the write may use only this. */
   private readonly proven = new Map<string, ProvenThread & { occupantId: string }>();
   private readonly writeOptions: CodexWriteOptions;
+  /** Process facts for discovery and liveness: the kernel proofs' provider, or this OS's. */
+  private readonly facts: ProofProvider;
+  /** Windows CLI-queue seats whose last inspect proved the default home, by seat name → occupant. */
+  private readonly provenCli = new Map<string, string>();
+  private readonly win: WindowsControlDeps;
+  /** Owners found after discovery, by occupant (at most 256). */
+  private readonly owners = new Map<string, string>();
 
   constructor(private readonly o: CodexAdapterOptions) {
+    this.facts = o.proofs ?? selectProofProvider(process.platform, o.clock);
+    this.win = { provider: this.facts, host: o.paneHost, clock: o.clock, agentProfile: o.windows?.agentProfile ?? homedir() };
     this.writeOptions = { confirmTimeoutMs: o.confirmTimeoutMs ?? 8000, confirmPollMs: o.confirmPollMs ?? 100, callTimeoutMs: o.callTimeoutMs ?? 10_000 };
   }
 
@@ -93,11 +126,15 @@ export class CodexAdapter implements HarnessAdapter {
   }
 
   async discover(pane: PaneInfo, processes: PaneProcessInfo): Promise<SeatRecord | undefined> {
-    const tui = findCodexTui(processes.foregroundProcesses);
+    const tui = await findCodexTui(processes.foregroundProcesses, this.facts);
     if (!tui) return undefined;
+    // Windows never joins the shared daemon, nor reaches a refused launch (rule 38).
+    const plan = this.facts.platform === "win32" ? windowsControlPlan(tui) : undefined;
     let threadId: string | undefined;
     let backend: { pid: number; startTime: number } | undefined;
-    if (tui.endpoint) {
+    // The CLI queues into a thread it names: the pane host's claim names it, the home proof authorises it.
+    if (plan?.kind === "cli_queue" && pane.agentSession?.agent === "codex" && pane.agentSession.kind === "id") threadId = pane.agentSession.value;
+    if (tui.endpoint && (!plan || plan.kind === "private_app_server")) {
       const c = await this.connect(tui.endpoint);
       // The server must be the one for this pane's home; a different home is not this pane's control.
       if (c.ok && c.codexHome === tui.codexHome) {
@@ -109,6 +146,9 @@ export class CodexAdapter implements HarnessAdapter {
     }
     const control: CodexControl = { codexHome: tui.codexHome, cwd: tui.cwd, launch: tui.launch, endpoint: tui.endpoint, threadId, tuiPid: tui.pid, tuiStartTime: tui.startTime };
     if (backend) Object.assign(control, { backendPid: backend.pid, backendStartTime: backend.startTime });
+    const owner = await codexOwner(this.facts, tui, pane.paneId, this.o.hires);
+    if (owner) control.ownedByHire = owner;
+    if (plan) control.windows = plan;
     return {
       name: codexSeatName(pane.paneId),
       kind: SeatKind.Codex,
@@ -131,30 +171,101 @@ export class CodexAdapter implements HarnessAdapter {
       proofs.push(this.proof("codex_control", "refuted", "the seat carries no Codex control facts"));
       return none(SeatStatus.Unknown);
     }
-    const processProof = (): ProofFact | undefined => {
+    this.provenCli.delete(seat.name);
+    if (ctl.windows?.kind === "refused") {
+      proofs.push(this.proof("codex_windows_control", "refuted", `${ctl.windows.reason}: ${ctl.windows.detail}`));
+      return none(SeatStatus.Unknown);
+    }
+    const processProof = async (): Promise<ProofFact | undefined> => {
       if (ctl.tuiPid === undefined || ctl.tuiStartTime === undefined) return undefined;
-      const alive = isSameProcessAlive(ctl.tuiPid, ctl.tuiStartTime);
+      const alive = await isSameProcessAlive(this.facts, ctl.tuiPid, ctl.tuiStartTime);
+      if (typeof alive === "object") return this.proof("codex_process", "unknown", `Codex TUI pid ${ctl.tuiPid}: ${alive.unknown}`);
       return this.proof("codex_process", alive ? "proven" : "refuted", alive ? `Codex TUI pid ${ctl.tuiPid} (same lifetime)` : `Codex TUI pid ${ctl.tuiPid} is gone or was replaced`);
     };
-    const gate = processProof();
+    const gate = await processProof();
     if (gate?.outcome === "refuted") {
       proofs.push(gate);
       return none(SeatStatus.Offline);
     }
     // The pane and the app-server are read at the same time, so their proofs finish close
     // together and the oldest is as young as it can be at the write (freshness gate).
-    const [pane, control] = await Promise.all([this.paneProof(seat, ctl), this.controlProofs(seat, ctl)]);
+    const owning = this.ownerOf(seat, ctl);
+    const [pane, control, owner, own] = await Promise.all([this.paneProof(seat, ctl), this.controlProofs(seat, ctl), owning, this.privateServer(seat, ctl, owning)]);
     // The cheap process check is taken last: the freshest proof, and it catches an exit meanwhile.
-    const last = processProof();
+    const last = await processProof();
     if (last) proofs.push(last);
     if (pane) proofs.push(pane);
     if (last?.outcome === "refuted") return none(SeatStatus.Offline);
+    if (last?.outcome === "unknown") return none(SeatStatus.Unknown);
     if (pane && pane.outcome !== "proven") return none(pane.outcome === "refuted" ? SeatStatus.Offline : SeatStatus.Unknown);
+    if (ctl.windows?.kind === "cli_queue") return this.inspectCliQueue(seat, ctl, proofs);
     proofs.push(...control.proofs);
     if (!control.proven) return none(control.status);
+    // A hired seat is controlled only through its own app-server in its pane (launch-codex.ts).
+    if (owner !== undefined && own) {
+      proofs.push(own);
+      if (own.outcome !== "proven") return none(SeatStatus.Unknown);
+    }
     const o = control.proven.observation;
     this.proven.set(seat.name, { ...control.proven, occupantId: seat.occupantId });
-    return { snapshot: { status: statusOf(o), occupantId: seat.occupantId, inputCapabilities: CODEX_LIVE_CAPABILITIES }, proofs };
+    const owned = owner !== undefined;
+    // Ownership decides only what is offered (a stop), never whether a write may go: it is no delivery proof.
+    return { snapshot: { status: statusOf(o), occupantId: seat.occupantId, inputCapabilities: owned ? CODEX_LIVE_CAPABILITIES : CODEX_UNOWNED_CAPABILITIES }, proofs };
+  }
+
+  /**
+   * The hire that owns this occupant: fixed at discovery, or found now when discovery ran before
+   * the hire's journal named the pane (a positive answer is kept per occupant; a negative is asked again).
+   */
+  private async ownerOf(seat: SeatRecord, ctl: CodexControl): Promise<string | undefined> {
+    if (ctl.ownedByHire) return ctl.ownedByHire;
+    const known = this.owners.get(seat.occupantId);
+    if (known) return known;
+    if (!this.o.hires || !seat.pane || ctl.tuiPid === undefined || ctl.tuiStartTime === undefined) return undefined;
+    const found = await codexOwner(this.facts, { pid: ctl.tuiPid, startTime: ctl.tuiStartTime }, seat.pane.paneId, this.o.hires);
+    if (found) {
+      this.owners.set(seat.occupantId, found);
+      // Bounded: the oldest occupants go first (a live one is simply found again).
+      for (const k of this.owners.keys()) {
+        if (this.owners.size <= 256) break;
+        this.owners.delete(k);
+      }
+    }
+    return found;
+  }
+
+  /** A `--remote unix://` TUI: whether its backend is its own app-server in its pane (codex-private-server.ts). */
+  private async privateServer(seat: SeatRecord, ctl: CodexControl, owning: Promise<string | undefined>): Promise<ProofFact | undefined> {
+    if (ctl.launch !== "remote" || !this.o.proofs || !unixSocketPathOf(ctl.endpoint ?? "")) return undefined;
+    const recorded = recordedServerOf(this.o.hires, await owning);
+    const deps = { provider: this.o.proofs, host: this.o.paneHost, clock: this.o.clock };
+    return recorded ? agentServerProof(deps, ctl, recorded) : privateServerProof(deps, seat, ctl);
+  }
+
+  /** Windows, a shared-daemon launch: queue through the CLI only on a freshly proven default home and a named thread. */
+  private async inspectCliQueue(seat: SeatRecord, ctl: CodexControl, proofs: ProofFact[]): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
+    const home = await defaultHomeProof(this.win, { pid: ctl.tuiPid!, startTime: ctl.tuiStartTime! });
+    proofs.push(home);
+    if (!ctl.threadId) proofs.push(this.proof("codex_thread", "unknown", "the pane host names no Codex thread for this pane; the CLI has nothing to queue into"));
+    const ok = home.outcome === "proven" && ctl.threadId !== undefined;
+    if (ok) this.provenCli.set(seat.name, seat.occupantId);
+    // The daemon is never joined, so its thread's status is not observed.
+    return { snapshot: { status: SeatStatus.Unknown, occupantId: seat.occupantId, inputCapabilities: ok ? CODEX_CLI_QUEUE_CAPABILITIES : NO_CAPABILITIES }, proofs };
+  }
+
+  private async writeCliQueue(seat: SeatRecord, ctl: CodexControl, message: NativeWrite): Promise<NativeWriteResult> {
+    const proven = this.provenCli.get(seat.name) === seat.occupantId;
+    this.provenCli.delete(seat.name);
+    const notSent = (reason: string, detail: string): NativeWriteResult => ({ result: AgentResult.NotSent, reason, detail: `${detail}; nothing was written` });
+    if (!proven || !ctl.threadId || ctl.tuiPid === undefined || ctl.tuiStartTime === undefined) return notSent("no_native_control", "no default-home CLI queue was proven for this occupant");
+    if (message.mode === "steer") return notSent("steer_unsupported", "the codex queue CLI can only queue; a steer needs a dedicated app-server (codex --remote)");
+    const tui = { pid: ctl.tuiPid, startTime: ctl.tuiStartTime };
+    const again = await beforeDispatch(this.win, seat, { plan: ctl.windows!, tui, codexHome: ctl.codexHome });
+    const failed = again.find((p) => p.outcome !== "proven");
+    if (failed) return notSent("proof_failed_before_dispatch", `${failed.kind} ${failed.outcome}: ${failed.detail}`);
+    const argv = await this.facts.commandLine(tui);
+    if (!argv.known) return notSent("proof_failed_before_dispatch", `the TUI's command line: ${argv.reason}: ${argv.detail}`);
+    return queueViaCli(this.o.windows?.run ?? runCommand, { codexExe: argv.value.argv[0] ?? "", threadId: ctl.threadId, text: message.text });
   }
 
   /** The pane still runs this TUI in its foreground (when the seat is in a pane and a host is known). */
@@ -173,6 +284,8 @@ export class CodexAdapter implements HarnessAdapter {
   private async controlProofs(seat: SeatRecord, ctl: CodexControl): Promise<{ proofs: ProofFact[]; status: SeatStatus; proven?: ProvenThread }> {
     // Rule 38: --no-daemon launches cannot be steered or queued: no modes, and write refuses.
     if (!ctl.endpoint) return { proofs: [], status: SeatStatus.Unknown };
+    // Windows: only a dedicated app-server is ever connected to (rule 38).
+    if (ctl.windows && ctl.windows.kind !== "private_app_server") return { proofs: [], status: SeatStatus.Unknown };
     const c = await this.connect(ctl.endpoint);
     if (!c.ok) return { proofs: [this.proof("codex_control", "refuted", `app-server ${ctl.endpoint} unreachable: ${c.detail}`)], status: SeatStatus.Offline };
     const sameHome = c.codexHome === ctl.codexHome;
@@ -184,7 +297,7 @@ export class CodexAdapter implements HarnessAdapter {
     }
     // The kernel proofs run beside the thread read, on the connection the write will use.
     const provider = this.o.proofs;
-    const kernelRun = provider ? codexKernelProofs({ provider, host: this.o.paneHost, clock: this.o.clock }, seat, ctl, c.connection) : Promise.resolve([]);
+    const kernelRun = provider ? this.kernelProofs(provider, seat, ctl, c.connection) : Promise.resolve([]);
     const [obs, kernel] = await Promise.all([observeThread(c.connection, ctl.threadId), kernelRun]);
     if (!obs.ok) {
       const definite = obs.reason === "thread_not_loaded" || obs.reason === "thread_ephemeral";
@@ -197,7 +310,21 @@ export class CodexAdapter implements HarnessAdapter {
     return { proofs: [homeProof(), thread, ...kernel], status: statusOf(o), proven: { connection: c.connection, observation: o } };
   }
 
+  /** The kernel proofs, and on Windows that the dedicated app-server inherits the TUI's launch. */
+  private async kernelProofs(provider: ProofProvider, seat: SeatRecord, ctl: CodexControl, connection: CodexConnection): Promise<ProofFact[]> {
+    const deps = { provider, host: this.o.paneHost, clock: this.o.clock };
+    const inherits =
+      ctl.windows?.kind === "private_app_server" && ctl.tuiPid !== undefined && ctl.backendPid !== undefined
+        ? launchInheritanceProof(this.win, { pid: ctl.tuiPid, startTime: ctl.tuiStartTime! }, { pid: ctl.backendPid, startTime: ctl.backendStartTime! })
+        : undefined;
+    const [kernel, inherited] = await Promise.all([codexKernelProofs(deps, seat, ctl, connection), inherits]);
+    return inherited ? [...kernel, inherited] : kernel;
+  }
+
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
+    const ctl = codexControlOf(seat);
+    if (ctl?.windows?.kind === "refused") return { result: AgentResult.NotSent, reason: ctl.windows.reason, detail: `${ctl.windows.detail}; nothing was written` };
+    if (ctl?.windows?.kind === "cli_queue") return this.writeCliQueue(seat, ctl, message);
     const p = this.proven.get(seat.name);
     if (!p || p.occupantId !== seat.occupantId) {
       const ctl = codexControlOf(seat);
@@ -209,6 +336,12 @@ export class CodexAdapter implements HarnessAdapter {
     if (!p.connection.isOpen) {
       return { result: AgentResult.NotSent, reason: "control_lost", detail: `the proven app-server connection closed before the write (${p.connection.closeReason ?? "closed"}); nothing was written` };
     }
+    if (ctl?.windows?.kind === "private_app_server") {
+      // Rule 38: the pane and the private home once more, just before the native write; never a CLI fallback.
+      const again = await beforeDispatch(this.win, seat, { plan: ctl.windows, tui: { pid: ctl.tuiPid!, startTime: ctl.tuiStartTime! }, backend: { pid: ctl.backendPid!, startTime: ctl.backendStartTime! }, codexHome: ctl.codexHome });
+      const failed = again.find((f) => f.outcome !== "proven");
+      if (failed) return { result: AgentResult.NotSent, reason: "proof_failed_before_dispatch", detail: `${failed.kind} ${failed.outcome}: ${failed.detail}; nothing was written` };
+    }
     return writeToThread(p, message.deliveryId, message.text, message.mode, this.writeOptions);
   }
 
@@ -216,6 +349,8 @@ export class CodexAdapter implements HarnessAdapter {
     const ctl = codexControlOf(seat);
     const gap = (status: SeatStatus): SessionRead => ({ occupantId: seat.occupantId, status, entries: [], complete: false });
     if (!ctl?.endpoint || !ctl.threadId) return gap(SeatStatus.Unknown);
+    // Windows reads only a private app-server: never the shared daemon.
+    if (ctl.windows && ctl.windows.kind !== "private_app_server") return gap(SeatStatus.Unknown);
     const c = await this.connect(ctl.endpoint);
     if (!c.ok || c.codexHome !== ctl.codexHome) return gap(SeatStatus.Offline);
     const obs = await observeThread(c.connection, ctl.threadId);
@@ -259,5 +394,6 @@ export class CodexAdapter implements HarnessAdapter {
     for (const { connection } of this.connections.values()) connection.close();
     this.connections.clear();
     this.proven.clear();
+    this.owners.clear();
   }
 }

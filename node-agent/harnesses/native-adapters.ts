@@ -7,6 +7,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { MonotonicClock } from "../proofs/proof.js";
+import type { ProofProvider } from "../proofs/provider.js";
 import type { PaneHost } from "../panes/pane-host.js";
 import type { HarnessAdapter, SeatRecord } from "./adapter.js";
 import { createGuardedEscStop } from "./claude-stop.js";
@@ -19,6 +20,7 @@ import { OpenCodeAdapter } from "./opencode.js";
 import { PiAdapter } from "./pi.js";
 import { PiLinkBook } from "./pi-links.js";
 import { createPiDiscover, dialPiExtension } from "./pi-extension-link.js";
+import { withHiredOpenCodePassword } from "../hire/opencode-password.js";
 
 export interface NativeAdapters {
   adapters: HarnessAdapter[];
@@ -26,6 +28,8 @@ export interface NativeAdapters {
   claudeChannelDir: string;
   claudeReportDir: string;
   piSocketDir: string;
+  /** Passwords of the OpenCode servers hires started, by port (hire/launch-opencode.ts). */
+  openCodePasswordDir: string;
   close(): Promise<void>;
 }
 
@@ -37,6 +41,8 @@ export interface NativeAdapterOptions {
   tmuxServer?: { socketPath?: string | undefined } | undefined;
   /** The seat binding, checked again just before the Esc: the seat book still holds this occupant. */
   stillOccupied?: (seat: SeatRecord) => boolean;
+  /** This machine's proof provider, shared with the other adapters. */
+  proofs?: ProofProvider | undefined;
 }
 
 export function createNativeAdapters(o: NativeAdapterOptions): NativeAdapters {
@@ -54,16 +60,21 @@ export function createNativeAdapters(o: NativeAdapterOptions): NativeAdapters {
     paneStatus: paneHost
       ? async (seat) => (seat.pane ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus : undefined)
       : undefined,
-    discover: createClaudeDiscover(claudeChannelDir, claudeReportDir),
+    proofs: o.proofs,
+    discover: createClaudeDiscover(claudeChannelDir, claudeReportDir, o.proofs),
     // Stop is the one guarded Esc, offered only where the pane host has key input (Herdr, tmux).
     stopper: paneKeys ? createGuardedEscStop({ keys: paneKeys, recheckAuthority: async (seat) => o.stillOccupied?.(seat) ?? false }) : undefined,
   });
   const piLinks = new PiLinkBook((c) => dialPiExtension(c));
-  const pi = new PiAdapter({ clock: o.clock, links: piLinks });
+  const pi = new PiAdapter({ clock: o.clock, links: piLinks, paneHost });
   // A Pi TUI runs the Clankie extension with CLANKIE_PI_SOCKET_DIR set to this folder.
   pi.discover = createPiDiscover(piSocketDir);
+  const openCodePasswordDir = join(o.stateDir, "opencode", "passwords");
+  const opencode = new OpenCodeAdapter({ clock: o.clock });
+  opencode.discover = withHiredOpenCodePassword(opencode.discover, openCodePasswordDir);
   return {
-    adapters: [claude, new OpenCodeAdapter({ clock: o.clock }), pi],
+    adapters: [claude, opencode, pi],
+    openCodePasswordDir,
     piLinks,
     claudeChannelDir,
     claudeReportDir,

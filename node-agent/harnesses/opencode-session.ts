@@ -1,6 +1,6 @@
 /**
- * Reading an OpenCode session back for receipts and reconciliation: v2's durable event
- * history (paged by seq) or v1's stored messages. Entries are ours only when the message id
+ * Reading an OpenCode session back for receipts and reconciliation: v1's stored messages and,
+ * on a v2 server, v2's durable event history (paged by seq): the two are separate stores. Entries are ours only when the message id
  * carries our delivery id. Any failed read marks the result incomplete: a gap, not a verdict.
  */
 import { contentFingerprint } from "../../shared/fingerprint.js";
@@ -29,23 +29,11 @@ async function historyPage(control: OpenCodeControl, timeoutMs: number, afterSeq
   return { events: body.data, hasMore: body.hasMore === true };
 }
 
-/** The seq of the session.next.prompted event for `messageId`, if it has happened. */
-export async function findPrompted(control: OpenCodeControl, timeoutMs: number, messageId: string, afterSeq: number): Promise<number | undefined> {
-  let after = afterSeq;
-  for (let page = 0; page < MAX_PAGES; page++) {
-    const got = await historyPage(control, timeoutMs, after);
-    if (!got) return undefined;
-    const hit = got.events.find((e) => e.type === "session.next.prompted" && e.data?.messageID === messageId);
-    if (hit) return hit.durable?.seq;
-    const last = got.events.at(-1)?.durable?.seq;
-    if (!got.hasMore || last === undefined) return undefined;
-    after = last;
-  }
-  return undefined;
-}
-
+/** Both stores on a v2 server (v1 holds our prompt_async writes, v2 any earlier v2 writes); v1 alone otherwise. */
 export async function readOpenCodeSession(control: OpenCodeControl, timeoutMs: number, api: "v2" | "v1", sinceMs: number): Promise<{ entries: SessionEntry[]; complete: boolean }> {
-  return api === "v2" ? readV2(control, timeoutMs, sinceMs) : readV1(control, timeoutMs, sinceMs);
+  const [v1, v2] = await Promise.all([readV1(control, timeoutMs, sinceMs), api === "v2" ? readV2(control, timeoutMs, sinceMs) : Promise.resolve({ entries: [], complete: true })]);
+  const entries = [...v2.entries, ...v1.entries].sort((a, b) => a.atMs - b.atMs);
+  return { entries, complete: v1.complete && v2.complete };
 }
 
 async function readV2(control: OpenCodeControl, timeoutMs: number, sinceMs: number): Promise<{ entries: SessionEntry[]; complete: boolean }> {

@@ -1,36 +1,39 @@
 /**
  * OpenCode seats, through the server's own HTTP API (never the /tui/* prompt-box endpoints,
- * which are typing). v2: POST /api/session/{id}/prompt with delivery steer|queue and our id;
- * the durable admittedSeq is the receipt, the session.next.prompted event the delivery.
- * v1 (servers without /api) is the fallback: prompt_async with our messageID, queue only.
+ * which are typing). Every delivery that starts or waits for a turn goes through v1
+ * prompt_async with our message id (opencode-write.ts): only such a turn is offered the
+ * session's MCP tools, the worker server's message_clankie among them. v2 is used only to join
+ * a run another client started through v2 (steer, or queue behind it).
+ * Each write's stage comes from the status table in opencode-stages.ts (rule 41), and a
+ * delivery id whose write was uncertain is never written again, whatever mode a retry asks.
  */
 import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
 import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
-import { callOpenCode, jsonBody, type HttpOutcome } from "./opencode-http.js";
-import { v1MessageId, v2MessageId } from "./opencode-ids.js";
+import { callOpenCode, type HttpOutcome } from "./opencode-http.js";
 import { openCodeControl, openCodeEndpoint, type OpenCodeControl } from "./opencode-control.js";
-import { readOpenCodeSession, findPrompted } from "./opencode-session.js";
+import { directoryQuery, isRunning, probeOpenCode, type OpenCodeCall, type OpenCodeProbe } from "./opencode-probe.js";
+import { readOpenCodeSession } from "./opencode-session.js";
 import { discoverOpenCode } from "./opencode-discover.js";
+import { OPENCODE_STAGE, openCodeStatus } from "./opencode-stages.js";
+import { writeV1, writeV2, type WriteTiming } from "./opencode-write.js";
 
 export interface OpenCodeAdapterOptions {
   clock: MonotonicClock;
   requestTimeoutMs?: number;
-  /** How long an idle seat's write waits for the prompted event before reporting the admission alone. */
+  /** How long a write waits for its receipt (our message id stored), and an idle seat's for the turn that answers it. */
   promptedWaitMs?: number;
   pollMs?: number;
 }
 
-type Probe =
-  | { ok: true; api: "v2" | "v1"; running: boolean }
-  | { ok: false; outcome: "refuted" | "unknown"; status: SeatStatus; detail: string };
-
-function capabilities(api: "v2" | "v1", running: boolean): InputCapabilities {
-  // v2 steers a running turn; with no turn running there is nothing to steer, so only queue.
-  return { deliveryModes: api === "v2" && running ? ["steer", "queue"] : ["queue"], interrupt: true, nextTurnOnly: false };
+/** Steer exists only inside a v2 run; a v1 turn (ours, the TUI's) takes further messages queued behind it. */
+function capabilities(p: OpenCodeProbe & { ok: true }): InputCapabilities {
+  return { deliveryModes: p.api === "v2" && p.v2Running && !p.v1Busy ? ["steer", "queue"] : ["queue"], interrupt: true, nextTurnOnly: false };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** How many uncertain delivery ids one adapter remembers. */
+const MAX_UNCERTAIN_IDS = 1000;
 
 export class OpenCodeAdapter implements HarnessAdapter {
   readonly kind = SeatKind.OpenCode;
@@ -38,7 +41,9 @@ export class OpenCodeAdapter implements HarnessAdapter {
   private readonly promptedWaitMs: number;
   private readonly pollMs: number;
   /** The last inspect's view per seat: write runs right after it (the freshness gate bounds the gap). */
-  private readonly lastProbe = new Map<string, Probe>();
+  private readonly lastProbe = new Map<string, OpenCodeProbe>();
+  /** Delivery ids whose write is uncertain, per session (rule 41): never written again. */
+  private readonly uncertainIds = new Map<string, string>();
 
   constructor(private readonly options: OpenCodeAdapterOptions) {
     this.timeoutMs = options.requestTimeoutMs ?? 5000;
@@ -50,30 +55,16 @@ export class OpenCodeAdapter implements HarnessAdapter {
     return callOpenCode(openCodeEndpoint(control), { method, path, body, timeoutMs: this.timeoutMs });
   }
 
-  private async probe(control: OpenCodeControl): Promise<Probe> {
-    const sid = encodeURIComponent(control.sessionId);
-    const failed = (o: HttpOutcome, what: string): Probe => {
-      if (o.kind === "not_connected") return { ok: false, outcome: "refuted", status: SeatStatus.Offline, detail: o.detail };
-      if (o.kind === "lost") return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: `${what}: ${o.detail}` };
-      if (o.status === 401) return { ok: false, outcome: "refuted", status: SeatStatus.Unknown, detail: `${what}: the server refused our credentials (401)` };
-      if (o.status === 404) return { ok: false, outcome: "refuted", status: SeatStatus.Offline, detail: `${what}: session ${control.sessionId} is not on this server` };
-      return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: `${what}: HTTP ${o.status}` };
-    };
-    // The two reads run together: the proof is stamped when both are in, and the freshness gate counts from there.
-    const [active, info] = await Promise.all([this.call(control, "GET", "/api/session/active"), this.call(control, "GET", `/api/session/${sid}`)]);
-    if (active.kind === "answered" && active.status === 200) {
-      const body = jsonBody<{ data?: Record<string, { type?: string }> }>(active);
-      if (!body?.data) return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: "GET /api/session/active: not the expected JSON" };
-      if (info.kind !== "answered" || info.status !== 200) return failed(info, "GET /api/session/{id}");
-      return { ok: true, api: "v2", running: body.data[control.sessionId]?.type === "running" };
-    }
-    if (active.kind !== "answered" || active.status !== 404) return failed(active, "GET /api/session/active");
-    // No v2 routes: a v1-only server.
-    const [status, v1info] = await Promise.all([this.call(control, "GET", "/session/status"), this.call(control, "GET", `/session/${sid}`)]);
-    if (status.kind !== "answered" || status.status !== 200) return failed(status, "GET /session/status");
-    if (v1info.kind !== "answered" || v1info.status !== 200) return failed(v1info, "GET /session/{id}");
-    const type = jsonBody<Record<string, { type?: string }>>(status)?.[control.sessionId]?.type;
-    return { ok: true, api: "v1", running: type === "busy" || type === "retry" };
+  private caller(control: OpenCodeControl): OpenCodeCall {
+    return (method, path, body) => this.call(control, method, path, body);
+  }
+
+  private probe(control: OpenCodeControl): Promise<OpenCodeProbe> {
+    return probeOpenCode(this.caller(control), control);
+  }
+
+  private get timing(): WriteTiming {
+    return { timeoutMs: this.timeoutMs, waitMs: this.promptedWaitMs, pollMs: this.pollMs };
   }
 
   async inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
@@ -94,79 +85,35 @@ export class OpenCodeAdapter implements HarnessAdapter {
       };
     }
     return {
-      snapshot: { status: p.running ? SeatStatus.Working : SeatStatus.Idle, occupantId: seat.occupantId, inputCapabilities: capabilities(p.api, p.running) },
-      proofs: [{ kind: "opencode_session", outcome: "proven", detail: `${p.api} session ${control.sessionId} at ${control.baseUrl} is ${p.running ? "running" : "idle"}`, completedAtMs }],
+      snapshot: { status: isRunning(p) ? SeatStatus.Working : SeatStatus.Idle, occupantId: seat.occupantId, inputCapabilities: capabilities(p) },
+      proofs: [{ kind: "opencode_session", outcome: "proven", detail: `${p.api} server: session ${control.sessionId} at ${control.baseUrl} is ${p.v1Busy ? "running a turn" : p.v2Running ? "running a v2 run" : "idle"}`, completedAtMs }],
     };
   }
 
+  /** Every write's stage comes from the status table (rule 41); an uncertain id is never written again, whatever its mode. */
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
     const control = openCodeControl(seat);
+    const key = `${control.sessionId}\n${message.deliveryId}`;
+    const earlier = this.uncertainIds.get(key);
+    if (earlier !== undefined) {
+      return { result: AgentResult.Unconfirmed, deliveryStage: OPENCODE_STAGE.uncertain, reason: "uncertain_original", detail: `this delivery's earlier write is uncertain (${earlier}); it blocks every retry, explicit modes included; nothing was written` };
+    }
     const probe = this.lastProbe.get(seat.name);
-    if (!probe?.ok) return { result: AgentResult.NotSent, reason: "not_inspected", detail: "the seat was not proven live just before the write; nothing was sent" };
-    return probe.api === "v2" ? this.writeV2(control, message, probe.running) : this.writeV1(control, message, probe.running);
-  }
-
-  private unsent(o: HttpOutcome): NativeWriteResult | undefined {
-    if (o.kind === "not_connected") return { result: AgentResult.NotSent, reason: "opencode_unreachable", detail: `${o.detail}; nothing was sent` };
-    if (o.kind === "lost") return { result: AgentResult.Unconfirmed, reason: "response_lost", detail: `the prompt was sent but its answer was lost (${o.detail}); not resent` };
-    if (o.status >= 500) return { result: AgentResult.Unconfirmed, reason: "opencode_error", detail: `OpenCode answered HTTP ${o.status} after receiving the prompt; it may have been admitted; not resent` };
-    if (o.status >= 400) return { result: AgentResult.NotSent, reason: "refused_by_opencode", detail: `OpenCode refused the prompt (HTTP ${o.status}): ${o.body.slice(0, 200)}` };
-    return undefined;
-  }
-
-  private async writeV2(control: OpenCodeControl, message: NativeWrite, running: boolean): Promise<NativeWriteResult> {
-    const id = v2MessageId(message.deliveryId);
-    // Auto means the least disruptive route: wait for the turn to end (queue).
-    const delivery = message.mode === "steer" ? "steer" : "queue";
-    const sid = encodeURIComponent(control.sessionId);
-    const o = await this.call(control, "POST", `/api/session/${sid}/prompt`, { prompt: { text: message.text }, id, delivery });
-    const bad = this.unsent(o);
-    if (bad) return bad;
-    const admitted = jsonBody<{ data?: { admittedSeq?: number; id?: string } }>(o)?.data;
-    if (admitted?.id !== id || typeof admitted.admittedSeq !== "number") {
-      return { result: AgentResult.Unconfirmed, reason: "receipt_mismatch", detail: `OpenCode answered without an admission of ${id}; not resent` };
-    }
-    const receipt = `${control.sessionId}#${admitted.admittedSeq}`;
-    if (running && delivery === "steer") {
-      return { result: AgentResult.Steered, nativeReceiptId: receipt, detail: `admitted at seq ${admitted.admittedSeq} as steer; joins the running turn at its next step boundary` };
-    }
-    if (running) {
-      return { result: AgentResult.Queued, nativeReceiptId: receipt, detail: `queued_until_turn_end: admitted at seq ${admitted.admittedSeq}` };
-    }
-    const prompted = await this.waitForPrompted(control, id, admitted.admittedSeq);
-    if (prompted !== undefined) return { result: AgentResult.Delivered, nativeReceiptId: receipt, detail: `prompted at seq ${prompted}: a turn began with it` };
-    return { result: AgentResult.Queued, nativeReceiptId: receipt, detail: `admitted at seq ${admitted.admittedSeq}; not yet prompted` };
-  }
-
-  private async waitForPrompted(control: OpenCodeControl, id: string, admittedSeq: number): Promise<number | undefined> {
-    const deadline = Date.now() + this.promptedWaitMs;
-    do {
-      // A failed history read is a poll gap, not a verdict: the admission already stands.
-      const seq = await findPrompted(control, this.timeoutMs, id, admittedSeq - 1);
-      if (seq !== undefined) return seq;
-      await sleep(this.pollMs);
-    } while (Date.now() < deadline);
-    return undefined;
-  }
-
-  private async writeV1(control: OpenCodeControl, message: NativeWrite, running: boolean): Promise<NativeWriteResult> {
-    const id = v1MessageId(message.deliveryId, Date.now());
-    const sid = encodeURIComponent(control.sessionId);
-    const o = await this.call(control, "POST", `/session/${sid}/prompt_async`, { parts: [{ type: "text", text: message.text }], messageID: id });
-    const bad = this.unsent(o);
-    if (bad) return bad;
-    const receipt = `${control.sessionId}#${id}`;
-    const deadline = Date.now() + this.promptedWaitMs;
-    do {
-      const stored = await this.call(control, "GET", `/session/${sid}/message/${encodeURIComponent(id)}`);
-      if (stored.kind === "answered" && stored.status === 200) {
-        return running
-          ? { result: AgentResult.Queued, nativeReceiptId: receipt, detail: "queued_until_turn_end: stored with our message id (v1)" }
-          : { result: AgentResult.Delivered, nativeReceiptId: receipt, detail: "stored with our message id; a turn began (v1)" };
+    const written: NativeWriteResult = !probe?.ok
+      ? { result: AgentResult.NotSent, reason: "not_inspected", detail: "the seat was not proven live just before the write; nothing was sent" }
+      : probe.api === "v2" && probe.v2Running && !probe.v1Busy
+        ? await writeV2(this.caller(control), control, message)
+        : await writeV1(this.caller(control), control, message, probe.v1Busy, directoryQuery(probe), this.timing);
+    const status = openCodeStatus(written.result, probe !== undefined && isRunning(probe));
+    if (status === "uncertain") {
+      this.uncertainIds.set(key, written.reason ?? "unconfirmed");
+      // Bounded: the oldest entries go first (the controller's fence still refuses their content).
+      for (const k of this.uncertainIds.keys()) {
+        if (this.uncertainIds.size <= MAX_UNCERTAIN_IDS) break;
+        this.uncertainIds.delete(k);
       }
-      await sleep(this.pollMs);
-    } while (Date.now() < deadline);
-    return { result: AgentResult.Queued, nativeReceiptId: receipt, detail: "accepted by prompt_async (v1); our message id not yet visible" };
+    }
+    return status ? { ...written, deliveryStage: OPENCODE_STAGE[status] } : written;
   }
 
   async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
@@ -174,22 +121,26 @@ export class OpenCodeAdapter implements HarnessAdapter {
     const p = await this.probe(control);
     const api = p.ok ? p.api : "v2";
     const { entries, complete } = await readOpenCodeSession(control, this.timeoutMs, api, sinceMs);
-    return { occupantId: seat.occupantId, status: p.ok ? (p.running ? SeatStatus.Working : SeatStatus.Idle) : p.status, entries, complete: complete && p.ok };
+    return { occupantId: seat.occupantId, status: p.ok ? (isRunning(p) ? SeatStatus.Working : SeatStatus.Idle) : p.status, entries, complete: complete && p.ok };
   }
 
   async stop(seat: SeatRecord): Promise<StopResult> {
     const control = openCodeControl(seat);
     const before = await this.probe(control);
     if (!before.ok) return { result: before.outcome === "refuted" ? "unavailable" : "uncertain", detail: before.detail };
-    if (!before.running) return { result: "already_finished", detail: "no turn was running" };
+    if (!isRunning(before)) return { result: "already_finished", detail: "no turn was running" };
     const sid = encodeURIComponent(control.sessionId);
-    const o = await this.call(control, "POST", before.api === "v2" ? `/api/session/${sid}/interrupt` : `/session/${sid}/abort`);
-    if (o.kind === "not_connected") return { result: "unavailable", detail: o.detail };
-    if (o.kind === "lost" || o.status >= 300) return { result: "uncertain", detail: o.kind === "lost" ? o.detail : `HTTP ${o.status}` };
+    // Each API stops its own run: v1 abort for a v1 turn, v2 interrupt for a v2 run.
+    const paths = [...(before.v1Busy ? [`/session/${sid}/abort${directoryQuery(before)}`] : []), ...(before.v2Running ? [`/api/session/${sid}/interrupt`] : [])];
+    for (const path of paths) {
+      const o = await this.call(control, "POST", path);
+      if (o.kind === "not_connected") return { result: "unavailable", detail: o.detail };
+      if (o.kind === "lost" || o.status >= 300) return { result: "uncertain", detail: o.kind === "lost" ? o.detail : `HTTP ${o.status}` };
+    }
     const deadline = Date.now() + this.promptedWaitMs;
     do {
       const after = await this.probe(control);
-      if (after.ok && !after.running) return { result: "stopped", detail: "interrupted; the session is idle" };
+      if (after.ok && !isRunning(after)) return { result: "stopped", detail: "interrupted; the session is idle" };
       await sleep(this.pollMs);
     } while (Date.now() < deadline);
     return { result: "uncertain", detail: "interrupt accepted but the session was not seen idle" };

@@ -27,6 +27,10 @@ export async function dialPiExtension(control: PiExtensionControl, timeoutMs = 5
     await link.close();
     throw new Error(`the Pi extension refused us: ${JSON.stringify(hello)}`);
   }
+  const d = hello.data as { pid?: unknown; commands?: unknown; deliverAs?: unknown };
+  const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
+  // An extension that does not say which process serves it proves nothing: the link stays unproven (headless).
+  if (typeof d.pid === "number" && Number.isInteger(d.pid) && d.pid > 0) link.origin = { kind: "extension", pid: d.pid, commands: strings(d.commands), deliverAs: strings(d.deliverAs) };
   return link;
 }
 
@@ -36,7 +40,7 @@ export function createPiDiscover(socketDir: string) {
       if (!p.argv.slice(0, 2).some((a) => /(^|\/)pi$/.test(a))) continue;
       const socketPath = `${socketDir}/pi-${p.pid}.sock`;
       if (!existsSync(socketPath)) continue;
-      const control: PiExtensionControl = { transport: "extension", socketPath, tokenFile: `${socketDir}/pi-${p.pid}.token` };
+      const control: PiExtensionControl = { transport: "extension", socketPath, tokenFile: `${socketDir}/pi-${p.pid}.token`, piPid: p.pid };
       return {
         name: `pi-${pane.paneId.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^-+/, "")}`,
         kind: SeatKind.Pi,

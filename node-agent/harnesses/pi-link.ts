@@ -16,8 +16,19 @@ export type PiReply =
 
 export type PiEvent = { type: string } & Record<string, unknown>;
 
+/**
+ * Where a link ends (rule 3). A headless `pi --mode rpc` child proves no control of an
+ * interactive session, so it is never a seat. The extension's hello names the Pi process
+ * serving it and exactly which commands and deliverAs routes it offers: that is all the
+ * adapter may advertise (rule 42).
+ */
+export type PiLinkOrigin =
+  | { kind: "headless-rpc" }
+  | { kind: "extension"; pid: number; commands: string[]; deliverAs: string[] };
+
 export interface PiLink {
   readonly isOpen: boolean;
+  readonly origin: PiLinkOrigin;
   request(command: { type: string } & Record<string, unknown>, id: string, timeoutMs: number): Promise<PiReply>;
   onEvent(listener: (e: PiEvent) => void): () => void;
   close(): Promise<void>;
@@ -41,6 +52,8 @@ export class JsonlSplitter {
 /** A PiLink over any pair of streams (a child's stdio, or a socket after its handshake). */
 export class StreamPiLink implements PiLink {
   private open = true;
+  /** Headless until a handshake (pi-extension-link.ts) proves otherwise. */
+  origin: PiLinkOrigin = { kind: "headless-rpc" };
   private readonly pending = new Map<string, (r: PiReply) => void>();
   private readonly listeners = new Set<(e: PiEvent) => void>();
 

@@ -12,6 +12,8 @@ export interface PiExtensionControl {
   socketPath: string;
   tokenFile: string;
   sessionId?: string | undefined;
+  /** The pane's foreground Pi process: the extension must be served by it (rule 3). */
+  piPid?: number | undefined;
 }
 
 export class PiLinkBook implements PiLinks {
@@ -20,7 +22,10 @@ export class PiLinkBook implements PiLinks {
 
   constructor(private readonly dial?: (control: PiExtensionControl) => Promise<PiLink>) {}
 
-  /** A `pi --mode rpc` child this agent started for `seatName`. */
+  /**
+   * A `pi --mode rpc` child this agent started for `seatName`. Kept so such a link can be
+   * closed with the agent, but it is never a seat's control: PiAdapter refuses it (rule 3).
+   */
   addLaunched(seatName: string, link: PiLink): void {
     this.launched.set(seatName, link);
   }

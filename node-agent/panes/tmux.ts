@@ -1,7 +1,7 @@
 /**
  * tmux as a pane host, for owners who run their agents there: panes, their tty and shell
- * pid from `tmux list-panes -F`, the foreground process group and its processes from
- * /proc, and changes by polling (one `list-panes` per tick). Queries go through one
+ * pid from `tmux list-panes -F`, the foreground process group and its processes from the
+ * ProofProvider (foreground.ts: /proc on Linux, ps/lsof on macOS), and changes by polling (one `list-panes` per tick). Queries go through one
  * long-lived control-mode client (tmux-control.ts) and fall back to forking `tmux` when it
  * cannot attach. It only reads: nothing here types into a pane, so `send-keys` is never
  * used for delivery.
@@ -9,7 +9,9 @@
 import { execFile } from "node:child_process";
 import { join } from "node:path";
 import type { PaneEvent, PaneHost, PaneInfo, PaneProcessInfo } from "./pane-host.js";
-import { foregroundGroupOf, processGroupMembers } from "./linux-processes.js";
+import { foregroundGroupOf, groupProcesses } from "./foreground.js";
+import type { ProofProvider } from "../proofs/provider.js";
+import { selectProofProvider } from "../proofs/select.js";
 import { TmuxControlClient } from "./tmux-control.js";
 
 export interface TmuxPaneHostOptions {
@@ -22,6 +24,8 @@ export interface TmuxPaneHostOptions {
   pollMs?: number | undefined;
   /** Fork one tmux client per query instead of keeping a control-mode client (default false). */
   forkPerQuery?: boolean | undefined;
+  /** Where process facts come from (default: this OS's provider). */
+  proofs?: ProofProvider | undefined;
 }
 
 export type TmuxListOutcome = { ok: true; panes: TmuxPane[] } | { ok: false; reason: "no_server" | "tmux_failed"; detail: string };
@@ -57,9 +61,11 @@ export class TmuxPaneHost implements PaneHost {
   readonly kind = "tmux" as const;
   private readonly pollMs: number;
   private readonly control: TmuxControlClient | undefined;
+  private readonly proofs: ProofProvider;
 
   constructor(private readonly o: TmuxPaneHostOptions = {}) {
     this.pollMs = o.pollMs ?? 1000;
+    this.proofs = o.proofs ?? selectProofProvider();
     this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]), { socketFile: tmuxSocketFile(o) });
   }
 
@@ -105,13 +111,13 @@ export class TmuxPaneHost implements PaneHost {
     const r = await this.list();
     const pane = r.ok ? r.panes.find((p) => p.paneId === paneId) : undefined;
     if (!pane) return { paneId, shellPid: -1, foregroundProcessGroupId: -1, tty: "", foregroundProcesses: [] };
-    const pgid = foregroundGroupOf(pane.shellPid);
+    const pgid = await foregroundGroupOf(this.proofs, pane.shellPid);
     return {
       paneId,
       shellPid: pane.shellPid,
       foregroundProcessGroupId: pgid ?? -1,
       tty: pane.tty,
-      foregroundProcesses: pgid === undefined ? [] : processGroupMembers(pgid),
+      foregroundProcesses: pgid === undefined ? [] : await groupProcesses(this.proofs, pgid),
     };
   }
 
@@ -121,10 +127,10 @@ export class TmuxPaneHost implements PaneHost {
    * subscribing and the caller's own first listing is lost.
    */
   async subscribe(onEvent: (e: PaneEvent) => void): Promise<() => void> {
-    const signature = (p: TmuxPane) => `${p.shellPid}|${p.terminalId}|${foregroundGroupOf(p.shellPid) ?? -1}|${p.title}|${p.cwd}`;
+    const signature = async (p: TmuxPane) => `${p.shellPid}|${p.terminalId}|${(await foregroundGroupOf(this.proofs, p.shellPid)) ?? -1}|${p.title}|${p.cwd}`;
     let known = new Map<string, string>();
     const first = await this.list();
-    if (first.ok) for (const p of first.panes) known.set(p.paneId, signature(p));
+    if (first.ok) for (const p of first.panes) known.set(p.paneId, await signature(p));
     let stopped = false;
     let timer: NodeJS.Timeout | undefined;
     const tick = async () => {
@@ -133,7 +139,9 @@ export class TmuxPaneHost implements PaneHost {
       // A failed listing is not "every pane closed": keep the last view and try again.
       if (r.ok || r.reason === "no_server") {
         const now = new Map<string, string>();
-        for (const p of r.ok ? r.panes : []) now.set(p.paneId, signature(p));
+        for (const p of r.ok ? r.panes : []) now.set(p.paneId, await signature(p));
+        // Reading the signatures awaited the provider: no event after unsubscribing.
+        if (stopped) return;
         for (const [id, sig] of now) {
           if (!known.has(id)) onEvent({ kind: "pane_created", paneId: id });
           else if (known.get(id) !== sig) onEvent({ kind: "pane_updated", paneId: id });

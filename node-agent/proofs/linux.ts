@@ -7,10 +7,11 @@
  * once per socket.
  */
 import { execFile } from "node:child_process";
-import { readFileSync, readdirSync, readlinkSync, statSync } from "node:fs";
+import { readlinkSync } from "node:fs";
 import { promisify } from "node:util";
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { parseEnviron, parseNetTcp, parseNetUnix, parseSsUnix, parseStat, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow, type UnixRow } from "./linux-proc.js";
+import { parseNetTcp, parseNetUnix, parseSsUnix, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow, type UnixRow } from "./linux-proc.js";
+import { allPids, checkIdentity, isFailure, readCmdline, readCwd, readEnviron, readNet, readStat, reasonOf, socketInodes, type Failure } from "./linux-read.js";
 import {
   fact,
   homeFromEnvironment,
@@ -29,21 +30,10 @@ import {
   type ProofProvider,
   type TcpTuple,
   type UnixConnectionPeer,
-  type UnknownReason,
+  type CommandLine,
 } from "./provider.js";
 
 const execFileAsync = promisify(execFile);
-
-type Failure = { reason: UnknownReason; detail: string };
-const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x;
-
-/** errno → the typed reason: a vanished pid is pid_gone, a refused read is permission. */
-function reasonOf(e: unknown, what: string): Failure {
-  const code = (e as NodeJS.ErrnoException).code;
-  if (code === "ENOENT" || code === "ESRCH") return { reason: "pid_gone", detail: `${what}: the process no longer exists` };
-  if (code === "EACCES" || code === "EPERM") return { reason: "permission", detail: `${what}: not readable by this agent (${code})` };
-  return { reason: "race", detail: `${what}: ${code ?? (e as Error).message}` };
-}
 
 function entryOf(s: ProcStat): ProcessEntry {
   return { pid: s.pid, startTime: s.startTicks, ppid: s.ppid, pgid: s.pgrp, name: s.name };
@@ -66,92 +56,33 @@ export class LinuxProofProvider implements ProofProvider {
     return fact.known(value, this.clock.nowMs());
   }
 
-  private readStat(pid: number): ProcStat | Failure {
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${pid}/stat`, "utf8");
-    } catch (e) {
-      return reasonOf(e, `pid ${pid}`);
-    }
-    const stat = parseStat(text);
-    if (!stat) return { reason: "race", detail: `pid ${pid}: /proc/${pid}/stat was not in the expected form` };
-    // A zombie has exited; only its exit status is left to collect.
-    if (stat.state === "Z" || stat.state === "X") return { reason: "pid_gone", detail: `pid ${pid} has exited (state ${stat.state})` };
-    return stat;
-  }
-
-  /** The recorded lifetime still runs: same pid, same start ticks. A reused pid fails here. */
-  private checkIdentity(p: ProcessIdentity): ProcStat | Failure {
-    const s = this.readStat(p.pid);
-    if (isFailure(s)) return s;
-    if (s.startTicks !== p.startTime) {
-      return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (start ${s.startTicks}, recorded ${p.startTime})` };
-    }
-    return s;
-  }
-
-  private socketInodes(pid: number | "self"): Set<number> | Failure {
-    let fds: string[];
-    try {
-      fds = readdirSync(`/proc/${pid}/fd`);
-    } catch (e) {
-      return reasonOf(e, `pid ${pid} open files`);
-    }
-    const inodes = new Set<number>();
-    for (const fd of fds) {
-      try {
-        const inode = socketInode(readlinkSync(`/proc/${pid}/fd/${fd}`));
-        if (inode !== undefined) inodes.add(inode);
-      } catch {
-        // The descriptor closed between readdir and readlink: it holds nothing now.
-      }
-    }
-    return inodes;
-  }
-
-  private readNet(pid: number | "self", file: "tcp" | "tcp6" | "unix"): string | Failure {
-    try {
-      return readFileSync(`/proc/${pid}/net/${file}`, "utf8");
-    } catch (e) {
-      // A kernel built without IPv6 has no tcp6: that is an empty table, not an unknown.
-      if (file === "tcp6" && (e as NodeJS.ErrnoException).code === "ENOENT" && pid === "self") return "";
-      return reasonOf(e, `pid ${pid} /net/${file}`);
-    }
-  }
-
   /**
    * Reading /proc/net/tcp walks the kernel's whole connection hash, whatever the row count
    * (several ms on a busy host), so tcp6 is read only when tcp left something unfound.
    */
   private tcpRows(pid: number | "self", isFound: (rows: TcpRow[]) => boolean): TcpRow[] | Failure {
-    const v4 = this.readNet(pid, "tcp");
+    const v4 = readNet(pid, "tcp");
     if (isFailure(v4)) return v4;
     const rows = parseNetTcp(v4);
     if (isFound(rows)) return rows;
-    const v6 = this.readNet(pid, "tcp6");
+    const v6 = readNet(pid, "tcp6");
     if (isFailure(v6)) return v6;
     return [...rows, ...parseNetTcp(v6)];
   }
 
-  private allPids(): number[] {
-    return readdirSync("/proc")
-      .filter((d) => /^\d+$/.test(d))
-      .map(Number);
-  }
-
   async identify(pid: number): Promise<Fact<ProcessEntry>> {
-    const s = this.readStat(pid);
+    const s = readStat(pid);
     return isFailure(s) ? this.fail(s) : this.done(entryOf(s));
   }
 
   async ancestry(process: ProcessIdentity): Promise<Fact<Ancestry>> {
-    const self = this.checkIdentity(process);
+    const self = checkIdentity(process);
     if (isFailure(self)) return this.fail(self);
     const chain: ProcessEntry[] = [entryOf(self)];
     let child = self;
     let broken = false;
     while (child.ppid > 0 && chain.length < MAX_ANCESTRY_DEPTH) {
-      const parent = this.readStat(child.ppid);
+      const parent = readStat(child.ppid);
       if (isFailure(parent)) {
         if (parent.reason === "permission") return this.fail(parent);
         broken = true;
@@ -165,32 +96,69 @@ export class LinuxProofProvider implements ProofProvider {
       chain.push(entryOf(parent));
       child = parent;
     }
-    const after = this.checkIdentity(process);
+    const after = checkIdentity(process);
     return isFailure(after) ? this.fail(after) : this.done({ chain, broken });
   }
 
   async foregroundGroup(process: ProcessIdentity): Promise<Fact<ForegroundGroup>> {
-    const s = this.checkIdentity(process);
+    const s = checkIdentity(process);
     if (isFailure(s)) return this.fail(s);
     if (s.ttyNr === 0 || s.tpgid <= 0) return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: -1 });
-    const after = this.checkIdentity(process);
+    const after = checkIdentity(process);
     if (isFailure(after)) return this.fail(after);
     if (after.tpgid !== s.tpgid) return this.fail({ reason: "race", detail: `the terminal's foreground group changed from ${s.tpgid} to ${after.tpgid} while it was read` });
     return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: s.tpgid });
   }
 
-  async home(process: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>> {
-    const s = this.checkIdentity(process);
-    if (isFailure(s)) return this.fail(s);
-    let text: string;
-    try {
-      text = readFileSync(`/proc/${process.pid}/environ`, "utf8");
-    } catch (e) {
-      return this.fail(reasonOf(e, `pid ${process.pid} environment`));
+  /** Reads `read` between two identity checks, so the answer belongs to the recorded lifetime. */
+  private between<T>(process: ProcessIdentity, read: () => T | Failure): T | Failure {
+    const s = checkIdentity(process);
+    if (isFailure(s)) return s;
+    const value = read();
+    if (isFailure(value)) return value;
+    const after = checkIdentity(process);
+    return isFailure(after) ? after : value;
+  }
+
+  async commandLine(process: ProcessIdentity): Promise<Fact<CommandLine>> {
+    const argv = this.between(process, () => readCmdline(process.pid));
+    return isFailure(argv) ? this.fail(argv) : this.done({ argv, isExact: true });
+  }
+
+  async cwd(process: ProcessIdentity): Promise<Fact<string>> {
+    const cwd = this.between(process, () => readCwd(process.pid));
+    return isFailure(cwd) ? this.fail(cwd) : this.done(cwd);
+  }
+
+  async environment(process: ProcessIdentity): Promise<Fact<ReadonlyMap<string, string>>> {
+    const env = this.between(process, () => readEnviron(process.pid));
+    return isFailure(env) ? this.fail(env) : this.done(env);
+  }
+
+  async processes(): Promise<Fact<ProcessEntry[]>> {
+    const all: ProcessEntry[] = [];
+    for (const pid of allPids()) {
+      const s = readStat(pid);
+      // Gone between the listing and the read: not a live process.
+      if (!isFailure(s)) all.push(entryOf(s));
     }
-    const after = this.checkIdentity(process);
-    if (isFailure(after)) return this.fail(after);
-    const home = homeFromEnvironment(parseEnviron(text), harness, "linux");
+    return this.done(all.sort((a, b) => a.pid - b.pid));
+  }
+
+  async groupMembers(pgid: number): Promise<Fact<ProcessEntry[]>> {
+    const members: ProcessEntry[] = [];
+    for (const pid of allPids()) {
+      const s = readStat(pid);
+      // Gone or a zombie: it runs nothing in the group any more.
+      if (!isFailure(s) && s.pgrp === pgid) members.push(entryOf(s));
+    }
+    return this.done(members.sort((a, b) => a.pid - b.pid));
+  }
+
+  async home(process: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>> {
+    const env = this.between(process, () => readEnviron(process.pid));
+    if (isFailure(env)) return this.fail(env);
+    const home = homeFromEnvironment(env, harness, "linux");
     if (!home) return this.fail({ reason: "unsupported", detail: `pid ${process.pid} has no HOME in its environment` });
     return this.done(home);
   }
@@ -205,11 +173,11 @@ export class LinuxProofProvider implements ProofProvider {
 
   /** The sockets a recorded process lifetime holds now, with its namespace's unix table. */
   private socketsOf(process: ProcessIdentity): { inodes: Set<number>; unix: UnixRow[] } | Failure {
-    const s = this.checkIdentity(process);
+    const s = checkIdentity(process);
     if (isFailure(s)) return s;
-    const inodes = this.socketInodes(process.pid);
+    const inodes = socketInodes(process.pid);
     if (isFailure(inodes)) return inodes;
-    const unixText = this.readNet(process.pid, "unix");
+    const unixText = readNet(process.pid, "unix");
     if (isFailure(unixText)) return unixText;
     return { inodes, unix: parseNetUnix(unixText) };
   }
@@ -244,7 +212,7 @@ export class LinuxProofProvider implements ProofProvider {
         .filter((r) => r.isListening && inodes.has(r.inode))
         .map((r): Listener => ({ transport: "unix", path: r.path })),
     ];
-    const after = this.checkIdentity(process);
+    const after = checkIdentity(process);
     return isFailure(after) ? this.fail(after) : this.done({ listeners, covers: ["tcp", "unix"] });
   }
 
@@ -258,7 +226,7 @@ export class LinuxProofProvider implements ProofProvider {
   private readonly endsOfConnection = new Map<string, { agentInode: number; peerInode: number }>();
 
   async connectionPeer(tuple: TcpTuple): Promise<Fact<ConnectionPeer>> {
-    const own = this.socketInodes("self");
+    const own = socketInodes("self");
     if (isFailure(own)) return this.fail(own);
     for (const [key, ends] of this.endsOfConnection) if (!own.has(ends.agentInode)) this.endsOfConnection.delete(key);
     const key = `${tuple.localAddress}:${tuple.localPort}>${tuple.remoteAddress}:${tuple.remotePort}`;
@@ -292,16 +260,16 @@ export class LinuxProofProvider implements ProofProvider {
     const out = new Map(sockets.map((i) => [i, { peers: [] as ProcessIdentity[], isComplete: true }]));
     let isComplete = true;
     let walked = 0;
-    for (const pid of this.allPids()) {
+    for (const pid of allPids()) {
       if (++walked % HOLDER_SCAN_SLICE === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const inodes = this.socketInodes(pid);
+      const inodes = socketInodes(pid);
       if (isFailure(inodes)) {
         if (inodes.reason === "permission") isComplete = false;
         continue;
       }
       const held = sockets.filter((i) => inodes.has(i));
       if (!held.length) continue;
-      const s = this.readStat(pid);
+      const s = readStat(pid);
       if (!isFailure(s)) for (const i of held) out.get(i)!.peers.push({ pid: s.pid, startTime: s.startTicks });
     }
     for (const v of out.values()) v.isComplete = isComplete;
@@ -345,7 +313,7 @@ export class LinuxProofProvider implements ProofProvider {
     if (failed) return this.fail(failed);
     const pair = this.unixPairs.get(inode);
     if (!pair) return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
-    const own = this.socketInodes("self");
+    const own = socketInodes("self");
     if (isFailure(own)) return this.fail(own);
     return this.done({ peerPath: pair.path, isAgentEnd: own.has(inode), ...(await this.holdersOf([pair.peerInode])).get(pair.peerInode)! });
   }
@@ -358,7 +326,7 @@ export class LinuxProofProvider implements ProofProvider {
     if (failed) return this.fail(failed);
     const paired = connected.flatMap((i) => (this.unixPairs.has(i) ? [this.unixPairs.get(i)!] : []));
     const holders = await this.holdersOf(paired.map((p) => p.peerInode));
-    const after = this.checkIdentity(process);
+    const after = checkIdentity(process);
     if (isFailure(after)) return this.fail(after);
     return this.done(paired.map((p) => ({ peerPath: p.path, peers: holders.get(p.peerInode)!.peers })));
   }

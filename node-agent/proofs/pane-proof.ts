@@ -65,7 +65,7 @@ function createdBefore(a: ProcessEntry | ProcessIdentity, b: ProcessEntry | Proc
   return a.startTime < b.startTime || (a.startTime === b.startTime && a.pid < b.pid);
 }
 
-async function paneIdentity(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
+export async function paneIdentity(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
   try {
     const panes = await deps.host.listPanes();
     const pane = panes.find((p) => p.paneId === req.pane.paneId);
@@ -142,7 +142,7 @@ async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest, pend
   return [ancestry, creation];
 }
 
-async function privateHome(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
+export async function privateHome(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
   const [tui, backend] = await Promise.all([deps.provider.home(req.tui, req.harness), deps.provider.home(req.backend, req.harness)]);
   if (!tui.known) return unknownOf("private_home", tui);
   if (!backend.known) return unknownOf("private_home", backend);

@@ -91,10 +91,28 @@ export interface UnixConnectionPeer {
   isComplete: boolean;
 }
 
+/**
+ * A process's command line. `isExact` is false where the platform gives only the joined text
+ * (macOS `ps -o args`), which is split at whitespace: an argument holding a space is then two.
+ */
+export interface CommandLine {
+  argv: string[];
+  isExact: boolean;
+}
+
 /** One kernel fact per method; every method that takes an identity re-checks it, so pid reuse is caught. */
 export interface ProofProvider {
   readonly platform: string;
   identify(pid: number): Promise<Fact<ProcessEntry>>;
+  commandLine(process: ProcessIdentity): Promise<Fact<CommandLine>>;
+  /** The process's current working directory. */
+  cwd(process: ProcessIdentity): Promise<Fact<string>>;
+  /** The process's environment as the kernel holds it (Linux and Windows: as at exec; macOS: ps -E). */
+  environment(process: ProcessIdentity): Promise<Fact<ReadonlyMap<string, string>>>;
+  /** Every live process on the host (a hire's census looks for its marker among them); `unsupported` where there is no cheap table. */
+  processes(): Promise<Fact<ProcessEntry[]>>;
+  /** The live members of one process group (a terminal's foreground group); `unsupported` where there are no groups. */
+  groupMembers(pgid: number): Promise<Fact<ProcessEntry[]>>;
   ancestry(process: ProcessIdentity): Promise<Fact<Ancestry>>;
   foregroundGroup(process: ProcessIdentity): Promise<Fact<ForegroundGroup>>;
   home(process: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>>;
@@ -104,6 +122,8 @@ export interface ProofProvider {
   unixConnectionPeer(agentFd: number): Promise<Fact<UnixConnectionPeer>>;
   /** The unix-socket connections `process` holds, each with the path its other end was accepted on and who holds that end. */
   unixConnections(process: ProcessIdentity): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>>;
+  /** Releases a long-lived reader the provider keeps (Windows' PowerShell host); absent where there is none. */
+  close?(): void;
 }
 
 export function sameIdentity(a: ProcessIdentity, b: ProcessIdentity): boolean {
@@ -119,10 +139,12 @@ export function homeFromEnvironment(env: ReadonlyMap<string, string>, harness: H
   const join = platform === "win32" ? win32.join : posix.join;
   const own = harness === "codex" ? "CODEX_HOME" : harness === "claude" ? "CLAUDE_CONFIG_DIR" : undefined;
   if (own && env.get(own)) return { variable: own, path: env.get(own)! };
-  const home = env.get("HOME") ?? (platform === "win32" ? env.get("USERPROFILE") : undefined);
+  // Windows builds of Codex and Claude take the profile folder, not HOME (which Git Bash sets, often as /c/Users/x).
+  const variable = platform === "win32" ? (env.get("USERPROFILE") ? "USERPROFILE" : "HOME") : "HOME";
+  const home = env.get(variable);
   if (!home) return undefined;
   const dir = harness === "codex" ? ".codex" : harness === "claude" ? ".claude" : "";
-  return { variable: env.has("HOME") ? "HOME" : "USERPROFILE", path: dir ? join(home, dir) : home };
+  return { variable, path: dir ? join(home, dir) : home };
 }
 
 /** Whether two homes are the same directory by name (Windows paths compare case-insensitively). */
@@ -166,4 +188,9 @@ export function ancestryFromTable(table: ReadonlyMap<number, ProcessEntry>, star
     child = parent;
   }
   return { chain, broken: false };
+}
+
+/** A program's name without its folder (either separator) or `.exe`/`.cmd`, lower-cased: "C:\\x\\Codex.EXE" → "codex". */
+export function programName(arg: string): string {
+  return (arg.split(/[\\/]/).pop() ?? arg).replace(/\.(exe|cmd|ps1)$/i, "").toLowerCase();
 }

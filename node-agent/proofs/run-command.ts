@@ -15,17 +15,31 @@ export interface CommandResult {
   isMissing: boolean;
 }
 
-export type CommandRunner = (file: string, args: readonly string[]) => Promise<CommandResult>;
+export interface CommandOptions {
+  /** Replaces the inherited environment (the C locale and UTC are still set). */
+  env?: NodeJS.ProcessEnv;
+  timeoutMs?: number;
+  /** Text in UTF-8 rather than the C locale (ps prints a non-ASCII byte as "?" in C); the number and date formats stay C's. */
+  utf8?: boolean;
+}
+
+/** The seam: the real runner below on the real OS, a recorded one in tests, the same proof code above it. */
+export type CommandRunner = (file: string, args: readonly string[], options?: CommandOptions) => Promise<CommandResult>;
 
 const TIMEOUT_MS = 5_000;
 const MAX_BUFFER = 16 * 1024 * 1024;
 
-export const runCommand: CommandRunner = (file, args) =>
+/** LC_CTYPE only, so dates and numbers keep C's form: macOS names it "UTF-8", glibc "C.UTF-8". */
+function utf8Locale(): Record<string, string> {
+  return { LC_ALL: "", LC_CTYPE: process.platform === "darwin" ? "UTF-8" : "C.UTF-8" };
+}
+
+export const runCommand: CommandRunner = (file, args, options = {}) =>
   new Promise((resolve) => {
     execFile(
       file,
       args,
-      { timeout: TIMEOUT_MS, maxBuffer: MAX_BUFFER, windowsHide: true, env: { ...process.env, LC_ALL: "C", LANG: "C", TZ: "UTC" } },
+      { timeout: options.timeoutMs ?? TIMEOUT_MS, maxBuffer: MAX_BUFFER, windowsHide: true, env: { ...(options.env ?? process.env), LC_ALL: "C", LANG: "C", TZ: "UTC", ...(options.utf8 ? utf8Locale() : {}) } },
       (error, stdout, stderr) => {
         const e = error as (NodeJS.ErrnoException & { code?: string | number }) | null;
         const isMissing = e?.code === "ENOENT";

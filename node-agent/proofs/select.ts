@@ -9,12 +9,18 @@ import type { ProofProvider } from "./provider.js";
 import { LinuxProofProvider } from "./linux.js";
 import { DarwinProofProvider } from "./darwin.js";
 import { WindowsProofProvider } from "./windows.js";
+import { PowerShellHost } from "./windows-host.js";
+import { powerShellHostArgs } from "./windows-host-script.js";
 import { UnsupportedProofProvider } from "./unsupported.js";
 
 const providers: Record<string, (clock: MonotonicClock) => ProofProvider> = {
   linux: (clock) => new LinuxProofProvider(clock),
   darwin: (clock) => new DarwinProofProvider(clock),
-  win32: (clock) => new WindowsProofProvider(clock),
+  // One PowerShell host for the agent's life: no proof starts a process (windows-host.ts).
+  win32: (clock) => {
+    const host = new PowerShellHost({ file: "powershell.exe", args: powerShellHostArgs() });
+    return new WindowsProofProvider(host.ask, clock, process.pid, () => host.close());
+  },
 };
 
 export function selectProofProvider(platform: string = process.platform, clock: MonotonicClock = systemMonotonicClock): ProofProvider {

@@ -4,7 +4,7 @@
  * "no listeners" or "no peers" (Tailscale's netstat_noimpl pattern).
  */
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { fact, type Ancestry, type ConnectionPeer, type Fact, type ForegroundGroup, type HomeFact, type ListenerSet, type ProcessEntry, type ProcessIdentity, type ProofProvider, type UnixConnectionPeer } from "./provider.js";
+import { fact, type Ancestry, type CommandLine, type ConnectionPeer, type Fact, type ForegroundGroup, type HomeFact, type ListenerSet, type ProcessEntry, type ProcessIdentity, type ProofProvider, type UnixConnectionPeer } from "./provider.js";
 
 export class UnsupportedProofProvider implements ProofProvider {
   constructor(
@@ -18,6 +18,21 @@ export class UnsupportedProofProvider implements ProofProvider {
 
   identify(): Promise<Fact<ProcessEntry>> {
     return this.no("process identity");
+  }
+  commandLine(): Promise<Fact<CommandLine>> {
+    return this.no("a process's command line");
+  }
+  cwd(): Promise<Fact<string>> {
+    return this.no("a process's working directory");
+  }
+  environment(): Promise<Fact<ReadonlyMap<string, string>>> {
+    return this.no("a process's environment");
+  }
+  processes(): Promise<Fact<ProcessEntry[]>> {
+    return this.no("the process table");
+  }
+  groupMembers(): Promise<Fact<ProcessEntry[]>> {
+    return this.no("a process group's members");
   }
   ancestry(): Promise<Fact<Ancestry>> {
     return this.no("process ancestry");

@@ -1,18 +1,24 @@
 /**
- * The Windows proof provider: parses PowerShell's `Get-CimInstance Win32_Process` and
- * `Get-NetTCPConnection` output as JSON. Windows has no controlling-terminal process
- * groups, and Win32_Process exposes no environment, so `foregroundGroup` and `home` answer
- * `unsupported` (the pane proof then refuses private-home steering, as ADR 0207 requires
- * until a home can be proven). Each call starts PowerShell, which costs hundreds of ms.
+ * The Windows proof provider. Every fact comes from one long-lived PowerShell host
+ * (windows-host.ts) through the `WindowsChannel` seam, so the same code runs on recorded
+ * answers in tests and on the real host on a PC, and no proof starts a process. Facts:
+ * the Win32_Process table (ancestry by creation time, so a reused pid is caught), command
+ * lines, Get-NetTCPConnection (the exact tuple and its owning process), and cwd + environment
+ * from the process's PEB, read through one handle whose creation time names the lifetime.
+ * Windows consoles have no process groups: `foregroundGroup` and `groupMembers` answer
+ * `unsupported`, and the pane host's own foreground list stands in (pane-proof.ts).
  */
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { runCommand, type CommandRunner } from "./run-command.js";
+import type { HostAnswer, WindowsChannel, WindowsQuery } from "./windows-host.js";
+import { parseCimProcesses, parseNetTcpConnections, parseProcessDetail, splitWindowsCommandLine, type NetTcpRow, type WindowsProcessRow, type WindowsProcessTable } from "./windows-parse.js";
 import {
   ancestryFromTable,
   fact,
+  homeFromEnvironment,
   isLoopbackAddress,
   sameAddress,
   type Ancestry,
+  type CommandLine,
   type ConnectionPeer,
   type Fact,
   type ForegroundGroup,
@@ -22,127 +28,28 @@ import {
   type ProcessEntry,
   type ProcessIdentity,
   type ProofProvider,
-  type TcpTuple, type UnixConnectionPeer,
+  type TcpTuple,
+  type UnixConnectionPeer,
   type UnknownReason,
 } from "./provider.js";
 
-const POWERSHELL = "powershell.exe";
-const PS_PREFIX = ["-NoProfile", "-NonInteractive", "-Command"] as const;
-
-export const PROCESSES_SCRIPT = "Get-CimInstance Win32_Process | Select-Object ProcessId,ParentProcessId,CreationDate,Name | ConvertTo-Json -Compress";
-
-const TCP_FIELDS = "Select-Object LocalAddress,LocalPort,RemoteAddress,RemotePort,State,OwningProcess | ConvertTo-Json -Compress";
-
-export function listenersScript(pid: number): string {
-  return `Get-NetTCPConnection -State Listen -OwningProcess ${Math.trunc(pid)} -ErrorAction SilentlyContinue | ${TCP_FIELDS}`;
-}
-
-export function connectionScript(portA: number, portB: number): string {
-  const a = Math.trunc(portA);
-  const b = Math.trunc(portB);
-  return `Get-NetTCPConnection -State Established -ErrorAction SilentlyContinue | Where-Object { ($_.LocalPort -eq ${a} -and $_.RemotePort -eq ${b}) -or ($_.LocalPort -eq ${b} -and $_.RemotePort -eq ${a}) } | ${TCP_FIELDS}`;
-}
-
-/**
- * CreationDate as ConvertTo-Json writes it: "/Date(ms)/" (Windows PowerShell 5.1), an ISO
- * string (PowerShell 7), or an object whose `value` is one of those. → epoch milliseconds.
- */
-export function parseCreationDate(v: unknown): number | undefined {
-  if (typeof v === "object" && v !== null && "value" in v) return parseCreationDate((v as { value: unknown }).value);
-  if (typeof v !== "string") return undefined;
-  const legacy = /^\/Date\((-?\d+)(?:[+-]\d{4})?\)\/$/.exec(v);
-  if (legacy) return Number(legacy[1]);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(v)) return undefined;
-  // Date.parse keeps milliseconds only; the 100 ns digits are kept as a fraction so equal stays equal.
-  const ms = Date.parse(v);
-  const frac = /\.(\d{4,7})/.exec(v);
-  const extra = frac ? Number(`0.${frac[1]!.slice(3).padEnd(4, "0")}`) : 0;
-  return Number.isNaN(ms) ? undefined : ms + extra;
-}
-
-/** ConvertTo-Json writes one object bare, none as an empty string: always a list here. */
-function jsonRows(text: string): Record<string, unknown>[] | undefined {
-  const t = text.trim();
-  if (t === "") return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(t);
-  } catch {
-    return undefined;
-  }
-  const rows = Array.isArray(parsed) ? parsed : [parsed];
-  return rows.every((r) => typeof r === "object" && r !== null) ? (rows as Record<string, unknown>[]) : undefined;
-}
-
-export function parseCimProcesses(text: string): Map<number, ProcessEntry> | undefined {
-  const rows = jsonRows(text);
-  if (!rows || rows.length === 0) return undefined;
-  const table = new Map<number, ProcessEntry>();
-  for (const r of rows) {
-    const pid = r.ProcessId;
-    const ppid = r.ParentProcessId;
-    const startTime = parseCreationDate(r.CreationDate);
-    // The System Idle Process and System have no CreationDate; they are never a pane's ancestor.
-    if (typeof pid !== "number" || typeof ppid !== "number") return undefined;
-    if (startTime === undefined) {
-      if (pid === 0 || pid === 4) continue;
-      return undefined;
-    }
-    table.set(pid, { pid, ppid, pgid: -1, startTime, name: typeof r.Name === "string" ? r.Name : "" });
-  }
-  return table;
-}
-
-/** MSFT_NetTCPConnection.State, serialised as its number or its name. */
-const TCP_STATES: Record<number, string> = { 1: "Closed", 2: "Listen", 3: "SynSent", 4: "SynReceived", 5: "Established", 6: "FinWait1", 7: "FinWait2", 8: "CloseWait", 9: "Closing", 10: "LastAck", 11: "TimeWait", 12: "DeleteTCB", 100: "Bound" };
-
-export interface NetTcpRow {
-  localAddress: string;
-  localPort: number;
-  remoteAddress: string;
-  remotePort: number;
-  state: string;
-  owningProcess: number;
-}
-
-export function parseNetTcpConnections(text: string): NetTcpRow[] | undefined {
-  const rows = jsonRows(text);
-  if (!rows) return undefined;
-  const out: NetTcpRow[] = [];
-  for (const r of rows) {
-    const state = typeof r.State === "number" ? TCP_STATES[r.State] : r.State;
-    const ok =
-      typeof r.LocalAddress === "string" &&
-      typeof r.LocalPort === "number" &&
-      typeof r.RemoteAddress === "string" &&
-      typeof r.RemotePort === "number" &&
-      typeof r.OwningProcess === "number" &&
-      typeof state === "string";
-    if (!ok) return undefined;
-    out.push({
-      localAddress: r.LocalAddress as string,
-      localPort: r.LocalPort as number,
-      remoteAddress: r.RemoteAddress as string,
-      remotePort: r.RemotePort as number,
-      state: state as string,
-      owningProcess: r.OwningProcess as number,
-    });
-  }
-  return out;
-}
-
 type Failure = { reason: UnknownReason; detail: string };
-const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x && "detail" in x;
+const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x && "detail" in x && !(x instanceof Map);
 
 export class WindowsProofProvider implements ProofProvider {
   readonly platform = "win32";
 
   constructor(
+    private readonly ask: WindowsChannel,
     private readonly clock: MonotonicClock = systemMonotonicClock,
-    private readonly run: CommandRunner = runCommand,
     /** This agent's pid: its end of a connection must be held by it. */
     private readonly agentPid: number = process.pid,
+    private readonly release: () => void = () => {},
   ) {}
+
+  close(): void {
+    this.release();
+  }
 
   private fail<T>(f: Failure): Fact<T> {
     return fact.unknown<T>(f.reason, f.detail, this.clock.nowMs());
@@ -152,24 +59,35 @@ export class WindowsProofProvider implements ProofProvider {
     return fact.known(value, this.clock.nowMs());
   }
 
-  private async powershell(script: string): Promise<string | Failure> {
-    const r = await this.run(POWERSHELL, [...PS_PREFIX, script]);
-    if (r.isMissing) return { reason: "unsupported", detail: "powershell.exe is not available" };
-    if (r.code !== 0) return { reason: "race", detail: `PowerShell exited ${r.code}: ${r.stderr.trim().slice(0, 200)}` };
-    return r.stdout;
+  private async query(q: WindowsQuery): Promise<string | Failure> {
+    const a: HostAnswer = await this.ask(q);
+    return a.ok ? a.data : { reason: a.reason, detail: a.detail };
   }
 
-  private async table(): Promise<Map<number, ProcessEntry> | Failure> {
-    const out = await this.powershell(PROCESSES_SCRIPT);
-    if (isFailure(out)) return out;
-    return parseCimProcesses(out) ?? { reason: "unsupported", detail: "Win32_Process output was not in the expected form" };
+  private pendingTable: Promise<WindowsProcessTable | Failure> | undefined;
+
+  /** One table read for every caller that asks while it runs; never a finished one. */
+  private table(): Promise<WindowsProcessTable | Failure> {
+    if (!this.pendingTable) {
+      this.pendingTable = this.query({ op: "processes" })
+        .then((out) => (isFailure(out) ? out : (parseCimProcesses(out) ?? { reason: "unsupported" as const, detail: "Win32_Process output was not in the expected form" })))
+        .finally(() => (this.pendingTable = undefined));
+    }
+    return this.pendingTable;
   }
 
-  private async entry(p: ProcessIdentity): Promise<{ table: Map<number, ProcessEntry>; row: ProcessEntry } | Failure> {
-    const table = await this.table();
-    if (isFailure(table)) return table;
+  private static missing(table: WindowsProcessTable, pid: number): Failure {
+    // A process Windows will not open for its creation time exists, but its lifetime cannot be told.
+    if (table.hidden.has(pid)) return { reason: "permission", detail: `pid ${pid}: Windows does not let this agent read its creation time` };
+    return { reason: "pid_gone", detail: `pid ${pid}: the process no longer exists` };
+  }
+
+  private async entry(p: ProcessIdentity): Promise<{ table: Map<number, WindowsProcessRow>; row: WindowsProcessRow } | Failure> {
+    const t = await this.table();
+    if (isFailure(t)) return t;
+    const table = t.rows;
     const row = table.get(p.pid);
-    if (!row) return { reason: "pid_gone", detail: `pid ${p.pid}: the process no longer exists` };
+    if (!row) return WindowsProofProvider.missing(t, p.pid);
     if (row.startTime !== p.startTime) return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (created ${row.startTime}, recorded ${p.startTime})` };
     return { table, row };
   }
@@ -177,8 +95,55 @@ export class WindowsProofProvider implements ProofProvider {
   async identify(pid: number): Promise<Fact<ProcessEntry>> {
     const table = await this.table();
     if (isFailure(table)) return this.fail(table);
-    const row = table.get(pid);
-    return row ? this.done(row) : this.fail({ reason: "pid_gone", detail: `pid ${pid}: the process no longer exists` });
+    const row = table.rows.get(pid);
+    if (!row) return this.fail(WindowsProofProvider.missing(table, pid));
+    const { commandLine: _c, ...entry } = row;
+    return this.done(entry);
+  }
+
+  async commandLine(p: ProcessIdentity): Promise<Fact<CommandLine>> {
+    const e = await this.entry(p);
+    if (isFailure(e)) return this.fail(e);
+    // Windows withholds another user's or an elevated process's command line (null): not an empty one.
+    if (e.row.commandLine === null) return this.fail({ reason: "permission", detail: `pid ${p.pid}: Windows does not show its command line to this agent` });
+    if (e.row.commandLine !== undefined) return this.done({ argv: splitWindowsCommandLine(e.row.commandLine), isExact: true });
+    // The host's snapshot carries no command lines: the PEB has it, read through a handle of this lifetime.
+    const d = await this.detail(p);
+    if (isFailure(d)) return this.fail(d);
+    if (d.commandLine === undefined) return this.fail({ reason: "unsupported", detail: `pid ${p.pid}: the host's process detail has no command line` });
+    return this.done({ argv: splitWindowsCommandLine(d.commandLine), isExact: true });
+  }
+
+  /** cwd and environment of the recorded lifetime, from its PEB. */
+  private async detail(p: ProcessIdentity): Promise<{ cwd: string; commandLine: string | undefined; environment: Map<string, string> } | Failure> {
+    const out = await this.query({ op: "detail", pid: p.pid });
+    if (isFailure(out)) return out;
+    const d = parseProcessDetail(out);
+    if (!d) return { reason: "unsupported", detail: "the host's process detail was not in the expected form" };
+    if (!d.ok) {
+      const reason: UnknownReason = d.error === "access_denied" ? "permission" : d.error === "gone" ? "pid_gone" : d.error === "wow64" ? "unsupported" : "race";
+      return { reason, detail: `pid ${p.pid}: ${d.detail}` };
+    }
+    // The handle the PEB was read through names one lifetime: another creation time is a reused pid.
+    if (d.pid !== p.pid || d.startTime !== p.startTime) return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (created ${d.startTime}, recorded ${p.startTime})` };
+    return d;
+  }
+
+  async cwd(p: ProcessIdentity): Promise<Fact<string>> {
+    const d = await this.detail(p);
+    return isFailure(d) ? this.fail(d) : this.done(d.cwd);
+  }
+
+  async environment(p: ProcessIdentity): Promise<Fact<ReadonlyMap<string, string>>> {
+    const d = await this.detail(p);
+    return isFailure(d) ? this.fail(d) : this.done(d.environment);
+  }
+
+  async home(p: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>> {
+    const d = await this.detail(p);
+    if (isFailure(d)) return this.fail(d);
+    const home = homeFromEnvironment(d.environment, harness, "win32");
+    return home ? this.done(home) : this.fail({ reason: "unsupported", detail: `pid ${p.pid} has neither HOME nor USERPROFILE` });
   }
 
   async ancestry(p: ProcessIdentity): Promise<Fact<Ancestry>> {
@@ -190,17 +155,27 @@ export class WindowsProofProvider implements ProofProvider {
     return this.fail({ reason: "unsupported", detail: "Windows consoles have no foreground process group; the pane host's foreground list stands in" });
   }
 
-  async home(_p: ProcessIdentity, _harness: HomeHarness): Promise<Fact<HomeFact>> {
-    return this.fail({ reason: "unsupported", detail: "Win32_Process does not expose a process's environment, so its CODEX_HOME cannot be proven" });
+  async processes(): Promise<Fact<ProcessEntry[]>> {
+    const table = await this.table();
+    if (isFailure(table)) return this.fail(table);
+    return this.done([...table.rows.values()].map(({ commandLine: _c, ...entry }) => entry).sort((a, b) => a.pid - b.pid));
+  }
+
+  async groupMembers(_pgid: number): Promise<Fact<ProcessEntry[]>> {
+    return this.fail({ reason: "unsupported", detail: "Windows has no process groups; the pane host (Herdr) lists the pane's foreground processes" });
+  }
+
+  private async tcp(q: Extract<WindowsQuery, { op: "tcp" }>): Promise<NetTcpRow[] | Failure> {
+    const out = await this.query(q);
+    if (isFailure(out)) return out;
+    return parseNetTcpConnections(out) ?? { reason: "unsupported", detail: "Get-NetTCPConnection output was not in the expected form" };
   }
 
   async listeners(p: ProcessIdentity): Promise<Fact<ListenerSet>> {
     const before = await this.entry(p);
     if (isFailure(before)) return this.fail(before);
-    const out = await this.powershell(listenersScript(p.pid));
-    if (isFailure(out)) return this.fail(out);
-    const rows = parseNetTcpConnections(out);
-    if (!rows) return this.fail({ reason: "unsupported", detail: "Get-NetTCPConnection output was not in the expected form" });
+    const rows = await this.tcp({ op: "tcp", state: "Listen", pid: p.pid });
+    if (isFailure(rows)) return this.fail(rows);
     const after = await this.entry(p);
     if (isFailure(after)) return this.fail(after);
     const listeners = rows
@@ -211,11 +186,8 @@ export class WindowsProofProvider implements ProofProvider {
   }
 
   async connectionPeer(tuple: TcpTuple): Promise<Fact<ConnectionPeer>> {
-    const out = await this.powershell(connectionScript(tuple.localPort, tuple.remotePort));
-    if (isFailure(out)) return this.fail(out);
-    const rows = parseNetTcpConnections(out);
-    if (!rows) return this.fail({ reason: "unsupported", detail: "Get-NetTCPConnection output was not in the expected form" });
-    const table = await this.table();
+    const [rows, table] = await Promise.all([this.tcp({ op: "tcp", state: "Established", ports: [tuple.localPort, tuple.remotePort] }), this.table()]);
+    if (isFailure(rows)) return this.fail(rows);
     if (isFailure(table)) return this.fail(table);
     const established = rows.filter((r) => r.state === "Established");
     const isAgentEnd = established.some(
@@ -226,11 +198,12 @@ export class WindowsProofProvider implements ProofProvider {
         .filter((r) => sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort)
         .map((r) => r.owningProcess),
     );
+    // A peer pid missing from the table exited between the two reads: not complete, never "no peer".
     const peers = [...peerPids].flatMap((pid) => {
-      const row = table.get(pid);
+      const row = table.rows.get(pid);
       return row ? [{ pid, startTime: row.startTime }] : [];
     });
-    return this.done({ tuple, isAgentEnd, peers, isComplete: true });
+    return this.done({ tuple, isAgentEnd, peers, isComplete: peers.length === peerPids.size });
   }
 
   async unixConnectionPeer(): Promise<Fact<UnixConnectionPeer>> {

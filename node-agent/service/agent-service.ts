@@ -1,8 +1,10 @@
-/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, CreateSeat. */
+/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, CreateSeat, StopSeat, AnswerQuestion (and the hire methods). */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ErrorCode, FleetError } from "../../shared/errors.js";
 import {
   AgentService,
+  AnswerQuestionResponseSchema,
   CreateSeatResponseSchema,
   DeliverResponseSchema,
   InspectSeatResponseSchema,
@@ -18,6 +20,9 @@ import type { MailboxStore } from "../mailbox/store.js";
 import { toWireSeat } from "./wire-seat.js";
 import type { LinkRoundTrips } from "./link-round-trips.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
+import { hireMethods } from "../hire/hire-service.js";
+import type { Hirer } from "../hire/hire.js";
+import type { QuestionDesk } from "../questions/question-desk.js";
 
 export interface AgentServiceDeps extends DeliverDeps {
   mailboxes: MailboxStore;
@@ -25,18 +30,23 @@ export interface AgentServiceDeps extends DeliverDeps {
   locks: SeatLocks;
   /** The controller link's measured round trips; absent: every request uses the unmeasured transit bound. */
   roundTrips?: LinkRoundTrips | undefined;
+  /** hire_agent's launcher; absent until the pane host is up. */
+  hirer?: (() => Hirer | undefined) | undefined;
+  /** Workers' questions (node-agent/questions/); absent: every answer is refused, nothing sent. */
+  questions?: QuestionDesk | undefined;
 }
 
 function requireSeat(deps: AgentServiceDeps, name: string) {
   const seat = deps.seats.get(name);
-  if (!seat) throw new ConnectError(`unknown_seat: this agent hosts no seat named ${name}`, Code.NotFound);
+  if (!seat) throw new FleetError(ErrorCode.UnknownSeat, `this agent hosts no seat named ${name}`);
   const adapter = deps.adapters.get(seat.kind);
-  if (!adapter) throw new ConnectError(`no adapter for ${seat.kind} seats`, Code.Unimplemented);
+  if (!adapter) throw new FleetError(ErrorCode.Unimplemented, `no adapter for ${seat.kind} seats`);
   return { seat, adapter };
 }
 
 export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof AgentService> {
   return {
+    ...hireMethods(deps.hirer ?? (() => undefined)),
     async inspectSeat(req) {
       const { seat, adapter } = requireSeat(deps, req.seatName);
       const { snapshot } = await deps.locks.run(seat.name, () => adapter.inspect(seat));
@@ -46,10 +56,10 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
     async deliver(req) {
       const arrivedAtMs = deps.clock.nowMs();
       // Refusals as errors happen only here, before any seat is touched.
-      if (!isUuid(req.deliveryId)) throw new ConnectError("delivery_id must be a uuid", Code.InvalidArgument);
-      if (req.text.length === 0) throw new ConnectError("text must not be empty", Code.InvalidArgument);
+      if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
+      if (req.text.length === 0) throw new FleetError(ErrorCode.InvalidArgument, "text must not be empty");
       const mode = deliveryModeWire.decode(req.mode);
-      if (!mode) throw new ConnectError(`unknown delivery mode ${req.mode}`, Code.InvalidArgument);
+      if (!mode) throw new FleetError(ErrorCode.InvalidArgument, `unknown delivery mode ${req.mode}`);
       // The gate and the write hold the seat: nothing else inspects it in between.
       const verdict = await deps.locks.run(req.seatName, () =>
         deliver(deps, {
@@ -68,11 +78,14 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
       return create(DeliverResponseSchema, {
         result: agentResultWire.encode(verdict.result),
         nativeReceiptId: verdict.nativeReceiptId ?? "",
+        nativeMessageId: verdict.nativeMessageId ?? "",
+        nativeSessionPath: verdict.nativeSessionPath ?? "",
         detail: verdict.detail,
         reason: verdict.reason ?? "",
         proofs: verdict.proofs.map((p) => create(ProofSchema, { kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, p.ageAtWriteMs) })),
         proofAgeMs: Math.max(0, verdict.proofAgeMs),
         replayed: verdict.replayed,
+        deliveryStage: verdict.deliveryStage ?? "",
       });
     },
 
@@ -83,6 +96,7 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         occupantId: read.occupantId,
         status: seatStatusWire.encode(read.status),
         complete: read.complete,
+        sessionPath: read.sessionPath ?? "",
         entries: read.entries.map((e) =>
           create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
         ),
@@ -100,17 +114,27 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
       return create(StopSeatResponseSchema, r);
     },
 
+    async answerQuestion(req) {
+      if (!deps.questions) return create(AnswerQuestionResponseSchema, { result: "refused", reason: "unsupported", detail: "this agent watches no questions; nothing was sent" });
+      const answers = Object.fromEntries(Object.entries(req.answers).map(([k, v]) => [k, { answers: [...v.answers] }]));
+      // reconcile_only re-reads the receipt of the earlier claim: nothing is sent.
+      const o = req.reconcileOnly ? await deps.questions.reconcile(req.seatName, req.occupantId, req.requestId) : await deps.questions.answer(req.seatName, req.occupantId, req.requestId, answers);
+      const receipt = "receipt" in o && o.receipt ? { receiptCallId: o.receipt.callId, receiptTurnId: o.receipt.turnId } : {};
+      const detail = "detail" in o && o.detail ? o.detail : "";
+      return create(AnswerQuestionResponseSchema, { result: o.result, reason: "reason" in o ? o.reason : "", detail, ...receipt });
+    },
+
     async createSeat(req) {
-      if (!isValidName(req.name)) throw new ConnectError("seat name must be 1-64 letters, digits, '.', '-' or '_'", Code.InvalidArgument);
+      if (!isValidName(req.name)) throw new FleetError(ErrorCode.InvalidArgument, "seat name must be 1-64 letters, digits, '.', '-' or '_'");
       const kind = seatKindWire.decode(req.kind);
       if (kind !== SeatKind.Mailbox) {
-        throw new ConnectError(`only mailbox seats can be created by the agent; ${kind ?? "unspecified"} seats are discovered from their panes`, Code.InvalidArgument);
+        throw new FleetError(ErrorCode.InvalidArgument, `only mailbox seats can be created by the agent; ${kind ?? "unspecified"} seats are discovered from their panes`);
       }
       let added;
       try {
         added = deps.seats.add(req.name, kind, req.title);
       } catch (e) {
-        throw new ConnectError((e as Error).message, Code.AlreadyExists);
+        throw new FleetError(ErrorCode.AlreadyExists, (e as Error).message);
       }
       deps.mailboxes.create(req.name);
       const adapter = deps.adapters.get(kind)!;

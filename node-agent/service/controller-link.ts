@@ -1,10 +1,12 @@
 /**
  * The agent's link to its controller: register (with backoff until it answers), heartbeat,
  * and report the seat list whenever it changes. A heartbeat the controller does not know
- * triggers a fresh registration, so a controller restart heals by itself.
+ * triggers a fresh registration, so a controller restart heals by itself. Every call goes
+ * over mutual TLS with the agent's machine certificate; the controller's is pinned to the
+ * fleet CA. Each answer names the live replicas, which the reverse links follow.
  */
 import { create } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
+import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   AgentGatewayService,
@@ -16,12 +18,13 @@ import {
 } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
-import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
+import type { TlsMaterial } from "../identity/identity-keeper.js";
 import type { Logger } from "../../shared/logger.js";
 
 export interface ControllerLinkOptions {
   controllerUrl: string;
-  fleetToken: string;
+  /** The current certificate, key and pinned CA (they change when the certificate is renewed). */
+  tls: () => TlsMaterial;
   machine: string;
   endpoint: string;
   agentToken: string;
@@ -30,6 +33,8 @@ export interface ControllerLinkOptions {
   agentVersion: string;
   seats: () => Promise<Seat[]>;
   logger: Logger;
+  /** The agent URLs of the live replicas, from every registration and heartbeat answer. */
+  onReplicas?: (urls: string[]) => void;
 }
 
 export interface ControllerLink {
@@ -40,12 +45,18 @@ export interface ControllerLink {
   reportSeats(seats?: Seat[]): Promise<void>;
   /** Hands worker reports to the controller; returns the ids it now holds. */
   submitWorkerReports(reports: { id: string; seatName: string; text: string; createdAtMs: number }[]): Promise<string[]>;
+  /** Use the current certificate for new connections (after a renewal). */
+  reconnect(): void;
+  /** The gateway client and this agent's identity, for the worker endpoint's calls (node-agent/worker-link/); after a renewal, the reconnected one. */
+  readonly gateway: Client<typeof AgentGatewayService>;
+  readonly machine: string;
+  readonly instanceId: string;
   stop(): void;
 }
 
 export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
-  const transport = createGrpcTransport({ baseUrl: o.controllerUrl, interceptors: [bearerHeaderInterceptor(() => o.fleetToken)] });
-  const client = createClient(AgentGatewayService, transport);
+  const connect = () => createClient(AgentGatewayService, createGrpcTransport({ baseUrl: o.controllerUrl, nodeOptions: o.tls() }));
+  let client = connect();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let heartbeatMs = 5000;
@@ -74,6 +85,8 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         { timeoutMs: 5000 },
       );
       heartbeatMs = res.heartbeatIntervalMs || heartbeatMs;
+      if (stopped) return;
+      o.onReplicas?.(res.replicaAgentUrls);
       o.logger.info("registered with the controller", { controller: o.controllerUrl, machine: o.machine });
       resolveRegistered();
       schedule(heartbeat, heartbeatMs);
@@ -86,7 +99,9 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
   const heartbeat = async (): Promise<void> => {
     try {
       const res = await client.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: 5000 });
+      if (stopped) return;
       if (!res.known) return register();
+      o.onReplicas?.(res.replicaAgentUrls);
       schedule(heartbeat, heartbeatMs);
     } catch (e) {
       o.logger.warn("heartbeat failed; registering again", { error: (e as Error).message });
@@ -98,6 +113,11 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
 
   return {
     registered,
+    get gateway() {
+      return client;
+    },
+    machine: o.machine,
+    instanceId: o.instanceId,
     async reportSeats(seats) {
       await registered;
       await client.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: seats ?? (await o.seats()) }), { timeoutMs: 5000 });
@@ -113,6 +133,9 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         { timeoutMs: 5000 },
       );
       return res.acceptedIds;
+    },
+    reconnect() {
+      client = connect();
     },
     stop() {
       stopped = true;

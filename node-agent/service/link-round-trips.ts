@@ -4,7 +4,8 @@
  * gate adds a bound on a request's transit to the controller's stated authority age; a fixed
  * constant is either too generous on loopback or not conservative at all across a WAN, so the
  * bound is the link's own recent worst round trip (a one-way transit is at most that), never
- * below a floor, and a generous default until the first PING has come back.
+ * below a floor, and a generous default until the first PING has come back. A sample is the
+ * smaller of two consecutive PINGs, so a single stall is not taken for the link's round trip.
  */
 import type { Http2Server, ServerHttp2Session } from "node:http2";
 import { UNMEASURED_TRANSIT_BOUND_MS } from "../proofs/freshness.js";
@@ -33,15 +34,29 @@ export class LinkRoundTrips {
       const ping = () => {
         if (session.destroyed || session.closed) return;
         try {
-          session.ping((err, durationMs) => {
-            if (!err) this.record(durationMs);
+          session.ping((err, first) => {
+            if (!err) confirm(first);
           });
         } catch {
           // Too many outstanding pings, or the session is closing: the next tick tries again.
         }
       };
-      // The first PING goes out with the server's SETTINGS, before the first request can be judged.
-      ping();
+      // Each sample is the smaller of two PINGs in a row, the second sent when the first returns.
+      // A one-off stall of either event loop (the controller's database work for the heartbeat
+      // sent at the same instant, a renewal, startup) delays only the first; a slow link or a
+      // loop that stays busy delays both, and still counts (ADR 0010).
+      const confirm = (first: number) => {
+        if (session.destroyed || session.closed) return this.record(first);
+        try {
+          session.ping((err, second) => this.record(err ? first : Math.min(first, second)));
+        } catch {
+          this.record(first);
+        }
+      };
+      // The first PING goes out once the controller's SETTINGS arrived, before the first request
+      // can be judged. Not earlier: on a reverse link (ADR 0021) the agent's session exists while
+      // the controller still checks the certificate, and that wait is not the link's round trip.
+      session.once("remoteSettings", ping);
       const timer = setInterval(ping, this.intervalMs);
       timer.unref();
       session.once("close", () => clearInterval(timer));

@@ -3,10 +3,14 @@
  * path for the node agent (keyed by the Claude process's pid), and, when the pane this Claude
  * runs in is linked to Clankie but Claude was started without the channel opt-in, prints a
  * systemMessage with the exact-session restart command. Print mode, other harnesses, unlinked
- * panes and unsafe ids get nothing. It never restarts anything itself.
+ * panes and unsafe ids get nothing. It never restarts anything itself. The Claude process is
+ * found among the hook's ancestors through the ProofProvider (Linux /proc, macOS ps, Windows
+ * Win32_Process), past any intermediary shell (`sh -c`, cmd.exe, PowerShell) or npx wrapper.
  */
-import { readFileSync } from "node:fs";
 import { CHANNEL_SERVER_NAME } from "./claude-channel.js";
+import type { ProofProvider } from "../proofs/provider.js";
+import { isClaude } from "../harnesses/claude-process.js";
+import { selectProofProvider } from "../proofs/select.js";
 import { SAFE_SESSION_ID, writeSessionReport } from "../harnesses/claude-session-report.js";
 
 export interface HookInput {
@@ -22,34 +26,30 @@ export interface ProcessRow {
   argv: string[];
 }
 
-/** The hook's ancestors, nearest first; undefined when this platform cannot show them. */
-export function ancestry(startPid: number, depth = 6): ProcessRow[] | undefined {
-  if (process.platform !== "linux") return undefined;
+/** The hook's ancestors, nearest first; undefined when the provider cannot show them. */
+export async function ancestry(provider: ProofProvider, startPid: number, depth = 6): Promise<ProcessRow[] | undefined> {
+  const start = await provider.identify(startPid);
+  if (!start.known) return undefined;
+  const chain = await provider.ancestry(start.value);
+  if (!chain.known) return undefined;
   const rows: ProcessRow[] = [];
-  let pid = startPid;
-  for (let i = 0; i < depth && pid > 1; i++) {
-    try {
-      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
-      rows.push({ pid, argv });
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      pid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-    } catch {
-      return rows.length ? rows : undefined;
-    }
+  for (const p of chain.value.chain.slice(0, depth)) {
+    const argv = await provider.commandLine(p);
+    // An ancestor whose command line is withheld ends what can be seen: never skipped over.
+    if (!argv.known) return rows.length ? rows : undefined;
+    rows.push({ pid: p.pid, argv: argv.value.argv });
   }
   return rows;
 }
 
-export function isClaude(argv: string[]): boolean {
-  return argv.slice(0, 2).some((a) => /(^|\/)(claude|claude\.exe)$/.test(a));
-}
+export { isClaude };
 
 function optedIn(argv: string[]): boolean {
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
     const value = inline ?? argv[i + 1] ?? "";
-    if (flag === "--dangerously-load-development-channels" && value.split(/[ ,]/).includes(`server:${CHANNEL_SERVER_NAME}`)) return true;
+    if (flag === "--dangerously-load-development-channels" && value.split(/[ ,]/).some((v) => v === `server:${CHANNEL_SERVER_NAME}` || v.startsWith("plugin:clankie-worker@"))) return true;
     if (flag === "--channels" && /(^|[ ,])plugin:clankie-worker@/.test(value)) return true;
   }
   return false;
@@ -72,18 +72,27 @@ export function decideSessionStart(input: HookInput, env: NodeJS.ProcessEnv, anc
     claudePid: claude.pid,
     message:
       `Clankie cannot deliver messages to this session: Claude was started without the Clankie channel. ` +
-      `Restart this exact session with: claude --resume ${input.session_id} --dangerously-load-development-channels server:${CHANNEL_SERVER_NAME}`,
+      // From the clankie-worker plugin (Claude sets CLAUDE_PLUGIN_ROOT) the channel is the plugin's, not a server:clankie-seat.
+      `Restart this exact session with: claude --resume ${input.session_id} --dangerously-load-development-channels ${env.CLAUDE_PLUGIN_ROOT ? "plugin:clankie-worker@clankie" : `server:${CHANNEL_SERVER_NAME}`}`,
   };
 }
 
-export async function runSessionStartHook(reportDir: string | undefined, stdinText: string, env: NodeJS.ProcessEnv): Promise<string> {
+export async function runSessionStartHook(reportDir: string | undefined, stdinText: string, env: NodeJS.ProcessEnv, provider?: ProofProvider): Promise<string> {
   let input: HookInput;
   try {
     input = JSON.parse(stdinText) as HookInput;
   } catch {
     return "";
   }
-  const decision = decideSessionStart(input, env, ancestry(process.ppid));
+  const facts = provider ?? selectProofProvider();
+  let ancestors: ProcessRow[] | undefined;
+  try {
+    ancestors = await ancestry(facts, process.ppid);
+  } finally {
+    // A provider this hook made may hold a long-lived reader (Windows' PowerShell host).
+    if (!provider) facts.close?.();
+  }
+  const decision = decideSessionStart(input, env, ancestors);
   if (reportDir && decision.claudePid && input.session_id && input.transcript_path) {
     try {
       writeSessionReport(reportDir, { sessionId: input.session_id, transcriptPath: input.transcript_path, cwd: input.cwd ?? "", source: input.source ?? "", claudePid: decision.claudePid, atMs: Date.now() });

@@ -7,6 +7,8 @@
  */
 import { ancestry, isClaude, type ProcessRow } from "./claude-session-start-hook.js";
 import { SAFE_SESSION_ID, writeTurnReport, type ClaudeTurnReport } from "../harnesses/claude-session-report.js";
+import type { ProofProvider } from "../proofs/provider.js";
+import { selectProofProvider } from "../proofs/select.js";
 
 export interface TurnHookInput {
   session_id?: string;
@@ -25,7 +27,7 @@ export function decideTurn(input: TurnHookInput, ancestors: ProcessRow[] | undef
   return { sessionId: input.session_id, promptId: typeof input.prompt_id === "string" ? input.prompt_id : "", state, event: input.hook_event_name!, claudePid: claude.pid, atMs: nowMs };
 }
 
-export function runTurnHook(reportDir: string | undefined, stdinText: string): void {
+export async function runTurnHook(reportDir: string | undefined, stdinText: string, provider?: ProofProvider): Promise<void> {
   if (!reportDir) return;
   let input: TurnHookInput;
   try {
@@ -33,7 +35,14 @@ export function runTurnHook(reportDir: string | undefined, stdinText: string): v
   } catch {
     return;
   }
-  const report = decideTurn(input, ancestry(process.ppid), Date.now());
+  const facts = provider ?? selectProofProvider();
+  let ancestors: ProcessRow[] | undefined;
+  try {
+    ancestors = await ancestry(facts, process.ppid);
+  } finally {
+    if (!provider) facts.close?.();
+  }
+  const report = decideTurn(input, ancestors, Date.now());
   if (!report) return;
   try {
     writeTurnReport(reportDir, report);

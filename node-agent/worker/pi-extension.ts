@@ -3,25 +3,28 @@
  * or Pi's extensions folder). It serves the node agent the same commands as Pi's RPC mode
  * (get_state, prompt with streamingBehavior steer|followUp, abort) on a unix socket in
  * $CLANKIE_PI_SOCKET_DIR, named by this Pi's pid, behind a 0600 token; it forwards message_start
- * events so the agent sees its message begin. Messages go in through Pi's own API
- * (sendUserMessage), never as keystrokes.
+ * events so the agent sees its message begin, and `clankie_entry` once Pi has appended the
+ * session entry for a delivered message (its exact entry id and the session file, rule 42).
+ * Messages go in through Pi's own API (sendUserMessage), never as keystrokes.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { JsonlSplitter } from "../harnesses/pi-link.js";
+import { PI_DELIVERY_ENTRY, PiEntryBinder, type PiSessionEntryLike } from "./pi-entry-binding.js";
 
 /** The slice of Pi's ExtensionAPI this extension uses (Pi 0.73). */
 interface PiContext {
   isIdle(): boolean;
   abort(): void;
   hasPendingMessages(): boolean;
-  sessionManager: { getSessionFile?(): string | undefined; getSessionId?(): string | undefined };
+  sessionManager: { getSessionFile?(): string | undefined; getSessionId?(): string | undefined; getEntries?(): PiSessionEntryLike[] };
 }
 interface PiApi {
   on(event: string, handler: (event: Record<string, unknown>, ctx: PiContext) => unknown): void;
   sendUserMessage(text: string, options?: { deliverAs?: "steer" | "followUp" }): void;
+  appendEntry?(customType: string, data: unknown): void;
 }
 
 export function piExtensionPaths(dir: string, pid: number): { socketPath: string; tokenFile: string } {
@@ -40,6 +43,11 @@ export default function clankiePiExtension(pi: PiApi): void {
   const broadcast = (o: unknown) => {
     for (const c of clients) c.write(JSON.stringify(o) + "\n");
   };
+  // Rule 42: the exact entry Pi appended for our message, recorded in the session itself and told to the agent.
+  const binder = new PiEntryBinder(({ deliveryId, entryId }) => {
+    pi.appendEntry?.(PI_DELIVERY_ENTRY, { deliveryId, entryId });
+    broadcast({ type: "clankie_entry", deliveryId, entryId, sessionFile: ctx?.sessionManager.getSessionFile?.() });
+  });
   const state = (c: PiContext) => {
     const file = c.sessionManager.getSessionFile?.();
     return { isStreaming: !c.isIdle(), sessionId: c.sessionManager.getSessionId?.() ?? file ?? `pi-${process.pid}`, sessionFile: file, pendingMessageCount: c.hasPendingMessages() ? 1 : 0 };
@@ -49,7 +57,7 @@ export default function clankiePiExtension(pi: PiApi): void {
     let authed = false;
     const reply = (id: unknown, command: string, body: { success: boolean; data?: unknown; error?: string }) => socket.write(JSON.stringify({ type: "response", id, command, ...body }) + "\n");
     const splitter = new JsonlSplitter((line) => {
-      let cmd: { type?: string; id?: string; token?: string; message?: string; streamingBehavior?: string };
+      let cmd: { type?: string; id?: string; token?: string; message?: string; streamingBehavior?: string; deliveryId?: string };
       try {
         cmd = JSON.parse(line);
       } catch {
@@ -65,7 +73,8 @@ export default function clankiePiExtension(pi: PiApi): void {
         }
         authed = true;
         clients.add(socket);
-        reply(cmd.id, "hello", { success: true });
+        // Who serves this socket and exactly what it offers: the adapter advertises only this (rules 3, 42).
+        reply(cmd.id, "hello", { success: true, data: { pid: process.pid, commands: ["get_state", "prompt", "abort"], deliverAs: ["steer", "followUp"] } });
         return;
       }
       const c = ctx;
@@ -76,10 +85,13 @@ export default function clankiePiExtension(pi: PiApi): void {
         return reply(cmd.id, "abort", { success: true });
       }
       if (cmd.type === "prompt" && typeof cmd.message === "string") {
+        const deliveryId = typeof cmd.deliveryId === "string" && cmd.deliveryId ? cmd.deliveryId : undefined;
+        if (deliveryId) binder.expect(deliveryId, cmd.message);
         try {
           pi.sendUserMessage(cmd.message, { deliverAs: cmd.streamingBehavior === "steer" ? "steer" : "followUp" });
           return reply(cmd.id, "prompt", { success: true });
         } catch (e) {
+          if (deliveryId) binder.forget(deliveryId);
           return reply(cmd.id, "prompt", { success: false, error: (e as Error).message });
         }
       }
@@ -102,6 +114,7 @@ export default function clankiePiExtension(pi: PiApi): void {
     writeFileSync(tokenFile, token, { mode: 0o600 });
   });
   pi.on("message_start", (event) => broadcast({ type: "message_start", message: event.message }));
+  pi.on("message_end", (event, c) => binder.onMessageEnd(event.message, () => c.sessionManager.getEntries?.() ?? []));
   pi.on("session_shutdown", () => {
     ctx = undefined;
     for (const c of clients) c.destroy();

@@ -11,6 +11,9 @@ import { runCli, startUp, type UpProcess } from "../kit/cli.js";
 import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { readToken } from "../../controller/state-dir.js";
+import { randomUUID } from "node:crypto";
+import postgres from "postgres";
+import { startPgWireRelay } from "../fixtures/pg-wire-relay.js";
 
 const driver = process.env.DATABASE_URL ? "postgres" : "pglite";
 
@@ -21,6 +24,17 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
+}
+
+/** Seat leases still held by the controller that admitted `deliveryId`. */
+async function leasesOfAdmitter(url: string, deliveryId: string): Promise<string[]> {
+  const sql = postgres(url, { max: 1, onnotice: () => {} });
+  try {
+    const rows = await sql<{ holder: string }[]>`select holder from seat_turns where split_part(holder, ':', 1) = (select controller_instance from operator_call_receipts where id = ${deliveryId})`;
+    return rows.map((r) => r.holder);
+  } finally {
+    await sql.end();
+  }
 }
 
 describe(`crash windows (real processes, ${driver})`, () => {
@@ -52,12 +66,16 @@ describe(`crash windows (real processes, ${driver})`, () => {
     cleanups.push(() => second.stop());
     const lead2 = await connectLead(second.ready.mcpUrl, second.ready.token);
     cleanups.push(() => lead2.close());
+    // Recovery at boot frees the dead controller's seat lease at once (PostgreSQL: read it here).
+    const leases = store.databaseUrl ? await leasesOfAdmitter(store.databaseUrl, id) : undefined;
     await new Promise((r) => setTimeout(r, 1000));
-    return { id, lead: lead2, read, owner: ownerOf(second.ready.statusUrl, readToken(store.stateDir, "owner")!) };
+    return { id, lead: lead2, read, leases, owner: ownerOf(second.ready.statusUrl, readToken(store.stateDir, "owner")!) };
   }
 
   it("killed after the receipt commit and before the agent call: stays uncertain, is never replayed at boot, and only a settle path frees it", async () => {
-    const { id, lead, read, owner } = await crashAt("hang_after_admit", "written but never sent");
+    const { id, lead, read, owner, leases } = await crashAt("hang_after_admit", "written but never sent");
+    // The killed controller held the seat's lease: the restarted one freed it at boot, so no message waits 25 s for it.
+    if (leases) expect(leases).toEqual([]);
     expect((await read()).filter((m) => m.deliveryId === id)).toHaveLength(0);
     expect((await owner.receipts()).find((r) => r.deliveryId === id)?.state).toBe("uncertain");
     const rec = await lead.call("reconcile_seat_call", { deliveryId: id });
@@ -78,4 +96,43 @@ describe(`crash windows (real processes, ${driver})`, () => {
     expect(again.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
     expect((await read()).filter((m) => m.deliveryId === id)).toHaveLength(1);
   });
+
+  it.runIf(driver === "postgres")("killed after answering a definite not-sent the journal could not record: the next boot records it, and the id answers the same, never uncertain", async () => {
+    const store = await prepareStore("postgres");
+    cleanups.push(store.cleanup);
+    const target = new URL(store.databaseUrl!);
+    const relay = await startPgWireRelay(target.hostname, Number(target.port || 5432));
+    cleanups.push(() => relay.close());
+    const env = { DATABASE_URL: relay.urlFor(store.databaseUrl!) };
+    const args = ["--state-dir", store.stateDir, "--port", "0", "--machine", "crashbox"];
+    const first = await startUp(args, env);
+    cleanups.push(() => first.stop());
+    expect((await runCli(["seat", "add", "mailbox", "inbox", "--state-dir", store.stateDir], env)).code).toBe(0);
+    const lead = await connectLead(first.ready.mcpUrl, first.ready.token);
+    // The seat is busy at admission, so the turn is polled for after the receipt committed; the journal goes away at that poll.
+    const direct = postgres(store.databaseUrl!, { max: 1, onnotice: () => {} });
+    cleanups.push(() => direct.end());
+    await direct`insert into seat_turns (seat_id, holder, expires_at) values ('crashbox/inbox', 'another-controller:x', now() + interval '3 seconds')`;
+    const wentDown = relay.downWhenClientSends("clankie:take_turn");
+    const id = randomUUID();
+    const text = "decided while the journal was away";
+    const res = await lead.call("message_seat", { seat: "inbox", message: text }, { "clankie/seat-call": { deliveryId: id } });
+    await wentDown;
+    expect(res.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    first.child.kill("SIGKILL");
+    await lead.close().catch(() => {});
+    relay.up();
+
+    const second = await startUp(args, env);
+    cleanups.push(() => second.stop());
+    const lead2 = await connectLead(second.ready.mcpUrl, second.ready.token);
+    cleanups.push(() => lead2.close());
+    const [receipt] = await direct<{ state: string; reason: string }[]>`select state, reason from delivery_receipts where id = ${id}`;
+    expect(receipt).toEqual({ state: "not_sent", reason: "journal_unavailable" });
+    const again = await lead2.call("message_seat", { seat: "inbox", message: text }, { "clankie/seat-call": { deliveryId: id } });
+    expect(again.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    const read = JSON.parse((await runCli(["mailbox", "read", "inbox", "--peek", "--json", "--state-dir", store.stateDir], env)).stdout).messages as { deliveryId: string }[];
+    expect(read.filter((m) => m.deliveryId === id)).toHaveLength(0);
+    // Two `clankie up` starts on a fresh PostgreSQL: slow on a loaded box, bounded here.
+  }, 180_000);
 });

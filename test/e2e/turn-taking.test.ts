@@ -16,7 +16,7 @@ import { readToken } from "../../controller/state-dir.js";
 import { openDatabase } from "../../controller/db/open.js";
 import { takeSeatLease } from "../../controller/delivery/seat-lease.js";
 
-async function startControllerProcess(stateDir: string, databaseUrl: string): Promise<{ child: ChildProcess; url: string; mcpUrl: string }> {
+async function startControllerProcess(stateDir: string, databaseUrl: string): Promise<{ child: ChildProcess; url: string; mcpUrl: string; agentUrl: string }> {
   const child = spawn(process.execPath, [CLI, "controller", "--json", "--port", "0", "--state-dir", stateDir, "--deliver-timeout-ms", "3000", "--log-level", "error"], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     stdio: ["ignore", "pipe", "inherit"],
@@ -25,8 +25,8 @@ async function startControllerProcess(stateDir: string, databaseUrl: string): Pr
     createInterface({ input: child.stdout! }).once("line", resolve);
     child.once("exit", (code) => reject(new Error(`controller exited with ${code}`)));
   });
-  const { url, mcpUrl } = JSON.parse(line) as { url: string; mcpUrl: string };
-  return { child, url, mcpUrl };
+  const { url, mcpUrl, agentUrl } = JSON.parse(line) as { url: string; mcpUrl: string; agentUrl: string };
+  return { child, url, mcpUrl, agentUrl };
 }
 
 describe.each(DRIVERS)("seat lease on %s", (driver) => {
@@ -62,7 +62,9 @@ describe.each(DRIVERS.filter((d) => d === "postgres"))("two controller processes
     stops.push(async () => a.child.kill("SIGTERM"));
     const b = await startControllerProcess(store.stateDir, store.databaseUrl!);
     stops.push(async () => b.child.kill("SIGTERM"));
-    const agent: AgentProcess = await startAgentProcess({ controllerUrl: a.url, stateDir: store.stateDir, machine: "shared" });
+    // The agent dials a; the replica list in a's answers makes it link to b as well (ADR 0021).
+    const joinToken = await ownerOf(a.url, readToken(store.stateDir, "owner")!).enroll("shared");
+    const agent: AgentProcess = await startAgentProcess({ controllerUrl: a.agentUrl, stateDir: store.stateDir, machine: "shared", joinToken });
     stops.push(() => agent.stop());
     const owner = ownerOf(a.url, readToken(store.stateDir, "owner")!);
     for (let i = 0; i < 100 && !(await owner.status.listMachines({})).machines.some((m) => m.online); i++) await new Promise((r) => setTimeout(r, 50));

@@ -46,8 +46,12 @@ describe(`clankie up (real processes, ${driver})`, () => {
     await store?.cleanup();
   });
 
-  it("prints exactly one JSON line with mcpUrl, token, statusUrl and dashboardUrl when ready", () => {
-    expect(Object.keys(up.ready).sort()).toEqual(["dashboardUrl", "mcpUrl", "statusUrl", "token"]);
+  it("prints exactly one JSON line with mcpUrl, token, statusUrl, dashboardUrl, agentUrl and the bridge command when ready (no caFile on loopback)", () => {
+    expect(Object.keys(up.ready).sort()).toEqual(["agentUrl", "bridge", "dashboardUrl", "mcpUrl", "statusUrl", "token"]);
+    expect(up.ready.agentUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    // The lead harness config starts the stdio bridge: command + args, and no token anywhere in them.
+    expect(up.ready.bridge).toEqual({ command: process.execPath, args: [expect.stringMatching(/controller\/cli\/main\.js$/), "mcp", "--state-dir", store.stateDir] });
+    expect(JSON.stringify(up.ready.bridge)).not.toContain(up.ready.token);
     expect(up.ready.dashboardUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard$/);
     expect(up.ready.mcpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/);
     expect(up.extraStdout).toEqual([]);
@@ -71,6 +75,13 @@ describe(`clankie up (real processes, ${driver})`, () => {
 
     const rec = await lead.call("reconcile_seat_call", { deliveryId: id });
     expect(rec.structuredContent).toEqual(sent.structuredContent);
+  });
+
+  it("the local agent enrolled like any fleet machine: its own key (0600) and certificate, listed by fleet list", async () => {
+    const { statSync } = await import("node:fs");
+    expect(statSync(`${store.stateDir}/agent/identity/key.pem`).mode & 0o777).toBe(0o600);
+    const list = JSON.parse((await cli("fleet", "list", "--json")).stdout) as { machines: { machine: string; status: string }[] };
+    expect(list.machines).toContainEqual(expect.objectContaining({ machine: "e2e", status: "online" }));
   });
 
   it("the receipt is committed before the agent sees the message; a lost answer is uncertain and is never resent", async () => {
@@ -144,13 +155,13 @@ describe(`clankie up (real processes, ${driver})`, () => {
     expect(report.checks.map((c: { name: string }) => c.name)).toEqual(expect.arrayContaining(["port", "controller", "database", "agents", "agent e2e"]));
   });
 
-  it("stops cleanly on SIGTERM and takes its agent process with it", async () => {
+  it("stops cleanly on SIGTERM and takes its agent process with it; doctor then exits 3, no controller answers", async () => {
     const code = await up.stop();
     expect(code).toBe(0);
     await new Promise((r) => setTimeout(r, 300));
     expect(() => process.kill(agentPid, 0)).toThrow();
     const doctor = await cli("doctor", "--json");
-    expect(doctor.code).not.toBe(0);
+    expect(doctor.code).toBe(3);
   });
 });
 

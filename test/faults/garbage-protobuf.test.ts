@@ -1,21 +1,23 @@
 /**
  * Garbage on the wire gets a typed gRPC error and changes nothing: bytes that are not the
  * request's protobuf, a frame that lies about its length, and a truncated frame, sent with
- * valid credentials over raw HTTP/2 to the controller's owner and gateway services and to the
- * node agent's Deliver. Afterwards both still serve, and no seat, receipt or mailbox entry
- * appeared.
+ * valid credentials over raw HTTP/2 to the controller's owner service, to its gateway (mutual
+ * TLS with the agent's own certificate) and to the node agent's Deliver (on a reverse link the
+ * agent dialed to a test replica). Afterwards both still serve, and no seat, receipt or
+ * mailbox entry appeared.
  */
-import { connect, constants, type ClientHttp2Session } from "node:http2";
+import { connect, constants, type ClientHttp2Session, type SecureClientSessionOptions } from "node:http2";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { machines } from "../../controller/db/schema.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { ownerOf } from "../kit/owner.js";
+import { startReversePeer, type ReversePeer } from "../kit/reverse-peer.js";
 
 /** One gRPC call with a hand-made body; the answer's grpc-status and message. */
-async function rawCall(baseUrl: string, path: string, token: string, body: Buffer): Promise<{ status: number; message: string }> {
-  const session: ClientHttp2Session = connect(baseUrl);
+async function rawCall(target: string | ClientHttp2Session, path: string, token: string, body: Buffer, tls?: SecureClientSessionOptions): Promise<{ status: number; message: string }> {
+  const session: ClientHttp2Session = typeof target === "string" ? connect(target, tls ?? {}) : target;
   session.on("error", () => {});
   try {
     return await new Promise((resolve, reject) => {
@@ -35,7 +37,7 @@ async function rawCall(baseUrl: string, path: string, token: string, body: Buffe
       req.end(body);
     });
   } finally {
-    session.close();
+    if (typeof target === "string") session.close();
   }
 }
 
@@ -55,7 +57,8 @@ const bodies: [string, Buffer, number, RegExp][] = [
 describe("garbage protobuf", () => {
   let fleet: TestFleet;
   let agentToken: string;
-  let agentUrl: string;
+  let agentSession: ClientHttp2Session;
+  let peer: ReversePeer;
   let mailbox: MailboxStore;
 
   beforeAll(async () => {
@@ -63,10 +66,13 @@ describe("garbage protobuf", () => {
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
     const [m] = await fleet.controller.database.db.select().from(machines);
     agentToken = m!.agentToken;
-    agentUrl = m!.endpoint;
     mailbox = new MailboxStore(join(fleet.agentStateDir, "mailboxes"));
+    // The agent learns of the test replica from its next heartbeat answer and dials it.
+    peer = await startReversePeer(fleet.controller.database.db);
+    agentSession = (await peer.nextLink()).session;
   });
   afterAll(async () => {
+    await peer?.close();
     await fleet?.close();
   });
 
@@ -76,7 +82,8 @@ describe("garbage protobuf", () => {
     const r = await rawCall(fleet.controller.url, "/clankie.fleet.v1.OwnerService/AddSeat", fleet.controller.ownerToken, body);
     expect(r.status, r.message).toBe(code);
     expect(r.message).toMatch(message);
-    const g = await rawCall(fleet.controller.url, "/clankie.fleet.v1.AgentGatewayService/ReportSeats", fleet.controller.fleetToken, body);
+    const id = fleet.agent.identity.tls();
+    const g = await rawCall(fleet.controller.agentUrl, "/clankie.fleet.v1.AgentGatewayService/ReportSeats", "", body, { ca: id.ca, cert: id.cert, key: id.key });
     expect(g.status, g.message).toBe(code);
     expect(g.message).toMatch(message);
     expect((await owner.seats()).length).toBe(before);
@@ -84,7 +91,7 @@ describe("garbage protobuf", () => {
 
   it.each(bodies)("the agent answers %s to Deliver with a typed error and writes nothing", async (_what, body, code, message) => {
     const before = mailbox.list("inbox").entries.length;
-    const r = await rawCall(agentUrl, "/clankie.fleet.v1.AgentService/Deliver", agentToken, body);
+    const r = await rawCall(agentSession, "/clankie.fleet.v1.AgentService/Deliver", agentToken, body);
     expect(r.status, r.message).toBe(code);
     expect(r.message).toMatch(message);
     expect(mailbox.list("inbox").entries.length).toBe(before);

@@ -20,6 +20,10 @@ import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
 import { createGuardedEscStop } from "../../node-agent/harnesses/claude-stop.js";
 import { tmuxClaudeKeys } from "../../node-agent/harnesses/claude-stop-tmux.js";
 import { claudeScreenStatus } from "../../node-agent/harnesses/claude-screen.js";
+import { claudeOccupantId, observeClaudeOccupant } from "../../node-agent/harnesses/claude-occupant.js";
+import { createClaudeDiscover } from "../../node-agent/harnesses/claude-discover.js";
+import { readSessionReport } from "../../node-agent/harnesses/claude-session-report.js";
+import { readCmdline } from "../../node-agent/proofs/linux-read.js";
 
 const bin = requireHarness("claude");
 
@@ -61,7 +65,8 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
   beforeAll(async () => {
     mock = await startMockAnthropicServer();
     tui = await startClaudeTui(bin!, mock.url);
-    seat = { name: "claude-1", kind: SeatKind.Claude, title: "claude", occupantId: `claude:${tui.claudePid}`, createdAtMs: Date.now(), control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid } };
+    // The occupant as discovery records it: this process lifetime in this session (rule 46).
+    seat = { name: "claude-1", kind: SeatKind.Claude, title: "claude", occupantId: claudeOccupantId(await observeClaudeOccupant(tui.claudePid, tui.reportDir)), createdAtMs: Date.now(), control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid } };
   });
   afterAll(async () => {
     mock?.release();
@@ -109,7 +114,7 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     expect(mock.userMessagesContaining(m.text)).toBe(0);
   });
 
-  it("a mid-turn message to a proven receiver is queued until the turn ends on the exact ack, and runs once", async () => {
+  it("scenario 14 (busy half): a mid-turn message to a proven receiver is queued until the turn ends on the exact ack, and runs once", async () => {
     // The previous test's turn must be over (on a loaded box it can still be finishing), so this message starts its own.
     for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);
@@ -165,6 +170,51 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     expect((await stopping.stop(paned)).result).toBe("already_finished");
     expect(presses).toBe(1);
     mock.release();
+  });
+
+  it("rule 46: a seat recorded for an earlier lifetime of the same pid is another occupant: no capabilities, nothing written", async () => {
+    const live = await observeClaudeOccupant(tui.claudePid, tui.reportDir);
+    expect(live.startTime).toBeGreaterThan(0);
+    // The record a previous process with this pid would have left: same pid, same session file, another start time.
+    const reused: SeatRecord = { ...seat, name: "claude-reused-pid", occupantId: claudeOccupantId({ ...live, startTime: live.startTime! - 1 }) };
+    const { snapshot } = await adapter.inspect(reused);
+    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
+    expect(snapshot.occupantId).toBe(seat.occupantId);
+    const m = msg(`to a reused pid ${randomUUID()}`);
+    expect((await deliverTo(adapter, reused, m)).result).toBe(AgentResult.NotSent);
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+
+  it("rule 46: a new session in the same process (/clear) is another occupant: the old record's capabilities clear, discovery records the new one", async () => {
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    const before = readSessionReport(tui.reportDir, tui.claudePid)!.sessionId;
+    // The owner types /clear; Claude keeps its process and starts a new session (SessionStart source "clear").
+    const tmux = (...a: string[]) => execFileSync("tmux", ["-L", tui.tmuxSocket, ...a]);
+    tmux("send-keys", "-t", tui.paneId, "-l", "/clear");
+    await new Promise((r) => setTimeout(r, 500));
+    tmux("send-keys", "-t", tui.paneId, "Enter");
+    let after = before;
+    for (let i = 0; i < 150 && after === before; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      after = readSessionReport(tui.reportDir, tui.claudePid)?.sessionId ?? before;
+    }
+    expect(after, tui.capture()).not.toBe(before);
+
+    const old = await adapter.inspect(seat);
+    expect(old.snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
+    expect(old.snapshot.occupantId).not.toBe(seat.occupantId);
+    expect(old.snapshot.occupantId).toContain(after);
+    const stale = msg(`meant for the old session ${randomUUID()}`);
+    expect((await deliverTo(adapter, seat, stale)).result).toBe(AgentResult.NotSent);
+    expect(mock.userMessagesContaining(stale.text)).toBe(0);
+
+    const rediscovered = await createClaudeDiscover(tui.channelDir, tui.reportDir)(
+      { paneId: tui.paneId, terminalId: "", sessionId: "", title: "claude" } as Parameters<ReturnType<typeof createClaudeDiscover>>[0],
+      { paneId: tui.paneId, shellPid: -1, tty: "", foregroundProcessGroupId: tui.claudePid, foregroundProcesses: [{ pid: tui.claudePid, name: "claude", argv: ((a) => (Array.isArray(a) ? a : []))(readCmdline(tui.claudePid)) }] },
+    );
+    expect(rediscovered?.occupantId).toBe(old.snapshot.occupantId);
+    seat = { ...rediscovered!, name: "claude-1" };
+    expect((await adapter.inspect(seat)).snapshot.inputCapabilities.deliveryModes).toEqual(["queue"]);
   });
 
   it("a channel server that has died gives a typed not-sent, with no crash and nothing written", async () => {

@@ -72,7 +72,8 @@ describe("CodexAdapter against a real codex app-server", () => {
     const t = await driver.call<{ thread: { id: string } }>("thread/start", { cwd: cx.workDir });
     if (!t.ok) throw new Error(t.message);
     const threadId = t.result.thread.id;
-    const control: CodexControl = { codexHome: cx.codexHome, cwd: cx.workDir, launch: "direct", endpoint, threadId };
+    // Recorded as an owned seat (as discovery records a TUI its hire launched, rules 36/47): these cases drive interrupt too.
+    const control: CodexControl = { codexHome: cx.codexHome, cwd: cx.workDir, launch: "direct", endpoint, threadId, ownedByHire: crypto.randomUUID() };
     const seat: SeatRecord = { name: `codex-direct-${++n}`, kind: SeatKind.Codex, title: "direct", occupantId: `codex:direct:${threadId}`, createdAtMs: Date.now(), control: { ...control } };
     seats.putDiscovered(seat);
     return { seat, threadId };

@@ -2,7 +2,8 @@
  * The whole path with a real Codex: a lead's MCP call → controller (receipt) → node agent
  * (started with `paneHost: tmux`) → the Codex TUI running in a real tmux pane, discovered
  * as a seat by the agent and reported to the controller with the capabilities of its live
- * control. What the model received is read from the mock Responses server.
+ * control. What the model received is read from the mock Responses server. The TUI was not
+ * launched by the agent's hire, so it is unowned (rule 47): no interrupt, and stop_task is refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
@@ -49,10 +50,10 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     store = await prepareStore("pglite");
     controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger);
     agent = await startAgent(
-      compileAgentConfig({ stateDir: join(store.stateDir, "agent"), controllerUrl: controller.url, fleetToken: controller.fleetToken, machine: "testbox", paneHost: "tmux", tmuxSocket: tmuxSock, statusRefreshMs: 300 }),
+      compileAgentConfig({ stateDir: join(store.stateDir, "agent"), controllerUrl: controller.agentUrl, joinToken: await controller.issueJoinToken("testbox"), machine: "testbox", paneHost: "tmux", tmuxSocket: tmuxSock, statusRefreshMs: 300 }),
       silentLogger,
     );
-    await agent.link.registered;
+    await agent.linked;
     lead = await connectLead(controller.mcpUrl, controller.leadToken);
   });
 
@@ -70,7 +71,7 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     await mock?.close();
   });
 
-  it("list_seats shows the discovered Codex seat with [steer, queue] + interrupt from its live control", async () => {
+  it("rule 47: list_seats shows the discovered (unowned) Codex seat with [steer, queue] from its live control, and no interrupt", async () => {
     for (let i = 0; i < 600 && !seat; i++) {
       const res = await lead.call("list_seats", {});
       const seats = (res.structuredContent?.seats ?? []) as SeatView[];
@@ -80,7 +81,7 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     }
     expect(seat).toBeDefined();
     expect(seat.id).toMatch(/^testbox\/codex-/);
-    expect(seat.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false });
+    expect(seat.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: false, nextTurnOnly: false });
   });
 
   it("message_seat starts a turn in the idle TUI, and an explicit steer joins the running turn", async () => {
@@ -109,12 +110,18 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     expect(await statusOf()).toBe("idle");
   });
 
-  it("stop_task interrupts the running turn through Codex's turn/interrupt and reports stopped", async () => {
+  it("rule 47: stop_task on the unowned seat is unsupported: nothing is sent and the running turn goes on to finish", async () => {
     const task = await lead.call("message_seat", { seat: seat.name, message: `long task ${SLOW_MARKER}` });
     expect(task.structuredContent, JSON.stringify(task.structuredContent)).toMatchObject({ outcome: "delivered" });
     await mock.waitFor((q) => q.lastUserText.includes("long task"));
     const stop = await lead.call("stop_task", { seat: seat.name });
-    expect(stop.structuredContent, JSON.stringify(stop.structuredContent)).toMatchObject({ result: "stopped" });
+    expect(stop.structuredContent, JSON.stringify(stop.structuredContent)).toMatchObject({ outcome: "unsupported" });
+    const statusOf = async () => ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)?.status;
+    // The roster samples the seat's status: the held turn shows as working, and nothing stopped it.
+    for (let i = 0; i < 100 && (await statusOf()) !== "working"; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await statusOf()).toBe("working");
     mock.releaseSlow();
+    for (let i = 0; i < 150 && (await statusOf()) !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await statusOf()).toBe("idle");
   });
 });

@@ -18,7 +18,12 @@ import { deliver, type DeliverCommand } from "../../node-agent/deliver/deliver.j
 import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
 import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
-import { procStat } from "../../node-agent/panes/linux-processes.js";
+import { readStat } from "../../node-agent/proofs/linux-read.js";
+
+const procStat = (pid: number) => {
+  const s = readStat(pid);
+  return "reason" in s ? undefined : { pid: s.pid, ppid: s.ppid, startTime: s.startTicks };
+};
 import { SeatBook } from "../../node-agent/seats/seat-book.js";
 import { startSeatDiscovery, type SeatDiscovery } from "../../node-agent/seats/discovery.js";
 import { systemMonotonicClock } from "../../node-agent/proofs/proof.js";

@@ -3,6 +3,9 @@
  * node agent's seat discovery through the tmux pane host and driven only through the
  * app-server its own CODEX_HOME points at. A `--no-daemon` TUI is a seat with no control:
  * explicit modes are refused before any write. Nothing is ever typed into a pane.
+ * Rules 36 and 47: a TUI this agent's hire launched (the hire marker in its environment, the
+ * host journal naming its pane) is owned, [steer, queue] + interrupt; one someone else started
+ * is unowned, [steer, queue] with no interrupt; explicit Queue is Codex's own queue for both.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
@@ -15,6 +18,8 @@ import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
 import { selectProofProvider } from "../../node-agent/proofs/select.js";
 import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
+import { HostJournal } from "../../node-agent/hire/host-journal.js";
+import { HIRE_ENV } from "../../node-agent/hire/pane-opener.js";
 import { SeatBook } from "../../node-agent/seats/seat-book.js";
 import { startSeatDiscovery, type SeatDiscovery } from "../../node-agent/seats/discovery.js";
 import { systemMonotonicClock } from "../../node-agent/proofs/proof.js";
@@ -52,6 +57,8 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
   let noDaemonPane: string;
   let remotePane: string;
   let remoteSock: string;
+  let ownedPane: string;
+  const ownedHire = crypto.randomUUID();
 
   /** The pane's command: the TUI with this test's isolated environment (arguments, never a shell line). */
   const codexCmd = (cwd: string, ...flags: string[]) => ["/usr/bin/env", ...Object.entries(cx.env).map(([k, v]) => `${k}=${v}`), bin!, "-C", cwd, ...flags];
@@ -62,9 +69,11 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     cx = makeCodexEnv(bin, mock.baseUrl);
     const otherDir = join(cx.root, "w2");
     const remoteDir = join(cx.root, "w3");
+    const ownedDir = join(cx.root, "w4");
     mkdirSync(otherDir);
     mkdirSync(remoteDir);
-    const trust = [otherDir, remoteDir].map((d) => `\n[projects."${d}"]\ntrust_level = "trusted"\n`).join("");
+    mkdirSync(ownedDir);
+    const trust = [otherDir, remoteDir, ownedDir].map((d) => `\n[projects."${d}"]\ntrust_level = "trusted"\n`).join("");
     writeFileSync(join(cx.codexHome, "config.toml"), readFileSync(join(cx.codexHome, "config.toml"), "utf8") + trust);
     remoteSock = join(cx.root, "dedicated.sock");
     await startAppServer(bin, cx, remoteSock);
@@ -73,9 +82,15 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     plainPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", "/bin/sleep", "600");
     noDaemonPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(otherDir, "--no-daemon"));
     remotePane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(remoteDir, "--remote", `unix://${remoteSock}`));
+    // As the hire's pane opener starts it: the hire marker in the TUI's own environment, and the
+    // host journal's record of that hire naming this pane (written as hire.ts writes it at launch).
+    const journal = new HostJournal(join(cx.root, "agent-state"));
+    ownedPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", "/usr/bin/env", `${HIRE_ENV}=${ownedHire}`, ...codexCmd(ownedDir));
+    journal.write({ hireId: ownedHire, fingerprint: "f", state: "launch_committed", harness: "codex", reservedAtMs: Date.now(), committedAtMs: Date.now(), paneId: ownedPane, session: "fleet" });
     host = new TmuxPaneHost({ socketName: tmuxName, pollMs: 200, tmuxBin: TMUX });
     // As the agent runs it: with this OS's kernel proofs, so a daemon seat is proven by the socket-backend proof.
-    adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host, proofs: selectProofProvider("linux", systemMonotonicClock) });
+    const hires = new HostJournal(join(cx.root, "agent-state"));
+    adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host, proofs: selectProofProvider("linux", systemMonotonicClock), hires: { launched: (id) => hires.read(id) } });
     adapters.register(adapter);
     seats = new SeatBook(cx.root);
     discovery = await startSeatDiscovery({ host, adapters, seats, logger: silentLogger, rescanMs: 300 });
@@ -117,7 +132,7 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     expect(seatIn(plainPane)).toBeUndefined();
   });
 
-  it("advertises [steer, queue] + interrupt from the live control it attached, through the wire seat", async () => {
+  it("rule 47: an unowned TUI (not launched by this agent) advertises [steer, queue] from the live control it attached, and no interrupt, through the wire seat", async () => {
     const seat = seatIn(daemonPane)!;
     const { snapshot, proofs } = await adapter.inspect(seat);
     expect(proofs.map((p) => [p.kind, p.outcome]), JSON.stringify(proofs, null, 1)).toEqual([
@@ -132,15 +147,43 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
       ["private_home", "proven"],
       ["process_identity", "proven"],
     ]);
-    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false });
+    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: false, nextTurnOnly: false });
     const wire = toWireSeat(seat, snapshot);
-    expect(wire.inputCapabilities).toMatchObject({ deliveryModes: [PbDeliveryMode.STEER, PbDeliveryMode.QUEUE], interrupt: true, nextTurnOnly: false });
+    expect(wire.inputCapabilities).toMatchObject({ deliveryModes: [PbDeliveryMode.STEER, PbDeliveryMode.QUEUE], interrupt: false, nextTurnOnly: false });
+    expect(codexControlOf(seat)?.ownedByHire).toBeUndefined();
+    expect((await adapter.stop(seat)).result).toBe("unsupported");
+  });
+
+  it("rules 36 and 47: the TUI this agent's hire launched is owned: [steer, queue] + interrupt; explicit Queue goes to Codex's own queue on both owned and unowned seats", async () => {
+    const owned = await until(() => {
+      const s = seatIn(ownedPane);
+      return s && codexControlOf(s)?.threadId ? s : undefined;
+    }, "a codex seat with its thread in the hired pane");
+    expect(codexControlOf(owned)?.ownedByHire).toBe(ownedHire);
+    const { snapshot, proofs } = await adapter.inspect(owned);
+    expect(proofs.every((p) => p.outcome === "proven"), JSON.stringify(proofs, null, 1)).toBe(true);
+    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false });
+    // The stop is offered and reaches Codex (an idle thread has no turn to interrupt).
+    expect((await adapter.stop(owned)).result).toBe("already_finished");
+    // Discovery that ran before the hire's journal named the pane recorded no owner: inspect finds it.
+    const early: SeatRecord = { ...owned, control: { ...owned.control, ownedByHire: undefined } };
+    expect((await adapter.inspect(early)).snapshot.inputCapabilities.interrupt).toBe(true);
+    for (const seat of [owned, seatIn(daemonPane)!]) {
+      // Under load the 250 ms gate may refuse a write (proof_stale, nothing written): a new delivery, not a resend.
+      let v = await deliver(deps(), cmd(seat, `explicit queue to ${seat.name}`, "queue"));
+      for (let i = 0; i < 10 && v.reason === "proof_stale"; i++) v = await deliver(deps(), cmd(seat, `explicit queue to ${seat.name}`, "queue"));
+      expect(v.result, JSON.stringify(v)).toBe(AgentResult.Queued);
+      expect(v.nativeReceiptId).toContain("/queue/");
+      // Codex runs it at once on the idle thread; the next tests want the thread idle again.
+      await mock.waitFor((q) => q.lastUserText.includes(`explicit queue to ${seat.name}`));
+      await until(async () => ((await adapter.inspect(seat)).snapshot.status === "idle" ? true : undefined), `${seat.name} idle again`);
+    }
   });
 
   it("starts a turn in the idle TUI, then steers the active turn with its exact id; the mock model sees both", async () => {
     const seat = seatIn(daemonPane)!;
     const started = await deliver(deps(), cmd(seat, `tui task ${SLOW_MARKER}`, "auto"));
-    expect(started.result).toBe(AgentResult.Started);
+    expect(started.result, JSON.stringify({ reason: started.reason, detail: started.detail })).toBe(AgentResult.Started);
     await mock.waitFor((q) => q.lastUserText.includes("tui task"));
     const steered = await deliver(deps(), cmd(seat, "tui steer", "steer"));
     expect(steered.result).toBe(AgentResult.Steered);

@@ -1,13 +1,16 @@
 /**
  * The OpenCode adapter against the real `opencode serve` (pinned version), driven by the
  * mock Anthropic server. Faults are injected by a proxy in front of the real server; every
- * "written once" claim is proved from what the mock model received.
+ * "written once" claim is proved from what the mock model received. Rule 41: each write carries
+ * the stage its OpenCode status maps to, and an uncertain delivery blocks even an explicit retry.
+ * Issue 13 part 2: deliveries go through v1 prompt_async with our message id (the route whose
+ * turns are offered MCP tools); v2 is used only to join a run another client started through v2.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
 import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode.js";
-import { v2MessageId } from "../../node-agent/harnesses/opencode-ids.js";
+import { deliveryIdOf } from "../../node-agent/harnesses/opencode-ids.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { startHttpFaultProxy, type HttpFaultProxy } from "../fixtures/http-fault-proxy.js";
@@ -56,36 +59,61 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     throw new Error("the session never showed running");
   }
 
-  it("an idle session takes a message as a new turn: delivered once the prompted event shows, receipt = admittedSeq", async () => {
+  it("an idle session takes a message as a new turn (v1 prompt_async): delivered once a turn answers our message id, receipt = that id", async () => {
     const s = await seat();
     const m = msg(`idle hello ${randomUUID()}`);
     const v = await deliverTo(adapter, s, m);
     expect(v.result).toBe(AgentResult.Delivered);
-    expect(v.nativeReceiptId).toMatch(new RegExp(`^${s.control!.sessionId}#\\d+$`));
+    // Rule 41: delivered → consumed.
+    expect(v.deliveryStage).toBe("consumed");
+    const [sid, messageId] = (v.nativeReceiptId ?? "").split("#");
+    expect(sid).toBe(s.control!.sessionId);
+    expect(deliveryIdOf(messageId ?? "")).toBe(m.deliveryId);
     await mock.waitForRequest(m.text);
     expect(mock.userMessagesContaining(m.text)).toBe(1);
   });
 
-  it("a busy session is steered by explicit steer and queued by explicit queue, each admitted once", async () => {
+  it("a session busy with a v1 turn offers queue only: explicit steer is refused before sending, explicit queue is stored once and runs after the turn", async () => {
     const s = await seat();
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(adapter, s, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);
     await untilWorking(s);
-    const caps = (await adapter.inspect(s)).snapshot.inputCapabilities;
-    expect(caps.deliveryModes).toEqual(["steer", "queue"]);
+    expect((await adapter.inspect(s)).snapshot.inputCapabilities.deliveryModes).toEqual(["queue"]);
     const steer = msg(`steer-now ${randomUUID()}`, "steer");
     const queue = msg(`queue-later ${randomUUID()}`, "queue");
     const sv = await deliverTo(adapter, s, steer);
     const qv = await deliverTo(adapter, s, queue);
-    expect(sv.result).toBe(AgentResult.Steered);
+    expect(sv).toMatchObject({ result: AgentResult.Rejected, reason: "delivery_mode_unsupported" });
     expect(qv.result).toBe(AgentResult.Queued);
+    // Rule 41: stored while the turn runs (busy) → stored, not yet consumed.
+    expect(qv.deliveryStage).toBe("stored");
     expect(qv.detail).toContain("queued_until_turn_end");
     mock.release();
-    await mock.waitForRequest(steer.text);
     await mock.waitForRequest(queue.text);
-    expect(mock.userMessagesContaining(steer.text)).toBe(1);
     expect(mock.userMessagesContaining(queue.text)).toBe(1);
+    expect(mock.userMessagesContaining(steer.text)).toBe(0);
+    expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([hold.deliveryId, queue.deliveryId]);
+  });
+
+  it("a run another client started through v2 is joined through v2: explicit steer is admitted once (stored) and reaches the model once", async () => {
+    const s = await seat();
+    const hold = `hold v2 ${randomUUID()}`;
+    const auth = { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}`, "content-type": "application/json" };
+    const started = await fetch(`${server.url}/api/session/${s.control!.sessionId}/prompt`, { method: "POST", headers: auth, body: JSON.stringify({ prompt: { text: hold }, delivery: "queue" }) });
+    expect(started.status).toBe(200);
+    await mock.waitForRequest(hold);
+    await untilWorking(s);
+    expect((await adapter.inspect(s)).snapshot.inputCapabilities.deliveryModes).toEqual(["steer", "queue"]);
+    const steer = msg(`steer-now ${randomUUID()}`, "steer");
+    const sv = await deliverTo(adapter, s, steer);
+    expect(sv.result).toBe(AgentResult.Steered);
+    expect(sv.deliveryStage).toBe("stored");
+    expect(sv.nativeReceiptId).toMatch(new RegExp(`^${s.control!.sessionId}#\\d+$`));
+    mock.release();
+    await mock.waitForRequest(steer.text);
+    expect(mock.userMessagesContaining(steer.text)).toBe(1);
+    expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([steer.deliveryId]);
   });
 
   it("stop interrupts a running turn and reports stopped only after the session shows idle", async () => {
@@ -100,26 +128,34 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     expect((await adapter.stop(s)).result).toBe("already_finished");
   });
 
-  it("the receipt is matched by our id: the session's history lists our delivery id under our message id", async () => {
+  it("the receipt is matched by our id: the session's stored messages hold our delivery id in our message id", async () => {
     const s = await seat();
     const m = msg(`match me ${randomUUID()}`);
-    await deliverTo(adapter, s, m);
+    const v = await deliverTo(adapter, s, m);
     const read = await adapter.readSession(s, 0);
     expect(read.complete).toBe(true);
     expect(read.entries.map((e) => e.deliveryId)).toEqual([m.deliveryId]);
-    const h = await fetch(`${server.url}/api/session/${s.control!.sessionId}/history`, { headers: { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}` } });
-    const events = ((await h.json()) as { data: { type: string; data: { messageID?: string } }[] }).data;
-    expect(events.filter((e) => e.type === "session.next.prompt.admitted").map((e) => e.data.messageID)).toEqual([v2MessageId(m.deliveryId)]);
+    expect(read.entries[0]!.nativeReceiptId).toBe(v.nativeReceiptId);
+    const h = await fetch(`${server.url}/session/${s.control!.sessionId}/message`, { headers: { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}` } });
+    const rows = (await h.json()) as { info: { id: string; role: string } }[];
+    expect(rows.filter((r) => r.info.role === "user").map((r) => deliveryIdOf(r.info.id))).toEqual([m.deliveryId]);
   });
 
   it("a response lost after the prompt reached OpenCode is unconfirmed and never written a second time", async () => {
     const s = await seat({ viaProxy: true });
-    proxy.rules = [{ method: "POST", pathMatch: /\/prompt$/, fault: "lose_response", times: 1 }];
+    proxy.rules = [{ method: "POST", pathMatch: /\/prompt_async(\?|$)/, fault: "lose_response", times: 1 }];
     const m = msg(`lost answer ${randomUUID()}`);
     const v = await deliverTo(adapter, s, m);
     expect(v.result).toBe(AgentResult.Unconfirmed);
     expect(v.reason).toBe("response_lost");
-    expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.endsWith("/prompt"))).toHaveLength(1);
+    expect(v.deliveryStage).toBe("uncertain");
+    expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.includes("/prompt_async"))).toHaveLength(1);
+    // Rule 41: the uncertain delivery blocks even an explicit retry of it: nothing leaves the agent.
+    for (const mode of ["queue", "auto"] as const) {
+      const retry = await deliverTo(adapter, s, { ...m, mode });
+      expect(retry).toMatchObject({ result: AgentResult.Unconfirmed, reason: "uncertain_original", deliveryStage: "uncertain" });
+    }
+    expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.includes("/prompt_async"))).toHaveLength(1);
     // The next message's model call carries the whole conversation: the lost one is in it exactly once.
     const next = msg(`after the loss ${randomUUID()}`);
     const nv = await deliverTo(adapter, s, next);
@@ -129,14 +165,31 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([m.deliveryId, next.deliveryId]);
   });
 
+  it("a 204 from prompt_async is no receipt: when our message id cannot be read back the write is unconfirmed, never resent, and reached the model once", async () => {
+    const s = await seat({ viaProxy: true });
+    const quick = new OpenCodeAdapter({ clock: frozenClock, promptedWaitMs: 2000 });
+    proxy.rules = [{ method: "GET", pathMatch: /\/session\/[^/]+\/message\/msg_/, fault: "hide" }];
+    try {
+      const m = msg(`unreadable receipt ${randomUUID()}`);
+      const v = await deliverTo(quick, s, m);
+      expect(v).toMatchObject({ result: AgentResult.Unconfirmed, reason: "receipt_missing", deliveryStage: "uncertain" });
+      expect(await deliverTo(quick, s, { ...m, mode: "queue" })).toMatchObject({ result: AgentResult.Unconfirmed, reason: "uncertain_original" });
+      expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.includes(s.control!.sessionId as string) && f.includes("/prompt_async"))).toHaveLength(1);
+      await mock.waitForRequest(m.text);
+      expect(mock.userMessagesContaining(m.text)).toBe(1);
+    } finally {
+      proxy.rules = [];
+    }
+  });
+
   it("an HTTP 5xx on the prompt is a typed unconfirmed outcome with no retry", async () => {
     const s = await seat({ viaProxy: true });
-    proxy.rules = [{ method: "POST", pathMatch: /\/prompt$/, fault: "status_502", times: 1 }];
+    proxy.rules = [{ method: "POST", pathMatch: /\/prompt_async(\?|$)/, fault: "status_502", times: 1 }];
     const m = msg(`five hundred ${randomUUID()}`);
     const v = await deliverTo(adapter, s, m);
     expect(v.result).toBe(AgentResult.Unconfirmed);
     expect(v.reason).toBe("opencode_error");
-    expect(proxy.forwarded.filter((f) => f.includes(s.control!.sessionId as string) && f.endsWith("/prompt"))).toHaveLength(0);
+    expect(proxy.forwarded.filter((f) => f.includes(s.control!.sessionId as string) && f.includes("/prompt_async"))).toHaveLength(0);
     expect(mock.userMessagesContaining(m.text)).toBe(0);
   });
 

@@ -51,7 +51,7 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
       else await new Promise((r) => setTimeout(r, 200));
     }
     if (piPid < 0) throw new Error(`the Pi TUI never opened the extension socket:\n${execFileSync("tmux", ["-L", tmuxSocket, "capture-pane", "-p", "-t", "pi"], { encoding: "utf8" })}`);
-    seat = { name: "pi-tui", kind: SeatKind.Pi, title: "pi", occupantId: `pi:${piPid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: join(socketDir, `pi-${piPid}.sock`), tokenFile: join(socketDir, `pi-${piPid}.token`) } };
+    seat = { name: "pi-tui", kind: SeatKind.Pi, title: "pi", occupantId: `pi:${piPid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: join(socketDir, `pi-${piPid}.sock`), tokenFile: join(socketDir, `pi-${piPid}.token`), piPid } };
   });
   afterAll(async () => {
     mock?.release();
@@ -70,6 +70,23 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
     if (dir) rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 });
   });
 
+  it("rule 42: an idle Pi TUI advertises exactly what the extension's hello offers: queue (followUp) and abort, no steer", async () => {
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    const link = await links.get(seat);
+    expect(link?.origin).toEqual({ kind: "extension", pid: piPid, commands: ["get_state", "prompt", "abort"], deliverAs: ["steer", "followUp"] });
+    expect((await adapter.inspect(seat)).snapshot.inputCapabilities).toEqual({ deliveryModes: ["queue"], interrupt: true, nextTurnOnly: false });
+  });
+
+  it("rule 3: a seat whose recorded Pi is not the process serving the socket is refused, and nothing is sent", async () => {
+    const other: SeatRecord = { ...seat, name: "pi-someone-else", occupantId: `pi:${piPid + 100_000}`, control: { ...seat.control, piPid: piPid + 100_000 } };
+    const { snapshot, proofs } = await adapter.inspect(other);
+    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
+    expect(proofs[0]).toMatchObject({ outcome: "refuted", detail: expect.stringContaining(`served by Pi ${piPid}`) });
+    const m = msg(`not for a borrowed socket ${randomUUID()}`);
+    expect((await deliverTo(adapter, other, m)).result).toBe(AgentResult.NotSent);
+    expect(mock.userMessagesContaining(m.text)).toBe(0);
+  });
+
   it("an idle Pi TUI takes a message through the extension as a new turn, once", async () => {
     const m = msg(`tui hello ${randomUUID()}`);
     const v = await deliverTo(adapter, seat, m);
@@ -85,6 +102,9 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "working"; i++) await new Promise((r) => setTimeout(r, 100));
+    // Rule 42: while a turn runs, the hello's steer route is advertised too.
+    expect((await adapter.inspect(seat)).snapshot.inputCapabilities.deliveryModes).toEqual(["steer", "queue"]);
     const steer = msg(`tui steer ${randomUUID()}`, "steer");
     expect((await deliverTo(adapter, seat, steer)).result).toBe(AgentResult.Steered);
     mock.release();

@@ -37,6 +37,8 @@ describe.each(DRIVERS)("fences and settlement on %s", (driver) => {
     const original = await lostOriginal("deploy the release");
     const resend = await send("  deploy the release\r\n");
     expect(resend.structuredContent).toMatchObject({ outcome: "undelivered", reason: "fenced_by_unresolved_original", originalDeliveryId: original, originalState: "uncertain" });
+    // The refusal says exactly what is blocked and how to lift it.
+    expect(resend.structuredContent!.detail).toMatch(/^refused, nothing was sent: this text to (\S+\/inbox) matches delivery .*, which is uncertain\. Blocked: only this same text to \1; other messages to \1, and this text to other seats, go through\. To lift it: reconcile_seat_call/);
     const other = await send("run the linter instead");
     expect(other.structuredContent).toMatchObject({ outcome: "delivered" });
     expect(texts()).toContain("run the linter instead");

@@ -129,8 +129,8 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
   it("stop_task is refused before anything is sent to a seat that advertises no interrupt", async () => {
     const res = await lead.call("stop_task", { seat: "inbox" });
     expect(res.isError).toBe(true);
-    expect(res.structuredContent).toMatchObject({ result: "unsupported", seat: "testbox/inbox" });
-    expect((await lead.call("stop_task", { seat: "nobody" })).structuredContent).toMatchObject({ result: "unknown_seat" });
+    expect(res.structuredContent).toMatchObject({ outcome: "unsupported", seat: "testbox/inbox" });
+    expect((await lead.call("stop_task", { seat: "nobody" })).structuredContent).toMatchObject({ outcome: "unknown_seat" });
   });
 
   it("list_seats shows the mailbox seat with plain-Send capabilities", async () => {

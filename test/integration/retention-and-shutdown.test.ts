@@ -62,7 +62,7 @@ describe.each(DRIVERS)("retention on %s", (driver) => {
 });
 
 describe.each(DRIVERS)("shutdown on %s", (driver) => {
-  it("an in-flight call answers uncertain and new calls get a stopping refusal; nothing is resent at the next start", async () => {
+  it("a call parked before its agent call answers a definite not-sent when the controller stops (the phase decides, ADR 0003), new calls get a stopping refusal; nothing is sent", async () => {
     const fleet = await startFleet(driver, { fault: "hang_after_admit", shutdownGraceMs: 1500 });
     try {
       await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
@@ -79,8 +79,9 @@ describe.each(DRIVERS)("shutdown on %s", (driver) => {
       expect(during.status).toBe(503);
       expect(await during.text()).toContain("service_stopping");
       const res = await pending;
-      expect(res.structuredContent).toMatchObject({ outcome: "uncertain", deliveryStage: "uncertain", tool: "message_seat", reconcileTool: "reconcile_seat_call" });
-      expect(res._meta?.[META]).toMatchObject({ state: "uncertain" });
+      // Parked before the Deliver call: nothing can have reached the agent, so it is definite, not uncertain.
+      expect(res.structuredContent).toMatchObject({ outcome: "undelivered", reason: "service_stopping" });
+      expect(res._meta?.[META]).toMatchObject({ state: "settled" });
       await closing;
       await lead.close().catch(() => {});
       const { entries } = new MailboxStore(join(fleet.agentStateDir, "mailboxes")).list("inbox");

@@ -18,14 +18,18 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
-export async function startAgentProcess(opts: { controllerUrl: string; stateDir: string; machine: string }): Promise<AgentProcess> {
+/** The first launch joins with `joinToken` (from the environment, never argv); restarts use the stored identity. */
+export async function startAgentProcess(opts: { controllerUrl: string; stateDir: string; machine: string; joinToken: string; extraArgs?: string[] }): Promise<AgentProcess> {
   assertBuilt();
   let child: ChildProcess;
+  let joinToken: string | undefined = opts.joinToken;
   const launch = async () => {
+    const env = { ...process.env, ...(joinToken ? { CLANKIE_JOIN_TOKEN: joinToken } : {}) };
+    joinToken = undefined;
     child = spawn(
       process.execPath,
-      [CLI, "agent", "--json", "--controller", opts.controllerUrl, "--fleet-token-file", join(opts.stateDir, "fleet.token"), "--state-dir", join(opts.stateDir, "agent"), "--machine", opts.machine, "--log-level", "error"],
-      { stdio: ["ignore", "pipe", "inherit"] },
+      [CLI, "agent", "--json", "--controller", opts.controllerUrl, "--state-dir", join(opts.stateDir, "agent"), "--machine", opts.machine, "--log-level", "error", ...(opts.extraArgs ?? [])],
+      { stdio: ["ignore", "pipe", "inherit"], env },
     );
     await new Promise<void>((resolve, reject) => {
       createInterface({ input: child.stdout! }).once("line", () => resolve());

@@ -21,7 +21,7 @@ export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ c
 
 export interface UpProcess {
   child: ChildProcess;
-  ready: { mcpUrl: string; token: string; statusUrl: string; dashboardUrl: string };
+  ready: { mcpUrl: string; token: string; statusUrl: string; dashboardUrl: string; agentUrl: string; caFile?: string; bridge: { command: string; args: string[] } };
   /** The extra stdout lines after the ready line (there must be none). */
   extraStdout: string[];
   stderr: () => string;

@@ -3,7 +3,7 @@
  * helpers, and a node agent as a real child process.
  */
 import { join } from "node:path";
-import { compileControllerConfig, type ControllerConfig } from "../../controller/config.js";
+import { compileControllerConfig } from "../../controller/config.js";
 import { startController, type RunningController } from "../../controller/main.js";
 import { silentLogger } from "../../shared/logger.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
@@ -26,7 +26,7 @@ export interface ControllerUnderTest {
   close(): Promise<void>;
 }
 
-export async function startControllerUnderTest(driver: Driver, overrides: Partial<ControllerConfig> = {}, seatName = "inbox"): Promise<ControllerUnderTest> {
+export async function startControllerUnderTest(driver: Driver, overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {}, seatName = "inbox"): Promise<ControllerUnderTest> {
   const store = await prepareStore(driver);
   let offsetMs = 0;
   const controller = await startController(
@@ -34,7 +34,7 @@ export async function startControllerUnderTest(driver: Driver, overrides: Partia
     silentLogger,
     { now: () => new Date(Date.now() + offsetMs) },
   );
-  const agent = await startAgentProcess({ controllerUrl: controller.url, stateDir: store.stateDir, machine: "box" });
+  const agent = await startAgentProcess({ controllerUrl: controller.agentUrl, stateDir: store.stateDir, machine: "box", joinToken: await controller.issueJoinToken("box") });
   const owner = ownerOf(controller.url, controller.ownerToken);
   const waitOnline = async () => {
     for (let i = 0; i < 200; i++) {

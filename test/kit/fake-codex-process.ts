@@ -1,5 +1,5 @@
 /**
- * A real process that looks like a Codex TUI to /proc: a shell script named `codex`, run
+ * A real process that looks like a Codex TUI to the kernel (read through the Linux proof provider): a shell script named `codex`, run
  * with the given flags and its own CODEX_HOME in its environment, that just sleeps. For
  * unit tests of recognition and capabilities without the 400 MB binary (the real binary is
  * exercised in test/harnesses/).
@@ -9,7 +9,11 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { PaneProcessInfo } from "../../node-agent/panes/pane-host.js";
-import { processGroupMembers } from "../../node-agent/panes/linux-processes.js";
+import { groupProcesses } from "../../node-agent/panes/foreground.js";
+import { LinuxProofProvider } from "../../node-agent/proofs/linux.js";
+
+const provider = new LinuxProofProvider();
+const processGroupMembers = (pgid: number) => groupProcesses(provider, pgid);
 
 export interface FakeCodexProcess {
   child: ChildProcess;
@@ -17,7 +21,7 @@ export interface FakeCodexProcess {
   codexHome: string;
   cwd: string;
   /** The pane's view of it: its process group as the foreground group. */
-  processInfo(paneId: string): PaneProcessInfo;
+  processInfo(paneId: string): Promise<PaneProcessInfo>;
   kill(): Promise<void>;
 }
 
@@ -34,20 +38,20 @@ export async function spawnFakeCodex(flags: string[], codexHome?: string): Promi
   const child = spawn("/bin/sh", [join(bin, "codex"), ...flags], { cwd, env: { PATH: process.env.PATH, CODEX_HOME: home }, stdio: "ignore", detached: true });
   const pid = child.pid!;
   // Wait until the shell has spawned its sleep, so the group is complete.
-  for (let i = 0; i < 200 && processGroupMembers(pid).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 200 && (await processGroupMembers(pid)).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
   return {
     child,
     pid,
     codexHome: home,
     cwd,
-    processInfo: (paneId) => ({ paneId, shellPid: pid, foregroundProcessGroupId: pid, tty: "", foregroundProcesses: processGroupMembers(pid) }),
+    processInfo: async (paneId) => ({ paneId, shellPid: pid, foregroundProcessGroupId: pid, tty: "", foregroundProcesses: await processGroupMembers(pid) }),
     async kill() {
       try {
         process.kill(-pid, "SIGKILL");
       } catch {
         // already gone
       }
-      for (let i = 0; i < 200 && processGroupMembers(pid).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && (await processGroupMembers(pid)).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
       rmSync(root, { recursive: true, force: true });
     },
   };

@@ -2,6 +2,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import { fetchTrusting } from "../../controller/bridge/trusting-fetch.js";
 
 export interface LeadClient {
   client: Client;
@@ -9,10 +10,13 @@ export interface LeadClient {
   close(): Promise<void>;
 }
 
-export async function connectLead(mcpUrl: string, token: string): Promise<LeadClient> {
+/** `ca`: the fleet CA, when the controller listens off loopback (TLS). */
+export async function connectLead(mcpUrl: string, token: string, ca?: string): Promise<LeadClient> {
   const client = new Client({ name: "clankie-test-lead", version: "0.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+  const transport = new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { authorization: `Bearer ${token}` } }, ...(ca ? { fetch: fetchTrusting(ca) } : {}) });
   await client.connect(transport);
+  // Listing the tools makes the client validate every structuredContent against its tool's outputSchema, in every test.
+  await client.listTools();
   return {
     client,
     call: async (name, args, meta) => (await client.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) })) as CallToolResult & { structuredContent?: Record<string, unknown> },

@@ -3,7 +3,7 @@
  * database, torn down by the returned `close`.
  */
 import { join } from "node:path";
-import { compileControllerConfig, type ControllerConfig } from "../../controller/config.js";
+import { compileControllerConfig } from "../../controller/config.js";
 import { startController, type RunningController } from "../../controller/main.js";
 import { compileAgentConfig } from "../../node-agent/config.js";
 import { startAgent, type RunningAgent } from "../../node-agent/main.js";
@@ -25,14 +25,15 @@ export interface FleetOptions {
   databaseUrlVia?: (url: string) => string;
 }
 
-export async function startFleet(driver: Driver, overrides: Partial<ControllerConfig> = {}, options: FleetOptions = {}): Promise<TestFleet> {
+export async function startFleet(driver: Driver, overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {}, options: FleetOptions = {}): Promise<TestFleet> {
   const store = await prepareStore(driver);
   const databaseUrl = store.databaseUrl && options.databaseUrlVia ? options.databaseUrlVia(store.databaseUrl) : store.databaseUrl;
   const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger);
   const agentStateDir = join(store.stateDir, "agent");
-  const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.url, fleetToken: controller.fleetToken, machine: "testbox" });
-  let agent = await startAgent(agentConfig, silentLogger);
-  await agent.link.registered;
+  // Enrolled as a real fleet machine: join token, key pair made here, mutual TLS, reverse links.
+  const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.agentUrl, machine: "testbox" });
+  let agent = await startAgent({ ...agentConfig, joinToken: await controller.issueJoinToken("testbox") }, silentLogger);
+  await agent.linked;
   const fleet: TestFleet = {
     controller,
     get agent() {
@@ -43,7 +44,7 @@ export async function startFleet(driver: Driver, overrides: Partial<ControllerCo
     async restartAgent() {
       await agent.close();
       agent = await startAgent(agentConfig, silentLogger);
-      await agent.link.registered;
+      await agent.linked;
       return agent;
     },
     async close() {

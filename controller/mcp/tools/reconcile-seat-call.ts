@@ -2,8 +2,11 @@
 import { z } from "zod";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { reconcileSeatCall, RECONCILE_SEAT_CALL } from "../../delivery/reconcile.js";
-import type { PipelineDeps } from "../../delivery/message-seat.js";
+import type { PipelineDeps } from "../../delivery/pipeline.js";
 import { errorResult, toolResult } from "../tool-result.js";
+import { deliveryResult } from "../output-schemas.js";
+import { journalError } from "../../delivery/settle.js";
+import { FleetError, JournalUnavailableError } from "../../../shared/errors.js";
 
 export const reconcileArgs = z
   .object({
@@ -18,14 +21,21 @@ export function registerReconcileSeatCall(server: McpServer, deps: PipelineDeps,
     RECONCILE_SEAT_CALL,
     {
       title: "Reconcile a seat call",
-      description: "Read what the original message_seat (or hire_agent) receipt proves, in this conversation only. Sends nothing, hires nothing.",
+      description:
+        'Read what the original message_seat (or hire_agent) receipt proves, in this conversation only. Sends nothing, hires nothing. Without "settle" it only reads (and may record what the seat\'s session proves); with settle:"not_delivered" it abandons an unresolved delivery for good.',
       inputSchema: reconcileArgs,
+      outputSchema: deliveryResult,
+      // Without settle it only reads; with settle it abandons a receipt for good, so it cannot be marked read-only as a whole.
+      annotations: { title: "Reconcile a seat call", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },
     async (args) => {
       try {
         return toolResult(await reconcileSeatCall(deps, conversationId, args));
       } catch (e) {
-        return errorResult(e);
+        // Rule 24: an unreadable journal reconciles and settles nothing, and says so in typed
+        // words (journal_unavailable), never with the failed SQL.
+        if (e instanceof FleetError) return errorResult(e);
+        return errorResult(new JournalUnavailableError(`the receipt journal could not be read, so nothing was reconciled or settled (${journalError(e)})`, e));
       }
     },
   );

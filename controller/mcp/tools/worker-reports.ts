@@ -1,9 +1,10 @@
 /** The lead's worker_reports and acknowledge_worker_reports tools (ADR 0207, VUH-2410). */
 import { z } from "zod";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { PipelineDeps } from "../../delivery/message-seat.js";
+import type { PipelineDeps } from "../../delivery/pipeline.js";
 import { acknowledgeReports, MAX_ACK_PER_CALL, offerReports, reportStatus } from "../../reports/worker-reports.js";
 import { errorResult, plainResult } from "../tool-result.js";
+import { acknowledgeResult, reportStatusResult, workerReportsResult } from "../output-schemas.js";
 
 export function registerWorkerReports(server: McpServer, deps: PipelineDeps, conversationId: string): void {
   server.registerTool(
@@ -12,6 +13,9 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       title: "Worker reports",
       description: "Unread reports from workers whose seats this conversation hired or messaged, oldest first. Acknowledge them once read.",
       inputSchema: z.object({ limit: z.number().int().min(1).max(100).optional() }).strict(),
+      outputSchema: workerReportsResult,
+      // Reading marks reports as offered to this conversation, nothing else: read-only to the lead.
+      annotations: { title: "Worker reports", readOnlyHint: true, idempotentHint: false, openWorldHint: false },
     },
     async ({ limit }) => {
       try {
@@ -27,10 +31,12 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       title: "Acknowledge worker reports",
       description: `Mark reports this conversation was offered as read (at most ${MAX_ACK_PER_CALL} per call). Read reports are kept for 24 hours.`,
       inputSchema: z.object({ deliveryIds: z.array(z.string().min(1).max(100)).min(1).max(MAX_ACK_PER_CALL) }).strict(),
+      outputSchema: acknowledgeResult,
+      annotations: { title: "Acknowledge worker reports", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     async ({ deliveryIds }) => {
       try {
-        return plainResult({ schemaVersion: 1, ...(await acknowledgeReports(deps.db, conversationId, deliveryIds, deps.now())) });
+        return plainResult({ schemaVersion: 1, outcome: "acknowledged", ...(await acknowledgeReports(deps.db, conversationId, deliveryIds, deps.now())) });
       } catch (e) {
         return errorResult(e);
       }
@@ -42,6 +48,8 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       title: "Worker report status",
       description: "One report's status in this conversation: pending, delivered, read, or unknown once it has aged out.",
       inputSchema: z.object({ deliveryId: z.string().min(1).max(100) }).strict(),
+      outputSchema: reportStatusResult,
+      annotations: { title: "Worker report status", readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
     async ({ deliveryId }) => {
       try {

@@ -29,13 +29,14 @@ export interface ClaudeTui {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startClaudeTui(bin: string, mockUrl: string, options: { optIn?: boolean } = {}): Promise<ClaudeTui> {
+export async function startClaudeTui(bin: string, mockUrl: string, options: { optIn?: boolean; channelDir?: string; reportDir?: string; mcpServers?: Record<string, { command: string; args: string[] }>; allowedTools?: string[]; preToolUse?: { matcher: string; command: string; timeoutSeconds?: number }[] } = {}): Promise<ClaudeTui> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build (npm run test:harnesses does)`);
   const dir = mkdtempSync(join(tmpdir(), "clankie-claude-"));
   const config = join(dir, "config");
   const work = join(dir, "work");
-  const channelDir = join(dir, "channel");
-  const reportDir = join(dir, "reports");
+  // A node agent's own folders when the test runs one (<agent state>/claude/{channels,sessions}).
+  const channelDir = options.channelDir ?? join(dir, "channel");
+  const reportDir = options.reportDir ?? join(dir, "reports");
   for (const d of [config, work, join(dir, "home"), reportDir]) mkdirSync(d, { recursive: true });
   const apiKey = "sk-ant-api03-clankie-test-key-0123456789abcdefghij";
   writeFileSync(
@@ -48,11 +49,15 @@ export async function startClaudeTui(bin: string, mockUrl: string, options: { op
     }),
   );
   const mcpConfig = join(dir, "mcp.json");
-  writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [CHANNEL_SERVER_NAME]: { command: process.execPath, args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir] } } }));
+  writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { ...options.mcpServers, [CHANNEL_SERVER_NAME]: { command: process.execPath, args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir] } } }));
   const settings = join(dir, "settings.json");
   const command = (sub: string) => [process.execPath, CLI, "worker", sub, "--report-dir", reportDir].map((a) => `'${a}'`).join(" ");
   const on = (sub: string) => [{ matcher: "", hooks: [{ type: "command", command: command(sub) }] }];
-  writeFileSync(settings, JSON.stringify({ hooks: { SessionStart: on("session-start-hook"), UserPromptSubmit: on("turn-hook"), Stop: on("turn-hook") } }));
+  // The owner's own pre-approval of named tools (a permission prompt is never answered for them).
+  const permissions = options.allowedTools ? { permissions: { allow: options.allowedTools } } : {};
+  // PreToolUse hooks the test names (the question hook matches AskUserQuestion only).
+  const pre = options.preToolUse ? { PreToolUse: options.preToolUse.map((h) => ({ matcher: h.matcher, hooks: [{ type: "command", command: h.command, ...(h.timeoutSeconds ? { timeout: h.timeoutSeconds } : {}) }] })) } : {};
+  writeFileSync(settings, JSON.stringify({ ...permissions, hooks: { SessionStart: on("session-start-hook"), UserPromptSubmit: on("turn-hook"), Stop: on("turn-hook"), ...pre } }));
 
   const tmuxSocket = `clankie-claude-${process.pid}-${Date.now()}`;
   const env: Record<string, string> = {

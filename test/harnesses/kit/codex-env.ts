@@ -8,7 +8,7 @@ import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { allPids, procEnv } from "../../../node-agent/panes/linux-processes.js";
+import { allPids, readEnviron } from "../../../node-agent/proofs/linux-read.js";
 
 export interface CodexEnv {
   root: string;
@@ -83,7 +83,8 @@ export function cleanupCodexEnv(bin: string, cx: CodexEnv): void {
   }
   for (const pid of allPids()) {
     if (pid === process.pid) continue;
-    if (procEnv(pid)?.CLANKIE_TEST_CODEX_ROOT === cx.root) {
+    const env = readEnviron(pid);
+    if (env instanceof Map && env.get("CLANKIE_TEST_CODEX_ROOT") === cx.root) {
       try {
         process.kill(pid, "SIGKILL");
       } catch {

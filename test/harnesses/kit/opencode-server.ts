@@ -29,7 +29,8 @@ export function freePort(): Promise<number> {
   });
 }
 
-export async function startOpenCodeServer(bin: string, mockUrl: string): Promise<OpenCodeServer> {
+/** `config`: extra opencode.json keys (a permission rule, say), merged over the defaults. */
+export async function startOpenCodeServer(bin: string, mockUrl: string, config: Record<string, unknown> = {}): Promise<OpenCodeServer> {
   const dir = mkdtempSync(join(tmpdir(), "clankie-opencode-"));
   const dirs = { HOME: "home", XDG_CONFIG_HOME: "config", XDG_DATA_HOME: "data", XDG_STATE_HOME: "state", XDG_CACHE_HOME: "cache" };
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH };
@@ -48,6 +49,7 @@ export async function startOpenCodeServer(bin: string, mockUrl: string): Promise
       autoupdate: false,
       share: "disabled",
       provider: { mock: { npm: "@ai-sdk/anthropic", name: "Mock", options: { baseURL: `${mockUrl}/v1`, apiKey: "sk-mock" }, models: { "mock-model": { name: "Mock" } } } },
+      ...config,
     }),
   );
   const password = `pw-${process.pid}-${Date.now()}`;

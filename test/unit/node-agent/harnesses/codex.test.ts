@@ -16,6 +16,9 @@ import { SeatBook } from "../../../../node-agent/seats/seat-book.js";
 import { deliver } from "../../../../node-agent/deliver/deliver.js";
 import { toWireSeat } from "../../../../node-agent/service/wire-seat.js";
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
+import { LinuxProofProvider } from "../../../../node-agent/proofs/linux.js";
+
+const linux = new LinuxProofProvider();
 import type { PaneInfo } from "../../../../node-agent/panes/pane-host.js";
 import { spawnFakeCodex, type FakeCodexProcess } from "../../../kit/fake-codex-process.js";
 
@@ -56,14 +59,14 @@ describe("codex-process.findCodexTui", () => {
 
   it("uses the pane process's own CODEX_HOME for the daemon socket, never the account default", async () => {
     proc = await spawnFakeCodex([]);
-    const tui = findCodexTui(proc.processInfo("%1").foregroundProcesses)!;
+    const tui = (await findCodexTui((await proc.processInfo("%1")).foregroundProcesses, linux))!;
     expect(tui).toMatchObject({ pid: proc.pid, codexHome: proc.codexHome, cwd: proc.cwd, launch: "shared_daemon", endpoint: daemonSocketPath(proc.codexHome) });
     expect(tui.endpoint).not.toContain(join(process.env.HOME ?? "/root", ".codex"));
   });
 
-  it("recognises nothing in a pane without a Codex TUI", () => {
-    expect(findCodexTui([{ pid: process.pid, name: "node", argv: ["node", "server.js"] }])).toBeUndefined();
-    expect(findCodexTui([{ pid: process.pid, name: "codex", argv: ["codex", "exec", "x"] }])).toBeUndefined();
+  it("recognises nothing in a pane without a Codex TUI", async () => {
+    expect(await findCodexTui([{ pid: process.pid, name: "node", argv: ["node", "server.js"] }], linux)).toBeUndefined();
+    expect(await findCodexTui([{ pid: process.pid, name: "codex", argv: ["codex", "exec", "x"] }], linux)).toBeUndefined();
   });
 });
 
@@ -76,7 +79,7 @@ describe("CodexAdapter capabilities", () => {
 
   async function seatFor(p: FakeCodexProcess) {
     const adapter = new CodexAdapter({ clock: systemMonotonicClock, callTimeoutMs: 500 });
-    const rec = (await adapter.discover(pane, p.processInfo(pane.paneId)))!;
+    const rec = (await adapter.discover(pane, await p.processInfo(pane.paneId)))!;
     const seats = new SeatBook(tempDir());
     seats.putDiscovered(rec);
     const adapters = new AdapterRegistry().register(adapter);

@@ -13,13 +13,12 @@ import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 const fixture = (name: string) => readFileSync(new URL(`../../../fixtures/proofs/darwin/${name}`, import.meta.url), "utf8");
 const ok = (stdout: string): CommandResult => ({ code: 0, stdout, stderr: "", isMissing: false });
 
-/** Replays recorded output by command: ps table, ps -E, lsof -p, lsof -i. */
-function replay(files: { ps?: string; psE?: string; lsofPid?: string; lsofTcp?: string }): CommandRunner {
+/** Replays recorded output by command: ps table, ps -E, the lsof socket table. */
+function replay(files: { ps?: string; psE?: string; sockets?: string }): CommandRunner {
   return async (file, args) => {
     if (file === "ps" && args[0] === "-E") return ok(fixture(files.psE ?? "ps-E.txt"));
     if (file === "ps") return ok(fixture(files.ps ?? "ps-axo.txt"));
-    if (file === "lsof" && args.includes("-p")) return ok(fixture(files.lsofPid ?? "lsof-pid-macos.txt"));
-    if (file === "lsof") return ok(fixture(files.lsofTcp ?? "lsof-established-macos.txt"));
+    if (file === "lsof" && args.includes("-U")) return ok(fixture(files.sockets ?? "lsof-sockets-macos.txt"));
     return { code: -1, stdout: "", stderr: "", isMissing: true };
   };
 }
@@ -85,7 +84,7 @@ describe("darwin.DarwinProofProvider on recorded output", () => {
   it("listeners of another user's process are permission for a non-root agent, never an empty list", async () => {
     expect(await provider({}, 502).listeners(codexTui)).toMatchObject({ known: false, reason: "permission" });
     expect(await provider({}, 501).listeners(codexTui)).toMatchObject({ known: true });
-    expect(await provider({ lsofPid: "lsof-malformed-table.txt" }).listeners(codexTui)).toMatchObject({ known: false, reason: "unsupported" });
+    expect(await provider({ sockets: "lsof-malformed-table.txt" }).listeners(codexTui)).toMatchObject({ known: false, reason: "unsupported" });
   });
   it("the other end of a connection is the process holding the mirrored tuple", async () => {
     const peer = await provider({}, 0).connectionPeer({ localAddress: "127.0.0.1", localPort: 61234, remoteAddress: "127.0.0.1", remotePort: 4500 });

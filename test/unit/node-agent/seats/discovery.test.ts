@@ -39,8 +39,8 @@ async function until(pred: () => boolean, what: string): Promise<void> {
   throw new Error(`never happened: ${what}`);
 }
 
-function asHerdrProcesses(p: FakeCodexProcess) {
-  const info = p.processInfo("x");
+async function asHerdrProcesses(p: FakeCodexProcess) {
+  const info = await p.processInfo("x");
   return { shell_pid: info.shellPid, foreground_process_group_id: info.foregroundProcessGroupId, tty: "/dev/pts/9", foreground_processes: info.foregroundProcesses };
 }
 
@@ -79,7 +79,7 @@ describe("seat discovery", () => {
   it("a pane is a seat when its processes are a recognised harness; a title claiming Codex is not enough", async () => {
     const codex = await spawnFakeCodex(["--no-daemon"]);
     procs.push(codex);
-    herdr.addPane({ pane_id: "w1:p1", title: "shell" }, asHerdrProcesses(codex));
+    herdr.addPane({ pane_id: "w1:p1", title: "shell" }, await asHerdrProcesses(codex));
     herdr.addPane({ pane_id: "w1:p2", title: "codex", agent: "codex", agent_session: { source: "herdr:codex", agent: "codex", kind: "id", value: "t-1" } }, { shell_pid: 1, foreground_process_group_id: 1, tty: null, foreground_processes: [{ pid: process.pid, name: "node", argv: ["node"] }] });
     const report = await scanPanes(host, registry, seats, silentLogger);
     expect(report).toMatchObject({ ok: true, seats: ["codex-w1p1"], panes: 2 });
@@ -92,7 +92,7 @@ describe("seat discovery", () => {
   it("follows the pane host's events: a new occupant replaces the seat record, a closed pane loses its seat", async () => {
     const a = await spawnFakeCodex(["--no-daemon"]);
     procs.push(a);
-    herdr.addPane({ pane_id: "w1:p1" }, asHerdrProcesses(a));
+    herdr.addPane({ pane_id: "w1:p1" }, await asHerdrProcesses(a));
     const discovery = await startSeatDiscovery({ host, adapters: registry, seats, logger: silentLogger, rescanMs: 60_000 });
     expect(seats.get("codex-w1p1")).toBeDefined();
     const firstOccupant = seats.get("codex-w1p1")!.occupantId;
@@ -103,7 +103,7 @@ describe("seat discovery", () => {
     const b = await spawnFakeCodex(["--no-daemon"]);
     procs.push(b);
     herdr.closePane("w1:p1");
-    herdr.addPane({ pane_id: "w1:p1" }, asHerdrProcesses(b));
+    herdr.addPane({ pane_id: "w1:p1" }, await asHerdrProcesses(b));
     await until(() => {
       const s = seats.get("codex-w1p1");
       return s !== undefined && codexControlOf(s)?.tuiPid === b.pid;
@@ -121,7 +121,7 @@ describe("seat discovery", () => {
   it("an unreachable pane host removes no seat: not knowing the panes is not 'no panes'", async () => {
     const a = await spawnFakeCodex(["--no-daemon"]);
     procs.push(a);
-    herdr.addPane({ pane_id: "w1:p1" }, asHerdrProcesses(a));
+    herdr.addPane({ pane_id: "w1:p1" }, await asHerdrProcesses(a));
     await scanPanes(host, registry, seats, silentLogger);
     await herdr.close();
     const report = await scanPanes(host, registry, seats, silentLogger);

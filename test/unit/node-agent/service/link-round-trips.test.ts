@@ -3,6 +3,9 @@
  * link itself: HTTP/2 PINGs on the controller's sessions, over a real socket. Before the
  * first PING returns it is the generous unmeasured default; on loopback it is the floor; on a
  * link with 40 ms of round trip it is at least 40 ms (a constant 10 ms would understate it).
+ * A single stall of the peer's event loop while a PING is out (on a reverse link: the
+ * controller's database work for the heartbeat sent at the same instant) is not the link's
+ * round trip; a link that stays slow still is (ADR 0010).
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { connect as h2connect, createServer, type ClientHttp2Session, type Http2Server } from "node:http2";
@@ -75,6 +78,27 @@ describe("link-round-trips.LinkRoundTrips", () => {
     client(await delayRelay(await agentServer(rt), 20));
     await until(() => rt.transitBoundMs() !== UNMEASURED_TRANSIT_BOUND_MS);
     expect(rt.transitBoundMs()).toBeGreaterThanOrEqual(40);
+  });
+
+  it("a one-off 300 ms stall of the peer's event loop while the first PING is out is not taken for the link's round trip", async () => {
+    const rt = new LinkRoundTrips();
+    const port = await agentServer(rt);
+    // The peer (the controller's side, here this process) stalls its loop once, right after the
+    // agent's first PING went out: that PING's ack waits 300 ms; the one sent after it does not.
+    let stalled = false;
+    const c = client(port);
+    c.once("remoteSettings", () => {
+      setImmediate(() => {
+        const until = performance.now() + 300;
+        while (performance.now() < until) {
+          // Busy: the event loop reads no socket.
+        }
+        stalled = true;
+      });
+    });
+    await until(() => rt.transitBoundMs() !== UNMEASURED_TRANSIT_BOUND_MS);
+    expect(stalled).toBe(true);
+    expect(rt.transitBoundMs()).toBeLessThan(300);
   });
 
   it("the bound is the worst of the recent samples, and an old outlier ages out", () => {

@@ -6,6 +6,8 @@ import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegen
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { DeliveryResult, Proof } from "./delivery_pb.js";
 import { file_clankie_fleet_v1_delivery } from "./delivery_pb.js";
+import type { HireCensusRequestSchema, HireCensusResponseSchema, HireSeatRequestSchema, HireSeatResponseSchema } from "./hire_pb.js";
+import { file_clankie_fleet_v1_hire } from "./hire_pb.js";
 import type { DeliveryMode, Seat, SeatKind, SeatStatus } from "./seat_pb.js";
 import { file_clankie_fleet_v1_seat } from "./seat_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/agent.proto.
  */
 export const file_clankie_fleet_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2FnZW50LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIicKEkluc3BlY3RTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkiOwoTSW5zcGVjdFNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0InUKCUF1dGhvcml0eRIOCgZhZ2VfbXMYASABKA0SDgoGY2FsbGVyGAIgASgJEhMKC29jY3VwYW50X2lkGAMgASgJEhYKDmZsZWV0X3JldmlzaW9uGAQgASgEEhsKE3NldHRpbmdzX2dlbmVyYXRpb24YBSABKAQi0gEKDkRlbGl2ZXJSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIMCgR0ZXh0GAMgASgJEiwKBG1vZGUYBCABKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIuCglhdXRob3JpdHkYBSABKAsyGy5jbGFua2llLmZsZWV0LnYxLkF1dGhvcml0eRIXCg9jb252ZXJzYXRpb25faWQYBiABKAkSEwoLaW5fcmVwbHlfdG8YByABKAkizwEKD0RlbGl2ZXJSZXNwb25zZRIwCgZyZXN1bHQYASABKA4yIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5UmVzdWx0EhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEg4KBmRldGFpbBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJwoGcHJvb2ZzGAUgAygLMhcuY2xhbmtpZS5mbGVldC52MS5Qcm9vZhIUCgxwcm9vZl9hZ2VfbXMYBiABKA0SEAoIcmVwbGF5ZWQYByABKAgiPgoSUmVhZFNlc3Npb25SZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRIVCg1zaW5jZV91bml4X21zGAIgASgDIm8KDFNlc3Npb25FbnRyeRITCgtkZWxpdmVyeV9pZBgBIAEoCRIZChFuYXRpdmVfcmVjZWlwdF9pZBgCIAEoCRIbChNjb250ZW50X2ZpbmdlcnByaW50GAMgASgJEhIKCmF0X3VuaXhfbXMYBCABKAMimwEKE1JlYWRTZXNzaW9uUmVzcG9uc2USEwoLb2NjdXBhbnRfaWQYASABKAkSLAoGc3RhdHVzGAIgASgOMhwuY2xhbmtpZS5mbGVldC52MS5TZWF0U3RhdHVzEi8KB2VudHJpZXMYAyADKAsyHi5jbGFua2llLmZsZWV0LnYxLlNlc3Npb25FbnRyeRIQCghjb21wbGV0ZRgEIAEoCCJaChFDcmVhdGVTZWF0UmVxdWVzdBIMCgRuYW1lGAEgASgJEigKBGtpbmQYAiABKA4yGi5jbGFua2llLmZsZWV0LnYxLlNlYXRLaW5kEg0KBXRpdGxlGAMgASgJIksKEkNyZWF0ZVNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAiABKAgiOQoPU3RvcFNlYXRSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtvY2N1cGFudF9pZBgCIAEoCSIyChBTdG9wU2VhdFJlc3BvbnNlEg4KBnJlc3VsdBgBIAEoCRIOCgZkZXRhaWwYAiABKAkywgMKDEFnZW50U2VydmljZRJaCgtJbnNwZWN0U2VhdBIkLmNsYW5raWUuZmxlZXQudjEuSW5zcGVjdFNlYXRSZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5JbnNwZWN0U2VhdFJlc3BvbnNlEk4KB0RlbGl2ZXISIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJSZXF1ZXN0GiEuY2xhbmtpZS5mbGVldC52MS5EZWxpdmVyUmVzcG9uc2USWgoLUmVhZFNlc3Npb24SJC5jbGFua2llLmZsZWV0LnYxLlJlYWRTZXNzaW9uUmVxdWVzdBolLmNsYW5raWUuZmxlZXQudjEuUmVhZFNlc3Npb25SZXNwb25zZRJXCgpDcmVhdGVTZWF0EiMuY2xhbmtpZS5mbGVldC52MS5DcmVhdGVTZWF0UmVxdWVzdBokLmNsYW5raWUuZmxlZXQudjEuQ3JlYXRlU2VhdFJlc3BvbnNlElEKCFN0b3BTZWF0EiEuY2xhbmtpZS5mbGVldC52MS5TdG9wU2VhdFJlcXVlc3QaIi5jbGFua2llLmZsZWV0LnYxLlN0b3BTZWF0UmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_delivery, file_clankie_fleet_v1_seat]);
+  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2FnZW50LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIicKEkluc3BlY3RTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkiOwoTSW5zcGVjdFNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0InUKCUF1dGhvcml0eRIOCgZhZ2VfbXMYASABKA0SDgoGY2FsbGVyGAIgASgJEhMKC29jY3VwYW50X2lkGAMgASgJEhYKDmZsZWV0X3JldmlzaW9uGAQgASgEEhsKE3NldHRpbmdzX2dlbmVyYXRpb24YBSABKAQi0gEKDkRlbGl2ZXJSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIMCgR0ZXh0GAMgASgJEiwKBG1vZGUYBCABKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIuCglhdXRob3JpdHkYBSABKAsyGy5jbGFua2llLmZsZWV0LnYxLkF1dGhvcml0eRIXCg9jb252ZXJzYXRpb25faWQYBiABKAkSEwoLaW5fcmVwbHlfdG8YByABKAkinwIKD0RlbGl2ZXJSZXNwb25zZRIwCgZyZXN1bHQYASABKA4yIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5UmVzdWx0EhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEg4KBmRldGFpbBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJwoGcHJvb2ZzGAUgAygLMhcuY2xhbmtpZS5mbGVldC52MS5Qcm9vZhIUCgxwcm9vZl9hZ2VfbXMYBiABKA0SEAoIcmVwbGF5ZWQYByABKAgSFgoOZGVsaXZlcnlfc3RhZ2UYCCABKAkSGQoRbmF0aXZlX21lc3NhZ2VfaWQYCSABKAkSGwoTbmF0aXZlX3Nlc3Npb25fcGF0aBgKIAEoCSI+ChJSZWFkU2Vzc2lvblJlcXVlc3QSEQoJc2VhdF9uYW1lGAEgASgJEhUKDXNpbmNlX3VuaXhfbXMYAiABKAMibwoMU2Vzc2lvbkVudHJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEhsKE2NvbnRlbnRfZmluZ2VycHJpbnQYAyABKAkSEgoKYXRfdW5peF9tcxgEIAEoAyKxAQoTUmVhZFNlc3Npb25SZXNwb25zZRITCgtvY2N1cGFudF9pZBgBIAEoCRIsCgZzdGF0dXMYAiABKA4yHC5jbGFua2llLmZsZWV0LnYxLlNlYXRTdGF0dXMSLwoHZW50cmllcxgDIAMoCzIeLmNsYW5raWUuZmxlZXQudjEuU2Vzc2lvbkVudHJ5EhAKCGNvbXBsZXRlGAQgASgIEhQKDHNlc3Npb25fcGF0aBgFIAEoCSJaChFDcmVhdGVTZWF0UmVxdWVzdBIMCgRuYW1lGAEgASgJEigKBGtpbmQYAiABKA4yGi5jbGFua2llLmZsZWV0LnYxLlNlYXRLaW5kEg0KBXRpdGxlGAMgASgJIksKEkNyZWF0ZVNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAiABKAgiOQoPU3RvcFNlYXRSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtvY2N1cGFudF9pZBgCIAEoCSIyChBTdG9wU2VhdFJlc3BvbnNlEg4KBnJlc3VsdBgBIAEoCRIOCgZkZXRhaWwYAiABKAkiJQoSUXVlc3Rpb25BbnN3ZXJMaXN0Eg8KB2Fuc3dlcnMYASADKAkioQIKFUFuc3dlclF1ZXN0aW9uUmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkSEwoLb2NjdXBhbnRfaWQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRJFCgdhbnN3ZXJzGAQgAygLMjQuY2xhbmtpZS5mbGVldC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QuQW5zd2Vyc0VudHJ5EhcKD2NvbnZlcnNhdGlvbl9pZBgFIAEoCRIWCg5yZWNvbmNpbGVfb25seRgGIAEoCBpUCgxBbnN3ZXJzRW50cnkSCwoDa2V5GAEgASgJEjMKBXZhbHVlGAIgASgLMiQuY2xhbmtpZS5mbGVldC52MS5RdWVzdGlvbkFuc3dlckxpc3Q6AjgBInoKFkFuc3dlclF1ZXN0aW9uUmVzcG9uc2USDgoGcmVzdWx0GAEgASgJEg4KBnJlYXNvbhgCIAEoCRIOCgZkZXRhaWwYAyABKAkSFwoPcmVjZWlwdF9jYWxsX2lkGAQgASgJEhcKD3JlY2VpcHRfdHVybl9pZBgFIAEoCTLTBQoMQWdlbnRTZXJ2aWNlEloKC0luc3BlY3RTZWF0EiQuY2xhbmtpZS5mbGVldC52MS5JbnNwZWN0U2VhdFJlcXVlc3QaJS5jbGFua2llLmZsZWV0LnYxLkluc3BlY3RTZWF0UmVzcG9uc2USTgoHRGVsaXZlchIgLmNsYW5raWUuZmxlZXQudjEuRGVsaXZlclJlcXVlc3QaIS5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJSZXNwb25zZRJaCgtSZWFkU2Vzc2lvbhIkLmNsYW5raWUuZmxlZXQudjEuUmVhZFNlc3Npb25SZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5SZWFkU2Vzc2lvblJlc3BvbnNlElcKCkNyZWF0ZVNlYXQSIy5jbGFua2llLmZsZWV0LnYxLkNyZWF0ZVNlYXRSZXF1ZXN0GiQuY2xhbmtpZS5mbGVldC52MS5DcmVhdGVTZWF0UmVzcG9uc2USUQoIU3RvcFNlYXQSIS5jbGFua2llLmZsZWV0LnYxLlN0b3BTZWF0UmVxdWVzdBoiLmNsYW5raWUuZmxlZXQudjEuU3RvcFNlYXRSZXNwb25zZRJRCghIaXJlU2VhdBIhLmNsYW5raWUuZmxlZXQudjEuSGlyZVNlYXRSZXF1ZXN0GiIuY2xhbmtpZS5mbGVldC52MS5IaXJlU2VhdFJlc3BvbnNlElcKCkhpcmVDZW5zdXMSIy5jbGFua2llLmZsZWV0LnYxLkhpcmVDZW5zdXNSZXF1ZXN0GiQuY2xhbmtpZS5mbGVldC52MS5IaXJlQ2Vuc3VzUmVzcG9uc2USYwoOQW5zd2VyUXVlc3Rpb24SJy5jbGFua2llLmZsZWV0LnYxLkFuc3dlclF1ZXN0aW9uUmVxdWVzdBooLmNsYW5raWUuZmxlZXQudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_delivery, file_clankie_fleet_v1_hire, file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.InspectSeatRequest
@@ -189,6 +191,28 @@ export type DeliverResponse = Message<"clankie.fleet.v1.DeliverResponse"> & {
    * @generated from field: bool replayed = 7;
    */
   replayed: boolean;
+
+  /**
+   * The harness's own delivery stage where its rules define one (OpenCode, rule 41): "stored",
+   * "consumed", "uncertain" or "unavailable". Empty: the controller derives it from result.
+   *
+   * @generated from field: string delivery_stage = 8;
+   */
+  deliveryStage: string;
+
+  /**
+   * The harness's own id of the stored message where it has one (Pi: the session entry id, rule 42).
+   *
+   * @generated from field: string native_message_id = 9;
+   */
+  nativeMessageId: string;
+
+  /**
+   * The session file that holds it (Pi: get_state's sessionFile, rule 42). Empty: none known.
+   *
+   * @generated from field: string native_session_path = 10;
+   */
+  nativeSessionPath: string;
 };
 
 /**
@@ -283,6 +307,13 @@ export type ReadSessionResponse = Message<"clankie.fleet.v1.ReadSessionResponse"
    * @generated from field: bool complete = 4;
    */
   complete: boolean;
+
+  /**
+   * The session file the entries were read from, where the harness keeps one (Pi, rule 42).
+   *
+   * @generated from field: string session_path = 5;
+   */
+  sessionPath: string;
 };
 
 /**
@@ -390,6 +421,112 @@ export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*
   messageDesc(file_clankie_fleet_v1_agent, 11);
 
 /**
+ * @generated from message clankie.fleet.v1.QuestionAnswerList
+ */
+export type QuestionAnswerList = Message<"clankie.fleet.v1.QuestionAnswerList"> & {
+  /**
+   * @generated from field: repeated string answers = 1;
+   */
+  answers: string[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.QuestionAnswerList.
+ * Use `create(QuestionAnswerListSchema)` to create a new message.
+ */
+export const QuestionAnswerListSchema: GenMessage<QuestionAnswerList> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 12);
+
+/**
+ * @generated from message clankie.fleet.v1.AnswerQuestionRequest
+ */
+export type AnswerQuestionRequest = Message<"clankie.fleet.v1.AnswerQuestionRequest"> & {
+  /**
+   * @generated from field: string seat_name = 1;
+   */
+  seatName: string;
+
+  /**
+   * The occupant the controller checked was hired by the answering conversation.
+   *
+   * @generated from field: string occupant_id = 2;
+   */
+  occupantId: string;
+
+  /**
+   * @generated from field: string request_id = 3;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: map<string, clankie.fleet.v1.QuestionAnswerList> answers = 4;
+   */
+  answers: { [key: string]: QuestionAnswerList };
+
+  /**
+   * @generated from field: string conversation_id = 5;
+   */
+  conversationId: string;
+
+  /**
+   * Only re-read the native receipt of the earlier answer's claim and settle it: nothing is
+   * sent (reconcile_seat_call of an uncertain answer; ADR 0050). answers is then empty.
+   *
+   * @generated from field: bool reconcile_only = 6;
+   */
+  reconcileOnly: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.AnswerQuestionRequest.
+ * Use `create(AnswerQuestionRequestSchema)` to create a new message.
+ */
+export const AnswerQuestionRequestSchema: GenMessage<AnswerQuestionRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 13);
+
+/**
+ * @generated from message clankie.fleet.v1.AnswerQuestionResponse
+ */
+export type AnswerQuestionResponse = Message<"clankie.fleet.v1.AnswerQuestionResponse"> & {
+  /**
+   * "delivered" (the winning tool output is ours), "unconfirmed" (reason
+   * "answered_concurrently_by_owner"), "uncertain", "not_sent" or "refused".
+   *
+   * @generated from field: string result = 1;
+   */
+  result: string;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+
+  /**
+   * The winning tool-output receipt, when one was read.
+   *
+   * @generated from field: string receipt_call_id = 4;
+   */
+  receiptCallId: string;
+
+  /**
+   * @generated from field: string receipt_turn_id = 5;
+   */
+  receiptTurnId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.AnswerQuestionResponse.
+ * Use `create(AnswerQuestionResponseSchema)` to create a new message.
+ */
+export const AnswerQuestionResponseSchema: GenMessage<AnswerQuestionResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 14);
+
+/**
  * Served by each node agent; called by the controller over one warm connection.
  *
  * @generated from service clankie.fleet.v1.AgentService
@@ -445,6 +582,40 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof StopSeatRequestSchema;
     output: typeof StopSeatResponseSchema;
+  },
+  /**
+   * Open a new pane, launch a harness in it opted in to its native channel, prove the new
+   * seat and deliver the brief natively (hire_agent). A hire id is launched at most once.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentService.HireSeat
+   */
+  hireSeat: {
+    methodKind: "unary";
+    input: typeof HireSeatRequestSchema;
+    output: typeof HireSeatResponseSchema;
+  },
+  /**
+   * Read-only: what this machine holds of one hire (host journal, panes, processes,
+   * sessions carrying its id). Launches nothing.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentService.HireCensus
+   */
+  hireCensus: {
+    methodKind: "unary";
+    input: typeof HireCensusRequestSchema;
+    output: typeof HireCensusResponseSchema;
+  },
+  /**
+   * The hiring lead's answer to a worker's informational question (rules 35 and 39), sent as the
+   * harness's native reply (Codex: the response to its request_user_input server request).
+   * At most one answer per question: an uncertain one fences every later one.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentService.AnswerQuestion
+   */
+  answerQuestion: {
+    methodKind: "unary";
+    input: typeof AnswerQuestionRequestSchema;
+    output: typeof AnswerQuestionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_agent, 0);

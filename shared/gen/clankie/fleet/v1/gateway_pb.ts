@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/gateway.proto.
  */
 export const file_clankie_fleet_v1_gateway: GenFile = /*@__PURE__*/
-  fileDesc("Ch5jbGFua2llL2ZsZWV0L3YxL2dhdGV3YXkucHJvdG8SEGNsYW5raWUuZmxlZXQudjEiygEKD1JlZ2lzdGVyUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhAKCGVuZHBvaW50GAIgASgJEhMKC2FnZW50X3Rva2VuGAMgASgJEhoKEmNhcGFiaWxpdHlfdmVyc2lvbhgEIAEoDRIQCghwbGF0Zm9ybRgFIAEoCRIVCg1hZ2VudF92ZXJzaW9uGAYgASgJEiUKBXNlYXRzGAcgAygLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0EhMKC2luc3RhbmNlX2lkGAggASgJIlgKEFJlZ2lzdGVyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEiUKHWNvbnRyb2xsZXJfY2FwYWJpbGl0eV92ZXJzaW9uGAIgASgNIjgKEEhlYXJ0YmVhdFJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCSIiChFIZWFydGJlYXRSZXNwb25zZRINCgVrbm93bhgBIAEoCCJhChJSZXBvcnRTZWF0c1JlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIlCgVzZWF0cxgDIAMoCzIWLmNsYW5raWUuZmxlZXQudjEuU2VhdCIVChNSZXBvcnRTZWF0c1Jlc3BvbnNlIlQKCVNlYXRFdmVudBIRCglzZWF0X25hbWUYASABKAkSDAoEa2luZBgCIAEoCRISCgpzdWJqZWN0X2lkGAMgASgJEhIKCmF0X3VuaXhfbXMYBCABKAMiaAoTUmVwb3J0RXZlbnRzUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEisKBmV2ZW50cxgDIAMoCzIbLmNsYW5raWUuZmxlZXQudjEuU2VhdEV2ZW50IhYKFFJlcG9ydEV2ZW50c1Jlc3BvbnNlIlQKDFdvcmtlclJlcG9ydBIKCgJpZBgBIAEoCRIRCglzZWF0X25hbWUYAiABKAkSDAoEdGV4dBgDIAEoCRIXCg9jcmVhdGVkX3VuaXhfbXMYBCABKAMicwoaU3VibWl0V29ya2VyUmVwb3J0c1JlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIvCgdyZXBvcnRzGAMgAygLMh4uY2xhbmtpZS5mbGVldC52MS5Xb3JrZXJSZXBvcnQiMwobU3VibWl0V29ya2VyUmVwb3J0c1Jlc3BvbnNlEhQKDGFjY2VwdGVkX2lkcxgBIAMoCTLtAwoTQWdlbnRHYXRld2F5U2VydmljZRJRCghSZWdpc3RlchIhLmNsYW5raWUuZmxlZXQudjEuUmVnaXN0ZXJSZXF1ZXN0GiIuY2xhbmtpZS5mbGVldC52MS5SZWdpc3RlclJlc3BvbnNlElQKCUhlYXJ0YmVhdBIiLmNsYW5raWUuZmxlZXQudjEuSGVhcnRiZWF0UmVxdWVzdBojLmNsYW5raWUuZmxlZXQudjEuSGVhcnRiZWF0UmVzcG9uc2USWgoLUmVwb3J0U2VhdHMSJC5jbGFua2llLmZsZWV0LnYxLlJlcG9ydFNlYXRzUmVxdWVzdBolLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0U2VhdHNSZXNwb25zZRJdCgxSZXBvcnRFdmVudHMSJS5jbGFua2llLmZsZWV0LnYxLlJlcG9ydEV2ZW50c1JlcXVlc3QaJi5jbGFua2llLmZsZWV0LnYxLlJlcG9ydEV2ZW50c1Jlc3BvbnNlEnIKE1N1Ym1pdFdvcmtlclJlcG9ydHMSLC5jbGFua2llLmZsZWV0LnYxLlN1Ym1pdFdvcmtlclJlcG9ydHNSZXF1ZXN0Gi0uY2xhbmtpZS5mbGVldC52MS5TdWJtaXRXb3JrZXJSZXBvcnRzUmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_seat]);
+  fileDesc("Ch5jbGFua2llL2ZsZWV0L3YxL2dhdGV3YXkucHJvdG8SEGNsYW5raWUuZmxlZXQudjEiygEKD1JlZ2lzdGVyUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhAKCGVuZHBvaW50GAIgASgJEhMKC2FnZW50X3Rva2VuGAMgASgJEhoKEmNhcGFiaWxpdHlfdmVyc2lvbhgEIAEoDRIQCghwbGF0Zm9ybRgFIAEoCRIVCg1hZ2VudF92ZXJzaW9uGAYgASgJEiUKBXNlYXRzGAcgAygLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0EhMKC2luc3RhbmNlX2lkGAggASgJInQKEFJlZ2lzdGVyUmVzcG9uc2USHQoVaGVhcnRiZWF0X2ludGVydmFsX21zGAEgASgNEiUKHWNvbnRyb2xsZXJfY2FwYWJpbGl0eV92ZXJzaW9uGAIgASgNEhoKEnJlcGxpY2FfYWdlbnRfdXJscxgDIAMoCSI4ChBIZWFydGJlYXRSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkiPgoRSGVhcnRiZWF0UmVzcG9uc2USDQoFa25vd24YASABKAgSGgoScmVwbGljYV9hZ2VudF91cmxzGAIgAygJImEKElJlcG9ydFNlYXRzUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEiUKBXNlYXRzGAMgAygLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0IhUKE1JlcG9ydFNlYXRzUmVzcG9uc2UiVAoJU2VhdEV2ZW50EhEKCXNlYXRfbmFtZRgBIAEoCRIMCgRraW5kGAIgASgJEhIKCnN1YmplY3RfaWQYAyABKAkSEgoKYXRfdW5peF9tcxgEIAEoAyJoChNSZXBvcnRFdmVudHNSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSKwoGZXZlbnRzGAMgAygLMhsuY2xhbmtpZS5mbGVldC52MS5TZWF0RXZlbnQiFgoUUmVwb3J0RXZlbnRzUmVzcG9uc2UiVAoMV29ya2VyUmVwb3J0EgoKAmlkGAEgASgJEhEKCXNlYXRfbmFtZRgCIAEoCRIMCgR0ZXh0GAMgASgJEhcKD2NyZWF0ZWRfdW5peF9tcxgEIAEoAyJzChpTdWJtaXRXb3JrZXJSZXBvcnRzUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEi8KB3JlcG9ydHMYAyADKAsyHi5jbGFua2llLmZsZWV0LnYxLldvcmtlclJlcG9ydCIzChtTdWJtaXRXb3JrZXJSZXBvcnRzUmVzcG9uc2USFAoMYWNjZXB0ZWRfaWRzGAEgAygJImEKEUJpbmRXb3JrZXJSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSEQoJc2VhdF9uYW1lGAMgASgJEhMKC29jY3VwYW50X2lkGAQgASgJImUKEkJpbmRXb3JrZXJSZXNwb25zZRINCgVib3VuZBgBIAEoCBIPCgdzZWF0X2lkGAIgASgJEg8KB2JpbmRpbmcYAyABKAkSDgoGcmVhc29uGAQgASgJEg4KBmRldGFpbBgFIAEoCSKZAQoaU3VibWl0V29ya2VyTWVzc2FnZVJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIRCglzZWF0X25hbWUYAyABKAkSDwoHYmluZGluZxgEIAEoCRIKCgJpZBgFIAEoCRIMCgR0ZXh0GAYgASgJEhcKD2NyZWF0ZWRfdW5peF9tcxgHIAEoAyJyChtTdWJtaXRXb3JrZXJNZXNzYWdlUmVzcG9uc2USFgoOZGVsaXZlcnlfc3RhZ2UYASABKAkSGwoTZGVmaW5pdGl2ZV9ub3Rfc2VudBgCIAEoCBIOCgZyZWFzb24YAyABKAkSDgoGZGV0YWlsGAQgASgJInkKGldvcmtlck1lc3NhZ2VTdGF0dXNSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSEwoLaW5zdGFuY2VfaWQYAiABKAkSEQoJc2VhdF9uYW1lGAMgASgJEgoKAmlkGAQgASgJEhYKDnNldHRsZV91bmtub3duGAUgASgIImIKG1dvcmtlck1lc3NhZ2VTdGF0dXNSZXNwb25zZRIWCg5kZWxpdmVyeV9zdGFnZRgBIAEoCRIbChNkZWZpbml0aXZlX25vdF9zZW50GAIgASgIEg4KBmRldGFpbBgDIAEoCSJhChVMaXN0RmxlZXRTZWF0c1JlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIRCglzZWF0X25hbWUYAyABKAkSDwoHYmluZGluZxgEIAEoCSJICghQZWVyU2VhdBIPCgdzZWF0X2lkGAEgASgJEgwKBGtpbmQYAiABKAkSDQoFdGl0bGUYAyABKAkSDgoGc3RhdHVzGAQgASgJInQKFkxpc3RGbGVldFNlYXRzUmVzcG9uc2USDwoHYWxsb3dlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkSDgoGZGV0YWlsGAMgASgJEikKBXNlYXRzGAQgAygLMhouY2xhbmtpZS5mbGVldC52MS5QZWVyU2VhdCKUAQoWU2VuZFBlZXJNZXNzYWdlUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEhEKCXNlYXRfbmFtZRgDIAEoCRIPCgdiaW5kaW5nGAQgASgJEhYKDnJlY2lwaWVudF9zZWF0GAUgASgJEgoKAmlkGAYgASgJEgwKBHRleHQYByABKAkiOwoXU2VuZFBlZXJNZXNzYWdlUmVzcG9uc2USDQoFc3RhdGUYASABKAkSEQoJYm9keV9qc29uGAIgASgJInAKGFBlZXJNZXNzYWdlU3RhdHVzUmVxdWVzdBIPCgdtYWNoaW5lGAEgASgJEhMKC2luc3RhbmNlX2lkGAIgASgJEhEKCXNlYXRfbmFtZRgDIAEoCRIPCgdiaW5kaW5nGAQgASgJEgoKAmlkGAUgASgJIj0KGVBlZXJNZXNzYWdlU3RhdHVzUmVzcG9uc2USDQoFc3RhdGUYASABKAkSEQoJYm9keV9qc29uGAIgASgJIjoKFFdvcmtlclF1ZXN0aW9uT3B0aW9uEg0KBWxhYmVsGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJIo0BChJXb3JrZXJRdWVzdGlvbkl0ZW0SCgoCaWQYASABKAkSDgoGaGVhZGVyGAIgASgJEhAKCHF1ZXN0aW9uGAMgASgJEhAKCGlzX290aGVyGAQgASgIEjcKB29wdGlvbnMYBSADKAsyJi5jbGFua2llLmZsZWV0LnYxLldvcmtlclF1ZXN0aW9uT3B0aW9uIoQCChtTdWJtaXRXb3JrZXJRdWVzdGlvblJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRITCgtpbnN0YW5jZV9pZBgCIAEoCRIRCglzZWF0X25hbWUYAyABKAkSEwoLb2NjdXBhbnRfaWQYBCABKAkSEQoJdGhyZWFkX2lkGAUgASgJEg8KB3R1cm5faWQYBiABKAkSDwoHaXRlbV9pZBgHIAEoCRISCgpyZXF1ZXN0X2lkGAggASgJEjcKCXF1ZXN0aW9ucxgJIAMoCzIkLmNsYW5raWUuZmxlZXQudjEuV29ya2VyUXVlc3Rpb25JdGVtEhUKDWFza2VkX3VuaXhfbXMYCiABKAMiYgocU3VibWl0V29ya2VyUXVlc3Rpb25SZXNwb25zZRINCgVmaWxlZBgBIAEoCBITCgtxdWVzdGlvbl9pZBgCIAEoCRIOCgZyZWFzb24YAyABKAkSDgoGZGV0YWlsGAQgASgJMuAJChNBZ2VudEdhdGV3YXlTZXJ2aWNlElEKCFJlZ2lzdGVyEiEuY2xhbmtpZS5mbGVldC52MS5SZWdpc3RlclJlcXVlc3QaIi5jbGFua2llLmZsZWV0LnYxLlJlZ2lzdGVyUmVzcG9uc2USVAoJSGVhcnRiZWF0EiIuY2xhbmtpZS5mbGVldC52MS5IZWFydGJlYXRSZXF1ZXN0GiMuY2xhbmtpZS5mbGVldC52MS5IZWFydGJlYXRSZXNwb25zZRJaCgtSZXBvcnRTZWF0cxIkLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0U2VhdHNSZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5SZXBvcnRTZWF0c1Jlc3BvbnNlEl0KDFJlcG9ydEV2ZW50cxIlLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0RXZlbnRzUmVxdWVzdBomLmNsYW5raWUuZmxlZXQudjEuUmVwb3J0RXZlbnRzUmVzcG9uc2UScgoTU3VibWl0V29ya2VyUmVwb3J0cxIsLmNsYW5raWUuZmxlZXQudjEuU3VibWl0V29ya2VyUmVwb3J0c1JlcXVlc3QaLS5jbGFua2llLmZsZWV0LnYxLlN1Ym1pdFdvcmtlclJlcG9ydHNSZXNwb25zZRJXCgpCaW5kV29ya2VyEiMuY2xhbmtpZS5mbGVldC52MS5CaW5kV29ya2VyUmVxdWVzdBokLmNsYW5raWUuZmxlZXQudjEuQmluZFdvcmtlclJlc3BvbnNlEnIKE1N1Ym1pdFdvcmtlck1lc3NhZ2USLC5jbGFua2llLmZsZWV0LnYxLlN1Ym1pdFdvcmtlck1lc3NhZ2VSZXF1ZXN0Gi0uY2xhbmtpZS5mbGVldC52MS5TdWJtaXRXb3JrZXJNZXNzYWdlUmVzcG9uc2UScgoTV29ya2VyTWVzc2FnZVN0YXR1cxIsLmNsYW5raWUuZmxlZXQudjEuV29ya2VyTWVzc2FnZVN0YXR1c1JlcXVlc3QaLS5jbGFua2llLmZsZWV0LnYxLldvcmtlck1lc3NhZ2VTdGF0dXNSZXNwb25zZRJjCg5MaXN0RmxlZXRTZWF0cxInLmNsYW5raWUuZmxlZXQudjEuTGlzdEZsZWV0U2VhdHNSZXF1ZXN0GiguY2xhbmtpZS5mbGVldC52MS5MaXN0RmxlZXRTZWF0c1Jlc3BvbnNlEmYKD1NlbmRQZWVyTWVzc2FnZRIoLmNsYW5raWUuZmxlZXQudjEuU2VuZFBlZXJNZXNzYWdlUmVxdWVzdBopLmNsYW5raWUuZmxlZXQudjEuU2VuZFBlZXJNZXNzYWdlUmVzcG9uc2USbAoRUGVlck1lc3NhZ2VTdGF0dXMSKi5jbGFua2llLmZsZWV0LnYxLlBlZXJNZXNzYWdlU3RhdHVzUmVxdWVzdBorLmNsYW5raWUuZmxlZXQudjEuUGVlck1lc3NhZ2VTdGF0dXNSZXNwb25zZRJ1ChRTdWJtaXRXb3JrZXJRdWVzdGlvbhItLmNsYW5raWUuZmxlZXQudjEuU3VibWl0V29ya2VyUXVlc3Rpb25SZXF1ZXN0Gi4uY2xhbmtpZS5mbGVldC52MS5TdWJtaXRXb3JrZXJRdWVzdGlvblJlc3BvbnNlYgZwcm90bzM", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.RegisterRequest
@@ -24,14 +24,15 @@ export type RegisterRequest = Message<"clankie.fleet.v1.RegisterRequest"> & {
   machine: string;
 
   /**
-   * Base URL of the agent's AgentService, e.g. http://127.0.0.1:7411.
+   * Must be the machine of the client certificate (or empty); the certificate decides.
+   * Deprecated: the controller reaches the agent over the agent's own reverse link.
    *
    * @generated from field: string endpoint = 2;
    */
   endpoint: string;
 
   /**
-   * Bearer token the controller must present on every call to this agent.
+   * Bearer token the controller presents on every call to this agent.
    *
    * @generated from field: string agent_token = 3;
    */
@@ -87,6 +88,13 @@ export type RegisterResponse = Message<"clankie.fleet.v1.RegisterResponse"> & {
    * @generated from field: uint32 controller_capability_version = 2;
    */
   controllerCapabilityVersion: number;
+
+  /**
+   * The agent URLs of every live controller replica: the agent keeps a reverse link to each.
+   *
+   * @generated from field: repeated string replica_agent_urls = 3;
+   */
+  replicaAgentUrls: string[];
 };
 
 /**
@@ -128,6 +136,13 @@ export type HeartbeatResponse = Message<"clankie.fleet.v1.HeartbeatResponse"> & 
    * @generated from field: bool known = 1;
    */
   known: boolean;
+
+  /**
+   * As in RegisterResponse: replicas come and go.
+   *
+   * @generated from field: repeated string replica_agent_urls = 2;
+   */
+  replicaAgentUrls: string[];
 };
 
 /**
@@ -332,6 +347,623 @@ export const SubmitWorkerReportsResponseSchema: GenMessage<SubmitWorkerReportsRe
   messageDesc(file_clankie_fleet_v1_gateway, 11);
 
 /**
+ * @generated from message clankie.fleet.v1.BindWorkerRequest
+ */
+export type BindWorkerRequest = Message<"clankie.fleet.v1.BindWorkerRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * The occupant the agent proved the caller belongs to.
+   *
+   * @generated from field: string occupant_id = 4;
+   */
+  occupantId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.BindWorkerRequest.
+ * Use `create(BindWorkerRequestSchema)` to create a new message.
+ */
+export const BindWorkerRequestSchema: GenMessage<BindWorkerRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 12);
+
+/**
+ * @generated from message clankie.fleet.v1.BindWorkerResponse
+ */
+export type BindWorkerResponse = Message<"clankie.fleet.v1.BindWorkerResponse"> & {
+  /**
+   * @generated from field: bool bound = 1;
+   */
+  bound: boolean;
+
+  /**
+   * @generated from field: string seat_id = 2;
+   */
+  seatId: string;
+
+  /**
+   * Names this seat and occupant; a message under a binding whose occupant was replaced is refused.
+   *
+   * @generated from field: string binding = 3;
+   */
+  binding: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string detail = 5;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.BindWorkerResponse.
+ * Use `create(BindWorkerResponseSchema)` to create a new message.
+ */
+export const BindWorkerResponseSchema: GenMessage<BindWorkerResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 13);
+
+/**
+ * @generated from message clankie.fleet.v1.SubmitWorkerMessageRequest
+ */
+export type SubmitWorkerMessageRequest = Message<"clankie.fleet.v1.SubmitWorkerMessageRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string binding = 4;
+   */
+  binding: string;
+
+  /**
+   * A UUID the worker minted (and claimed) before sending.
+   *
+   * @generated from field: string id = 5;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string text = 6;
+   */
+  text: string;
+
+  /**
+   * @generated from field: int64 created_unix_ms = 7;
+   */
+  createdUnixMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SubmitWorkerMessageRequest.
+ * Use `create(SubmitWorkerMessageRequestSchema)` to create a new message.
+ */
+export const SubmitWorkerMessageRequestSchema: GenMessage<SubmitWorkerMessageRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 14);
+
+/**
+ * @generated from message clankie.fleet.v1.SubmitWorkerMessageResponse
+ */
+export type SubmitWorkerMessageResponse = Message<"clankie.fleet.v1.SubmitWorkerMessageResponse"> & {
+  /**
+   * "stored" (retained, not yet read) or "rejected".
+   *
+   * @generated from field: string delivery_stage = 1;
+   */
+  deliveryStage: string;
+
+  /**
+   * @generated from field: bool definitive_not_sent = 2;
+   */
+  definitiveNotSent: boolean;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string detail = 4;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SubmitWorkerMessageResponse.
+ * Use `create(SubmitWorkerMessageResponseSchema)` to create a new message.
+ */
+export const SubmitWorkerMessageResponseSchema: GenMessage<SubmitWorkerMessageResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 15);
+
+/**
+ * @generated from message clankie.fleet.v1.WorkerMessageStatusRequest
+ */
+export type WorkerMessageStatusRequest = Message<"clankie.fleet.v1.WorkerMessageStatusRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string id = 4;
+   */
+  id: string;
+
+  /**
+   * @generated from field: bool settle_unknown = 5;
+   */
+  settleUnknown: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.WorkerMessageStatusRequest.
+ * Use `create(WorkerMessageStatusRequestSchema)` to create a new message.
+ */
+export const WorkerMessageStatusRequestSchema: GenMessage<WorkerMessageStatusRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 16);
+
+/**
+ * @generated from message clankie.fleet.v1.WorkerMessageStatusResponse
+ */
+export type WorkerMessageStatusResponse = Message<"clankie.fleet.v1.WorkerMessageStatusResponse"> & {
+  /**
+   * "stored", "delivered" (offered to the lead), "read", "not_sent", or "unknown".
+   *
+   * @generated from field: string delivery_stage = 1;
+   */
+  deliveryStage: string;
+
+  /**
+   * @generated from field: bool definitive_not_sent = 2;
+   */
+  definitiveNotSent: boolean;
+
+  /**
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.WorkerMessageStatusResponse.
+ * Use `create(WorkerMessageStatusResponseSchema)` to create a new message.
+ */
+export const WorkerMessageStatusResponseSchema: GenMessage<WorkerMessageStatusResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 17);
+
+/**
+ * @generated from message clankie.fleet.v1.ListFleetSeatsRequest
+ */
+export type ListFleetSeatsRequest = Message<"clankie.fleet.v1.ListFleetSeatsRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string binding = 4;
+   */
+  binding: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListFleetSeatsRequest.
+ * Use `create(ListFleetSeatsRequestSchema)` to create a new message.
+ */
+export const ListFleetSeatsRequestSchema: GenMessage<ListFleetSeatsRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 18);
+
+/**
+ * @generated from message clankie.fleet.v1.PeerSeat
+ */
+export type PeerSeat = Message<"clankie.fleet.v1.PeerSeat"> & {
+  /**
+   * @generated from field: string seat_id = 1;
+   */
+  seatId: string;
+
+  /**
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string title = 3;
+   */
+  title: string;
+
+  /**
+   * @generated from field: string status = 4;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.PeerSeat.
+ * Use `create(PeerSeatSchema)` to create a new message.
+ */
+export const PeerSeatSchema: GenMessage<PeerSeat> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 19);
+
+/**
+ * @generated from message clankie.fleet.v1.ListFleetSeatsResponse
+ */
+export type ListFleetSeatsResponse = Message<"clankie.fleet.v1.ListFleetSeatsResponse"> & {
+  /**
+   * @generated from field: bool allowed = 1;
+   */
+  allowed: boolean;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+
+  /**
+   * @generated from field: repeated clankie.fleet.v1.PeerSeat seats = 4;
+   */
+  seats: PeerSeat[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListFleetSeatsResponse.
+ * Use `create(ListFleetSeatsResponseSchema)` to create a new message.
+ */
+export const ListFleetSeatsResponseSchema: GenMessage<ListFleetSeatsResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 20);
+
+/**
+ * @generated from message clankie.fleet.v1.SendPeerMessageRequest
+ */
+export type SendPeerMessageRequest = Message<"clankie.fleet.v1.SendPeerMessageRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string binding = 4;
+   */
+  binding: string;
+
+  /**
+   * @generated from field: string recipient_seat = 5;
+   */
+  recipientSeat: string;
+
+  /**
+   * A UUID the sender minted (and claimed) before sending.
+   *
+   * @generated from field: string id = 6;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string text = 7;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SendPeerMessageRequest.
+ * Use `create(SendPeerMessageRequestSchema)` to create a new message.
+ */
+export const SendPeerMessageRequestSchema: GenMessage<SendPeerMessageRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 21);
+
+/**
+ * @generated from message clankie.fleet.v1.SendPeerMessageResponse
+ */
+export type SendPeerMessageResponse = Message<"clankie.fleet.v1.SendPeerMessageResponse"> & {
+  /**
+   * "settled" (body_json is final), "uncertain", or "refused" (nothing was written).
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * The message_seat body in the spec's words (outcome, deliveryStage, previous, ...).
+   *
+   * @generated from field: string body_json = 2;
+   */
+  bodyJson: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SendPeerMessageResponse.
+ * Use `create(SendPeerMessageResponseSchema)` to create a new message.
+ */
+export const SendPeerMessageResponseSchema: GenMessage<SendPeerMessageResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 22);
+
+/**
+ * @generated from message clankie.fleet.v1.PeerMessageStatusRequest
+ */
+export type PeerMessageStatusRequest = Message<"clankie.fleet.v1.PeerMessageStatusRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string binding = 4;
+   */
+  binding: string;
+
+  /**
+   * @generated from field: string id = 5;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.PeerMessageStatusRequest.
+ * Use `create(PeerMessageStatusRequestSchema)` to create a new message.
+ */
+export const PeerMessageStatusRequestSchema: GenMessage<PeerMessageStatusRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 23);
+
+/**
+ * @generated from message clankie.fleet.v1.PeerMessageStatusResponse
+ */
+export type PeerMessageStatusResponse = Message<"clankie.fleet.v1.PeerMessageStatusResponse"> & {
+  /**
+   * "settled", "uncertain", or "unknown" (no receipt under this sender).
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string body_json = 2;
+   */
+  bodyJson: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.PeerMessageStatusResponse.
+ * Use `create(PeerMessageStatusResponseSchema)` to create a new message.
+ */
+export const PeerMessageStatusResponseSchema: GenMessage<PeerMessageStatusResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 24);
+
+/**
+ * @generated from message clankie.fleet.v1.WorkerQuestionOption
+ */
+export type WorkerQuestionOption = Message<"clankie.fleet.v1.WorkerQuestionOption"> & {
+  /**
+   * @generated from field: string label = 1;
+   */
+  label: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.WorkerQuestionOption.
+ * Use `create(WorkerQuestionOptionSchema)` to create a new message.
+ */
+export const WorkerQuestionOptionSchema: GenMessage<WorkerQuestionOption> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 25);
+
+/**
+ * @generated from message clankie.fleet.v1.WorkerQuestionItem
+ */
+export type WorkerQuestionItem = Message<"clankie.fleet.v1.WorkerQuestionItem"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string header = 2;
+   */
+  header: string;
+
+  /**
+   * @generated from field: string question = 3;
+   */
+  question: string;
+
+  /**
+   * @generated from field: bool is_other = 4;
+   */
+  isOther: boolean;
+
+  /**
+   * @generated from field: repeated clankie.fleet.v1.WorkerQuestionOption options = 5;
+   */
+  options: WorkerQuestionOption[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.WorkerQuestionItem.
+ * Use `create(WorkerQuestionItemSchema)` to create a new message.
+ */
+export const WorkerQuestionItemSchema: GenMessage<WorkerQuestionItem> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 26);
+
+/**
+ * @generated from message clankie.fleet.v1.SubmitWorkerQuestionRequest
+ */
+export type SubmitWorkerQuestionRequest = Message<"clankie.fleet.v1.SubmitWorkerQuestionRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string instance_id = 2;
+   */
+  instanceId: string;
+
+  /**
+   * @generated from field: string seat_name = 3;
+   */
+  seatName: string;
+
+  /**
+   * The occupant the agent saw ask: a question from another occupant is refused.
+   *
+   * @generated from field: string occupant_id = 4;
+   */
+  occupantId: string;
+
+  /**
+   * The native binding: session (Codex thread), turn, tool call and the server request's id.
+   *
+   * @generated from field: string thread_id = 5;
+   */
+  threadId: string;
+
+  /**
+   * @generated from field: string turn_id = 6;
+   */
+  turnId: string;
+
+  /**
+   * @generated from field: string item_id = 7;
+   */
+  itemId: string;
+
+  /**
+   * @generated from field: string request_id = 8;
+   */
+  requestId: string;
+
+  /**
+   * @generated from field: repeated clankie.fleet.v1.WorkerQuestionItem questions = 9;
+   */
+  questions: WorkerQuestionItem[];
+
+  /**
+   * @generated from field: int64 asked_unix_ms = 10;
+   */
+  askedUnixMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SubmitWorkerQuestionRequest.
+ * Use `create(SubmitWorkerQuestionRequestSchema)` to create a new message.
+ */
+export const SubmitWorkerQuestionRequestSchema: GenMessage<SubmitWorkerQuestionRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 27);
+
+/**
+ * @generated from message clankie.fleet.v1.SubmitWorkerQuestionResponse
+ */
+export type SubmitWorkerQuestionResponse = Message<"clankie.fleet.v1.SubmitWorkerQuestionResponse"> & {
+  /**
+   * True when filed (or already filed) for the hiring conversation.
+   *
+   * @generated from field: bool filed = 1;
+   */
+  filed: boolean;
+
+  /**
+   * The worker report id the lead sees it under.
+   *
+   * @generated from field: string question_id = 2;
+   */
+  questionId: string;
+
+  /**
+   * Why not filed: "unknown_seat", "occupant_changed", "not_hired" (it stays with the owner).
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: string detail = 4;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SubmitWorkerQuestionResponse.
+ * Use `create(SubmitWorkerQuestionResponseSchema)` to create a new message.
+ */
+export const SubmitWorkerQuestionResponseSchema: GenMessage<SubmitWorkerQuestionResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_gateway, 28);
+
+/**
  * Served by the controller for node agents.
  *
  * @generated from service clankie.fleet.v1.AgentGatewayService
@@ -385,6 +1017,80 @@ export const AgentGatewayService: GenService<{
     methodKind: "unary";
     input: typeof SubmitWorkerReportsRequestSchema;
     output: typeof SubmitWorkerReportsResponseSchema;
+  },
+  /**
+   * message_clankie from a worker in a pane (rule 48): the seat's binding, which the worker
+   * needs before it writes anything; the agent has proved the caller runs in the seat's pane.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.BindWorker
+   */
+  bindWorker: {
+    methodKind: "unary";
+    input: typeof BindWorkerRequestSchema;
+    output: typeof BindWorkerResponseSchema;
+  },
+  /**
+   * One worker message under its binding: stored (retained for the lead, not read) or a definite refusal.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.SubmitWorkerMessage
+   */
+  submitWorkerMessage: {
+    methodKind: "unary";
+    input: typeof SubmitWorkerMessageRequestSchema;
+    output: typeof SubmitWorkerMessageResponseSchema;
+  },
+  /**
+   * What the controller holds for one worker message id. With settle_unknown, an id it never
+   * received is refused from then on, so its not_sent is definite (a late copy is refused too).
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.WorkerMessageStatus
+   */
+  workerMessageStatus: {
+    methodKind: "unary";
+    input: typeof WorkerMessageStatusRequestSchema;
+    output: typeof WorkerMessageStatusResponseSchema;
+  },
+  /**
+   * Peers (rule 49), only while the owner has turned peer messages on: the fleet's other seats.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.ListFleetSeats
+   */
+  listFleetSeats: {
+    methodKind: "unary";
+    input: typeof ListFleetSeatsRequestSchema;
+    output: typeof ListFleetSeatsResponseSchema;
+  },
+  /**
+   * One peer message from a bound sender seat to another seat of the same fleet; no owner authority, wakes no lead.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.SendPeerMessage
+   */
+  sendPeerMessage: {
+    methodKind: "unary";
+    input: typeof SendPeerMessageRequestSchema;
+    output: typeof SendPeerMessageResponseSchema;
+  },
+  /**
+   * What the original peer message's receipt proves now (read-only).
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.PeerMessageStatus
+   */
+  peerMessageStatus: {
+    methodKind: "unary";
+    input: typeof PeerMessageStatusRequestSchema;
+    output: typeof PeerMessageStatusResponseSchema;
+  },
+  /**
+   * An informational question a hired worker asked through its harness's native tool (rules
+   * 35 and 39), seen by the agent on that seat's own session: filed for the exact hiring
+   * conversation only. Approvals and permission prompts are never sent here.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentGatewayService.SubmitWorkerQuestion
+   */
+  submitWorkerQuestion: {
+    methodKind: "unary";
+    input: typeof SubmitWorkerQuestionRequestSchema;
+    output: typeof SubmitWorkerQuestionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_gateway, 0);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/owner.proto.
  */
 export const file_clankie_fleet_v1_owner: GenFile = /*@__PURE__*/
-  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL293bmVyLnByb3RvEhBjbGFua2llLmZsZWV0LnYxImgKDkFkZFNlYXRSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSDAoEbmFtZRgCIAEoCRIoCgRraW5kGAMgASgOMhouY2xhbmtpZS5mbGVldC52MS5TZWF0S2luZBINCgV0aXRsZRgEIAEoCSJZCg9BZGRTZWF0UmVzcG9uc2USDwoHc2VhdF9pZBgBIAEoCRIkCgRzZWF0GAIgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAyABKAgiMAoVSXNzdWVMZWFkVG9rZW5SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJAChZJc3N1ZUxlYWRUb2tlblJlc3BvbnNlEhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCSJeChlTZXR0bGVTZWF0RGVsaXZlcnlSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRITCgtkaXNwb3NpdGlvbhgDIAEoCSI7ChpTZXR0bGVTZWF0RGVsaXZlcnlSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIOCgZkZXRhaWwYAiABKAkytAIKDE93bmVyU2VydmljZRJOCgdBZGRTZWF0EiAuY2xhbmtpZS5mbGVldC52MS5BZGRTZWF0UmVxdWVzdBohLmNsYW5raWUuZmxlZXQudjEuQWRkU2VhdFJlc3BvbnNlEmMKDklzc3VlTGVhZFRva2VuEicuY2xhbmtpZS5mbGVldC52MS5Jc3N1ZUxlYWRUb2tlblJlcXVlc3QaKC5jbGFua2llLmZsZWV0LnYxLklzc3VlTGVhZFRva2VuUmVzcG9uc2USbwoSU2V0dGxlU2VhdERlbGl2ZXJ5EisuY2xhbmtpZS5mbGVldC52MS5TZXR0bGVTZWF0RGVsaXZlcnlSZXF1ZXN0GiwuY2xhbmtpZS5mbGVldC52MS5TZXR0bGVTZWF0RGVsaXZlcnlSZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_seat]);
+  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL293bmVyLnByb3RvEhBjbGFua2llLmZsZWV0LnYxImgKDkFkZFNlYXRSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkSDAoEbmFtZRgCIAEoCRIoCgRraW5kGAMgASgOMhouY2xhbmtpZS5mbGVldC52MS5TZWF0S2luZBINCgV0aXRsZRgEIAEoCSJZCg9BZGRTZWF0UmVzcG9uc2USDwoHc2VhdF9pZBgBIAEoCRIkCgRzZWF0GAIgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAyABKAgiMAoVSXNzdWVMZWFkVG9rZW5SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJSChZJc3N1ZUxlYWRUb2tlblJlc3BvbnNlEhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCRINCgV0b2tlbhgCIAEoCRIQCghyZXBsYWNlZBgDIAEoCCIxChZSZXZva2VMZWFkVG9rZW5SZXF1ZXN0EhcKD2NvbnZlcnNhdGlvbl9pZBgBIAEoCSJDChdSZXZva2VMZWFkVG9rZW5SZXNwb25zZRIXCg9jb252ZXJzYXRpb25faWQYASABKAkSDwoHcmV2b2tlZBgCIAEoCCJeChlTZXR0bGVTZWF0RGVsaXZlcnlSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgCIAEoCRITCgtkaXNwb3NpdGlvbhgDIAEoCSJIChhSZWNvbmNpbGVEZWxpdmVyeVJlcXVlc3QSEwoLZGVsaXZlcnlfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJIk8KGVJlY29uY2lsZURlbGl2ZXJ5UmVzcG9uc2USDwoHb3V0Y29tZRgBIAEoCRIOCgZkZXRhaWwYAiABKAkSEQoJYm9keV9qc29uGAMgASgJIjsKGlNldHRsZVNlYXREZWxpdmVyeVJlc3BvbnNlEg0KBXN0YXRlGAEgASgJEg4KBmRldGFpbBgCIAEoCSIpChZTZXRQZWVyTWVzc2FnZXNSZXF1ZXN0Eg8KB2VuYWJsZWQYASABKAgiKgoXU2V0UGVlck1lc3NhZ2VzUmVzcG9uc2USDwoHZW5hYmxlZBgBIAEoCCIyChdMaXN0SGlyZVJlY2VpcHRzUmVxdWVzdBIXCg9pbmNsdWRlX3NldHRsZWQYASABKAginAEKDkhpcmVSZWNlaXB0Um93Eg8KB2hpcmVfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEg8KB21hY2hpbmUYAyABKAkSDwoHaGFybmVzcxgEIAEoCRINCgVzdGF0ZRgFIAEoCRIPCgdzZWF0X2lkGAYgASgJEg4KBmFnZV9tcxgHIAEoAxIOCgZyZWFzb24YCCABKAkiTgoYTGlzdEhpcmVSZWNlaXB0c1Jlc3BvbnNlEjIKCHJlY2VpcHRzGAEgAygLMiAuY2xhbmtpZS5mbGVldC52MS5IaXJlUmVjZWlwdFJvdyJZChhTZXR0bGVIaXJlUmVjZWlwdFJlcXVlc3QSDwoHaGlyZV9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSEwoLZGlzcG9zaXRpb24YAyABKAkiOgoZU2V0dGxlSGlyZVJlY2VpcHRSZXNwb25zZRINCgVzdGF0ZRgBIAEoCRIOCgZkZXRhaWwYAiABKAkyywYKDE93bmVyU2VydmljZRJOCgdBZGRTZWF0EiAuY2xhbmtpZS5mbGVldC52MS5BZGRTZWF0UmVxdWVzdBohLmNsYW5raWUuZmxlZXQudjEuQWRkU2VhdFJlc3BvbnNlEmMKDklzc3VlTGVhZFRva2VuEicuY2xhbmtpZS5mbGVldC52MS5Jc3N1ZUxlYWRUb2tlblJlcXVlc3QaKC5jbGFua2llLmZsZWV0LnYxLklzc3VlTGVhZFRva2VuUmVzcG9uc2USZgoPUmV2b2tlTGVhZFRva2VuEiguY2xhbmtpZS5mbGVldC52MS5SZXZva2VMZWFkVG9rZW5SZXF1ZXN0GikuY2xhbmtpZS5mbGVldC52MS5SZXZva2VMZWFkVG9rZW5SZXNwb25zZRJvChJTZXR0bGVTZWF0RGVsaXZlcnkSKy5jbGFua2llLmZsZWV0LnYxLlNldHRsZVNlYXREZWxpdmVyeVJlcXVlc3QaLC5jbGFua2llLmZsZWV0LnYxLlNldHRsZVNlYXREZWxpdmVyeVJlc3BvbnNlEmYKD1NldFBlZXJNZXNzYWdlcxIoLmNsYW5raWUuZmxlZXQudjEuU2V0UGVlck1lc3NhZ2VzUmVxdWVzdBopLmNsYW5raWUuZmxlZXQudjEuU2V0UGVlck1lc3NhZ2VzUmVzcG9uc2USaQoQTGlzdEhpcmVSZWNlaXB0cxIpLmNsYW5raWUuZmxlZXQudjEuTGlzdEhpcmVSZWNlaXB0c1JlcXVlc3QaKi5jbGFua2llLmZsZWV0LnYxLkxpc3RIaXJlUmVjZWlwdHNSZXNwb25zZRJsChFTZXR0bGVIaXJlUmVjZWlwdBIqLmNsYW5raWUuZmxlZXQudjEuU2V0dGxlSGlyZVJlY2VpcHRSZXF1ZXN0GisuY2xhbmtpZS5mbGVldC52MS5TZXR0bGVIaXJlUmVjZWlwdFJlc3BvbnNlEmwKEVJlY29uY2lsZURlbGl2ZXJ5EiouY2xhbmtpZS5mbGVldC52MS5SZWNvbmNpbGVEZWxpdmVyeVJlcXVlc3QaKy5jbGFua2llLmZsZWV0LnYxLlJlY29uY2lsZURlbGl2ZXJ5UmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.AddSeatRequest
@@ -105,6 +105,13 @@ export type IssueLeadTokenResponse = Message<"clankie.fleet.v1.IssueLeadTokenRes
    * @generated from field: string token = 2;
    */
   token: string;
+
+  /**
+   * True when the conversation had a token before: that older token no longer works.
+   *
+   * @generated from field: bool replaced = 3;
+   */
+  replaced: boolean;
 };
 
 /**
@@ -113,6 +120,47 @@ export type IssueLeadTokenResponse = Message<"clankie.fleet.v1.IssueLeadTokenRes
  */
 export const IssueLeadTokenResponseSchema: GenMessage<IssueLeadTokenResponse> = /*@__PURE__*/
   messageDesc(file_clankie_fleet_v1_owner, 3);
+
+/**
+ * @generated from message clankie.fleet.v1.RevokeLeadTokenRequest
+ */
+export type RevokeLeadTokenRequest = Message<"clankie.fleet.v1.RevokeLeadTokenRequest"> & {
+  /**
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.RevokeLeadTokenRequest.
+ * Use `create(RevokeLeadTokenRequestSchema)` to create a new message.
+ */
+export const RevokeLeadTokenRequestSchema: GenMessage<RevokeLeadTokenRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 4);
+
+/**
+ * @generated from message clankie.fleet.v1.RevokeLeadTokenResponse
+ */
+export type RevokeLeadTokenResponse = Message<"clankie.fleet.v1.RevokeLeadTokenResponse"> & {
+  /**
+   * @generated from field: string conversation_id = 1;
+   */
+  conversationId: string;
+
+  /**
+   * False when the conversation had no live token (unknown, or already revoked).
+   *
+   * @generated from field: bool revoked = 2;
+   */
+  revoked: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.RevokeLeadTokenResponse.
+ * Use `create(RevokeLeadTokenResponseSchema)` to create a new message.
+ */
+export const RevokeLeadTokenResponseSchema: GenMessage<RevokeLeadTokenResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 5);
 
 /**
  * @generated from message clankie.fleet.v1.SettleSeatDeliveryRequest
@@ -143,7 +191,62 @@ export type SettleSeatDeliveryRequest = Message<"clankie.fleet.v1.SettleSeatDeli
  * Use `create(SettleSeatDeliveryRequestSchema)` to create a new message.
  */
 export const SettleSeatDeliveryRequestSchema: GenMessage<SettleSeatDeliveryRequest> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_owner, 4);
+  messageDesc(file_clankie_fleet_v1_owner, 6);
+
+/**
+ * @generated from message clankie.fleet.v1.ReconcileDeliveryRequest
+ */
+export type ReconcileDeliveryRequest = Message<"clankie.fleet.v1.ReconcileDeliveryRequest"> & {
+  /**
+   * @generated from field: string delivery_id = 1;
+   */
+  deliveryId: string;
+
+  /**
+   * The owning conversation; empty means "global-default".
+   *
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReconcileDeliveryRequest.
+ * Use `create(ReconcileDeliveryRequestSchema)` to create a new message.
+ */
+export const ReconcileDeliveryRequestSchema: GenMessage<ReconcileDeliveryRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 7);
+
+/**
+ * @generated from message clankie.fleet.v1.ReconcileDeliveryResponse
+ */
+export type ReconcileDeliveryResponse = Message<"clankie.fleet.v1.ReconcileDeliveryResponse"> & {
+  /**
+   * The result vocabulary of reconcile_seat_call: delivered, uncertain, refused, ...
+   *
+   * @generated from field: string outcome = 1;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string detail = 2;
+   */
+  detail: string;
+
+  /**
+   * The result body as JSON, unchanged.
+   *
+   * @generated from field: string body_json = 3;
+   */
+  bodyJson: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReconcileDeliveryResponse.
+ * Use `create(ReconcileDeliveryResponseSchema)` to create a new message.
+ */
+export const ReconcileDeliveryResponseSchema: GenMessage<ReconcileDeliveryResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 8);
 
 /**
  * @generated from message clankie.fleet.v1.SettleSeatDeliveryResponse
@@ -167,7 +270,184 @@ export type SettleSeatDeliveryResponse = Message<"clankie.fleet.v1.SettleSeatDel
  * Use `create(SettleSeatDeliveryResponseSchema)` to create a new message.
  */
 export const SettleSeatDeliveryResponseSchema: GenMessage<SettleSeatDeliveryResponse> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_owner, 5);
+  messageDesc(file_clankie_fleet_v1_owner, 9);
+
+/**
+ * @generated from message clankie.fleet.v1.SetPeerMessagesRequest
+ */
+export type SetPeerMessagesRequest = Message<"clankie.fleet.v1.SetPeerMessagesRequest"> & {
+  /**
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SetPeerMessagesRequest.
+ * Use `create(SetPeerMessagesRequestSchema)` to create a new message.
+ */
+export const SetPeerMessagesRequestSchema: GenMessage<SetPeerMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 10);
+
+/**
+ * @generated from message clankie.fleet.v1.SetPeerMessagesResponse
+ */
+export type SetPeerMessagesResponse = Message<"clankie.fleet.v1.SetPeerMessagesResponse"> & {
+  /**
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SetPeerMessagesResponse.
+ * Use `create(SetPeerMessagesResponseSchema)` to create a new message.
+ */
+export const SetPeerMessagesResponseSchema: GenMessage<SetPeerMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 11);
+
+/**
+ * @generated from message clankie.fleet.v1.ListHireReceiptsRequest
+ */
+export type ListHireReceiptsRequest = Message<"clankie.fleet.v1.ListHireReceiptsRequest"> & {
+  /**
+   * Settled ones too; default only unresolved.
+   *
+   * @generated from field: bool include_settled = 1;
+   */
+  includeSettled: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListHireReceiptsRequest.
+ * Use `create(ListHireReceiptsRequestSchema)` to create a new message.
+ */
+export const ListHireReceiptsRequestSchema: GenMessage<ListHireReceiptsRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 12);
+
+/**
+ * @generated from message clankie.fleet.v1.HireReceiptRow
+ */
+export type HireReceiptRow = Message<"clankie.fleet.v1.HireReceiptRow"> & {
+  /**
+   * @generated from field: string hire_id = 1;
+   */
+  hireId: string;
+
+  /**
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+
+  /**
+   * @generated from field: string machine = 3;
+   */
+  machine: string;
+
+  /**
+   * @generated from field: string harness = 4;
+   */
+  harness: string;
+
+  /**
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string seat_id = 6;
+   */
+  seatId: string;
+
+  /**
+   * @generated from field: int64 age_ms = 7;
+   */
+  ageMs: bigint;
+
+  /**
+   * @generated from field: string reason = 8;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.HireReceiptRow.
+ * Use `create(HireReceiptRowSchema)` to create a new message.
+ */
+export const HireReceiptRowSchema: GenMessage<HireReceiptRow> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 13);
+
+/**
+ * @generated from message clankie.fleet.v1.ListHireReceiptsResponse
+ */
+export type ListHireReceiptsResponse = Message<"clankie.fleet.v1.ListHireReceiptsResponse"> & {
+  /**
+   * @generated from field: repeated clankie.fleet.v1.HireReceiptRow receipts = 1;
+   */
+  receipts: HireReceiptRow[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListHireReceiptsResponse.
+ * Use `create(ListHireReceiptsResponseSchema)` to create a new message.
+ */
+export const ListHireReceiptsResponseSchema: GenMessage<ListHireReceiptsResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 14);
+
+/**
+ * @generated from message clankie.fleet.v1.SettleHireReceiptRequest
+ */
+export type SettleHireReceiptRequest = Message<"clankie.fleet.v1.SettleHireReceiptRequest"> & {
+  /**
+   * @generated from field: string hire_id = 1;
+   */
+  hireId: string;
+
+  /**
+   * The owning conversation; empty means "global-default".
+   *
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+
+  /**
+   * "not-launched" or "abandoned-unknown".
+   *
+   * @generated from field: string disposition = 3;
+   */
+  disposition: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SettleHireReceiptRequest.
+ * Use `create(SettleHireReceiptRequestSchema)` to create a new message.
+ */
+export const SettleHireReceiptRequestSchema: GenMessage<SettleHireReceiptRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 15);
+
+/**
+ * @generated from message clankie.fleet.v1.SettleHireReceiptResponse
+ */
+export type SettleHireReceiptResponse = Message<"clankie.fleet.v1.SettleHireReceiptResponse"> & {
+  /**
+   * settled-not-launched, abandoned-unknown or refused.
+   *
+   * @generated from field: string state = 1;
+   */
+  state: string;
+
+  /**
+   * @generated from field: string detail = 2;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.SettleHireReceiptResponse.
+ * Use `create(SettleHireReceiptResponseSchema)` to create a new message.
+ */
+export const SettleHireReceiptResponseSchema: GenMessage<SettleHireReceiptResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_owner, 16);
 
 /**
  * Owner operations, used by the clankie CLI with the owner token.
@@ -194,6 +474,16 @@ export const OwnerService: GenService<{
     output: typeof IssueLeadTokenResponseSchema;
   },
   /**
+   * Revoke a lead conversation's token: every replica refuses it within seconds.
+   *
+   * @generated from rpc clankie.fleet.v1.OwnerService.RevokeLeadToken
+   */
+  revokeLeadToken: {
+    methodKind: "unary";
+    input: typeof RevokeLeadTokenRequestSchema;
+    output: typeof RevokeLeadTokenResponseSchema;
+  },
+  /**
    * Settle an unresolved delivery as abandoned-unknown: keeps the original as evidence,
    * claims no receipt, never resends; its id and content stay refused.
    *
@@ -203,6 +493,48 @@ export const OwnerService: GenService<{
     methodKind: "unary";
     input: typeof SettleSeatDeliveryRequestSchema;
     output: typeof SettleSeatDeliveryResponseSchema;
+  },
+  /**
+   * Peer messages between this fleet's workers (rule 49): off until the owner turns them on.
+   *
+   * @generated from rpc clankie.fleet.v1.OwnerService.SetPeerMessages
+   */
+  setPeerMessages: {
+    methodKind: "unary";
+    input: typeof SetPeerMessagesRequestSchema;
+    output: typeof SetPeerMessagesResponseSchema;
+  },
+  /**
+   * Unresolved hire receipts with their age (clankie hire-receipt list).
+   *
+   * @generated from rpc clankie.fleet.v1.OwnerService.ListHireReceipts
+   */
+  listHireReceipts: {
+    methodKind: "unary";
+    input: typeof ListHireReceiptsRequestSchema;
+    output: typeof ListHireReceiptsResponseSchema;
+  },
+  /**
+   * Settle an unresolved hire: not-launched only with a fresh census proving nothing from it
+   * exists; abandoned-unknown keeps the evidence. The hire id stays refused either way.
+   *
+   * @generated from rpc clankie.fleet.v1.OwnerService.SettleHireReceipt
+   */
+  settleHireReceipt: {
+    methodKind: "unary";
+    input: typeof SettleHireReceiptRequestSchema;
+    output: typeof SettleHireReceiptResponseSchema;
+  },
+  /**
+   * Reads what the seat's session proves about a delivery, as the lead's reconcile_seat_call
+   * without settle does; sends nothing.
+   *
+   * @generated from rpc clankie.fleet.v1.OwnerService.ReconcileDelivery
+   */
+  reconcileDelivery: {
+    methodKind: "unary";
+    input: typeof ReconcileDeliveryRequestSchema;
+    output: typeof ReconcileDeliveryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_owner, 0);

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/status.proto.
  */
 export const file_clankie_fleet_v1_status: GenFile = /*@__PURE__*/
-  fileDesc("Ch1jbGFua2llL2ZsZWV0L3YxL3N0YXR1cy5wcm90bxIQY2xhbmtpZS5mbGVldC52MSKYAQoHTWFjaGluZRIMCgRuYW1lGAEgASgJEg4KBm9ubGluZRgCIAEoCBIQCghwbGF0Zm9ybRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIaChJjYXBhYmlsaXR5X3ZlcnNpb24YBSABKA0SGAoQbGFzdF9zZWVuX2FnZV9tcxgGIAEoBBIVCg1hZ2VudF92ZXJzaW9uGAcgASgJInkKB1NlYXRSb3cSCgoCaWQYASABKAkSDwoHbWFjaGluZRgCIAEoCRIkCgRzZWF0GAMgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg4KBm9ubGluZRgEIAEoCBIbChN1bnJlc29sdmVkX3JlY2VpcHRzGAUgASgNIqsBCgpSZWNlaXB0Um93EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEg8KB3NlYXRfaWQYAiABKAkSFwoPY29udmVyc2F0aW9uX2lkGAMgASgJEg0KBXN0YXRlGAQgASgJEg4KBmRldGFpbBgFIAEoCRIOCgZhZ2VfbXMYBiABKAQSFAoMcHJvb2ZfYWdlX21zGAcgASgNEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAggASgJIhUKE0xpc3RNYWNoaW5lc1JlcXVlc3QiQwoUTGlzdE1hY2hpbmVzUmVzcG9uc2USKwoIbWFjaGluZXMYASADKAsyGS5jbGFua2llLmZsZWV0LnYxLk1hY2hpbmUiEgoQTGlzdFNlYXRzUmVxdWVzdCI9ChFMaXN0U2VhdHNSZXNwb25zZRIoCgVzZWF0cxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuU2VhdFJvdyI9ChNMaXN0UmVjZWlwdHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhcKD3VucmVzb2x2ZWRfb25seRgCIAEoCCJGChRMaXN0UmVjZWlwdHNSZXNwb25zZRIuCghyZWNlaXB0cxgBIAMoCzIcLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFJvdyIOCgxXYXRjaFJlcXVlc3QilgEKDVdhdGNoUmVzcG9uc2USKwoIbWFjaGluZXMYASADKAsyGS5jbGFua2llLmZsZWV0LnYxLk1hY2hpbmUSKAoFc2VhdHMYAiADKAsyGS5jbGFua2llLmZsZWV0LnYxLlNlYXRSb3cSLgoIcmVjZWlwdHMYAyADKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cy7wIKDVN0YXR1c1NlcnZpY2USXQoMTGlzdE1hY2hpbmVzEiUuY2xhbmtpZS5mbGVldC52MS5MaXN0TWFjaGluZXNSZXF1ZXN0GiYuY2xhbmtpZS5mbGVldC52MS5MaXN0TWFjaGluZXNSZXNwb25zZRJUCglMaXN0U2VhdHMSIi5jbGFua2llLmZsZWV0LnYxLkxpc3RTZWF0c1JlcXVlc3QaIy5jbGFua2llLmZsZWV0LnYxLkxpc3RTZWF0c1Jlc3BvbnNlEl0KDExpc3RSZWNlaXB0cxIlLmNsYW5raWUuZmxlZXQudjEuTGlzdFJlY2VpcHRzUmVxdWVzdBomLmNsYW5raWUuZmxlZXQudjEuTGlzdFJlY2VpcHRzUmVzcG9uc2USSgoFV2F0Y2gSHi5jbGFua2llLmZsZWV0LnYxLldhdGNoUmVxdWVzdBofLmNsYW5raWUuZmxlZXQudjEuV2F0Y2hSZXNwb25zZTABYgZwcm90bzM", [file_clankie_fleet_v1_seat]);
+  fileDesc("Ch1jbGFua2llL2ZsZWV0L3YxL3N0YXR1cy5wcm90bxIQY2xhbmtpZS5mbGVldC52MSKYAQoHTWFjaGluZRIMCgRuYW1lGAEgASgJEg4KBm9ubGluZRgCIAEoCBIQCghwbGF0Zm9ybRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIaChJjYXBhYmlsaXR5X3ZlcnNpb24YBSABKA0SGAoQbGFzdF9zZWVuX2FnZV9tcxgGIAEoBBIVCg1hZ2VudF92ZXJzaW9uGAcgASgJInkKB1NlYXRSb3cSCgoCaWQYASABKAkSDwoHbWFjaGluZRgCIAEoCRIkCgRzZWF0GAMgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg4KBm9ubGluZRgEIAEoCBIbChN1bnJlc29sdmVkX3JlY2VpcHRzGAUgASgNIpMCCgpSZWNlaXB0Um93EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEg8KB3NlYXRfaWQYAiABKAkSFwoPY29udmVyc2F0aW9uX2lkGAMgASgJEg0KBXN0YXRlGAQgASgJEg4KBmRldGFpbBgFIAEoCRIOCgZhZ2VfbXMYBiABKAQSFAoMcHJvb2ZfYWdlX21zGAcgASgNEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAggASgJEhIKCmxhdGVuY3lfbXMYCSABKAQSGgoSY3JlYXRlZF9hdF91bml4X21zGAogASgEEhkKEW5hdGl2ZV9tZXNzYWdlX2lkGAsgASgJEhsKE25hdGl2ZV9zZXNzaW9uX3BhdGgYDCABKAkiFQoTTGlzdE1hY2hpbmVzUmVxdWVzdCJDChRMaXN0TWFjaGluZXNSZXNwb25zZRIrCghtYWNoaW5lcxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuTWFjaGluZSISChBMaXN0U2VhdHNSZXF1ZXN0Ij0KEUxpc3RTZWF0c1Jlc3BvbnNlEigKBXNlYXRzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5TZWF0Um93IoYBChNMaXN0UmVjZWlwdHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhcKD3VucmVzb2x2ZWRfb25seRgCIAEoCBIOCgZvZmZzZXQYAyABKA0SDwoHc2VhdF9pZBgEIAEoCRIXCg9jb252ZXJzYXRpb25faWQYBSABKAkSDQoFc3RhdGUYBiABKAkiVQoUTGlzdFJlY2VpcHRzUmVzcG9uc2USLgoIcmVjZWlwdHMYASADKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cSDQoFdG90YWwYAiABKA0iKAoRR2V0UmVjZWlwdFJlcXVlc3QSEwoLZGVsaXZlcnlfaWQYASABKAkiVgoMUmVjZWlwdFByb29mEgwKBGtpbmQYASABKAkSDwoHb3V0Y29tZRgCIAEoCRIOCgZkZXRhaWwYAyABKAkSFwoPYWdlX2F0X3dyaXRlX21zGAQgASgNIo8BCgxSZWNlaXB0RmVuY2USDwoHcHJlc2VudBgBIAEoCBIMCgRvcGVuGAIgASgIEhUKDW9wZW5lZF9hZ2VfbXMYAyABKAQSEwoLZGlzcG9zaXRpb24YBCABKAkSFwoPbm90aWNlX2F0dGVtcHRzGAUgASgNEhsKE25vdGljZV9hY2tub3dsZWRnZWQYBiABKAgiYwoRUmVjZWlwdFNldHRsZW1lbnQSEwoLZGlzcG9zaXRpb24YASABKAkSEgoKc2V0dGxlZF9ieRgCIAEoCRIOCgZhZ2VfbXMYAyABKAQSFQoNZXZpZGVuY2VfanNvbhgEIAEoCSLsAQoSR2V0UmVjZWlwdFJlc3BvbnNlEi0KB3JlY2VpcHQYASABKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cSLgoGcHJvb2ZzGAIgAygLMh4uY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0UHJvb2YSLQoFZmVuY2UYAyABKAsyHi5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRGZW5jZRI4CgtzZXR0bGVtZW50cxgEIAMoCzIjLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFNldHRsZW1lbnQSDgoGcmVhc29uGAUgASgJIg4KDFdhdGNoUmVxdWVzdCKWAQoNV2F0Y2hSZXNwb25zZRIrCghtYWNoaW5lcxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuTWFjaGluZRIoCgVzZWF0cxgCIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuU2VhdFJvdxIuCghyZWNlaXB0cxgDIAMoCzIcLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFJvdzLIAwoNU3RhdHVzU2VydmljZRJdCgxMaXN0TWFjaGluZXMSJS5jbGFua2llLmZsZWV0LnYxLkxpc3RNYWNoaW5lc1JlcXVlc3QaJi5jbGFua2llLmZsZWV0LnYxLkxpc3RNYWNoaW5lc1Jlc3BvbnNlElQKCUxpc3RTZWF0cxIiLmNsYW5raWUuZmxlZXQudjEuTGlzdFNlYXRzUmVxdWVzdBojLmNsYW5raWUuZmxlZXQudjEuTGlzdFNlYXRzUmVzcG9uc2USXQoMTGlzdFJlY2VpcHRzEiUuY2xhbmtpZS5mbGVldC52MS5MaXN0UmVjZWlwdHNSZXF1ZXN0GiYuY2xhbmtpZS5mbGVldC52MS5MaXN0UmVjZWlwdHNSZXNwb25zZRJKCgVXYXRjaBIeLmNsYW5raWUuZmxlZXQudjEuV2F0Y2hSZXF1ZXN0Gh8uY2xhbmtpZS5mbGVldC52MS5XYXRjaFJlc3BvbnNlMAESVwoKR2V0UmVjZWlwdBIjLmNsYW5raWUuZmxlZXQudjEuR2V0UmVjZWlwdFJlcXVlc3QaJC5jbGFua2llLmZsZWV0LnYxLkdldFJlY2VpcHRSZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.Machine
@@ -150,6 +150,32 @@ export type ReceiptRow = Message<"clankie.fleet.v1.ReceiptRow"> & {
    * @generated from field: string native_receipt_id = 8;
    */
   nativeReceiptId: string;
+
+  /**
+   * Settled minus created, 0 while unsettled.
+   *
+   * @generated from field: uint64 latency_ms = 9;
+   */
+  latencyMs: bigint;
+
+  /**
+   * When the receipt was written (milliseconds since the epoch), for charts over time.
+   *
+   * @generated from field: uint64 created_at_unix_ms = 10;
+   */
+  createdAtUnixMs: bigint;
+
+  /**
+   * The harness's own message id and session file kept in the fence (Pi, rule 42); empty when none.
+   *
+   * @generated from field: string native_message_id = 11;
+   */
+  nativeMessageId: string;
+
+  /**
+   * @generated from field: string native_session_path = 12;
+   */
+  nativeSessionPath: string;
 };
 
 /**
@@ -236,6 +262,30 @@ export type ListReceiptsRequest = Message<"clankie.fleet.v1.ListReceiptsRequest"
    * @generated from field: bool unresolved_only = 2;
    */
   unresolvedOnly: boolean;
+
+  /**
+   * Paging: skip this many of the newest matching receipts.
+   *
+   * @generated from field: uint32 offset = 3;
+   */
+  offset: number;
+
+  /**
+   * Filters; empty matches all.
+   *
+   * @generated from field: string seat_id = 4;
+   */
+  seatId: string;
+
+  /**
+   * @generated from field: string conversation_id = 5;
+   */
+  conversationId: string;
+
+  /**
+   * @generated from field: string state = 6;
+   */
+  state: string;
 };
 
 /**
@@ -253,6 +303,13 @@ export type ListReceiptsResponse = Message<"clankie.fleet.v1.ListReceiptsRespons
    * @generated from field: repeated clankie.fleet.v1.ReceiptRow receipts = 1;
    */
   receipts: ReceiptRow[];
+
+  /**
+   * How many receipts match the filters, for paging.
+   *
+   * @generated from field: uint32 total = 2;
+   */
+  total: number;
 };
 
 /**
@@ -261,6 +318,174 @@ export type ListReceiptsResponse = Message<"clankie.fleet.v1.ListReceiptsRespons
  */
 export const ListReceiptsResponseSchema: GenMessage<ListReceiptsResponse> = /*@__PURE__*/
   messageDesc(file_clankie_fleet_v1_status, 8);
+
+/**
+ * @generated from message clankie.fleet.v1.GetReceiptRequest
+ */
+export type GetReceiptRequest = Message<"clankie.fleet.v1.GetReceiptRequest"> & {
+  /**
+   * @generated from field: string delivery_id = 1;
+   */
+  deliveryId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.GetReceiptRequest.
+ * Use `create(GetReceiptRequestSchema)` to create a new message.
+ */
+export const GetReceiptRequestSchema: GenMessage<GetReceiptRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 9);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptProof
+ */
+export type ReceiptProof = Message<"clankie.fleet.v1.ReceiptProof"> & {
+  /**
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string outcome = 2;
+   */
+  outcome: string;
+
+  /**
+   * @generated from field: string detail = 3;
+   */
+  detail: string;
+
+  /**
+   * @generated from field: uint32 age_at_write_ms = 4;
+   */
+  ageAtWriteMs: number;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptProof.
+ * Use `create(ReceiptProofSchema)` to create a new message.
+ */
+export const ReceiptProofSchema: GenMessage<ReceiptProof> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 10);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptFence
+ */
+export type ReceiptFence = Message<"clankie.fleet.v1.ReceiptFence"> & {
+  /**
+   * False when the receipt never left a fence (it settled definitely).
+   *
+   * @generated from field: bool present = 1;
+   */
+  present: boolean;
+
+  /**
+   * @generated from field: bool open = 2;
+   */
+  open: boolean;
+
+  /**
+   * @generated from field: uint64 opened_age_ms = 3;
+   */
+  openedAgeMs: bigint;
+
+  /**
+   * delivered, abandoned-unknown, not_sent once resolved.
+   *
+   * @generated from field: string disposition = 4;
+   */
+  disposition: string;
+
+  /**
+   * @generated from field: uint32 notice_attempts = 5;
+   */
+  noticeAttempts: number;
+
+  /**
+   * @generated from field: bool notice_acknowledged = 6;
+   */
+  noticeAcknowledged: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptFence.
+ * Use `create(ReceiptFenceSchema)` to create a new message.
+ */
+export const ReceiptFenceSchema: GenMessage<ReceiptFence> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 11);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptSettlement
+ */
+export type ReceiptSettlement = Message<"clankie.fleet.v1.ReceiptSettlement"> & {
+  /**
+   * @generated from field: string disposition = 1;
+   */
+  disposition: string;
+
+  /**
+   * lead, owner or unattended.
+   *
+   * @generated from field: string settled_by = 2;
+   */
+  settledBy: string;
+
+  /**
+   * @generated from field: uint64 age_ms = 3;
+   */
+  ageMs: bigint;
+
+  /**
+   * @generated from field: string evidence_json = 4;
+   */
+  evidenceJson: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptSettlement.
+ * Use `create(ReceiptSettlementSchema)` to create a new message.
+ */
+export const ReceiptSettlementSchema: GenMessage<ReceiptSettlement> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 12);
+
+/**
+ * @generated from message clankie.fleet.v1.GetReceiptResponse
+ */
+export type GetReceiptResponse = Message<"clankie.fleet.v1.GetReceiptResponse"> & {
+  /**
+   * @generated from field: clankie.fleet.v1.ReceiptRow receipt = 1;
+   */
+  receipt?: ReceiptRow | undefined;
+
+  /**
+   * @generated from field: repeated clankie.fleet.v1.ReceiptProof proofs = 2;
+   */
+  proofs: ReceiptProof[];
+
+  /**
+   * @generated from field: clankie.fleet.v1.ReceiptFence fence = 3;
+   */
+  fence?: ReceiptFence | undefined;
+
+  /**
+   * @generated from field: repeated clankie.fleet.v1.ReceiptSettlement settlements = 4;
+   */
+  settlements: ReceiptSettlement[];
+
+  /**
+   * The reason code recorded with the state (e.g. answer_lost, proof_stale).
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.GetReceiptResponse.
+ * Use `create(GetReceiptResponseSchema)` to create a new message.
+ */
+export const GetReceiptResponseSchema: GenMessage<GetReceiptResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 13);
 
 /**
  * @generated from message clankie.fleet.v1.WatchRequest
@@ -273,7 +498,7 @@ export type WatchRequest = Message<"clankie.fleet.v1.WatchRequest"> & {
  * Use `create(WatchRequestSchema)` to create a new message.
  */
 export const WatchRequestSchema: GenMessage<WatchRequest> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_status, 9);
+  messageDesc(file_clankie_fleet_v1_status, 14);
 
 /**
  * @generated from message clankie.fleet.v1.WatchResponse
@@ -300,7 +525,7 @@ export type WatchResponse = Message<"clankie.fleet.v1.WatchResponse"> & {
  * Use `create(WatchResponseSchema)` to create a new message.
  */
 export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_status, 10);
+  messageDesc(file_clankie_fleet_v1_status, 15);
 
 /**
  * Read-only fleet status for dashboards and the owner.
@@ -341,6 +566,16 @@ export const StatusService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchRequestSchema;
     output: typeof WatchResponseSchema;
+  },
+  /**
+   * One receipt with its proofs, its fence and its settlements (the dashboard's detail view).
+   *
+   * @generated from rpc clankie.fleet.v1.StatusService.GetReceipt
+   */
+  getReceipt: {
+    methodKind: "unary";
+    input: typeof GetReceiptRequestSchema;
+    output: typeof GetReceiptResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_status, 0);

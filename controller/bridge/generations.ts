@@ -1,0 +1,128 @@
+/**
+ * The bridge's client generations: every call in flight shares the current MCP client
+ * (one session). When that session breaks, the generation is retired: new calls open the
+ * next one, while calls still pending on the retired client keep it open until they finish
+ * (closing it would end their answer streams after they may already have been dispatched,
+ * ADR 0207 VUH-1638). A retired client is closed once its last call is done.
+ */
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Logger } from "../../shared/logger.js";
+import type { BridgeTarget } from "./target.js";
+import type { PostWatch } from "./post-watch.js";
+import { fetchTrusting } from "./trusting-fetch.js";
+
+export interface Generation {
+  readonly n: number;
+  readonly client: Client;
+  readonly sessionId: string | undefined;
+  pending: number;
+  retired: boolean;
+}
+
+export class ControllerUnreachableError extends Error {
+  override readonly name = "ControllerUnreachableError";
+}
+
+/** How long a new session may take to open (the lead's first tools/list waits ≤20 s, rule 54). */
+export const CONNECT_BUDGET_MS = 20_000;
+
+function refusedOrMissing(e: unknown): boolean {
+  for (let cur: unknown = e, d = 0; cur && d < 4; cur = (cur as { cause?: unknown }).cause, d++) {
+    const code = (cur as { code?: unknown }).code;
+    if (code === "ECONNREFUSED" || code === "ECONNRESET" || code === "UND_ERR_SOCKET") return true;
+  }
+  return /no controller is running/.test(String((e as Error)?.message));
+}
+
+export class Generations {
+  private current: Generation | undefined;
+  private opening: Promise<Generation> | undefined;
+  private count = 0;
+  private closed = false;
+
+  constructor(
+    private readonly target: BridgeTarget,
+    private readonly watch: PostWatch,
+    private readonly logger: Logger,
+    private readonly version: string,
+    private readonly connectBudgetMs = CONNECT_BUDGET_MS,
+  ) {}
+
+  /** The current generation with one more pending call on it; opens one if there is none. */
+  async acquire(): Promise<Generation> {
+    const gen = this.current && !this.current.retired ? this.current : await this.open();
+    gen.pending++;
+    return gen;
+  }
+
+  release(gen: Generation): void {
+    gen.pending--;
+    if (gen.retired && gen.pending === 0) this.closeGen(gen);
+  }
+
+  /** Retires a generation whose session broke; its pending calls keep it open. */
+  retire(gen: Generation, why: string): void {
+    if (gen.retired) return;
+    gen.retired = true;
+    if (this.current === gen) this.current = undefined;
+    this.logger.info("session retired; the next call opens a new one", { generation: gen.n, why, stillPending: gen.pending });
+    if (gen.pending === 0) this.closeGen(gen);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    const gen = this.current;
+    this.current = undefined;
+    if (gen) await gen.client.close().catch(() => {});
+  }
+
+  private closeGen(gen: Generation): void {
+    void gen.client.close().catch(() => {});
+  }
+
+  private open(): Promise<Generation> {
+    this.opening ??= this.connect().finally(() => (this.opening = undefined));
+    return this.opening;
+  }
+
+  /** Connects, waiting out a controller that is not listening yet (nothing is sent until it is). */
+  private async connect(): Promise<Generation> {
+    const deadline = Date.now() + this.connectBudgetMs;
+    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+      if (this.closed) throw new ControllerUnreachableError("the bridge is closing");
+      try {
+        const gen = await this.connectOnce();
+        this.current = gen;
+        return gen;
+      } catch (e) {
+        if (!refusedOrMissing(e) || Date.now() + delay > deadline) {
+          throw new ControllerUnreachableError(`could not open a session with ${this.target.describe()}: ${(e as Error).message}`, { cause: e });
+        }
+        await new Promise((r) => setTimeout(r, delay));
+      }
+    }
+  }
+
+  private async connectOnce(): Promise<Generation> {
+    const { url, token, ca } = this.target.resolve();
+    const client = new Client({ name: "clankie-bridge", version: this.version });
+    client.onerror = (e) => this.logger.debug("controller transport", { error: e.message });
+    const transport = new StreamableHTTPClientTransport(url, {
+      // Off loopback the controller speaks TLS under the fleet CA, which no system store holds.
+      fetch: ca ? this.watch.fetchVia(fetchTrusting(ca)) : this.watch.fetch,
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      // The bridge needs no server-initiated stream; each call is judged by its own answer.
+      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+    });
+    try {
+      await client.connect(transport);
+    } catch (e) {
+      await client.close().catch(() => {});
+      throw e;
+    }
+    const gen: Generation = { n: ++this.count, client, sessionId: transport.sessionId, pending: 0, retired: false };
+    this.logger.info("session opened", { generation: gen.n, url: url.toString() });
+    return gen;
+  }
+}

@@ -1,0 +1,28 @@
+/** `clankie hire-receipt list [--json]` and `clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C]`. */
+import { create } from "@bufbuild/protobuf";
+import { ListHireReceiptsRequestSchema, SettleHireReceiptRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { InvalidArgumentError } from "../../shared/errors.js";
+import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
+import { ownerClients } from "./owner-client.js";
+import { emit, table, type OutputOptions } from "./output.js";
+
+export const HIRE_RECEIPT_USAGE = "usage: clankie hire-receipt list | clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C]";
+
+export async function hireReceiptList(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<void> {
+  const { owner } = ownerClients(stateDir, controller);
+  const res = await owner.listHireReceipts(create(ListHireReceiptsRequestSchema, {}));
+  const rows = res.receipts.map((r) => ({ id: r.hireId, conversation: r.conversationId, machine: r.machine, harness: r.harness, state: r.state, seat: r.seatId, ageMs: Number(r.ageMs) }));
+  emit(out, { unresolved: rows }, () =>
+    rows.length === 0
+      ? "no unresolved hires"
+      : `${table(rows.map((r) => ({ ...r, age: `${Math.round(r.ageMs / 1000)} s` })), ["id", "conversation", "machine", "harness", "state", "seat", "age"])}\n(none is ever launched again; settle with: clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C])`,
+  );
+}
+
+export async function hireReceiptSettle(stateDir: string, controller: string | undefined, id: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+  if (!id || (disposition !== "not-launched" && disposition !== "abandoned-unknown")) throw new InvalidArgumentError(HIRE_RECEIPT_USAGE);
+  const { owner } = ownerClients(stateDir, controller);
+  const res = await owner.settleHireReceipt(create(SettleHireReceiptRequestSchema, { hireId: id, conversationId: conversation ?? DEFAULT_CONVERSATION, disposition }));
+  emit(out, { hireId: id, state: res.state, detail: res.detail }, () => `${id}: ${res.state} — ${res.detail}`);
+  if (res.state === "refused") process.exitCode = 1;
+}

@@ -1,0 +1,45 @@
+/**
+ * What a lead or an owner may read about a database failure: its kind and SQLSTATE, never
+ * the SQL, its parameters or column names (issue 11: a NUL byte in `seat` answered with the
+ * query and its parameters). The full error goes to the controller's log instead.
+ */
+import { FleetError, InvalidArgumentError, JournalUnavailableError } from "../../shared/errors.js";
+
+const KINDS: Record<string, string> = {
+  "55P03": "lock wait timed out",
+  "57014": "statement timed out",
+  "25P03": "transaction idle timeout",
+  "25006": "database is read-only",
+  "53100": "database disk is full",
+  "53300": "too many database connections",
+  "57P01": "database is shutting down",
+  "57P03": "database is starting up",
+  "40001": "serialization failure",
+  "40P01": "deadlock",
+  "22021": "text holds a byte the journal cannot store (such as NUL)",
+  "22P05": "text holds a character the journal cannot store (such as \\u0000)",
+};
+
+/** The SQLSTATE or driver code of the innermost database error, if any. */
+export function dbErrorCode(e: unknown): string | undefined {
+  for (let cur: unknown = e, depth = 0; cur && depth < 6; cur = (cur as { cause?: unknown }).cause, depth++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z_]{4,40}$/.test(code)) return code;
+  }
+  return undefined;
+}
+
+/** A short, safe description: "lock wait timed out (SQLSTATE 55P03)", "CONNECTION_CLOSED", "database error". */
+export function journalCause(e: unknown): string {
+  const code = dbErrorCode(e);
+  if (!code) return "database error";
+  if (/^[0-9A-Z]{5}$/.test(code)) return `${KINDS[code] ?? "database error"} (SQLSTATE ${code})`;
+  return code;
+}
+
+/** A failed journal write as the typed error a lead sees: bad text is the caller's (invalid_argument), the rest is journal_unavailable. */
+export function journalFailure(e: unknown, what: string): FleetError {
+  const code = dbErrorCode(e);
+  if (code?.startsWith("22")) return new InvalidArgumentError(`${what}: ${journalCause(e)}`);
+  return new JournalUnavailableError(`${what} (${journalCause(e)})`, e);
+}

@@ -1,0 +1,75 @@
+/**
+ * What the delivery pipeline needs and its fixed numbers, in one place every step imports
+ * (and that imports no step): the journal, the agents, the seat turns, the clock, the stop
+ * signal, and the fault points the crash-window suites inject.
+ */
+import type { DeliveryMetrics } from "../metrics/fleet-metrics.js";
+import type { Logger } from "../../shared/logger.js";
+import type { Db } from "../db/open.js";
+import type { AgentClients } from "../nodes/agent-clients.js";
+import type { Liveness } from "../nodes/liveness.js";
+import type { SeatTurns } from "./seat-turns.js";
+import type { UnrecordedOutcomes } from "./unrecorded-outcomes.js";
+import type { FaultPoints } from "./faults.js";
+
+export const MESSAGE_SEAT = "message_seat";
+/** How long the controller waits for an agent's answer before the delivery is uncertain. */
+export const DELIVER_TIMEOUT_MS = 20_000;
+/** A lease outlives the longest Deliver by this much, so a live holder never loses it. */
+export const LEASE_SLACK_MS = 10_000;
+export { SEAT_TURN_WAIT_MS } from "./seat-turns.js";
+
+export interface MessageSeatInput {
+  seat: string;
+  message: string;
+  delivery?: "steer" | "queue" | undefined;
+  inReplyTo?: string | undefined;
+}
+
+export interface CallScope {
+  conversationId: string;
+  /** The id from `_meta["clankie/seat-call"].deliveryId`, when the caller minted one. */
+  deliveryId?: string | undefined;
+}
+
+export type { FaultPoint, FaultPoints } from "./faults.js";
+
+export interface PipelineDeps {
+  db: Db;
+  agents: AgentClients;
+  turns: SeatTurns;
+  logger: Logger;
+  /** Wall clock for journal times and the 5-minute release; injectable in tests. */
+  now: () => Date;
+  isStopping: () => boolean;
+  /** Aborted when the controller stops: in-flight calls then answer uncertain. */
+  shutdownSignal: AbortSignal;
+  /** Ends a Deliver call whose machine went offline (rule 55, controller/nodes/liveness.ts). */
+  liveness?: Pick<Liveness, "watch"> | undefined;
+  onJournalChange: () => void;
+  /** This controller process; its in-flight receipts and leases are recovered if it dies. */
+  instanceId: string;
+  deliverTimeoutMs?: number | undefined;
+  /** The one wait budget for a seat's turn (deliveries, notices, stops); SEAT_TURN_WAIT_MS unless a test shortens it. */
+  seatTurnWaitMs?: number | undefined;
+  /** Registers an in-flight dispatch so a stop can wait for it. */
+  track?: <T>(p: Promise<T>) => Promise<T>;
+  /** Settles the journal could not commit, kept (on disk when configured) until it is back. */
+  unrecorded: UnrecordedOutcomes;
+  /** The seat took a delivery: proof its agent answers, a moment for its due notices. */
+  onDelivered?: (seatId: string) => void;
+  /** A fence opened or was resolved on this seat: its pending notices are due. */
+  onFenceChange?: (seatId: string) => void;
+  faults?: FaultPoints | undefined;
+  /** Prometheus counters (controller/metrics/); absent in tests that do not scrape. */
+  metrics?: DeliveryMetrics | undefined;
+}
+
+export function deliverTimeoutOf(deps: Pick<PipelineDeps, "deliverTimeoutMs">): number {
+  return deps.deliverTimeoutMs ?? DELIVER_TIMEOUT_MS;
+}
+
+export function leaseMsOf(deps: Pick<PipelineDeps, "deliverTimeoutMs">): number {
+  return deliverTimeoutOf(deps) + LEASE_SLACK_MS;
+}
+

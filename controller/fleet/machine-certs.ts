@@ -1,0 +1,54 @@
+/**
+ * The machine certificates the fleet CA issued. A connection is admitted only when its
+ * certificate's serial is recorded here, unrevoked and unexpired: revocation needs no CRL.
+ */
+import { and, desc, eq, inArray, isNotNull, isNull } from "drizzle-orm";
+import { machineCerts, type MachineCertRow } from "../db/schema.js";
+import type { Db, Tx } from "../db/open.js";
+
+export type CertVerdict = { ok: true; machine: string; notAfter: Date } | { ok: false; reason: string };
+
+export async function recordCertificate(tx: Tx | Db, serial: string, machine: string, notAfter: Date, issuedAt: Date): Promise<void> {
+  await tx.insert(machineCerts).values({ serial, machine, notAfter, issuedAt });
+}
+
+export async function checkCertificate(db: Db, serial: string, machine: string, now: Date): Promise<CertVerdict> {
+  const [row] = await db.select().from(machineCerts).where(eq(machineCerts.serial, serial));
+  if (!row) return { ok: false, reason: "certificate not issued by this fleet" };
+  if (row.machine !== machine) return { ok: false, reason: `certificate serial belongs to ${row.machine}` };
+  if (row.revokedAt) return { ok: false, reason: `certificate of ${machine} revoked at ${row.revokedAt.toISOString()}` };
+  if (row.notAfter.getTime() <= now.getTime()) return { ok: false, reason: "certificate expired" };
+  return { ok: true, machine, notAfter: row.notAfter };
+}
+
+/** Revokes every certificate of a machine; returns how many were newly revoked. */
+export async function revokeMachineCertificates(db: Db, machine: string, now: Date): Promise<number> {
+  const rows = await db
+    .update(machineCerts)
+    .set({ revokedAt: now })
+    .where(and(eq(machineCerts.machine, machine), isNull(machineCerts.revokedAt)))
+    .returning({ serial: machineCerts.serial });
+  return rows.length;
+}
+
+/** Of the given serials, those revoked since (or expired): their live connections must go. */
+export async function revokedAmong(db: Db, serials: string[]): Promise<Set<string>> {
+  if (serials.length === 0) return new Set();
+  const rows = await db
+    .select({ serial: machineCerts.serial })
+    .from(machineCerts)
+    .where(and(inArray(machineCerts.serial, serials), isNotNull(machineCerts.revokedAt)));
+  return new Set(rows.map((r) => r.serial));
+}
+
+/** The newest certificate of every machine that ever enrolled. */
+export async function latestCertificates(db: Db): Promise<MachineCertRow[]> {
+  const rows = await db.select().from(machineCerts).orderBy(machineCerts.machine, desc(machineCerts.issuedAt));
+  const seen = new Set<string>();
+  return rows.filter((r) => !seen.has(r.machine) && seen.add(r.machine));
+}
+
+export async function machineRevoked(db: Db, machine: string): Promise<boolean> {
+  const [latest] = await db.select().from(machineCerts).where(eq(machineCerts.machine, machine)).orderBy(desc(machineCerts.issuedAt)).limit(1);
+  return latest?.revokedAt != null;
+}

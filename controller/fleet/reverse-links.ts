@@ -1,0 +1,115 @@
+/**
+ * The controller's calls to agents ride sockets the agents dialed (ADR 0021): on each
+ * reverse socket the controller is the HTTP/2 client, and Connect's session manager runs
+ * over it unchanged. A socket that closes is dropped; only the agent redials, so a call in
+ * flight when a link drops fails (uncertain at the caller) and is never resent here.
+ */
+import { EventEmitter } from "node:events";
+import type { TLSSocket } from "node:tls";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { traceSendInterceptor } from "../../shared/rpc/trace-context.js";
+import { AgentService } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
+import type { AgentConnection } from "../nodes/agent-clients.js";
+import type { PeerIdentity } from "./peer-identity.js";
+import { createUnaryLinkTransport } from "./unary-link-transport.js";
+
+interface Link {
+  readonly peer: PeerIdentity;
+  readonly socket: TLSSocket;
+  readonly sessions: Http2SessionManager;
+  readonly at: number;
+  /** The Connect client on this link, built at its first call and kept while the token holds. */
+  connection?: AgentConnection & { token: string };
+}
+
+export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unlinked: [machine: string] }> {
+  private readonly byMachine = new Map<string, Link>();
+
+  accept(socket: TLSSocket, peer: PeerIdentity): void {
+    // The authority is only a label: the socket is already connected and authenticated.
+    const sessions = new Http2SessionManager(
+      `http://${peer.machine}.agent.clankie`,
+      { pingIntervalMs: 30_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 2 ** 31 - 1 },
+      { createConnection: () => socket },
+    );
+    const link: Link = { peer, socket, sessions, at: Date.now() };
+    // Open the session now: the agent's SETTINGS are already on their way.
+    void sessions.connect();
+    const previous = this.byMachine.get(peer.machine);
+    this.byMachine.set(peer.machine, link);
+    // The agent redialed (or renewed its certificate): the old socket finishes its streams.
+    if (previous) setTimeout(() => previous.sessions.abort(), 30_000).unref();
+    socket.once("close", () => {
+      sessions.abort();
+      if (this.byMachine.get(peer.machine) === link) {
+        this.byMachine.delete(peer.machine);
+        this.emit("unlinked", peer.machine);
+      }
+    });
+    this.emit("linked", peer.machine);
+  }
+
+  has(machine: string): boolean {
+    const l = this.byMachine.get(machine);
+    return !!l && !l.socket.destroyed;
+  }
+
+  machines(): string[] {
+    return [...this.byMachine.keys()];
+  }
+
+  /** A connection on the machine's current link; `connect()` is false when there is none. */
+  connection(machine: string, token: string): AgentConnection {
+    const link = this.byMachine.get(machine);
+    const endpoint = `reverse link of ${machine}`;
+    if (!link) return unlinked(machine, endpoint);
+    // Once per link, not per delivery: a transport, its interceptor chain and a client (a
+    // wrapper per method) were built for every call (issue 17's profile).
+    if (link.connection?.token === token) return link.connection;
+    const baseUrl = `http://${machine}.agent.clankie`;
+    const interceptors = [bearerHeaderInterceptor(() => token), traceSendInterceptor()];
+    // Unary calls (every delivery) skip Connect's per-call stream pipeline (unary-link-transport.ts).
+    const fallback = createGrpcTransport({ baseUrl, sessionManager: link.sessions, interceptors });
+    const transport = createUnaryLinkTransport({ baseUrl, sessions: link.sessions, interceptors, fallback });
+    const conn = {
+      machine,
+      endpoint,
+      token,
+      client: createClient(AgentService, transport),
+      async connect() {
+        if (link.socket.destroyed) return false;
+        return (await link.sessions.connect()) !== "error";
+      },
+      close() {
+        // The link belongs to the agent's socket, not to one caller.
+      },
+    };
+    link.connection = conn;
+    return conn;
+  }
+
+  closeAll(): void {
+    for (const l of this.byMachine.values()) {
+      l.sessions.abort();
+      l.socket.destroy();
+    }
+    this.byMachine.clear();
+  }
+}
+
+/** No link to this replica: every call fails at once, before anything is sent. */
+function unlinked(machine: string, endpoint: string): AgentConnection {
+  const refuse = async (): Promise<never> => {
+    throw new ConnectError(`${machine} has no live link to this controller; nothing was sent`, Code.Unavailable);
+  };
+  const transport: Transport = { unary: refuse, stream: refuse };
+  return {
+    machine,
+    endpoint,
+    client: createClient(AgentService, transport),
+    connect: async () => false,
+    close() {},
+  };
+}

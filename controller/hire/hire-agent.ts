@@ -1,0 +1,216 @@
+/**
+ * hire_agent, the controller's half: admission, then one HireSeat call to the machine's
+ * agent, then the settle. In one transaction, before any effect: the operator call receipt
+ * (a repeated id returns the original and never launches again) and the hire receipt
+ * (id, conversation, fingerprint of the arguments, never their text). Once the HireSeat
+ * request may have reached the agent, a lost answer is start_unconfirmed: reconcile it,
+ * never hire it again (ADR 0213, rules 52–53).
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { and, eq } from "drizzle-orm";
+import { HireSeatRequestSchema, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
+import { callFingerprint } from "../../shared/fingerprint.js";
+import { isUuid, newDeliveryId, seatId } from "../../shared/ids.js";
+import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } from "../../shared/errors.js";
+import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
+import type { Db } from "../db/open.js";
+import { hireReceipts, machines, type Machine } from "../db/schema.js";
+import { admitCall, CallState, settleCall } from "../journal/call-receipts.js";
+import { settleHireOutcome, type HireSettleParams } from "../journal/hire-outcome.js";
+import type { PipelineDeps } from "../delivery/message-seat.js";
+import type { Registry } from "../nodes/registry.js";
+import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
+import { replayAdmission } from "../delivery/replay.js";
+import { HIRE_AGENT, type HireAgentInput } from "./args.js";
+import { HireState, SETTLED_ORIGINAL_STATES, unconfirmedBody, type HireBody } from "./bodies.js";
+
+/** The agent's 30 s readiness, its brief delivery and the link: past this the answer is lost. */
+export const HIRE_TIMEOUT_MS = 75_000;
+
+export interface HireDeps extends PipelineDeps {
+  registry: Registry;
+  hireTimeoutMs?: number | undefined;
+}
+
+export interface HireScope {
+  conversationId: string;
+  /** From `_meta["clankie/seat-call"].hireId`, when the caller minted one. */
+  hireId?: string | undefined;
+}
+
+/** Agent errors raised only before anything was launched. */
+const REFUSED_BEFORE_LAUNCH = new Set([Code.InvalidArgument, Code.Unauthenticated, Code.PermissionDenied, Code.NotFound, Code.FailedPrecondition, Code.Unimplemented, Code.AlreadyExists]);
+
+type Plan =
+  | { kind: "replay"; outcome: ToolOutcome }
+  | { kind: "settled"; body: HireBody }
+  | { kind: "launch"; machine: Machine };
+
+/** The shared replay names a delivery id; a hire names its hire id. */
+function namedByHire(body: LeadBody, id: string): LeadBody {
+  if (body.outcome === "uncertain") {
+    const { deliveryId: _d, ...rest } = body;
+    return { ...rest, hireId: id };
+  }
+  if (body.outcome === "refused" || body.outcome === "expired" || body.outcome === "no_matching_receipt") {
+    const { deliveryId: _d, ...rest } = body;
+    return { ...rest, hireId: id };
+  }
+  return body;
+}
+
+function settledOutcome(id: string, body: HireBody): ToolOutcome {
+  return { id, tool: HIRE_AGENT, state: "settled", body, isError: body.outcome !== "spawned" };
+}
+
+async function chooseMachine(tx: Parameters<Parameters<Db["transaction"]>[0]>[0], registry: Registry, wanted: string | undefined): Promise<Machine | { reason: "unknown_machine" | "machine_offline"; detail: string }> {
+  const all = await tx.select().from(machines);
+  if (wanted) {
+    const m = all.find((x) => x.name === wanted);
+    if (!m) return { reason: "unknown_machine", detail: `no machine named ${wanted} is registered; nothing was launched` };
+    if (!registry.isOnline(m)) return { reason: "machine_offline", detail: `${wanted}'s agent is offline; nothing was launched` };
+    return m;
+  }
+  const online = all.filter((m) => registry.isOnline(m));
+  if (online.length === 1) return online[0]!;
+  return {
+    reason: online.length === 0 ? "machine_offline" : "unknown_machine",
+    detail: online.length === 0 ? "no machine is online; nothing was launched" : `name the machine (online: ${online.map((m) => m.name).join(", ")}); nothing was launched`,
+  };
+}
+
+export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAgentInput): Promise<ToolOutcome> {
+  if (deps.isStopping()) throw new ServiceStoppingError();
+  if (scope.hireId && input.freshIntent && scope.hireId !== input.freshIntent.id) throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
+  const id = scope.hireId ?? input.freshIntent?.id ?? newDeliveryId();
+  if (!isUuid(id)) throw new InvalidArgumentError(`_meta["clankie/seat-call"].hireId must be a UUID, got ${JSON.stringify(id)}`);
+  const fingerprint = callFingerprint(HIRE_AGENT, input);
+  const now = deps.now();
+
+  let plan: Plan;
+  try {
+    plan = await deps.db.transaction(async (tx) => {
+      const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
+      if (admission.kind !== "admitted") {
+        const replay = replayAdmission(HIRE_AGENT, id, admission);
+        return { kind: "replay", outcome: { ...replay, body: namedByHire(replay.body, id) } } as const;
+      }
+      const chosen = await chooseMachine(tx, deps.registry, input.machine);
+      const machineName = "name" in chosen ? chosen.name : (input.machine ?? "");
+      const base = { schemaVersion: 1 as const, hireId: id, machine: machineName, harness: input.harness };
+      const refuse = async (reason: HireBody["reason"], detail: string): Promise<Plan> => {
+        const body: HireBody = { ...base, outcome: "failed", reason, detail, launchCommitted: false };
+        await tx.insert(hireReceipts).values({ id, conversationId: scope.conversationId, fingerprint, machine: machineName, harness: input.harness, state: HireState.Failed, reason: reason ?? null, createdAt: now, updatedAt: now, settledAt: now });
+        await settleCall(tx, id, CallState.Settled, body, now);
+        return { kind: "settled", body };
+      };
+      if (input.freshIntent) {
+        const [original] = await tx.select().from(hireReceipts).where(and(eq(hireReceipts.id, input.freshIntent.afterReceiptId), eq(hireReceipts.conversationId, scope.conversationId)));
+        if (!original) return refuse("fresh_intent_refused", `no hire ${input.freshIntent.afterReceiptId} exists in this conversation; nothing was launched`);
+        if (!SETTLED_ORIGINAL_STATES.includes(original.state as HireState)) {
+          return refuse("fresh_intent_refused", `hire ${original.id} is ${original.state}, not settled; reconcile or settle it first (clankie hire-receipt settle). Nothing was launched`);
+        }
+        const [taken] = await tx.select({ id: hireReceipts.id }).from(hireReceipts).where(eq(hireReceipts.afterReceiptId, original.id));
+        if (taken) return refuse("fresh_intent_refused", `hire ${original.id} was already followed by fresh intent ${taken.id}; nothing was launched`);
+      }
+      if (!("name" in chosen)) return refuse(chosen.reason, chosen.detail);
+      await tx.insert(hireReceipts).values({
+        id,
+        conversationId: scope.conversationId,
+        fingerprint,
+        machine: chosen.name,
+        harness: input.harness,
+        state: HireState.Reserved,
+        freshIntentId: input.freshIntent?.id ?? null,
+        afterReceiptId: input.freshIntent?.afterReceiptId ?? null,
+        createdAt: now,
+        updatedAt: now,
+      });
+      return { kind: "launch", machine: chosen } as const;
+    });
+  } catch (e) {
+    throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${(e as Error).message}`, e);
+  }
+  deps.onJournalChange();
+  if (plan.kind === "replay") return plan.outcome;
+  if (plan.kind === "settled") return settledOutcome(id, plan.body);
+  const launched = launch(deps, scope, id, fingerprint, input, plan.machine);
+  return deps.track ? deps.track(launched) : launched;
+}
+
+async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint: string, input: HireAgentInput, machine: Machine): Promise<ToolOutcome> {
+  const base = { schemaVersion: 1 as const, hireId: id, machine: machine.name, harness: input.harness };
+  const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
+  if (!(await conn.connect())) {
+    return record(deps, id, { ...base, outcome: "failed", reason: "machine_offline", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`, launchCommitted: false }, HireState.Failed);
+  }
+  await deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(eq(hireReceipts.id, id));
+  let res: HireSeatResponse;
+  try {
+    res = await conn.client.hireSeat(
+      create(HireSeatRequestSchema, {
+        hireId: id,
+        fingerprint,
+        harness: seatKindWire.encode(input.harness),
+        workingDirectory: input.workingDirectory,
+        title: input.title,
+        role: input.role,
+        brief: input.brief ?? "",
+        model: input.model ?? "",
+        effort: input.effort ?? "",
+        conversationId: scope.conversationId,
+      }),
+      { timeoutMs: deps.hireTimeoutMs ?? HIRE_TIMEOUT_MS, signal: deps.shutdownSignal },
+    );
+    // The agent acted and answered; the suites lose that answer here, as a cut link would.
+    if (deps.faults?.drops?.("drop_hire_answer")) throw new ConnectError("the agent's answer was dropped at the drop_hire_answer fault point", Code.Unavailable);
+  } catch (e) {
+    const err = ConnectError.from(e);
+    if (REFUSED_BEFORE_LAUNCH.has(err.code)) {
+      return record(deps, id, { ...base, outcome: "failed", reason: "agent_refused", detail: `the agent refused the hire before launching anything: ${err.rawMessage}`, launchCommitted: false }, HireState.Failed);
+    }
+    deps.logger.warn("hire unconfirmed", { hireId: id, machine: machine.name, error: err.message });
+    const body = unconfirmedBody(base, "start_unconfirmed", `the hire may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will never be launched again. Reconcile it with reconcile_seat_call({hireId}).`);
+    return record(deps, id, body, HireState.StartUnconfirmed);
+  }
+  const body = bodyFromAgent(base, res);
+  const state = body.outcome === "spawned" ? HireState.Spawned : body.reason === "delivery_unconfirmed" ? HireState.DeliveryUnconfirmed : body.reason === "start_unconfirmed" ? HireState.StartUnconfirmed : HireState.Failed;
+  if (res.seat) await deps.registry.upsertSeat(machine.name, res.seat).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
+  return record(deps, id, body, state);
+}
+
+/** The agent's answer in the lead's words. */
+export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | "machine" | "harness">, res: HireSeatResponse): HireBody {
+  const seat = res.seat;
+  const extra: Partial<HireBody> = {
+    ...(seat ? { seat: seatId(base.machine, seat.name), occupantId: seat.occupantId } : {}),
+    ...(seat?.inputCapabilities
+      ? { inputCapabilities: { deliveryModes: seat.inputCapabilities.deliveryModes.map((m) => deliveryModeWire.decode(m) ?? "auto"), interrupt: seat.inputCapabilities.interrupt, nextTurnOnly: seat.inputCapabilities.nextTurnOnly } }
+      : {}),
+    ...(res.paneId ? { paneId: res.paneId } : {}),
+    ...(res.briefDeliveryId ? { brief: { mechanism: res.briefMechanism, deliveryId: res.briefDeliveryId } } : {}),
+    ...(res.proofs.length ? { proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })) } : {}),
+    ...(res.controlReason || res.controlFix ? { control: { reason: res.controlReason, fix: res.controlFix } } : {}),
+    launchCommitted: res.launchCommitted,
+  };
+  if (res.outcome === "spawned") return { ...base, outcome: "spawned", detail: res.detail, ...extra };
+  if (res.reason === "start_unconfirmed" || res.reason === "delivery_unconfirmed") return unconfirmedBody(base, res.reason, res.detail, extra);
+  return { ...base, outcome: "failed", reason: res.reason || "launch_failed", detail: res.detail, ...extra };
+}
+
+/** Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead. */
+export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState): Promise<ToolOutcome> {
+  const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
+  const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now() };
+  try {
+    await settleHireOutcome(deps.db, params);
+    deps.onJournalChange();
+  } catch (e) {
+    deps.logger.error("hire settle failed", { hireId: id, state, error: (e as Error).message });
+    // Kept, spilled and retried with the dispatches' settles; nothing is launched again meanwhile.
+    deps.unrecorded.add(`hire ${id} (${state})`, params);
+    return { id, tool: HIRE_AGENT, state: "uncertain", isError: true, body: unconfirmedBody(body, "start_unconfirmed", `the hire's outcome (${body.outcome}) could not be recorded yet; it will be when the journal is back, and nothing is launched again`) };
+  }
+  return { id, tool: HIRE_AGENT, state: unresolved ? "uncertain" : "settled", body, isError: body.outcome !== "spawned" };
+}

@@ -1,0 +1,60 @@
+/**
+ * The owner's settle of an unresolved hire (clankie hire-receipt settle, rule 53):
+ * `not-launched` only when a fresh census — taken after the agent sealed the id, so no late
+ * request can launch it — proves the reservation preceded every effect: no pane, process
+ * or session from it exists and the host journal never committed a launch. Otherwise it is
+ * refused and `abandoned-unknown` keeps the evidence. Either way the id is refused forever.
+ */
+import { and, eq } from "drizzle-orm";
+import { hireReceipts } from "../db/schema.js";
+import { CallState, findCall, settleCall } from "../journal/call-receipts.js";
+import type { PipelineDeps } from "../delivery/message-seat.js";
+import { InvalidArgumentError } from "../../shared/errors.js";
+import { isUuid } from "../../shared/ids.js";
+import { HireState, UNRESOLVED_HIRE_STATES, type HireBody } from "./bodies.js";
+import { censusEvidence, hireCensus, notLaunchedRefusal, provesNoLaunch } from "./census.js";
+
+export type HireDisposition = "not-launched" | "abandoned-unknown";
+
+export async function settleHire(deps: PipelineDeps, id: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
+  if (disposition !== "not-launched" && disposition !== "abandoned-unknown") throw new InvalidArgumentError("disposition must be not-launched or abandoned-unknown");
+  if (!isUuid(id)) throw new InvalidArgumentError("the hire id must be a UUID");
+  const [hire] = await deps.db.select().from(hireReceipts).where(and(eq(hireReceipts.id, id), eq(hireReceipts.conversationId, conversationId)));
+  if (!hire) return { state: "refused", detail: `no hire ${id} exists in conversation ${conversationId}; nothing was changed` };
+  if (!UNRESOLVED_HIRE_STATES.includes(hire.state as HireState)) return { state: "refused", detail: `hire ${id} is already ${hire.state}; nothing was changed` };
+  const call = await findCall(deps.db, id, conversationId);
+  if (call?.state === CallState.InFlight) return { state: "refused", detail: `hire ${id} is still in flight on ${hire.machine}; wait for its answer or reconcile it` };
+
+  // Seal first, then observe: a request still on its way to the agent can no longer launch.
+  const census = await hireCensus(deps, hire.machine, id, true);
+  const now = deps.now();
+  const base = { schemaVersion: 1 as const, hireId: id, machine: hire.machine, harness: hire.harness };
+  let state: HireState;
+  let evidence: Record<string, unknown>;
+  let detail: string;
+  if (disposition === "not-launched") {
+    if (!census.ok) return { state: "refused", detail: `no fresh census of ${hire.machine} could be taken (${census.detail}); not-launched needs one. Settle abandoned-unknown to keep the evidence instead` };
+    if (!provesNoLaunch(census.census)) return { state: "refused", detail: notLaunchedRefusal(hire.machine, id, census.census) };
+    state = HireState.SettledNotLaunched;
+    evidence = {
+      receiptId: id,
+      fingerprint: hire.fingerprint,
+      target: { host: hire.machine },
+      window: { openedAt: hire.createdAt.toISOString(), sealedAt: now.toISOString() },
+      census: censusEvidence(census.census),
+      journal: "reserved-to-sealed-without-launch",
+    };
+    detail = `hire ${id} never launched on ${hire.machine} (fresh census after the seal); its id stays refused. New work needs freshIntent{id, afterReceiptId: "${id}"}`;
+  } else {
+    state = HireState.AbandonedUnknown;
+    evidence = { receiptId: id, fingerprint: hire.fingerprint, priorState: hire.state, abandonedAt: now.toISOString(), census: census.ok ? censusEvidence(census.census) : { unavailable: census.detail } };
+    detail = `hire ${id} is abandoned-unknown: its evidence is kept and it is never launched again. New work needs freshIntent{id, afterReceiptId: "${id}"}`;
+  }
+  const body: HireBody = { ...base, outcome: "failed", reason: state === HireState.SettledNotLaunched ? "settled_not_launched" : "abandoned_unknown", detail, freshIntentAllowed: true, ...(hire.seatId ? { seat: hire.seatId } : {}) };
+  await deps.db.transaction(async (tx) => {
+    await tx.update(hireReceipts).set({ state, evidence: { ...(hire.evidence ?? {}), settle: evidence }, updatedAt: now, settledAt: now }).where(eq(hireReceipts.id, id));
+    await settleCall(tx, id, CallState.Settled, body, now);
+  });
+  deps.onJournalChange();
+  return { state, detail };
+}

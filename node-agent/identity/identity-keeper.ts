@@ -1,0 +1,86 @@
+/**
+ * Keeps the agent's certificate current: renews it over mutual TLS once half its life has
+ * passed (a new key pair each time), retries with backoff while the controller is away,
+ * and tells the links to use the new one. The owner never has to step in while the
+ * agent can reach a controller before its certificate expires.
+ */
+import { EventEmitter } from "node:events";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { CertificateService, RenewRequestSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
+import { createCsr, generateKeyPair, certificateNotAfter } from "../../shared/pki/x509.js";
+import type { Logger } from "../../shared/logger.js";
+import { saveIdentity, type AgentIdentity } from "./identity-files.js";
+import { X509Certificate } from "node:crypto";
+
+export interface TlsMaterial {
+  ca: string[];
+  cert: string;
+  key: string;
+}
+
+export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+
+  constructor(
+    private current: AgentIdentity,
+    private readonly stateDir: string,
+    private readonly logger: Logger,
+  ) {
+    super();
+  }
+
+  get identity(): AgentIdentity {
+    return this.current;
+  }
+
+  tls(): TlsMaterial {
+    return { ca: [this.current.caCertificatePem], cert: this.current.certificatePem, key: this.current.privateKeyPem };
+  }
+
+  start(): void {
+    this.schedule(this.renewDelayMs());
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  /** Half of the certificate's life from its start, measured from now. */
+  renewDelayMs(): number {
+    const cert = new X509Certificate(this.current.certificatePem);
+    const from = new Date(cert.validFrom).getTime();
+    const to = this.current.notAfter.getTime();
+    return Math.max(0, from + (to - from) / 2 - Date.now());
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.renew(1000), Math.min(ms, 2 ** 31 - 1));
+    this.timer.unref();
+  }
+
+  async renew(backoffMs = 1000): Promise<void> {
+    try {
+      const { keys, privateKeyPem } = await generateKeyPair();
+      const csrPem = await createCsr(this.current.machine, keys);
+      const client = createClient(CertificateService, createGrpcTransport({ baseUrl: this.current.controllerUrl, nodeOptions: this.tls() }));
+      const res = await client.renew(create(RenewRequestSchema, { csrPem }), { timeoutMs: 10_000 });
+      const next = { ...this.current, privateKeyPem, certificatePem: res.certificatePem, notAfter: certificateNotAfter(res.certificatePem) };
+      saveIdentity(this.stateDir, next);
+      this.current = next;
+      this.logger.info("machine certificate renewed", { machine: next.machine, notAfter: next.notAfter.toISOString() });
+      this.emit("renewed", next);
+      this.schedule(this.renewDelayMs());
+    } catch (e) {
+      const left = this.current.notAfter.getTime() - Date.now();
+      this.logger.warn("certificate renewal failed; retrying", { error: (e as Error).message, retryInMs: backoffMs, expiresInMs: left });
+      if (this.stopped) return;
+      this.timer = setTimeout(() => void this.renew(Math.min(backoffMs * 2, 60_000)), backoffMs);
+      this.timer.unref();
+    }
+  }
+}

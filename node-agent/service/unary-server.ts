@@ -1,0 +1,154 @@
+/**
+ * The agent's unary gRPC calls (Deliver above all) without Connect's per-call stream pipeline
+ * (issue 17 item 2, ADR 0014 addendum 3). The service implementation, its interceptors (error
+ * boundary, bearer check, trace), the handler context and the gRPC status trailers are
+ * Connect's own (`createHandlerContext`, `invokeUnaryImplementation`, `setTrailerStatus`);
+ * what is skipped is the async-iterable chain, the per-call serialization lookup and the
+ * request/response conversions that connect-node builds for every call — about a third of the
+ * agent's CPU per delivery in the profile. Anything else (another protocol or content type,
+ * a compressed body, a streaming method, an unknown path) goes to Connect's adapter unchanged.
+ */
+import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { DescMessage, DescMethodUnary, DescService, MessageShape } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { Code, ConnectError, createHandlerContext, createMethodImplSpec, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
+import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+
+type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
+
+/** Ends a successful call's context: a reason given once, so no DOMException is built per call. */
+const CALL_DONE = new ConnectError("call completed", Code.Canceled);
+// Connect's gRPC handler accepts a deadline up to this (its default maxTimeoutMs: none).
+const NO_MAX_TIMEOUT = Number.MAX_SAFE_INTEGER;
+
+function firstValue(v: string | string[] | undefined): string | null {
+  return (Array.isArray(v) ? v[0] : v) ?? null;
+}
+
+function nodeHeaders(h: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  h.forEach((v, k) => (out[k] = v));
+  return out;
+}
+
+/** The request's headers without the pseudo-headers, as the record Connect's context copies once. */
+function requestHeaders(req: Http2ServerRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  const h = req.headers;
+  for (const k in h) {
+    if (k.charCodeAt(0) === 58 /* ":" pseudo-header */) continue;
+    const v = h[k];
+    if (v !== undefined) out[k] = Array.isArray(v) ? v.join(", ") : String(v);
+  }
+  return out;
+}
+
+/** The body's one uncompressed message, or the error Connect's gRPC handler gives for it. */
+function unwrap(body: Buffer): Uint8Array | ConnectError {
+  if (body.length === 0) return new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
+  if (body.length < 5) return new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
+  if ((body[0]! & 0b01) !== 0) return new ConnectError("protocol error: compressed message without grpc-encoding", Code.Internal);
+  const n = body.readUInt32BE(1);
+  if (body.length !== 5 + n) return new ConnectError(body.length < 5 + n ? "protocol error: incomplete envelope" : "protocol error: received extra input message for unary method", body.length < 5 + n ? Code.InvalidArgument : Code.Unimplemented);
+  return body.subarray(5);
+}
+
+function envelope(bytes: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + bytes.length);
+  out[0] = 0;
+  out.writeUInt32BE(bytes.length, 1);
+  out.set(bytes, 5);
+  return out;
+}
+
+/** Reads the whole request body, refusing past `max` bytes. */
+function readBody(req: Http2ServerRequest, max: number): Promise<Buffer | ConnectError> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (c: Buffer) => {
+      size += c.length;
+      if (size > max) {
+        resolve(new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted));
+        req.removeAllListeners("data");
+        req.resume();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    req.once("error", (e: Error) => resolve(new ConnectError(e.message, Code.Aborted)));
+    // A stream reset before the body ended: nothing more will come (resolving twice is a no-op).
+    req.once("close", () => resolve(new ConnectError("the caller closed the stream before its request ended", Code.Canceled)));
+  });
+}
+
+/**
+ * A handler for `service`'s unary methods over gRPC (binary, identity encoding); everything
+ * else goes to `fallback` (Connect's node adapter for the same service).
+ */
+export function createUnaryServer<S extends DescService>(o: { service: S; impl: ServiceImpl<S>; interceptors: Interceptor[]; readMaxBytes: number; fallback: Handler }): Handler {
+  const methods = new Map<string, { method: DescMethodUnary; spec: ReturnType<typeof createMethodImplSpec> }>();
+  for (const method of o.service.methods) {
+    if (method.methodKind !== "unary") continue;
+    const fn = (o.impl as Record<string, unknown>)[method.localName];
+    if (typeof fn !== "function") continue;
+    methods.set(`/${o.service.typeName}/${method.name}`, { method: method as DescMethodUnary, spec: createMethodImplSpec(method, (fn as (...a: unknown[]) => unknown).bind(o.impl) as never) });
+  }
+  return (req, res) => {
+    const entry = req.method === "POST" ? methods.get(req.url) : undefined;
+    const type = req.headers["content-type"];
+    const encoding = req.headers["grpc-encoding"];
+    if (!entry || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return o.fallback(req, res);
+    void serve(o, entry.method, entry.spec, req, res);
+  };
+}
+
+async function serve(o: { service: DescService; interceptors: Interceptor[]; readMaxBytes: number }, method: DescMethodUnary, spec: ReturnType<typeof createMethodImplSpec>, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
+  const requestSignal = new AbortController();
+  // A stream reset by the caller (its deadline, its shutdown) aborts the handler's signal, as in Connect.
+  const onClose = () => {
+    if (!res.writableEnded) requestSignal.abort(new ConnectError("the caller closed the stream", Code.Canceled));
+  };
+  req.once("close", onClose);
+  const timeout = parseTimeout(firstValue(req.headers["grpc-timeout"]), NO_MAX_TIMEOUT);
+  const context = createHandlerContext({
+    service: o.service,
+    method,
+    protocolName: "grpc",
+    requestMethod: "POST",
+    url: `http://${req.authority}${req.url}`,
+    timeoutMs: timeout.timeoutMs,
+    requestSignal: requestSignal.signal,
+    requestHeader: requestHeaders(req),
+    responseHeader: { "content-type": "application/grpc+proto" },
+    responseTrailer: { "grpc-status": "0" },
+  });
+  let message: Uint8Array | undefined;
+  try {
+    if (timeout.error) throw timeout.error;
+    const body = await readBody(req, o.readMaxBytes);
+    if (body instanceof ConnectError) throw body;
+    const bytes = unwrap(body);
+    if (bytes instanceof ConnectError) throw bytes;
+    let input: MessageShape<DescMessage>;
+    try {
+      input = fromBinary(method.input, bytes);
+    } catch (e) {
+      throw new ConnectError(`parse binary: ${(e as Error).message}`, Code.Internal);
+    }
+    const output = await invokeUnaryImplementation(spec as never, context, input, o.interceptors);
+    message = toBinary(method.output, output as MessageShape<DescMessage>);
+  } catch (e) {
+    setTrailerStatus(context.responseTrailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
+  } finally {
+    context.abort(CALL_DONE);
+    req.off("close", onClose);
+  }
+  if (res.destroyed || res.writableEnded) return;
+  res.writeHead(200, nodeHeaders(context.responseHeader));
+  if (message) res.write(envelope(message));
+  res.addTrailers(nodeHeaders(context.responseTrailer));
+  res.end();
+}

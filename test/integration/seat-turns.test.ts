@@ -1,0 +1,80 @@
+/**
+ * Seat turns (rule 25) on each driver: one delivery per seat at a time, served in the order
+ * they entered, the lease handed from one to the next; the wait is bounded and after it the
+ * message goes on without the turn; other seats never wait.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "drizzle-orm";
+import { DRIVERS, prepareStore } from "../kit/test-db.js";
+import { openDatabase, type Database } from "../../controller/db/open.js";
+import { SeatTurns, withSeatTurn } from "../../controller/delivery/seat-turns.js";
+import { releaseLease, tryTakeLease } from "../../controller/delivery/seat-lease.js";
+
+describe.each(DRIVERS)("seat turns on %s", (driver) => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  const holderOf = async (seat: string) => {
+    const r: unknown = await database.db.execute(sql`select holder from seat_turns where seat_id = ${seat}`);
+    const rows = (Array.isArray(r) ? r : (r as { rows: unknown[] }).rows) as { holder: string }[];
+    return rows[0]?.holder;
+  };
+  beforeAll(async () => {
+    const store = await prepareStore(driver);
+    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    cleanup = store.cleanup;
+  });
+  afterAll(async () => {
+    await database?.close();
+    await cleanup?.();
+  });
+
+  it("twenty waiters are served one at a time in the order they entered, each holding the lease in its turn", async () => {
+    const turns = new SeatTurns(database.db, 30_000);
+    const order: number[] = [];
+    let inTurn = 0;
+    const all = Array.from({ length: 20 }, (_, i) =>
+      withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
+        inTurn++;
+        expect(inTurn).toBe(1);
+        expect(turn.held).toBe(true);
+        expect(await holderOf("m/fifo")).toBe(`me:${i}`);
+        await new Promise((r) => setTimeout(r, 2));
+        order.push(i);
+        inTurn--;
+      }),
+    );
+    await Promise.all(all);
+    expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    expect(await holderOf("m/fifo")).toBeUndefined();
+  });
+
+  it("the wait is bounded: after it the message goes on without the turn, and the holder keeps it", async () => {
+    const turns = new SeatTurns(database.db, 30_000);
+    const first = await turns.enter("m/slow", "me:first", false, 10_000);
+    expect(first.held).toBe(true);
+    const late = await turns.enter("m/slow", "me:late", false, 60);
+    expect(late.held).toBe(false);
+    expect(await holderOf("m/slow")).toBe("me:first");
+    await turns.leave(late);
+    expect(await holderOf("m/slow")).toBe("me:first");
+    await turns.leave(first);
+    expect(await holderOf("m/slow")).toBeUndefined();
+  });
+
+  it("a lease another controller holds is waited for, then taken once it is given back; other seats never wait", async () => {
+    expect(await tryTakeLease(database.db, "m/remote", "other:1", 60_000)).toBe(true);
+    const turns = new SeatTurns(database.db, 30_000);
+    const other = await turns.enter("m/free", "me:b", false, 1000);
+    expect(other.held).toBe(true);
+    const waiting = turns.enter("m/remote", "me:a", false, 20_000);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await holderOf("m/remote")).toBe("other:1");
+    // The other controller settles: its lease is deleted, and the waiter takes it.
+    await releaseLease(database.db, "m/remote", "other:1");
+    const t = await waiting;
+    expect(t.held).toBe(true);
+    expect(await holderOf("m/remote")).toBe("me:a");
+    await turns.leave(t);
+    await turns.leave(other);
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * The named faults of the verification run. Each one does its damage, waits, and heals;
+ * the run applies them in turn while the leads keep calling.
+ * - kill-controller: SIGKILL the controller, restart it on the same port and journal.
+ * - kill-agent: SIGKILL the node agent, restart it on the same state dir and port.
+ * - pause-agent: SIGSTOP the agent (calls to it hang), SIGCONT after a while.
+ * - database-restart: crash the private PostgreSQL (SIGKILL) and start it again.
+ * - partition: cut the agent link both ways at the relay it runs through (link-relay.ts): the
+ *   agent's gateway calls and its reverse link, which carries every controller-to-agent call,
+ *   both dial the advertised agent URL, which is the relay.
+ */
+import type { Managed } from "./processes.js";
+import type { PgCluster } from "./pg-cluster.js";
+
+export const NEMESES = ["kill-controller", "kill-agent", "pause-agent", "database-restart", "partition"] as const;
+export type NemesisName = (typeof NEMESES)[number];
+/**
+ * The order they strike in, round and round. A partition right after a database restart met no
+ * calls (the leads were still waiting out the outage's timeouts), so it follows kill-agent, after
+ * which calls flow again at once.
+ */
+export const SCHEDULE: readonly NemesisName[] = ["kill-controller", "database-restart", "kill-agent", "partition", "pause-agent"];
+
+export interface Relay {
+  down(): void;
+  up(): void;
+}
+
+export interface Targets {
+  controller: Managed;
+  agent: Managed;
+  pg: PgCluster;
+  agentLinkRelay: Relay;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export async function applyNemesis(name: NemesisName, t: Targets, downMs: number): Promise<void> {
+  switch (name) {
+    case "kill-controller":
+      await t.controller.kill();
+      await sleep(downMs / 2);
+      await t.controller.start();
+      return;
+    case "kill-agent":
+      await t.agent.kill();
+      await sleep(downMs / 2);
+      await t.agent.start();
+      return;
+    case "pause-agent":
+      t.agent.pause();
+      await sleep(downMs);
+      t.agent.resume();
+      return;
+    case "database-restart":
+      await t.pg.crashAndRestart(downMs / 2);
+      return;
+    case "partition":
+      t.agentLinkRelay.down();
+      try {
+        await sleep(downMs);
+      } finally {
+        t.agentLinkRelay.up();
+      }
+      return;
+  }
+}
