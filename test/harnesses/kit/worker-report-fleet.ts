@@ -44,7 +44,7 @@ export interface WorkerReportFleet {
   readonly faults: WorkerCallFaults;
   /** How the harness starts the worker-side MCP server. */
   readonly workerMcp: { command: string; args: string[] };
-  /** Waits for a seat of KIND with live control. */
+  /** Waits for a seat of KIND with live control on this fleet's own machine (workbox), never another agent's. */
   seat(kind: string): Promise<{ id: string; name: string }>;
   /** The lead asks SEAT to report TEXT; resolves with the tool's answer to the model. */
   askReport(seat: string, text: string): Promise<Record<string, unknown>>;
@@ -83,7 +83,8 @@ export async function startWorkerReportFleet(store: Awaited<ReturnType<typeof pr
     async seat(kind) {
       for (let i = 0; i < 900; i++) {
         const seats = ((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as { id: string; name: string; kind: string; inputCapabilities: { deliveryModes: string[] } }[];
-        const s = seats.find((x) => x.kind === kind && x.inputCapabilities.deliveryModes.length > 0);
+        // A test may join other machines; list_seats orders by id, so "far/…" would come first.
+        const s = seats.find((x) => x.kind === kind && x.id.startsWith("workbox/") && x.inputCapabilities.deliveryModes.length > 0);
         if (s) return s;
         await new Promise((r) => setTimeout(r, 100));
       }
