@@ -23,6 +23,10 @@ export interface TranscriptRead {
   interruptedAtMs: number;
   /** False when part of the file could not be parsed or it shrank since the last read. */
   complete: boolean;
+  /** Our channel events waiting in Claude's input queue: enqueued (a `queue-operation` naming our id) and not yet taken. */
+  queuedIds: ReadonlySet<string>;
+  /** Input Claude has queued and not yet taken (enqueues less dequeues), counted from the read's `queueSinceMs`. */
+  queueDepth: number;
 }
 
 interface Line {
@@ -32,6 +36,9 @@ interface Line {
   isMeta?: boolean;
   origin?: { kind?: string; server?: string };
   message?: { role?: string; content?: unknown; stop_reason?: string | null };
+  /** On a `queue-operation` line: enqueue, dequeue, remove, popOne or popAll. */
+  operation?: string;
+  content?: unknown;
 }
 
 const ID_ATTR = /clankie_id="([0-9a-fA-F-]{36})"/;
@@ -66,9 +73,16 @@ interface Folded {
   turnLine: Line | undefined;
   lastPromptAtMs: number;
   interruptedAtMs: number;
+  /** Each queued input (when it was enqueued, and our id if it is our channel event), oldest first: Claude's queue is first in, first out. */
+  pending: { atMs: number; id: string | undefined }[];
+  /** Queue operations older than this belong to an earlier Claude process on the same transcript (a resume). */
+  queueSinceMs: number;
 }
 
-const fresh = (ino: number): Folded => ({ ino, offset: 0, size: 0, entries: [], ids: new Set(), hasChannelEvent: false, damaged: 0, turnLine: undefined, lastPromptAtMs: 0, interruptedAtMs: 0 });
+/** Bounds on the queue bookkeeping, so a session that never drains its queue cannot grow it without end. */
+const MAX_PENDING = 1000;
+
+const fresh = (ino: number): Folded => ({ ino, offset: 0, size: 0, entries: [], ids: new Set(), hasChannelEvent: false, damaged: 0, turnLine: undefined, lastPromptAtMs: 0, interruptedAtMs: 0, pending: [], queueSinceMs: 0 });
 
 /** The largest slice read at once; a longer backlog is read over several calls' worth of slices. */
 const READ_SLICE_BYTES = 8 * 1024 * 1024;
@@ -81,8 +95,12 @@ const READ_SLICE_BYTES = 8 * 1024 * 1024;
 export class TranscriptReader {
   private readonly folded = new Map<string, Folded>();
 
-  read(path: string): TranscriptRead {
-    const empty = (detail: string): TranscriptRead => ({ ok: false, detail, entries: [], hasChannelEvent: false, turn: "unknown", lastPromptAtMs: 0, interruptedAtMs: 0, complete: false });
+  /**
+   * QUEUE_SINCE_MS is when the live Claude process began this session (its SessionStart
+   * report): queue operations before it are an earlier process's, whose queue died with it.
+   */
+  read(path: string, queueSinceMs = 0): TranscriptRead {
+    const empty = (detail: string): TranscriptRead => ({ ok: false, detail, entries: [], hasChannelEvent: false, turn: "unknown", lastPromptAtMs: 0, interruptedAtMs: 0, complete: false, queuedIds: new Set(), queueDepth: 0 });
     let fd: number;
     try {
       fd = openSync(path, "r");
@@ -98,6 +116,10 @@ export class TranscriptReader {
       rotated = known !== undefined && (st.size < known.size || st.ino !== known.ino);
       f = known && !rotated ? known : fresh(st.ino);
       this.folded.set(path, f);
+      if (queueSinceMs > f.queueSinceMs) {
+        f.queueSinceMs = queueSinceMs;
+        f.pending = f.pending.filter((p) => p.atMs >= queueSinceMs);
+      }
       f.size = st.size;
       let slice = READ_SLICE_BYTES;
       while (f.offset < st.size) {
@@ -136,6 +158,8 @@ export class TranscriptReader {
       lastPromptAtMs: f.lastPromptAtMs,
       interruptedAtMs: f.interruptedAtMs,
       complete: !rotated && f.damaged === 0,
+      queuedIds: new Set(f.pending.flatMap((p) => (p.id ? [p.id] : []))),
+      queueDepth: f.pending.length,
     };
   }
 
@@ -148,6 +172,7 @@ export class TranscriptReader {
       f.damaged++;
       return;
     }
+    if (l.type === "queue-operation") return this.foldQueue(f, l);
     if (decidesTurn(l)) f.turnLine = l;
     if (l.type === "user" && l.timestamp && !isToolResult(l.message?.content)) {
       const at = Date.parse(l.timestamp);
@@ -161,7 +186,44 @@ export class TranscriptReader {
     const id = ID_ATTR.exec(text)?.[1]?.toLowerCase();
     if (!id || f.ids.has(id)) return;
     f.ids.add(id);
+    // Taken for certain, whether or not a dequeue was written for it: it waits no longer.
+    const waiting = f.pending.findIndex((p) => p.id === id);
+    if (waiting >= 0) f.pending.splice(waiting, 1);
     f.entries.push({ deliveryId: id, nativeReceiptId: l.uuid ?? "", contentFingerprint: contentFingerprint(channelBody(text)), atMs: l.timestamp ? Date.parse(l.timestamp) : 0 });
+  }
+
+  /**
+   * Claude's input queue as its transcript records it (research/harnesses.md, Claude (c)): a
+   * channel event pushed while a turn runs, or between turns, is enqueued and taken later.
+   * Claude writes the queue's operations, not which item a dequeue took; the queue is first
+   * in, first out, so the oldest goes.
+   */
+  private foldQueue(f: Folded, l: Line): void {
+    const at = l.timestamp ? Date.parse(l.timestamp) : Number.NaN;
+    if (!Number.isFinite(at) || at < f.queueSinceMs) return;
+    switch (l.operation) {
+      case "enqueue": {
+        const text = typeof l.content === "string" ? l.content : "";
+        const id = /^\s*<channel\b/.test(text) ? ID_ATTR.exec(text)?.[1]?.toLowerCase() : undefined;
+        f.pending.push({ atMs: at, id });
+        if (f.pending.length > MAX_PENDING) f.pending.shift();
+        return;
+      }
+      case "dequeue":
+        // Claude took a queued input to run it: a turn starts now, though its prompt line may
+        // be written a moment later (observed: 100+ ms between the two under load).
+        f.pending.shift();
+        f.lastPromptAtMs = Math.max(f.lastPromptAtMs, at);
+        f.turnLine = DEQUEUED;
+        return;
+      case "remove":
+      case "popOne":
+        f.pending.shift();
+        return;
+      case "popAll":
+        f.pending = [];
+        return;
+    }
   }
 }
 
@@ -177,4 +239,7 @@ function turnOf(l: Line | undefined): "working" | "idle" | "unknown" {
 }
 
 const INTERRUPTED = /^\[Request interrupted by user/;
+
+/** Stands for the prompt line of an input Claude just dequeued, until that line is written. */
+const DEQUEUED: Line = { type: "user", message: { role: "user", content: "(a queued input, dequeued)" } };
 

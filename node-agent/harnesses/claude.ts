@@ -43,7 +43,14 @@ interface View {
   transcriptPath: string;
   sessionId: string;
   hasChannelEvent: boolean;
+  /** The session's start (its SessionStart report): queue operations before it are an earlier process's. */
+  queueSinceMs: number;
 }
+
+/** Leeway for the SessionStart hook, which files its report a moment after Claude started taking input. */
+const SESSION_START_LEEWAY_MS = 2000;
+/** An idle seat takes a queued event within moments; this long with our event only queued, it waits for a turn to end. */
+const QUEUED_GRACE_MS = 1500;
 
 export function claudeControl(seat: SeatRecord): ClaudeControl {
   const c = seat.control as Partial<ClaudeControl> | undefined;
@@ -73,7 +80,10 @@ export function turnFromHooks(turn: ClaudeTurnReport | undefined, sessionId: str
 function liveStatus(pane: PaneAgentStatus | undefined, control: ClaudeControl, sessionId: string, t: ReturnType<TranscriptReader["read"]>, fallback: SeatStatus = SeatStatus.Idle): SeatStatus {
   const fromPane = pane === "working" ? SeatStatus.Working : pane === "blocked" ? SeatStatus.Blocked : pane === "idle" || pane === "done" ? SeatStatus.Idle : undefined;
   const turn = turnFromHooks(readTurnReport(control.reportDir, control.claudePid), sessionId, t);
-  return fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : fallback);
+  const status = fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : fallback);
+  // Between two turns, with input queued, Claude is about to start the next: not idle. (Observed
+  // under load: the Stop hook files idle, and the dequeue comes a few ms to 100+ ms later.)
+  return status === SeatStatus.Idle && t.queueDepth > 0 ? SeatStatus.Working : status;
 }
 
 export class ClaudeAdapter implements HarnessAdapter {
@@ -123,9 +133,10 @@ export class ClaudeAdapter implements HarnessAdapter {
     if (!report) return refuse("unknown", SeatStatus.Unknown, "no SessionStart report for this Claude: its transcript cannot be found");
     // The session may have changed between the occupant check and this read.
     if (report.sessionId !== live.sessionId) return refuse("refuted", SeatStatus.Unknown, `Claude ${control.claudePid} started session ${report.sessionId} just now`);
-    const t = this.transcripts.read(report.transcriptPath);
+    const queueSinceMs = report.atMs - SESSION_START_LEEWAY_MS;
+    const t = this.transcripts.read(report.transcriptPath, queueSinceMs);
     const status = liveStatus(pane, control, report.sessionId, t);
-    this.views.set(seat.name, { status, transcriptPath: report.transcriptPath, sessionId: report.sessionId, hasChannelEvent: t.ok && t.hasChannelEvent });
+    this.views.set(seat.name, { status, transcriptPath: report.transcriptPath, sessionId: report.sessionId, hasChannelEvent: t.ok && t.hasChannelEvent, queueSinceMs });
     return {
       snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: ["queue"], interrupt: this.options.stopper !== undefined, nextTurnOnly: true } },
       proofs: [{ kind: "claude_channel", outcome: "proven", detail: `channel live for Claude ${control.claudePid}, session ${report.sessionId}`, completedAtMs: this.options.clock.nowMs() }],
@@ -147,19 +158,31 @@ export class ClaudeAdapter implements HarnessAdapter {
     if (busy && proven) {
       return { result: AgentResult.Queued, nativeReceiptId: `channel:${message.deliveryId}`, detail: "queued_until_turn_end: the channel acknowledged our event id exactly; this session already takes channel events and is mid-turn" };
     }
-    // Idle, or a receiver never seen taking a channel event: only the exact transcript entry proves it.
+    // Idle, or a receiver never seen taking a channel event: only the exact transcript entry
+    // proves it, as a prompt (delivered) or held in Claude's input queue (queued until the turn ends).
     let gaps = 0;
+    let queuedSinceMs: number | undefined;
+    const queued = (): NativeWriteResult => ({
+      result: AgentResult.Queued,
+      nativeReceiptId: `channel:${message.deliveryId}`,
+      detail: "queued_until_turn_end: the session's transcript shows our channel event (exact id) in Claude's input queue; it runs when the current turn ends",
+    });
     const deadline = Date.now() + this.waitMs;
     do {
-      const t = this.transcripts.read(view.transcriptPath);
+      const t = this.transcripts.read(view.transcriptPath, view.queueSinceMs);
       if (!t.ok) gaps++;
       const hit = t.entries.find((e) => e.deliveryId === message.deliveryId);
       if (hit) {
         this.provenReceivers.add(view.sessionId);
         return { result: AgentResult.Delivered, nativeReceiptId: hit.nativeReceiptId, detail: "the session's transcript shows our channel event (exact id)" };
       }
+      if (t.queuedIds.has(message.deliveryId)) {
+        queuedSinceMs ??= Date.now();
+        if (Date.now() - queuedSinceMs >= QUEUED_GRACE_MS) return queued();
+      }
       await sleep(this.pollMs);
     } while (Date.now() < deadline);
+    if (queuedSinceMs !== undefined) return queued();
     return {
       result: AgentResult.Unconfirmed,
       // The exact acknowledgment is kept with the receipt (rule 21): a lead's not_delivered settle records it delivered.
@@ -175,7 +198,7 @@ export class ClaudeAdapter implements HarnessAdapter {
     const occupantId = claudeOccupantId(await observeClaudeOccupant(control.claudePid, control.reportDir, this.options.proofs));
     const report = readSessionReport(control.reportDir, control.claudePid);
     if (!report) return { occupantId, status: SeatStatus.Unknown, entries: [], complete: false };
-    const t = this.transcripts.read(report.transcriptPath);
+    const t = this.transcripts.read(report.transcriptPath, report.atMs - SESSION_START_LEEWAY_MS);
     // The same status inspect reports (pane host, then turn hooks, then the transcript): the
     // unattended release needs "idle" to mean idle, and a held turn's transcript alone can look idle.
     const pane = await this.options.paneStatus?.(seat);

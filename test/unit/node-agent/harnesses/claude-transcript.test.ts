@@ -106,4 +106,65 @@ describe("claude-transcript.TranscriptReader", () => {
     expect(again.complete).toBe(false);
     expect(reader.read(p).complete).toBe(true);
   });
+
+  // The shape Claude Code 2.1 writes (research/harnesses.md, Claude (c)): enqueue carries the text, the others none.
+  const queueOp = (operation: string, at: string, content?: string) => JSON.stringify({ type: "queue-operation", operation, timestamp: at, sessionId: "s", ...(content !== undefined && { content }) }) + "\n";
+  const channelText = (id: string) => `<channel source="clankie-seat" conversation="lead" clankie_id="${id}">\nhi\n</channel>`;
+  const OTHER = "0b6f3c1e-0000-4000-8000-000000000002";
+
+  it("Claude's input queue: our id enqueued is queued, not delivered, until its prompt line appears; the depth counts what is not yet taken", () => {
+    const p = join(dir, "queue.jsonl");
+    writeFileSync(p, queueOp("enqueue", "2026-11-30T10:00:01.000Z", channelText(ID)) + queueOp("enqueue", "2026-11-30T10:00:02.000Z", channelText(OTHER)));
+    const reader = new TranscriptReader();
+    let r = reader.read(p);
+    expect([...r.queuedIds]).toEqual([ID, OTHER]);
+    expect(r.entries).toEqual([]);
+    expect(r.queueDepth).toBe(2);
+    // A dequeue takes the oldest: ours is no longer waiting, though its prompt line is not written yet.
+    appendFileSync(p, queueOp("dequeue", "2026-11-30T10:00:03.000Z"));
+    r = reader.read(p);
+    expect(r.entries).toEqual([]);
+    expect([...r.queuedIds]).toEqual([OTHER]);
+    expect(r.queueDepth).toBe(1);
+    appendFileSync(p, channelLine(ID));
+    r = reader.read(p);
+    expect(r.entries.map((e) => e.deliveryId)).toEqual([ID]);
+    expect(r.queueDepth).toBe(1);
+    // A prompt line for an event still queued (taken with no dequeue written) takes it off the queue.
+    appendFileSync(p, channelLine(OTHER));
+    expect(reader.read(p).queueDepth).toBe(0);
+    appendFileSync(p, queueOp("enqueue", "2026-11-30T10:00:04.000Z", "typed while busy") + queueOp("popAll", "2026-11-30T10:00:05.000Z", "typed while busy"));
+    expect(reader.read(p).queueDepth).toBe(0);
+  });
+
+  it("a typed prompt naming our id in the queue is not our channel event, and a dequeue on an empty queue stays at zero", () => {
+    const p = join(dir, "queue-typed.jsonl");
+    writeFileSync(p, queueOp("enqueue", "2026-11-30T10:00:01.000Z", `please look at clankie_id="${ID}"`) + queueOp("dequeue", "2026-11-30T10:00:02.000Z") + queueOp("remove", "2026-11-30T10:00:03.000Z"));
+    const r = new TranscriptReader().read(p);
+    expect(r.queuedIds.size).toBe(0);
+    expect(r.queueDepth).toBe(0);
+  });
+
+  it("queue operations before the live process's session start are an earlier process's: they count for nothing", () => {
+    const p = join(dir, "queue-resume.jsonl");
+    writeFileSync(p, queueOp("enqueue", "2026-11-30T10:00:01.000Z", channelText(OTHER)));
+    const reader = new TranscriptReader();
+    expect(reader.read(p).queueDepth).toBe(1);
+    // The process that queued it died; a resumed one started at 10:05.
+    const resumedAt = Date.parse("2026-11-30T10:05:00.000Z");
+    expect(reader.read(p, resumedAt).queueDepth).toBe(0);
+    appendFileSync(p, queueOp("enqueue", "2026-11-30T10:05:01.000Z", channelText(ID)));
+    const r = reader.read(p, resumedAt);
+    expect(r.queueDepth).toBe(1);
+    expect(r.queuedIds.has(ID)).toBe(true);
+  });
+
+  it("a dequeue starts a turn before its prompt line is written: the newest prompt time moves to it and the transcript reads working", () => {
+    const p = join(dir, "queue-dequeue.jsonl");
+    writeFileSync(p, channelLine(OTHER) + endTurn + queueOp("enqueue", "2026-11-30T10:00:05.000Z", channelText(ID)) + queueOp("dequeue", "2026-11-30T10:00:05.030Z"));
+    const r = new TranscriptReader().read(p);
+    expect(r.turn).toBe("working");
+    expect(r.lastPromptAtMs).toBe(Date.parse("2026-11-30T10:00:05.030Z"));
+    expect(r.queueDepth).toBe(0);
+  });
 });
