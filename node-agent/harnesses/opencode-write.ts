@@ -52,7 +52,7 @@ export async function writeV1(call: OpenCodeCall, control: OpenCodeControl, mess
     if (!stored) {
       const own = jsonBody<V1Message>(await call("GET", `/session/${sid}/message/${encodeURIComponent(id)}`));
       stored = own?.info?.id === id && own.info.role === "user";
-      if (stored && running) return { result: AgentResult.Queued, nativeReceiptId: receipt, detail: "queued_until_turn_end: stored with our message id (v1 prompt_async)" };
+      if (stored && running) return { result: AgentResult.Queued, nativeReceiptId: receipt, detail: "stored with our message id (v1 prompt_async) while a turn runs: OpenCode takes it at that turn's next step, or when it ends" };
     }
     if (stored) {
       // A failed read is a poll gap, not a verdict: the stored message already stands.

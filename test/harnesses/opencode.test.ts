@@ -88,7 +88,7 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     expect(qv.result).toBe(AgentResult.Queued);
     // Rule 41: stored while the turn runs (busy) → stored, not yet consumed.
     expect(qv.deliveryStage).toBe("stored");
-    expect(qv.detail).toContain("queued_until_turn_end");
+    expect(qv.detail).toContain("while a turn runs");
     mock.release();
     await mock.waitForRequest(queue.text);
     expect(mock.userMessagesContaining(queue.text)).toBe(1);
