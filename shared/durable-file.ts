@@ -46,7 +46,8 @@ let tmpCount = 0;
 
 /** The same, without blocking the event loop: the agent keeps answering while a write syncs. */
 export async function writeFileDurablyAsync(path: string, content: string, mode = 0o600): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.${TMP_TAG}${(++tmpCount).toString(36)}.tmp`);
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${TMP_TAG}${(++tmpCount).toString(36)}.tmp`);
   const bytes = Buffer.from(content, "utf8");
   const fd = await openAsync(tmp, "wx", mode);
   try {
@@ -57,5 +58,5 @@ export async function writeFileDurablyAsync(path: string, content: string, mode 
   }
   await syncAndClose(fd);
   await renameAsync(tmp, path);
-  await syncAndClose(await openAsync(dirname(path), "r"));
+  await syncAndClose(await openAsync(dir, "r"));
 }
