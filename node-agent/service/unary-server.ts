@@ -187,8 +187,23 @@ async function serve(o: { service: DescService; interceptors: Interceptor[]; rea
     req.off("close", onClose);
   }
   if (res.destroyed || res.writableEnded) return;
-  res.writeHead(200, nodeHeaders(context.responseHeader));
-  if (message) res.write(envelope(message));
+  respond(res, context, message);
+}
+
+/**
+ * The answer on the call's HTTP/2 stream itself (headers, then the one message ending the
+ * stream), which the compat response's writeHead/write/end wrap in more work per call; the
+ * status trailers still go through the compat response's own trailer hook. The same frames in
+ * the same order.
+ */
+function respond(res: Http2ServerResponse, context: HandlerContext, message: Uint8Array | undefined): void {
+  const stream = res.stream;
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
+  const headers: Record<string, string | number> = nodeHeaders(context.responseHeader);
+  headers[":status"] = 200;
+  // The compat response sends its trailers when the stream asks for them (its own wantTrailers listener).
   res.addTrailers(nodeHeaders(context.responseTrailer));
-  res.end();
+  stream.respond(headers, { waitForTrailers: true });
+  if (message) stream.end(envelope(message));
+  else stream.end();
 }
