@@ -1,7 +1,8 @@
 /**
  * `node dist/bench/compare-controllers.js --base OTHER/dist/controller/cli/main.js [--seconds S]
- * [--rounds R] [--after-node-options=--v8-flag] [--out FILE]`: this build's controller against
- * another build's (or the same build with NODE_OPTIONS on this side's controller), side by side
+ * [--rounds R] [--after-node-options=--v8-flag] [--after-agent-node-options=--v8-flag] [--out FILE]`:
+ * this build's controller against another build's (or the same build with NODE_OPTIONS on this
+ * side's controller or agent), side by side
  * in one run (issue 17's before/after). Each side is a real `clankie controller` + `clankie agent` pair on its own
  * PostgreSQL database with 16 mailbox seats; rounds alternate between the sides and flip their
  * order every round. CPU per call (utime+stime of each process, from /proc) is the figure that
@@ -28,14 +29,14 @@ interface Side {
 let sent = 0;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { base: { type: "string" }, seconds: { type: "string" }, rounds: { type: "string" }, "after-node-options": { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({ options: { base: { type: "string" }, seconds: { type: "string" }, rounds: { type: "string" }, "after-node-options": { type: "string" }, "after-agent-node-options": { type: "string" }, out: { type: "string" } } });
   if (!values.base) throw new Error("--base PATH/dist/controller/cli/main.js is required");
   const seconds = Number(values.seconds ?? 3);
   const rounds = Number(values.rounds ?? 4);
   const sides: Side[] = [];
   for (const [name, cli] of [["before", values.base], ["after", CLI]] as const) {
     const db = await createScratchDatabase();
-    const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 16, cli, ...(name === "after" && values["after-node-options"] ? { controllerNodeOptions: values["after-node-options"] } : {}) });
+    const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 16, cli, ...(name === "after" && values["after-node-options"] ? { controllerNodeOptions: values["after-node-options"] } : {}), ...(name === "after" && values["after-agent-node-options"] ? { agentNodeOptions: values["after-agent-node-options"] } : {}) });
     await fleet.openCallers(16);
     sides.push({ name, fleet, db, acc: {} });
   }

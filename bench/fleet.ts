@@ -58,9 +58,9 @@ export interface BenchFleet {
 
 /**
  * `cli`: another build's CLI (controller and agent), for a side-by-side comparison (bench/compare-controllers.ts);
- * `controllerNodeOptions`: NODE_OPTIONS for the controller process only (a V8 flag measured side by side).
+ * `controllerNodeOptions`, `agentNodeOptions`: NODE_OPTIONS for that process only (a V8 flag measured side by side).
  */
-export async function startBenchFleet(o: { databaseUrl: string | undefined; seats: number; cli?: string; controllerNodeOptions?: string }): Promise<BenchFleet> {
+export async function startBenchFleet(o: { databaseUrl: string | undefined; seats: number; cli?: string; controllerNodeOptions?: string; agentNodeOptions?: string }): Promise<BenchFleet> {
   const stateDir = scratchDir("fleet");
   const env = { ...process.env };
   if (o.controllerNodeOptions) env.NODE_OPTIONS = o.controllerNodeOptions;
@@ -80,6 +80,7 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
     const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
     const agentEnv: NodeJS.ProcessEnv = { ...process.env, CLANKIE_JOIN_TOKEN: await owner.enroll(BENCH_MACHINE) };
     delete agentEnv.DATABASE_URL;
+    if (o.agentNodeOptions) agentEnv.NODE_OPTIONS = o.agentNodeOptions;
     // The agent enrolls and dials the controller's agent port (mutual TLS, reverse link).
     const agent = await spawnClankie(["agent", "--controller", controller.ready.agentUrl!, "--state-dir", join(stateDir, "agent"), "--machine", BENCH_MACHINE, "--log-level", "error"], agentEnv, o.cli);
     started.push(agent);

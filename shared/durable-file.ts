@@ -39,9 +39,15 @@ async function syncAndClose(fd: number): Promise<void> {
   }
 }
 
+// The async writer's temp names: random once per process, then a counter (no randomBytes per
+// write). "wx" still refuses a name that exists, so a collision fails the write, never clobbers.
+const TMP_TAG = randomBytes(6).toString("hex");
+let tmpCount = 0;
+
 /** The same, without blocking the event loop: the agent keeps answering while a write syncs. */
 export async function writeFileDurablyAsync(path: string, content: string, mode = 0o600): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString("hex")}.tmp`);
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${TMP_TAG}${(++tmpCount).toString(36)}.tmp`);
   const bytes = Buffer.from(content, "utf8");
   const fd = await openAsync(tmp, "wx", mode);
   try {
@@ -52,5 +58,5 @@ export async function writeFileDurablyAsync(path: string, content: string, mode 
   }
   await syncAndClose(fd);
   await renameAsync(tmp, path);
-  await syncAndClose(await openAsync(dirname(path), "r"));
+  await syncAndClose(await openAsync(dir, "r"));
 }

@@ -22,9 +22,43 @@ export class MachineOfflineError extends Error {
   }
 }
 
+/**
+ * The calls waiting on one machine. They share one abort (a machine going offline ends all of
+ * them at once), linked to the parent signal once for the group instead of once per call; the
+ * group outlives its calls, so one delivery after another reuses it.
+ */
+interface Group {
+  readonly machine: string;
+  readonly abort: AbortController;
+  readonly parent: AbortSignal | undefined;
+  readonly signal: AbortSignal;
+  /** Each waiting call and when it started waiting (monotonic ms). */
+  readonly calls: Map<Watch, number>;
+}
+
+/** One call's watch: `signal` aborts when its machine goes offline (or the parent aborts). */
+export class Watch {
+  constructor(
+    private readonly group: Group,
+    readonly signal: AbortSignal,
+  ) {}
+
+  /** The call ended: the watcher stops looking at the machine for it. */
+  done(): void {
+    this.group.calls.delete(this);
+  }
+}
+
+function newGroup(machine: string, parent: AbortSignal | undefined): Group {
+  const abort = new AbortController();
+  return { machine, abort, parent, signal: parent ? AbortSignal.any([parent, abort.signal]) : abort.signal, calls: new Map() };
+}
+
 export class Liveness {
-  /** Per machine, each waiting call's abort and when it started waiting (monotonic ms). */
-  private readonly waiting = new Map<string, Map<AbortController, number>>();
+  /** Per machine, the group new calls join. */
+  private readonly groups = new Map<string, Group>();
+  /** Groups of calls whose parent signal differs from their machine's group (none on the delivery path). */
+  private readonly others = new Set<Group>();
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
 
@@ -34,23 +68,22 @@ export class Liveness {
   ) {}
 
   /**
-   * A signal that aborts when `machine` goes offline (or `parent` aborts). Call `done` when the
-   * call ends, so the watcher stops looking at the machine.
+   * A watch whose signal aborts when `machine` goes offline (or `parent` aborts). Call `done`
+   * when the call ends, so the watcher stops looking at the machine.
    */
-  watch(machine: string, parent?: AbortSignal): { signal: AbortSignal; done: () => void } {
-    const ac = new AbortController();
-    const set = this.waiting.get(machine) ?? new Map<AbortController, number>();
-    set.set(ac, performance.now());
-    this.waiting.set(machine, set);
+  watch(machine: string, parent?: AbortSignal): Watch {
+    let group = this.groups.get(machine);
+    if (!group || group.abort.signal.aborted || (group.parent !== parent && group.calls.size === 0)) {
+      group = newGroup(machine, parent);
+      this.groups.set(machine, group);
+    } else if (group.parent !== parent) {
+      group = newGroup(machine, parent);
+      this.others.add(group);
+    }
+    const w = new Watch(group, group.signal);
+    group.calls.set(w, performance.now());
     this.arm();
-    const signal = parent ? AbortSignal.any([parent, ac.signal]) : ac.signal;
-    return {
-      signal,
-      done: () => {
-        set.delete(ac);
-        if (set.size === 0 && this.waiting.get(machine) === set) this.waiting.delete(machine);
-      },
-    };
+    return w;
   }
 
   private arm(): void {
@@ -63,23 +96,33 @@ export class Liveness {
     if (this.checking) return;
     this.checking = true;
     try {
-      if (this.waiting.size === 0) {
+      for (const g of this.others) if (g.calls.size === 0) this.others.delete(g);
+      const waiting = [...this.groups.values(), ...this.others].filter((g) => g.calls.size > 0);
+      if (waiting.length === 0) {
         clearInterval(this.timer);
         this.timer = undefined;
         return;
       }
       const due = performance.now() - this.checkMs;
-      for (const [name, set] of [...this.waiting]) {
-        if (![...set.values()].some((since) => since <= due)) continue;
-        let row;
-        try {
-          row = await this.registry.machine(name);
-        } catch {
-          continue; // An unreadable journal says nothing about the agent: keep waiting.
+      const offline = new Map<string, boolean>();
+      for (const g of waiting) {
+        if (![...g.calls.values()].some((since) => since <= due)) continue;
+        let down = offline.get(g.machine);
+        if (down === undefined) {
+          let row;
+          try {
+            row = await this.registry.machine(g.machine);
+          } catch {
+            continue; // An unreadable journal says nothing about the agent: keep waiting.
+          }
+          down = !(row && this.registry.isOnline(row));
+          offline.set(g.machine, down);
         }
-        if (row && this.registry.isOnline(row)) continue;
-        for (const ac of set.keys()) ac.abort(new MachineOfflineError(name));
-        this.waiting.delete(name);
+        if (!down) continue;
+        g.calls.clear();
+        if (this.groups.get(g.machine) === g) this.groups.delete(g.machine);
+        this.others.delete(g);
+        g.abort.abort(new MachineOfflineError(g.machine));
       }
     } finally {
       this.checking = false;
@@ -89,6 +132,7 @@ export class Liveness {
   close(): void {
     clearInterval(this.timer);
     this.timer = undefined;
-    this.waiting.clear();
+    this.groups.clear();
+    this.others.clear();
   }
 }

@@ -5,7 +5,7 @@
  * what was read.
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join, sep } from "node:path";
 import { writeFileDurably, writeFileDurablyAsync } from "../../shared/durable-file.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { isUuid } from "../../shared/ids.js";
@@ -31,11 +31,19 @@ export class MailboxStore {
   // The last sequence number per mailbox, found once by scanning: appends are serialised per
   // mailbox in this one writer, so no counter file (and no second fsync) is needed.
   private readonly lastSeq = new Map<string, number>();
+  // Each mailbox's directory path, joined once (the proof and the write ask for it per delivery).
+  private readonly dirs = new Map<string, string>();
 
   constructor(private readonly rootDir: string) {}
 
   dir(name: string): string {
-    return join(this.rootDir, name);
+    let d = this.dirs.get(name);
+    if (d === undefined) {
+      d = join(this.rootDir, name);
+      // Bounded by the seats this agent names; a name that joins to another place is not cached.
+      if (basename(d) === name) this.dirs.set(name, d);
+    }
+    return d;
   }
 
   exists(name: string): boolean {
@@ -50,7 +58,8 @@ export class MailboxStore {
   append(name: string, msg: Omit<MailboxEntry, "schemaVersion" | "seq" | "receivedAtMs" | "contentFingerprint">): Promise<AppendResult> {
     const run = async (): Promise<AppendResult> => {
       if (!isUuid(msg.deliveryId)) throw new Error(`delivery id is not a uuid: ${msg.deliveryId}`);
-      const path = join(this.dir(name), `${msg.deliveryId}.json`);
+      // A uuid (checked above) is a plain file name: the directory and it need no join.
+      const path = `${this.dir(name)}${sep}${msg.deliveryId}.json`;
       if (existsSync(path)) return { entry: this.parse(readFileSync(path, "utf8"), path), replayed: true };
       const seq = (this.lastSeq.get(name) ?? this.list(name).entries.reduce((max, e) => Math.max(max, e.seq), 0)) + 1;
       const entry: MailboxEntry = {

@@ -1,8 +1,8 @@
 /**
  * The agent's unary gRPC calls (Deliver above all) without Connect's per-call stream pipeline
  * (issue 17 item 2, ADR 0014 addendum 3). The service implementation, its interceptors (error
- * boundary, bearer check, trace), the handler context and the gRPC status trailers are
- * Connect's own (`createHandlerContext`, `invokeUnaryImplementation`, `setTrailerStatus`);
+ * boundary, bearer check, trace), the handler context's shape and the gRPC status trailers are
+ * Connect's own (`HandlerContext`, `invokeUnaryImplementation`, `setTrailerStatus`);
  * what is skipped is the async-iterable chain, the per-call serialization lookup and the
  * request/response conversions that connect-node builds for every call — about a third of the
  * agent's CPU per delivery in the profile. Anything else (another protocol or content type,
@@ -11,7 +11,7 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescMessage, DescMethodUnary, DescService, MessageShape } from "@bufbuild/protobuf";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createHandlerContext, createMethodImplSpec, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, createMethodImplSpec, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 
@@ -62,27 +62,78 @@ function envelope(bytes: Uint8Array): Buffer {
   return out;
 }
 
-/** Reads the whole request body, refusing past `max` bytes. */
+/**
+ * Reads the whole request body, refusing past `max` bytes. Settles once: the error for a
+ * stream closed early is built only when the body had not ended (every call's stream closes).
+ */
 function readBody(req: Http2ServerRequest, max: number): Promise<Buffer | ConnectError> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on("data", (c: Buffer) => {
+    let settled = false;
+    const settle = (v: Buffer | ConnectError) => {
+      if (settled) return;
+      settled = true;
+      req.off("data", onData);
+      req.off("end", onEnd);
+      req.off("error", onError);
+      req.off("close", onClose);
+      resolve(v);
+    };
+    const onData = (c: Buffer) => {
       size += c.length;
       if (size > max) {
-        resolve(new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted));
-        req.removeAllListeners("data");
+        settle(new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted));
         req.resume();
         return;
       }
       chunks.push(c);
-    });
-    req.once("end", () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.once("error", (e: Error) => resolve(new ConnectError(e.message, Code.Aborted)));
-    // A stream reset before the body ended: nothing more will come (resolving twice is a no-op).
-    req.once("close", () => resolve(new ConnectError("the caller closed the stream before its request ended", Code.Canceled)));
+    };
+    const onEnd = () => settle(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    const onError = (e: Error) => settle(new ConnectError(e.message, Code.Aborted));
+    // A stream reset before the body ended: nothing more will come.
+    const onClose = () => settled || settle(new ConnectError("the caller closed the stream before its request ended", Code.Canceled));
+    req.on("data", onData);
+    req.once("end", onEnd);
+    req.once("error", onError);
+    req.once("close", onClose);
   });
 }
+
+/**
+ * Connect's handler context for one call (the fields of `createHandlerContext`'s), with one
+ * AbortController: the caller's reset, the deadline and the call's end abort it directly,
+ * where `createHandlerContext` links a deadline controller and the request's into a third.
+ */
+function handlerContext(o: { service: DescService }, method: DescMethodUnary, req: Http2ServerRequest, timeoutMs: number | undefined): { context: HandlerContext; abort: AbortController; deadline: NodeJS.Timeout | undefined } {
+  const abort = new AbortController();
+  let deadline: NodeJS.Timeout | undefined;
+  let remaining: () => number | undefined = noTimeout;
+  if (timeoutMs !== undefined) {
+    const at = Date.now() + timeoutMs;
+    remaining = () => at - Date.now();
+    if (timeoutMs <= 0) abort.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
+    else deadline = setTimeout(() => abort.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
+  }
+  const context: HandlerContext = {
+    service: o.service,
+    method,
+    protocolName: "grpc",
+    requestMethod: "POST",
+    url: `http://${req.authority}${req.url}`,
+    signal: abort.signal,
+    timeoutMs: remaining,
+    requestHeader: new Headers(requestHeaders(req)),
+    responseHeader: new Headers(RESPONSE_HEADER),
+    responseTrailer: new Headers(RESPONSE_TRAILER),
+    values: createContextValues(),
+  };
+  return { context, abort, deadline };
+}
+
+const noTimeout = (): undefined => undefined;
+const RESPONSE_HEADER = { "content-type": "application/grpc+proto" } as const;
+const RESPONSE_TRAILER = { "grpc-status": "0" } as const;
 
 /**
  * A handler for `service`'s unary methods over gRPC (binary, identity encoding); everything
@@ -106,25 +157,13 @@ export function createUnaryServer<S extends DescService>(o: { service: S; impl: 
 }
 
 async function serve(o: { service: DescService; interceptors: Interceptor[]; readMaxBytes: number }, method: DescMethodUnary, spec: ReturnType<typeof createMethodImplSpec>, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
-  const requestSignal = new AbortController();
+  const timeout = parseTimeout(firstValue(req.headers["grpc-timeout"]), NO_MAX_TIMEOUT);
+  const { context, abort, deadline } = handlerContext(o, method, req, timeout.timeoutMs);
   // A stream reset by the caller (its deadline, its shutdown) aborts the handler's signal, as in Connect.
   const onClose = () => {
-    if (!res.writableEnded) requestSignal.abort(new ConnectError("the caller closed the stream", Code.Canceled));
+    if (!res.writableEnded && !abort.signal.aborted) abort.abort(new ConnectError("the caller closed the stream", Code.Canceled));
   };
   req.once("close", onClose);
-  const timeout = parseTimeout(firstValue(req.headers["grpc-timeout"]), NO_MAX_TIMEOUT);
-  const context = createHandlerContext({
-    service: o.service,
-    method,
-    protocolName: "grpc",
-    requestMethod: "POST",
-    url: `http://${req.authority}${req.url}`,
-    timeoutMs: timeout.timeoutMs,
-    requestSignal: requestSignal.signal,
-    requestHeader: requestHeaders(req),
-    responseHeader: { "content-type": "application/grpc+proto" },
-    responseTrailer: { "grpc-status": "0" },
-  });
   let message: Uint8Array | undefined;
   try {
     if (timeout.error) throw timeout.error;
@@ -143,12 +182,28 @@ async function serve(o: { service: DescService; interceptors: Interceptor[]; rea
   } catch (e) {
     setTrailerStatus(context.responseTrailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
   } finally {
-    context.abort(CALL_DONE);
+    clearTimeout(deadline);
+    if (!abort.signal.aborted) abort.abort(CALL_DONE);
     req.off("close", onClose);
   }
   if (res.destroyed || res.writableEnded) return;
-  res.writeHead(200, nodeHeaders(context.responseHeader));
-  if (message) res.write(envelope(message));
+  respond(res, context, message);
+}
+
+/**
+ * The answer on the call's HTTP/2 stream itself (headers, then the one message ending the
+ * stream), which the compat response's writeHead/write/end wrap in more work per call; the
+ * status trailers still go through the compat response's own trailer hook. The same frames in
+ * the same order.
+ */
+function respond(res: Http2ServerResponse, context: HandlerContext, message: Uint8Array | undefined): void {
+  const stream = res.stream;
+  if (stream.destroyed || stream.closed || stream.headersSent) return;
+  const headers: Record<string, string | number> = nodeHeaders(context.responseHeader);
+  headers[":status"] = 200;
+  // The compat response sends its trailers when the stream asks for them (its own wantTrailers listener).
   res.addTrailers(nodeHeaders(context.responseTrailer));
-  res.end();
+  stream.respond(headers, { waitForTrailers: true });
+  if (message) stream.end(envelope(message));
+  else stream.end();
 }

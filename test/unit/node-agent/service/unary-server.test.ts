@@ -10,12 +10,12 @@
 import { createServer, type Http2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
 import { connect as h2connect } from "node:http2";
 import type { AddressInfo, Socket } from "node:net";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { createUnaryServer } from "../../../../node-agent/service/unary-server.js";
-import { AgentService, DeliverResponseSchema } from "../../../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import { AgentService, DeliverRequestSchema, DeliverResponseSchema } from "../../../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { bearerAuthInterceptor, bearerHeaderInterceptor } from "../../../../shared/rpc/bearer-auth.js";
 import { fleetErrorBoundary } from "../../../../shared/rpc/error-boundary.js";
 import { ErrorCode, FleetError } from "../../../../shared/errors.js";
@@ -27,10 +27,18 @@ afterEach(async () => {
 
 const id = "0b7c2a9e-8c3e-4d5f-9a1b-2c3d4e5f6a7b";
 
-async function agentLike(): Promise<{ url: string; via: string[] }> {
+async function agentLike(): Promise<{ url: string; via: string[]; ended: Promise<unknown>[] }> {
   const via: string[] = [];
+  // For each call that waited on its signal ("wait"), the signal's reason once it aborted.
+  const ended: Promise<unknown>[] = [];
   const impl: Partial<ServiceImpl<typeof AgentService>> = {
     async deliver(req, ctx) {
+      if (req.text === "wait") {
+        ended.push(new Promise((r) => ctx.signal.addEventListener("abort", () => r(ctx.signal.reason), { once: true })));
+        await new Promise((r) => ctx.signal.addEventListener("abort", r, { once: true }));
+        return create(DeliverResponseSchema, { detail: `timeout left ${String(ctx.timeoutMs())}` });
+      }
+      if (req.text === "timeout") return create(DeliverResponseSchema, { detail: String(ctx.timeoutMs() !== undefined && ctx.timeoutMs()! > 0 && ctx.timeoutMs()! <= 5_000) });
       if (req.text === "unknown") throw new FleetError(ErrorCode.UnknownSeat, `this agent hosts no seat named ${req.seatName}`);
       return create(DeliverResponseSchema, { result: 1, nativeReceiptId: `n-${req.deliveryId}`, detail: `${req.text}|${ctx.requestHeader.get("x-probe") ?? ""}` });
     },
@@ -53,7 +61,7 @@ async function agentLike(): Promise<{ url: string; via: string[] }> {
         server.close(() => r());
       }),
   );
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, via };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, via, ended };
 }
 
 function grpcClient(url: string, token = "tok-1") {
@@ -91,6 +99,31 @@ describe("agent's lean unary gRPC handler (issue 17 item 2; ADR 0003)", () => {
     stream.resume();
     expect((await trailers)["grpc-status"]).toBe(String(Code.InvalidArgument));
     session.close();
+  });
+
+  it("issue 17: the handler's signal aborts at the caller's deadline (DeadlineExceeded) and when the caller resets; timeoutMs counts down", async () => {
+    const agent = await agentLike();
+    const left = await grpcClient(agent.url).deliver({ seatName: "s", deliveryId: id, text: "timeout" }, { timeoutMs: 5_000 });
+    expect(left.detail).toBe("true");
+    // A raw request with a 100 ms grpc-timeout that the caller never resets: only the agent's own deadline ends it.
+    const session = h2connect(agent.url);
+    const stream = session.request({ ":method": "POST", ":path": "/clankie.fleet.v1.AgentService/Deliver", "content-type": "application/grpc", authorization: "Bearer tok-1", te: "trailers", "grpc-timeout": "100m" });
+    const msg = toBinary(DeliverRequestSchema, create(DeliverRequestSchema, { seatName: "s", deliveryId: id, text: "wait" }));
+    const env = Buffer.alloc(5 + msg.length);
+    env.writeUInt32BE(msg.length, 1);
+    env.set(msg, 5);
+    stream.end(env);
+    stream.resume();
+    while (agent.ended.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const byDeadline = (await agent.ended[0]) as ConnectError;
+    session.close();
+    expect(byDeadline.code).toBe(Code.DeadlineExceeded);
+    const reset = new AbortController();
+    const call = grpcClient(agent.url).deliver({ seatName: "s", deliveryId: id, text: "wait" }, { signal: reset.signal }).catch((e: unknown) => e);
+    while (agent.ended.length < 2) await new Promise((r) => setTimeout(r, 5));
+    reset.abort();
+    expect(((await agent.ended[1]) as ConnectError).code).toBe(Code.Canceled);
+    expect(((await call) as ConnectError).code).toBe(Code.Canceled);
   });
 
   it("issue 17: another protocol (Connect's own) still reaches Connect's adapter and is answered", async () => {
