@@ -18,7 +18,7 @@ import { registerReconcileSeatCall } from "./tools/reconcile-seat-call.js";
 import { registerListSeats } from "./tools/list-seats.js";
 import { registerWorkerReports } from "./tools/worker-reports.js";
 import { registerStopTask } from "./tools/stop-task.js";
-import { readBodyBounded } from "../http/read-body.js";
+import { readBodyBounded } from "../../shared/read-body.js";
 import { SessionTable } from "./session-table.js";
 import { registerHireAgent } from "./tools/hire-agent.js";
 import { bearerChallenge } from "../http/bearer-discovery.js";

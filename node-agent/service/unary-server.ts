@@ -14,6 +14,7 @@ import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextValues, createMethodImplSpec, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { readBodyBounded } from "../../shared/read-body.js";
 
 type Handler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
 
@@ -62,42 +63,13 @@ function envelope(bytes: Uint8Array): Buffer {
   return out;
 }
 
-/**
- * Reads the whole request body, refusing past `max` bytes. Settles once: the error for a
- * stream closed early is built only when the body had not ended (every call's stream closes).
- */
-function readBody(req: Http2ServerRequest, max: number): Promise<Buffer | ConnectError> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settled = false;
-    const settle = (v: Buffer | ConnectError) => {
-      if (settled) return;
-      settled = true;
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("close", onClose);
-      resolve(v);
-    };
-    const onData = (c: Buffer) => {
-      size += c.length;
-      if (size > max) {
-        settle(new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted));
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    };
-    const onEnd = () => settle(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
-    const onError = (e: Error) => settle(new ConnectError(e.message, Code.Aborted));
-    // A stream reset before the body ended: nothing more will come.
-    const onClose = () => settled || settle(new ConnectError("the caller closed the stream before its request ended", Code.Canceled));
-    req.on("data", onData);
-    req.once("end", onEnd);
-    req.once("error", onError);
-    req.once("close", onClose);
-  });
+/** The whole request body, or the error the call ends with: past `max` bytes, reset, or failed. */
+async function readBody(req: Http2ServerRequest, max: number): Promise<Buffer> {
+  const read = await readBodyBounded(req, max, "drain");
+  if (read.kind === "ok") return read.bytes;
+  if (read.kind === "too_large") throw new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted);
+  if (read.error) throw new ConnectError(read.error.message, Code.Aborted);
+  throw new ConnectError("the caller closed the stream before its request ended", Code.Canceled);
 }
 
 /**
@@ -167,9 +139,7 @@ async function serve(o: { service: DescService; interceptors: Interceptor[]; rea
   let message: Uint8Array | undefined;
   try {
     if (timeout.error) throw timeout.error;
-    const body = await readBody(req, o.readMaxBytes);
-    if (body instanceof ConnectError) throw body;
-    const bytes = unwrap(body);
+    const bytes = unwrap(await readBody(req, o.readMaxBytes));
     if (bytes instanceof ConnectError) throw bytes;
     let input: MessageShape<DescMessage>;
     try {
