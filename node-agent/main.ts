@@ -5,7 +5,7 @@
  */
 import { HostJournal } from "./hire/host-journal.js";
 import { createServer, type Http2Server, type Http2ServerResponse } from "node:http2";
-import { LinkRoundTrips } from "./service/link-round-trips.js";
+import { LinkRoundTrips, linkContextValues } from "./service/link-round-trips.js";
 import { SeatLocks } from "./seats/seat-locks.js";
 import { startSeatStatusWatch } from "./seats/seat-status-watch.js";
 import type { Socket } from "node:net";
@@ -122,9 +122,11 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     readMaxBytes: RPC_READ_MAX_BYTES.agent,
     routes: (router) => router.service(AgentService, impl, { readMaxBytes: RPC_READ_MAX_BYTES.agent }),
     interceptors,
+    // Each call knows the link it came on: its transit is bounded by that link's round trips.
+    contextValues: linkContextValues,
   });
   // Unary gRPC calls skip Connect's per-call stream pipeline; the rest goes to Connect (service/unary-server.ts).
-  const rpc = createUnaryServer({ service: AgentService, impl, interceptors, readMaxBytes: RPC_READ_MAX_BYTES.agent, fallback: connectRpc as unknown as Parameters<typeof createUnaryServer>[0]["fallback"] });
+  const rpc = createUnaryServer({ service: AgentService, impl, interceptors, readMaxBytes: RPC_READ_MAX_BYTES.agent, contextValues: linkContextValues, fallback: connectRpc as unknown as Parameters<typeof createUnaryServer>[0]["fallback"] });
   // The token is checked from the headers before a byte of the body is read.
   const handler = ((req, res) => {
     if (admitByHeaders(tokenCheck, req, res as Http2ServerResponse)) rpc(req, res);

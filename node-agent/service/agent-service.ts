@@ -18,7 +18,7 @@ import { agentResultWire, deliveryModeWire, seatKindWire, seatStatusWire, SeatKi
 import { deliver, type DeliverDeps } from "../deliver/deliver.js";
 import type { MailboxStore } from "../mailbox/store.js";
 import { toWireSeat } from "./wire-seat.js";
-import type { LinkRoundTrips } from "./link-round-trips.js";
+import { LINK_SESSION, type LinkRoundTrips } from "./link-round-trips.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
 import { hireMethods } from "../hire/hire-service.js";
 import type { Hirer } from "../hire/hire.js";
@@ -53,7 +53,7 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
       return create(InspectSeatResponseSchema, { seat: toWireSeat(seat, snapshot) });
     },
 
-    async deliver(req) {
+    async deliver(req, ctx) {
       const arrivedAtMs = deps.clock.nowMs();
       // Refusals as errors happen only here, before any seat is touched.
       if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
@@ -72,7 +72,8 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
           occupantId: req.authority?.occupantId ?? "",
           authorityAgeMs: req.authority?.ageMs ?? 0,
           arrivedAtMs,
-          transitBoundMs: deps.roundTrips?.transitBoundMs(),
+          // The round trips of the link this call came on, not of another the agent has or had.
+          transitBoundMs: deps.roundTrips?.transitBoundMs(ctx.values.get(LINK_SESSION)),
         }),
       );
       return create(DeliverResponseSchema, {

@@ -6,20 +6,33 @@
  * bound is the link's own recent worst round trip (a one-way transit is at most that), never
  * below a floor, and a generous default until the first PING has come back. A sample is the
  * smaller of two consecutive PINGs, so a single stall is not taken for the link's round trip.
+ * Samples belong to the session they were taken on, and a call is bounded by its own session's:
+ * a link the agent has left (a relink through another route, a controller restart) says nothing
+ * of the one a request came on, and its slower round trips kept the bound high for 20 s after.
  */
-import type { Http2Server, ServerHttp2Session } from "node:http2";
+import type { Http2Server, Http2ServerRequest, ServerHttp2Session } from "node:http2";
+import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import { UNMEASURED_TRANSIT_BOUND_MS } from "../proofs/freshness.js";
+
+/** The HTTP/2 session a call arrived on, in its handler context (set by `linkContextValues`). */
+export const LINK_SESSION = createContextKey<object | undefined>(undefined, { description: "the HTTP/2 session the call arrived on" });
+
+/** A call's starting context values: its link session (none over HTTP/1). Connect's `contextValues` option. */
+export function linkContextValues(req: object): ContextValues {
+  return createContextValues().set(LINK_SESSION, (req as Partial<Pick<Http2ServerRequest, "stream">>).stream?.session ?? undefined);
+}
 
 export const TRANSIT_FLOOR_MS = 2;
 
 export interface LinkRoundTripsOptions {
   intervalMs?: number;
-  /** How many recent samples the bound covers (across sessions). */
+  /** How many recent samples of one session the bound covers. */
   keep?: number;
 }
 
 export class LinkRoundTrips {
-  private readonly samples: number[] = [];
+  // The live sessions' recent samples; a session leaves with its close.
+  private readonly bySession = new Map<object, number[]>();
   private readonly intervalMs: number;
   private readonly keep: number;
 
@@ -31,6 +44,7 @@ export class LinkRoundTrips {
   /** Pings every session of `server` when it opens and then every interval while it lives. */
   watch(server: Http2Server): void {
     server.on("session", (session: ServerHttp2Session) => {
+      this.open(session);
       const ping = () => {
         if (session.destroyed || session.closed) return;
         try {
@@ -46,11 +60,11 @@ export class LinkRoundTrips {
       // sent at the same instant, a renewal, startup) delays only the first; a slow link or a
       // loop that stays busy delays both, and still counts (ADR 0010).
       const confirm = (first: number) => {
-        if (session.destroyed || session.closed) return this.record(first);
+        if (session.destroyed || session.closed) return this.record(session, first);
         try {
-          session.ping((err, second) => this.record(err ? first : Math.min(first, second)));
+          session.ping((err, second) => this.record(session, err ? first : Math.min(first, second)));
         } catch {
-          this.record(first);
+          this.record(session, first);
         }
       };
       // The first PING goes out once the controller's SETTINGS arrived, before the first request
@@ -59,19 +73,41 @@ export class LinkRoundTrips {
       session.once("remoteSettings", ping);
       const timer = setInterval(ping, this.intervalMs);
       timer.unref();
-      session.once("close", () => clearInterval(timer));
+      session.once("close", () => {
+        clearInterval(timer);
+        this.bySession.delete(session);
+      });
     });
   }
 
-  record(durationMs: number): void {
-    this.samples.push(durationMs);
-    if (this.samples.length > this.keep) this.samples.shift();
+  /** A session starts with no sample: its calls get the unmeasured bound until its first PING returns. */
+  open(session: object): void {
+    if (!this.bySession.has(session)) this.bySession.set(session, []);
   }
 
-  /** The transit bound for a request arriving now. */
-  transitBoundMs(): number {
-    // Before the first PING has come back: a bound larger than any link this agent is expected on.
-    if (this.samples.length === 0) return UNMEASURED_TRANSIT_BOUND_MS;
-    return Math.max(TRANSIT_FLOOR_MS, Math.ceil(Math.max(...this.samples)));
+  /** One sample of a live session's round trip; a session already gone keeps none. */
+  record(session: object, durationMs: number): void {
+    const samples = this.bySession.get(session);
+    if (!samples) return;
+    samples.push(durationMs);
+    if (samples.length > this.keep) samples.shift();
   }
+
+  /**
+   * The transit bound for a request arriving now on `session`. Without one (a call that did not
+   * come over a watched link), the worst of the live sessions', an unmeasured one counting as
+   * the unmeasured default.
+   */
+  transitBoundMs(session?: object): number {
+    if (session !== undefined && this.bySession.has(session)) return boundOf(this.bySession.get(session)!);
+    let worst: number | undefined;
+    for (const samples of this.bySession.values()) worst = Math.max(worst ?? 0, boundOf(samples));
+    return worst ?? UNMEASURED_TRANSIT_BOUND_MS;
+  }
+}
+
+// Before the first PING has come back: a bound larger than any link this agent is expected on.
+function boundOf(samples: number[]): number {
+  if (samples.length === 0) return UNMEASURED_TRANSIT_BOUND_MS;
+  return Math.max(TRANSIT_FLOOR_MS, Math.ceil(Math.max(...samples)));
 }

@@ -11,7 +11,7 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescMessage, DescMethodUnary, DescService, MessageShape } from "@bufbuild/protobuf";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, createMethodImplSpec, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createContextValues, createMethodImplSpec, type ContextValues, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { readBodyBounded } from "../../shared/read-body.js";
@@ -77,7 +77,7 @@ async function readBody(req: Http2ServerRequest, max: number): Promise<Buffer> {
  * AbortController: the caller's reset, the deadline and the call's end abort it directly,
  * where `createHandlerContext` links a deadline controller and the request's into a third.
  */
-function handlerContext(o: { service: DescService }, method: DescMethodUnary, req: Http2ServerRequest, timeoutMs: number | undefined): { context: HandlerContext; abort: AbortController; deadline: NodeJS.Timeout | undefined } {
+function handlerContext(o: { service: DescService; contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined }, method: DescMethodUnary, req: Http2ServerRequest, timeoutMs: number | undefined): { context: HandlerContext; abort: AbortController; deadline: NodeJS.Timeout | undefined } {
   const abort = new AbortController();
   let deadline: NodeJS.Timeout | undefined;
   let remaining: () => number | undefined = noTimeout;
@@ -98,7 +98,7 @@ function handlerContext(o: { service: DescService }, method: DescMethodUnary, re
     requestHeader: new Headers(requestHeaders(req)),
     responseHeader: new Headers(RESPONSE_HEADER),
     responseTrailer: new Headers(RESPONSE_TRAILER),
-    values: createContextValues(),
+    values: o.contextValues ? o.contextValues(req) : createContextValues(),
   };
   return { context, abort, deadline };
 }
@@ -109,9 +109,17 @@ const RESPONSE_TRAILER = { "grpc-status": "0" } as const;
 
 /**
  * A handler for `service`'s unary methods over gRPC (binary, identity encoding); everything
- * else goes to `fallback` (Connect's node adapter for the same service).
+ * else goes to `fallback` (Connect's node adapter for the same service). `contextValues` is
+ * Connect's option of that name: the values a call's context starts with.
  */
-export function createUnaryServer<S extends DescService>(o: { service: S; impl: ServiceImpl<S>; interceptors: Interceptor[]; readMaxBytes: number; fallback: Handler }): Handler {
+export function createUnaryServer<S extends DescService>(o: {
+  service: S;
+  impl: ServiceImpl<S>;
+  interceptors: Interceptor[];
+  readMaxBytes: number;
+  fallback: Handler;
+  contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined;
+}): Handler {
   const methods = new Map<string, { method: DescMethodUnary; spec: ReturnType<typeof createMethodImplSpec> }>();
   for (const method of o.service.methods) {
     if (method.methodKind !== "unary") continue;
@@ -128,7 +136,7 @@ export function createUnaryServer<S extends DescService>(o: { service: S; impl: 
   };
 }
 
-async function serve(o: { service: DescService; interceptors: Interceptor[]; readMaxBytes: number }, method: DescMethodUnary, spec: ReturnType<typeof createMethodImplSpec>, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
+async function serve(o: { service: DescService; interceptors: Interceptor[]; readMaxBytes: number; contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined }, method: DescMethodUnary, spec: ReturnType<typeof createMethodImplSpec>, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
   const timeout = parseTimeout(firstValue(req.headers["grpc-timeout"]), NO_MAX_TIMEOUT);
   const { context, abort, deadline } = handlerContext(o, method, req, timeout.timeoutMs);
   // A stream reset by the caller (its deadline, its shutdown) aborts the handler's signal, as in Connect.

@@ -5,7 +5,8 @@
  * link with 40 ms of round trip it is at least 40 ms (a constant 10 ms would understate it).
  * A single stall of the peer's event loop while a PING is out (on a reverse link: the
  * controller's database work for the heartbeat sent at the same instant) is not the link's
- * round trip; a link that stays slow still is (ADR 0010).
+ * round trip; a link that stays slow still is (ADR 0010). A call is bounded by the round trips
+ * of the session it came on, never by those of a link the agent has left.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { connect as h2connect, createServer, type ClientHttp2Session, type Http2Server } from "node:http2";
@@ -103,14 +104,45 @@ describe("link-round-trips.LinkRoundTrips", () => {
 
   it("the bound is the worst of the recent samples, and an old outlier ages out", () => {
     const rt = new LinkRoundTrips({ keep: 3 });
-    rt.record(0.3);
-    expect(rt.transitBoundMs()).toBe(TRANSIT_FLOOR_MS);
-    rt.record(30.2);
-    rt.record(1);
-    expect(rt.transitBoundMs()).toBe(31);
-    rt.record(1);
-    rt.record(1);
-    rt.record(1);
-    expect(rt.transitBoundMs()).toBe(TRANSIT_FLOOR_MS);
+    const link = {};
+    rt.open(link);
+    expect(rt.transitBoundMs(link)).toBe(UNMEASURED_TRANSIT_BOUND_MS);
+    rt.record(link, 0.3);
+    expect(rt.transitBoundMs(link)).toBe(TRANSIT_FLOOR_MS);
+    rt.record(link, 30.2);
+    rt.record(link, 1);
+    expect(rt.transitBoundMs(link)).toBe(31);
+    rt.record(link, 1);
+    rt.record(link, 1);
+    rt.record(link, 1);
+    expect(rt.transitBoundMs(link)).toBe(TRANSIT_FLOOR_MS);
+  });
+
+  it("a call is bounded by its own session's round trips; a session closed leaves with its samples", async () => {
+    const rt = new LinkRoundTrips();
+    const sessions: object[] = [];
+    const server = createServer();
+    server.on("session", (s) => sessions.push(s));
+    rt.watch(server);
+    const port = await listen(server);
+    closers.push(() => server.close());
+    // First a link with 60 ms of round trip (a WAN route), then a loopback one beside it.
+    const slow = client(await delayRelay(port, 30));
+    await until(() => sessions.length === 1 && rt.transitBoundMs(sessions[0]) !== UNMEASURED_TRANSIT_BOUND_MS);
+    const fast = client(port);
+    await until(() => sessions.length === 2 && rt.transitBoundMs(sessions[1]) !== UNMEASURED_TRANSIT_BOUND_MS);
+    const [slowSession, fastSession] = sessions as [object, object];
+    expect(rt.transitBoundMs(slowSession)).toBeGreaterThanOrEqual(60);
+    expect(rt.transitBoundMs(fastSession)).toBeLessThan(30);
+    // A call that names no session gets the worst live link.
+    expect(rt.transitBoundMs()).toBeGreaterThanOrEqual(60);
+    // The slow link goes: the fast one's calls were never bounded by it, and now nothing is.
+    slow.close();
+    await until(() => rt.transitBoundMs() < 30);
+    expect(rt.transitBoundMs()).toBeLessThan(30);
+    expect(rt.transitBoundMs(slowSession)).toBeLessThan(30);
+    fast.close();
+    await until(() => rt.transitBoundMs() === UNMEASURED_TRANSIT_BOUND_MS);
+    expect(rt.transitBoundMs()).toBe(UNMEASURED_TRANSIT_BOUND_MS);
   });
 });

@@ -15,6 +15,7 @@ import { Code, ConnectError, createClient, type ServiceImpl } from "@connectrpc/
 import { connectNodeAdapter, createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { afterEach, describe, expect, it } from "vitest";
 import { createUnaryServer } from "../../../../node-agent/service/unary-server.js";
+import { LINK_SESSION, linkContextValues } from "../../../../node-agent/service/link-round-trips.js";
 import { AgentService, DeliverRequestSchema, DeliverResponseSchema } from "../../../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { bearerAuthInterceptor, bearerHeaderInterceptor } from "../../../../shared/rpc/bearer-auth.js";
 import { fleetErrorBoundary } from "../../../../shared/rpc/error-boundary.js";
@@ -31,6 +32,7 @@ async function agentLike(): Promise<{ url: string; via: string[]; ended: Promise
   const via: string[] = [];
   // For each call that waited on its signal ("wait"), the signal's reason once it aborted.
   const ended: Promise<unknown>[] = [];
+  const sessions: object[] = [];
   const impl: Partial<ServiceImpl<typeof AgentService>> = {
     async deliver(req, ctx) {
       if (req.text === "wait") {
@@ -39,18 +41,21 @@ async function agentLike(): Promise<{ url: string; via: string[]; ended: Promise
         return create(DeliverResponseSchema, { detail: `timeout left ${String(ctx.timeoutMs())}` });
       }
       if (req.text === "timeout") return create(DeliverResponseSchema, { detail: String(ctx.timeoutMs() !== undefined && ctx.timeoutMs()! > 0 && ctx.timeoutMs()! <= 5_000) });
+      // Which of the server's HTTP/2 sessions the call's context names (the link it came on).
+      if (req.text === "session") return create(DeliverResponseSchema, { detail: String(sessions.indexOf(ctx.values.get(LINK_SESSION) as object)) });
       if (req.text === "unknown") throw new FleetError(ErrorCode.UnknownSeat, `this agent hosts no seat named ${req.seatName}`);
       return create(DeliverResponseSchema, { result: 1, nativeReceiptId: `n-${req.deliveryId}`, detail: `${req.text}|${ctx.requestHeader.get("x-probe") ?? ""}` });
     },
   };
   const interceptors = [fleetErrorBoundary(), bearerAuthInterceptor((_s, t) => t === "tok-1")];
-  const connectRpc = connectNodeAdapter({ readMaxBytes: 1024, routes: (r) => r.service(AgentService, impl), interceptors });
+  const connectRpc = connectNodeAdapter({ readMaxBytes: 1024, routes: (r) => r.service(AgentService, impl), interceptors, contextValues: linkContextValues });
   const fallback = (req: Http2ServerRequest, res: Http2ServerResponse) => {
     via.push("connect");
     (connectRpc as unknown as (a: Http2ServerRequest, b: Http2ServerResponse) => void)(req, res);
   };
-  const lean = createUnaryServer({ service: AgentService, impl: impl as ServiceImpl<typeof AgentService>, interceptors, readMaxBytes: 1024, fallback });
+  const lean = createUnaryServer({ service: AgentService, impl: impl as ServiceImpl<typeof AgentService>, interceptors, readMaxBytes: 1024, fallback, contextValues: linkContextValues });
   const server: Http2Server = createServer((req, res) => lean(req, res));
+  server.on("session", (s) => sessions.push(s));
   const sockets = new Set<Socket>();
   server.on("connection", (s: Socket) => sockets.add(s));
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
@@ -75,6 +80,16 @@ describe("agent's lean unary gRPC handler (issue 17 item 2; ADR 0003)", () => {
     expect(res.nativeReceiptId).toBe(`n-${id}`);
     expect(res.detail).toBe("hi|p1");
     expect(agent.via).toEqual([]);
+  });
+
+  it("ADR 0010: a call's context names the HTTP/2 session it came on, on the lean path and through Connect's adapter", async () => {
+    const agent = await agentLike();
+    const grpc = await grpcClient(agent.url).deliver({ seatName: "s", deliveryId: id, text: "session" });
+    expect(grpc.detail).toBe("0");
+    expect(agent.via).toEqual([]);
+    const connect = createClient(AgentService, createConnectTransport({ baseUrl: agent.url, httpVersion: "2", interceptors: [bearerHeaderInterceptor(() => "tok-1")] }));
+    expect((await connect.deliver({ seatName: "s", deliveryId: id, text: "session" })).detail).toBe("1");
+    expect(agent.via).toEqual(["connect"]);
   });
 
   it("ADR 0003: a wrong token is Unauthenticated and a FleetError keeps its code (refusals before any write)", async () => {
