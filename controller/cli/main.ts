@@ -126,6 +126,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\n--pane-host auto: Herdr when its socket exists, else tmux when a server answers, else none (mailbox seats only).\nWith --json, exactly one line {mcpUrl, token, statusUrl, dashboardUrl, agentUrl, bridge} (and caFile off loopback) once the agent has registered and linked.\nThe local agent enrolls like any machine: a join token on its first start, its own key pair, mutual TLS to the agent port.")
     .action(
       run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string }) => {
+        // Before the controller's modules load: the embedded journal's memory budget.
+        if (!o.databaseUrl) (await import("../db/embedded-memory.js")).keepYoungGenerationSmall();
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
@@ -154,6 +156,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
       run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string }) => {
+        if (!o.databaseUrl) (await import("../db/embedded-memory.js")).keepYoungGenerationSmall();
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(

@@ -6,6 +6,7 @@
 import { fileURLToPath } from "node:url";
 import { mkdirSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
+import { keepYoungGenerationSmall } from "./embedded-memory.js";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { DatabaseUnreachableError } from "../../shared/errors.js";
@@ -112,11 +113,9 @@ async function openPglite(dataDir: string): Promise<Database> {
     // CPU than it saved over 15,000 journal statements (measured, ADR 0015). Wasm only: the
     // process's JavaScript still tiers up as usual. Set before the module is compiled.
     setFlagsFromString("--liftoff-only");
-    // The embedded journal is the default start (`clankie up`), where memory is the budget (issue
-    // 17: ≤ 200 MB). V8 grows the young generation to 2 × 16 MB under the delivery path's ~300 kB
-    // of garbage per call; kept at its initial size it cost ~30 MB less RSS after 1,000
-    // deliveries and no CPU that could be told from noise (ADR 0015). PostgreSQL starts keep V8's default.
-    setFlagsFromString("--semi-space-growth-factor=1");
+    // The embedded journal's memory budget (embedded-memory.ts): the CLI sets this before the
+    // controller's modules load; here for any other process that opens the embedded journal.
+    keepYoungGenerationSmall();
     const { PGlite } = await import("@electric-sql/pglite");
     const { drizzle } = await import("drizzle-orm/pglite");
     const { migrate } = await import("drizzle-orm/pglite/migrator");
