@@ -127,7 +127,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .action(
       run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string }) => {
         // Before the controller's modules load: the embedded journal's memory budget.
-        if (!o.databaseUrl) (await import("../db/embedded-memory.js")).keepYoungGenerationSmall();
+        if (!o.databaseUrl) (await import("../../shared/young-generation.js")).keepYoungGenerationSmall();
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
@@ -156,7 +156,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
       run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string }) => {
-        if (!o.databaseUrl) (await import("../db/embedded-memory.js")).keepYoungGenerationSmall();
+        if (!o.databaseUrl) (await import("../../shared/young-generation.js")).keepYoungGenerationSmall();
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(
@@ -183,6 +183,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\n--controller URL is the controller's agent URL (https://HOST:agent-port, mutual TLS); needed with --join, remembered after it.\nThe agent dials the controller (reverse HTTP/2 links); it listens on no port. The state dir is the agent's own (default <state dir> for this command).")
     .action(
       run(env, "info", async (ctx, o: { join?: string; joinOnly?: boolean; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string; tethered?: boolean }) => {
+        // Before the agent's modules load: its memory budget (shared/young-generation.ts).
+        (await import("../../shared/young-generation.js")).keepYoungGenerationSmall();
         const { runAgent, joinOnly } = await import("./run-agent.js");
         const flags = { stateDir: ctx.stateDir, controllerUrl: ctx.controller, join: o.join, machine: o.machine, paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket };
         if (o.joinOnly) {

@@ -1,5 +1,5 @@
 /**
- * Issue 17 (`memory.up_controller_rss_mb` ≤ 200; ADR 0015 amendment): the embedded journal's
+ * Issue 17 (`memory.up_controller_rss_mb` ≤ 200, the idle agent ≤ 80 MB; ADR 0015 amendment): the
  * young-generation cap takes effect when set at run time, before allocation grows the space —
  * the premise of setting it in the CLI before the controller's modules load. In a fresh Node
  * process (the compiled module, as the CLI runs it), the same allocation leaves the young
@@ -9,7 +9,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-const MODULE = fileURLToPath(new URL("../../../../dist/controller/db/embedded-memory.js", import.meta.url));
+const MODULE = fileURLToPath(new URL("../../../dist/shared/young-generation.js", import.meta.url));
 
 function newSpaceMbAfterAllocating(capped: boolean): number {
   const program = `
@@ -24,7 +24,7 @@ function newSpaceMbAfterAllocating(capped: boolean): number {
   return Number(out.split(" ")[0]);
 }
 
-describe("embedded journal: the young generation's cap (issue 17, ADR 0015)", () => {
+describe("the young generation's cap (issue 17, ADR 0015)", () => {
   it("issue 17: set at run time before the allocations, it keeps the young generation near its initial size", () => {
     const uncapped = newSpaceMbAfterAllocating(false);
     const capped = newSpaceMbAfterAllocating(true);
