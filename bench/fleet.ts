@@ -38,6 +38,8 @@ export interface BenchFleet {
   agentEndpoint: string;
   /** The controller's main (plaintext, loopback) URL. */
   url: string;
+  /** The lead token the fleet's own MCP sessions use (for a client of a tool's own, bench/rtt-phases.ts). */
+  leadToken: string;
   /** A join token for another machine name (the TLS handshake figures enroll their own identity). */
   enroll(machine: string): Promise<string>;
   seatIds: string[];
@@ -106,6 +108,7 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
       agent,
       agentEndpoint,
       url,
+      leadToken: token,
       enroll: (machine) => owner.enroll(machine),
       seatIds,
       async openCallers(n) {

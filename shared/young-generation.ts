@@ -3,7 +3,7 @@
  * budget: the embedded journal's controller (`clankie up`, or a controller with no PostgreSQL
  * URL; issue 17: ≤ 200 MB after 1,000 deliveries) and the node agent (idle ≤ 80 MB). V8 doubles
  * the young generation (to 2 × 16 MB) as soon as allocation is brisk, and loading the modules is
- * brisk, so the cap is set first, before anything else is imported. Measured side by side (ADR
+ * brisk, so the cap is set first, in the CLI's preAction hook, before the action imports anything. Measured side by side (ADR
  * 0015 amendment): the up process 165–171 → 143–146 MB at start and 190–214 → 165–167 MB after
  * 1,000 deliveries; the agent 97–99 → 87–90 MB idle and 115 → 90–92 MB after 300; neither's CPU
  * per delivery moved beyond the noise. The flag is read when V8 grows the space, so setting it at
@@ -14,4 +14,9 @@ import { setFlagsFromString } from "node:v8";
 
 export function keepYoungGenerationSmall(): void {
   setFlagsFromString("--semi-space-growth-factor=1");
+}
+
+/** The CLI's hook before a command's action: the budgeted long-running processes get the cap. */
+export function budgetMemoryFor(command: string, opts: { databaseUrl?: string | undefined }): void {
+  if (command === "agent" || ((command === "up" || command === "controller") && !opts.databaseUrl)) keepYoungGenerationSmall();
 }

@@ -14,6 +14,7 @@ import { FAULT_POINTS, type FaultPoint } from "../delivery/faults.js";
 import { fail, type OutputOptions } from "./output.js";
 import { EXIT_CODES_HELP, ExitCode } from "./exit-codes.js";
 import { packageVersion } from "./version.js";
+import { budgetMemoryFor } from "../../shared/young-generation.js";
 import { registerFleetCommands, type FleetAction } from "./fleet-commands.js";
 import { registerLeadCommands } from "./lead-commands.js";
 import { registerClaudeCommands } from "./claude-commands.js";
@@ -41,9 +42,7 @@ const int = (name: string, min: number, max: number) => (value: string) => {
   if (!Number.isInteger(n) || n < min || n > max) throw new OptionError(`${name} must be an integer ${min}-${max}, got ${value}`);
   return n;
 };
-const port = int("--port", 0, 65535);
-const agentPort = int("--agent-port", 0, 65535);
-const ms = int("--deliver-timeout-ms", 1, 3_600_000);
+const [port, agentPort, ms] = [int("--port", 0, 65535), int("--agent-port", 0, 65535), int("--deliver-timeout-ms", 1, 3_600_000)];
 
 /** Set by a command that keeps serving on stdio after its action returns. */
 let keepServing = false;
@@ -109,6 +108,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .addHelpText("after", `\n${EXIT_CODES_HELP}\n\nEnvironment: DATABASE_URL (PostgreSQL), CLANKIE_STATE_DIR, CLANKIE_JOIN_TOKEN (agent), CLANKIE_FLEET_CA_PASSPHRASE (controller).\nEach command has its own --help, e.g. clankie up --help.`)
     .exitOverride()
+    .hook("preAction", (_program, cmd) => budgetMemoryFor(cmd.name(), cmd.opts<{ databaseUrl?: string }>())) // before its modules load
     .configureOutput({ outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${str.replace(/^error: /, "")}`)) });
 
   program
@@ -126,8 +126,6 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\n--pane-host auto: Herdr when its socket exists, else tmux when a server answers, else none (mailbox seats only).\nWith --json, exactly one line {mcpUrl, token, statusUrl, dashboardUrl, agentUrl, bridge} (and caFile off loopback) once the agent has registered and linked.\nThe local agent enrolls like any machine: a join token on its first start, its own key pair, mutual TLS to the agent port.")
     .action(
       run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string }) => {
-        // Before the controller's modules load: the embedded journal's memory budget.
-        if (!o.databaseUrl) (await import("../../shared/young-generation.js")).keepYoungGenerationSmall();
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
@@ -156,7 +154,6 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
       run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string }) => {
-        if (!o.databaseUrl) (await import("../../shared/young-generation.js")).keepYoungGenerationSmall();
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(
@@ -183,8 +180,6 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\n--controller URL is the controller's agent URL (https://HOST:agent-port, mutual TLS); needed with --join, remembered after it.\nThe agent dials the controller (reverse HTTP/2 links); it listens on no port. The state dir is the agent's own (default <state dir> for this command).")
     .action(
       run(env, "info", async (ctx, o: { join?: string; joinOnly?: boolean; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string; tethered?: boolean }) => {
-        // Before the agent's modules load: its memory budget (shared/young-generation.ts).
-        (await import("../../shared/young-generation.js")).keepYoungGenerationSmall();
         const { runAgent, joinOnly } = await import("./run-agent.js");
         const flags = { stateDir: ctx.stateDir, controllerUrl: ctx.controller, join: o.join, machine: o.machine, paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket };
         if (o.joinOnly) {
