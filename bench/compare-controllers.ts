@@ -18,6 +18,7 @@ import { cpuMsOf } from "./processes.js";
 import { CLI, REPO_ROOT } from "./paths.js";
 import { loopFor } from "./sections/ceiling.js";
 import { round } from "./stats.js";
+import { runTool } from "./tool-main.js";
 
 interface Side {
   name: string;
@@ -92,10 +93,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
-    process.exit(1);
-  },
-);
+runTool(main);

@@ -17,6 +17,7 @@ import { startBenchFleet } from "./fleet.js";
 import { CLI, REPO_ROOT } from "./paths.js";
 import { postgresCeiling } from "./sections/ceiling.js";
 import { runJournal } from "./sections/journal.js";
+import { runTool } from "./tool-main.js";
 
 async function journalOnce(cli: string): Promise<Record<string, unknown>> {
   const cfg = configFor("full").journal;
@@ -53,10 +54,4 @@ async function main(): Promise<void> {
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
-    process.exit(1);
-  },
-);
+runTool(main);

@@ -23,6 +23,7 @@ import { BENCH_MACHINE, startBenchFleet } from "./fleet.js";
 import { cpuMsOf } from "./processes.js";
 import { REPO_ROOT } from "./paths.js";
 import { summarize } from "./stats.js";
+import { runTool } from "./tool-main.js";
 
 type Call = (req: DeliverRequest) => Promise<DeliverResponse>;
 
@@ -113,10 +114,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
-    process.exit(1);
-  },
-);
+runTool(main);

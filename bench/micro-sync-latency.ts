@@ -16,6 +16,7 @@ import { writeFileDurablyAsync } from "../shared/durable-file.js";
 import { createScratchDatabase } from "./databases.js";
 import { removeScratch, scratchDir } from "./paths.js";
 import { round, summarize } from "./stats.js";
+import { runTool } from "./tool-main.js";
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { n: { type: "string" }, "pause-ms": { type: "string" } } });
@@ -75,10 +76,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+runTool(main);

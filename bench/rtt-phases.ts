@@ -20,6 +20,7 @@ import { createScratchDatabase } from "./databases.js";
 import { startBenchFleet } from "./fleet.js";
 import { REPO_ROOT } from "./paths.js";
 import { percentile, round } from "./stats.js";
+import { runTool } from "./tool-main.js";
 
 type Mark = { at: number; leg: string };
 
@@ -128,10 +129,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    process.stderr.write(`${(e as Error).stack ?? String(e)}\n`);
-    process.exit(1);
-  },
-);
+runTool(main);

@@ -12,6 +12,7 @@ import { parseArgs } from "node:util";
 import { setFlagsFromString } from "node:v8";
 import { initialiseInChild } from "../../controller/db/init-pglite.js";
 import { removeScratch, scratchDir } from "../paths.js";
+import { runTool } from "../tool-main.js";
 
 const rssMb = () => Math.round(Number(/VmRSS:\s+(\d+)/.exec(readFileSync("/proc/self/status", "utf8"))?.[1]) / 1024);
 
@@ -40,10 +41,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+runTool(main);

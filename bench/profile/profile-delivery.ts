@@ -18,6 +18,7 @@ import { cpuMsOf } from "../processes.js";
 import { loopFor } from "../sections/ceiling.js";
 import { round } from "../stats.js";
 import { byFunction, byPlace, type CpuProfile, type HeapProfile, cpuByPlace, allocatedByPlace } from "./profile-summary.js";
+import { runTool } from "../tool-main.js";
 
 // CPU per call is the process's (from /proc, with the profilers' own overhead in it); the
 // split by place is by sample count, allocations by the sampling heap profiler.
@@ -83,10 +84,4 @@ async function main(): Promise<void> {
   console.log(`wrote ${out}`);
 }
 
-main().then(
-  () => process.exit(0),
-  (e: unknown) => {
-    console.error(e);
-    process.exit(1);
-  },
-);
+runTool(main);
