@@ -16,6 +16,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { renderAgentService, ServiceValueError } from "../../../shared/service-install/render.js";
 import { systemdWord, windowsArg } from "../../../shared/service-install/quote.js";
 import { splitWindowsCommandLine } from "../../../node-agent/proofs/windows-parse.js";
+import { available } from "../../kit/requirements.js";
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -27,7 +28,6 @@ const temp = (prefix: string) => {
 
 const TRICKY = "/Users/Jürgen Ö/Clankie & <co> \"it's\" 50%$HOME";
 const args = (stateDir: string) => ["--controller", "https://ctl.example:7420", "--fleet-token-file", `${stateDir}/fleet.token`, "--state-dir", stateDir, "--pane-host", "tmux"];
-const hasSystemdAnalyze = spawnSync("systemd-analyze", ["--version"]).status === 0;
 
 describe("service-install.renderAgentService", () => {
   it("launchd: a plist that parses, whose ProgramArguments are exactly node, main and the agent's arguments, with no ~", () => {
@@ -47,7 +47,7 @@ describe("service-install.renderAgentService", () => {
     expect(() => renderAgentService("launchd", { ...ok, name: "dev--x" })).toThrow(/reverse-DNS/);
   });
 
-  it.skipIf(!hasSystemdAnalyze)("systemd user unit: passes systemd-analyze verify --user with spaces, %, $ and quotes in its paths", () => {
+  it.skipIf(!available("systemd"))("systemd user unit: passes systemd-analyze verify --user with spaces, %, $ and quotes in its paths", () => {
     const state = temp("c15 state %x$y\"q ");
     const runtime = temp("c15-xdg-");
     const [file] = renderAgentService("systemd-user", { node: process.execPath, main: `${state}/main.js`, agentArgs: args(state), stateDir: state });
@@ -58,7 +58,7 @@ describe("service-install.renderAgentService", () => {
     expect(file!.content).toContain("WantedBy=default.target");
   });
 
-  it.skipIf(!hasSystemdAnalyze)("systemd-analyze verify is a real check here: a unit with broken quoting fails it", () => {
+  it.skipIf(!available("systemd"))("systemd-analyze verify is a real check here: a unit with broken quoting fails it", () => {
     const runtime = temp("c15-xdg-");
     const unit = join(temp("c15-unit-"), "bad.service");
     writeFileSync(unit, `[Service]\nExecStart=${systemdWord(process.execPath)} "unterminated\n`);

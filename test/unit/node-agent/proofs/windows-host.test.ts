@@ -21,6 +21,7 @@ import { provePane } from "../../../../node-agent/proofs/pane-proof.js";
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import type { PaneHost } from "../../../../node-agent/panes/pane-host.js";
 import { microsOf } from "../../../kit/recorded-windows.js";
+import { available } from "../../../kit/requirements.js";
 
 const SCRIPT = fileURLToPath(new URL("../../../kit/fake-powershell-host.mjs", import.meta.url));
 const FIXTURES = fileURLToPath(new URL("../../../fixtures/proofs/windows", import.meta.url));
@@ -107,10 +108,9 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
   });
 });
 
-const hasMcs = spawnSync("mcs", ["--version"]).status === 0;
 
 describe("windows-host-script: the program the real host runs", () => {
-  it.skipIf(!hasMcs)("its C# (Toolhelp snapshot, GetExtendedTcpTable, the PEB reader) compiles (Mono's mcs; the calls need Windows)", () => {
+  it.skipIf(!available("mcs"))("its C# (Toolhelp snapshot, GetExtendedTcpTable, the PEB reader) compiles (Mono's mcs; the calls need Windows)", () => {
     const dir = mkdtempSync(join(tmpdir(), "c15-cs-"));
     try {
       writeFileSync(join(dir, "host.cs"), HOST_CSHARP);
@@ -122,7 +122,7 @@ describe("windows-host-script: the program the real host runs", () => {
     }
   });
 
-  it.skipIf(!hasMcs)("mcs is a real check here: a C# typo fails it", () => {
+  it.skipIf(!available("mcs"))("mcs is a real check here: a C# typo fails it", () => {
     const dir = mkdtempSync(join(tmpdir(), "c15-cs-"));
     try {
       writeFileSync(join(dir, "bad.cs"), HOST_CSHARP.replace("public static List<Dictionary<string, object>> Processes()", "public static List<Dictionary<string, object> Processes()"));
