@@ -3,15 +3,12 @@
  * event and wait for the exact authenticated ack of its id. Says how far a push got: never
  * written (not sent), acked (transport delivery), or lost after writing (unconfirmed).
  */
-import { createHmac, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { JsonlSplitter } from "./pi-link.js";
+import { ackMacMatches, type ChannelAddress } from "./claude-channel-wire.js";
 
-export interface ChannelAddress {
-  socketPath: string;
-  tokenFile: string;
-}
+export type { ChannelAddress };
 
 export type ChannelHello = { ok: true; claudePid: number; mcpReady: boolean } | { ok: false; detail: string };
 
@@ -19,16 +16,6 @@ export type PushOutcome =
   | { kind: "acked"; replayed: boolean }
   | { kind: "not_sent"; detail: string }
   | { kind: "lost"; detail: string };
-
-function expectedMac(token: string, eventId: string): string {
-  return createHmac("sha256", token).update(`ack:${eventId}`).digest("hex");
-}
-
-function macMatches(token: string, eventId: string, mac: unknown): boolean {
-  const want = Buffer.from(expectedMac(token, eventId));
-  const got = Buffer.from(String(mac ?? ""));
-  return want.length === got.length && timingSafeEqual(want, got);
-}
 
 /** One authenticated session on the channel socket; one request at a time. */
 async function session<T>(address: ChannelAddress, timeoutMs: number, body: (send: (o: unknown) => void, next: () => Promise<Record<string, unknown> | undefined>, token: string, hello: Record<string, unknown>) => Promise<T>, onNoConnect: (detail: string) => T): Promise<T> {
@@ -106,7 +93,7 @@ export function pushChannelEvent(address: ChannelAddress, timeoutMs: number, eve
       if (!r) return { kind: "lost", detail: "the channel went away before acknowledging the event" };
       if (r.op === "nack" && r.mayHaveSent !== true) return { kind: "not_sent", detail: `the channel refused the event: ${String(r.reason)}` };
       if (r.op !== "ack" || r.eventId !== eventId || r.acknowledged !== true) return { kind: "lost", detail: `no exact ack of ${eventId} (got ${String(r.op)} for ${String(r.eventId)})` };
-      if (!macMatches(token, eventId, r.mac)) return { kind: "lost", detail: "the ack's authentication did not match our event id" };
+      if (!ackMacMatches(token, eventId, r.mac)) return { kind: "lost", detail: "the ack's authentication did not match our event id" };
       return { kind: "acked", replayed: r.replayed === true };
     },
     (detail) => ({ kind: "not_sent", detail }),

@@ -8,6 +8,7 @@ import { SeatKind } from "../../shared/verdicts.js";
 import type { PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
 import type { SeatRecord } from "./adapter.js";
 import { isClaude, isPrintMode } from "./claude-process.js";
+import { channelPaths } from "./claude-channel-wire.js";
 import { claudeOccupantId, observeClaudeOccupant } from "./claude-occupant.js";
 import type { ProofProvider } from "../proofs/provider.js";
 
@@ -16,7 +17,7 @@ export function createClaudeDiscover(channelDir: string, reportDir: string, proo
     for (const p of processes.foregroundProcesses) {
       // Any OS's form of the CLI (claude-process.ts): a Windows path has backslashes.
       if (!isClaude(p.argv) || isPrintMode(p.argv)) continue;
-      if (!existsSync(`${channelDir}/claude-${p.pid}.sock`)) continue;
+      if (!existsSync(channelPaths(channelDir, p.pid).socketPath)) continue;
       // The occupant is this process lifetime in this session, not the pid (rule 46).
       const occupant = await observeClaudeOccupant(p.pid, reportDir, proofs);
       return {

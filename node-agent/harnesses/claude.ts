@@ -11,6 +11,7 @@ import type { ProofProvider } from "../proofs/provider.js";
 import type { PaneAgentStatus } from "../panes/pane-host.js";
 import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "./adapter.js";
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./claude-channel-client.js";
+import { channelPaths } from "./claude-channel-wire.js";
 import { readSessionReport, readTurnReport, type ClaudeTurnReport } from "./claude-session-report.js";
 import { TranscriptReader, type TranscriptRead } from "./claude-transcript.js";
 import { claudeOccupantId, observeClaudeOccupant } from "./claude-occupant.js";
@@ -59,7 +60,7 @@ export function claudeControl(seat: SeatRecord): ClaudeControl {
 }
 
 export function channelAddress(c: ClaudeControl): ChannelAddress {
-  return { socketPath: `${c.channelDir}/claude-${c.claudePid}.sock`, tokenFile: `${c.channelDir}/claude-${c.claudePid}.token` };
+  return channelPaths(c.channelDir, c.claudePid);
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -13,7 +13,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { CHANNEL_SERVER_NAME } from "../worker/claude-channel.js";
+import { CHANNEL_SERVER_NAME } from "../harnesses/claude-channel-wire.js";
 import { CLI_PATH, WORKER_SERVER_NAME, WORKER_TOOLS, workerMcpCommand, type HarnessLauncher, type LaunchContext, type LaunchRequest, type LaunchPlan, type ScreenBlock } from "./launcher.js";
 import { channelRefusal, CLAUDE_PLUGIN } from "./claude-plugin-screen.js";
 

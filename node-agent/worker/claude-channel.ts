@@ -6,24 +6,14 @@
  * genuine ack of its event from anything else. An ack means "handed to Claude" (transport),
  * never "read by the model". Each pushed event's meta carries our message id.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
-import { join } from "node:path";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { JsonlSplitter } from "../harnesses/pi-link.js";
+import { ackMac, CHANNEL_SERVER_NAME, channelPaths } from "../harnesses/claude-channel-wire.js";
 
-export const CHANNEL_SERVER_NAME = "clankie-seat";
-
-export function ackMac(token: string, eventId: string): string {
-  return createHmac("sha256", token).update(`ack:${eventId}`).digest("hex");
-}
-
-/** Where the channel for one Claude process listens, by that process's pid. */
-export function channelPaths(dir: string, claudePid: number): { socketPath: string; tokenFile: string } {
-  return { socketPath: join(dir, `claude-${claudePid}.sock`), tokenFile: join(dir, `claude-${claudePid}.token`) };
-}
 
 export interface ChannelServer {
   readonly socketPath: string;

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { pushChannelEvent } from "../../../../node-agent/harnesses/claude-channel-client.js";
-import { ackMac } from "../../../../node-agent/worker/claude-channel.js";
+import { ackMac } from "../../../../node-agent/harnesses/claude-channel-wire.js";
 
 const dir = mkdtempSync(join(tmpdir(), "clankie-chan-"));
 const servers: Server[] = [];

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ClaudeLauncher } from "../../../../node-agent/hire/launch-claude.js";
 import type { LaunchContext } from "../../../../node-agent/hire/launcher.js";
-import { CHANNEL_SERVER_NAME } from "../../../../node-agent/worker/claude-channel.js";
+import { CHANNEL_SERVER_NAME } from "../../../../node-agent/harnesses/claude-channel-wire.js";
 
 const PLUGIN = fileURLToPath(new URL("../../../../integrations/claude/clankie-worker", import.meta.url));
 const WRAPPER = join(PLUGIN, "bin/clankie-worker");
