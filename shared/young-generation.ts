@@ -16,6 +16,29 @@ export function keepYoungGenerationSmall(): void {
   setFlagsFromString("--semi-space-growth-factor=1");
 }
 
+/**
+ * The command a raw argv names, and its --database-url if given, read before commander runs
+ * (controller/cli/early-budget.ts): the first word that is not an option, stepping over the
+ * values of the global options that take one. Undefined when an unknown option comes first,
+ * since its value could be mistaken for the command.
+ */
+export function commandIn(argv: readonly string[], globalsWithValue: readonly string[]): { command: string; databaseUrl: string | undefined } | undefined {
+  let command: string | undefined;
+  let databaseUrl: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a === "--") break;
+    if (a === "--database-url") databaseUrl = argv[++i];
+    else if (a.startsWith("--database-url=")) databaseUrl = a.slice("--database-url=".length);
+    else if (command !== undefined) continue;
+    else if (globalsWithValue.includes(a)) i++;
+    else if (a.startsWith("-")) {
+      if (!a.includes("=") && a !== "--json") return undefined;
+    } else command = a;
+  }
+  return command === undefined ? undefined : { command, databaseUrl };
+}
+
 /** The CLI's hook before a command's action: the budgeted long-running processes get the cap. */
 export function budgetMemoryFor(command: string, opts: { databaseUrl?: string | undefined }): void {
   if (command === "agent" || ((command === "up" || command === "controller") && !opts.databaseUrl)) keepYoungGenerationSmall();

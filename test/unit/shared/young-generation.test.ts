@@ -3,13 +3,17 @@
  * young-generation cap takes effect when set at run time, before allocation grows the space —
  * the premise of setting it in the CLI before the controller's modules load. In a fresh Node
  * process (the compiled module, as the CLI runs it), the same allocation leaves the young
- * generation at V8's 2 × 16 MB without the cap and at a few MB with it.
+ * generation at V8's 2 × 16 MB without the cap and at a few MB with it. And the CLI decides the
+ * cap from the raw argv before its modules load (controller/cli/early-budget.ts).
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { commandIn } from "../../../shared/young-generation.js";
 
 const MODULE = fileURLToPath(new URL("../../../dist/shared/young-generation.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../../dist/controller/cli/main.js", import.meta.url));
+const EARLY = fileURLToPath(new URL("../../../dist/controller/cli/early-budget.js", import.meta.url));
 
 function newSpaceMbAfterAllocating(capped: boolean): number {
   const program = `
@@ -30,5 +34,48 @@ describe("the young generation's cap (issue 17, ADR 0015)", () => {
     const capped = newSpaceMbAfterAllocating(true);
     expect(uncapped).toBeGreaterThanOrEqual(16);
     expect(capped).toBeLessThanOrEqual(4);
+  });
+});
+
+function spawnSyncText(args: string[]): string {
+  const r = spawnSync(process.execPath, args, { encoding: "utf8", timeout: 20_000 });
+  return `${r.stdout}${r.stderr}`;
+}
+
+describe("the cap decided before the CLI loads (issue 17, ADR 0015)", () => {
+  const GLOBALS = ["--state-dir", "--log-level", "--controller"];
+
+  it("issue 17: finds the command past the global options and their values, in both forms", () => {
+    expect(commandIn(["agent", "--controller", "https://c:7421", "--state-dir", "/s"], GLOBALS)).toEqual({ command: "agent", databaseUrl: undefined });
+    expect(commandIn(["--state-dir", "agent", "--log-level=debug", "up"], GLOBALS)).toEqual({ command: "up", databaseUrl: undefined });
+    expect(commandIn(["--json", "controller", "--database-url", "postgres://h/db"], GLOBALS)).toEqual({ command: "controller", databaseUrl: "postgres://h/db" });
+    expect(commandIn(["up", "--database-url=postgres://h/db"], GLOBALS)).toEqual({ command: "up", databaseUrl: "postgres://h/db" });
+  });
+
+  it("issue 17: leaves the decision to commander when it cannot read the line", () => {
+    expect(commandIn(["--machine", "agent"], GLOBALS)).toBeUndefined();
+    expect(commandIn(["-h"], GLOBALS)).toBeUndefined();
+    expect(commandIn([], GLOBALS)).toBeUndefined();
+    expect(commandIn(["--", "agent"], GLOBALS)).toBeUndefined();
+  });
+
+  it("issue 17: knows every global option of the real CLI that takes a value (its --help)", async () => {
+    const help = execFileSync(process.execPath, [CLI, "--help"], { encoding: "utf8" });
+    const withValue = [...help.matchAll(/^\s+(--[a-z-]+) <[a-z]+>/gm)].map((m) => m[1]);
+    const { GLOBAL_OPTIONS_WITH_VALUE } = (await import(EARLY)) as { GLOBAL_OPTIONS_WITH_VALUE: readonly string[] };
+    expect(withValue.length).toBeGreaterThan(0);
+    expect([...GLOBAL_OPTIONS_WITH_VALUE].sort()).toEqual(withValue.sort());
+  });
+
+  it("issue 17: `clankie agent` has the cap before the CLI's modules load; run without the entry, it has not", () => {
+    // A preload reports the young generation as the process exits (here: the agent refuses
+    // to start, not enrolled, after its action's modules have loaded).
+    const probe = `import { getHeapSpaceStatistics } from "node:v8"; process.on("exit", () => { const s = getHeapSpaceStatistics().find((x) => x.space_name === "new_space"); process.stderr.write("NEW_SPACE " + s.space_size / 2 ** 20 + "\\n"); });`;
+    const newSpaceMb = (entry: string) => {
+      const out = spawnSyncText(["--import", `data:text/javascript,${encodeURIComponent(probe)}`, entry, "agent", "--controller", "https://127.0.0.1:9", "--state-dir", "/nonexistent/clankie-test"]);
+      return Number(/NEW_SPACE (\S+)/.exec(out)?.[1]);
+    };
+    expect(newSpaceMb(CLI)).toBeLessThanOrEqual(4);
+    expect(newSpaceMb(CLI.replace(/main\.js$/, "cli.js"))).toBeGreaterThanOrEqual(8);
   });
 });
