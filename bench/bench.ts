@@ -164,7 +164,7 @@ export async function runBench(o: BenchOptions): Promise<Result> {
     }
     await section("journal.pglite", () =>
       pgliteFleet(async (fleet, pglite) => {
-        const j = await runJournal(cfg.journal, fleet, pgliteCeiling(pglite));
+        const j = await runJournal(cfg.journal, fleet, pgliteCeiling(pglite), "pglite");
         journal.pglite = { ...j.levels, database: machine.pglite };
         refusedInJournal += j.refused;
       }),

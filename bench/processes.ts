@@ -1,6 +1,6 @@
 /** Real `clankie` processes for the bench, and their resident memory read from /proc. */
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { CLI } from "./paths.js";
 
@@ -89,6 +89,32 @@ export function cpuMsOf(pid: number): number {
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   const ticks = Number(fields[11]) + Number(fields[12]);
   return (ticks * 1000) / CLOCK_TICKS;
+}
+
+/**
+ * CPU time every PostgreSQL server process on this box has used so far (backends, WAL writer,
+ * checkpointer: the database's whole cost of a workload), in ms. The bench is the box's only
+ * client while it runs; a process that exits between two readings drops its share.
+ */
+export function postgresCpuMs(): number {
+  let ms = 0;
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, "utf8").trim() === "postgres") ms += cpuMsOf(Number(name));
+    } catch {
+      // Gone since the listing.
+    }
+  }
+  return ms;
+}
+
+/** Busy CPU time of the whole box so far (every core: all but idle and iowait), in ms, from /proc/stat. */
+export function boxBusyMs(): number {
+  const cpu = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal (guest time is already in user).
+  const busy = cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]! + cpu[7]!;
+  return (busy * 1000) / CLOCK_TICKS;
 }
 
 // USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).

@@ -8,7 +8,8 @@
 import type { BenchFleet } from "../fleet.js";
 import { loopFor, type CeilingRunner } from "./ceiling.js";
 import { round, summarize, type LatencySummary } from "../stats.js";
-import { cpuMsOf } from "../processes.js";
+import { availableParallelism } from "node:os";
+import { boxBusyMs, cpuMsOf, postgresCpuMs } from "../processes.js";
 
 export interface JournalConfig {
   callers: number[];
@@ -29,6 +30,16 @@ export interface JournalLevel {
    */
   controller_cpu_ms_per_delivery: number;
   agent_cpu_ms_per_delivery: number;
+  /**
+   * Where the rest of the box went, over the same full rounds: the PostgreSQL server's
+   * processes (null on PGlite, which runs inside the controller), this bench process (the
+   * leads' MCP clients), and how many of the box's cores were busy in all (`cores_busy` of
+   * `cores`). What bounds the delivered rate at 16 callers, measured rather than argued.
+   */
+  database_cpu_ms_per_delivery: number | null;
+  lead_clients_cpu_ms_per_delivery: number;
+  cores_busy: number;
+  cores: number;
   delivered: number;
   not_delivered: Record<string, number>;
   /** The proof age at the write each delivered message reported, at this concurrency. */
@@ -39,7 +50,7 @@ export interface JournalLevel {
 let sent = 0;
 const message = () => `journal bench message ${++sent}`;
 
-export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling: CeilingRunner): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
+export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling: CeilingRunner, journal: "postgres" | "pglite" = "postgres"): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
   const levels: Record<string, JournalLevel> = {};
   let refused = 0;
   await fleet.openCallers(Math.max(...cfg.callers));
@@ -51,7 +62,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     let full = { ok: 0, ms: 0 };
     let raw = { ok: 0, ms: 0 };
     let agentOnly = { ok: 0, ms: 0 };
-    const cpu = { controller: 0, agent: 0 };
+    const cpu = { controller: 0, agent: 0, database: 0, leads: 0, box: 0 };
     const ctlPid = fleet.controller.child.pid!;
     const agentPid = fleet.agent.child.pid!;
     const notDelivered: Record<string, number> = {};
@@ -59,7 +70,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     for (let r = 0; r < cfg.rounds; r++) {
       const c = await ceiling.run(callers, roundMs);
       raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
-      const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid) };
+      const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid), database: journal === "postgres" ? postgresCpuMs() : 0, leads: process.cpuUsage(), box: boxBusyMs() };
       const f = await loopFor(roundMs, callers, async (caller) => {
         const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message(), caller);
         if (d.outcome === "delivered") {
@@ -74,6 +85,10 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       full = { ok: full.ok + f.ok, ms: full.ms + f.elapsedMs };
       cpu.controller += cpuMsOf(ctlPid) - before.controller;
       cpu.agent += cpuMsOf(agentPid) - before.agent;
+      if (journal === "postgres") cpu.database += postgresCpuMs() - before.database;
+      const leads = process.cpuUsage(before.leads);
+      cpu.leads += (leads.user + leads.system) / 1000;
+      cpu.box += boxBusyMs() - before.box;
       const direct = fleet.deliverDirect;
       if (direct) {
         const a = await loopFor(roundMs, callers, async (caller) => (await direct(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, message())).ok);
@@ -85,6 +100,10 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
       controller_cpu_ms_per_delivery: round(cpu.controller / Math.max(1, full.ok), 1),
       agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1),
+      database_cpu_ms_per_delivery: journal === "postgres" ? round(cpu.database / Math.max(1, full.ok), 1) : null,
+      lead_clients_cpu_ms_per_delivery: round(cpu.leads / Math.max(1, full.ok), 1),
+      cores_busy: round(cpu.box / full.ms, 2),
+      cores: availableParallelism(),
       delivered: full.ok, not_delivered: notDelivered, proof_age_ms: proofAges.length ? summarize(proofAges) : null };
   }
   return { levels, refused };
