@@ -25,6 +25,8 @@ export const ErrorCode = {
   ControllerUnreachable: "controller_unreachable",
   /** A host to install on (fleet deploy's SSH target) does not answer. */
   HostUnreachable: "host_unreachable",
+  /** Not ready to serve this yet (an agent still starting); nothing was done, try again. */
+  Unavailable: "unavailable",
   Internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -134,6 +136,7 @@ function toConnectCode(code: ErrorCode): Code {
       return Code.Unimplemented;
     case ErrorCode.ControllerUnreachable:
     case ErrorCode.HostUnreachable:
+    case ErrorCode.Unavailable:
       return Code.Unavailable;
     default:
       return Code.Internal;

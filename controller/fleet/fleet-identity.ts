@@ -72,7 +72,7 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
     interceptors: [fleetErrorBoundary()],
   });
   // The one route a connection without a certificate reaches: its body bound is the smallest.
-  const enrollment = connectNodeAdapter({ readMaxBytes: RPC_READ_MAX_BYTES.enrollment, routes: (router) => router.service(EnrollmentService, createEnrollmentService(authority, o.logger.child({ component: "enrollment" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment }) });
+  const enrollment = connectNodeAdapter({ readMaxBytes: RPC_READ_MAX_BYTES.enrollment, routes: (router) => router.service(EnrollmentService, createEnrollmentService(authority, o.logger.child({ component: "enrollment" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment }), interceptors: [fleetErrorBoundary()] });
 
   const listener = await listenForAgents({
     host: o.host,

@@ -3,7 +3,8 @@
  * The worker's machine is the client certificate's (ADR 0021): a request naming another is refused.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import {
   AgentGatewayService,
   BindWorkerResponseSchema,
@@ -31,12 +32,12 @@ type Methods = Pick<ServiceImpl<typeof AgentGatewayService>, "bindWorker" | "sub
 
 export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: () => Date; onChange: () => void; pipeline?: PipelineDeps | undefined }): Methods {
   const pipeline = (): PipelineDeps => {
-    if (!deps.pipeline) throw new ConnectError("this controller does not deliver peer messages", Code.Unimplemented);
+    if (!deps.pipeline) throw new FleetError(ErrorCode.Unimplemented, "this controller does not deliver peer messages");
     return deps.pipeline;
   };
   const known = async (machine: string, instanceId: string, seatName: string) => {
-    if (!(await registry.heartbeat(machine, instanceId))) throw new ConnectError("unknown agent instance; register again", Code.FailedPrecondition);
-    if (!isValidName(seatName)) throw new ConnectError(`seat name ${JSON.stringify(seatName)} is not valid`, Code.InvalidArgument);
+    if (!(await registry.heartbeat(machine, instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
+    if (!isValidName(seatName)) throw new InvalidArgumentError(`seat name ${JSON.stringify(seatName)} is not valid`);
   };
   /**
    * Runs ACT unless a suite's fault point loses the call: before acting (the request never
@@ -45,9 +46,9 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
    */
   const unlessLost = async <T>(call: WorkerCall, act: () => Promise<T>): Promise<T> => {
     const loss = deps.pipeline?.faults?.loses?.(call);
-    if (loss === "request") throw new ConnectError(`the ${call.op} request for ${call.id} was lost before the controller acted (fault point)`, Code.Unavailable);
+    if (loss === "request") throw new FleetError(ErrorCode.ControllerUnreachable, `the ${call.op} request for ${call.id} was lost before the controller acted (fault point)`);
     const answer = await act();
-    if (loss === "answer") throw new ConnectError(`the answer to the ${call.op} request for ${call.id} was lost after the controller acted (fault point)`, Code.Unavailable);
+    if (loss === "answer") throw new FleetError(ErrorCode.ControllerUnreachable, `the answer to the ${call.op} request for ${call.id} was lost after the controller acted (fault point)`);
     return answer;
   };
   return {
@@ -60,8 +61,8 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async submitWorkerMessage(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new ConnectError(`message id ${JSON.stringify(req.id)} is not a uuid`, Code.InvalidArgument);
-      if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new ConnectError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`, Code.InvalidArgument);
+      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
+      if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new InvalidArgumentError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`);
       return unlessLost({ op: "worker_send", id: req.id, text: req.text }, async () => {
         const r = await submitWorkerMessage(deps.db, req.machine, { seatName: req.seatName, binding: req.binding, id: req.id, text: req.text, createdAtMs: Number(req.createdUnixMs) }, deps.now());
         if (r.stage === "stored") deps.onChange();
@@ -71,7 +72,7 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async workerMessageStatus(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new ConnectError(`message id ${JSON.stringify(req.id)} is not a uuid`, Code.InvalidArgument);
+      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
       return unlessLost({ op: "worker_status", id: req.id }, async () => {
         const s = await workerMessageStatus(deps.db, req.machine, req.seatName, req.id, req.settleUnknown, deps.now());
         return create(WorkerMessageStatusResponseSchema, { deliveryStage: s.stage, definitiveNotSent: s.definitiveNotSent, detail: s.detail });
@@ -87,9 +88,9 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async sendPeerMessage(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new ConnectError(`message id ${JSON.stringify(req.id)} is not a uuid`, Code.InvalidArgument);
-      if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new ConnectError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`, Code.InvalidArgument);
-      if (req.recipientSeat.length === 0 || req.recipientSeat.length > 200) throw new ConnectError("name the recipient seat", Code.InvalidArgument);
+      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
+      if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new InvalidArgumentError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`);
+      if (req.recipientSeat.length === 0 || req.recipientSeat.length > 200) throw new InvalidArgumentError("name the recipient seat");
       return unlessLost({ op: "peer_send", id: req.id, text: req.text }, async () => {
         const o = await sendPeerMessage(pipeline(), { machine: req.machine, seatName: req.seatName, binding: req.binding, recipient: req.recipientSeat, id: req.id, text: req.text });
         if ("refused" in o) return create(SendPeerMessageResponseSchema, { state: "refused", bodyJson: JSON.stringify({ schemaVersion: 1, outcome: "undelivered", reason: o.reason, detail: `${o.detail}; nothing was sent`, deliveryId: req.id }) });
@@ -99,7 +100,7 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async peerMessageStatus(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new ConnectError(`message id ${JSON.stringify(req.id)} is not a uuid`, Code.InvalidArgument);
+      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
       return unlessLost({ op: "peer_status", id: req.id }, async () => {
         const o = await peerMessageStatus(pipeline(), { machine: req.machine, seatName: req.seatName, binding: req.binding, id: req.id });
         if ("refused" in o) return create(PeerMessageStatusResponseSchema, { state: "unknown", bodyJson: JSON.stringify({ schemaVersion: 1, outcome: "refused", reason: o.reason, detail: o.detail }) });
@@ -111,8 +112,8 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
       const ids = [req.threadId, req.turnId, req.itemId, req.requestId];
-      if (ids.some((x) => x.length === 0 || x.length > 200)) throw new ConnectError("a question needs its thread, turn, call and request ids (1-200 characters each)", Code.InvalidArgument);
-      if (req.questions.length === 0 || req.questions.length > 20 || req.questions.some((q) => q.id.length === 0 || q.question.length === 0)) throw new ConnectError("a question needs 1-20 items, each with an id and a text", Code.InvalidArgument);
+      if (ids.some((x) => x.length === 0 || x.length > 200)) throw new InvalidArgumentError("a question needs its thread, turn, call and request ids (1-200 characters each)");
+      if (req.questions.length === 0 || req.questions.length > 20 || req.questions.some((q) => q.id.length === 0 || q.question.length === 0)) throw new InvalidArgumentError("a question needs 1-20 items, each with an id and a text");
       const r = await fileWorkerQuestion(
         deps.db,
         req.machine,

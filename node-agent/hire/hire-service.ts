@@ -1,6 +1,6 @@
 /** The AgentService methods for hiring: HireSeat and HireCensus, on the Hirer. */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError } from "@connectrpc/connect";
+import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import { HireCensusResponseSchema, HireSeatResponseSchema, type HireCensusRequest, type HireCensusResponse, type HireSeatRequest, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
@@ -47,27 +47,27 @@ export function answerToWire(a: RecordedAnswer & { replayed?: boolean }): HireSe
 export function hireMethods(hirer: () => Hirer | undefined) {
   const need = () => {
     const h = hirer();
-    if (!h) throw new ConnectError("this agent cannot hire yet (starting)", Code.Unavailable);
+    if (!h) throw new FleetError(ErrorCode.Unavailable, "this agent cannot hire yet (starting)", { retryable: true });
     return h;
   };
   return {
     async hireSeat(req: HireSeatRequest): Promise<HireSeatResponse> {
       // Refusals as errors only here, before anything is reserved or launched.
-      if (!isUuid(req.hireId)) throw new ConnectError("hire_id must be a uuid", Code.InvalidArgument);
-      if (!/^[0-9a-f]{64}$/.test(req.fingerprint)) throw new ConnectError("fingerprint must be a sha256 hex digest", Code.InvalidArgument);
+      if (!isUuid(req.hireId)) throw new InvalidArgumentError("hire_id must be a uuid");
+      if (!/^[0-9a-f]{64}$/.test(req.fingerprint)) throw new InvalidArgumentError("fingerprint must be a sha256 hex digest");
       const harness = seatKindWire.decode(req.harness);
-      if (!harness || !isHireHarness(harness)) throw new ConnectError(`harness must be codex, claude, opencode or pi, got ${harness ?? req.harness}`, Code.InvalidArgument);
+      if (!harness || !isHireHarness(harness)) throw new InvalidArgumentError(`harness must be codex, claude, opencode or pi, got ${harness ?? req.harness}`);
       try {
         // A dropped client does not stop a hire: once committed it finishes and records its answer.
         const answer = await need().hire({ hireId: req.hireId, fingerprint: req.fingerprint, harness, workingDirectory: req.workingDirectory, title: req.title, role: req.role, brief: req.brief, model: req.model, effort: req.effort, conversationId: req.conversationId });
         return answerToWire(answer);
       } catch (e) {
-        if (e instanceof HireRefusedError) throw new ConnectError(e.message, Code.AlreadyExists);
+        if (e instanceof HireRefusedError) throw new FleetError(ErrorCode.AlreadyExists, e.message);
         throw e;
       }
     },
     async hireCensus(req: HireCensusRequest): Promise<HireCensusResponse> {
-      if (!isUuid(req.hireId)) throw new ConnectError("hire_id must be a uuid", Code.InvalidArgument);
+      if (!isUuid(req.hireId)) throw new InvalidArgumentError("hire_id must be a uuid");
       const { record, view, seatName } = await need().census(req.hireId, req.seal);
       return create(HireCensusResponseSchema, {
         journalState: record?.state ?? "absent",
