@@ -1,26 +1,28 @@
 /**
  * `node dist/bench/micro-rpc-clients.js [--n N] [--rounds R]`: the controller's gRPC client
- * chosen by measurement (issue 17). The same Deliver call to a real `clankie agent` process
- * (mailbox seat) through the Connect client the controller uses and through @grpc/grpc-js with
- * the same protobuf-es codecs, in alternating rounds on warm connections; this process's CPU
- * per call (user+system), the agent's CPU per call and p50 latency. Writes
- * bench/results/rpc-clients.json. Needs PostgreSQL (the bench fleet reads the agent's token).
+ * chosen by measurement (issue 17, ADR 0014). The same Deliver call to the agent's real handler
+ * (bench/rpc-agent-server.ts: createAgentService and rpc-handler.ts over a mailbox seat, in its own
+ * process) through three clients with the same protobuf-es codecs, in rotating rounds on warm
+ * connections: Connect's gRPC transport, the controller's lean unary transport
+ * (controller/fleet/unary-link-transport.ts, what a delivery rides on a reverse link) over
+ * Connect's session manager, and @grpc/grpc-js. This process's CPU per call (user+system), the
+ * server's CPU per call and latency. Writes bench/results/rpc-clients.json.
  */
+import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
+import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import postgres from "postgres";
 import { AgentService, AuthoritySchema, DeliverRequestSchema, DeliverResponseSchema, type DeliverRequest, type DeliverResponse } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { DeliveryResult } from "../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
-import { createScratchDatabase } from "./databases.js";
-import { BENCH_MACHINE, startBenchFleet } from "./fleet.js";
-import { cpuMsOf } from "./processes.js";
+import { createUnaryLinkTransport } from "../controller/fleet/unary-link-transport.js";
+import { cpuMsOf, track } from "./processes.js";
 import { REPO_ROOT } from "./paths.js";
 import { summarize } from "./stats.js";
 import { runTool } from "./tool-main.js";
@@ -36,18 +38,25 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { n: { type: "string" }, rounds: { type: "string" } } });
   const n = Number(values.n ?? 300);
   const rounds = Number(values.rounds ?? 6);
-  const db = await createScratchDatabase();
-  const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 1 });
-  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+  const server = spawn(process.execPath, [join(REPO_ROOT, "dist", "bench", "rpc-agent-server.js")], { stdio: ["pipe", "pipe", "inherit"] });
+  track(server);
+  const ready = JSON.parse(await new Promise<string>((resolve, reject) => {
+    createInterface({ input: server.stdout! }).once("line", resolve);
+    server.once("exit", (code) => reject(new Error(`rpc-agent-server exited (${code}) before it was ready`)));
+  })) as { port: number; token: string; seat: string };
   try {
-    const [row] = await sql<{ agent_token: string }[]>`select agent_token from machines where name = ${BENCH_MACHINE}`;
-    const token = row!.agent_token;
-    const endpoint = fleet.agentEndpoint;
-    const seatName = fleet.seatIds[0]!.split("/")[1]!;
+    const token = ready.token;
+    const endpoint = `http://127.0.0.1:${ready.port}`;
+    const seatName = ready.seat;
 
     const sessionManager = new Http2SessionManager(endpoint, { pingIntervalMs: 30_000 });
     const connect = createClient(AgentService, createGrpcTransport({ baseUrl: endpoint, sessionManager, interceptors: [bearerHeaderInterceptor(() => token)] }));
     const connectCall: Call = (req) => connect.deliver(req, { timeoutMs: 20_000 });
+    // The controller's own client on a link: its lean unary transport over a session manager.
+    const leanSessions = new Http2SessionManager(endpoint, { pingIntervalMs: 30_000 });
+    const leanFallback = createGrpcTransport({ baseUrl: endpoint, sessionManager: leanSessions, interceptors: [bearerHeaderInterceptor(() => token)] });
+    const lean = createClient(AgentService, createUnaryLinkTransport({ baseUrl: endpoint, sessions: leanSessions, interceptors: [bearerHeaderInterceptor(() => token)], fallback: leanFallback }));
+    const leanCall: Call = (req) => lean.deliver(req, { timeoutMs: 20_000 });
 
     const Generic = grpc.makeGenericClientConstructor(
       {
@@ -74,14 +83,15 @@ async function main(): Promise<void> {
 
     const request = (): DeliverRequest =>
       create(DeliverRequestSchema, { seatName, deliveryId: randomUUID(), text: `rpc client bench ${randomUUID()}`, conversationId: "bench-rpc", authority: create(AuthoritySchema, { ageMs: 0, caller: "bench-rpc" }) });
-    const clients: Record<string, Call> = { connect: connectCall, grpc_js: grpcCall };
-    const agentPid = fleet.agent.child.pid!;
+    const clients: Record<string, Call> = { connect: connectCall, lean_unary: leanCall, grpc_js: grpcCall };
+    const names = Object.keys(clients);
+    const agentPid = server.pid!;
     const stats: Record<string, { cpu: number; agentCpu: number; calls: number; failed: number; times: number[] }> = {};
     for (const name of Object.keys(clients)) stats[name] = { cpu: 0, agentCpu: 0, calls: 0, failed: 0, times: [] };
     // Warm both: JIT, HTTP/2 sessions.
     for (const call of Object.values(clients)) for (let i = 0; i < 50; i++) await call(request());
     for (let r = 0; r < rounds; r++) {
-      const order = r % 2 === 0 ? ["connect", "grpc_js"] : ["grpc_js", "connect"];
+      const order = names.map((_, i) => names[(i + r) % names.length]!);
       for (const name of order) {
         const s = stats[name]!;
         const c0 = selfCpuMs();
@@ -108,9 +118,8 @@ async function main(): Promise<void> {
     writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
     process.stdout.write(JSON.stringify(result, null, 2) + "\n");
   } finally {
-    await sql.end();
-    await fleet.close();
-    await db.drop();
+    server.stdin!.end();
+    await new Promise((r) => (server.exitCode === null ? server.once("exit", r) : r(undefined)));
   }
 }
 

@@ -4,22 +4,15 @@
  * the controller.
  */
 import { HostJournal } from "./hire/host-journal.js";
-import { createServer, type Http2Server, type Http2ServerResponse } from "node:http2";
-import { LinkRoundTrips, linkContextValues } from "./service/link-round-trips.js";
+import { createServer, type Http2Server } from "node:http2";
+import { LinkRoundTrips } from "./service/link-round-trips.js";
+import { createAgentRpcHandler } from "./service/rpc-handler.js";
 import { SeatLocks } from "./seats/seat-locks.js";
 import { startSeatStatusWatch } from "./seats/seat-status-watch.js";
 import type { Socket } from "node:net";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { fleetErrorBoundary } from "../shared/rpc/error-boundary.js";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { createUnaryServer } from "./service/unary-server.js";
-import { admitByHeaders } from "../shared/rpc/header-gate.js";
-import { RPC_READ_MAX_BYTES } from "../shared/rpc/read-limits.js";
-import { traceProcessInterceptor } from "../shared/rpc/trace-context.js";
-import { AgentService } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
 import { newToken, tokenMatcher } from "../shared/tokens.js";
 import type { Logger } from "../shared/logger.js";
 import type { AgentConfig } from "./config.js";
@@ -117,20 +110,8 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   let hirer: Hirer | undefined;
   let questions: QuestionDesk | undefined;
   const impl = createAgentService({ seats, adapters, clock, mailboxes, roundTrips, locks, hirer: () => hirer, get questions() { return questions; } });
-  const interceptors = [fleetErrorBoundary(), bearerAuthInterceptor(tokenCheck), traceProcessInterceptor()];
-  const connectRpc = connectNodeAdapter({
-    readMaxBytes: RPC_READ_MAX_BYTES.agent,
-    routes: (router) => router.service(AgentService, impl, { readMaxBytes: RPC_READ_MAX_BYTES.agent }),
-    interceptors,
-    // Each call knows the link it came on: its transit is bounded by that link's round trips.
-    contextValues: linkContextValues,
-  });
-  // Unary gRPC calls skip Connect's per-call stream pipeline; the rest goes to Connect (service/unary-server.ts).
-  const rpc = createUnaryServer({ service: AgentService, impl, interceptors, readMaxBytes: RPC_READ_MAX_BYTES.agent, contextValues: linkContextValues, fallback: connectRpc as unknown as Parameters<typeof createUnaryServer>[0]["fallback"] });
-  // The token is checked from the headers before a byte of the body is read.
-  const handler = ((req, res) => {
-    if (admitByHeaders(tokenCheck, req, res as Http2ServerResponse)) rpc(req, res);
-  }) as typeof rpc;
+  // The token is checked from the headers before a byte of the body is read (service/rpc-handler.ts).
+  const handler = createAgentRpcHandler(impl, tokenCheck);
   const server: Http2Server = createServer({ maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } }, handler);
   roundTrips.watch(server);
   const sockets = new Set<Socket>();
