@@ -100,7 +100,7 @@ export function renderTable(r: Json, goals: Goal[]): string {
       `writes refused by the 250 ms gate: ${cell(get(r, "proof_age.refused"))}`,
     "",
   );
-  lines.push("| journal | callers | delivered/s | ceiling/s | ratio | agent alone/s | controller CPU ms/delivery | agent CPU ms/delivery | database CPU ms/delivery | leads' clients CPU ms/delivery | cores busy |", "|---|---|---|---|---|---|---|---|---|---|---|");
+  lines.push("| journal | callers | delivered/s | ceiling/s | ratio | agent alone/s | controller CPU ms/delivery | agent CPU ms/delivery | database CPU ms/delivery | leads' clients CPU ms/delivery | cores busy (stolen) |", "|---|---|---|---|---|---|---|---|---|---|---|");
   for (const db of ["postgres", "pglite"]) {
     const j = get(r, `journal.${db}`);
     if (typeof j !== "object" || j === null) {
@@ -109,7 +109,7 @@ export function renderTable(r: Json, goals: Goal[]): string {
     }
     for (const [k, v] of Object.entries(j as Json)) {
       if (!/^c\d+$/.test(k)) continue;
-      lines.push(`| ${db} | ${k.slice(1)} | ${cell(get(v, "delivered_per_s"))} | ${cell(get(v, "ceiling_per_s"))} | ${cell(get(v, "ratio"))} | ${cell(get(v, "agent_only_per_s"))} | ${cell(get(v, "controller_cpu_ms_per_delivery"))} | ${cell(get(v, "agent_cpu_ms_per_delivery"))} | ${cell(get(v, "database_cpu_ms_per_delivery"))} | ${cell(get(v, "lead_clients_cpu_ms_per_delivery"))} | ${cell(get(v, "cores_busy"))} of ${cell(get(v, "cores"))} |`);
+      lines.push(`| ${db} | ${k.slice(1)} | ${cell(get(v, "delivered_per_s"))} | ${cell(get(v, "ceiling_per_s"))} | ${cell(get(v, "ratio"))} | ${cell(get(v, "agent_only_per_s"))} | ${cell(get(v, "controller_cpu_ms_per_delivery"))} | ${cell(get(v, "agent_cpu_ms_per_delivery"))} | ${cell(get(v, "database_cpu_ms_per_delivery"))} | ${cell(get(v, "lead_clients_cpu_ms_per_delivery"))} | ${cell(get(v, "cores_busy"))} of ${cell(get(v, "cores"))} (${cell(get(v, "cores_stolen"))}) |`);
     }
   }
   lines.push("");

@@ -9,7 +9,7 @@ import type { BenchFleet } from "../fleet.js";
 import { loopFor, type CeilingRunner } from "./ceiling.js";
 import { round, summarize, type LatencySummary } from "../stats.js";
 import { availableParallelism } from "node:os";
-import { boxBusyMs, cpuMsOf, postgresCpuMs } from "../processes.js";
+import { boxCpuMs, cpuMsOf, postgresCpuMs } from "../processes.js";
 
 export interface JournalConfig {
   callers: number[];
@@ -25,20 +25,23 @@ export interface JournalLevel {
   /** The agent alone (Deliver calls, no journal) at the same concurrency: what the agent side allows. */
   agent_only_per_s: number | null;
   /**
-   * CPU each process spent per full delivery (noise-proof: it does not depend on how busy
-   * the box is). 1000 / this is the most one core could deliver through that process.
+   * CPU each process spent per full delivery (it does not depend on how busy the box is, but
+   * on a virtual machine the hypervisor's steal can read as the process's own time: see
+   * `cores_stolen`). 1000 / this is the most one core could deliver through that process.
    */
   controller_cpu_ms_per_delivery: number;
   agent_cpu_ms_per_delivery: number;
   /**
    * Where the rest of the box went, over the same full rounds: the PostgreSQL server's
    * processes (null on PGlite, which runs inside the controller), this bench process (the
-   * leads' MCP clients), and how many of the box's cores were busy in all (`cores_busy` of
-   * `cores`). What bounds the delivered rate at 16 callers, measured rather than argued.
+   * leads' MCP clients), how many of the box's cores were busy in all (`cores_busy` of
+   * `cores`), and how many the hypervisor took (`cores_stolen`). What bounds the delivered rate
+   * at 16 callers, measured rather than argued.
    */
   database_cpu_ms_per_delivery: number | null;
   lead_clients_cpu_ms_per_delivery: number;
   cores_busy: number;
+  cores_stolen: number;
   cores: number;
   delivered: number;
   not_delivered: Record<string, number>;
@@ -62,7 +65,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     let full = { ok: 0, ms: 0 };
     let raw = { ok: 0, ms: 0 };
     let agentOnly = { ok: 0, ms: 0 };
-    const cpu = { controller: 0, agent: 0, database: 0, leads: 0, box: 0 };
+    const cpu = { controller: 0, agent: 0, database: 0, leads: 0, box: 0, stolen: 0 };
     const ctlPid = fleet.controller.child.pid!;
     const agentPid = fleet.agent.child.pid!;
     const notDelivered: Record<string, number> = {};
@@ -70,7 +73,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     for (let r = 0; r < cfg.rounds; r++) {
       const c = await ceiling.run(callers, roundMs);
       raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
-      const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid), database: journal === "postgres" ? postgresCpuMs() : 0, leads: process.cpuUsage(), box: boxBusyMs() };
+      const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid), database: journal === "postgres" ? postgresCpuMs() : 0, leads: process.cpuUsage(), box: boxCpuMs() };
       const f = await loopFor(roundMs, callers, async (caller) => {
         const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message(), caller);
         if (d.outcome === "delivered") {
@@ -88,7 +91,9 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       if (journal === "postgres") cpu.database += postgresCpuMs() - before.database;
       const leads = process.cpuUsage(before.leads);
       cpu.leads += (leads.user + leads.system) / 1000;
-      cpu.box += boxBusyMs() - before.box;
+      const box = boxCpuMs();
+      cpu.box += box.busy - before.box.busy;
+      cpu.stolen += box.stolen - before.box.stolen;
       const direct = fleet.deliverDirect;
       if (direct) {
         const a = await loopFor(roundMs, callers, async (caller) => (await direct(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, message())).ok);
@@ -103,6 +108,7 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       database_cpu_ms_per_delivery: journal === "postgres" ? round(cpu.database / Math.max(1, full.ok), 1) : null,
       lead_clients_cpu_ms_per_delivery: round(cpu.leads / Math.max(1, full.ok), 1),
       cores_busy: round(cpu.box / full.ms, 2),
+      cores_stolen: round(cpu.stolen / full.ms, 2),
       cores: availableParallelism(),
       delivered: full.ok, not_delivered: notDelivered, proof_age_ms: proofAges.length ? summarize(proofAges) : null };
   }
