@@ -1,5 +1,5 @@
 /** Crash-safe file writes: temp file, fsync, rename, then fsync the directory. */
-import { close, closeSync, fsync, fsyncSync, open, openSync, rename, renameSync, write, writeSync } from "node:fs";
+import { closeSync, fsync, fsyncSync, openSync, renameSync, rmSync, write, writeSync } from "node:fs";
 import { promisify } from "node:util";
 import { dirname, join, basename } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -22,41 +22,55 @@ export function writeFileDurably(path: string, content: string, mode = 0o600): v
   }
 }
 
-// Callback fs (promisified once) rather than fs/promises' FileHandle: a FileHandle is an
-// EventEmitter with close tracking, and its writeFile a chunked loop; one delivery opened two
-// (issue 17's agent profile). The syscalls and their order are the same.
-const openAsync = promisify(open);
+// Only the two syncs leave the event loop. Opening, writing a small body, closing and renaming
+// are page-cache work of microseconds, while each threadpool hand-off costs the loop a futex
+// wake, an eventfd write and read and a turn: the earlier form's eight hand-offs per write were
+// the agent's largest share of syscalls per delivery (issue 17; the figures are in
+// docs/benchmarks.md, seventh pass). A body over SYNC_WRITE_MAX bytes is written off the loop.
+// Callback fs promisified once, not fs/promises' FileHandle (an EventEmitter with close
+// tracking per open).
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
-const closeAsync = promisify(close);
-const renameAsync = promisify(rename);
-
-async function syncAndClose(fd: number): Promise<void> {
-  try {
-    await fsyncAsync(fd);
-  } finally {
-    await closeAsync(fd);
-  }
-}
+export const SYNC_WRITE_MAX = 64 * 1024;
 
 // The async writer's temp names: random once per process, then a counter (no randomBytes per
 // write). "wx" still refuses a name that exists, so a collision fails the write, never clobbers.
 const TMP_TAG = randomBytes(6).toString("hex");
 let tmpCount = 0;
 
-/** The same, without blocking the event loop: the agent keeps answering while a write syncs. */
+async function writeAll(fd: number, bytes: Buffer): Promise<void> {
+  if (bytes.length <= SYNC_WRITE_MAX) {
+    for (let off = 0; off < bytes.length; ) off += writeSync(fd, bytes, off, bytes.length - off);
+    return;
+  }
+  for (let off = 0; off < bytes.length; ) off += (await writeAsync(fd, bytes, off, bytes.length - off)).bytesWritten;
+}
+
+/**
+ * The same, without blocking the event loop on a sync: the agent keeps answering while a write
+ * syncs. A write that fails before the rename removes its temp file.
+ */
 export async function writeFileDurablyAsync(path: string, content: string, mode = 0o600): Promise<void> {
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${TMP_TAG}${(++tmpCount).toString(36)}.tmp`);
   const bytes = Buffer.from(content, "utf8");
-  const fd = await openAsync(tmp, "wx", mode);
+  const fd = openSync(tmp, "wx", mode);
   try {
-    for (let off = 0; off < bytes.length; ) off += (await writeAsync(fd, bytes, off, bytes.length - off)).bytesWritten;
+    try {
+      await writeAll(fd, bytes);
+      await fsyncAsync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
   } catch (e) {
-    await closeAsync(fd).catch(() => {});
+    rmSync(tmp, { force: true });
     throw e;
   }
-  await syncAndClose(fd);
-  await renameAsync(tmp, path);
-  await syncAndClose(await openAsync(dir, "r"));
+  const dirFd = openSync(dir, "r");
+  try {
+    await fsyncAsync(dirFd);
+  } finally {
+    closeSync(dirFd);
+  }
 }
