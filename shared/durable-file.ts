@@ -1,5 +1,5 @@
 /** Crash-safe file writes: temp file, fsync, rename, then fsync the directory. */
-import { closeSync, fsync, fsyncSync, openSync, renameSync, rmSync, write, writeSync } from "node:fs";
+import { closeSync, fsync, fsyncSync, open, openSync, renameSync, rmSync, write, writeSync } from "node:fs";
 import { promisify } from "node:util";
 import { dirname, join, basename } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -22,13 +22,16 @@ export function writeFileDurably(path: string, content: string, mode = 0o600): v
   }
 }
 
-// Only the two syncs leave the event loop. Opening, writing a small body, closing and renaming
-// are page-cache work of microseconds, while each threadpool hand-off costs the loop a futex
-// wake, an eventfd write and read and a turn: the earlier form's eight hand-offs per write were
-// the agent's largest share of syscalls per delivery (issue 17; the figures are in
-// docs/benchmarks.md, seventh pass). A body over SYNC_WRITE_MAX bytes is written off the loop.
-// Callback fs promisified once, not fs/promises' FileHandle (an EventEmitter with close
-// tracking per open).
+// Only what can wait on the disk leaves the event loop: the create (it allocates an inode,
+// and may read that block group's bitmap: 0.03 ms in one directory of this VM's disk and
+// 0.9 ms in another) and the two syncs. Writing a small body to the open file, closing it,
+// renaming it and opening the directory are page-cache work of microseconds, while each
+// threadpool hand-off costs the loop a futex wake, an eventfd write and read and a turn: the
+// earlier form's eight hand-offs per write were the agent's largest share of syscalls per
+// delivery (issue 17; docs/benchmarks.md, seventh pass). A body over SYNC_WRITE_MAX bytes is
+// written off the loop too. Callback fs promisified once, not fs/promises' FileHandle (an
+// EventEmitter with close tracking per open).
+const openAsync = promisify(open);
 const writeAsync = promisify(write);
 const fsyncAsync = promisify(fsync);
 export const SYNC_WRITE_MAX = 64 * 1024;
@@ -54,7 +57,7 @@ export async function writeFileDurablyAsync(path: string, content: string, mode 
   const dir = dirname(path);
   const tmp = join(dir, `.${basename(path)}.${TMP_TAG}${(++tmpCount).toString(36)}.tmp`);
   const bytes = Buffer.from(content, "utf8");
-  const fd = openSync(tmp, "wx", mode);
+  const fd = await openAsync(tmp, "wx", mode);
   try {
     try {
       await writeAll(fd, bytes);
