@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/rtt-phases.js [--n 400] [--one-way-ms 25] [--out FILE]`: where a delivery's
+ * `node dist/bench/rtt-phases.js [--n 400] [--one-way-ms 25] [--cli OTHER/dist/controller/cli/main.js] [--out FILE]`: where a delivery's
  * time goes when its agent link has a round trip (issue 17: what bounds
  * `peer.rtt50.agent_p50_minus_rtt_ms`, measured). One bench fleet on a scratch PostgreSQL database;
  * an MCP client of its own talks to the controller through a relay that only notes when each
@@ -8,9 +8,10 @@
  * the machine's noise. Each delivery is cut at the chunks into: the lead's client sending, the
  * controller before its Deliver call (admission statement), the agent (proofs, gate, mailbox
  * write), the controller after the verdict (settle statement, the answer), and the client
- * reading it. Prints and writes each phase's p50 per side and the difference.
+ * reading it. Prints and writes each phase's p50 per side and the difference. `--cli` runs another
+ * build's controller and agent (the tool stays this one), to compare two builds run after each other.
  */
-import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
+import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -25,7 +26,7 @@ import { runTool } from "./tool-main.js";
 type Mark = { at: number; leg: string };
 
 /** A relay that notes each chunk's arrival on `leg` + ">" (client to target) or "<", holding each `hold()` ms. */
-async function relay(host: string, port: number, leg: string, marks: { list: Mark[] | undefined }, hold: () => number): Promise<{ port: number; server: Server; accepted: () => number }> {
+async function relay(host: string, port: number, leg: string, marks: { list: Mark[] | undefined }, hold: () => number): Promise<{ port: number; close: () => Promise<void>; accepted: () => number }> {
   let accepted = 0;
   const sockets = new Set<Socket>();
   const server = createServer((down) => {
@@ -50,29 +51,33 @@ async function relay(host: string, port: number, leg: string, marks: { list: Mar
     up.once("close", () => down.destroy());
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  server.once("close", () => sockets.forEach((s) => s.destroy()));
-  return { port: (server.address() as AddressInfo).port, server, accepted: () => accepted };
+  // A server's close waits for its connections to end: the relayed ones are cut first.
+  const close = () => new Promise<void>((r) => {
+    server.close(() => r());
+    sockets.forEach((s) => s.destroy());
+  });
+  return { port: (server.address() as AddressInfo).port, close, accepted: () => accepted };
 }
 
 const PHASES = ["client_sending", "controller_before_deliver", "agent", "controller_after_verdict", "client_reading", "total_minus_held"] as const;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { n: { type: "string" }, "one-way-ms": { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({ options: { n: { type: "string" }, "one-way-ms": { type: "string" }, cli: { type: "string" }, out: { type: "string" } } });
   const n = Number(values.n ?? 400);
   const oneWay = Number(values["one-way-ms"] ?? 25);
   const out = values.out ?? join(REPO_ROOT, "bench", "results", "rtt-phases.json");
   const db = await createScratchDatabase();
-  const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 1 });
+  const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 1, ...(values.cli ? { cli: values.cli } : {}) });
   const marks: { list: Mark[] | undefined } = { list: undefined };
   let held = 0;
   const closers: (() => Promise<unknown>)[] = [];
   try {
     const mcp = new URL(fleet.controller.ready.mcpUrl!);
     const mcpRelay = await relay(mcp.hostname, Number(mcp.port), "mcp", marks, () => 0);
-    closers.push(() => new Promise((r) => mcpRelay.server.close(r)));
+    closers.push(mcpRelay.close);
     const agentUrl = new URL(fleet.agentEndpoint);
     const linkRelay = await relay(agentUrl.hostname, Number(agentUrl.port), "link", marks, () => held);
-    closers.push(() => new Promise((r) => linkRelay.server.close(r)));
+    closers.push(linkRelay.close);
     await fleet.routeAgentVia!(`http://127.0.0.1:${linkRelay.port}`, linkRelay.accepted);
     const lead = new Client({ name: "clankie-bench-rtt-phases", version: "0.0.0" });
     await lead.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcpRelay.port}${mcp.pathname}`), { requestInit: { headers: { authorization: `Bearer ${fleet.leadToken}` } } }));
