@@ -47,18 +47,26 @@ describe("rule 41: message_seat to a hired OpenCode seat while its turn runs rea
     if (env) rmSync(env.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   });
 
-  /** message_seat until one is written (a pre-send refusal wrote nothing and must not reach the model). */
+  /**
+   * message_seat until one is written (a pre-send refusal wrote nothing and must not reach the
+   * model). Refusals are retried for up to 30 s: on a slow 2-core VM, right after the hire,
+   * OpenCode answered the session proof 0.7-2.2 s late while it started a turn, so the
+   * controller's authority was too old at the write (proof_stale) for about 5 s in a row.
+   */
   async function sendWritten(prefix: string): Promise<{ text: string; out: Record<string, unknown> }> {
-    for (let attempt = 0; attempt < 5; attempt++) {
+    const until = Date.now() + 30_000;
+    let last: Record<string, unknown> = {};
+    while (Date.now() < until) {
       const text = `${prefix} ${randomUUID()}`;
       const res = await hiring.call("message_seat", { seat, message: text });
       const out = (res.structuredContent ?? {}) as Record<string, unknown>;
       if (out.outcome === "delivered") return { text, out };
       expect(out.deliveryStage, JSON.stringify(out)).toBe("unavailable");
+      last = out;
       await sleep(1000);
       expect(mock.userMessagesContaining(text)).toBe(0);
     }
-    throw new Error("message_seat never wrote the message");
+    throw new Error(`message_seat never wrote the message in 30 s; the last refusal: ${JSON.stringify(last)}`);
   }
 
   for (const [moment, offsetMs] of [
