@@ -7,8 +7,9 @@
  * of ten deliveries alternate between no hold and the given one-way hold, so both sides share
  * the machine's noise. Each delivery is cut at the chunks into: the lead's client sending, the
  * controller before its Deliver call (admission statement), the agent (proofs, gate, mailbox
- * write), the controller after the verdict (settle statement, the answer), and the client
- * reading it. Prints and writes each phase's p50 per side and the difference. `--cli` runs another
+ * write), the spread of the agent's answer from its first chunk to its last (Node sends gRPC's
+ * trailers one loop turn after the message; docs/benchmarks.md, seventh pass), the controller
+ * after the verdict (settle statement, the answer), and the client reading it. Prints and writes each phase's p50 per side and the difference. `--cli` runs another
  * build's controller and agent (the tool stays this one), to compare two builds run after each other.
  */
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
@@ -59,7 +60,7 @@ async function relay(host: string, port: number, leg: string, marks: { list: Mar
   return { port: (server.address() as AddressInfo).port, close, accepted: () => accepted };
 }
 
-const PHASES = ["client_sending", "controller_before_deliver", "agent", "controller_after_verdict", "client_reading", "total_minus_held"] as const;
+const PHASES = ["client_sending", "controller_before_deliver", "agent", "agent_answer_spread", "controller_after_verdict", "client_reading", "total_minus_held"] as const;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({ options: { n: { type: "string" }, "one-way-ms": { type: "string" }, cli: { type: "string" }, out: { type: "string" } } });
@@ -109,6 +110,8 @@ async function main(): Promise<void> {
       s.controller_before_deliver.push(linkOut! - mcpIn!);
       // The request reaches the agent `held` ms after the relay got it; its verdict leaves at agentOut.
       s.agent.push(agentOut! - (linkOut! + held));
+      // From the answer's first chunk leaving the agent to its last (the gRPC trailers, when they go apart).
+      s.agent_answer_spread.push(linkBack! - agentOut!);
       s.controller_after_verdict.push(mcpBack! - (linkBack! + held));
       s.client_reading.push(t1 - mcpBack!);
       s.total_minus_held.push(t1 - t0 - 2 * held);
