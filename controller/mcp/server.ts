@@ -72,6 +72,13 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
       close: () => server.close(),
       transport: new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
+        // Each answer is one JSON body, not an SSE stream. The SDK client leaves a call pending
+        // until its timeout (60 s by default) when a POST's answer stream ends without the
+        // result, as when this controller dies mid-call; with no headers sent before the
+        // answer, the same death rejects the call at once, and the lead can reconcile it.
+        // No lead tool sends a notification during a call. (verify: 75 of 10,000 calls sat out
+        // the leads' 20 s timeout after the controller kills; docs/verification.md.)
+        enableJsonResponse: true,
         onsessioninitialized: (id) => {
           sessions.add(id, session);
         },

@@ -58,9 +58,9 @@ describe(`crash windows (real processes, ${driver})`, () => {
     const id = await until("the receipt", async () => (await owner.receipts()).find((r) => r.state === "dispatching")?.deliveryId);
     if (fault === "hang_after_agent_reply") await until("the agent's write", async () => ((await read()).some((m) => m.deliveryId === id) ? true : undefined));
     first.child.kill("SIGKILL");
-    // The lead's connection died with the controller; closing the client ends its pending call.
-    await lead.close().catch(() => {});
+    // The answer is a JSON body, not an SSE stream: the connection's end rejects the pending call itself.
     expect(await lost).toBeInstanceOf(Error);
+    await lead.close().catch(() => {});
 
     const second: UpProcess = await startUp(args, env);
     cleanups.push(() => second.stop());
@@ -71,6 +71,30 @@ describe(`crash windows (real processes, ${driver})`, () => {
     await new Promise((r) => setTimeout(r, 1000));
     return { id, lead: lead2, read, leases, owner: ownerOf(second.ready.statusUrl, readToken(store.stateDir, "owner")!) };
   }
+
+  it("a lead's call in flight when the controller dies ends then, as a transport error, not at the client's request timeout", async () => {
+    const store = await prepareStore(driver);
+    cleanups.push(store.cleanup);
+    const env = { DATABASE_URL: store.databaseUrl ?? "" };
+    const up = await startUp(["--state-dir", store.stateDir, "--port", "0", "--machine", "crashbox"], { ...env, CLANKIE_FAULT: "hang_after_admit" });
+    cleanups.push(() => up.stop());
+    expect((await runCli(["seat", "add", "mailbox", "inbox", "--state-dir", store.stateDir], env)).code).toBe(0);
+    const lead = await connectLead(up.ready.mcpUrl, up.ready.token);
+    cleanups.push(() => lead.close());
+    // The SDK client waits out its timeout for a POST whose SSE answer stream ends without a
+    // result; an answer sent as one JSON body has no stream to wait on.
+    const fate = lead.client.callTool({ name: "message_seat", arguments: { seat: "inbox", message: "in flight at the crash" } }, undefined, { timeout: 60_000 }).then(
+      () => "answered",
+      (e: Error) => e,
+    );
+    const owner = ownerOf(up.ready.statusUrl, readToken(store.stateDir, "owner")!);
+    await until("the receipt", async () => (await owner.receipts()).find((r) => r.state === "dispatching")?.deliveryId);
+    up.child.kill("SIGKILL");
+    const stillPending = "still pending 20 s after the controller died";
+    const ended = await Promise.race([fate, new Promise<string>((r) => setTimeout(() => r(stillPending), 20_000))]);
+    expect(ended).toBeInstanceOf(Error);
+    expect((ended as Error).message).not.toMatch(/timed out/i);
+  });
 
   it("killed after the receipt commit and before the agent call: stays uncertain, is never replayed at boot, and only a settle path frees it", async () => {
     const { id, lead, read, owner, leases } = await crashAt("hang_after_admit", "written but never sent");
