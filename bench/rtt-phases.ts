@@ -9,8 +9,9 @@
  * controller before its Deliver call (admission statement), the agent (proofs, gate, mailbox
  * write), the spread of the agent's answer from its first chunk to its last (Node sends gRPC's
  * trailers one loop turn after the message; docs/benchmarks.md, seventh pass), the controller
- * after the verdict (settle statement, the answer), and the client reading it. Prints and writes each phase's p50 per side and the difference. `--cli` runs another
- * build's controller and agent (the tool stays this one), to compare two builds run after each other.
+ * after the verdict (settle statement, the answer), and the client reading it. Prints and
+ * writes each phase's p50 per side and the difference. `--cli` runs another build's controller
+ * and agent (the tool stays this one), to compare two builds run after each other.
  */
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { writeFileSync } from "node:fs";
