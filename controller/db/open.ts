@@ -13,6 +13,7 @@ import { DatabaseUnreachableError } from "../../shared/errors.js";
 import * as schema from "./schema.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { initialiseInChild, isInitialised } from "./init-pglite.js";
+import { reconnectBackoffSeconds } from "./reconnect-backoff.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -84,8 +85,8 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
     idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
     application_name: "clankie-controller",
   };
-  const client = postgres(url, { max: WRITE_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, connection });
-  const reader = postgres(url, { max: READ_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, connection });
+  const client = postgres(url, { max: WRITE_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
+  const reader = postgres(url, { max: READ_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
   const db = drizzle(client, { schema }) as unknown as Db;
   const readDb = drizzle(reader, { schema }) as unknown as Db;
   return {

@@ -47,6 +47,25 @@ export async function releaseLease(db: Db, seatId: string, holder: string): Prom
   await releaseStatement(db).run({ seatId, holder });
 }
 
+const RELEASE_RETRY_MS = 250;
+
+/**
+ * Releases a lease whose release failed (the journal was away), retrying until it commits or
+ * until the lease has expired by itself. Without it the seat stayed taken for the whole lease
+ * after the database came back, though its delivery was over (verify: calls stuck 11-16 s
+ * behind such leases at each database restart). Deletes only a lease still in `holder`'s name.
+ */
+export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void): void {
+  const until = performance.now() + leaseMs;
+  const attempt = () => {
+    releaseLease(db, seatId, holder).catch((e: Error) => {
+      if (performance.now() + RELEASE_RETRY_MS >= until) return onGiveUp(e);
+      setTimeout(attempt, RELEASE_RETRY_MS).unref();
+    });
+  };
+  setTimeout(attempt, RELEASE_RETRY_MS).unref();
+}
+
 /** Moves a lease this process holds to another of its deliveries; false when it was not held. */
 export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number): Promise<boolean> {
   const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000 });

@@ -7,7 +7,7 @@
  * controllers the lease alone decides (whoever polls first after a release).
  */
 import type { Db } from "../db/open.js";
-import { handLease, pollLease, releaseLease } from "./seat-lease.js";
+import { handLease, pollLease, releaseLease, releaseLeaseWhenBack } from "./seat-lease.js";
 
 /** How long a message waits for the seat's turn before it takes the ordinary checks anyway. */
 export const SEAT_TURN_WAIT_MS = 25_000;
@@ -71,7 +71,7 @@ export class SeatTurns {
     } else {
       // A delivery admitted earlier is still polling for the lease the previous settle released:
       // give it back and take the place in line, so admission order holds.
-      if (leaseTaken) void releaseLease(this.db, seatId, holder).catch((e: Error) => this.onError("seat lease release failed; it will expire", e));
+      if (leaseTaken) void releaseLease(this.db, seatId, holder).catch(() => this.releaseLater(seatId, holder));
       let grant: Grant = "free";
       if (q.busy || q.waiters.length) {
         grant = await new Promise<Grant>((resolve) => {
@@ -132,9 +132,9 @@ export class SeatTurns {
     try {
       const handed = next ? await handLease(this.db, turn.seatId, turn.holder, next, this.leaseMs) : (await releaseLease(this.db, turn.seatId, turn.holder), false);
       turn.settled(handed);
-    } catch (e) {
-      // The lease stays until it expires; the next local waiter polls for it.
-      this.onError("seat lease release failed; it will expire", e as Error);
+    } catch {
+      // Given back once the journal answers again; the next local waiter polls for it.
+      this.releaseLater(turn.seatId, turn.holder);
       turn.settled(false);
     }
   }
@@ -157,8 +157,8 @@ export class SeatTurns {
       // Gone after 25 s: the lease is in its name; move it to the new head, or give it back.
       const head = q.waiters.shift();
       const fix = head ? handLease(this.db, seatId, handedTo, head.holder, this.leaseMs).then((ok) => head.grant(ok ? "lease" : "free")) : releaseLease(this.db, seatId, handedTo);
-      void fix.catch((e: Error) => {
-        this.onError(`seat lease of ${from ?? handedTo} could not be moved`, e);
+      void fix.catch(() => {
+        this.releaseLater(seatId, handedTo, `seat lease of ${from ?? handedTo} could not be moved`);
         head?.grant("free");
       });
       if (!head) this.idle(seatId, q);
@@ -167,6 +167,11 @@ export class SeatTurns {
     const head = q.waiters.shift();
     if (head) head.grant("free");
     else this.idle(seatId, q);
+  }
+
+  /** A release the journal refused: retried until it commits, or until the lease has expired anyway. */
+  private releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
+    releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e));
   }
 
   private idle(seatId: string, q: SeatQueue): void {

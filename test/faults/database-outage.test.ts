@@ -133,6 +133,15 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     expect(copies(id)).toBe(1);
 
     proxy.up();
+    // The seat's lease, whose release failed with the settle, is given back once the journal
+    // answers: the seat is not held for the rest of the lease by a delivery that is over.
+    const leased = async () => ((await fleet.controller.database.db.execute(sql`select holder from seat_turns where seat_id = 'testbox/inbox'`)) as unknown as unknown[]).length;
+    let held = await leased().catch(() => 1);
+    for (let i = 0; i < 25 && held; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      held = await leased().catch(() => 1);
+    }
+    expect(held, "a lease row for the seat 5 s after the journal came back").toBe(0);
     let again = await lead.call("message_seat", { seat: "inbox", message: "lost between write and settle" }, { [META]: { deliveryId: id } });
     for (let i = 0; i < 20 && JSON.stringify(again.structuredContent ?? again.content).includes("journal"); i++) {
       await new Promise((r) => setTimeout(r, 250));
@@ -156,6 +165,29 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     const reconciled = await lead.call("reconcile_seat_call", { deliveryId: id });
     expect(reconciled.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
     expect(copies(id)).toBe(1);
+  });
+
+  it("a long outage: once the database is back the next call is served at once, not after the pool's reconnect backoff", async () => {
+    // Every failed connect raises the pool's shared retry count; postgres.js's default backoff
+    // grows with it to 10-20 s, so after a restart the controller sat out that delay with every
+    // call queued (verify: calls stuck 11-16 s and lead timeouts at each database-restart).
+    proxy.down();
+    const until = performance.now() + 3_000;
+    let refused = 0;
+    while (performance.now() < until) {
+      const res = await lead.call("message_seat", { seat: "inbox", message: `during the long outage ${refused}` }).catch((e: Error) => e);
+      expect(JSON.stringify(res instanceof Error ? res.message : res.structuredContent ?? res.content)).toMatch(/journal_unavailable|receipt journal could not be/);
+      refused++;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    proxy.up();
+    const back = performance.now();
+    const res = await lead.call("message_seat", { seat: "inbox", message: "right after the long outage" });
+    const waited = performance.now() - back;
+    expect(res.structuredContent, `after ${refused} refused calls`).toMatchObject({ outcome: "delivered" });
+    expect(copies(res.structuredContent!.deliveryId as string)).toBe(1);
+    // The cap is 0.5 s a connection (controller/db/reconnect-backoff.ts); 5 s leaves room for a slow box.
+    expect(waited, `after ${refused} refused calls`).toBeLessThan(5_000);
   });
 
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {
