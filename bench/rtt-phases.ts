@@ -91,6 +91,7 @@ async function main(): Promise<void> {
     const sides = new Map<number, Record<(typeof PHASES)[number], number[]>>();
     for (const d of [0, oneWay]) sides.set(d, Object.fromEntries(PHASES.map((p) => [p, []])) as unknown as Record<(typeof PHASES)[number], number[]>);
     let failed = 0;
+    const failures: Record<string, number> = {};
     for (let i = 0; i < n; i++) {
       held = Math.floor(i / 10) % 2 ? oneWay : 0;
       marks.list = [];
@@ -104,6 +105,10 @@ async function main(): Promise<void> {
       const [mcpIn, linkOut, agentOut, linkBack, mcpBack] = [last("mcp>"), first("link<"), first("link>"), last("link>"), last("mcp<")];
       if ((res.structuredContent as { outcome?: string } | undefined)?.outcome !== "delivered" || [mcpIn, linkOut, agentOut, linkBack, mcpBack].some((v) => v === undefined)) {
         failed++;
+        // Why, so a run with failures says whether the delivery failed or a relay missed a chunk.
+        const body = res.structuredContent as { outcome?: string; reason?: string } | undefined;
+        const why = body?.outcome !== "delivered" ? `${body?.outcome ?? "no body"}: ${body?.reason ?? "no reason"}` : "a relay saw no chunk on a leg";
+        failures[why] = (failures[why] ?? 0) + 1;
         continue;
       }
       const s = sides.get(held)!;
@@ -124,6 +129,7 @@ async function main(): Promise<void> {
       when: new Date().toISOString(),
       deliveries: n,
       failed,
+      failures,
       one_way_ms: oneWay,
       p50_ms: { no_hold: loop, [`held_${oneWay}ms_each_way`]: held50 },
       difference_ms: Object.fromEntries(PHASES.map((p) => [p, round(held50[p]! - loop[p]!)])),

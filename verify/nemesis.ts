@@ -16,8 +16,8 @@ export const NEMESES = ["kill-controller", "kill-agent", "pause-agent", "databas
 export type NemesisName = (typeof NEMESES)[number];
 /**
  * The order they strike in, round and round. A partition right after a database restart met no
- * calls (the leads were still waiting out the outage's timeouts), so it follows kill-agent, after
- * which calls flow again at once.
+ * calls while the journal still sat out postgres.js's reconnect backoff after a restart (fixed by
+ * ADR 0032), so it follows kill-agent, after which calls flow again at once.
  */
 export const SCHEDULE: readonly NemesisName[] = ["kill-controller", "database-restart", "kill-agent", "partition", "pause-agent"];
 
