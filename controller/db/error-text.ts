@@ -4,6 +4,7 @@
  * query and its parameters). The full error goes to the controller's log instead.
  */
 import { FleetError, InvalidArgumentError, JournalUnavailableError } from "../../shared/errors.js";
+import { NO_ANSWER_CODE } from "./answer-deadline.js";
 
 const KINDS: Record<string, string> = {
   "55P03": "lock wait timed out",
@@ -33,6 +34,7 @@ export function dbErrorCode(e: unknown): string | undefined {
 export function journalCause(e: unknown): string {
   const code = dbErrorCode(e);
   if (!code) return "database error";
+  if (code === NO_ANSWER_CODE) return `the database sent no answer in time (${code})`;
   if (/^[0-9A-Z]{5}$/.test(code)) return `${KINDS[code] ?? "database error"} (SQLSTATE ${code})`;
   return code;
 }

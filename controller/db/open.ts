@@ -14,6 +14,7 @@ import * as schema from "./schema.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { initialiseInChild, isInitialised } from "./init-pglite.js";
 import { reconnectBackoffSeconds } from "./reconnect-backoff.js";
+import { setAnswerDeadline } from "./answer-deadline.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -48,6 +49,8 @@ export interface JournalTimeouts {
   idleInTransactionMs: number;
 }
 export const DEFAULT_JOURNAL_TIMEOUTS: JournalTimeouts = { lockTimeoutMs: 2_000, statementTimeoutMs: 5_000, idleInTransactionMs: 10_000 };
+/** Past the server's statement timeout, how long more the controller waits for any answer. */
+const ANSWER_SLACK_MS = 2_000;
 const WRITE_POOL = 16;
 const READ_POOL = 4;
 
@@ -89,6 +92,8 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
   const reader = postgres(url, { max: READ_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
   const db = drizzle(client, { schema }) as unknown as Db;
   const readDb = drizzle(reader, { schema }) as unknown as Db;
+  // A server that answers nothing at all is not bounded by its own timeouts (answer-deadline.ts).
+  for (const handle of [db, readDb]) setAnswerDeadline(handle, timeouts.statementTimeoutMs + ANSWER_SLACK_MS);
   return {
     db,
     readDb,

@@ -19,6 +19,8 @@ import { replayAdmission } from "./replay.js";
 import { dispatchInTurn } from "./dispatch.js";
 import { UNATTENDED_RELEASE_AFTER_MS } from "./unattended-release.js";
 import { AdmissionOrder } from "./admission-order.js";
+import { settleLateAdmission } from "./late-admission.js";
+import { JournalNoAnswerError } from "../db/answer-deadline.js";
 
 export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
 
@@ -53,9 +55,10 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
         leaseSeconds: leaseMsOf(deps) / 1000,
         abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
-      });
+      }, (late) => settleLateAdmission(deps, { id, conversationId: scope.conversationId, seatRef: input.seat, message: input.message, holder }, late));
     } catch (e) {
       deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
+      if (e instanceof JournalNoAnswerError) throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
       throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
     }
     // Entering the turn here, before the next admission of this conversation, keeps the order.

@@ -11,7 +11,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { CallState } from "./call-receipts.js";
-import { p, statement, ts } from "./statements.js";
+import { p, statement, ts, type Row } from "./statements.js";
 
 export interface AdmitParams {
   id: string;
@@ -99,8 +99,12 @@ select
 from (select 1) x left join one on true
 `);
 
-export async function admitDelivery(db: Db, a: AdmitParams): Promise<Admitted> {
-  const [r] = await admitStatement(db).run({
+/**
+ * `late`: the admission's result when it comes after the answer deadline (the statement may
+ * still commit once a frozen database answers), so the caller can settle what it already refused.
+ */
+export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Admitted) => void): Promise<Admitted> {
+  const rows = await admitStatement(db).run({
     id: a.id,
     tool: a.tool,
     conversationId: a.conversationId,
@@ -114,8 +118,12 @@ export async function admitDelivery(db: Db, a: AdmitParams): Promise<Admitted> {
     leaseSeconds: a.leaseSeconds,
     abandonedSince: ts(a.abandonedSince),
     staleBefore: ts(a.staleBefore),
-  });
-  if (!r) throw new Error("the admission statement returned no row");
+  }, late && ((rows) => rows[0] && late(admittedOf(rows[0]))));
+  if (!rows[0]) throw new Error("the admission statement returned no row");
+  return admittedOf(rows[0]);
+}
+
+function admittedOf(r: Row): Admitted {
   const seat: AdmittedSeat | undefined = r.seat_id
     ? {
         id: String(r.seat_id),

@@ -8,12 +8,14 @@
 import { sql, type SQL } from "drizzle-orm";
 import { PgDialect } from "drizzle-orm/pg-core";
 import type { Db } from "../db/open.js";
+import { answerWithin } from "../db/answer-deadline.js";
 
 export type Row = Record<string, unknown>;
 
 /** A statement prepared on one database handle; `run` sends only its values. */
 export interface Statement<P extends Record<string, unknown>> {
-  run(values: P): Promise<Row[]>;
+  /** Rejects with JournalNoAnswerError past the handle's answer deadline; rows that come after it go to `late`. */
+  run(values: P, late?: (rows: Row[]) => void): Promise<Row[]>;
 }
 
 const dialect = new PgDialect();
@@ -40,7 +42,7 @@ export function statement<P extends Record<string, unknown>>(name: string, build
     }
     const run = q;
     return {
-      run: async (values) => rowsOf(await run.execute(values)),
+      run: (values, late) => answerWithin(db, run.execute(values).then(rowsOf), late),
     };
   };
 }

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { and, eq, not, like } from "drizzle-orm";
 import { conversations } from "../db/schema.js";
 import type { Db } from "../db/open.js";
+import { answerWithin } from "../db/answer-deadline.js";
 import { newToken, tokenHash } from "../../shared/tokens.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 
@@ -64,7 +65,7 @@ export class ConversationAuth {
     const cached = this.cache.get(hash);
     if (cached && cached.until > this.now()) return cached.id;
     this.cache.delete(hash);
-    const [row] = await this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash));
+    const [row] = await answerWithin(this.db, this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash)).execute());
     if (row) this.cache.set(hash, { id: row.id, until: this.now() + TOKEN_CACHE_MS });
     return row?.id;
   }

@@ -190,6 +190,42 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     expect(waited, `after ${refused} refused calls`).toBeLessThan(5_000);
   });
 
+  it("a database that answers nothing (stopped, or behind a link that drops every packet): journal_unavailable within the answer deadline, and an admission it commits later is settled not sent, never dispatched", async () => {
+    const id = randomUUID();
+    const text = "while the journal answers nothing";
+    // A fresh token check, so the call reaches admission before the 2 s token cache runs out.
+    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
+    proxy.freeze();
+    const answerOf = (r: Awaited<ReturnType<LeadClient["call"]>> | Error) => (r instanceof Error ? r.message : JSON.stringify(r.structuredContent ?? r.content));
+    let t0 = performance.now();
+    const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }).catch((e: Error) => e);
+    // The deadline is the statement timeout (5 s) + 2 s; before it, the call waited for the SDK's own 60 s timeout.
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    expect(answerOf(res)).toMatch(/journal_unavailable.*did not answer.*nothing was dispatched/);
+    // By now the token cache has run out: the token check meets the same deadline, and says so.
+    t0 = performance.now();
+    const refused = await lead.call("message_seat", { seat: "inbox", message: `${text} 2` }).catch((e: Error) => e);
+    expect(performance.now() - t0).toBeLessThan(15_000);
+    expect(answerOf(refused)).toMatch(/journal_unavailable: the token could not be checked/);
+    expect(copies(id)).toBe(0);
+
+    proxy.thaw();
+    // What the frozen database held runs now, the admission among it: the controller settles it not sent.
+    let receipt = (await owner.receipts().catch(() => [])).find((r) => r.deliveryId === id);
+    for (let i = 0; i < 50 && receipt?.state !== "not_sent"; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      receipt = (await owner.receipts().catch(() => [])).find((r) => r.deliveryId === id);
+    }
+    expect(receipt?.state).toBe("not_sent");
+    const again = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
+    expect(again.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    expect(copies(id)).toBe(0);
+    // Nothing unresolved fences the text, and the seat is free: a new id goes out at once.
+    const fresh = await lead.call("message_seat", { seat: "inbox", message: text });
+    expect(fresh.structuredContent).toMatchObject({ outcome: "delivered" });
+    expect(copies(fresh.structuredContent!.deliveryId as string)).toBe(1);
+  });
+
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {
     const res = await fetch(fleet.controller.metricsUrl, { headers: { authorization: `Bearer ${fleet.controller.ownerToken}` } });
     expect(res.status).toBe(200);
