@@ -13,7 +13,8 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { AgentResult } from "../../shared/verdicts.js";
 import type { Logger } from "../../shared/logger.js";
-import { deliver, type DeliverDeps } from "../deliver/deliver.js";
+import type { DeliverDeps } from "../deliver/deliver.js";
+import { sendBrief } from "./brief.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
 import { HostJournal, type HostHireRecord, type RecordedAnswer } from "./host-journal.js";
 import { findBinary, type HireHarness } from "./harnesses.js";
@@ -26,9 +27,6 @@ import { waitReady } from "./readiness.js";
 import { briefDeliverDeps, type HireFaultPoint } from "./faults.js";
 import type { CodexServerKeeper } from "./codex-server-keeper.js";
 export { READINESS_MS } from "./readiness.js";
-
-/** Brief attempts refused before any write because a proof was too old. */
-const BRIEF_ATTEMPTS = 3;
 
 export interface HireOptions {
   /** Binaries per harness; default: the harness's name on PATH. */
@@ -244,23 +242,13 @@ export class Hirer {
       return finish({ ...base, ...seatPart, outcome: "spawned", reason: "", detail: `${harness} started in pane ${paneId} as seat ${seat.name}; no brief`, briefMechanism: "none", proofs });
     }
     const deliveryId = briefDeliveryId(cmd.hireId);
-    const send = () =>
-      this.d.locks.run(seat.name, () =>
-        deliver(briefDeliverDeps(this.d, this.d.options.fault), {
-          seatName: seat.name,
-          deliveryId,
-          text: briefText(cmd.role, cmd.brief),
-          mode: "auto",
-          conversationId: cmd.conversationId,
-          occupantId: seat.occupantId,
-          authorityAgeMs: 0,
-          arrivedAtMs: this.d.clock.nowMs(),
-        }),
-      );
-    // The hire is its own authority, stamped when each attempt starts. A stale proof is a
-    // definite not-sent (nothing was written), so a fresh attempt is safe; a few at most.
-    let verdict = await send();
-    for (let i = 1; i < BRIEF_ATTEMPTS && verdict.result === AgentResult.NotSent && verdict.reason === "proof_stale"; i++) verdict = await send();
+    const verdict = await sendBrief(briefDeliverDeps(this.d, this.d.options.fault), {
+      seatName: seat.name,
+      deliveryId,
+      text: briefText(cmd.role, cmd.brief),
+      conversationId: cmd.conversationId,
+      occupantId: seat.occupantId,
+    });
     const proofs = verdict.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs)) }));
     const mechanism = { [AgentResult.Delivered]: "delivered", [AgentResult.Queued]: "queued", [AgentResult.Steered]: "steered", [AgentResult.Started]: "started" } as Partial<Record<AgentResult, string>>;
     const m = mechanism[verdict.result];
@@ -268,7 +256,7 @@ export class Hirer {
     if (verdict.result === AgentResult.Unconfirmed) {
       return finish({ ...base, ...seatPart, outcome: "failed", reason: "delivery_unconfirmed", detail: `the seat ${seat.name} is up, but the brief's native write was not confirmed (${verdict.detail}); it will never be written again`, briefMechanism: "unconfirmed", briefDeliveryId: deliveryId, proofs });
     }
-    return finish({ ...base, ...seatPart, outcome: "failed", reason: "not_ready", detail: `the seat ${seat.name} is up but did not take the brief (${verdict.reason ?? ""}: ${verdict.detail}); nothing was written. Message it with message_seat once it is ready`, briefMechanism: "not_sent", briefDeliveryId: deliveryId, proofs, controlReason: "not_ready", controlFix: `the pane ${paneId} stays open` });
+    return finish({ ...base, ...seatPart, outcome: "failed", reason: "not_ready", detail: `the seat ${seat.name} is up but did not take the brief (${verdict.reason ?? ""}: ${verdict.detail}${verdict.attempts > 1 ? `; ${verdict.attempts} attempts` : ""}); nothing was written. Message it with message_seat once it is ready`, briefMechanism: "not_sent", briefDeliveryId: deliveryId, proofs, controlReason: "not_ready", controlFix: `the pane ${paneId} stays open` });
   }
 
   /** Agent shutdown: servers of live hires keep running (a restarted agent adopts them). */
