@@ -33,22 +33,27 @@ export function setAnswerDeadline(db: object, ms: number): void {
  */
 export function answerWithin<T>(db: object, pending: Promise<T>, late?: (value: T) => void): Promise<T> {
   const ms = deadlines.get(db);
-  if (ms === undefined) return pending;
+  return ms === undefined ? pending : answerWithinMs(ms, pending, late);
+}
+
+/** `answerWithin` with the deadline given; `expired` runs once it has passed (to cancel what waits). */
+export function answerWithinMs<T>(ms: number, pending: PromiseLike<T>, late?: (value: T) => void, expired?: () => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
-    let expired = false;
+    let past = false;
     const timer = setTimeout(() => {
-      expired = true;
+      past = true;
       reject(new JournalNoAnswerError(ms));
+      expired?.();
     }, ms);
     pending.then(
       (v) => {
         clearTimeout(timer);
-        if (!expired) resolve(v);
+        if (!past) resolve(v);
         else late?.(v);
       },
       (e: unknown) => {
         clearTimeout(timer);
-        if (!expired) reject(e);
+        if (!past) reject(e);
       },
     );
   });

@@ -45,3 +45,9 @@ export function journalFailure(e: unknown, what: string): FleetError {
   if (code?.startsWith("22")) return new InvalidArgumentError(`${what}: ${journalCause(e)}`);
   return new JournalUnavailableError(`${what} (${journalCause(e)})`, e);
 }
+
+/** A failed read as its caller sees it: a database failure is journal_unavailable (or the caller's bad text); any other error is left as it is. */
+export function readFailure(e: unknown, what = "the receipt journal could not be read"): unknown {
+  if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
+  return journalFailure(e, what);
+}

@@ -15,6 +15,7 @@ import { lockDataDir } from "./data-dir-lock.js";
 import { initialiseInChild, isInitialised } from "./init-pglite.js";
 import { reconnectBackoffSeconds } from "./reconnect-backoff.js";
 import { setAnswerDeadline } from "./answer-deadline.js";
+import { boundReads } from "./bounded-reads.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -90,10 +91,12 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
   };
   const client = postgres(url, { max: WRITE_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
   const reader = postgres(url, { max: READ_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
-  const db = drizzle(client, { schema }) as unknown as Db;
-  const readDb = drizzle(reader, { schema }) as unknown as Db;
-  // A server that answers nothing at all is not bounded by its own timeouts (answer-deadline.ts).
-  for (const handle of [db, readDb]) setAnswerDeadline(handle, timeouts.statementTimeoutMs + ANSWER_SLACK_MS);
+  // A server that answers nothing at all is not bounded by its own timeouts (answer-deadline.ts):
+  // the hot path's statements get the deadline where they run, every plain read here.
+  const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
+  const db = drizzle({ client: boundReads(client, deadlineMs), schema }) as unknown as Db;
+  const readDb = drizzle({ client: boundReads(reader, deadlineMs), schema }) as unknown as Db;
+  for (const handle of [db, readDb]) setAnswerDeadline(handle, deadlineMs);
   return {
     db,
     readDb,

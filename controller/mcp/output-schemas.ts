@@ -10,6 +10,7 @@ import { z } from "zod";
 const refusal = {
   reason: z.string().optional().describe("a snake_case code: why nothing was done"),
   dispatched: z.literal(false).optional().describe("false on a refusal: nothing was sent"),
+  retryable: z.literal(true).optional().describe("true when the same call may succeed later unchanged (the journal is back)"),
 };
 const refusedOutcome = z.enum(["refused", "invalid_argument", "unavailable", "undelivered"]).optional().describe("present only when the call was refused");
 

@@ -20,6 +20,7 @@ import type { Db } from "../db/open.js";
 import { countUnresolvedBySeat, listDeliveries } from "../journal/delivery-receipts.js";
 import type { Registry } from "../nodes/registry.js";
 import { FleetError } from "../../shared/errors.js";
+import { readFailure } from "../db/error-text.js";
 import { queryReceipts, receiptDetail, receiptRow } from "./receipt-views.js";
 
 export interface StatusDeps {
@@ -74,27 +75,32 @@ export async function listReceipts(d: StatusDeps, limit: number, unresolvedOnly:
   return (await listDeliveries(d.db, { limit: Math.min(limit || 100, 1000), unresolvedOnly })).map((r) => receiptRow(r, now));
 }
 
+/** A read's failure as the caller sees it: the journal's is journal_unavailable (the error boundary turns it into its gRPC code). */
+async function read<T>(pending: Promise<T>): Promise<T> {
+  try {
+    return await pending;
+  } catch (e) {
+    throw FleetError.from(readFailure(e));
+  }
+}
+
 /** Ages move and agents go silent without any write, so the watch also refreshes on a timer. */
 const WATCH_REFRESH_MS = 5000;
 
 export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusService> {
   return {
     async listMachines() {
-      return create(ListMachinesResponseSchema, { machines: await listMachines(d) });
+      return create(ListMachinesResponseSchema, { machines: await read(listMachines(d)) });
     },
     async listSeats() {
-      return create(ListSeatsResponseSchema, { seats: await listSeats(d) });
+      return create(ListSeatsResponseSchema, { seats: await read(listSeats(d)) });
     },
     async listReceipts(req) {
-      const page = await queryReceipts(d.db, { limit: req.limit, offset: req.offset, unresolvedOnly: req.unresolvedOnly, seatId: req.seatId, conversationId: req.conversationId, state: req.state }, d.now().getTime());
+      const page = await read(queryReceipts(d.db, { limit: req.limit, offset: req.offset, unresolvedOnly: req.unresolvedOnly, seatId: req.seatId, conversationId: req.conversationId, state: req.state }, d.now().getTime()));
       return create(ListReceiptsResponseSchema, page);
     },
     async getReceipt(req) {
-      try {
-        return await receiptDetail(d.db, req.deliveryId, d.now().getTime());
-      } catch (e) {
-        throw FleetError.from(e).toConnectError();
-      }
+      return read(receiptDetail(d.db, req.deliveryId, d.now().getTime()));
     },
     async *watch(_req, ctx) {
       let wake: (() => void) | undefined;

@@ -4,6 +4,7 @@
  * receipt (fail closed, a typed error), the controller recovers without a restart, and a
  * database lost between the native write and the settle leaves one copy in the seat, an
  * uncertain answer, and a receipt that reconciliation settles from the session — never a resend.
+ * A database that answers nothing at all meets the controller's answer deadline, in sends and reads.
  * PostgreSQL only: the embedded PGlite lives inside the controller and cannot go away alone.
  */
 import { randomUUID } from "node:crypto";
@@ -224,6 +225,36 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     const fresh = await lead.call("message_seat", { seat: "inbox", message: text });
     expect(fresh.structuredContent).toMatchObject({ outcome: "delivered" });
     expect(copies(fresh.structuredContent!.deliveryId as string)).toBe(1);
+  });
+
+  it("reads while the database answers nothing: list_seats and the owner's status answer journal_unavailable within the answer deadline, and answer again once it is back", async () => {
+    // A fresh token check, so the lead's read is not refused at the token check first.
+    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
+    proxy.freeze();
+    try {
+      let t0 = performance.now();
+      const seats = await lead.call("list_seats", {});
+      // Before the deadline covered plain reads, this waited for the lead's own timeout (the SDK's 60 s).
+      expect(performance.now() - t0).toBeLessThan(15_000);
+      expect(seats.isError).toBe(true);
+      expect(seats.structuredContent).toMatchObject({ outcome: "unavailable", reason: "journal_unavailable", dispatched: false });
+      expect(String(seats.structuredContent!.detail)).toMatch(/could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/);
+      t0 = performance.now();
+      const status = await owner.seats().then(
+        () => "answered",
+        (e: Error) => e.message,
+      );
+      expect(performance.now() - t0).toBeLessThan(15_000);
+      // A pooled connection meets the deadline; one the pool opens meets the connect timeout (5 s) first.
+      expect(status).toMatch(/journal_unavailable: the receipt journal could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/);
+    } finally {
+      proxy.thaw();
+    }
+    // The frozen reads were given up on (and cancelled): the pool serves again at once.
+    const t0 = performance.now();
+    expect((await lead.call("list_seats", {})).structuredContent).toMatchObject({ seats: expect.arrayContaining([expect.objectContaining({ id: expect.stringMatching(/inbox$/) })]) });
+    expect((await owner.seats()).length).toBeGreaterThan(0);
+    expect(performance.now() - t0).toBeLessThan(5_000);
   });
 
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {

@@ -4,6 +4,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { listSeatsView, type SeatView } from "../../services/seat-view.js";
 import type { StatusDeps } from "../../services/status-service.js";
 import { errorResult, plainResult } from "../tool-result.js";
+import { readFailure } from "../../db/error-text.js";
 import { listSeatsResult } from "../output-schemas.js";
 
 export function registerListSeats(server: McpServer, deps: StatusDeps): void {
@@ -21,7 +22,7 @@ export function registerListSeats(server: McpServer, deps: StatusDeps): void {
         const seats: SeatView[] = await listSeatsView(deps);
         return plainResult({ schemaVersion: 1, seats });
       } catch (e) {
-        return errorResult(e);
+        return errorResult(readFailure(e));
       }
     },
   );

@@ -4,6 +4,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { PipelineDeps } from "../../delivery/pipeline.js";
 import { acknowledgeReports, MAX_ACK_PER_CALL, offerReports, reportStatus } from "../../reports/worker-reports.js";
 import { errorResult, plainResult } from "../tool-result.js";
+import { readFailure } from "../../db/error-text.js";
 import { acknowledgeResult, reportStatusResult, workerReportsResult } from "../output-schemas.js";
 
 export function registerWorkerReports(server: McpServer, deps: PipelineDeps, conversationId: string): void {
@@ -21,7 +22,7 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       try {
         return plainResult({ schemaVersion: 1, reports: await offerReports(deps.db, conversationId, limit ?? 20, deps.now()) });
       } catch (e) {
-        return errorResult(e);
+        return errorResult(readFailure(e, "the worker reports could not be read"));
       }
     },
   );
@@ -38,7 +39,7 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       try {
         return plainResult({ schemaVersion: 1, outcome: "acknowledged", ...(await acknowledgeReports(deps.db, conversationId, deliveryIds, deps.now())) });
       } catch (e) {
-        return errorResult(e);
+        return errorResult(readFailure(e, "the receipt journal could not be written, so nothing was acknowledged"));
       }
     },
   );
@@ -55,7 +56,7 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       try {
         return plainResult({ schemaVersion: 1, deliveryId, state: await reportStatus(deps.db, conversationId, deliveryId) });
       } catch (e) {
-        return errorResult(e);
+        return errorResult(readFailure(e, "the worker report could not be read"));
       }
     },
   );
