@@ -36,14 +36,13 @@ export function answerWithin<T>(db: object, pending: Promise<T>, late?: (value: 
   return ms === undefined ? pending : answerWithinMs(ms, pending, late);
 }
 
-/** `answerWithin` with the deadline given; `expired` runs once it has passed (to cancel what waits). */
-export function answerWithinMs<T>(ms: number, pending: PromiseLike<T>, late?: (value: T) => void, expired?: () => void): Promise<T> {
+/** `answerWithin` with the deadline given. */
+export function answerWithinMs<T>(ms: number, pending: PromiseLike<T>, late?: (value: T) => void): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let past = false;
     const timer = setTimeout(() => {
       past = true;
       reject(new JournalNoAnswerError(ms));
-      expired?.();
     }, ms);
     pending.then(
       (v) => {

@@ -8,8 +8,10 @@
  * transaction (postgres.js gives those their own client), are left alone: a write that
  * commits after its caller was told it failed needs a `late` handler of its own, which the
  * hot path's statements have (their text begins with a marker comment, so they are not
- * bounded twice). A read past its deadline is cancelled, so it does not hold its place in
- * the pool's queue once the server answers again.
+ * bounded twice). A read past its deadline is not cancelled: postgres.js cancels a running
+ * query over a new connection and drops that attempt's promise, so a cancel that cannot
+ * connect (a link that drops every packet) would end the controller with an unhandled
+ * rejection. It runs when the server answers again, and its rows are dropped.
  */
 import type { Sql } from "postgres";
 import { answerWithinMs } from "./answer-deadline.js";
@@ -18,7 +20,6 @@ const PLAIN_READ = /^\s*select\b/i;
 
 interface PendingRead extends PromiseLike<unknown> {
   values(): unknown;
-  cancel(): void;
 }
 
 /** The same client for drizzle, with the deadline on each plain read. */
@@ -32,7 +33,7 @@ export function boundReads(client: Sql, deadlineMs: number): Sql {
 
 /** A thenable that starts the query only when awaited, as postgres.js's own does, so `.values()` still applies. */
 function bounded(pending: PendingRead, ms: number): PromiseLike<unknown> & { values(): PromiseLike<unknown> } {
-  const answer = () => answerWithinMs(ms, pending, undefined, () => pending.cancel());
+  const answer = () => answerWithinMs(ms, pending);
   return {
     values() {
       pending.values();

@@ -250,7 +250,7 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     } finally {
       proxy.thaw();
     }
-    // The frozen reads were given up on (and cancelled): the pool serves again at once.
+    // The frozen reads were given up on; their late rows are dropped, and the pools serve again at once.
     const t0 = performance.now();
     expect((await lead.call("list_seats", {})).structuredContent).toMatchObject({ seats: expect.arrayContaining([expect.objectContaining({ id: expect.stringMatching(/inbox$/) })]) });
     expect((await owner.seats()).length).toBeGreaterThan(0);
