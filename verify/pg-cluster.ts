@@ -1,7 +1,10 @@
 /**
  * A private PostgreSQL cluster the verification run starts itself (never the shared
- * service), so the `database-restart` nemesis can crash and restart it. Run as the
- * `postgres` user (initdb refuses root), on a free port, in a temp dir removed at the end.
+ * service), so the `database-restart` nemesis can crash and restart it and `pause-database`
+ * can stop it. Run as the `postgres` user (initdb refuses root), on a free port, in a temp
+ * dir removed at the end. Every backend makes itself a process group leader (setsid, so the
+ * postmaster can signal its children's groups), so stopping the server means signalling the
+ * postmaster and each of its children.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
@@ -21,6 +24,8 @@ export interface PgCluster {
   readonly url: string;
   /** Crashes the server (SIGKILL to the postmaster) and starts it again on the same data. */
   crashAndRestart(downMs: number): Promise<void>;
+  /** Stops every process of the server (SIGSTOP to its group) for `ms`, then continues them: it answers nothing meanwhile, and its connections stay open. */
+  pause(ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -69,6 +74,29 @@ export async function startPgCluster(): Promise<PgCluster> {
           if (i === 49) throw e;
           await new Promise((r) => setTimeout(r, 200));
         }
+      }
+    },
+    async pause(ms) {
+      const pid = server?.pid;
+      if (!pid || server?.exitCode !== null) throw new Error("private PostgreSQL is not running");
+      // The postmaster first, so it forks no new backend while its children are being stopped.
+      process.kill(pid, "SIGSTOP");
+      const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+      const signal = (sig: NodeJS.Signals) => {
+        for (const child of children) {
+          try {
+            process.kill(child, sig);
+          } catch {
+            // Gone since the listing: nothing to stop or continue.
+          }
+        }
+      };
+      signal("SIGSTOP");
+      try {
+        await new Promise((r) => setTimeout(r, ms));
+      } finally {
+        signal("SIGCONT");
+        process.kill(pid, "SIGCONT");
       }
     },
     async stop() {

@@ -13,9 +13,13 @@ import { p, statement } from "../journal/statements.js";
 
 const POLL_MS = 25;
 
+// A holder names one delivery (or notice, or stop) of one controller, so a lease already in
+// its name is its own: a settle its controller gave up on (no answer within the deadline,
+// ADR 0033) can still commit later and hand the lease to the next waiter, which then polls
+// for it as for a free seat. It takes it at once; it waited out the 25 s before.
 const takeStatement = statement<Record<string, unknown>>("take_turn", () => sql`
 insert into seat_turns (seat_id, holder, expires_at) values (${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8))
-on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now()
+on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
 returning holder
 `);
 

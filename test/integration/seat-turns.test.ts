@@ -1,14 +1,16 @@
 /**
  * Seat turns (rule 25) on each driver: one delivery per seat at a time, served in the order
  * they entered, the lease handed from one to the next; the wait is bounded and after it the
- * message goes on without the turn; other seats never wait.
+ * message goes on without the turn; other seats never wait. A lease already handed to a waiter
+ * by a settle its controller gave up on (the database answered after the deadline) is that
+ * waiter's at once.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
 import { SeatTurns, withSeatTurn } from "../../controller/delivery/seat-turns.js";
-import { releaseLease, tryTakeLease } from "../../controller/delivery/seat-lease.js";
+import { handLease, releaseLease, tryTakeLease } from "../../controller/delivery/seat-lease.js";
 
 describe.each(DRIVERS)("seat turns on %s", (driver) => {
   let database: Database;
@@ -76,5 +78,29 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     expect(await holderOf("m/remote")).toBe("me:a");
     await turns.leave(t);
     await turns.leave(other);
+  });
+
+  it("a settle that commits after its deadline handed the lease to the next waiter: that waiter takes its turn at once, not after the 25 s wait", async () => {
+    const turns = new SeatTurns(database.db, 60_000);
+    const first = await turns.enter("m/late", "me:first", false, 1_000);
+    expect(first.held).toBe(true);
+    const next = turns.enter("m/late", "me:next", false, 3_000);
+    await new Promise((r) => setTimeout(r, 50));
+    // The first delivery's settle statement, given up on by its controller, commits when the
+    // database answers again: it hands the lease to the head waiter, as a settle does.
+    expect(await handLease(database.db, "m/late", "me:first", "me:next", 60_000)).toBe(true);
+    // The controller then gives the turn back as for a failed settle: its own hand finds the
+    // lease no longer in the first holder's name, and the head waiter polls for it.
+    const t0 = performance.now();
+    await turns.leave(first);
+    const t = await next;
+    expect(t.held).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(1_000);
+    expect(await holderOf("m/late")).toBe("me:next");
+    // Taking a lease one already holds renews it and is idempotent.
+    expect(await tryTakeLease(database.db, "m/late", "me:next", 60_000)).toBe(true);
+    expect(await tryTakeLease(database.db, "m/late", "me:other", 60_000)).toBe(false);
+    await turns.leave(t);
+    expect(await holderOf("m/late")).toBeUndefined();
   });
 });
