@@ -140,6 +140,18 @@ export class SeatTurns {
   }
 
   /**
+   * Gives a turn back after its settle statement failed, without waiting for the journal: the
+   * turn passes on now (the next waiter polls for the lease) and the lease is released once the
+   * journal answers, or expires. A journal that answers nothing would otherwise hold the lead's
+   * answer for a second deadline, that of the release statement.
+   */
+  leaveLater(turn: SeatTurn): void {
+    if (turn.finished) return;
+    this.releaseLater(turn.seatId, turn.holder, "seat lease release after a failed settle failed");
+    turn.settled(false);
+  }
+
+  /**
    * The turn passed on: to the waiter the lease was handed to (`handedTo`), else to the head
    * waiter, who then polls the lease itself. A handed-to waiter that already gave up gets its
    * lease moved on (or released) in the background.

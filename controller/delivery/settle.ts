@@ -61,8 +61,10 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
   } catch (e) {
     deps.logger.error("settle failed", { deliveryId: d.id, state: outcome.state, error: (e as Error).message });
     deps.metrics?.journalError("settle");
-    // The retry never touches the lease: the turn gives it back now, or it expires.
+    // The retry never touches the lease: the turn passes on now and its lease is given back
+    // once the journal answers (a settle that commits late may have handed it on already).
     deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, { ...params, holder: null, nextHolder: null });
+    if (turn) deps.turns.leaveLater(turn);
     return e;
   }
 }

@@ -227,6 +227,37 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     expect(copies(fresh.structuredContent!.deliveryId as string)).toBe(1);
   });
 
+  it("a settle the database holds unanswered: uncertain at the settle's deadline, not after a second one for the lease; when it commits late, the next message to the seat goes out at once", async () => {
+    const id = randomUUID();
+    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
+    const frozen = proxy.freezeWhenClientSends("clankie:settle");
+    const t0 = performance.now();
+    const res = await lead.call("message_seat", { seat: "inbox", message: "settle held unanswered" }, { [META]: { deliveryId: id } });
+    await frozen;
+    const answeredMs = performance.now() - t0;
+    expect(res.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: id });
+    expect(copies(id)).toBe(1);
+    // The settle's deadline is 7 s; giving the seat's lease back waited for a second one (another 7 s).
+    expect(answeredMs).toBeLessThan(10_000);
+    proxy.thaw();
+    // The held settle commits now, late; the seat is not held by it.
+    const t1 = performance.now();
+    let next = await lead.call("message_seat", { seat: "inbox", message: "after the late settle" });
+    for (let i = 0; i < 20 && JSON.stringify(next.structuredContent ?? next.content).includes("journal"); i++) {
+      await new Promise((r) => setTimeout(r, 250));
+      next = await lead.call("message_seat", { seat: "inbox", message: "after the late settle" });
+    }
+    expect(next.structuredContent).toMatchObject({ outcome: "delivered" });
+    expect(performance.now() - t1).toBeLessThan(5_000);
+    let receipt = (await owner.receipts()).find((r) => r.deliveryId === id);
+    for (let i = 0; i < 50 && receipt?.state !== "delivered"; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      receipt = (await owner.receipts().catch(() => [])).find((r) => r.deliveryId === id);
+    }
+    expect(receipt?.state).toBe("delivered");
+    expect(copies(id)).toBe(1);
+  });
+
   it("reads while the database answers nothing: list_seats and the owner's status answer journal_unavailable within the answer deadline, and answer again once it is back", async () => {
     // A fresh token check, so the lead's read is not refused at the token check first.
     expect((await lead.call("list_seats", {})).isError).toBeFalsy();
