@@ -18,6 +18,10 @@ import { ownerOf } from "../kit/owner.js";
 import { startPgWireRelay, type PgWireRelay } from "../fixtures/pg-wire-relay.js";
 import { available } from "../kit/requirements.js";
 import parsePrometheus from "parse-prometheus-text-format";
+import { create } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Serving } from "../../shared/gen/grpc/health/v1/health_pb.js";
 
 const META = "clankie/seat-call";
 
@@ -286,6 +290,28 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     expect((await lead.call("list_seats", {})).structuredContent).toMatchObject({ seats: expect.arrayContaining([expect.objectContaining({ id: expect.stringMatching(/inbox$/) })]) });
     expect((await owner.seats()).length).toBeGreaterThan(0);
     expect(performance.now() - t0).toBeLessThan(5_000);
+  });
+
+  it("health while the database answers nothing: NOT_SERVING for database within the answer deadline (its write probe hung), SERVING again once it is back", async () => {
+    const health = createClient(Health, createConnectTransport({ baseUrl: fleet.controller.url, httpVersion: "1.1" }));
+    const database = () => health.check(create(HealthCheckRequestSchema, { service: "database" }));
+    // Just used, its pool connection is idle, so the probe during the freeze runs on it (a new one would meet the connect timeout first).
+    expect((await database()).status).toBe(Serving.SERVING);
+    proxy.freeze();
+    try {
+      const t0 = performance.now();
+      expect((await database()).status).toBe(Serving.NOT_SERVING);
+      // Before the probe had the deadline this hung until the caller gave up.
+      expect(performance.now() - t0).toBeLessThan(15_000);
+    } finally {
+      proxy.thaw();
+    }
+    let status = (await database()).status;
+    for (let i = 0; i < 25 && status !== Serving.SERVING; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = (await database()).status;
+    }
+    expect(status).toBe(Serving.SERVING);
   });
 
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {
