@@ -262,18 +262,22 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     expect(copies(id)).toBe(1);
   });
 
-  it("reads while the database answers nothing: list_seats and the owner's status answer journal_unavailable within the answer deadline, and answer again once it is back", async () => {
+  it("reads while the database answers nothing: list_seats, stop_task and the owner's status answer journal_unavailable within the answer deadline, and answer again once it is back", async () => {
     // A fresh token check, so the lead's read is not refused at the token check first.
     expect((await lead.call("list_seats", {})).isError).toBeFalsy();
     proxy.freeze();
     try {
       let t0 = performance.now();
-      const seats = await lead.call("list_seats", {});
+      // Both within the token's 2 s cache, so neither is refused at the token check first.
+      const [seats, stop] = await Promise.all([lead.call("list_seats", {}), lead.call("stop_task", { seat: "inbox" })]);
       // Before the deadline covered plain reads, this waited for the lead's own timeout (the SDK's 60 s).
       expect(performance.now() - t0).toBeLessThan(15_000);
       expect(seats.isError).toBe(true);
       expect(seats.structuredContent).toMatchObject({ outcome: "unavailable", reason: "journal_unavailable", dispatched: false });
       expect(String(seats.structuredContent!.detail)).toMatch(/could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/);
+      // stop_task reads the seat before anything is sent: the same typed refusal, never `internal`.
+      expect(stop.structuredContent).toMatchObject({ outcome: "unavailable", reason: "journal_unavailable", dispatched: false });
+      expect(String(stop.structuredContent!.detail)).toMatch(/so no stop was sent \((the database sent no answer in time|CONNECT_TIMEOUT)/);
       t0 = performance.now();
       const status = await owner.seats().then(
         () => "answered",

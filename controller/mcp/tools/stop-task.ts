@@ -4,6 +4,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { PipelineDeps } from "../../delivery/pipeline.js";
 import { stopTask } from "../../delivery/stop-task.js";
 import { errorResult } from "../tool-result.js";
+import { readFailure } from "../../db/error-text.js";
 import { stopTaskResult } from "../output-schemas.js";
 
 export function registerStopTask(server: McpServer, deps: PipelineDeps, conversationId: string): void {
@@ -21,7 +22,8 @@ export function registerStopTask(server: McpServer, deps: PipelineDeps, conversa
         const body = await stopTask(deps, conversationId, seat);
         return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: body.outcome !== "stopped" && body.outcome !== "already_finished" };
       } catch (e) {
-        return errorResult(e);
+        // Anything thrown came before the stop was sent (the agent call's own failures are answered as uncertain).
+        return errorResult(readFailure(e, "the receipt journal could not be read, so no stop was sent"));
       }
     },
   );
