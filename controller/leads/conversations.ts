@@ -8,7 +8,6 @@ import { randomBytes } from "node:crypto";
 import { and, eq, not, like } from "drizzle-orm";
 import { conversations } from "../db/schema.js";
 import type { Db } from "../db/open.js";
-import { answerWithin } from "../db/answer-deadline.js";
 import { newToken, tokenHash } from "../../shared/tokens.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 
@@ -65,7 +64,8 @@ export class ConversationAuth {
     const cached = this.cache.get(hash);
     if (cached && cached.until > this.now()) return cached.id;
     this.cache.delete(hash);
-    const [row] = await answerWithin(this.db, this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash)).execute());
+    // A plain read: on PostgreSQL it meets the journal's answer deadline (db/bounded-reads.ts).
+    const [row] = await this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash)).execute();
     if (row) this.cache.set(hash, { id: row.id, until: this.now() + TOKEN_CACHE_MS });
     return row?.id;
   }
