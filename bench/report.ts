@@ -79,7 +79,10 @@ export function renderTable(r: Json, goals: Goal[]): string {
   lines.push(latencyRow("peer: agent path, loopback", get(r, "peer.agent")));
   lines.push(latencyRow("peer: legacy SSH path, loopback", get(r, "peer.ssh")));
   lines.push(latencyRow("peer: agent's half alone (Deliver straight to the agent), loopback", get(r, "peer.agent_rpc_only")));
+  lines.push(latencyRow(`peer: agent path, loopback, each call after ${cell(get(r, "peer.after_idle.idle_ms"))} ms idle`, get(r, "peer.after_idle.agent")));
   lines.push(latencyRow("peer: agent path, 50 ms RTT", get(r, "peer.rtt50.agent")));
+  lines.push(latencyRow("peer: agent path, 50 ms RTT, the calls right after an SSH delivery", get(r, "peer.rtt50.agent_after_ssh")));
+  lines.push(latencyRow("peer: agent path, 50 ms RTT, the calls right after another agent call", get(r, "peer.rtt50.agent_after_agent")));
   lines.push(latencyRow("peer: legacy SSH path, 50 ms RTT", get(r, "peer.rtt50.ssh")));
   lines.push(latencyRow("agent link, mutual TLS, warm connection (Heartbeat)", get(r, "peer.tls_handshake.mtls_warm")));
   lines.push(latencyRow("agent link, mutual TLS, fresh connection (TCP + TLS 1.3 + HTTP/2 + call)", get(r, "peer.tls_handshake.mtls_fresh")));

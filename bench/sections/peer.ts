@@ -5,6 +5,10 @@
  * straight to the agent), and the legacy SSH path (three proof reads and a write, one exec
  * each, against a real sshd), first on plain loopback, then with 50 ms RTT added by a delay
  * proxy on both paths. Alternating iterations means machine noise hits both alike.
+ * At 50 ms RTT an SSH delivery is ~475 ms mostly spent waiting, so half the agent calls there
+ * come after that idle spell and half right after another agent call; both halves are reported,
+ * and the agent path on loopback is also run with the same idle spell before each call, so the
+ * run shows what the idle spell alone costs (issue 17: what bounds the 50 ms RTT figure).
  */
 import { createServer, connect, type AddressInfo } from "node:net";
 import { randomUUID } from "node:crypto";
@@ -20,12 +24,17 @@ export interface PeerConfig {
   nRtt: number;
   warmup: number;
   oneWayMs: number;
+  /** The idle spell before each call of the loopback after-idle run: about the SSH path's p50 at 50 ms RTT. */
+  idleGapMs: number;
 }
 
 interface PathRun {
   agent: number[];
   agentRpc: number[];
   ssh: number[];
+  /** The agent samples again, split by what ran just before: an SSH delivery, or another agent call. */
+  agentAfterSsh: number[];
+  agentAfterAgent: number[];
   agentFailures: Record<string, number>;
   sshFailures: number;
   proofAges: number[];
@@ -38,12 +47,13 @@ let sent = 0;
 const message = () => `Please run the tests and report. (bench message ${++sent}, about one line like a real lead writes)`;
 
 function newRun(): PathRun {
-  return { agent: [], agentRpc: [], ssh: [], agentFailures: {}, sshFailures: 0, proofAges: [], refused: 0, sshProofAges: [] };
+  return { agent: [], agentRpc: [], ssh: [], agentAfterSsh: [], agentAfterAgent: [], agentFailures: {}, sshFailures: 0, proofAges: [], refused: 0, sshProofAges: [] };
 }
 
-function recordAgent(run: PathRun, r: DeliveryResult): void {
+function recordAgent(run: PathRun, r: DeliveryResult, afterSsh: boolean): void {
   if (r.outcome === "delivered") {
     run.agent.push(r.ms);
+    (afterSsh ? run.agentAfterSsh : run.agentAfterAgent).push(r.ms);
     if (r.proofAgeMs !== undefined) run.proofAges.push(r.proofAgeMs);
   } else {
     const key = `${r.outcome}:${r.reason ?? ""}`;
@@ -53,13 +63,14 @@ function recordAgent(run: PathRun, r: DeliveryResult): void {
 }
 
 async function alternate(n: number, run: PathRun | undefined, fleet: BenchFleet, seat: string, ssh: LegacySsh | undefined): Promise<void> {
+  let last = "";
   for (let i = 0; i < n; i++) {
     // Swap who goes first each iteration so neither path always runs on a warmer cache.
     const order = i % 2 === 0 ? ["agent", "rpc", "ssh"] : ["ssh", "rpc", "agent"];
     for (const which of order) {
       if (which === "agent") {
         const r = await fleet.deliver(seat, message());
-        if (run) recordAgent(run, r);
+        if (run) recordAgent(run, r, last === "ssh");
       } else if (which === "rpc") {
         if (!fleet.deliverDirect) continue;
         const r = await fleet.deliverDirect!(seat.split("/")[1]!, message());
@@ -73,9 +84,20 @@ async function alternate(n: number, run: PathRun | undefined, fleet: BenchFleet,
           run.ssh.push(ms);
           run.sshProofAges.push(r.proofAgeMs);
         } else run.sshFailures++;
-      }
+      } else continue;
+      last = which;
     }
   }
+}
+
+/** Agent deliveries on loopback, each after `gapMs` of idle: the idle spell alone, with no round trip added. */
+async function afterIdle(n: number, gapMs: number, fleet: BenchFleet, seat: string): Promise<PathRun> {
+  const run = newRun();
+  for (let i = 0; i < n; i++) {
+    await new Promise((r) => setTimeout(r, gapMs));
+    recordAgent(run, await fleet.deliver(seat, message()), false);
+  }
+  return run;
 }
 
 /** The round trip the proxy really adds: a one-byte ping-pong through it to an echo server. */
@@ -110,6 +132,8 @@ function pathFigures(run: PathRun, sshSkipped: string | undefined) {
   return {
     agent,
     ssh,
+    agent_after_ssh: run.agentAfterSsh.length ? summarize(run.agentAfterSsh) : "no samples",
+    agent_after_agent: run.agentAfterAgent.length ? summarize(run.agentAfterAgent) : "no samples",
     ratio_p50: typeof ssh === "string" ? null : round(ssh.p50_ms / agent.p50_ms),
     ratio_p99: typeof ssh === "string" ? null : round(ssh.p99_ms / agent.p99_ms),
     // The agent's half alone (Deliver straight to the agent, no receipt journal): transport vs transport.
@@ -133,6 +157,7 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
   await alternate(cfg.warmup, undefined, fleet, seat, ssh0);
   await alternate(cfg.n, direct, fleet, seat, ssh0);
   ssh0?.close();
+  const idle = await afterIdle(cfg.nRtt, cfg.idleGapMs, fleet, seat);
 
   const agentUrl = new URL(fleet.agentEndpoint);
   const agentProxy = await startDelayProxy(agentUrl.hostname, Number(agentUrl.port), cfg.oneWayMs);
@@ -160,6 +185,12 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
     peer: {
       ...loopback,
       rtt50: { ...rtt50, added_rtt_ms: cfg.oneWayMs * 2, measured_rtt_p50_ms: rtt, agent_p50_minus_rtt_ms: round(rtt50.agent.p50_ms - rtt) },
+      after_idle: {
+        idle_ms: cfg.idleGapMs,
+        agent: summarize(idle.agent),
+        agent_failures: idle.agentFailures,
+        method: "agent deliveries on loopback (no delay proxy), one at a time, each after this long with nothing running: the idle spell half the 50 ms RTT calls come after",
+      },
       ssh_server: typeof sshd === "string" ? sshd : sshd.version,
       tls_handshake: tlsHandshake,
       method: "alternating iterations on one warm connection per path; agent path = MCP message_seat from this process → `clankie controller` process (admission statement, Deliver, settle statement) → `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
