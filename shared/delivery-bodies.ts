@@ -121,7 +121,8 @@ export type HireReason =
   | "agent_refused"
   | "fresh_intent_refused"
   | "settled_not_launched"
-  | "abandoned_unknown";
+  | "abandoned_unknown"
+  | "journal_unavailable";
 
 /**
  * hire_agent's body (and a reconcile's of a hire). A type, not an interface: it is stored on

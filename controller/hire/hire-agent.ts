@@ -15,6 +15,7 @@ import { isUuid, newDeliveryId, seatId } from "../../shared/ids.js";
 import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } from "../../shared/errors.js";
 import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
+import { answerWithin } from "../db/answer-deadline.js";
 import { hireReceipts, machines, type Machine } from "../db/schema.js";
 import { admitCall, CallState, settleCall } from "../journal/call-receipts.js";
 import { settleHireOutcome, type HireSettleParams } from "../journal/hire-outcome.js";
@@ -90,7 +91,10 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
 
   let plan: Plan;
   try {
-    plan = await deps.db.transaction(async (tx) => {
+    // Bounded like the deliveries' admission (ADR 0033): a database that answers nothing is
+    // refused within the deadline, and a reservation it commits after that is settled failed
+    // at once, never launched (the lead was told nothing would be).
+    plan = await answerWithin(deps.db, deps.db.transaction(async (tx) => {
       const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
       if (admission.kind !== "admitted") {
         const replay = replayAdmission(HIRE_AGENT, id, admission);
@@ -128,6 +132,8 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
         updatedAt: now,
       });
       return { kind: "launch", machine: chosen } as const;
+    }), (late) => {
+      if (late.kind === "launch") void settleLateReservation(deps, id, { schemaVersion: 1, hireId: id, machine: late.machine.name, harness: input.harness });
     });
   } catch (e) {
     throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${(e as Error).message}`, e);
@@ -145,7 +151,12 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
   if (!(await conn.connect())) {
     return record(deps, id, { ...base, outcome: "failed", reason: "machine_offline", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`, launchCommitted: false }, HireState.Failed);
   }
-  await deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(eq(hireReceipts.id, id));
+  try {
+    // Only from reserved: this write, if it lands after the settle below, must not undo it.
+    await answerWithin(deps.db, deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved))));
+  } catch (e) {
+    return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${(e as Error).message}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
+  }
   let res: HireSeatResponse;
   try {
     res = await conn.client.hireSeat(
@@ -176,7 +187,8 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
   }
   const body = bodyFromAgent(base, res);
   const state = body.outcome === "spawned" ? HireState.Spawned : body.reason === "delivery_unconfirmed" ? HireState.DeliveryUnconfirmed : body.reason === "start_unconfirmed" ? HireState.StartUnconfirmed : HireState.Failed;
-  if (res.seat) await deps.registry.upsertSeat(machine.name, res.seat).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
+  // Not waited on past the deadline: the agent's own seat reports bring the seat in too.
+  if (res.seat) await answerWithin(deps.db, deps.registry.upsertSeat(machine.name, res.seat)).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
   return record(deps, id, body, state);
 }
 
@@ -199,12 +211,20 @@ export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | 
   return { ...base, outcome: "failed", reason: res.reason || "launch_failed", detail: res.detail, ...extra };
 }
 
+/** A reservation the journal committed after its call was refused for want of an answer: failed, never launched. */
+function settleLateReservation(deps: PipelineDeps, id: string, base: Pick<HireBody, "schemaVersion" | "hireId" | "machine" | "harness">): Promise<ToolOutcome> {
+  deps.logger.warn("a hire reservation committed after its call was refused; settling it failed, never launched", { hireId: id });
+  const detail = "the receipt journal answered only after this hire had been refused for want of an answer; nothing was launched, and this id never will be";
+  return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail, launchCommitted: false }, HireState.Failed);
+}
+
 /** Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead. */
 export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState): Promise<ToolOutcome> {
   const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
   const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now() };
   try {
-    await settleHireOutcome(deps.db, params);
+    // A settle that commits after its deadline is the same idempotent settle the retry makes.
+    await answerWithin(deps.db, settleHireOutcome(deps.db, params));
     deps.onJournalChange();
   } catch (e) {
     deps.logger.error("hire settle failed", { hireId: id, state, error: (e as Error).message });
