@@ -19,6 +19,7 @@ import { InvalidArgumentError, ServiceStoppingError } from "../../shared/errors.
 import { callFingerprint } from "../../shared/fingerprint.js";
 import { isUuid, newDeliveryId } from "../../shared/ids.js";
 import { journalFailure } from "../db/error-text.js";
+import { answerWithin } from "../db/answer-deadline.js";
 import { machines, seats } from "../db/schema.js";
 import { admitCall, CallState, settleCall, type Admission } from "../journal/call-receipts.js";
 import { MESSAGE_SEAT, type CallScope, type PipelineDeps } from "../delivery/pipeline.js";
@@ -51,7 +52,11 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   const key = { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint: callFingerprint(MESSAGE_SEAT, { seat: args.seat, questionAnswer: args.questionAnswer }), controllerInstance: deps.instanceId };
   let admission: Admission;
   try {
-    admission = await deps.db.transaction((tx) => admitCall(tx, key));
+    // Bounded like every admission (ADR 0033); one the database commits after the refusal is
+    // settled not sent at once, so the id does not stay in flight.
+    admission = await answerWithin(deps.db, deps.db.transaction((tx) => admitCall(tx, key)), (late) => {
+      if (late.kind === "admitted") settleLateAnswer(deps, id, args);
+    });
   } catch (e) {
     deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message });
     throw journalFailure(e, "the receipt journal could not be written, so the answer was not sent");
@@ -64,7 +69,7 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   // Only a lost answer stays open (uncertain): every other outcome is final for this id.
   const state = body.outcome === "uncertain" ? CallState.Uncertain : CallState.Settled;
   try {
-    await settleCall(deps.db, id, state, body, deps.now());
+    await answerWithin(deps.db, settleCall(deps.db, id, state, body, deps.now()));
     deps.onJournalChange();
   } catch (e) {
     // The answer's fate is known but unrecorded: the receipt stays in flight (a replay answers
@@ -72,6 +77,25 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
     deps.logger.warn("journal settle failed for a question answer", { deliveryId: id, error: (e as Error).message });
   }
   return { id, tool: MESSAGE_SEAT, state: state === CallState.Uncertain ? "uncertain" : "settled", body: body as unknown as LeadBody, isError: body.outcome !== "delivered" };
+}
+
+/** An admission the journal committed after its call was refused for want of an answer: not sent, and never will be. */
+function settleLateAnswer(deps: PipelineDeps, id: string, args: QuestionAnswerArgs): void {
+  const body: AnswerBody = {
+    schemaVersion: 1,
+    seat: args.seat,
+    outcome: "undelivered",
+    reason: "journal_unavailable",
+    detail: "the receipt journal answered only after this call had been refused for want of an answer; the answer was not sent",
+    requestId: args.questionAnswer.requestId,
+    deliveryId: id,
+  };
+  deps.logger.warn("a question answer's admission committed after its call was refused; settling it not sent", { deliveryId: id });
+  // If this fails too, the id stays in flight (a replay answers receipt_in_use), as after any failed settle here.
+  settleCall(deps.db, id, CallState.Settled, body, deps.now()).then(
+    () => deps.onJournalChange(),
+    (e: Error) => deps.logger.warn("journal settle failed for a late question answer admission", { deliveryId: id, error: e.message }),
+  );
 }
 
 async function askAgent(deps: PipelineDeps, conversationId: string, deliveryId: string, args: QuestionAnswerArgs): Promise<AnswerBody> {

@@ -9,15 +9,13 @@
  */
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import { join } from "node:path";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { MailboxStore } from "../../node-agent/mailbox/store.js";
-import { startFleet, type TestFleet } from "../kit/start-fleet.js";
-import { connectLead, type LeadClient } from "../kit/mcp-client.js";
-import { ownerOf } from "../kit/owner.js";
-import { startPgWireRelay, type PgWireRelay } from "../fixtures/pg-wire-relay.js";
+import type { MailboxStore } from "../../node-agent/mailbox/store.js";
+import type { TestFleet } from "../kit/start-fleet.js";
+import type { LeadClient } from "../kit/mcp-client.js";
+import type { ownerOf } from "../kit/owner.js";
+import type { PgWireRelay } from "../fixtures/pg-wire-relay.js";
+import { startOutageFleet, type OutageFleet } from "../kit/outage-fleet.js";
 import { available } from "../kit/requirements.js";
 import parsePrometheus from "parse-prometheus-text-format";
 import { create } from "@bufbuild/protobuf";
@@ -28,6 +26,7 @@ import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as 
 const META = "clankie/seat-call";
 
 describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () => {
+  let outage: OutageFleet;
   let fleet: TestFleet;
   let proxy: PgWireRelay;
   let lead: LeadClient;
@@ -36,26 +35,11 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
   const copies = (id: string) => mailbox.list("inbox").entries.filter((e) => e.deliveryId === id).length;
 
   beforeAll(async () => {
-    const target = new URL(process.env.DATABASE_URL!);
-    proxy = await startPgWireRelay(target.hostname, Number(target.port || 5432));
-    fleet = await startFleet("postgres", {}, {
-      databaseUrlVia: (url) => {
-        const u = new URL(url);
-        u.hostname = "127.0.0.1";
-        u.port = String(proxy.port);
-        return u.toString();
-      },
-    });
-    owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
-    await owner.addMailbox("inbox");
-    lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
-    mailbox = new MailboxStore(join(fleet.agentStateDir, "mailboxes"));
+    outage = await startOutageFleet();
+    ({ fleet, proxy, lead, owner, mailbox } = outage);
   });
   afterAll(async () => {
-    proxy?.up();
-    await lead?.close();
-    await fleet?.close();
-    await proxy?.close();
+    await outage?.close();
   });
 
   it("database down before a call: a typed journal error, and nothing reaches the seat (fail closed)", async () => {
@@ -318,65 +302,6 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
       status = (await database()).status;
     }
     expect(status).toBe(Serving.SERVING);
-  });
-
-  const hireArgs = () => ({ harness: "codex", workingDirectory: mkdtempSync(join(tmpdir(), "clankie-outage-hire-")), title: "worker", role: "tester", brief: "never sent" });
-  const hireJournal = (id: string) => join(fleet.agentStateDir, "hires", `${id}.json`);
-  const settledHire = async (id: string, settledBy: (body: Record<string, unknown> | undefined) => boolean) => {
-    const rec = () => lead.call("reconcile_seat_call", { hireId: id }).catch(() => undefined);
-    let settled = await rec();
-    for (let i = 0; i < 50 && !settledBy(settled?.structuredContent); i++) {
-      await new Promise((r) => setTimeout(r, 200));
-      settled = await rec();
-    }
-    return settled?.structuredContent;
-  };
-
-  it("a hire while the database answers nothing: journal_unavailable within the answer deadline and nothing launched; once it is back the hire is settled failed, never launched", async () => {
-    const id = randomUUID();
-    const args = hireArgs();
-    // A fresh token check, so the hire reaches its admission before the 2 s token cache runs out.
-    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
-    proxy.freeze();
-    const t0 = performance.now();
-    const res = await lead.call("hire_agent", args, { [META]: { hireId: id } }).catch((e: Error) => e);
-    // Before the hire's admission had the deadline, this waited for the lead's own timeout (60 s).
-    expect(performance.now() - t0).toBeLessThan(15_000);
-    expect(res instanceof Error ? res.message : JSON.stringify(res.structuredContent ?? res.content)).toMatch(/journal_unavailable.*nothing was launched/);
-    proxy.thaw();
-    // The admission the frozen database held runs now. The machine's heartbeats went unrecorded
-    // meanwhile, so it may find the machine offline and refuse; either way it is settled, and no
-    // HireSeat ever reaches the agent.
-    const body = await settledHire(id, (b) => b?.outcome === "failed");
-    expect(body).toMatchObject({ outcome: "failed", hireId: id, launchCommitted: false });
-    expect(["journal_unavailable", "machine_offline"]).toContain(body!.reason);
-    expect(existsSync(hireJournal(id))).toBe(false);
-  });
-
-  it("a hire reservation the database commits after its call was refused is settled failed at once, never launched, and a replay of the id says so", async () => {
-    const id = randomUUID();
-    const args = hireArgs();
-    // The machine online again after the outage above (its heartbeats went unrecorded), so the
-    // admission reserves the hire rather than refusing it machine_offline.
-    let online = false;
-    for (let i = 0; i < 50 && !online; i++) {
-      online = await owner.seats().then((all) => all.length > 0 && all.every((s) => s.online), () => false);
-      if (!online) await new Promise((r) => setTimeout(r, 200));
-    }
-    expect(online).toBe(true);
-    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
-    // Frozen at the reservation's insert: the admission has chosen the machine (online then),
-    // and what is held commits at the thaw, before the server's idle-in-transaction timeout.
-    const frozen = proxy.freezeWhenClientSends('insert into "hire_receipts"');
-    const res = await lead.call("hire_agent", args, { [META]: { hireId: id } }).catch((e: Error) => e);
-    await frozen;
-    expect(res instanceof Error ? res.message : JSON.stringify(res.structuredContent ?? res.content)).toMatch(/journal_unavailable.*nothing was launched/);
-    proxy.thaw();
-    // Left alone, the late reservation stayed reserved with its call in flight ("still in flight").
-    expect(await settledHire(id, (b) => b?.reason === "journal_unavailable")).toMatchObject({ outcome: "failed", reason: "journal_unavailable", hireId: id, launchCommitted: false });
-    const again = await lead.call("hire_agent", args, { [META]: { hireId: id } });
-    expect(again.structuredContent).toMatchObject({ outcome: "failed", reason: "journal_unavailable", hireId: id, launchCommitted: false });
-    expect(existsSync(hireJournal(id))).toBe(false);
   });
 
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {
