@@ -57,6 +57,7 @@ import { FleetMetrics } from "./metrics/fleet-metrics.js";
 import { journalScrapeSources } from "./metrics/scrape-sources.js";
 import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./fleet/join-tokens.js";
+import { databaseFailure } from "./db/error-text.js";
 
 export const CONTROLLER_VERSION = "0.1.0";
 
@@ -195,7 +196,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       router.service(ReflectionV1, createReflectionV1(reflection));
       router.service(ReflectionV1alpha, createReflectionV1alpha(reflection));
     },
-    interceptors: [fleetErrorBoundary(), bearerAuthInterceptor(tokenCheck)],
+    interceptors: [fleetErrorBoundary(databaseFailure), bearerAuthInterceptor(tokenCheck)],
   });
   // Authentication from the headers alone, before connect-node reads the body.
   const rpc = ((req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {

@@ -51,3 +51,14 @@ export function readFailure(e: unknown, what = "the receipt journal could not be
   if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
   return journalFailure(e, what);
 }
+
+/**
+ * Any database failure at the service boundary as journal_unavailable, never internal. One the
+ * database did not answer (answer-deadline.ts) may be a write that is still applied when it
+ * answers, and the caller is told so; other failures were rolled back.
+ */
+export function databaseFailure(e: unknown): unknown {
+  if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
+  if (dbErrorCode(e) === NO_ANSWER_CODE) return new JournalUnavailableError(`${journalCause(e)}; a change asked for may still be applied when it answers, so look before repeating it`, e);
+  return journalFailure(e, "the journal failed");
+}

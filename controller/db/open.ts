@@ -15,7 +15,8 @@ import { lockDataDir } from "./data-dir-lock.js";
 import { initialiseInChild, isInitialised } from "./init-pglite.js";
 import { reconnectBackoffSeconds } from "./reconnect-backoff.js";
 import { setAnswerDeadline } from "./answer-deadline.js";
-import { boundReads } from "./bounded-reads.js";
+import { boundStatements } from "./bounded-statements.js";
+import { boundTransactions } from "./bounded-transactions.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -92,11 +93,15 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
   const client = postgres(url, { max: WRITE_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
   const reader = postgres(url, { max: READ_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
   // A server that answers nothing at all is not bounded by its own timeouts (answer-deadline.ts):
-  // the hot path's statements get the deadline where they run, every plain read here.
+  // the hot path's statements get the deadline where they run, drizzle's statements and
+  // transactions here.
   const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
-  const db = drizzle({ client: boundReads(client, deadlineMs), schema }) as unknown as Db;
-  const readDb = drizzle({ client: boundReads(reader, deadlineMs), schema }) as unknown as Db;
-  for (const handle of [db, readDb]) setAnswerDeadline(handle, deadlineMs);
+  const db = drizzle({ client: boundStatements(client, deadlineMs), schema }) as unknown as Db;
+  const readDb = drizzle({ client: boundStatements(reader, deadlineMs), schema }) as unknown as Db;
+  for (const handle of [db, readDb]) {
+    setAnswerDeadline(handle, deadlineMs);
+    boundTransactions(handle);
+  }
   return {
     db,
     readDb,

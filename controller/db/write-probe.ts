@@ -9,13 +9,13 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "./open.js";
 import { callReceipts, controllerInstances, deliveryReceipts, seatTurns } from "./schema.js";
-import { answerWithin } from "./answer-deadline.js";
 
 class ProbeDone extends Error {}
 
 export async function probeJournalWrite(db: Db, instanceId: string, driver: "pglite" | "postgres"): Promise<void> {
   try {
-    await answerWithin(db, db.transaction(async (tx) => {
+    // Every transaction has the answer deadline (bounded-transactions.ts).
+    await db.transaction(async (tx) => {
       if (driver === "postgres") {
         await tx.execute(sql`set local lock_timeout = 1000`);
         await tx.execute(sql`set local statement_timeout = 2000`);
@@ -23,7 +23,7 @@ export async function probeJournalWrite(db: Db, instanceId: string, driver: "pgl
       }
       await tx.update(controllerInstances).set({ heartbeatAt: sql`${controllerInstances.heartbeatAt}` }).where(eq(controllerInstances.id, instanceId));
       throw new ProbeDone();
-    }));
+    });
   } catch (e) {
     if (e instanceof ProbeDone) return;
     throw e;

@@ -24,6 +24,7 @@ import { ReverseLinks } from "./reverse-links.js";
 import { advertiseAgentUrl, liveReplicaAgentUrls } from "./replicas.js";
 import { RPC_READ_MAX_BYTES } from "../../shared/rpc/read-limits.js";
 import { createCertificateService, createEnrollmentService } from "./enrollment-service.js";
+import { databaseFailure } from "../db/error-text.js";
 
 export interface FleetIdentityOptions {
   db: Db;
@@ -69,10 +70,10 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
     // Read bounds for the agent port too (issue 11): without them connect-node reads up to 4 GiB per message.
     readMaxBytes: RPC_READ_MAX_BYTES.gateway,
     contextValues: (req) => createContextValues().set(peerIdentityKey, identities.get(req as Http2ServerRequest)),
-    interceptors: [fleetErrorBoundary()],
+    interceptors: [fleetErrorBoundary(databaseFailure)],
   });
   // The one route a connection without a certificate reaches: its body bound is the smallest.
-  const enrollment = connectNodeAdapter({ readMaxBytes: RPC_READ_MAX_BYTES.enrollment, routes: (router) => router.service(EnrollmentService, createEnrollmentService(authority, o.logger.child({ component: "enrollment" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment }), interceptors: [fleetErrorBoundary()] });
+  const enrollment = connectNodeAdapter({ readMaxBytes: RPC_READ_MAX_BYTES.enrollment, routes: (router) => router.service(EnrollmentService, createEnrollmentService(authority, o.logger.child({ component: "enrollment" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment }), interceptors: [fleetErrorBoundary(databaseFailure)] });
 
   const listener = await listenForAgents({
     host: o.host,

@@ -11,6 +11,7 @@ import type { Registry } from "../nodes/registry.js";
 import type { FleetAuthority } from "./authority.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./join-tokens.js";
 import { latestCertificates, revokeMachineCertificates } from "./machine-certs.js";
+import { databaseFailure } from "../db/error-text.js";
 
 export interface FleetServiceDeps {
   db: Db;
@@ -28,7 +29,7 @@ export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof Flee
     try {
       return await f();
     } catch (e) {
-      throw FleetError.from(e).toConnectError();
+      throw FleetError.from(databaseFailure(e)).toConnectError();
     }
   };
   return {

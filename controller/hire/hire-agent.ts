@@ -15,7 +15,7 @@ import { isUuid, newDeliveryId, seatId } from "../../shared/ids.js";
 import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } from "../../shared/errors.js";
 import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
-import { answerWithin } from "../db/answer-deadline.js";
+import { transactionLate } from "../db/transaction-late.js";
 import { hireReceipts, machines, type Machine } from "../db/schema.js";
 import { admitCall, CallState, settleCall } from "../journal/call-receipts.js";
 import { settleHireOutcome, type HireSettleParams } from "../journal/hire-outcome.js";
@@ -94,7 +94,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
     // Bounded like the deliveries' admission (ADR 0033): a database that answers nothing is
     // refused within the deadline, and a reservation it commits after that is settled failed
     // at once, never launched (the lead was told nothing would be).
-    plan = await answerWithin(deps.db, deps.db.transaction(async (tx) => {
+    plan = await transactionLate(deps.db, async (tx) => {
       const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
       if (admission.kind !== "admitted") {
         const replay = replayAdmission(HIRE_AGENT, id, admission);
@@ -132,7 +132,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
         updatedAt: now,
       });
       return { kind: "launch", machine: chosen } as const;
-    }), (late) => {
+    }, (late) => {
       if (late.kind === "launch") void settleLateReservation(deps, id, { schemaVersion: 1, hireId: id, machine: late.machine.name, harness: input.harness });
     });
   } catch (e) {
@@ -153,7 +153,7 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
   }
   try {
     // Only from reserved: this write, if it lands after the settle below, must not undo it.
-    await answerWithin(deps.db, deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved))));
+    await deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved)));
   } catch (e) {
     return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${(e as Error).message}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
   }
@@ -187,8 +187,8 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
   }
   const body = bodyFromAgent(base, res);
   const state = body.outcome === "spawned" ? HireState.Spawned : body.reason === "delivery_unconfirmed" ? HireState.DeliveryUnconfirmed : body.reason === "start_unconfirmed" ? HireState.StartUnconfirmed : HireState.Failed;
-  // Not waited on past the deadline: the agent's own seat reports bring the seat in too.
-  if (res.seat) await answerWithin(deps.db, deps.registry.upsertSeat(machine.name, res.seat)).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
+  // Bounded like every journal write (a late one is harmless): the agent's own seat reports bring the seat in too.
+  if (res.seat) await deps.registry.upsertSeat(machine.name, res.seat).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
   return record(deps, id, body, state);
 }
 
@@ -223,8 +223,8 @@ export async function record(deps: PipelineDeps, id: string, body: HireBody, sta
   const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
   const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now() };
   try {
-    // A settle that commits after its deadline is the same idempotent settle the retry makes.
-    await answerWithin(deps.db, settleHireOutcome(deps.db, params));
+    // Bounded (ADR 0033): a settle that commits after its deadline is the same idempotent settle the retry makes.
+    await settleHireOutcome(deps.db, params);
     deps.onJournalChange();
   } catch (e) {
     deps.logger.error("hire settle failed", { hireId: id, state, error: (e as Error).message });

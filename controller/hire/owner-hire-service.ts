@@ -6,6 +6,7 @@ import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import { listHireReceipts } from "./list.js";
 import { settleHire } from "./settle-hire.js";
+import { databaseFailure } from "../db/error-text.js";
 
 export function ownerHireMethods(pipeline: PipelineDeps) {
   return {
@@ -22,7 +23,7 @@ export function ownerHireMethods(pipeline: PipelineDeps) {
       try {
         return create(SettleHireReceiptResponseSchema, await settleHire(pipeline, req.hireId, req.conversationId || DEFAULT_CONVERSATION, req.disposition));
       } catch (e) {
-        throw FleetError.from(e).toConnectError();
+        throw FleetError.from(databaseFailure(e)).toConnectError();
       }
     },
   };

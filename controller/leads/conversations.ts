@@ -64,7 +64,7 @@ export class ConversationAuth {
     const cached = this.cache.get(hash);
     if (cached && cached.until > this.now()) return cached.id;
     this.cache.delete(hash);
-    // A plain read: on PostgreSQL it meets the journal's answer deadline (db/bounded-reads.ts).
+    // A plain read: on PostgreSQL it meets the journal's answer deadline (db/bounded-statements.ts).
     const [row] = await this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash)).execute();
     if (row) this.cache.set(hash, { id: row.id, until: this.now() + TOKEN_CACHE_MS });
     return row?.id;

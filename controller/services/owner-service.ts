@@ -15,6 +15,7 @@ import { ownerHireMethods } from "../hire/owner-hire-service.js";
 
 import { peerSettingMethods } from "../workers/peer-setting.js";
 import { reconcileSeatCall } from "../delivery/reconcile.js";
+import { databaseFailure } from "../db/error-text.js";
 
 export interface OwnerDeps {
   pipeline: PipelineDeps;
@@ -48,7 +49,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
         const r = await ownerSettle(d.pipeline, req.deliveryId, req.conversationId || DEFAULT_CONVERSATION, req.disposition);
         return create(SettleSeatDeliveryResponseSchema, r);
       } catch (e) {
-        throw FleetError.from(e);
+        throw FleetError.from(databaseFailure(e));
       }
     },
     async reconcileDelivery(req) {
@@ -57,7 +58,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
         const body = r.body as { outcome?: string; detail?: string };
         return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
       } catch (e) {
-        throw FleetError.from(e);
+        throw FleetError.from(databaseFailure(e));
       }
     },
     async issueLeadToken(req) {
@@ -66,7 +67,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
         d.conversations.forget();
         return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
       } catch (e) {
-        throw FleetError.from(e);
+        throw FleetError.from(databaseFailure(e));
       }
     },
     async revokeLeadToken(req) {
@@ -75,7 +76,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
         d.conversations.forget();
         return create(RevokeLeadTokenResponseSchema, { conversationId: req.conversationId, revoked });
       } catch (e) {
-        throw FleetError.from(e);
+        throw FleetError.from(databaseFailure(e));
       }
     },
   };

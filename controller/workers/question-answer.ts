@@ -19,7 +19,7 @@ import { InvalidArgumentError, ServiceStoppingError } from "../../shared/errors.
 import { callFingerprint } from "../../shared/fingerprint.js";
 import { isUuid, newDeliveryId } from "../../shared/ids.js";
 import { journalFailure } from "../db/error-text.js";
-import { answerWithin } from "../db/answer-deadline.js";
+import { transactionLate } from "../db/transaction-late.js";
 import { machines, seats } from "../db/schema.js";
 import { admitCall, CallState, settleCall, type Admission } from "../journal/call-receipts.js";
 import { MESSAGE_SEAT, type CallScope, type PipelineDeps } from "../delivery/pipeline.js";
@@ -54,7 +54,7 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   try {
     // Bounded like every admission (ADR 0033); one the database commits after the refusal is
     // settled not sent at once, so the id does not stay in flight.
-    admission = await answerWithin(deps.db, deps.db.transaction((tx) => admitCall(tx, key)), (late) => {
+    admission = await transactionLate(deps.db, (tx) => admitCall(tx, key), (late) => {
       if (late.kind === "admitted") settleLateAnswer(deps, id, args);
     });
   } catch (e) {
@@ -69,7 +69,7 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   // Only a lost answer stays open (uncertain): every other outcome is final for this id.
   const state = body.outcome === "uncertain" ? CallState.Uncertain : CallState.Settled;
   try {
-    await answerWithin(deps.db, settleCall(deps.db, id, state, body, deps.now()));
+    await settleCall(deps.db, id, state, body, deps.now());
     deps.onJournalChange();
   } catch (e) {
     // The answer's fate is known but unrecorded: the receipt stays in flight (a replay answers

@@ -5,13 +5,14 @@
  * internal and its text goes through the same scrubbing (FleetError.toConnectError →
  * publicErrorText), so no SQL, parameters or identifiers ever reach a caller. A ConnectError
  * keeps its code (the RPC library's own, e.g. RESOURCE_EXHAUSTED for an over-long body) but
- * its message is scrubbed too.
+ * its message is scrubbed too. `typeFailure` lets the caller type what it knows first (the
+ * controller: a database failure is journal_unavailable, controller/db/error-text.ts).
  */
 import { ConnectError, type Interceptor } from "@connectrpc/connect";
 import { FleetError } from "../errors.js";
 import { publicErrorText } from "../public-text.js";
 
-export function fleetErrorBoundary(): Interceptor {
+export function fleetErrorBoundary(typeFailure: (e: unknown) => unknown = (e) => e): Interceptor {
   return (next) => async (req) => {
     try {
       return await next(req);
@@ -20,7 +21,7 @@ export function fleetErrorBoundary(): Interceptor {
         const scrubbed = publicErrorText(e.rawMessage);
         throw scrubbed === e.rawMessage ? e : new ConnectError(scrubbed, e.code, e.metadata, undefined, e);
       }
-      throw FleetError.from(e).toConnectError();
+      throw FleetError.from(typeFailure(e)).toConnectError();
     }
   };
 }

@@ -21,6 +21,7 @@ import parsePrometheus from "parse-prometheus-text-format";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import { IssueLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Serving } from "../../shared/gen/grpc/health/v1/health_pb.js";
 
 const META = "clankie/seat-call";
@@ -302,6 +303,33 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
       status = (await database()).status;
     }
     expect(status).toBe(Serving.SERVING);
+  });
+
+  it("the owner's writes while the database answers nothing: a join token and a lead token are refused journal_unavailable within the answer deadline, and issued again once it is back", async () => {
+    const issueLead = () => owner.owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: "outage-owner" }));
+    expect((await owner.seats()).length).toBeGreaterThan(0);
+    proxy.freeze();
+    try {
+      for (const write of [() => owner.enroll("outage-box"), issueLead]) {
+        const t0 = performance.now();
+        const answer = await write().then(
+          () => "answered",
+          (e: Error) => e.message,
+        );
+        // Before drizzle's writes and transactions had the deadline, these waited for the server (the CLI has no timeout of its own).
+        expect(performance.now() - t0).toBeLessThan(15_000);
+        expect(answer).toMatch(/journal_unavailable.*(the database sent no answer in time|CONNECT_TIMEOUT)/);
+      }
+    } finally {
+      proxy.thaw();
+    }
+    let token = "";
+    for (let i = 0; i < 25 && !token; i++) {
+      token = await owner.enroll("outage-box").catch(() => "");
+      if (!token) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(token).not.toBe("");
+    expect((await issueLead()).token).not.toBe("");
   });
 
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {
