@@ -8,6 +8,9 @@
  * pause, in rotating order so all share the machine's noise:
  * - `js`: parse, walk and re-serialize a JSON-RPC-sized body and look keys up in a 20,000-entry
  *   map (a working set the size of a small server's), about 1 ms on a fast core;
+ * - `js_wide`: the same kind of work spread over 600 distinct compiled functions and a 32 MB
+ *   heap of objects touched at random, a footprint nearer a server's path through its
+ *   libraries (the SDK, zod, postgres.js, HTTP/2) than `js`'s few hot functions;
  * - `ping`: one byte to a child process over loopback TCP (TCP_NODELAY) and back: two wake-ups.
  * 475 ms is the idle spell the bench's peer section puts before each agent delivery at 50 ms
  * RTT (the SSH delivery it alternates with).
@@ -34,6 +37,20 @@ function jsWork(): number {
     const o = JSON.parse(BODY) as { params: { arguments: { meta: { i: number; tag: string }[] } } };
     for (const m of o.params.arguments.meta) sink += m.tag.length + (MAP.get(`key-${(m.i * 7919 + r * 104_729) % 20_000}`)?.n ?? 0);
     sink += JSON.stringify(o).length;
+  }
+  return performance.now() - t;
+}
+
+// 600 functions, each its own compiled code, and 32 MB of objects: the wide work walks them all.
+const WIDE_FUNCTIONS = Array.from({ length: 600 }, (_, i) => new Function("o", "k", `let s = ${i}; for (const x of o.list) s += (x.n * ${i + 1}) ^ k; return s + o.name.length;`) as (o: { list: { n: number }[]; name: string }, k: number) => number);
+const WIDE_HEAP = Array.from({ length: 400_000 }, (_, i) => ({ list: [{ n: i }, { n: i + 1 }], name: `object-${i}` }));
+function jsWideWork(): number {
+  const t = performance.now();
+  for (let r = 0; r < 3; r++) {
+    for (let f = 0; f < WIDE_FUNCTIONS.length; f++) {
+      const o = WIDE_HEAP[(f * 7919 + r * 104_729 + sink) % WIDE_HEAP.length]!;
+      sink = (sink + WIDE_FUNCTIONS[f]!(o, r)) % 1_000_003;
+    }
   }
   return performance.now() - t;
 }
@@ -67,9 +84,10 @@ async function main(): Promise<void> {
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   const labels = ["busy", ...pauses.map((p) => `after_${p}ms_idle`)];
   const js: Record<string, number[]> = Object.fromEntries(labels.map((l) => [l, []]));
+  const wide: Record<string, number[]> = Object.fromEntries(labels.map((l) => [l, []]));
   const pings: Record<string, number[]> = Object.fromEntries(labels.map((l) => [l, []]));
   try {
-    for (let i = 0; i < 30; i++) (jsWork(), await ping(echo.sock)); // warm the JIT and the socket
+    for (let i = 0; i < 30; i++) (jsWork(), jsWideWork(), await ping(echo.sock)); // warm the JIT and the socket
     for (let i = 0; i < n; i++) {
       // Rotate which pause comes first, so no pause always follows the same one.
       for (let k = 0; k < labels.length; k++) {
@@ -77,6 +95,8 @@ async function main(): Promise<void> {
         const pause = label === "busy" ? 0 : pauses[labels.indexOf(label) - 1]!;
         if (pause > 0) await sleep(pause);
         js[label]!.push(jsWork());
+        if (pause > 0) await sleep(pause);
+        wide[label]!.push(jsWideWork());
         // The busy sample comes right after the js work; each paused one after its own pause.
         if (pause > 0) await sleep(pause);
         pings[label]!.push(await ping(echo.sock));
@@ -95,8 +115,9 @@ async function main(): Promise<void> {
     load_after: load(),
     n,
     js_work: figures(js),
+    js_wide_work: figures(wide),
     loopback_ping_to_another_process: figures(pings),
-    method: "one process; the js work is fixed (JSON parse/walk/stringify of a 1 kB body ×40, 20,000-entry map lookups); the ping is one byte to a child node process over loopback TCP and back; samples rotate between back to back and each pause",
+    method: "one process; the js work is fixed (JSON parse/walk/stringify of a 1 kB body ×40, 20,000-entry map lookups), the wide work 600 distinct functions over a 32 MB heap ×3; the ping is one byte to a child node process over loopback TCP and back; samples rotate between back to back and each pause",
     sink,
   };
   const text = JSON.stringify(result, null, 1);
