@@ -11,7 +11,6 @@ import type { Registry } from "../nodes/registry.js";
 import type { FleetAuthority } from "./authority.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./join-tokens.js";
 import { latestCertificates, revokeMachineCertificates } from "./machine-certs.js";
-import { databaseFailure } from "../db/error-text.js";
 
 export interface FleetServiceDeps {
   db: Db;
@@ -25,53 +24,44 @@ export interface FleetServiceDeps {
 }
 
 export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof FleetService> {
-  const typed = async <T>(f: () => Promise<T>): Promise<T> => {
-    try {
-      return await f();
-    } catch (e) {
-      throw FleetError.from(databaseFailure(e)).toConnectError();
-    }
-  };
+  // Errors are typed once, at the service boundary (fleetErrorBoundary with databaseFailure).
   return {
-    issueJoinToken: (req) =>
-      typed(async () => {
-        const ttl = req.ttlMs === 0n ? DEFAULT_JOIN_TTL_MS : Number(req.ttlMs);
-        const t = await issueJoinToken(d.db, req.machine, ttl, d.authority.ca.fingerprint, d.now());
-        d.logger.info("join token issued", { machine: req.machine, expiresAt: t.expiresAt.toISOString() });
-        return create(IssueJoinTokenResponseSchema, { machine: req.machine, token: t.token, expiresUnixMs: BigInt(t.expiresAt.getTime()), agentUrl: d.agentUrl(), fleetId: d.authority.ca.fleetId });
-      }),
-    listFleet: () =>
-      typed(async () => {
-        const certs = await latestCertificates(d.db);
-        const rows = new Map((await d.registry.machines()).map((m) => [m.name, m]));
-        const list = certs.map((c) => {
-          const m = rows.get(c.machine);
-          const status = c.revokedAt ? "revoked" : !m ? "enrolled" : d.registry.isOnline(m) ? "online" : "offline";
-          return create(FleetMachineSchema, {
-            name: c.machine,
-            status,
-            agentVersion: m?.agentVersion ?? "",
-            certificateNotAfterUnixMs: BigInt(c.notAfter.getTime()),
-            lastSeenUnixMs: BigInt(m && m.lastSeenAt.getTime() > 0 ? m.lastSeenAt.getTime() : 0),
-            certificateSerial: c.serial,
-            platform: m?.platform ?? "",
-          });
+    async issueJoinToken(req) {
+      const ttl = req.ttlMs === 0n ? DEFAULT_JOIN_TTL_MS : Number(req.ttlMs);
+      const t = await issueJoinToken(d.db, req.machine, ttl, d.authority.ca.fingerprint, d.now());
+      d.logger.info("join token issued", { machine: req.machine, expiresAt: t.expiresAt.toISOString() });
+      return create(IssueJoinTokenResponseSchema, { machine: req.machine, token: t.token, expiresUnixMs: BigInt(t.expiresAt.getTime()), agentUrl: d.agentUrl(), fleetId: d.authority.ca.fleetId });
+    },
+    async listFleet() {
+      const certs = await latestCertificates(d.db);
+      const rows = new Map((await d.registry.machines()).map((m) => [m.name, m]));
+      const list = certs.map((c) => {
+        const m = rows.get(c.machine);
+        const status = c.revokedAt ? "revoked" : !m ? "enrolled" : d.registry.isOnline(m) ? "online" : "offline";
+        return create(FleetMachineSchema, {
+          name: c.machine,
+          status,
+          agentVersion: m?.agentVersion ?? "",
+          certificateNotAfterUnixMs: BigInt(c.notAfter.getTime()),
+          lastSeenUnixMs: BigInt(m && m.lastSeenAt.getTime() > 0 ? m.lastSeenAt.getTime() : 0),
+          certificateSerial: c.serial,
+          platform: m?.platform ?? "",
         });
-        return create(ListFleetResponseSchema, { machines: list, fleetId: d.authority.ca.fleetId });
-      }),
-    revokeMachine: (req) =>
-      typed(async () => {
-        if (!req.machine) throw new InvalidArgumentError("name the machine to revoke");
-        const revoked = await revokeMachineCertificates(d.db, req.machine, d.now());
-        // Its seats are offline at once: a delivery to them is a definite not-sent.
-        await d.db.update(machines).set({ lastSeenAt: new Date(0) }).where(eq(machines.name, req.machine));
-        const cut = d.cut(req.machine);
-        d.registry.emit("changed");
-        d.logger.warn("machine revoked", { machine: req.machine, certificates: revoked, connectionsCut: cut });
-        if (revoked === 0 && !(await latestCertificates(d.db)).some((c) => c.machine === req.machine)) {
-          throw new FleetError("not_found", `no machine named ${req.machine} ever enrolled`);
-        }
-        return create(RevokeMachineResponseSchema, { revokedCertificates: revoked, connectionsCut: cut });
-      }),
+      });
+      return create(ListFleetResponseSchema, { machines: list, fleetId: d.authority.ca.fleetId });
+    },
+    async revokeMachine(req) {
+      if (!req.machine) throw new InvalidArgumentError("name the machine to revoke");
+      const revoked = await revokeMachineCertificates(d.db, req.machine, d.now());
+      // Its seats are offline at once: a delivery to them is a definite not-sent.
+      await d.db.update(machines).set({ lastSeenAt: new Date(0) }).where(eq(machines.name, req.machine));
+      const cut = d.cut(req.machine);
+      d.registry.emit("changed");
+      d.logger.warn("machine revoked", { machine: req.machine, certificates: revoked, connectionsCut: cut });
+      if (revoked === 0 && !(await latestCertificates(d.db)).some((c) => c.machine === req.machine)) {
+        throw new FleetError("not_found", `no machine named ${req.machine} ever enrolled`);
+      }
+      return create(RevokeMachineResponseSchema, { revokedCertificates: revoked, connectionsCut: cut });
+    },
   };
 }

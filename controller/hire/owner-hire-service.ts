@@ -1,12 +1,10 @@
 /** The OwnerService methods for hire receipts: list (with age) and settle. */
 import { create } from "@bufbuild/protobuf";
 import { HireReceiptRowSchema, ListHireReceiptsResponseSchema, SettleHireReceiptResponseSchema, type ListHireReceiptsRequest, type ListHireReceiptsResponse, type SettleHireReceiptRequest, type SettleHireReceiptResponse } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
-import { FleetError } from "../../shared/errors.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import { listHireReceipts } from "./list.js";
 import { settleHire } from "./settle-hire.js";
-import { databaseFailure } from "../db/error-text.js";
 
 export function ownerHireMethods(pipeline: PipelineDeps) {
   return {
@@ -20,11 +18,8 @@ export function ownerHireMethods(pipeline: PipelineDeps) {
       });
     },
     async settleHireReceipt(req: SettleHireReceiptRequest): Promise<SettleHireReceiptResponse> {
-      try {
-        return create(SettleHireReceiptResponseSchema, await settleHire(pipeline, req.hireId, req.conversationId || DEFAULT_CONVERSATION, req.disposition));
-      } catch (e) {
-        throw FleetError.from(databaseFailure(e)).toConnectError();
-      }
+      // Errors are typed at the service boundary (fleetErrorBoundary with databaseFailure).
+      return create(SettleHireReceiptResponseSchema, await settleHire(pipeline, req.hireId, req.conversationId || DEFAULT_CONVERSATION, req.disposition));
     },
   };
 }

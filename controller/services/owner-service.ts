@@ -15,7 +15,6 @@ import { ownerHireMethods } from "../hire/owner-hire-service.js";
 
 import { peerSettingMethods } from "../workers/peer-setting.js";
 import { reconcileSeatCall } from "../delivery/reconcile.js";
-import { databaseFailure } from "../db/error-text.js";
 
 export interface OwnerDeps {
   pipeline: PipelineDeps;
@@ -26,6 +25,7 @@ export interface OwnerDeps {
 }
 
 export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerService> {
+  // Errors are typed once, at the service boundary (fleetErrorBoundary with databaseFailure).
   return {
     ...peerSettingMethods(d.db, d.pipeline.now),
     ...ownerHireMethods(d.pipeline),
@@ -45,39 +45,23 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       return create(AddSeatResponseSchema, { seatId: seatId(machine.name, res.seat.name), seat: res.seat, created: res.created });
     },
     async settleSeatDelivery(req) {
-      try {
-        const r = await ownerSettle(d.pipeline, req.deliveryId, req.conversationId || DEFAULT_CONVERSATION, req.disposition);
-        return create(SettleSeatDeliveryResponseSchema, r);
-      } catch (e) {
-        throw FleetError.from(databaseFailure(e));
-      }
+      const r = await ownerSettle(d.pipeline, req.deliveryId, req.conversationId || DEFAULT_CONVERSATION, req.disposition);
+      return create(SettleSeatDeliveryResponseSchema, r);
     },
     async reconcileDelivery(req) {
-      try {
-        const r = await reconcileSeatCall(d.pipeline, req.conversationId || DEFAULT_CONVERSATION, { deliveryId: req.deliveryId });
-        const body = r.body as { outcome?: string; detail?: string };
-        return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
-      } catch (e) {
-        throw FleetError.from(databaseFailure(e));
-      }
+      const r = await reconcileSeatCall(d.pipeline, req.conversationId || DEFAULT_CONVERSATION, { deliveryId: req.deliveryId });
+      const body = r.body as { outcome?: string; detail?: string };
+      return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
     },
     async issueLeadToken(req) {
-      try {
-        const { token, replaced } = await issueLeadToken(d.db, req.conversationId);
-        d.conversations.forget();
-        return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
-      } catch (e) {
-        throw FleetError.from(databaseFailure(e));
-      }
+      const { token, replaced } = await issueLeadToken(d.db, req.conversationId);
+      d.conversations.forget();
+      return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
     },
     async revokeLeadToken(req) {
-      try {
-        const revoked = await revokeLeadToken(d.db, req.conversationId);
-        d.conversations.forget();
-        return create(RevokeLeadTokenResponseSchema, { conversationId: req.conversationId, revoked });
-      } catch (e) {
-        throw FleetError.from(databaseFailure(e));
-      }
+      const revoked = await revokeLeadToken(d.db, req.conversationId);
+      d.conversations.forget();
+      return create(RevokeLeadTokenResponseSchema, { conversationId: req.conversationId, revoked });
     },
   };
 }
