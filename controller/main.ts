@@ -4,6 +4,7 @@
  */
 import { Liveness } from "./nodes/liveness.js";
 import { UnrecordedOutcomes, isHireSettle, recordSpilled, type RecordSettle } from "./delivery/unrecorded-outcomes.js";
+import { isRefusedAdmission, recordRefusedAdmission } from "./journal/refused-admission.js";
 import { settleDispatched } from "./journal/outcome.js";
 import { settleHireOutcome } from "./journal/hire-outcome.js";
 import { leaseMsOf } from "./delivery/pipeline.js";
@@ -57,7 +58,7 @@ import { FleetMetrics } from "./metrics/fleet-metrics.js";
 import { journalScrapeSources } from "./metrics/scrape-sources.js";
 import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./fleet/join-tokens.js";
-import { databaseFailure } from "./db/error-text.js";
+import { bootStep, databaseFailure } from "./db/error-text.js";
 
 export const CONTROLLER_VERSION = "0.1.0";
 
@@ -105,25 +106,32 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   const { db } = database;
   const now = hooks.now ?? (() => new Date());
   const instanceId = randomUUID();
-  await registerInstance(db, instanceId, process.pid, hostname());
+  // A database that fails or stops answering now ends the start with database_unreachable, and its pools close.
+  const booting = <T>(step: string, f: () => Promise<T>) => bootStep(step, f).catch((e: unknown) => {
+    void database.close().catch(() => {});
+    throw e;
+  });
+  await booting("registering itself", () => registerInstance(db, instanceId, process.pid, hostname()));
   // Outcomes a previous process decided but could not record go in first: recovery must not turn them into others.
   const spillFile = join(config.stateDir, "unrecorded-outcomes.json");
-  const recordOutcome: RecordSettle = (p) => (isHireSettle(p) ? settleHireOutcome(db, p) : settleDispatched(db, p));
-  const replayed = await recordSpilled(spillFile, recordOutcome);
+  const recordOutcome: RecordSettle = (p) => (isHireSettle(p) ? settleHireOutcome(db, p) : isRefusedAdmission(p) ? recordRefusedAdmission(db, p) : settleDispatched(db, p));
+  const replayed = await booting("recording the outcomes a stopped controller had decided", () => recordSpilled(spillFile, recordOutcome));
   if (replayed) logger.warn("recorded outcomes a stopped controller had decided but not yet recorded", { count: replayed });
-  const recovered = await recoverOrphans(db, instanceId, database.driver === "pglite", now());
+  const recovered = await booting("recovering the calls a stopped controller left in flight", () => recoverOrphans(db, instanceId, database.driver === "pglite", now()));
   if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
   logger.info("journal open", { driver: database.driver, location: database.location });
 
   // The state dir's lead token always opens the default conversation.
-  const [existing] = await db.select().from(conversations).where(eq(conversations.id, DEFAULT_CONVERSATION));
-  if (existing?.tokenHash !== tokenHash(state.leadToken)) await issueLeadToken(db, DEFAULT_CONVERSATION, state.leadToken);
+  await booting("issuing the state directory's lead token", async () => {
+    const [existing] = await db.select().from(conversations).where(eq(conversations.id, DEFAULT_CONVERSATION));
+    if (existing?.tokenHash !== tokenHash(state.leadToken)) await issueLeadToken(db, DEFAULT_CONVERSATION, state.leadToken);
+  });
 
   const changes = new EventEmitter<{ changed: [] }>();
   const registry = new Registry(db, config.heartbeatIntervalMs, now);
   const machineLiveness = new Liveness(registry);
   registry.on("changed", () => changes.emit("changed"));
-  const fleet = await startFleetIdentity({
+  const fleet = await booting("opening the fleet's identity", () => startFleetIdentity({
     db,
     registry,
     instanceId,
@@ -136,7 +144,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     logger: logger.child({ component: "fleet" }),
     // Peer messages from workers go through the pipeline, which exists from below on.
     reports: { onChange: () => changes.emit("changed"), pipeline: () => pipeline },
-  });
+  }));
   const agents = new AgentClients(fleet.links);
   const caFile = join(config.stateDir, "fleet-ca.pem");
   writeFileDurably(caFile, fleet.authority.ca.certificatePem, 0o644);

@@ -3,7 +3,7 @@
  * the SQL, its parameters or column names (issue 11: a NUL byte in `seat` answered with the
  * query and its parameters). The full error goes to the controller's log instead.
  */
-import { FleetError, InvalidArgumentError, JournalUnavailableError } from "../../shared/errors.js";
+import { DatabaseUnreachableError, FleetError, InvalidArgumentError, JournalUnavailableError } from "../../shared/errors.js";
 import { NO_ANSWER_CODE } from "./answer-deadline.js";
 
 const KINDS: Record<string, string> = {
@@ -61,4 +61,19 @@ export function databaseFailure(e: unknown): unknown {
   if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
   if (dbErrorCode(e) === NO_ANSWER_CODE) return new JournalUnavailableError(`${journalCause(e)}; a change asked for may still be applied when it answers, so look before repeating it`, e);
   return journalFailure(e, "the journal failed");
+}
+
+/** A database failure while the controller starts, as the start's typed error (database_unreachable, never internal), naming the step. */
+export function bootFailure(e: unknown, step: string): unknown {
+  if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
+  return new DatabaseUnreachableError(`the database failed while the controller was ${step} (${journalCause(e)}); the controller did not start`, e);
+}
+
+/** `f()`, with a database failure typed as the start's (bootFailure). */
+export async function bootStep<T>(step: string, f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    throw bootFailure(e, step);
+  }
 }

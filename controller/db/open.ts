@@ -1,7 +1,8 @@
 /**
  * The only place a database client is created: embedded PGlite in the state directory
  * by default, a real PostgreSQL when a URL is given. Both yield the same drizzle `Db`,
- * and the committed migrations are applied on open.
+ * and the committed migrations are applied on open (on PostgreSQL while a second connection
+ * checks that the server still answers: migration-watch.ts).
  */
 import { fileURLToPath } from "node:url";
 import { mkdirSync } from "node:fs";
@@ -17,6 +18,7 @@ import { reconnectBackoffSeconds } from "./reconnect-backoff.js";
 import { setAnswerDeadline } from "./answer-deadline.js";
 import { boundStatements } from "./bounded-statements.js";
 import { boundTransactions } from "./bounded-transactions.js";
+import { whileServerAnswers } from "./migration-watch.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -75,10 +77,14 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
   const { drizzle } = await import("drizzle-orm/postgres-js");
   const { migrate } = await import("drizzle-orm/postgres-js/migrator");
   const location = redact(url);
+  const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
   const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000) });
   try {
-    await migrator`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
-    await migrate(drizzle(migrator), { migrationsFolder });
+    await whileServerAnswers(probe, deadlineMs, async () => {
+      await migrator`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
+      await migrate(drizzle(migrator), { migrationsFolder });
+    });
   } catch (e) {
     await migrator.end({ timeout: 1 }).catch(() => {});
     throw new DatabaseUnreachableError(`cannot open PostgreSQL at ${location}: ${(e as Error).message}`, e);
@@ -95,7 +101,6 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
   // A server that answers nothing at all is not bounded by its own timeouts (answer-deadline.ts):
   // the hot path's statements get the deadline where they run, drizzle's statements and
   // transactions here.
-  const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
   const db = drizzle({ client: boundStatements(client, deadlineMs), schema }) as unknown as Db;
   const readDb = drizzle({ client: boundStatements(reader, deadlineMs), schema }) as unknown as Db;
   for (const handle of [db, readDb]) {

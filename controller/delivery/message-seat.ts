@@ -19,7 +19,7 @@ import { replayAdmission } from "./replay.js";
 import { dispatchInTurn } from "./dispatch.js";
 import { UNATTENDED_RELEASE_AFTER_MS } from "./unattended-release.js";
 import { AdmissionOrder } from "./admission-order.js";
-import { settleLateAdmission } from "./late-admission.js";
+import { onLateAdmission, recordUnansweredRefusal } from "./late-admission.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 
 export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
@@ -55,10 +55,14 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
         leaseSeconds: leaseMsOf(deps) / 1000,
         abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
-      }, (late) => settleLateAdmission(deps, { id, conversationId: scope.conversationId, seatRef: input.seat, message: input.message, holder }, late));
+      }, (late) => onLateAdmission(deps, { id }, late));
     } catch (e) {
       deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
-      if (e instanceof JournalNoAnswerError) throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
+      if (e instanceof JournalNoAnswerError) {
+        // Recorded (on disk first) before the lead hears it: the admission may still commit later.
+        recordUnansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint, seatRef: input.seat, holder });
+        throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
+      }
       throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
     }
     // Entering the turn here, before the next admission of this conversation, keeps the order.

@@ -1,6 +1,7 @@
 /**
  * Outcomes the controller knows but the journal could not record (its database went away
- * between the receipt and the settle): a dispatch's or a hire's. Each is one idempotent settle, retried in
+ * between the receipt and the settle): a dispatch's or a hire's, or a call refused because its
+ * admission got no answer (journal/refused-admission.ts). Each is one idempotent settle, retried in
  * order until it commits, so a transient outage neither loses a known outcome nor leaves its
  * receipt in flight — where it would fence the same text and refuse its own id for good.
  *
@@ -14,9 +15,10 @@ import type { Logger } from "../../shared/logger.js";
 import { writeFileDurably } from "../../shared/durable-file.js";
 import type { HireSettleParams } from "../journal/hire-outcome.js";
 import type { SettleParams } from "../journal/outcome.js";
+import { isRefusedAdmission, type RefusedAdmission } from "../journal/refused-admission.js";
 
-/** A dispatch's settle, or a hire's (`kind: "hire"`). */
-export type PendingSettle = SettleParams | HireSettleParams;
+/** A dispatch's settle, a hire's (`kind: "hire"`), or a refused admission's (`kind: "refused_admission"`). */
+export type PendingSettle = SettleParams | HireSettleParams | RefusedAdmission;
 
 interface Pending {
   what: string;
@@ -109,7 +111,7 @@ export class UnrecordedOutcomes {
 export async function recordSpilled(spillFile: string, write: RecordSettle): Promise<number> {
   if (!existsSync(spillFile)) return 0;
   const all = JSON.parse(readFileSync(spillFile, "utf8")) as (PendingSettle & { now: string })[];
-  for (const p of all) await write(isHireSettle(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null, nextHolder: null });
+  for (const p of all) await write(isHireSettle(p) || isRefusedAdmission(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null, nextHolder: null });
   rmSync(spillFile, { force: true });
   return all.length;
 }

@@ -1,0 +1,54 @@
+/**
+ * A message_seat call refused because its admission got no answer (ADR 0033): the lead was told
+ * nothing was dispatched and nothing will be for this id. The admission statement may still
+ * commit whenever the database answers, also after this controller has died, and boot recovery
+ * would then have marked it uncertain. So the refusal is written by id, and holds in either
+ * order:
+ * - before the admission: the call receipt is inserted settled, with the refusal's body, and
+ *   the admission (its insert is `on conflict do nothing`, and the delivery receipt and the
+ *   lease follow from it) writes nothing;
+ * - after it: the call receipt still in flight and its delivery receipt still dispatching are
+ *   settled not sent, and its seat lease is released.
+ * Two statements in one transaction, because in READ COMMITTED the second takes a new snapshot:
+ * an admission the first waited for (same id, not yet committed) is visible to the second.
+ */
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/open.js";
+import { ReceiptState } from "../../shared/verdicts.js";
+import { CallState } from "./call-receipts.js";
+
+export interface RefusedAdmission {
+  kind: "refused_admission";
+  id: string;
+  tool: string;
+  conversationId: string;
+  /** The call's fingerprint, so a replay of the id with other arguments is still told apart. */
+  fingerprint: string;
+  controllerInstance: string;
+  body: Record<string, unknown>;
+  reason: string;
+  detail: string;
+  /** The lease the admission would have taken: `instance:deliveryId`. */
+  holder: string;
+  now: Date;
+}
+
+export async function recordRefusedAdmission(db: Db, r: RefusedAdmission): Promise<void> {
+  const now = new Date(r.now).toISOString();
+  const body = JSON.stringify(r.body);
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`
+      insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance, result, settled_at)
+      values (${r.id}, ${r.tool}, ${r.conversationId}, ${r.fingerprint}, ${CallState.Settled}, ${r.controllerInstance}, ${body}::jsonb, ${now}::timestamptz)
+      on conflict (id) do update set state = excluded.state, result = excluded.result, settled_at = excluded.settled_at
+      where operator_call_receipts.state = ${CallState.InFlight} and operator_call_receipts.controller_instance = excluded.controller_instance`);
+    await tx.execute(sql`
+      update delivery_receipts set state = ${ReceiptState.NotSent}, reason = ${r.reason}, detail = ${r.detail}, settled_at = ${now}::timestamptz
+      where id = ${r.id} and state = ${ReceiptState.Dispatching}`);
+    await tx.execute(sql`delete from seat_turns where holder = ${r.holder}`);
+  });
+}
+
+export function isRefusedAdmission(p: object): p is RefusedAdmission {
+  return "kind" in p && p.kind === "refused_admission";
+}
