@@ -12,7 +12,9 @@
  * after the verdict (settle statement, the answer), and the client reading it. Prints and
  * writes each phase's p50 per side and the difference. `--gap-ms` idles that long before each
  * delivery, as the bench's peer section does (its SSH delivery comes in between). `--cli` runs another build's controller
- * and agent (the tool stays this one), to compare two builds run after each other.
+ * and agent (the tool stays this one), to compare two builds run after each other. `--windows FILE`
+ * writes each delivery's start and end on CLOCK_MONOTONIC (the clock `perf sched record -k
+ * CLOCK_MONOTONIC` stamps), for bench/sched-windows.ts.
  */
 import { createServer, connect, type AddressInfo, type Socket } from "node:net";
 import { writeFileSync } from "node:fs";
@@ -86,8 +88,9 @@ async function relay(host: string, port: number, leg: string, marks: { list: Mar
 const PHASES = ["client_sending", "controller_before_deliver", "agent", "agent_answer_spread", "controller_after_verdict", "client_reading", "total_minus_held", "relay_hold_lateness"] as const;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { n: { type: "string" }, "one-way-ms": { type: "string" }, "gap-ms": { type: "string" }, cli: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({ options: { n: { type: "string" }, "one-way-ms": { type: "string" }, "gap-ms": { type: "string" }, cli: { type: "string" }, out: { type: "string" }, windows: { type: "string" } } });
   const n = Number(values.n ?? 400);
+  const windows: { from: number; to: number; held: number }[] = [];
   const oneWay = Number(values["one-way-ms"] ?? 25);
   const gapMs = Number(values["gap-ms"] ?? 0);
   const out = values.out ?? join(REPO_ROOT, "bench", "results", "rtt-phases.json");
@@ -121,9 +124,11 @@ async function main(): Promise<void> {
       held = Math.floor(i / 10) % 2 ? oneWay : 0;
       if (gapMs > 0) await new Promise((r) => setTimeout(r, gapMs));
       marks.list = [];
+      const h0 = process.hrtime.bigint();
       const t0 = performance.now();
       const res = await send();
       const t1 = performance.now();
+      const h1 = process.hrtime.bigint();
       const list = marks.list;
       marks.list = undefined;
       const first = (leg: string) => list.find((m) => m.leg === leg);
@@ -138,6 +143,7 @@ async function main(): Promise<void> {
         failures[why] = (failures[why] ?? 0) + 1;
         continue;
       }
+      windows.push({ from: Number(h0) / 1e9, to: Number(h1) / 1e9, held });
       const s = sides.get(held)!;
       s.client_sending.push(mcpIn.at - t0);
       s.controller_before_deliver.push(linkOut.at - mcpIn.at);
@@ -168,6 +174,7 @@ async function main(): Promise<void> {
       method: "alternating blocks of 10 deliveries; phases cut where chunks pass the two relays (MCP leg unheld, agent link held or not); the relays' own hops are in both sides; the held side subtracts the hold each chunk really had (relay_hold_lateness: how much later than asked its timers let them go)",
     };
     writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
+    if (values.windows) writeFileSync(values.windows, JSON.stringify(windows) + "\n");
     process.stdout.write(JSON.stringify(result, null, 1) + "\n");
   } finally {
     for (const c of closers) await c().catch(() => {});
