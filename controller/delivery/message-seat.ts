@@ -20,6 +20,7 @@ import { dispatchInTurn } from "./dispatch.js";
 import { UNATTENDED_RELEASE_AFTER_MS } from "./unattended-release.js";
 import { AdmissionOrder } from "./admission-order.js";
 import { onLateAdmission, recordUnansweredRefusal } from "./late-admission.js";
+import { admittedHere } from "./admitted-here.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 
 export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
@@ -60,11 +61,13 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
       deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
       if (e instanceof JournalNoAnswerError) {
         // Recorded (on disk first) before the lead hears it: the admission may still commit later.
-        recordUnansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint, seatRef: input.seat, holder });
+        // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
+        if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint, seatRef: input.seat, holder });
         throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
       }
       throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
     }
+    if (a.inserted) admittedHere(deps).add(id);
     // Entering the turn here, before the next admission of this conversation, keeps the order.
     const dispatchable = a.inserted && a.seatsMatched === 1 && a.seat?.machine;
     const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken, deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
@@ -91,12 +94,14 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
             reason: admitted.seatsMatched === 0 ? "unknown_seat" : "ambiguous_seat",
             detail: admitted.seatsMatched === 0 ? `no seat is named ${input.seat}; nothing was sent` : `${admitted.seatsMatched} seats are named ${input.seat}; use machine/name; nothing was sent`,
           };
-    await settleCall(deps.db, id, CallState.Settled, body as unknown as Record<string, unknown>, deps.now()).catch((e: Error) => {
-      deps.logger.warn("journal settle failed", { deliveryId: id, error: e.message });
-      throw journalFailure(e, "the receipt journal could not be written");
-    });
+    await settleCall(deps.db, id, CallState.Settled, body as unknown as Record<string, unknown>, deps.now())
+      .catch((e: Error) => {
+        deps.logger.warn("journal settle failed", { deliveryId: id, error: e.message });
+        throw journalFailure(e, "the receipt journal could not be written");
+      })
+      .finally(() => admittedHere(deps).delete(id));
     return { id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
   }
-  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered! });
+  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered! }).finally(() => admittedHere(deps).delete(id));
   return deps.track ? deps.track(dispatched) : dispatched;
 }

@@ -1,16 +1,19 @@
 /**
- * A message_seat call refused because its admission got no answer (ADR 0033): the lead was told
- * nothing was dispatched and nothing will be for this id. The admission statement may still
+ * A message_seat call (a delivery, or a question's answer) refused because its admission got no
+ * answer (ADR 0033): the lead was told nothing was sent and nothing will be for this id. The admission statement may still
  * commit whenever the database answers, also after this controller has died, and boot recovery
  * would then have marked it uncertain. So the refusal is written by id, and holds in either
  * order:
  * - before the admission: the call receipt is inserted settled, with the refusal's body, and
  *   the admission (its insert is `on conflict do nothing`, and the delivery receipt and the
  *   lease follow from it) writes nothing;
- * - after it: the call receipt still in flight and its delivery receipt still dispatching are
- *   settled not sent, and its seat lease is released.
+ * - after it: the call receipt still in flight and its delivery receipt still dispatching (a
+ *   question's answer has none) are settled not sent, and its seat lease is released.
  * Two statements in one transaction, because in READ COMMITTED the second takes a new snapshot:
- * an admission the first waited for (same id, not yet committed) is visible to the second.
+ * an admission the first waited for (same id, not yet committed) is visible to the second. Each
+ * touches only what this controller's own refused attempt wrote (its instance, the call's
+ * conversation and fingerprint); a replay of an id admitted here and still in flight records no
+ * refusal at all (delivery/admitted-here.ts), since it inserted nothing of its own.
  */
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
@@ -28,8 +31,8 @@ export interface RefusedAdmission {
   body: Record<string, unknown>;
   reason: string;
   detail: string;
-  /** The lease the admission would have taken: `instance:deliveryId`. */
-  holder: string;
+  /** The lease the admission would have taken (`instance:deliveryId`); null for a call that takes none (a question answer). */
+  holder: string | null;
   now: Date;
 }
 
@@ -41,11 +44,18 @@ export async function recordRefusedAdmission(db: Db, r: RefusedAdmission): Promi
       insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance, result, settled_at)
       values (${r.id}, ${r.tool}, ${r.conversationId}, ${r.fingerprint}, ${CallState.Settled}, ${r.controllerInstance}, ${body}::jsonb, ${now}::timestamptz)
       on conflict (id) do update set state = excluded.state, result = excluded.result, settled_at = excluded.settled_at
-      where operator_call_receipts.state = ${CallState.InFlight} and operator_call_receipts.controller_instance = excluded.controller_instance`);
+      where operator_call_receipts.state = ${CallState.InFlight} and operator_call_receipts.controller_instance = excluded.controller_instance
+        and operator_call_receipts.conversation_id = excluded.conversation_id and operator_call_receipts.fingerprint = excluded.fingerprint`);
+    // Only the receipt this controller's refused attempt admitted: its call receipt is this instance's, and settled by the refusal now.
     await tx.execute(sql`
-      update delivery_receipts set state = ${ReceiptState.NotSent}, reason = ${r.reason}, detail = ${r.detail}, settled_at = ${now}::timestamptz
-      where id = ${r.id} and state = ${ReceiptState.Dispatching}`);
-    await tx.execute(sql`delete from seat_turns where holder = ${r.holder}`);
+      update delivery_receipts d set state = ${ReceiptState.NotSent}, reason = ${r.reason}, detail = ${r.detail}, settled_at = ${now}::timestamptz
+      where d.id = ${r.id} and d.state = ${ReceiptState.Dispatching}
+        and exists (select 1 from operator_call_receipts c where c.id = d.id and c.controller_instance = ${r.controllerInstance} and c.result->>'reason' = ${r.reason} and c.state = ${CallState.Settled})`);
+    if (r.holder !== null) {
+      await tx.execute(sql`
+        delete from seat_turns where holder = ${r.holder}
+          and exists (select 1 from operator_call_receipts c where c.id = ${r.id} and c.controller_instance = ${r.controllerInstance} and c.result->>'reason' = ${r.reason} and c.state = ${CallState.Settled})`);
+    }
   });
 }
 

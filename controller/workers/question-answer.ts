@@ -20,6 +20,9 @@ import { callFingerprint } from "../../shared/fingerprint.js";
 import { isUuid, newDeliveryId } from "../../shared/ids.js";
 import { journalFailure } from "../db/error-text.js";
 import { transactionLate } from "../db/transaction-late.js";
+import { JournalNoAnswerError } from "../db/answer-deadline.js";
+import type { RefusedAdmission } from "../journal/refused-admission.js";
+import { admittedHere } from "../delivery/admitted-here.js";
 import { machines, seats } from "../db/schema.js";
 import { admitCall, CallState, settleCall, type Admission } from "../journal/call-receipts.js";
 import { MESSAGE_SEAT, type CallScope, type PipelineDeps } from "../delivery/pipeline.js";
@@ -52,18 +55,31 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   const key = { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint: callFingerprint(MESSAGE_SEAT, { seat: args.seat, questionAnswer: args.questionAnswer }), controllerInstance: deps.instanceId };
   let admission: Admission;
   try {
-    // Bounded like every admission (ADR 0033); one the database commits after the refusal is
-    // settled not sent at once, so the id does not stay in flight.
+    // Bounded like every admission (ADR 0033). The database may commit it after the refusal,
+    // also after this process has died: the refusal is recorded by id (journal/refused-admission.ts).
     admission = await transactionLate(deps.db, (tx) => admitCall(tx, key), (late) => {
-      if (late.kind === "admitted") settleLateAnswer(deps, id, args);
+      if (late.kind === "admitted") deps.logger.warn("a question answer's admission committed after its call was refused; settling it not sent", { deliveryId: id });
+      void deps.unrecorded.flush().then(() => deps.onJournalChange());
     });
   } catch (e) {
     deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message });
+    // On disk before the lead hears it, and retried until the journal has it.
+    // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
+    if (e instanceof JournalNoAnswerError && !admittedHere(deps).has(id)) deps.unrecorded.add(`refused question answer ${id} (not_sent)`, refusalOf(deps, key, args));
     throw journalFailure(e, "the receipt journal could not be written, so the answer was not sent");
   }
   deps.onJournalChange();
   // A repeated id: the original result (or in_use / conflict), and the agent is not asked again.
   if (admission.kind !== "admitted") return replayAdmission(MESSAGE_SEAT, id, admission);
+  admittedHere(deps).add(id);
+  try {
+    return await answerAdmitted(deps, scope, id, args);
+  } finally {
+    admittedHere(deps).delete(id);
+  }
+}
+
+async function answerAdmitted(deps: PipelineDeps, scope: CallScope, id: string, args: QuestionAnswerArgs): Promise<ToolOutcome> {
   const body = await askAgent(deps, scope.conversationId, id, args);
   if (body.outcome === "uncertain") body.reconcileTool = RECONCILE_TOOL;
   // Only a lost answer stays open (uncertain): every other outcome is final for this id.
@@ -79,23 +95,11 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   return { id, tool: MESSAGE_SEAT, state: state === CallState.Uncertain ? "uncertain" : "settled", body: body as unknown as LeadBody, isError: body.outcome !== "delivered" };
 }
 
-/** An admission the journal committed after its call was refused for want of an answer: not sent, and never will be. */
-function settleLateAnswer(deps: PipelineDeps, id: string, args: QuestionAnswerArgs): void {
-  const body: AnswerBody = {
-    schemaVersion: 1,
-    seat: args.seat,
-    outcome: "undelivered",
-    reason: "journal_unavailable",
-    detail: "the receipt journal answered only after this call had been refused for want of an answer; the answer was not sent",
-    requestId: args.questionAnswer.requestId,
-    deliveryId: id,
-  };
-  deps.logger.warn("a question answer's admission committed after its call was refused; settling it not sent", { deliveryId: id });
-  // If this fails too, the id stays in flight (a replay answers receipt_in_use), as after any failed settle here.
-  settleCall(deps.db, id, CallState.Settled, body, deps.now()).then(
-    () => deps.onJournalChange(),
-    (e: Error) => deps.logger.warn("journal settle failed for a late question answer admission", { deliveryId: id, error: e.message }),
-  );
+/** The refusal of an answer whose admission got no answer: not sent, and never will be for this id. */
+function refusalOf(deps: PipelineDeps, key: { id: string; conversationId: string; fingerprint: string }, args: QuestionAnswerArgs): RefusedAdmission {
+  const detail = "the receipt journal did not answer this call's admission in time, so it was refused; the answer was not sent, and never will be for this id";
+  const body: AnswerBody = { schemaVersion: 1, seat: args.seat, outcome: "undelivered", reason: "journal_unavailable", detail, requestId: args.questionAnswer.requestId, deliveryId: key.id };
+  return { kind: "refused_admission", id: key.id, tool: MESSAGE_SEAT, conversationId: key.conversationId, fingerprint: key.fingerprint, controllerInstance: deps.instanceId, body, reason: "journal_unavailable", detail, holder: null, now: deps.now() };
 }
 
 async function askAgent(deps: PipelineDeps, conversationId: string, deliveryId: string, args: QuestionAnswerArgs): Promise<AnswerBody> {

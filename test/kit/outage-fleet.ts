@@ -9,6 +9,7 @@ import { startPgWireRelay, type PgWireRelay } from "../fixtures/pg-wire-relay.js
 import { connectLead, type LeadClient } from "./mcp-client.js";
 import { ownerOf } from "./owner.js";
 import { startFleet, type TestFleet } from "./start-fleet.js";
+import type { ControllerHooks } from "../../controller/main.js";
 
 export interface OutageFleet {
   fleet: TestFleet;
@@ -19,10 +20,11 @@ export interface OutageFleet {
   close(): Promise<void>;
 }
 
-export async function startOutageFleet(): Promise<OutageFleet> {
+export async function startOutageFleet(hooks?: ControllerHooks): Promise<OutageFleet> {
   const target = new URL(process.env.DATABASE_URL!);
   const proxy = await startPgWireRelay(target.hostname, Number(target.port || 5432));
   const fleet = await startFleet("postgres", {}, {
+    ...(hooks ? { hooks } : {}),
     databaseUrlVia: (url) => {
       const u = new URL(url);
       u.hostname = "127.0.0.1";

@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import { compileControllerConfig } from "../../controller/config.js";
-import { startController, type RunningController } from "../../controller/main.js";
+import { startController, type ControllerHooks, type RunningController } from "../../controller/main.js";
 import { compileAgentConfig } from "../../node-agent/config.js";
 import { startAgent, type RunningAgent } from "../../node-agent/main.js";
 import { silentLogger } from "../../shared/logger.js";
@@ -23,12 +23,14 @@ export interface TestFleet {
 export interface FleetOptions {
   /** Rewrites the fresh PostgreSQL URL before the controller sees it (e.g. through a fault proxy). */
   databaseUrlVia?: (url: string) => string;
+  /** The controller's hooks (injected fault points, a clock). */
+  hooks?: ControllerHooks;
 }
 
 export async function startFleet(driver: Driver, overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {}, options: FleetOptions = {}): Promise<TestFleet> {
   const store = await prepareStore(driver);
   const databaseUrl = store.databaseUrl && options.databaseUrlVia ? options.databaseUrlVia(store.databaseUrl) : store.databaseUrl;
-  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger);
+  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger, options.hooks);
   const agentStateDir = join(store.stateDir, "agent");
   // Enrolled as a real fleet machine: join token, key pair made here, mutual TLS, reverse links.
   const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.agentUrl, machine: "testbox" });

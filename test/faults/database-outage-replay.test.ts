@@ -1,0 +1,73 @@
+/**
+ * ADR 0033, a refused admission recorded by id — the replay case: a lead replays an id whose
+ * original is admitted here and still in flight, and the replay's own admission gets no answer
+ * (the database froze). The replay inserted nothing of its own, so no refusal is recorded for
+ * it: the original keeps its receipt dispatching and its seat's lease, and delivers once. A
+ * refusal recorded then would have settled the in-flight original not sent and freed its seat
+ * while it was still being dispatched. A real PostgreSQL behind a relay that freezes; the
+ * original is parked after its admission by the pipeline's injected fault point.
+ */
+import { randomUUID } from "node:crypto";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ParkPoint } from "../../controller/delivery/faults.js";
+import { startOutageFleet, type OutageFleet } from "../kit/outage-fleet.js";
+import { available } from "../kit/requirements.js";
+import { until } from "../kit/until.js";
+
+const META = "clankie/seat-call";
+
+describe.runIf(available("postgres"))("a replay refused while its original is in flight", () => {
+  let outage: OutageFleet;
+  let park = false;
+  let parked: () => void = () => {};
+  let release: () => void = () => {};
+  beforeAll(async () => {
+    outage = await startOutageFleet({
+      faults: {
+        at: (p: ParkPoint) => {
+          if (p !== "hang_after_admit" || !park) return Promise.resolve();
+          park = false;
+          return new Promise<void>((r) => {
+            release = r;
+            parked();
+          });
+        },
+      },
+    });
+  });
+  afterAll(async () => {
+    release();
+    await outage?.close();
+  });
+
+  it("ADR 0033: the replay is refused journal_unavailable and records no refusal; the original keeps its seat and delivers once", async () => {
+    const { lead, proxy, owner, mailbox, fleet } = outage;
+    const id = randomUUID();
+    const text = "the original, parked after its admission";
+    const atPark = new Promise<void>((r) => (parked = r));
+    park = true;
+    const original = lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
+    await atPark;
+    // A fresh token check, so the replay reaches admission before the 2 s token cache runs out.
+    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
+    proxy.freeze();
+    const replay = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }).catch((e: Error) => e);
+    const answer = replay instanceof Error ? replay.message : JSON.stringify(replay.structuredContent ?? replay.content);
+    expect(answer).toMatch(/journal_unavailable.*did not answer/);
+    const spill = join(fleet.stateDir, "unrecorded-outcomes.json");
+    expect(existsSync(spill) ? readFileSync(spill, "utf8") : "").not.toContain(id);
+
+    proxy.thaw();
+    await until(async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError, "the journal answering again");
+    // The replay's held admission has run by now (it inserted nothing); the original is untouched.
+    const before = (await owner.receipts()).find((r) => r.deliveryId === id);
+    expect(before?.state).toBe("dispatching");
+    release();
+    const res = await original;
+    expect(res.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
+    expect(mailbox.list("inbox").entries.filter((e) => e.deliveryId === id)).toHaveLength(1);
+    expect((await owner.receipts()).find((r) => r.deliveryId === id)?.state).toBe("delivered");
+  }, 60_000);
+});
