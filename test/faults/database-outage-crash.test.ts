@@ -66,6 +66,9 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
 
       first.child.kill("SIGKILL");
       await new Promise((r) => first.child.once("exit", r));
+      // The relay sees the dead process's connections close a moment after its exit: only then is
+      // what they sent theirs to deliver at thaw (a thaw before it would flush and then drop them).
+      await until(() => relay.openClients() === 0, "the relay seeing the dead controller's connections close", 200);
       const held = () => until(() => relay.openSockets() === 0, "the held admission run and its connection closed", 200);
       if (thaw === "before") {
         relay.thaw();
