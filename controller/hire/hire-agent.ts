@@ -23,6 +23,9 @@ import type { PipelineDeps } from "../delivery/message-seat.js";
 import type { Registry } from "../nodes/registry.js";
 import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
 import { replayAdmission } from "../delivery/replay.js";
+import { admittedHere } from "../delivery/admitted-here.js";
+import { JournalNoAnswerError } from "../db/answer-deadline.js";
+import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { HIRE_AGENT, type HireAgentInput } from "./args.js";
 import { HireState, SETTLED_ORIGINAL_STATES, unconfirmedBody, type HireBody } from "./bodies.js";
 
@@ -92,8 +95,9 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
   let plan: Plan;
   try {
     // Bounded like the deliveries' admission (ADR 0033): a database that answers nothing is
-    // refused within the deadline, and a reservation it commits after that is settled failed
-    // at once, never launched (the lead was told nothing would be).
+    // refused within the deadline, and the refusal is recorded by id (on disk first, before the
+    // lead hears it), so a reservation the database commits after that — before this process
+    // dies or after — is settled failed, never launched (the lead was told nothing would be).
     plan = await transactionLate(deps.db, async (tx) => {
       const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
       if (admission.kind !== "admitted") {
@@ -133,20 +137,52 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
       });
       return { kind: "launch", machine: chosen } as const;
     }, (late) => {
-      if (late.kind === "launch") void settleLateReservation(deps, id, { schemaVersion: 1, hireId: id, machine: late.machine.name, harness: input.harness });
+      if (late.kind === "launch") deps.logger.warn("a hire reservation committed after its call was refused; settling it failed, never launched", { hireId: id });
+      void deps.unrecorded.flush().then(() => deps.onJournalChange());
     });
   } catch (e) {
+    if (e instanceof JournalNoAnswerError) {
+      // Not for a replay of an id admitted here and still launching: it reserved nothing of its own.
+      if (!admittedHere(deps).has(id)) deps.unrecorded.add(`refused hire ${id} (failed)`, unansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint }, input));
+      throw new JournalUnavailableError(`the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${e.message}`, e);
+    }
     throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${(e as Error).message}`, e);
   }
   deps.onJournalChange();
   if (plan.kind === "replay") return plan.outcome;
   if (plan.kind === "settled") return settledOutcome(id, plan.body);
-  const launched = launch(deps, scope, id, fingerprint, input, plan.machine);
+  admittedHere(deps).add(id);
+  const launched = launch(deps, scope, id, fingerprint, input, plan.machine).finally(() => admittedHere(deps).delete(id));
   return deps.track ? deps.track(launched) : launched;
+}
+
+/**
+ * A hire refused because its admission got no answer: failed, never launched, by id. Kept until
+ * the journal takes it (journal/refused-admission.ts holds in either order with the admission).
+ */
+function unansweredRefusal(deps: PipelineDeps, key: { id: string; conversationId: string; fingerprint: string }, input: HireAgentInput): RefusedAdmission {
+  const detail = "the receipt journal did not answer this hire's admission in time, so it was refused; nothing was launched, and this id never will be";
+  const body: HireBody = { schemaVersion: 1, hireId: key.id, machine: input.machine ?? "", harness: input.harness, outcome: "failed", reason: "journal_unavailable", detail, launchCommitted: false };
+  return {
+    kind: "refused_admission",
+    id: key.id,
+    tool: HIRE_AGENT,
+    conversationId: key.conversationId,
+    fingerprint: key.fingerprint,
+    controllerInstance: deps.instanceId,
+    body: body as unknown as Record<string, unknown>,
+    reason: "journal_unavailable",
+    detail,
+    holder: null,
+    hireReceipt: { from: HireState.Reserved, to: HireState.Failed },
+    now: deps.now(),
+  };
 }
 
 async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint: string, input: HireAgentInput, machine: Machine): Promise<ToolOutcome> {
   const base = { schemaVersion: 1 as const, hireId: id, machine: machine.name, harness: input.harness };
+  // Reserved and not yet launching: where the suites park a hire in flight.
+  await deps.faults?.at("hang_after_hire_admit");
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
     return record(deps, id, { ...base, outcome: "failed", reason: "machine_offline", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`, launchCommitted: false }, HireState.Failed);
@@ -209,13 +245,6 @@ export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | 
   if (res.outcome === "spawned") return { ...base, outcome: "spawned", detail: res.detail, ...extra };
   if (res.reason === "start_unconfirmed" || res.reason === "delivery_unconfirmed") return unconfirmedBody(base, res.reason, res.detail, extra);
   return { ...base, outcome: "failed", reason: res.reason || "launch_failed", detail: res.detail, ...extra };
-}
-
-/** A reservation the journal committed after its call was refused for want of an answer: failed, never launched. */
-function settleLateReservation(deps: PipelineDeps, id: string, base: Pick<HireBody, "schemaVersion" | "hireId" | "machine" | "harness">): Promise<ToolOutcome> {
-  deps.logger.warn("a hire reservation committed after its call was refused; settling it failed, never launched", { hireId: id });
-  const detail = "the receipt journal answered only after this hire had been refused for want of an answer; nothing was launched, and this id never will be";
-  return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail, launchCommitted: false }, HireState.Failed);
 }
 
 /** Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead. */

@@ -8,7 +8,8 @@
  *   the admission (its insert is `on conflict do nothing`, and the delivery receipt and the
  *   lease follow from it) writes nothing;
  * - after it: the call receipt still in flight and its delivery receipt still dispatching (a
- *   question's answer has none) are settled not sent, and its seat lease is released.
+ *   question's answer has none) are settled not sent, and its seat lease is released; a hire's
+ *   reservation still reserved (never launched) is settled failed.
  * Two statements in one transaction, because in READ COMMITTED the second takes a new snapshot:
  * an admission the first waited for (same id, not yet committed) is visible to the second. Each
  * touches only what this controller's own refused attempt wrote (its instance, the call's
@@ -31,8 +32,10 @@ export interface RefusedAdmission {
   body: Record<string, unknown>;
   reason: string;
   detail: string;
-  /** The lease the admission would have taken (`instance:deliveryId`); null for a call that takes none (a question answer). */
+  /** The lease the admission would have taken (`instance:deliveryId`); null for a call that takes none (a question answer, a hire). */
   holder: string | null;
+  /** A hire's refusal: its reservation, if the admission committed one, goes from `from` (never launched) to `to`. */
+  hireReceipt?: { from: string; to: string } | undefined;
   now: Date;
 }
 
@@ -55,6 +58,13 @@ export async function recordRefusedAdmission(db: Db, r: RefusedAdmission): Promi
       await tx.execute(sql`
         delete from seat_turns where holder = ${r.holder}
           and exists (select 1 from operator_call_receipts c where c.id = ${r.id} and c.controller_instance = ${r.controllerInstance} and c.result->>'reason' = ${r.reason} and c.state = ${CallState.Settled})`);
+    }
+    if (r.hireReceipt) {
+      // Only a reservation never launched: the launching write applies only from reserved, so none can follow this.
+      await tx.execute(sql`
+        update hire_receipts h set state = ${r.hireReceipt.to}, reason = ${r.reason}, updated_at = ${now}::timestamptz, settled_at = ${now}::timestamptz
+        where h.id = ${r.id} and h.state = ${r.hireReceipt.from}
+          and exists (select 1 from operator_call_receipts c where c.id = h.id and c.controller_instance = ${r.controllerInstance} and c.result->>'reason' = ${r.reason} and c.state = ${CallState.Settled})`);
     }
   });
 }

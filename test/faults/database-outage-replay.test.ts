@@ -4,11 +4,13 @@
  * (the database froze). The replay inserted nothing of its own, so no refusal is recorded for
  * it: the original keeps its receipt dispatching and its seat's lease, and delivers once. A
  * refusal recorded then would have settled the in-flight original not sent and freed its seat
- * while it was still being dispatched. A real PostgreSQL behind a relay that freezes; the
- * original is parked after its admission by the pipeline's injected fault point.
+ * while it was still being dispatched. The same holds for a hire whose original is reserved and
+ * not yet launched. A real PostgreSQL behind a relay that freezes; the original is parked after
+ * its admission by the pipeline's injected fault points.
  */
 import { randomUUID } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ParkPoint } from "../../controller/delivery/faults.js";
@@ -20,15 +22,15 @@ const META = "clankie/seat-call";
 
 describe.runIf(available("postgres"))("a replay refused while its original is in flight", () => {
   let outage: OutageFleet;
-  let park = false;
+  let park: ParkPoint | undefined;
   let parked: () => void = () => {};
   let release: () => void = () => {};
   beforeAll(async () => {
     outage = await startOutageFleet({
       faults: {
         at: (p: ParkPoint) => {
-          if (p !== "hang_after_admit" || !park) return Promise.resolve();
-          park = false;
+          if (p !== park) return Promise.resolve();
+          park = undefined;
           return new Promise<void>((r) => {
             release = r;
             parked();
@@ -47,7 +49,7 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     const id = randomUUID();
     const text = "the original, parked after its admission";
     const atPark = new Promise<void>((r) => (parked = r));
-    park = true;
+    park = "hang_after_admit";
     const original = lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
     await atPark;
     // A fresh token check, so the replay reaches admission before the 2 s token cache runs out.
@@ -69,5 +71,38 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     expect(res.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
     expect(mailbox.list("inbox").entries.filter((e) => e.deliveryId === id)).toHaveLength(1);
     expect((await owner.receipts()).find((r) => r.deliveryId === id)?.state).toBe("delivered");
+  }, 60_000);
+
+  it("ADR 0033: a hire's replay is refused journal_unavailable and records no refusal; the reserved original goes on to the agent once", async () => {
+    const { lead, proxy, fleet } = outage;
+    const id = randomUUID();
+    // A working directory the agent does not have: the original, once released, is refused there before any launch.
+    const gone = mkdtempSync(join(tmpdir(), "clankie-replay-hire-"));
+    rmSync(gone, { recursive: true });
+    const args = { harness: "codex", workingDirectory: gone, title: "worker", role: "tester", brief: "the original, parked after its admission" };
+    const atPark = new Promise<void>((r) => (parked = r));
+    park = "hang_after_hire_admit";
+    const original = lead.call("hire_agent", args, { [META]: { hireId: id } });
+    await atPark;
+    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
+    proxy.freeze();
+    const replay = await lead.call("hire_agent", args, { [META]: { hireId: id } }).catch((e: Error) => e);
+    const answer = replay instanceof Error ? replay.message : JSON.stringify(replay.structuredContent ?? replay.content);
+    expect(answer).toMatch(/journal_unavailable.*did not answer/);
+    const spill = join(fleet.stateDir, "unrecorded-outcomes.json");
+    expect(existsSync(spill) ? readFileSync(spill, "utf8") : "").not.toContain(id);
+
+    proxy.thaw();
+    await until(async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError, "the journal answering again");
+    // Still the original's: in flight, not settled failed journal_unavailable by a refusal.
+    const still = await lead.call("reconcile_seat_call", { hireId: id });
+    expect(still.structuredContent).toMatchObject({ reason: "start_unconfirmed", deliveryStage: "uncertain", hireId: id });
+    expect((still.structuredContent as { detail?: string }).detail).toMatch(/still in flight/);
+    release();
+    const res = await original;
+    // The agent's own answer (the directory is missing), not the replay's refusal.
+    expect(res.structuredContent).toMatchObject({ outcome: "failed", hireId: id });
+    expect((res.structuredContent as { reason?: string }).reason).not.toBe("journal_unavailable");
+    expect((await lead.call("reconcile_seat_call", { hireId: id })).structuredContent).toMatchObject({ outcome: "failed", reason: (res.structuredContent as { reason?: string }).reason });
   }, 60_000);
 });
