@@ -116,6 +116,7 @@ export function renderTable(r: Json, goals: Goal[]): string {
     }
   }
   lines.push("");
+  lines.push(`what bounds the 16-caller ratio (PostgreSQL): with a controller that spent no CPU and every core busy, the rest as measured allows at most ${cell(get(r, "journal.postgres.c16.ratio_bound_without_controller"))}× the ceiling, or ${cell(get(r, "journal.postgres.c16.ratio_bound_without_controller_or_leads"))}× with the leads' clients on other machines`, "");
   lines.push(`memory: \`clankie up\` controller (PGlite) ${cell(get(r, "memory.up_controller_rss_mb"))} MB RSS after ${cell(get(r, "memory.up_deliveries.delivered"))} deliveries; proof age p99 with 16 callers ${cell(get(r, "proof_age.c16.p99_ms"))} ms`);
   lines.push(`memory: controller peak RSS ${cell(get(r, "memory.controller_rss_mb_1m_receipts"))} MB with ${cell(get(r, "memory.receipts"))} receipts and ${cell(get(r, "memory.registered_seats"))} seats; idle agent RSS ${cell(get(r, "memory.agent_rss_mb"))} MB`, "");
   lines.push("| goal | target | measured | met |", "|---|---|---|---|");

@@ -43,6 +43,15 @@ export interface JournalLevel {
   cores_busy: number;
   cores_stolen: number;
   cores: number;
+  /**
+   * What bounds `ratio` on this box, from the same rounds' CPU: the ratio it would reach if the
+   * controller spent no CPU at all and every core were busy with the rest of each delivery (the
+   * agent, the database, the leads' clients) as measured. Then the same without the leads'
+   * clients too, as when the leads run on other machines. Null on PGlite, whose database runs
+   * inside the controller.
+   */
+  ratio_bound_without_controller: number | null;
+  ratio_bound_without_controller_or_leads: number | null;
   delivered: number;
   not_delivered: Record<string, number>;
   /** The proof age at the write each delivered message reported, at this concurrency. */
@@ -102,6 +111,8 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     }
     const delivered = full.ok / (full.ms / 1000);
     const ceil = raw.ok / (raw.ms / 1000);
+    const perDelivery = (ms: number) => ms / Math.max(1, full.ok);
+    const boundOf = (cpuMs: number) => (journal === "postgres" && cpuMs > 0 ? round((availableParallelism() * 1000) / perDelivery(cpuMs) / ceil) : null);
     levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
       controller_cpu_ms_per_delivery: round(cpu.controller / Math.max(1, full.ok), 1),
       agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1),
@@ -110,6 +121,8 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       cores_busy: round(cpu.box / full.ms, 2),
       cores_stolen: round(cpu.stolen / full.ms, 2),
       cores: availableParallelism(),
+      ratio_bound_without_controller: boundOf(cpu.agent + cpu.database + cpu.leads),
+      ratio_bound_without_controller_or_leads: boundOf(cpu.agent + cpu.database),
       delivered: full.ok, not_delivered: notDelivered, proof_age_ms: proofAges.length ? summarize(proofAges) : null };
   }
   return { levels, refused };
