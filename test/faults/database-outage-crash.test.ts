@@ -15,13 +15,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import postgres from "postgres";
 import { afterEach, describe, expect, it } from "vitest";
-import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
-import { startControllerProcess, type ControllerProcess } from "../kit/controller-process.js";
-import { connectLead, type LeadClient } from "../kit/mcp-client.js";
-import { ownerOf } from "../kit/owner.js";
+import { startControllerProcess } from "../kit/controller-process.js";
+import { connectLead } from "../kit/mcp-client.js";
 import { available } from "../kit/requirements.js";
-import { freshPostgres, tempDir } from "../kit/test-db.js";
-import { startPgWireRelay, type PgWireRelay } from "../fixtures/pg-wire-relay.js";
+import { killFirst, startRelayedController } from "../kit/relayed-controller.js";
 import { until } from "../kit/until.js";
 
 const META = "clankie/seat-call";
@@ -34,20 +31,8 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
 
   for (const thaw of ["before", "after"] as const) {
     it(`ADR 0033: the held admission commits ${thaw} the next boot; the refusal stands, and nothing is left in flight`, async () => {
-      const pg = await freshPostgres();
-      cleanups.push(() => pg.drop());
-      const target = new URL(pg.url);
-      const relay: PgWireRelay = await startPgWireRelay(target.hostname, Number(target.port || 5432));
-      cleanups.push(() => (relay.thaw(), relay.close()));
-      const stateDir = tempDir("crash-refusal");
-      const first: ControllerProcess = await startControllerProcess(stateDir, relay.urlFor(pg.url));
-      cleanups.push(() => first.stop());
-      const owner = ownerOf(first.url, first.ownerToken);
-      const agent: AgentProcess = await startAgentProcess({ controllerUrl: first.agentUrl, stateDir: tempDir("crash-agent"), machine: "crashbox", joinToken: await owner.enroll("crashbox") });
-      cleanups.push(() => agent.stop());
-      await until(async () => await owner.addMailbox("inbox").then(() => true, () => false), "the mailbox seat added on the linked agent", 200);
-      const lead: LeadClient = await connectLead(first.mcpUrl, first.leadToken);
-      cleanups.push(() => lead.close());
+      const c = await startRelayedController("crash", cleanups);
+      const { relay, stateDir, lead } = c;
       // One delivery first, so the admission is a prepared statement on its connection: the held
       // call is then one write (Bind, Execute, Sync) that a frozen server has whole.
       expect((await lead.call("message_seat", { seat: "inbox", message: "before the freeze" })).structuredContent).toMatchObject({ outcome: "delivered" });
@@ -64,29 +49,25 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       expect(existsSync(spill)).toBe(true);
       expect(readFileSync(spill, "utf8")).toContain(id);
 
-      first.child.kill("SIGKILL");
-      await new Promise((r) => first.child.once("exit", r));
-      // The relay sees the dead process's connections close a moment after its exit: only then is
-      // what they sent theirs to deliver at thaw (a thaw before it would flush and then drop them).
-      await until(() => relay.openClients() === 0, "the relay seeing the dead controller's connections close", 200);
+      await killFirst(c);
       const held = () => until(() => relay.openSockets() === 0, "the held admission run and its connection closed", 200);
       if (thaw === "before") {
         relay.thaw();
         await held();
         // The admission committed under the dead controller: its receipts and the seat's lease are there.
-        const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+        const sql = postgres(c.databaseUrl, { max: 1, onnotice: () => {} });
         cleanups.push(() => sql.end());
         expect((await sql`select state from delivery_receipts where id = ${id}`)[0]?.state).toBe("dispatching");
       }
       // The next boot talks to the database directly; the dead process's bytes stay in the relay.
-      const second = await startControllerProcess(stateDir, pg.url);
+      const second = await startControllerProcess(stateDir, c.databaseUrl);
       cleanups.push(() => second.stop());
       if (thaw === "after") {
         relay.thaw();
         await held();
       }
 
-      const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+      const sql = postgres(c.databaseUrl, { max: 1, onnotice: () => {} });
       cleanups.push(() => sql.end());
       const [call] = await sql`select state, result from operator_call_receipts where id = ${id}`;
       expect(call?.state).toBe("settled");

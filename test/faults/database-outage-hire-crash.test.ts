@@ -17,13 +17,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
 import { afterEach, describe, expect, it } from "vitest";
-import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
-import { startControllerProcess, type ControllerProcess } from "../kit/controller-process.js";
-import { connectLead, type LeadClient } from "../kit/mcp-client.js";
-import { ownerOf } from "../kit/owner.js";
+import { startControllerProcess } from "../kit/controller-process.js";
+import { connectLead } from "../kit/mcp-client.js";
 import { available } from "../kit/requirements.js";
-import { freshPostgres, tempDir } from "../kit/test-db.js";
-import { startPgWireRelay, type PgWireRelay } from "../fixtures/pg-wire-relay.js";
+import { killFirst, startRelayedController } from "../kit/relayed-controller.js";
 import { until } from "../kit/until.js";
 
 const META = "clankie/seat-call";
@@ -36,22 +33,8 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
 
   for (const held of ["commits", "rolls back"] as const) {
     it(`ADR 0033: the held hire admission ${held} after the controller died; the next boot keeps the refusal, and nothing is launched`, async () => {
-      const pg = await freshPostgres();
-      cleanups.push(() => pg.drop());
-      const target = new URL(pg.url);
-      const relay: PgWireRelay = await startPgWireRelay(target.hostname, Number(target.port || 5432));
-      cleanups.push(() => (relay.thaw(), relay.close()));
-      const stateDir = tempDir("crash-hire");
-      const first: ControllerProcess = await startControllerProcess(stateDir, relay.urlFor(pg.url));
-      cleanups.push(() => first.stop());
-      const owner = ownerOf(first.url, first.ownerToken);
-      const agentDir = tempDir("crash-hire-agent");
-      const agent: AgentProcess = await startAgentProcess({ controllerUrl: first.agentUrl, stateDir: agentDir, machine: "hirebox", joinToken: await owner.enroll("hirebox") });
-      cleanups.push(() => agent.stop());
-      // The agent is linked (and so its machine online) once a seat can be added through it.
-      await until(async () => await owner.addMailbox("inbox").then(() => true, () => false), "the mailbox seat added on the linked agent", 200);
-      const lead: LeadClient = await connectLead(first.mcpUrl, first.leadToken);
-      cleanups.push(() => lead.close());
+      const c = await startRelayedController("hire", cleanups);
+      const { relay, stateDir, lead, agentDir } = c;
       expect((await lead.call("list_seats", {})).isError).toBeFalsy();
 
       const id = randomUUID();
@@ -67,13 +50,10 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       expect(existsSync(spill)).toBe(true);
       expect(readFileSync(spill, "utf8")).toContain(id);
 
-      first.child.kill("SIGKILL");
-      await new Promise((r) => first.child.once("exit", r));
-      // Only once the relay has seen the dead process's connections close is what they sent its to deliver (or drop) at thaw.
-      await until(() => relay.openClients() === 0, "the relay seeing the dead controller's connections close", 200);
+      await killFirst(c);
       relay.thaw();
       await until(() => relay.openSockets() === 0, "the held admission run or dropped, and its connection closed", 200);
-      const sql = postgres(pg.url, { max: 1, onnotice: () => {} });
+      const sql = postgres(c.databaseUrl, { max: 1, onnotice: () => {} });
       cleanups.push(() => sql.end());
       if (held === "commits") {
         // Committed under the dead controller: a reservation whose call is still in flight.
@@ -83,7 +63,7 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
         expect(await sql`select id from operator_call_receipts where id = ${id}`).toEqual([]);
       }
 
-      const second = await startControllerProcess(stateDir, pg.url);
+      const second = await startControllerProcess(stateDir, c.databaseUrl);
       cleanups.push(() => second.stop());
       const [call] = await sql`select state, result from operator_call_receipts where id = ${id}`;
       expect(call?.state).toBe("settled");
