@@ -44,25 +44,29 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     await outage?.close();
   });
 
+  /** The replay, made while the database answers nothing: refused for want of an answer, and no refusal kept for its id; then the thaw. */
+  async function replayWhileFrozen(id: string, replay: () => Promise<{ structuredContent?: unknown; content?: unknown }>): Promise<void> {
+    const { lead, proxy, fleet } = outage;
+    // A fresh token check, so the replay reaches admission before the 2 s token cache runs out.
+    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
+    proxy.freeze();
+    const res = await replay().catch((e: Error) => e);
+    expect(res instanceof Error ? res.message : JSON.stringify(res.structuredContent ?? res.content)).toMatch(/journal_unavailable.*did not answer/);
+    const spill = join(fleet.stateDir, "unrecorded-outcomes.json");
+    expect(existsSync(spill) ? readFileSync(spill, "utf8") : "").not.toContain(id);
+    proxy.thaw();
+    await until(async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError, "the journal answering again");
+  }
+
   it("ADR 0033: the replay is refused journal_unavailable and records no refusal; the original keeps its seat and delivers once", async () => {
-    const { lead, proxy, owner, mailbox, fleet } = outage;
+    const { lead, owner, mailbox } = outage;
     const id = randomUUID();
     const text = "the original, parked after its admission";
     const atPark = new Promise<void>((r) => (parked = r));
     park = "hang_after_admit";
     const original = lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
     await atPark;
-    // A fresh token check, so the replay reaches admission before the 2 s token cache runs out.
-    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
-    proxy.freeze();
-    const replay = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }).catch((e: Error) => e);
-    const answer = replay instanceof Error ? replay.message : JSON.stringify(replay.structuredContent ?? replay.content);
-    expect(answer).toMatch(/journal_unavailable.*did not answer/);
-    const spill = join(fleet.stateDir, "unrecorded-outcomes.json");
-    expect(existsSync(spill) ? readFileSync(spill, "utf8") : "").not.toContain(id);
-
-    proxy.thaw();
-    await until(async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError, "the journal answering again");
+    await replayWhileFrozen(id, () => lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }));
     // The replay's held admission has run by now (it inserted nothing); the original is untouched.
     const before = (await owner.receipts()).find((r) => r.deliveryId === id);
     expect(before?.state).toBe("dispatching");
@@ -74,7 +78,7 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
   }, 60_000);
 
   it("ADR 0033: a hire's replay is refused journal_unavailable and records no refusal; the reserved original goes on to the agent once", async () => {
-    const { lead, proxy, fleet } = outage;
+    const { lead } = outage;
     const id = randomUUID();
     // A working directory the agent does not have: the original, once released, is refused there before any launch.
     const gone = mkdtempSync(join(tmpdir(), "clankie-replay-hire-"));
@@ -84,16 +88,7 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     park = "hang_after_hire_admit";
     const original = lead.call("hire_agent", args, { [META]: { hireId: id } });
     await atPark;
-    expect((await lead.call("list_seats", {})).isError).toBeFalsy();
-    proxy.freeze();
-    const replay = await lead.call("hire_agent", args, { [META]: { hireId: id } }).catch((e: Error) => e);
-    const answer = replay instanceof Error ? replay.message : JSON.stringify(replay.structuredContent ?? replay.content);
-    expect(answer).toMatch(/journal_unavailable.*did not answer/);
-    const spill = join(fleet.stateDir, "unrecorded-outcomes.json");
-    expect(existsSync(spill) ? readFileSync(spill, "utf8") : "").not.toContain(id);
-
-    proxy.thaw();
-    await until(async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError, "the journal answering again");
+    await replayWhileFrozen(id, () => lead.call("hire_agent", args, { [META]: { hireId: id } }));
     // Still the original's: in flight, not settled failed journal_unavailable by a refusal.
     const still = await lead.call("reconcile_seat_call", { hireId: id });
     expect(still.structuredContent).toMatchObject({ reason: "start_unconfirmed", deliveryStage: "uncertain", hireId: id });
