@@ -1,6 +1,7 @@
 /** The controller's configuration, compiled once; nothing below main.ts reads the environment. */
 import { DEFAULT_LISTENER_LIMITS, type ListenerLimits } from "./http/listener.js";
 import type { FaultPoint } from "./delivery/faults.js";
+import { DEFAULT_UNAUTHENTICATED_LIMITS, type UnauthenticatedLimits } from "./http/unauthenticated-budget.js";
 
 export interface ControllerConfig {
   stateDir: string;
@@ -29,6 +30,8 @@ export interface ControllerConfig {
   machineCertTtlMs: number | undefined;
   /** Connection caps and timeouts on the one port, before any handler runs. */
   listenerLimits: ListenerLimits;
+  /** What callers without a token may cost: call rate per address, Health/Watch streams (ADR 0034). */
+  unauthenticatedLimits: UnauthenticatedLimits;
   /** An MCP session unused this long is closed (default 30 min). */
   mcpSessionIdleMs: number;
   /** Open MCP sessions one conversation may hold; a new one closes its oldest idle one. */
@@ -38,7 +41,13 @@ export interface ControllerConfig {
 export const DEFAULT_PORT = 7420;
 export const DEFAULT_AGENT_PORT = 7421;
 
-export function compileControllerConfig(o: Partial<Omit<ControllerConfig, "listenerLimits">> & { stateDir: string; listenerLimits?: Partial<ListenerLimits> | undefined }): ControllerConfig {
+export function compileControllerConfig(
+  o: Partial<Omit<ControllerConfig, "listenerLimits" | "unauthenticatedLimits">> & {
+    stateDir: string;
+    listenerLimits?: Partial<ListenerLimits> | undefined;
+    unauthenticatedLimits?: Partial<UnauthenticatedLimits> | undefined;
+  },
+): ControllerConfig {
   return {
     stateDir: o.stateDir,
     host: o.host ?? "127.0.0.1",
@@ -58,6 +67,7 @@ export function compileControllerConfig(o: Partial<Omit<ControllerConfig, "liste
     caPassphrase: o.caPassphrase || undefined,
     machineCertTtlMs: o.machineCertTtlMs,
     listenerLimits: { ...DEFAULT_LISTENER_LIMITS, ...o.listenerLimits },
+    unauthenticatedLimits: { ...DEFAULT_UNAUTHENTICATED_LIMITS, ...o.unauthenticatedLimits },
     mcpSessionIdleMs: o.mcpSessionIdleMs ?? 30 * 60_000,
     mcpSessionsPerConversation: o.mcpSessionsPerConversation ?? 64,
   };

@@ -45,13 +45,16 @@ import { createFleetService } from "./fleet/fleet-service.js";
 import { createStatusService, type StatusDeps } from "./services/status-service.js";
 import { createOwnerService } from "./services/owner-service.js";
 import { createHealthService } from "./services/health-service.js";
+import { HealthMonitor } from "./health/health-monitor.js";
+import { HEALTHZ_PATH, READYZ_PATH, serveProbe } from "./health/probe-endpoints.js";
+import { UnauthenticatedBudget } from "./http/unauthenticated-budget.js";
 import { createReflectionV1, createReflectionV1alpha, ReflectionIndex } from "./services/reflection-service.js";
 import { ServerReflection as ReflectionV1 } from "../shared/gen/grpc/reflection/v1/reflection_pb.js";
 import { ServerReflection as ReflectionV1alpha } from "../shared/gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/server.js";
 import { createDashboard, DASHBOARD_PATH, isDashboardPath } from "./http/dashboard.js";
 import { listen } from "./http/listener.js";
-import { admitByHeaders } from "../shared/rpc/header-gate.js";
+import { admitByHeaders, serviceOfPath } from "../shared/rpc/header-gate.js";
 import { RPC_READ_MAX_BYTES } from "../shared/rpc/read-limits.js";
 import { isDiscoveryPath, serveDiscovery } from "./http/bearer-discovery.js";
 import { FleetMetrics } from "./metrics/fleet-metrics.js";
@@ -88,6 +91,8 @@ export interface RunningController {
   readonly fleetId: string;
   /** True while `machine` has a live reverse link to this replica. */
   linked(machine: string): boolean;
+  /** What the front door has refused or closed so far, and what it holds now (ADR 0034). */
+  frontDoor(): { evicted: number; h2Abuse: number; h2StreamsAdmitted: number; watches: number; refused: number; connections: number };
   /** A single-use join token for `machine` (what `clankie fleet enroll` prints). */
   issueJoinToken(machine: string, ttlMs?: number): Promise<string>;
   close(): Promise<void>;
@@ -183,6 +188,21 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   // Reads have their own pool: a stuck admission never starves list_seats or the dashboard.
   const statusDeps: StatusDeps = { db: database.readDb, registry, now, changes };
 
+  // Health answers from this cache (ADR 0034). "agents" is serving when some machine is connected: a current
+  // heartbeat and a live reverse link here. "database" is SERVING only while the journal can take a write (a read
+  // alone would pass on a full disk or a read-only replica).
+  const health = new HealthMonitor([StatusService.typeName, OwnerService.typeName, FleetService.typeName], {
+    probeJournal: () => probeJournalWrite(db, instanceId, database.driver),
+    agentsOnline: async () => (await registry.machines()).filter((m) => registry.isOnline(m) && fleet.links.has(m.name)).length,
+    isStopping: () => stopping,
+  });
+  await health.start();
+  // "agents" follows links as they come and go, not only at the next probe.
+  fleet.links.on("linked", () => health.refresh());
+  fleet.links.on("unlinked", () => health.refresh());
+  registry.on("registered", () => health.refresh());
+  const unauthenticated = new UnauthenticatedBudget(config.unauthenticatedLimits);
+
   // Agents have no business on this port: their gateway is the agent port, over mutual TLS.
   const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName, FleetService.typeName]);
   const tokenCheck = (service: string, token: string | undefined) => {
@@ -196,9 +216,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       router.service(FleetService, createFleetService({ db, authority: fleet.authority, registry, now, agentUrl: () => fleet.agentUrl, cut: (m) => fleet.listener.cut(m), logger: logger.child({ component: "fleet" }) }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
       router.service(StatusService, createStatusService(statusDeps), { readMaxBytes: RPC_READ_MAX_BYTES.status });
       router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
-      // "agents" is serving when some machine is connected: a current heartbeat and a live reverse link here.
-      // The database component is SERVING only while the journal can take a write (a read alone would pass on a full disk or a read-only replica).
-      router.service(Health, createHealthService({ services: [StatusService.typeName, OwnerService.typeName, FleetService.typeName], pingDatabase: () => probeJournalWrite(db, instanceId, database.driver), agentsOnline: async () => (await registry.machines()).filter((m) => registry.isOnline(m) && fleet.links.has(m.name)).length, isStopping: () => stopping }), { readMaxBytes: RPC_READ_MAX_BYTES.health });
+      router.service(Health, createHealthService(health), { readMaxBytes: RPC_READ_MAX_BYTES.health });
       // Reflection is open like health: it describes the contract, every call still checks its token.
       const reflection = new ReflectionIndex([StatusService, OwnerService, FleetService, Health, ReflectionV1, ReflectionV1alpha]);
       router.service(ReflectionV1, createReflectionV1(reflection));
@@ -207,8 +225,11 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     interceptors: [fleetErrorBoundary(databaseFailure), bearerAuthInterceptor(tokenCheck)],
   });
   // Authentication from the headers alone, before connect-node reads the body.
+  // Calls that need no token draw from the unauthenticated budget first.
   const rpc = ((req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
-    if (admitByHeaders(tokenCheck, req, res)) connectRpc(req as IncomingMessage, res as ServerResponse);
+    if (!admitByHeaders(tokenCheck, req, res)) return;
+    if (tokenCheck(serviceOfPath(req.url) ?? "", undefined) === undefined && !unauthenticated.admit(req, res)) return;
+    connectRpc(req as IncomingMessage, res as ServerResponse);
   }) as typeof connectRpc;
   const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, logger, version: CONTROLLER_VERSION, hireTimeoutMs: config.hireTimeoutMs, limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation } });
 
@@ -218,6 +239,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (isDashboardPath(path)) return dashboard(req, res, path);
     if (path === METRICS_PATH) return metricsEndpoint(req, res);
+    if (path === HEALTHZ_PATH || path === READYZ_PATH) return serveProbe(req, res, path, health);
     if (isDiscoveryPath(path)) return serveDiscovery(req, res, path, MCP_PATH);
     if (path === MCP_PATH) {
       mcp.handle(req, res).catch((e: Error) => {
@@ -272,12 +294,14 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     caFile,
     fleetId: fleet.authority.ca.fleetId,
     linked: (machine) => fleet.links.has(machine),
+    frontDoor: () => ({ ...listener.closedForCause(), ...unauthenticated.counts(), connections: listener.connections() }),
     issueJoinToken: async (machine, ttlMs = DEFAULT_JOIN_TTL_MS) => (await issueJoinToken(db, machine, ttlMs, fleet.authority.ca.fingerprint, now())).token,
     async close() {
       if (stopping) return;
       stopping = true;
       clearInterval(retention);
       clearInterval(liveness);
+      health.close();
       machineLiveness.close();
       const settled = Promise.allSettled([...inFlight]);
       const grace = new Promise((r) => setTimeout(r, config.shutdownGraceMs).unref());

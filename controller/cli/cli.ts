@@ -3,6 +3,7 @@
  * compile flags and call the command's own file. Global options (--json, --state-dir,
  * --log-level, --controller) are accepted before or after the command.
  */
+import { addFrontDoorOptions, frontDoorFlagsOf, type FrontDoorFlags } from "./front-door-flags.js";
 import { join, resolve } from "node:path";
 import { Command, CommanderError, InvalidArgumentError as OptionError, Option } from "commander";
 import { createLogger, type LogLevel, type Logger } from "../../shared/logger.js";
@@ -110,8 +111,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .hook("preAction", (_program, cmd) => budgetMemoryFor(cmd.name(), cmd.opts<{ databaseUrl?: string }>())) // before its modules load
     .configureOutput({ outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${str.replace(/^error: /, "")}`)) });
 
-  program
-    .command("up")
+  addFrontDoorOptions(program.command("up"))
     .description("controller + one local node agent + dashboard + embedded database, on loopback; prints how to connect a lead")
     .addOption(new Option("--port <n>", "port for gRPC, MCP, the dashboard and /metrics (0: any free one)").argParser(port).default(DEFAULT_PORT))
     .addOption(hostOption())
@@ -124,13 +124,13 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addOption(tmuxSocketOption())
     .addHelpText("after", "\n--pane-host auto: Herdr when its socket exists, else tmux when a server answers, else none (mailbox seats only).\nWith --json, exactly one line {mcpUrl, token, statusUrl, dashboardUrl, agentUrl, bridge} (and caFile off loopback) once the agent has registered and linked.\nThe local agent enrolls like any machine: a join token on its first start, its own key pair, mutual TLS to the agent port.")
     .action(
-      run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string }) => {
+      run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string } & FrontDoorFlags) => {
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
         const close = await up(
           // A second `up` on another --port must not clash on the agent port: it moves with --port.
-          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentPort: o.agentPort ?? (o.port === 0 ? 0 : o.port < 65535 ? o.port + 1 : o.port - 1), machine: o.machine ?? defaultMachineName(), paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket },
+          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentPort: o.agentPort ?? (o.port === 0 ? 0 : o.port < 65535 ? o.port + 1 : o.port - 1), machine: o.machine ?? defaultMachineName(), paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket, ...frontDoorFlagsOf(o) },
           ctx.out,
           ctx.logger,
           ctx.level,
@@ -140,8 +140,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
       }),
     );
 
-  program
-    .command("controller")
+  addFrontDoorOptions(program.command("controller"))
     .description("the controller alone, until SIGINT/SIGTERM")
     .addOption(new Option("--port <n>", "port for gRPC, MCP, the dashboard and /metrics").argParser(port).default(DEFAULT_PORT))
     .addOption(hostOption())
@@ -152,11 +151,11 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addOption(new Option("--agent-advertise <host>", "the host name agents reach the agent port by (goes into join tokens and the server certificate)"))
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
-      run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string }) => {
+      run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string } & FrontDoorFlags) => {
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(
-          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentHost: o.agentHost, agentPort: o.agentPort, agentAdvertise: o.agentAdvertise, caPassphrase: env.CLANKIE_FLEET_CA_PASSPHRASE },
+          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentHost: o.agentHost, agentPort: o.agentPort, agentAdvertise: o.agentAdvertise, caPassphrase: env.CLANKIE_FLEET_CA_PASSPHRASE, ...frontDoorFlagsOf(o) },
           ctx.logger,
         );
         if (ctx.out.json) process.stdout.write(JSON.stringify({ url: c.url, mcpUrl: c.mcpUrl, statusUrl: c.statusUrl, metricsUrl: c.metricsUrl, agentUrl: c.agentUrl, caFile: c.caFile, database: c.database.driver }) + "\n");

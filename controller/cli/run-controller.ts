@@ -4,8 +4,9 @@ import { startController, type RunningController } from "../main.js";
 import type { Logger } from "../../shared/logger.js";
 import type { FaultPoint } from "../delivery/faults.js";
 import { FleetError, ErrorCode } from "../../shared/errors.js";
+import { frontDoorLimits, type FrontDoorFlags } from "./front-door-flags.js";
 
-export interface ControllerFlags {
+export interface ControllerFlags extends FrontDoorFlags {
   stateDir: string;
   host: string;
   port: number;
@@ -21,7 +22,7 @@ export interface ControllerFlags {
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase });
+  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase, ...frontDoorLimits(f) });
   try {
     return await startController(config, logger);
   } catch (e) {

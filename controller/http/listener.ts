@@ -4,24 +4,29 @@
  * grpcurl, grpc-js); anything else to HTTP/1.1 (MCP, Connect/JSON from browsers and
  * fetch, which never speak h2c).
  *
- * Bounds that hold before any handler or authentication runs (issue 11): a connection cap
- * per peer address, a deadline for the first byte and for the request headers, a deadline
- * for the whole request, and an idle timeout for HTTP/1.1 keep-alive and for HTTP/2 sessions
- * with no open stream. A response sent before its request body was read closes the
+ * Bounds that hold before any handler or authentication runs (issues 11 and 32, ADR 0034): a
+ * connection table where a connection that never finished a request gives way first
+ * (connection-table.ts), a deadline for the first byte and for the request headers, a deadline
+ * for the whole request, an idle timeout for HTTP/1.1 keep-alive and for HTTP/2 sessions with
+ * no open stream, and per-session HTTP/2 abuse accounting (h2-session-guard.ts). A response sent before its request body was read closes the
  * connection (`Connection: close`), so a keep-alive client never finds it half-read.
  */
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from "node:http";
 import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
+import { ConnectionTable } from "./connection-table.js";
+import { H2SessionGuard, DEFAULT_H2_SESSION_LIMITS, type H2SessionLimits } from "./h2-session-guard.js";
 
 export type Handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
 
 export interface Listener {
   readonly port: number;
   readonly host: string;
-  /** Open connections now, per peer address (for tests and doctor). */
+  /** Open connections now (for tests and doctor). */
   connections(): number;
+  /** Connections closed to make room, and HTTP/2 sessions closed for abuse, so far. */
+  closedForCause(): { evicted: number; h2Abuse: number; h2StreamsAdmitted: number };
   close(): Promise<void>;
 }
 
@@ -40,8 +45,11 @@ export interface ListenerLimits {
   idleTimeoutMs: number;
   /** Open connections one peer address may hold; more are closed on accept. */
   maxConnectionsPerPeer: number;
-  /** Open connections in all. */
+  /** Connections one peer address may hold that have not yet sent a complete request. */
+  maxUnprovenPerPeer: number;
+  /** Open connections in all; when full, the oldest that never sent a complete request gives way. */
   maxConnections: number;
+  h2: H2SessionLimits;
 }
 
 export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
@@ -49,7 +57,9 @@ export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
   requestTimeoutMs: 60_000,
   idleTimeoutMs: 30_000,
   maxConnectionsPerPeer: 256,
+  maxUnprovenPerPeer: 64,
   maxConnections: 768,
+  h2: DEFAULT_H2_SESSION_LIMITS,
 };
 
 export async function listen(
@@ -64,6 +74,7 @@ export async function listen(
     // Node checks the header and request deadlines on this interval; its 30 s default would let them slip.
     { connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 2)), headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
     (req, res) => {
+      table.prove(req.socket);
       closeIfBodyUnread(req, res);
       http1(req, res);
     },
@@ -72,28 +83,23 @@ export async function listen(
   // The header and request deadlines are enforced by a timer node starts on "listening"; this
   // server never listens itself (it is handed connections), so start it here.
   h1.emit("listening");
+  const table = new ConnectionTable(limits);
+  const guard = new H2SessionGuard(limits.h2);
   const h2 = createHttp2Server(
-    { maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } },
-    http2 as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+    // Streams refused for the concurrency cap and malformed frames end the session early (Node's own bounds).
+    // (Node documents both options; @types/node 20 lacks the first.)
+    { maxSessionMemory: 16, maxSessionRejectedStreams: 32, maxSessionInvalidFrames: 32, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } } as Parameters<typeof createHttp2Server>[0] & object,
+    (req: Http2ServerRequest, res: Http2ServerResponse) => {
+      // A stream of a session closed for abuse, still buffered, does no work.
+      if (!guard.admits(req)) return;
+      table.prove(req.stream.session?.socket);
+      http2(req, res);
+    },
   );
+  guard.watch(h2);
   h2.on("session", (session) => closeWhenIdle(session, limits.idleTimeoutMs));
-  const sockets = new Set<Socket>();
-  const perPeer = new Map<string, number>();
   const onSocket = (socket: Socket) => {
-    const peer = socket.remoteAddress ?? "?";
-    const count = (perPeer.get(peer) ?? 0) + 1;
-    if (count > limits.maxConnectionsPerPeer) {
-      socket.destroy();
-      return;
-    }
-    perPeer.set(peer, count);
-    sockets.add(socket);
-    socket.once("close", () => {
-      sockets.delete(socket);
-      const left = (perPeer.get(peer) ?? 1) - 1;
-      if (left <= 0) perPeer.delete(peer);
-      else perPeer.set(peer, left);
-    });
+    if (!table.admit(socket)) return;
     socket.setNoDelay(true);
     // A connection that never speaks holds a descriptor for nothing.
     socket.setTimeout(limits.headersTimeoutMs, () => socket.destroy());
@@ -112,8 +118,11 @@ export async function listen(
     socket.on("error", () => socket.destroy());
   };
   // The first decrypted bytes decide just as the plaintext ones do.
-  const net = tls ? createTlsServer({ cert: tls.cert, key: tls.key, ALPNProtocols: ["h2", "http/1.1"], minVersion: "TLSv1.2" }, onSocket) : createNetServer(onSocket);
-  net.maxConnections = limits.maxConnections;
+  const net = tls
+    ? createTlsServer({ cert: tls.cert, key: tls.key, ALPNProtocols: ["h2", "http/1.1"], minVersion: "TLSv1.2", handshakeTimeout: limits.headersTimeoutMs }, onSocket)
+    : createNetServer(onSocket);
+  // The table decides who gives way; this outer bound only caps TLS handshakes not yet in it.
+  net.maxConnections = limits.maxConnections * 2;
   await new Promise<void>((resolve, reject) => {
     net.once("error", reject);
     net.listen(port, host, () => {
@@ -125,13 +134,14 @@ export async function listen(
   return {
     port: address.port,
     host,
-    connections: () => sockets.size,
+    connections: () => table.size(),
+    closedForCause: () => ({ evicted: table.evicted(), ...guard.counts() }),
     close: () =>
       new Promise<void>((resolve) => {
         net.close(() => resolve());
         h1.close(() => {});
         h1.closeAllConnections();
-        for (const s of sockets) s.destroy();
+        table.destroyAll();
       }),
   };
 }

@@ -1,61 +1,56 @@
 /**
  * grpc.health.v1, implemented for connect-node (the grpc-health-check package only fits
- * grpc-js servers). Components: "database" is SERVING while the journal answers; "agents" is
- * SERVING while at least one node agent is online; the whole server ("") and each of our
- * services by its full name are SERVING while the journal answers and no stop has begun (a
- * controller without agents still admits and refuses calls correctly, so it is not down).
+ * grpc-js servers). Every answer comes from the health monitor's cached statuses
+ * (health/health-monitor.ts): Check and List read it, and a Watch stream sends the status it
+ * holds and then one message per change, with no work of its own between changes. How many
+ * Watch streams may be open is the front door's business (http/front-door.ts).
  */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
-import { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus as Serving, HealthListResponseSchema } from "../../shared/gen/grpc/health/v1/health_pb.js";
+import {
+  Health,
+  HealthCheckResponseSchema,
+  HealthCheckResponse_ServingStatus as Serving,
+  HealthListResponseSchema,
+  type HealthCheckResponse,
+} from "../../shared/gen/grpc/health/v1/health_pb.js";
+import type { HealthMonitor } from "../health/health-monitor.js";
 
-export const HEALTH_DATABASE = "database";
-export const HEALTH_AGENTS = "agents";
-
-export interface HealthDeps {
-  services: string[];
-  pingDatabase: () => Promise<void>;
-  /** How many node agents are online now. */
-  agentsOnline: () => Promise<number>;
-  isStopping: () => boolean;
-}
-
-async function answers(f: () => Promise<unknown>): Promise<boolean> {
-  try {
-    await f();
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function statusOf(d: HealthDeps, service: string): Promise<Serving | undefined> {
-  if (service !== "" && service !== HEALTH_DATABASE && service !== HEALTH_AGENTS && !d.services.includes(service)) return undefined;
-  if (d.isStopping()) return Serving.NOT_SERVING;
-  if (service === HEALTH_AGENTS) return (await d.agentsOnline().catch(() => 0)) > 0 ? Serving.SERVING : Serving.NOT_SERVING;
-  return (await answers(d.pingDatabase)) ? Serving.SERVING : Serving.NOT_SERVING;
-}
-
-export function createHealthService(d: HealthDeps): ServiceImpl<typeof Health> {
+export function createHealthService(monitor: HealthMonitor): ServiceImpl<typeof Health> {
   return {
-    async check(req) {
-      const status = await statusOf(d, req.service);
-      if (status === undefined) throw new FleetError(ErrorCode.NotFound, `unknown service ${req.service}`);
+    check(req) {
+      const status = monitor.status(req.service);
+      if (status === undefined) throw new FleetError(ErrorCode.NotFound, "unknown service");
       return create(HealthCheckResponseSchema, { status });
     },
-    async list() {
-      const statuses: Record<string, ReturnType<typeof create<typeof HealthCheckResponseSchema>>> = {};
-      for (const s of ["", HEALTH_DATABASE, HEALTH_AGENTS, ...d.services]) statuses[s] = create(HealthCheckResponseSchema, { status: (await statusOf(d, s))! });
+    list() {
+      const statuses: Record<string, HealthCheckResponse> = {};
+      for (const [name, status] of monitor.snapshot().statuses) statuses[name] = create(HealthCheckResponseSchema, { status });
       return create(HealthListResponseSchema, { statuses });
     },
     async *watch(req, ctx) {
-      let last: Serving | undefined;
-      while (!ctx.signal.aborted) {
-        const status = (await statusOf(d, req.service)) ?? Serving.SERVICE_UNKNOWN;
-        if (status !== last) yield create(HealthCheckResponseSchema, { status });
-        last = status;
-        await new Promise((r) => setTimeout(r, 1000));
+      // Set by a change or the stream's end while this stream waits or is suspended at a yield.
+      let pending = true;
+      let wake: (() => void) | undefined;
+      const poke = () => {
+        pending = true;
+        wake?.();
+      };
+      const unsubscribe = monitor.onChange(poke);
+      ctx.signal.addEventListener("abort", poke);
+      try {
+        let last: Serving | undefined;
+        while (!ctx.signal.aborted) {
+          if (!pending) await new Promise<void>((resolve) => (wake = resolve));
+          pending = false;
+          const status = monitor.status(req.service) ?? Serving.SERVICE_UNKNOWN;
+          if (status !== last && !ctx.signal.aborted) yield create(HealthCheckResponseSchema, { status });
+          last = status;
+        }
+      } finally {
+        unsubscribe();
+        ctx.signal.removeEventListener("abort", poke);
       }
     },
   };

@@ -9,6 +9,10 @@
  * Samples belong to the session they were taken on, and a call is bounded by its own session's:
  * a link the agent has left (a relink through another route, a controller restart) says nothing
  * of the one a request came on, and its slower round trips kept the bound high for 20 s after.
+ * A slow sample also ages out within a second once a newer one exists, and a slow sample makes
+ * the next PING go out within 250 ms instead of the interval: an attack that stalled the
+ * controller for a while ends with the bound back at the link's own within about a second
+ * (issue 32: it kept refusing every delivery `proof_stale` for 15-28 s after one).
  */
 import type { Http2Server, Http2ServerRequest, ServerHttp2Session } from "node:http2";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
@@ -28,17 +32,30 @@ export interface LinkRoundTripsOptions {
   intervalMs?: number;
   /** How many recent samples of one session the bound covers. */
   keep?: number;
+  /** A sample older than this counts only while it is the session's newest. */
+  maxAgeMs?: number;
+  /** After a slow sample (twice the session's fastest kept one), the next PING goes out this soon. */
+  recheckMs?: number;
+}
+
+interface Sample {
+  ms: number;
+  at: number;
 }
 
 export class LinkRoundTrips {
   // The live sessions' recent samples; a session leaves with its close.
-  private readonly bySession = new Map<object, number[]>();
+  private readonly bySession = new Map<object, Sample[]>();
   private readonly intervalMs: number;
   private readonly keep: number;
+  private readonly maxAgeMs: number;
+  private readonly recheckMs: number;
 
   constructor(o: LinkRoundTripsOptions = {}) {
     this.intervalMs = o.intervalMs ?? 5000;
     this.keep = o.keep ?? 4;
+    this.maxAgeMs = o.maxAgeMs ?? 1000;
+    this.recheckMs = o.recheckMs ?? 250;
   }
 
   /** Pings every session of `server` when it opens and then every interval while it lives. */
@@ -59,12 +76,23 @@ export class LinkRoundTrips {
       // A one-off stall of either event loop (the controller's database work for the heartbeat
       // sent at the same instant, a renewal, startup) delays only the first; a slow link or a
       // loop that stays busy delays both, and still counts (ADR 0010).
+      let recheck: NodeJS.Timeout | undefined;
+      const sample = (ms: number) => {
+        this.record(session, ms);
+        if (recheck === undefined && this.slow(session)) {
+          recheck = setTimeout(() => {
+            recheck = undefined;
+            ping();
+          }, this.recheckMs);
+          recheck.unref();
+        }
+      };
       const confirm = (first: number) => {
-        if (session.destroyed || session.closed) return this.record(session, first);
+        if (session.destroyed || session.closed) return sample(first);
         try {
-          session.ping((err, second) => this.record(session, err ? first : Math.min(first, second)));
+          session.ping((err, second) => sample(err ? first : Math.min(first, second)));
         } catch {
-          this.record(session, first);
+          sample(first);
         }
       };
       // The first PING goes out once the controller's SETTINGS arrived, before the first request
@@ -75,6 +103,7 @@ export class LinkRoundTrips {
       timer.unref();
       session.once("close", () => {
         clearInterval(timer);
+        clearTimeout(recheck);
         this.bySession.delete(session);
       });
     });
@@ -89,8 +118,15 @@ export class LinkRoundTrips {
   record(session: object, durationMs: number): void {
     const samples = this.bySession.get(session);
     if (!samples) return;
-    samples.push(durationMs);
+    samples.push({ ms: durationMs, at: performance.now() });
     if (samples.length > this.keep) samples.shift();
+  }
+
+  /** The session's newest sample is twice its fastest kept one: the link or a peer is disturbed. */
+  private slow(session: object): boolean {
+    const samples = this.bySession.get(session) ?? [];
+    const newest = samples.at(-1)?.ms ?? 0;
+    return newest > TRANSIT_FLOOR_MS && newest > 2 * Math.min(...samples.map((x) => x.ms));
   }
 
   /**
@@ -99,15 +135,19 @@ export class LinkRoundTrips {
    * the unmeasured default.
    */
   transitBoundMs(session?: object): number {
-    if (session !== undefined && this.bySession.has(session)) return boundOf(this.bySession.get(session)!);
+    const now = performance.now();
+    if (session !== undefined && this.bySession.has(session)) return this.boundOf(this.bySession.get(session)!, now);
     let worst: number | undefined;
-    for (const samples of this.bySession.values()) worst = Math.max(worst ?? 0, boundOf(samples));
+    for (const samples of this.bySession.values()) worst = Math.max(worst ?? 0, this.boundOf(samples, now));
     return worst ?? UNMEASURED_TRANSIT_BOUND_MS;
   }
-}
 
-// Before the first PING has come back: a bound larger than any link this agent is expected on.
-function boundOf(samples: number[]): number {
-  if (samples.length === 0) return UNMEASURED_TRANSIT_BOUND_MS;
-  return Math.max(TRANSIT_FLOOR_MS, Math.ceil(Math.max(...samples)));
+  // Before the first PING has come back: a bound larger than any link this agent is expected on.
+  private boundOf(samples: Sample[], now: number): number {
+    if (samples.length === 0) return UNMEASURED_TRANSIT_BOUND_MS;
+    const newest = samples[samples.length - 1]!;
+    let worst = newest.ms;
+    for (const x of samples) if (now - x.at <= this.maxAgeMs) worst = Math.max(worst, x.ms);
+    return Math.max(TRANSIT_FLOOR_MS, Math.ceil(worst));
+  }
 }

@@ -24,16 +24,29 @@ export function admitByHeaders(check: TokenCheck, req: Req, res: Res): boolean {
   if (!service) return true;
   const header = req.headers.authorization;
   if (check(service, bearerFrom(header)) !== false) return true;
-  refuse(req, res, "missing or wrong bearer token");
+  const message = "missing or wrong bearer token";
+  refuse(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message, headers: { "www-authenticate": 'Bearer realm="clankie"' } });
   return false;
 }
 
-function refuse(req: Req, res: Res, message: string): void {
+export interface Refusal {
+  /** The gRPC status code (16 UNAUTHENTICATED, 8 RESOURCE_EXHAUSTED). */
+  grpcStatus: number;
+  /** The HTTP status for Connect and plain HTTP callers. */
+  httpStatus: number;
+  /** The Connect error code, as its JSON error names it. */
+  code: string;
+  message: string;
+  headers?: Record<string, string>;
+}
+
+/** Answers a refusal in the caller's protocol, without reading the body. */
+export function refuse(req: Req, res: Res, r: Refusal): void {
   const type = String(req.headers["content-type"] ?? "");
   if (type.startsWith("application/grpc")) {
-    // gRPC "trailers-only": HTTP 200 with the status in the headers; 16 is UNAUTHENTICATED.
+    // gRPC "trailers-only": HTTP 200 with the status in the headers.
     const grpcType = type.startsWith("application/grpc-web") ? "application/grpc-web+proto" : "application/grpc";
-    const headers = { "content-type": grpcType, "grpc-status": "16", "grpc-message": encodeURIComponent(message) };
+    const headers = { "content-type": grpcType, "grpc-status": String(r.grpcStatus), "grpc-message": encodeURIComponent(r.message) };
     const stream = (req as Http2ServerRequest).stream;
     if (stream) {
       // Over HTTP/2 the status must ride on a HEADERS frame that ends the stream (grpc-js reads
@@ -45,6 +58,6 @@ function refuse(req: Req, res: Res, message: string): void {
     res.end();
     return;
   }
-  (res as ServerResponse).writeHead(401, { "content-type": "application/json", "www-authenticate": 'Bearer realm="clankie"' });
-  res.end(JSON.stringify({ code: "unauthenticated", message }));
+  (res as ServerResponse).writeHead(r.httpStatus, { "content-type": "application/json", ...r.headers });
+  res.end(JSON.stringify({ code: r.code, message: r.message }));
 }

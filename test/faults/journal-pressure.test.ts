@@ -16,6 +16,7 @@ import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
+import { until } from "../kit/until.js";
 
 const LEAKS = /select|insert|update|delete|"seats"|"machines"|"call_receipts"|"delivery_receipts"|params|\$1|"present"|failed query/i;
 
@@ -80,16 +81,18 @@ describe.runIf(process.env.DATABASE_URL)("a table lock held by another PostgreSQ
       expect(JSON.stringify(r.structuredContent)).toMatch(/lock wait timed out \(SQLSTATE 55P03\)|statement timed out/);
       expect(JSON.stringify(r.structuredContent)).not.toMatch(LEAKS);
     }
-    const h = await healthOf(fleet.controller.url).check(create(HealthCheckRequestSchema, { service: "database" }));
-    expect(h.status).toBe(Serving.NOT_SERVING);
+    // Health answers from its background probe (ADR 0034): NOT_SERVING from the first probe that met the lock.
+    const health = healthOf(fleet.controller.url);
+    const database = async () => (await health.check(create(HealthCheckRequestSchema, { service: "database" }))).status;
+    await until(async () => (await database()) === Serving.NOT_SERVING, "health NOT_SERVING while the lock is held", 80);
     expect(lockHeld).toBe(true);
   });
 
   it("after the lock is released: health SERVING again and a send is delivered once", async () => {
     releaseLock?.();
     for (let i = 0; i < 50 && lockHeld; i++) await new Promise((r) => setTimeout(r, 50));
-    const h = await healthOf(fleet.controller.url).check(create(HealthCheckRequestSchema, { service: "database" }));
-    expect(h.status).toBe(Serving.SERVING);
+    const health = healthOf(fleet.controller.url);
+    await until(async () => (await health.check(create(HealthCheckRequestSchema, { service: "database" }))).status === Serving.SERVING, "health SERVING after the lock", 80);
     const r = await lead.call("message_seat", { seat: "inbox", message: "after the lock" });
     expect(r.structuredContent).toMatchObject({ outcome: "delivered" });
   });

@@ -118,6 +118,22 @@ describe("link-round-trips.LinkRoundTrips", () => {
     expect(rt.transitBoundMs(link)).toBe(TRANSIT_FLOOR_MS);
   });
 
+  it("issue 32: an attack's slow sample ages out within a second once a newer one exists, however many samples are kept", async () => {
+    const rt = new LinkRoundTrips({ keep: 4, maxAgeMs: 300 });
+    const link = {};
+    rt.open(link);
+    rt.record(link, 1170);
+    // While it is the newest, the slow sample is the bound, however old: the link may still be that slow.
+    await new Promise((r) => setTimeout(r, 350));
+    expect(rt.transitBoundMs(link)).toBe(1170);
+    rt.record(link, 1200);
+    rt.record(link, 1);
+    // Inside its age a slow sample still counts beside a fast one.
+    expect(rt.transitBoundMs(link)).toBe(1200);
+    await new Promise((r) => setTimeout(r, 350));
+    expect(rt.transitBoundMs(link)).toBe(TRANSIT_FLOOR_MS);
+  });
+
   it("a call is bounded by its own session's round trips; a session closed leaves with its samples", async () => {
     const rt = new LinkRoundTrips();
     const sessions: object[] = [];

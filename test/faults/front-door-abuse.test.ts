@@ -1,0 +1,202 @@
+/**
+ * Issue 32, items 1-3 (ADR 0034): unauthenticated work costs nothing shared.
+ * - Health answers from the background probe's cache: a flood of Checks runs no journal
+ *   statement, and a caller without a token draws from a per-address budget.
+ * - Health/Watch streams are bounded per connection, per address and in total.
+ * - An HTTP/2 connection that resets its streams (rapid reset, CVE-2023-44487) is closed before
+ *   the frames it already sent reach a handler, and the next lead call is served.
+ * - Slow header senders give way: with the connection table full of connections that never
+ *   sent a complete request, a fresh connection still gets its answer.
+ * - /healthz and /readyz answer without a token from what the process holds.
+ */
+import { connect as h2connect, constants, type ClientHttp2Session } from "node:http2";
+import { connect as netConnect, type Socket } from "node:net";
+import postgres from "postgres";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startFleet, type TestFleet } from "../kit/start-fleet.js";
+import { DRIVERS } from "../kit/test-db.js";
+import { until } from "../kit/until.js";
+
+const EMPTY_GRPC_MESSAGE = Buffer.from([0, 0, 0, 0, 0]);
+
+function h2(url: string, localAddress = "127.0.0.1"): Promise<ClientHttp2Session> {
+  const u = new URL(url);
+  const session = h2connect(url, { createConnection: () => netConnect({ host: u.hostname, port: Number(u.port), localAddress }) });
+  return new Promise((resolve, reject) => {
+    session.once("connect", () => resolve(session));
+    session.once("error", reject);
+  });
+}
+
+/** One gRPC call with an empty request message; "refused" when the answer is RESOURCE_EXHAUSTED. */
+function grpcCall(session: ClientHttp2Session, path: string): Promise<"answered" | "refused" | "failed"> {
+  return new Promise((resolve) => {
+    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+    stream.on("response", (headers) => {
+      if (headers["grpc-status"] === "8") resolve("refused");
+      else if (headers["grpc-status"] !== undefined && headers["grpc-status"] !== "0") resolve("failed");
+    });
+    stream.on("data", () => resolve("answered"));
+    stream.on("error", () => resolve("failed"));
+    stream.on("close", () => resolve("failed"));
+    stream.end(EMPTY_GRPC_MESSAGE);
+  });
+}
+
+async function httpGet(url: string, path: string, localAddress = "127.0.0.1"): Promise<{ status: number; body: string }> {
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ host: u.hostname, port: Number(u.port), localAddress }, () => {
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    });
+    let raw = "";
+    socket.on("data", (d) => (raw += d.toString()));
+    socket.on("end", () => resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(raw)?.[1] ?? 0), body: raw.split("\r\n\r\n")[1] ?? "" }));
+    socket.on("error", reject);
+  });
+}
+
+describe("issue 32: health from the cache, a budget for callers without a token (postgres)", () => {
+  let fleet: TestFleet;
+  const postgresOnly = DRIVERS.includes("postgres");
+
+  beforeAll(async () => {
+    fleet = await startFleet(postgresOnly ? "postgres" : "pglite", { unauthenticatedLimits: { callsPerPeerPerSecond: 20, callBurstPerPeer: 40 } });
+  });
+  afterAll(async () => fleet?.close());
+
+  it.runIf(postgresOnly)("500 unauthenticated health Checks run no journal statement of their own (item 1)", async () => {
+    const sql = postgres(fleet.controller.database.location.replace(/^postgres(ql)?:\/\/[^/]*@/, "postgres://postgres@"), { max: 1 });
+    const db = new URL(fleet.controller.database.location).pathname.slice(1);
+    const transactions = async () => {
+      const [row] = await sql<{ n: string }[]>`select xact_commit + xact_rollback as n from pg_stat_database where datname = ${db}`;
+      return Number(row!.n);
+    };
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      const before = await transactions();
+      // From 25 loopback addresses, 20 each: every one inside its address's budget, every one answered.
+      let answered = 0;
+      for (let a = 2; a < 27; a++) {
+        const session = await h2(fleet.controller.url, `127.0.0.${a}`);
+        const results = await Promise.all(Array.from({ length: 20 }, () => grpcCall(session, "/grpc.health.v1.Health/Check")));
+        answered += results.filter((r) => r === "answered").length;
+        session.close();
+      }
+      expect(answered).toBe(500);
+      // PostgreSQL publishes a backend's counts within a second of its transactions.
+      await new Promise((r) => setTimeout(r, 1500));
+      const spent = (await transactions()) - before;
+      // Heartbeats and the background probe run meanwhile (a few a second); one probe per Check would be 500.
+      expect(spent).toBeLessThan(100);
+    } finally {
+      await sql.end();
+    }
+  });
+
+  it("a flood of Checks from one address is refused RESOURCE_EXHAUSTED past its budget; another address is still served (item 1)", async () => {
+    const flood = await h2(fleet.controller.url, "127.0.1.1");
+    const results = await Promise.all(Array.from({ length: 200 }, () => grpcCall(flood, "/grpc.health.v1.Health/Check")));
+    expect(results.filter((r) => r === "refused").length).toBeGreaterThan(100);
+    expect(results.filter((r) => r === "answered").length).toBeLessThanOrEqual(60);
+    flood.close();
+    const other = await h2(fleet.controller.url, "127.0.1.2");
+    expect(await grpcCall(other, "/grpc.health.v1.Health/Check")).toBe("answered");
+    other.close();
+  });
+
+  it("/healthz and /readyz answer without a token from the process's own state (item 1)", async () => {
+    const live = await httpGet(fleet.controller.url, "/healthz");
+    expect(live.status).toBe(200);
+    expect(JSON.parse(live.body)).toEqual({ status: "ok" });
+    const ready = await httpGet(fleet.controller.url, "/readyz");
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body)).toMatchObject({ status: "ready", components: { server: "SERVING", database: "SERVING", agents: "SERVING" } });
+  });
+});
+
+describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%s)", (driver) => {
+  let fleet: TestFleet;
+  const sessions: ClientHttp2Session[] = [];
+  const sockets: Socket[] = [];
+
+  beforeAll(async () => {
+    fleet = await startFleet(driver, {
+      unauthenticatedLimits: { callsPerPeerPerSecond: 10_000, callBurstPerPeer: 10_000, watchesPerConnection: 4, watchesPerPeer: 6, watchesTotal: 8 },
+      listenerLimits: { maxConnections: 48, maxUnprovenPerPeer: 64 },
+    });
+  });
+  afterEach(() => {
+    for (const s of sessions.splice(0)) s.destroy();
+    for (const s of sockets.splice(0)) s.destroy();
+  });
+  afterAll(async () => fleet?.close());
+
+  it("Health/Watch streams are bounded per connection, per address and in total (item 1)", async () => {
+    const watch = async (localAddress: string, n: number) => {
+      const session = await h2(fleet.controller.url, localAddress);
+      sessions.push(session);
+      return Promise.all(Array.from({ length: n }, () => grpcCall(session, "/grpc.health.v1.Health/Watch")));
+    };
+    const first = await watch("127.0.2.1", 6);
+    expect(first.filter((r) => r === "answered").length).toBe(4);
+    expect(first.filter((r) => r === "refused").length).toBe(2);
+    const samePeer = await watch("127.0.2.1", 4);
+    expect(samePeer.filter((r) => r === "answered").length).toBe(2);
+    const otherPeer = await watch("127.0.2.2", 4);
+    expect(otherPeer.filter((r) => r === "answered").length).toBe(2);
+    expect(fleet.controller.frontDoor().watches).toBe(8);
+    // Closing streams gives their places back.
+    for (const s of sessions.splice(0)) s.destroy();
+    await until(() => fleet.controller.frontDoor().watches === 0, "the closed Watch streams released");
+    const again = await watch("127.0.2.3", 4);
+    expect(again.every((r) => r === "answered")).toBe(true);
+  });
+
+  it("a rapid-reset connection is closed before its buffered streams reach a handler, and a lead is served after (item 2)", async () => {
+    const before = fleet.controller.frontDoor();
+    const attacker = await h2(fleet.controller.url, "127.0.3.1");
+    sessions.push(attacker);
+    const goaway = new Promise<number | "closed">((resolve) => {
+      attacker.once("goaway", (code) => resolve(code));
+      attacker.once("close", () => resolve("closed"));
+    });
+    attacker.on("error", () => {});
+    // Streams opened (their handlers start: the headers are complete, the body never comes) and
+    // reset a moment later, 100 at a time (under the 128 concurrent streams a session may hold),
+    // 2,000 in all. A pair in the same read never reaches a handler (Node drops the stream).
+    for (let batch = 0; batch < 20 && !attacker.destroyed; batch++) {
+      const open = [];
+      for (let i = 0; i < 100 && !attacker.destroyed; i++) {
+        const s = attacker.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc" }, { endStream: false });
+        s.on("error", () => {});
+        open.push(s);
+      }
+      await new Promise((r) => setTimeout(r, 20));
+      for (const s of open) s.close(constants.NGHTTP2_CANCEL);
+    }
+    const ended = await goaway;
+    if (ended !== "closed") expect(ended).toBe(constants.NGHTTP2_ENHANCE_YOUR_CALM);
+    await until(() => fleet.controller.frontDoor().h2Abuse > before.h2Abuse, "the attacking session closed for abuse");
+    const handled = fleet.controller.frontDoor().h2StreamsAdmitted - before.h2StreamsAdmitted;
+    // The session's budget (256 unfinished streams, 64 forgiven a second), not the 2,000 it sent.
+    expect(handled).toBeLessThan(400);
+    const lead = await h2(fleet.controller.url);
+    sessions.push(lead);
+    expect(await grpcCall(lead, "/grpc.health.v1.Health/Check")).toBe("answered");
+  });
+
+  it("with the table full of slow header senders from 4 addresses, a fresh connection gets its answer (item 3)", async () => {
+    const u = new URL(fleet.controller.url);
+    const before = fleet.controller.frontDoor().evicted;
+    for (let i = 0; i < 80; i++) {
+      const socket = netConnect({ host: u.hostname, port: Number(u.port), localAddress: `127.0.4.${1 + (i % 4)}` }, () => socket.write("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+      socket.on("error", () => {});
+      sockets.push(socket);
+    }
+    await until(() => fleet.controller.frontDoor().evicted - before >= 30, "slow senders evicted to keep the table at its cap");
+    expect(fleet.controller.frontDoor().connections).toBeLessThanOrEqual(48);
+    const fresh = await httpGet(fleet.controller.url, "/healthz", "127.0.4.9");
+    expect(fresh.status).toBe(200);
+  });
+});
