@@ -21,7 +21,7 @@ import { loadOrCreateCa } from "./ca.js";
 import { listenForAgents, type AgentListener } from "./agent-listener.js";
 import { peerIdentityKey, type PeerIdentity } from "./peer-identity.js";
 import { ReverseLinks } from "./reverse-links.js";
-import { advertiseAgentUrl, liveReplicaAgentUrls } from "./replicas.js";
+import { advertiseAgentUrl, cachedReplicaAgentUrls } from "./replicas.js";
 import { RPC_READ_MAX_BYTES } from "../../shared/rpc/read-limits.js";
 import { createCertificateService, createEnrollmentService } from "./enrollment-service.js";
 import { databaseFailure } from "../db/error-text.js";
@@ -64,7 +64,7 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
   const identities = new WeakMap<Http2ServerRequest, PeerIdentity>();
   const gateway = connectNodeAdapter({
     routes: (router) => {
-      router.service(AgentGatewayService, createAgentGatewayService(o.registry, o.logger.child({ component: "gateway" }), { db: o.db, now: o.now, onChange: o.reports.onChange, get pipeline() { return o.reports.pipeline?.(); } }, { agentUrls: () => liveReplicaAgentUrls(o.db) }), { readMaxBytes: RPC_READ_MAX_BYTES.gateway });
+      router.service(AgentGatewayService, createAgentGatewayService(o.registry, o.logger.child({ component: "gateway" }), { db: o.db, now: o.now, onChange: o.reports.onChange, get pipeline() { return o.reports.pipeline?.(); } }, { agentUrls: cachedReplicaAgentUrls(o.db) }), { readMaxBytes: RPC_READ_MAX_BYTES.gateway });
       router.service(CertificateService, createCertificateService(authority, o.logger.child({ component: "fleet-ca" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment });
     },
     // Read bounds for the agent port too (issue 11): without them connect-node reads up to 4 GiB per message.

@@ -6,6 +6,7 @@ import { EventEmitter } from "node:events";
 import { and, eq, notInArray, or } from "drizzle-orm";
 import { machines, seats, type Machine, type SeatRowDb, type InputCapabilitiesRow } from "../db/schema.js";
 import type { Db } from "../db/open.js";
+import { HeartbeatBatch } from "./heartbeat-batch.js";
 import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
 import { seatId } from "../../shared/ids.js";
@@ -61,12 +62,20 @@ export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferIn
 }
 
 export class Registry extends EventEmitter<{ changed: []; registered: [machine: string] }> {
+  private readonly heartbeats: HeartbeatBatch;
+
   constructor(
     private readonly db: Db,
     readonly heartbeatIntervalMs: number,
     private readonly now: () => Date,
   ) {
     super();
+    this.heartbeats = new HeartbeatBatch(db, now);
+  }
+
+  /** An agent's periodic heartbeat, written together with the others of its window (heartbeat-batch.ts). */
+  periodicHeartbeat(machine: string, instanceId: string): Promise<boolean> {
+    return this.heartbeats.beat(machine, instanceId);
   }
 
   async register(r: MachineRegistration): Promise<void> {

@@ -59,7 +59,7 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
     },
     async heartbeat(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
-      return create(HeartbeatResponseSchema, { known: await registry.heartbeat(req.machine, req.instanceId), replicaAgentUrls: await replicas.agentUrls() });
+      return create(HeartbeatResponseSchema, { known: await registry.periodicHeartbeat(req.machine, req.instanceId), replicaAgentUrls: await replicas.agentUrls() });
     },
     async reportSeats(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };

@@ -1,0 +1,62 @@
+/**
+ * Issue 36: agents' heartbeats within one window share one UPDATE, and each heartbeat still
+ * learns whether its (machine, instance) row is current (rule 55's liveness is unchanged: every
+ * heartbeat moves its machine's last_seen_at; an unknown instance is told to register again).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DRIVERS, prepareStore } from "../kit/test-db.js";
+import { openDatabase, type Database } from "../../controller/db/open.js";
+import { machines } from "../../controller/db/schema.js";
+import { HeartbeatBatch } from "../../controller/nodes/heartbeat-batch.js";
+
+describe.each(DRIVERS)("heartbeats written together (%s)", (driver) => {
+  let database: Database;
+  let cleanup: () => Promise<void>;
+  beforeAll(async () => {
+    const store = await prepareStore(driver);
+    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    cleanup = store.cleanup;
+    const old = new Date(Date.now() - 60_000);
+    const row = (i: number) => ({ name: `m${i}`, endpoint: "reverse://x", agentToken: "t", instanceId: `i${i}`, platform: "linux", capabilityVersion: 1, agentVersion: "0", lastSeenAt: old });
+    await database.db.insert(machines).values(Array.from({ length: 50 }, (_, i) => row(i)));
+  });
+  afterAll(async () => {
+    await database?.close();
+    await cleanup?.();
+  });
+
+  it("50 heartbeats in one window: one UPDATE, each answered with its own row's truth", async () => {
+    let statements = 0;
+    const counted = new Proxy(database.db, {
+      get(target, prop, receiver) {
+        if (prop === "update") statements++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const now = new Date();
+    const batch = new HeartbeatBatch(counted, () => now, 100);
+    const current = Array.from({ length: 40 }, (_, i) => batch.beat(`m${i}`, `i${i}`));
+    // A stale instance of a known machine, and a machine never registered.
+    const stale = batch.beat("m45", "old-instance");
+    const unknown = batch.beat("nobody", "i0");
+    expect(await Promise.all(current)).toEqual(Array(40).fill(true));
+    expect(await stale).toBe(false);
+    expect(await unknown).toBe(false);
+    expect(statements).toBe(1);
+    const rows = await database.db.select().from(machines);
+    const seen = new Map(rows.map((r) => [r.name, r.lastSeenAt.getTime()]));
+    for (let i = 0; i < 40; i++) expect(seen.get(`m${i}`)).toBe(now.getTime());
+    expect(seen.get("m45")).toBeLessThan(now.getTime() - 30_000);
+  });
+
+  it("a database failure reaches every heartbeat of the batch as an error, not as 'unknown'", async () => {
+    const failing = new Proxy(database.db, {
+      get(target, prop, receiver) {
+        if (prop === "update") throw new Error("journal unavailable");
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    const batch = new HeartbeatBatch(failing, () => new Date(), 20);
+    await expect(Promise.all([batch.beat("m1", "i1"), batch.beat("m2", "i2")])).rejects.toThrow(/journal unavailable/);
+  });
+});
