@@ -119,14 +119,23 @@ export async function acknowledgeReports(db: Db, conversationId: string, ids: st
 /** A report's status for its conversation: its state, or unknown once aged out (never not_sent). */
 export async function reportStatus(db: Db, conversationId: string, id: string): Promise<string> {
   const [row] = await db.select({ state: workerReports.state }).from(workerReports).where(and(eq(workerReports.id, id), eq(workerReports.conversationId, conversationId)));
-  return row?.state ?? "unknown";
+  return !row || row.state === EXPIRED ? "unknown" : row.state;
 }
 
-/** Drops read reports 24 h after they were read. Unread, pending and delivered ones stay. */
+/** The state of a read report past its retention: text gone, id kept (rule 51). */
+export const EXPIRED = "expired";
+
+/**
+ * Empties read reports 24 h after they were read. Unread, pending and delivered ones stay. The
+ * row stays as a tombstone without its text: a later status read must answer unknown, never
+ * not_sent (rule 51), and without the row a worker's settle_unknown would tombstone the id as
+ * never received.
+ */
 export async function purgeReadReports(db: Db, now: Date): Promise<number> {
   const cutoff = new Date(now.getTime() - READ_REPORT_RETENTION_MS);
   const gone = await db
-    .delete(workerReports)
+    .update(workerReports)
+    .set({ state: EXPIRED, text: "" })
     .where(and(eq(workerReports.state, "read"), sql`coalesce(${workerReports.readAt}, ${workerReports.acceptedAt}) < ${cutoff.toISOString()}::timestamptz`))
     .returning({ id: workerReports.id });
   return gone.length;

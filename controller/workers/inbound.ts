@@ -12,7 +12,7 @@ import { eq } from "drizzle-orm";
 import { seats, workerReports } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { seatId } from "../../shared/ids.js";
-import { acceptReports } from "../reports/worker-reports.js";
+import { acceptReports, EXPIRED } from "../reports/worker-reports.js";
 
 /** The tombstone state of an id declared never received. Never offered to a lead. */
 export const NOT_SENT = "not_sent";
@@ -63,5 +63,7 @@ export async function workerMessageStatus(db: Db, machine: string, seatName: str
   if (!row) return { stage: "unknown", definitiveNotSent: false, detail: `the controller holds no message ${id}` };
   if (row.seatId !== seat) return { stage: "unknown", definitiveNotSent: false, detail: `message ${id} is not this seat's` };
   if (row.state === NOT_SENT) return { stage: NOT_SENT, definitiveNotSent: true, detail: `the controller never received message ${id} and now refuses it for good` };
+  // Rule 51: received, read, and past its retention; what became of it is no longer known here.
+  if (row.state === EXPIRED) return { stage: "unknown", definitiveNotSent: false, detail: `message ${id} was received and read, and its record has expired (24 h after it was read); it is never settled not sent` };
   return { stage: row.state === "pending" ? "stored" : row.state, definitiveNotSent: false, detail: row.state === "read" ? "the lead has read it" : "retained for the lead, not yet read" };
 }

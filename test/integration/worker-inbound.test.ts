@@ -15,6 +15,7 @@ import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
+import { purgeReadReports } from "../../controller/reports/worker-reports.js";
 
 describe.each(DRIVERS)("worker inbound messages on %s", (driver) => {
   let fleet: TestFleet;
@@ -62,6 +63,19 @@ describe.each(DRIVERS)("worker inbound messages on %s", (driver) => {
     const id = randomUUID();
     await expect(gw().submitWorkerMessage(create(SubmitWorkerMessageRequestSchema, { ...who(), binding: b.binding, id, text: "x".repeat(32_769), createdUnixMs: BigInt(Date.now()) }))).rejects.toThrow(/1-32768 characters/);
     expect(await gw().workerMessageStatus(create(WorkerMessageStatusRequestSchema, { ...who(), id, settleUnknown: false }))).toMatchObject({ deliveryStage: "unknown" });
+  });
+
+  it("rule 51: a read report past its 24 h retention answers the worker unknown, never not_sent, even with settle_unknown", async () => {
+    const b = await gw().bindWorker(create(BindWorkerRequestSchema, { ...who(), occupantId }));
+    const id = randomUUID();
+    await gw().submitWorkerMessage(create(SubmitWorkerMessageRequestSchema, { ...who(), binding: b.binding, id, text: "read, then aged out", createdUnixMs: BigInt(Date.now()) }));
+    expect((await texts()).some((x) => x.deliveryId === id)).toBe(true);
+    expect((await lead.call("acknowledge_worker_reports", { deliveryIds: [id] })).structuredContent).toMatchObject({ acknowledged: [id] });
+    await purgeReadReports(fleet.controller.database.db, new Date(Date.now() + 25 * 60 * 60 * 1000));
+    const status = await gw().workerMessageStatus(create(WorkerMessageStatusRequestSchema, { ...who(), id, settleUnknown: true }));
+    expect(status).toMatchObject({ deliveryStage: "unknown", definitiveNotSent: false });
+    // The text is gone, and the lead is never offered it again.
+    expect((await texts()).some((x) => x.deliveryId === id)).toBe(false);
   });
 
   it("settling an id the controller never received makes its not_sent definite: a late copy is refused and never reaches the lead", async () => {
