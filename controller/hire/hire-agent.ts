@@ -225,7 +225,7 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
   const state = body.outcome === "spawned" ? HireState.Spawned : body.reason === "delivery_unconfirmed" ? HireState.DeliveryUnconfirmed : body.reason === "start_unconfirmed" ? HireState.StartUnconfirmed : HireState.Failed;
   // Bounded like every journal write (a late one is harmless): the agent's own seat reports bring the seat in too.
   if (res.seat) await deps.registry.upsertSeat(machine.name, res.seat).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
-  return record(deps, id, body, state);
+  return record(deps, id, body, state, res.launchCommitted);
 }
 
 /** The agent's answer in the lead's words. */
@@ -248,9 +248,9 @@ export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | 
 }
 
 /** Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead. */
-export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState): Promise<ToolOutcome> {
+export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState, launchCommittedByAgent = false): Promise<ToolOutcome> {
   const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
-  const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now() };
+  const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now(), launchCommittedByAgent };
   try {
     // Bounded (ADR 0033): a settle that commits after its deadline is the same idempotent settle the retry makes.
     await settleHireOutcome(deps.db, params);

@@ -3,7 +3,7 @@
  * lead-facing body, in one transaction. Plain data in, so a settle the journal cannot take
  * is kept and retried (and spilled to disk) like a dispatch's (delivery/unrecorded-outcomes.ts).
  */
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { HireBody } from "../../shared/delivery-bodies.js";
 import type { Db } from "../db/open.js";
 import { hireReceipts } from "../db/schema.js";
@@ -18,6 +18,11 @@ export interface HireSettleParams {
   unresolved: boolean;
   body: HireBody;
   now: Date;
+  /**
+   * The agent itself answered that the launch committed (rule 53): irreversible, kept in the
+   * receipt's evidence, so a host journal reset later can never make the hire not-launched.
+   */
+  launchCommittedByAgent?: boolean;
 }
 
 export async function settleHireOutcome(db: Db, s: HireSettleParams): Promise<void> {
@@ -32,6 +37,7 @@ export async function settleHireOutcome(db: Db, s: HireSettleParams): Promise<vo
         paneId: s.body.paneId ?? null,
         updatedAt: s.now,
         settledAt: s.unresolved ? null : s.now,
+        ...(s.launchCommittedByAgent ? { evidence: sql`coalesce(${hireReceipts.evidence}, '{}'::jsonb) || '{"launchCommitted": true}'::jsonb` } : {}),
       })
       .where(eq(hireReceipts.id, s.id));
     await settleCall(tx, s.id, s.unresolved ? CallState.Uncertain : CallState.Settled, s.body, s.now);
