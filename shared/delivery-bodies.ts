@@ -21,7 +21,9 @@ export type ControllerReason =
   | "service_stopping"
   | "answer_lost"
   | "controller_stopped"
-  | "recipient_gone";
+  | "recipient_gone"
+  | "binding_stale"
+  | "peers_off";
 
 /** A reason the agent's adapter gave (proof_stale, delivery_mode_unsupported, …): kept verbatim. */
 export type AgentReason = string & { readonly agentReason?: never };

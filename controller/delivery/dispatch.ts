@@ -17,7 +17,7 @@ import { recheckDelivery } from "../journal/admission.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
 import { bodyFromAgent, outcomeFromAgent, type BodyBase } from "./agent-verdict.js";
 import { fenceRefusal } from "./fence-refusal.js";
-import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
+import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import { settleDispatch, settleUncertain, journalError, type DispatchRecord } from "./settle.js";
 import { withSeatTurn, type SeatTurn } from "./seat-turns.js";
@@ -32,6 +32,8 @@ export interface Admitted {
   holder: string;
   /** The seat's turn, entered at admission in admission order. */
   entered: Promise<SeatTurn>;
+  /** A peer message's sender authority, re-read just before the agent call (rule 26). */
+  senderRecheck?: SenderRecheck | undefined;
 }
 
 /**
@@ -61,7 +63,7 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
   }
 }
 
-type NotSent = (reason: "seat_gone" | "occupant_changed" | "agent_refused" | "journal_unavailable" | "service_stopping", detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>;
+type NotSent = (reason: "seat_gone" | "occupant_changed" | "agent_refused" | "journal_unavailable" | "service_stopping" | "binding_stale" | "peers_off", detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>;
 
 async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, base: BodyBase, d: DispatchRecord, state: { phase: Phase; turn?: SeatTurn }, notSent: NotSent): Promise<ToolOutcome> {
   await deps.faults?.at("hang_after_admit");
@@ -107,7 +109,13 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
   }
 
   const machine = seat.machine!;
+  // The authority's age counts from here, so it covers the sender's recheck too.
   const checkedAt = performance.now();
+  if (a.senderRecheck) {
+    // Rule 26: the remote parts of a peer message's authority are read with the final observation.
+    const refused = await a.senderRecheck();
+    if (refused) return notSent(refused.reason, `${refused.detail} when the message was about to be sent; nothing was sent`, "rejected");
+  }
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
     const body: MessageSeatBody = { ...base, outcome: "seat_offline", deliveryStage: "unavailable", reason: "agent_unreachable", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was sent` };

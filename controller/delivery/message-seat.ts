@@ -102,6 +102,6 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: M
       .finally(() => admittedHere(deps).delete(id));
     return { id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
   }
-  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered! }).finally(() => admittedHere(deps).delete(id));
+  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered!, senderRecheck: scope.senderRecheck }).finally(() => admittedHere(deps).delete(id));
   return deps.track ? deps.track(dispatched) : dispatched;
 }

@@ -30,7 +30,14 @@ export interface CallScope {
   conversationId: string;
   /** The id from `_meta["clankie/seat-call"].deliveryId`, when the caller minted one. */
   deliveryId?: string | undefined;
+  /**
+   * A peer message's sender authority (rule 26): its binding and the owner's peer switch, read
+   * again with the final observation, just before the agent call; a refusal sends nothing.
+   */
+  senderRecheck?: SenderRecheck | undefined;
 }
+
+export type SenderRecheck = () => Promise<{ reason: "binding_stale" | "peers_off"; detail: string } | undefined>;
 
 export type { FaultPoint, FaultPoints } from "./faults.js";
 

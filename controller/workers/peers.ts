@@ -36,10 +36,10 @@ export async function setPeersEnabled(db: Db, enabled: boolean, now: Date): Prom
   return enabled;
 }
 
-export type Refusal = { refused: true; reason: string; detail: string };
+export type Refusal = { refused: true; reason: "peers_off" | "binding_stale" | "unknown_seat" | "self"; detail: string };
 
 /** The checks every peer call makes first: peers on, and the sender's binding still current. */
-async function admitSender(db: Db, machine: string, seatName: string, binding: string, requireOn = true): Promise<{ senderId: string } | Refusal> {
+async function admitSender(db: Db, machine: string, seatName: string, binding: string, requireOn = true): Promise<{ senderId: string } | (Refusal & { reason: "peers_off" | "binding_stale" })> {
   if (requireOn && !(await peersEnabled(db))) return { refused: true, reason: "peers_off", detail: "the owner has not turned peer messages on for this fleet" };
   const senderId = seatId(machine, seatName);
   const [row] = await db.select({ occupantId: seats.occupantId, present: seats.present }).from(seats).where(eq(seats.id, senderId));
@@ -64,7 +64,12 @@ export async function sendPeerMessage(deps: PipelineDeps, m: { machine: string; 
     .where(and(eq(seats.present, true), m.recipient.includes("/") ? eq(seats.id, m.recipient) : eq(seats.name, m.recipient)));
   if (!recipient) return { refused: true, reason: "unknown_seat", detail: `no seat ${m.recipient} in this fleet` };
   if (recipient.id === admitted.senderId) return { refused: true, reason: "self", detail: "a seat cannot message itself" };
-  return messageSeat(deps, { conversationId: peerConversation(admitted.senderId), deliveryId: m.id }, { seat: recipient.id, message: m.text });
+  // Rule 26: the switch and the binding are read again with the final observation, before the agent call.
+  const senderRecheck = async () => {
+    const again = await admitSender(deps.db, m.machine, m.seatName, m.binding);
+    return "refused" in again ? { reason: again.reason, detail: again.detail } : undefined;
+  };
+  return messageSeat(deps, { conversationId: peerConversation(admitted.senderId), deliveryId: m.id, senderRecheck }, { seat: recipient.id, message: m.text });
 }
 
 /**
