@@ -1,4 +1,4 @@
-/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, CreateSeat, StopSeat, AnswerQuestion (and the hire methods). */
+/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, FenceMailboxDelivery, CreateSeat, StopSeat, AnswerQuestion (and the hire methods). */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
@@ -7,7 +7,9 @@ import {
   AnswerQuestionResponseSchema,
   CreateSeatResponseSchema,
   DeliverResponseSchema,
+  FenceMailboxDeliveryResponseSchema,
   InspectSeatResponseSchema,
+  MailboxFenceState,
   ReadSessionResponseSchema,
   SessionEntrySchema,
   StopSeatResponseSchema,
@@ -101,6 +103,21 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         entries: read.entries.map((e) =>
           create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
         ),
+      });
+    },
+
+    async fenceMailboxDelivery(req) {
+      const { seat } = requireSeat(deps, req.seatName);
+      if (seat.kind !== SeatKind.Mailbox) throw new FleetError(ErrorCode.FailedPrecondition, `${seat.name} is a ${seat.kind} seat; only a mailbox's absence is fenced`);
+      if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
+      const f = deps.mailboxes.fence(seat.name, req.deliveryId);
+      if (f.state === "writing") return create(FenceMailboxDeliveryResponseSchema, { state: MailboxFenceState.WRITING, path: f.path });
+      if (f.state === "fenced") return create(FenceMailboxDeliveryResponseSchema, { state: MailboxFenceState.FENCED, path: f.path, fencedAtUnixMs: BigInt(f.fencedAtMs) });
+      return create(FenceMailboxDeliveryResponseSchema, {
+        state: MailboxFenceState.FOUND,
+        path: f.path,
+        nativeReceiptId: `${seat.name}#${f.entry.seq}`,
+        contentFingerprint: f.entry.contentFingerprint,
       });
     },
 
