@@ -11,7 +11,8 @@ import { CallToolResultSchema, McpError, type CallToolResult } from "@modelconte
 import { SEAT_CALL_META_KEY } from "../delivery/result-bodies.js";
 import type { Logger } from "../../shared/logger.js";
 import { ATTEMPT_META_KEY, type PostFate, type PostWatch } from "./post-watch.js";
-import { ControllerUnreachableError, LeadTokenRejectedError, type Generation, type Generations } from "./generations.js";
+import { ControllerUnreachableError, LeadTokenRejectedError } from "./generations.js";
+import type { Generation, Generations } from "./generations.js";
 import { notSentResult, uncertainResult, type SeatCallIds } from "./bodies.js";
 
 /** Tools whose calls carry a bridge-minted id, by the field that names it. */

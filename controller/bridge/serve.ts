@@ -47,7 +47,10 @@ export async function serveBridge(flags: BridgeFlags, logger: Logger, version: s
     .then((g) => gens.release(g))
     .catch((e: Error) =>
       e instanceof LeadTokenRejectedError
-        ? logger.error("the controller rejected the lead token (HTTP 401)", { target: target.describe(), error: e.message })
+        ? logger.error("the controller rejected the lead token (HTTP 401)", {
+            target: target.describe(),
+            error: e.message,
+          })
         : logger.warn("the controller is not reachable yet", { target: target.describe(), error: e.message }),
     );
 

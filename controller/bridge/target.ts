@@ -52,7 +52,8 @@ export function reissueCommand(stateDir: string, conversationId: string): string
 async function mintFirstToken(f: BridgeFlags, conversationId: string): Promise<void> {
   const { owner } = ownerClients(f.stateDir, f.url ? new URL(f.url).origin : undefined);
   try {
-    const res = await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId, keepLiveToken: true }));
+    const request = create(IssueLeadTokenRequestSchema, { conversationId, keepLiveToken: true });
+    const res = await owner.issueLeadToken(request);
     storeLeadToken(f.stateDir, conversationId, res.token);
   } catch (e) {
     const err = FleetError.from(e);
@@ -64,9 +65,11 @@ async function mintFirstToken(f: BridgeFlags, conversationId: string): Promise<v
     }
     throw new FleetError(
       ErrorCode.FailedPrecondition,
-      `conversation ${conversationId} already has a live lead token, and ${leadTokenPath(f.stateDir, conversationId)} does not hold it; ` +
+      `conversation ${conversationId} already has a live lead token, ` +
+        `and ${leadTokenPath(f.stateDir, conversationId)} does not hold it; ` +
         `the bridge will not replace it (that would disable the lead using it). ` +
-        `To re-issue it here (the old token stops working): ${reissueCommand(f.stateDir, conversationId)}; or pass --token-file with the live token`,
+        `To re-issue it here (the old token stops working): ${reissueCommand(f.stateDir, conversationId)}; ` +
+        `or pass --token-file with the live token`,
       { cause: err },
     );
   }
@@ -82,7 +85,8 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
   const conversation = f.tokenFile ? f.conversation : (f.conversation ?? DEFAULT_CONVERSATION);
   if (conversation) assertConversationId(conversation);
   const tokenPath = f.tokenFile ?? leadTokenPath(f.stateDir, conversation!);
-  if (!f.tokenFile && conversation !== DEFAULT_CONVERSATION && readLeadToken(f.stateDir, conversation!) === undefined) await mintFirstToken(f, conversation!);
+  const named = f.tokenFile === undefined && conversation !== DEFAULT_CONVERSATION ? conversation : undefined;
+  if (named && readLeadToken(f.stateDir, named) === undefined) await mintFirstToken(f, named);
   if (f.url !== undefined) {
     try {
       new URL(f.url);
@@ -103,10 +107,11 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
     },
     describe: () => `${f.url ?? `controller of ${f.stateDir}`} (token ${tokenPath})`,
     tokenRejected: (status) =>
-      `the controller rejected the lead token in ${tokenPath} (HTTP ${status}, unauthenticated): it was replaced or revoked, ` +
-      `so this is not a connectivity problem. ` +
+      `the controller rejected the lead token in ${tokenPath} (HTTP ${status}, unauthenticated): ` +
+      `it was replaced or revoked, so this is not a connectivity problem. ` +
       (conversation && !f.tokenFile
-        ? `Re-issue it with: ${reissueCommand(f.stateDir, conversation)} (the bridge reads the new token for its next session)`
+        ? `Re-issue it with: ${reissueCommand(f.stateDir, conversation)} ` +
+          `(the bridge reads the new token for its next session)`
         : `Put a live token in ${tokenPath} (clankie lead token --conversation ID prints one)`),
   };
 }

@@ -22,7 +22,8 @@ export async function leadToken(stateDir: string, controller: string | undefined
   const tokenFile = storeLeadToken(stateDir, res.conversationId, res.token);
   const mcpUrl = new URL("/mcp", url).toString();
   const lines = leadConfigLines(mcpUrl, res.token);
-  emit(out, { conversationId: res.conversationId, token: res.token, replaced: res.replaced, tokenFile, mcpUrl, claude: lines.claude, codex: lines.codex }, () =>
+  const shown = { conversationId: res.conversationId, token: res.token, replaced: res.replaced, tokenFile, mcpUrl };
+  emit(out, { ...shown, claude: lines.claude, codex: lines.codex }, () =>
     [
       `conversation ${res.conversationId}`,
       `token        ${res.token}`,

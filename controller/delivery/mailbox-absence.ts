@@ -28,23 +28,42 @@ export type MailboxAbsence =
   | { kind: "found"; nativeReceiptId: string }
   | { kind: "unproven"; detail: string };
 
-export async function proveMailboxAbsence(db: Db, agents: AgentClients, seatIdValue: string, deliveryId: string, contentFingerprint: string): Promise<MailboxAbsence> {
+export async function proveMailboxAbsence(
+  db: Db,
+  agents: AgentClients,
+  seatIdValue: string,
+  deliveryId: string,
+  contentFingerprint: string,
+): Promise<MailboxAbsence> {
   const [seat] = await db.select().from(seats).where(eq(seats.id, seatIdValue));
   if (!seat || seat.kind !== SeatKind.Mailbox) return { kind: "unproven", detail: "not a registered mailbox seat" };
   const [machine] = await db.select().from(machines).where(eq(machines.name, seat.machine));
   if (!machine) return { kind: "unproven", detail: "the seat's machine is no longer registered" };
   try {
     const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
-    const res = await conn.client.fenceMailboxDelivery(create(FenceMailboxDeliveryRequestSchema, { seatName: seat.name, deliveryId }), { timeoutMs: 10_000 });
+    const request = create(FenceMailboxDeliveryRequestSchema, { seatName: seat.name, deliveryId });
+    const res = await conn.client.fenceMailboxDelivery(request, { timeoutMs: 10_000 });
     switch (res.state) {
       case MailboxFenceState.FENCED:
-        return { kind: "proven", proof: { checked: "mailbox_file", machine: machine.name, path: res.path, fileExists: false, writeInProgress: false, fencedAtUnixMs: Number(res.fencedAtUnixMs) } };
+        return {
+          kind: "proven",
+          proof: {
+            checked: "mailbox_file",
+            machine: machine.name,
+            path: res.path,
+            fileExists: false,
+            writeInProgress: false,
+            fencedAtUnixMs: Number(res.fencedAtUnixMs),
+          },
+        };
       case MailboxFenceState.FOUND:
         // Rule 30: the entry under this id counts only with the original's content.
-        if (res.contentFingerprint !== contentFingerprint) return { kind: "unproven", detail: "the mailbox holds this id with other content: it is not the original" };
+        if (res.contentFingerprint !== contentFingerprint) {
+          return { kind: "unproven", detail: "the mailbox holds this id with other content: it is not the original" };
+        }
         return { kind: "found", nativeReceiptId: res.nativeReceiptId };
       case MailboxFenceState.WRITING:
-        return { kind: "unproven", detail: `the agent on ${machine.name} is writing it to ${res.path} now; its fate is not known yet` };
+        return { kind: "unproven", detail: `the agent on ${machine.name} is writing ${res.path} now: fate open` };
       default:
         return { kind: "unproven", detail: "the agent could not say whether a write of it may still run" };
     }

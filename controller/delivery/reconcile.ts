@@ -71,14 +71,19 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     const body = await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
     return { id, tool, state: "settled", isError: false, body };
   }
-  // A mailbox read without the original: its agent, the only writer, may prove it never will be (rule 30).
-  // Not while this controller's own call is in flight: that call settles it.
+  // A mailbox read without the original, whose dispatching controller stopped: the agent, the only
+  // writer left, may prove it never will be written (rule 30; ADR 0005). A call a live controller
+  // gave up on stays that controller's uncertainty, settled as before.
   let unproven: string | undefined;
-  if (evidence.kind === "absent" && call.state !== CallState.InFlight) {
+  if (evidence.kind === "absent" && call.state !== CallState.InFlight && delivery.reason === "controller_stopped") {
     const absence = await proveMailboxAbsence(deps.db, deps.agents, delivery.seatId, id, delivery.contentFingerprint);
-    if (absence.kind === "found") return { id, tool, state: "settled", isError: false, body: await settleFoundInSession(deps, delivery, absence.nativeReceiptId) };
+    if (absence.kind === "found") {
+      const body = await settleFoundInSession(deps, delivery, absence.nativeReceiptId);
+      return { id, tool, state: "settled", isError: false, body };
+    }
     if (absence.kind === "proven") {
-      const body = await settleProvenAbsent(deps, delivery, conversationId, { ...absence.proof });
+      const dispatcher = { controllerInstance: call.controllerInstance, state: "stopped" };
+      const body = await settleProvenAbsent(deps, delivery, conversationId, { ...absence.proof, dispatcher });
       // Settled by another path meanwhile: answer what the receipt now says.
       if (!body) return reconcileSeatCall(deps, conversationId, { deliveryId: id });
       return { id, tool, state: "settled", isError: false, body };
@@ -96,7 +101,8 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
   }
   const detail =
     evidence.kind === "absent"
-      ? `the recipient's session was read and does not hold the original${unproven ? ` (${unproven})` : ""}; its fate is still unknown and it will not be resent`
+      ? `the recipient's session was read and does not hold the original${unproven ? ` (${unproven})` : ""}; ` +
+        "its fate is still unknown and it will not be resent"
       : `the recipient's session could not be read (${evidence.detail}); the original's fate is unknown and it will not be resent`;
   // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
   if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody };

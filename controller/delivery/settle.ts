@@ -106,9 +106,15 @@ export async function settleFoundInSession(deps: PipelineDeps, delivery: Deliver
   return body;
 }
 
-/** An unresolved original its mailbox proves absent for good: recorded as not sent; undefined when settled meanwhile. */
-export async function settleProvenAbsent(deps: PipelineDeps, delivery: DeliveryReceipt, conversationId: string, proof: Record<string, unknown>): Promise<SettledOriginalBody | undefined> {
-  const body = (await recordProvenAbsent(deps.db, delivery, conversationId, proof, deps.now())) as unknown as SettledOriginalBody | undefined;
+/** An original its mailbox proves absent for good: recorded as not sent; undefined when settled meanwhile. */
+export async function settleProvenAbsent(
+  deps: PipelineDeps,
+  delivery: DeliveryReceipt,
+  conversationId: string,
+  proof: Record<string, unknown>,
+): Promise<SettledOriginalBody | undefined> {
+  const recorded = await recordProvenAbsent(deps.db, delivery, conversationId, proof, deps.now());
+  const body = recorded as unknown as SettledOriginalBody | undefined;
   if (!body) return undefined;
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);

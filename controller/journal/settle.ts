@@ -80,10 +80,16 @@ export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, na
  * Records the original as not sent because its mailbox proves it absent and its agent fenced the id:
  * no write of it can happen any more (rule 30). Undefined when another path settled it first.
  */
-export async function recordProvenAbsent(db: Db, delivery: DeliveryReceipt, conversationId: string, proof: Record<string, unknown>, now: Date): Promise<Record<string, unknown> | undefined> {
+export async function recordProvenAbsent(
+  db: Db,
+  delivery: DeliveryReceipt,
+  conversationId: string,
+  proof: Record<string, unknown>,
+  now: Date,
+): Promise<Record<string, unknown> | undefined> {
   const detail =
-    "the recipient's mailbox does not hold the original, no write of it was in progress, and its agent now refuses to write it: " +
-    "recorded as not sent at reconciliation; nothing was resent";
+    "the recipient's mailbox does not hold the original, no write of it was in progress, " +
+    "and its agent now refuses to write it: recorded as not sent at reconciliation; nothing was resent";
   const body = {
     schemaVersion: 1,
     outcome: "undelivered",
@@ -96,8 +102,16 @@ export async function recordProvenAbsent(db: Db, delivery: DeliveryReceipt, conv
     proof,
   };
   const settled = await db.transaction(async (tx) => {
-    if (!(await settleIfUnresolved(tx, delivery.id, { state: ReceiptState.NotSent, reason: "proven_absent", detail }, now))) return false;
-    await tx.insert(settlements).values({ deliveryId: delivery.id, disposition: ReceiptState.NotSent, settledBy: "reconcile", conversationId, evidence: { previousState: delivery.state, ...proof }, at: now });
+    const outcome = { state: ReceiptState.NotSent, reason: "proven_absent", detail };
+    if (!(await settleIfUnresolved(tx, delivery.id, outcome, now))) return false;
+    await tx.insert(settlements).values({
+      deliveryId: delivery.id,
+      disposition: ReceiptState.NotSent,
+      settledBy: "reconcile",
+      conversationId,
+      evidence: { previousState: delivery.state, ...proof },
+      at: now,
+    });
     await settleCall(tx, delivery.id, CallState.Settled, body, now);
     await resolveFence(tx, delivery.id, ReceiptState.NotSent, now);
     return true;

@@ -28,7 +28,12 @@ const REVOKED = "revoked:";
  * With `keepLive`, a conversation whose token is live keeps it and the call fails: whoever holds that token
  * is not disabled behind its back (issue 32, item 5).
  */
-export async function issueLeadToken(db: Db, conversationId: string, token = newToken("lead"), keepLive = false): Promise<{ token: string; replaced: boolean }> {
+export async function issueLeadToken(
+  db: Db,
+  conversationId: string,
+  token = newToken("lead"),
+  keepLive = false,
+): Promise<{ token: string; replaced: boolean }> {
   assertConversationId(conversationId);
   const hash = tokenHash(token);
   return db.transaction(async (tx) => {
@@ -36,9 +41,14 @@ export async function issueLeadToken(db: Db, conversationId: string, token = new
     const old = before?.tokenHash;
     const live = typeof old === "string" && old !== hash && !old.startsWith(REVOKED);
     if (live && keepLive) {
-      throw new FleetError(ErrorCode.FailedPrecondition, `conversation ${conversationId} already has a live lead token; it was kept (issuing one would disable the lead using it)`);
+      const kept = `conversation ${conversationId} already has a live lead token; it was kept ` +
+        "(issuing one would disable the lead using it)";
+      throw new FleetError(ErrorCode.FailedPrecondition, kept);
     }
-    await tx.insert(conversations).values({ id: conversationId, tokenHash: hash }).onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
+    await tx
+      .insert(conversations)
+      .values({ id: conversationId, tokenHash: hash })
+      .onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
     return { token, replaced: live };
   });
 }
@@ -47,7 +57,10 @@ export async function issueLeadToken(db: Db, conversationId: string, token = new
 export async function revokeLeadToken(db: Db, conversationId: string): Promise<boolean> {
   assertConversationId(conversationId);
   if (conversationId === DEFAULT_CONVERSATION) {
-    throw new InvalidArgumentError(`${DEFAULT_CONVERSATION}'s token is the state directory's lead.token, restored at every start: to rotate it, run clankie lead token --conversation ${DEFAULT_CONVERSATION} (it rewrites lead.token)`);
+    throw new InvalidArgumentError(
+      `${DEFAULT_CONVERSATION}'s token is the state directory's lead.token, restored at every start: ` +
+        `to rotate it, run clankie lead token --conversation ${DEFAULT_CONVERSATION} (it rewrites lead.token)`,
+    );
   }
   const rows = await db
     .update(conversations)

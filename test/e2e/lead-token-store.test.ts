@@ -28,8 +28,17 @@ type Result = CallToolResult & { structuredContent?: Record<string, unknown> };
 async function initializeStatus(mcpUrl: string, token: string): Promise<number> {
   const r = await fetch(mcpUrl, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } }),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } },
+    }),
   });
   await r.text();
   return r.status;
@@ -42,7 +51,12 @@ interface Bridge {
 }
 
 async function startBridge(args: string[]): Promise<Bridge> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--log-level", "info", ...args], env: { PATH: process.env.PATH ?? "" }, stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "mcp", "--log-level", "info", ...args],
+    env: { PATH: process.env.PATH ?? "" },
+    stderr: "pipe",
+  });
   let stderr = "";
   transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const client = new Client({ name: "token-store-lead", version: "0.0.0" });
@@ -56,7 +70,8 @@ async function startBridge(args: string[]): Promise<Bridge> {
 
 /** Runs `clankie mcp` with stdin closed: a bridge that starts exits 0 at once; one that refuses exits 1. */
 function bridgeExit(args: string[]): Promise<{ code: number | null; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, "mcp", ...args], { stdio: ["ignore", "ignore", "pipe"], env: { PATH: process.env.PATH ?? "" } });
+  const env = { PATH: process.env.PATH ?? "" };
+  const child = spawn(process.execPath, [CLI, "mcp", ...args], { stdio: ["ignore", "ignore", "pipe"], env });
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   return new Promise((resolve) => child.once("exit", (code) => resolve({ code, stderr })));
@@ -82,7 +97,7 @@ describe(`lead tokens live in one place per conversation (issue 32 item 5, ${dri
     await store?.cleanup();
   });
 
-  it("item 5: lead token then mcp with the same conversation: the bridge uses the stored token and the first lead's token still works", async () => {
+  it("item 5: lead token, then mcp on that conversation: the bridge uses the stored token, still live", async () => {
     const issued = await lead("alpha");
     expect(issued.tokenFile).toBe(join(store.stateDir, "leads", "alpha.token"));
     expect(readFileSync(issued.tokenFile, "utf8").trim()).toBe(issued.token);
@@ -115,7 +130,7 @@ describe(`lead tokens live in one place per conversation (issue 32 item 5, ${dri
     }
   });
 
-  it("item 5: a conversation whose live token this state dir does not hold: the bridge refuses, names the re-issuing command, and the live token keeps working", async () => {
+  it("item 5: a live token the state dir lacks: the bridge refuses naming lead token; it still works", async () => {
     const owner = ownerOf(c.url, c.ownerToken);
     const live = await owner.owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: "beta" }));
     const r = await bridgeExit(["--state-dir", store.stateDir, "--conversation", "beta"]);
@@ -127,7 +142,8 @@ describe(`lead tokens live in one place per conversation (issue 32 item 5, ${dri
     // A conversation with no token anywhere still gets one minted and stored by the bridge.
     const fresh = await bridgeExit(["--state-dir", store.stateDir, "--conversation", "gamma"]);
     expect(fresh.code, fresh.stderr).toBe(0);
-    expect(await initializeStatus(c.mcpUrl, readFileSync(join(store.stateDir, "leads", "gamma.token"), "utf8").trim())).toBe(200);
+    const minted = readFileSync(join(store.stateDir, "leads", "gamma.token"), "utf8").trim();
+    expect(await initializeStatus(c.mcpUrl, minted)).toBe(200);
   });
 
   it("item 5: a rejected token is reported as a 401 with the fix, never as 'not reachable'", async () => {
@@ -136,7 +152,8 @@ describe(`lead tokens live in one place per conversation (issue 32 item 5, ${dri
     const bridge = await startBridge(["--state-dir", store.stateDir, "--token-file", file]);
     try {
       const r = await bridge.call("message_seat", { seat: "nowhere", message: "refused at the door" });
-      expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ outcome: "undelivered", reason: "unauthenticated", dispatched: false });
+      const refused = { outcome: "undelivered", reason: "unauthenticated", dispatched: false };
+      expect(r.structuredContent, JSON.stringify(r)).toMatchObject(refused);
       expect(String(r.structuredContent!.detail)).toMatch(/rejected the lead token .*HTTP 401/);
       await sleep(200);
       expect(bridge.stderr()).toContain("the controller rejected the lead token (HTTP 401)");
@@ -146,7 +163,7 @@ describe(`lead tokens live in one place per conversation (issue 32 item 5, ${dri
     }
   });
 
-  it("item 5: a token revoked under a running bridge answers 401 naming lead token; after the re-issue the same bridge works again", async () => {
+  it("item 5: a token revoked under a running bridge: 401 naming lead token; re-issued, it works", async () => {
     await lead("delta");
     const bridge = await startBridge(["--state-dir", store.stateDir, "--conversation", "delta"]);
     try {
@@ -155,8 +172,10 @@ describe(`lead tokens live in one place per conversation (issue 32 item 5, ${dri
       expect(revoked.code, revoked.stderr).toBe(0);
       await sleep(PAST_CACHE_MS);
       const r = await bridge.call("message_seat", { seat: "nowhere", message: "after the revoke" });
-      expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ outcome: "undelivered", reason: "unauthenticated" });
-      expect(String(r.structuredContent!.detail)).toContain(`clankie lead token --conversation delta --state-dir ${store.stateDir}`);
+      const refused = { outcome: "undelivered", reason: "unauthenticated" };
+      expect(r.structuredContent, JSON.stringify(r)).toMatchObject(refused);
+      const fix = `clankie lead token --conversation delta --state-dir ${store.stateDir}`;
+      expect(String(r.structuredContent!.detail)).toContain(fix);
       await lead("delta");
       expect((await bridge.call("list_seats", {})).isError ?? false).toBe(false);
     } finally {

@@ -16,7 +16,10 @@ import { SeatLocks } from "../../../../node-agent/seats/seat-locks.js";
 import { createAgentService } from "../../../../node-agent/service/agent-service.js";
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import { AgentResult, DeliveryMode, SeatKind } from "../../../../shared/verdicts.js";
-import { FenceMailboxDeliveryRequestSchema, MailboxFenceState } from "../../../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import {
+  FenceMailboxDeliveryRequestSchema,
+  MailboxFenceState,
+} from "../../../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import { tempDir } from "../../../kit/test-db.js";
@@ -24,7 +27,7 @@ import { tempDir } from "../../../kit/test-db.js";
 const msg = (deliveryId: string, text = "hello") => ({ deliveryId, text, conversationId: "c" });
 
 describe("mailbox fence (issue 32 item 6: reconcile proves absence)", () => {
-  it("item 6: an absent id with no write in progress is fenced, and no later append writes it, not even after a restart", async () => {
+  it("item 6: an absent id with no write in progress is fenced; no later append writes it, restarted too", async () => {
     const root = tempDir("mbx-fence");
     const store = new MailboxStore(root);
     store.create("w");
@@ -33,7 +36,8 @@ describe("mailbox fence (issue 32 item 6: reconcile proves absence)", () => {
     expect(f).toMatchObject({ state: "fenced", path: join(root, "w", `${id}.json`) });
     const adapter = new MailboxAdapter(store, systemMonotonicClock);
     const seat = { name: "w", kind: SeatKind.Mailbox, occupantId: "o", title: "w", createdAtMs: 0 };
-    const late = await adapter.write(seat, { deliveryId: id, text: "on its way", mode: DeliveryMode.Auto, conversationId: "c" });
+    const lateRequest = { deliveryId: id, text: "on its way", mode: DeliveryMode.Auto, conversationId: "c" };
+    const late = await adapter.write(seat, lateRequest);
     expect(late).toMatchObject({ result: AgentResult.NotSent, reason: "fenced_by_reconcile" });
     expect(existsSync(join(root, "w", `${id}.json`))).toBe(false);
     // An agent restart: a new store on the same directory keeps the fence (and its first time).
@@ -44,7 +48,7 @@ describe("mailbox fence (issue 32 item 6: reconcile proves absence)", () => {
     expect(restarted.list("w")).toEqual({ entries: [], unreadable: [] });
   });
 
-  it("item 6: a write queued or running is reported as writing (the receipt stays uncertain), and once done as found", async () => {
+  it("item 6: a write queued or running is reported writing (receipt stays uncertain), once done found", async () => {
     const store = new MailboxStore(tempDir("mbx-fence"));
     store.create("w");
     const id = randomUUID();
@@ -52,12 +56,13 @@ describe("mailbox fence (issue 32 item 6: reconcile proves absence)", () => {
     expect(store.fence("w", id)).toMatchObject({ state: "writing" });
     const { entry } = await writing;
     const found = store.fence("w", id);
-    expect(found).toMatchObject({ state: "found", entry: { deliveryId: id, seq: entry.seq, contentFingerprint: entry.contentFingerprint } });
+    const written = { deliveryId: id, seq: entry.seq, contentFingerprint: entry.contentFingerprint };
+    expect(found).toMatchObject({ state: "found", entry: written });
     // Nothing was fenced: the written entry stays readable.
     expect(store.list("w").entries.map((e) => e.deliveryId)).toEqual([id]);
   });
 
-  it("item 6: a write cut by a crash left only its temp file (written, then renamed): the id is absent and fenced", () => {
+  it("item 6: a write cut by a crash left only its temp file (written, then renamed): absent, fenced", () => {
     const root = tempDir("mbx-fence");
     const store = new MailboxStore(root);
     store.create("w");
@@ -76,13 +81,15 @@ describe("mailbox fence (issue 32 item 6: reconcile proves absence)", () => {
     const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, systemMonotonicClock));
     const svc = createAgentService({ seats, adapters, clock: systemMonotonicClock, mailboxes, locks: new SeatLocks() });
     const ctx = {} as HandlerContext;
-    const ask = (deliveryId: string) => svc.fenceMailboxDelivery!(create(FenceMailboxDeliveryRequestSchema, { seatName: "w", deliveryId }), ctx);
+    const ask = (deliveryId: string) =>
+      svc.fenceMailboxDelivery!(create(FenceMailboxDeliveryRequestSchema, { seatName: "w", deliveryId }), ctx);
     const id = randomUUID();
     const pending = mailboxes.append("w", msg(id, "being written"));
     expect((await ask(id)).state).toBe(MailboxFenceState.WRITING);
     const { entry } = await pending;
     const found = await ask(id);
-    expect(found).toMatchObject({ state: MailboxFenceState.FOUND, nativeReceiptId: `w#${entry.seq}`, contentFingerprint: entry.contentFingerprint });
+    const listed = { nativeReceiptId: `w#${entry.seq}`, contentFingerprint: entry.contentFingerprint };
+    expect(found).toMatchObject({ state: MailboxFenceState.FOUND, ...listed });
     const absent = await ask(randomUUID());
     expect(absent.state).toBe(MailboxFenceState.FENCED);
     expect(Number(absent.fencedAtUnixMs)).toBeGreaterThan(0);
