@@ -46,7 +46,9 @@ export class MailboxAdapter implements HarnessAdapter {
       });
     } catch (e) {
       // Reconcile proved this id absent and settled it not sent: it must stay unwritten.
-      if (e instanceof MailboxFencedError) return { result: AgentResult.NotSent, reason: "fenced_by_reconcile", detail: e.message };
+      if (e instanceof MailboxFencedError) {
+        return { result: AgentResult.NotSent, reason: "fenced_by_reconcile", detail: e.message };
+      }
       throw e;
     }
     const { entry, replayed } = appended;

@@ -76,7 +76,9 @@ export class MailboxStore {
       if (!isUuid(id)) throw new Error(`delivery id is not a uuid: ${id}`);
       const path = this.entryPath(name, id);
       if (existsSync(path)) return { entry: this.parse(readFileSync(path, "utf8"), path), replayed: true };
-      if (existsSync(this.fencePath(name, id))) throw new MailboxFencedError(`delivery ${id} was proven absent and fenced by reconciliation; it is never written`);
+      if (existsSync(this.fencePath(name, id))) {
+        throw new MailboxFencedError(`delivery ${id} was proven absent and fenced by reconciliation: never written`);
+      }
       const seq = (this.lastSeq.get(name) ?? this.list(name).entries.reduce((max, e) => Math.max(max, e.seq), 0)) + 1;
       const entry: MailboxEntry = {
         schemaVersion: 1,
@@ -118,8 +120,15 @@ export class MailboxStore {
     if (existsSync(path)) return { state: "found", path, entry: this.parse(readFileSync(path, "utf8"), path) };
     const fencePath = this.fencePath(name, deliveryId);
     if (existsSync(fencePath)) {
-      const earlier = JSON.parse(readFileSync(fencePath, "utf8")) as { fencedAtMs?: unknown };
-      if (typeof earlier.fencedAtMs === "number") return { state: "fenced", path, fencedAtMs: earlier.fencedAtMs };
+      // Its existence is the fence; an unreadable body (not one we wrote: ours are renamed whole) is rewritten.
+      const earlier = (() => {
+        try {
+          return (JSON.parse(readFileSync(fencePath, "utf8")) as { fencedAtMs?: unknown }).fencedAtMs;
+        } catch {
+          return undefined;
+        }
+      })();
+      if (typeof earlier === "number") return { state: "fenced", path, fencedAtMs: earlier };
     }
     const fencedAtMs = Date.now();
     writeFileDurably(fencePath, JSON.stringify({ schemaVersion: 1, deliveryId, fencedAtMs }));
