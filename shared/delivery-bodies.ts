@@ -98,7 +98,10 @@ export interface SettledOriginalBody {
   schemaVersion: 1;
   outcome: "undelivered" | "delivered";
   deliveryStage: "unavailable" | "delivered";
-  state?: "abandoned-unknown";
+  state?: "abandoned-unknown" | "not_sent";
+  /** not_sent at reconciliation: why, and what was checked (issue 32, item 6). */
+  reason?: "proven_absent";
+  proof?: Record<string, unknown>;
   deliveryId: string;
   seat: string;
   nativeReceiptId?: string;

@@ -11,7 +11,8 @@ import { CallToolResultSchema, McpError, type CallToolResult } from "@modelconte
 import { SEAT_CALL_META_KEY } from "../delivery/result-bodies.js";
 import type { Logger } from "../../shared/logger.js";
 import { ATTEMPT_META_KEY, type PostFate, type PostWatch } from "./post-watch.js";
-import { ControllerUnreachableError, type Generation, type Generations } from "./generations.js";
+import { ControllerUnreachableError, LeadTokenRejectedError } from "./generations.js";
+import type { Generation, Generations } from "./generations.js";
 import { notSentResult, uncertainResult, type SeatCallIds } from "./bodies.js";
 
 /** Tools whose calls carry a bridge-minted id, by the field that names it. */
@@ -74,6 +75,7 @@ export class CallForwarder {
       try {
         gen = await this.gens.acquire();
       } catch (e) {
+        if (e instanceof LeadTokenRejectedError) return notSentResult(name, ids, "unauthenticated", e.message);
         const detail = e instanceof ControllerUnreachableError ? e.message : `could not open a session: ${(e as Error).message}`;
         return notSentResult(name, ids, "controller_unreachable", detail);
       }
@@ -97,6 +99,11 @@ export class CallForwarder {
           return notSentResult(name, ids, "unknown_session", "the controller refused the call as an unknown session twice, both before admission");
         case "not_sent":
           if (verdict.reason === "controller_unreachable") this.gens.retire(gen, verdict.detail);
+          // A token refused mid-session: the next session reads the token file again (a re-issued one works).
+          if (verdict.reason === "unauthenticated") {
+            this.gens.retire(gen, "the lead token was refused (HTTP 401)");
+            return notSentResult(name, ids, verdict.reason, this.gens.tokenRejected(401));
+          }
           return notSentResult(name, ids, verdict.reason, verdict.detail);
         case "uncertain":
           this.gens.retire(gen, verdict.detail);

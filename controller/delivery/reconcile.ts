@@ -5,6 +5,7 @@
  * delivered (evidence, not a send). `settle: "not_delivered"` abandons an unresolved
  * original as `abandoned-unknown` (ADR 0207, VUH-2358) — unless the session shows it, or the
  * receipt kept the native channel's exact acknowledgment of it (rule 21): then it is delivered.
+ * A mailbox original its agent proves absent for good (mailbox-absence.ts) is recorded not sent.
  */
 import { isUuid } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
@@ -14,7 +15,8 @@ import { findDelivery } from "../journal/delivery-receipts.js";
 import { sessionEvidence } from "./session-evidence.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { uncertainBody, type LeadBody, type ToolOutcome } from "./result-bodies.js";
-import { settleAbandoned, settleFoundInSession } from "./settle.js";
+import { settleAbandoned, settleFoundInSession, settleProvenAbsent } from "./settle.js";
+import { proveMailboxAbsence } from "./mailbox-absence.js";
 import { reconcileHire } from "../hire/reconcile-hire.js";
 import { isQuestionAnswer, reconcileQuestionAnswer } from "../workers/question-reconcile.js";
 
@@ -69,6 +71,25 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     const body = await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
     return { id, tool, state: "settled", isError: false, body };
   }
+  // A mailbox read without the original, whose dispatching controller stopped: the agent, the only
+  // writer left, may prove it never will be written (rule 30; ADR 0005). A call a live controller
+  // gave up on stays that controller's uncertainty, settled as before.
+  let unproven: string | undefined;
+  if (evidence.kind === "absent" && call.state !== CallState.InFlight && delivery.reason === "controller_stopped") {
+    const absence = await proveMailboxAbsence(deps.db, deps.agents, delivery.seatId, id, delivery.contentFingerprint);
+    if (absence.kind === "found") {
+      const body = await settleFoundInSession(deps, delivery, absence.nativeReceiptId);
+      return { id, tool, state: "settled", isError: false, body };
+    }
+    if (absence.kind === "proven") {
+      const dispatcher = { controllerInstance: call.controllerInstance, state: "stopped" };
+      const body = await settleProvenAbsent(deps, delivery, conversationId, { ...absence.proof, dispatcher });
+      // Settled by another path meanwhile: answer what the receipt now says.
+      if (!body) return reconcileSeatCall(deps, conversationId, { deliveryId: id });
+      return { id, tool, state: "settled", isError: false, body };
+    }
+    unproven = absence.detail;
+  }
   // Rule 21: an exact native acknowledgment the receipt kept (a Claude channel's ack of our event id) is delivered, not abandoned.
   if (input.settle === "not_delivered" && delivery.nativeReceiptId) {
     const body = await settleFoundInSession(deps, delivery, delivery.nativeReceiptId, "acknowledgment");
@@ -80,7 +101,8 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
   }
   const detail =
     evidence.kind === "absent"
-      ? "the recipient's session was read and does not hold the original; its fate is still unknown and it will not be resent"
+      ? `the recipient's session was read and does not hold the original${unproven ? ` (${unproven})` : ""}; ` +
+        "its fate is still unknown and it will not be resent"
       : `the recipient's session could not be read (${evidence.detail}); the original's fate is unknown and it will not be resent`;
   // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
   if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody };

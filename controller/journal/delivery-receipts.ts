@@ -34,6 +34,16 @@ export async function settleDelivery(db: Db | Tx, id: string, o: DeliveryOutcome
     .where(eq(deliveryReceipts.id, id));
 }
 
+/** Settles the receipt only while it is unresolved; false when another path settled it first. */
+export async function settleIfUnresolved(tx: Tx, id: string, o: DeliveryOutcome, now: Date): Promise<boolean> {
+  const rows = await tx
+    .update(deliveryReceipts)
+    .set({ state: o.state, reason: o.reason ?? null, detail: o.detail ?? null, settledAt: now })
+    .where(and(eq(deliveryReceipts.id, id), inArray(deliveryReceipts.state, [...UNRESOLVED_STATES])))
+    .returning({ id: deliveryReceipts.id });
+  return rows.length > 0;
+}
+
 export async function findDelivery(db: Db, id: string): Promise<DeliveryReceipt | undefined> {
   const [row] = await db.select().from(deliveryReceipts).where(eq(deliveryReceipts.id, id));
   return row;

@@ -54,7 +54,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
     },
     async issueLeadToken(req) {
-      const { token, replaced } = await issueLeadToken(d.db, req.conversationId);
+      const { token, replaced } = await issueLeadToken(d.db, req.conversationId, undefined, req.keepLiveToken);
       d.conversations.forget();
       return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
     },

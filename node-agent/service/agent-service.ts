@@ -1,4 +1,7 @@
-/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, CreateSeat, StopSeat, AnswerQuestion (and the hire methods). */
+/**
+ * The node agent's gRPC service: InspectSeat, Deliver, ReadSession, FenceMailboxDelivery, CreateSeat, StopSeat,
+ * AnswerQuestion (and the hire methods).
+ */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
@@ -7,7 +10,9 @@ import {
   AnswerQuestionResponseSchema,
   CreateSeatResponseSchema,
   DeliverResponseSchema,
+  FenceMailboxDeliveryResponseSchema,
   InspectSeatResponseSchema,
+  MailboxFenceState,
   ReadSessionResponseSchema,
   SessionEntrySchema,
   StopSeatResponseSchema,
@@ -101,6 +106,27 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         entries: read.entries.map((e) =>
           create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
         ),
+      });
+    },
+
+    async fenceMailboxDelivery(req) {
+      const { seat } = requireSeat(deps, req.seatName);
+      if (seat.kind !== SeatKind.Mailbox) {
+        const why = `${seat.name} is a ${seat.kind} seat; only a mailbox's absence is fenced`;
+        throw new FleetError(ErrorCode.FailedPrecondition, why);
+      }
+      if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
+      const f = deps.mailboxes.fence(seat.name, req.deliveryId);
+      const answer = FenceMailboxDeliveryResponseSchema;
+      if (f.state === "writing") return create(answer, { state: MailboxFenceState.WRITING, path: f.path });
+      if (f.state === "fenced") {
+        return create(answer, { state: MailboxFenceState.FENCED, path: f.path, fencedAtUnixMs: BigInt(f.fencedAtMs) });
+      }
+      return create(answer, {
+        state: MailboxFenceState.FOUND,
+        path: f.path,
+        nativeReceiptId: `${seat.name}#${f.entry.seq}`,
+        contentFingerprint: f.entry.contentFingerprint,
       });
     },
 
