@@ -2,7 +2,7 @@
  * Issue 37 item 3, hires in view: StatusService.ListHires and Watch show each hire with its
  * state, harness, machine, seat, pane and readiness evidence, beside `clankie hire-receipt list
  * --all`. A real agent (a child process, no harness on its PATH) refuses a hire with its fix;
- * the spawned hire is recorded by the controller's own settle (hire-agent.ts `record`) from an
+ * the spawned hire is recorded by the controller's own settle (test/kit/hire-records.ts) from an
  * agent answer shaped as node-agent/hire/hire.ts sends it, since no harness can start here.
  */
 import { randomUUID } from "node:crypto";
@@ -11,19 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HireSeatResponseSchema } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
-import { SeatKind as PbSeatKind, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
-import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
+import { SeatKind as PbSeatKind } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { ListHiresRequestSchema, WatchRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
-import { callReceipts, hireReceipts } from "../../controller/db/schema.js";
-import { bodyFromAgent, record } from "../../controller/hire/hire-agent.js";
-import { HireState } from "../../controller/hire/bodies.js";
-import { UnrecordedOutcomes } from "../../controller/delivery/unrecorded-outcomes.js";
-import type { PipelineDeps } from "../../controller/delivery/pipeline.js";
-import { silentLogger } from "../../shared/logger.js";
 import { DRIVERS } from "../kit/test-db.js";
 import { startControllerUnderTest, type ControllerUnderTest } from "../kit/controller-under-test.js";
 import { runCli } from "../kit/cli.js";
+import { recordHire } from "../kit/hire-records.js";
 
 describe.each(DRIVERS)("hires in view on %s", (driver) => {
   let t: ControllerUnderTest;
@@ -38,32 +31,24 @@ describe.each(DRIVERS)("hires in view on %s", (driver) => {
     refusedId = String(refused.structuredContent!.hireId);
 
     // A spawned hire as the controller records it: reserved at admission, then settled from the agent's answer.
-    const db = t.controller.database.db;
-    const at = new Date();
-    await db.insert(callReceipts).values({ id: spawnedId, tool: "hire_agent", conversationId: "global-default", fingerprint: "f", state: "in_flight" });
-    await db.insert(hireReceipts).values({ id: spawnedId, conversationId: "global-default", fingerprint: "f", machine: "box", harness: "claude", state: HireState.Reserved, createdAt: at, updatedAt: at });
-    const answer = create(HireSeatResponseSchema, {
-      outcome: "spawned",
-      detail: "claude started in pane %7 as seat reviewer; the brief went in natively (started)",
-      seat: create(SeatSchema, { name: "reviewer", kind: PbSeatKind.CLAUDE, occupantId: "occ-1" }),
-      paneId: "%7",
-      briefMechanism: "started",
-      briefDeliveryId: randomUUID(),
-      proofs: [
-        create(ProofSchema, { kind: "pane_alive", outcome: "proven", detail: "pane %7 runs claude", ageAtWriteMs: 12 }),
-        create(ProofSchema, { kind: "channel_bound", outcome: "proven", detail: "the channel answered", ageAtWriteMs: 40 }),
-      ],
-      launchCommitted: true,
+    await recordHire(t.controller.database.db, t.stateDir, {
+      id: spawnedId,
+      machine: "box",
+      harness: "claude",
+      answer: {
+        outcome: "spawned",
+        detail: "claude started in pane %7 as seat reviewer; the brief went in natively (started)",
+        seat: { name: "reviewer", kind: PbSeatKind.CLAUDE, occupantId: "occ-1" },
+        paneId: "%7",
+        briefMechanism: "started",
+        briefDeliveryId: randomUUID(),
+        proofs: [
+          { kind: "pane_alive", outcome: "proven", detail: "pane %7 runs claude", ageAtWriteMs: 12 },
+          { kind: "channel_bound", outcome: "proven", detail: "the channel answered", ageAtWriteMs: 40 },
+        ],
+        launchCommitted: true,
+      },
     });
-    const deps = {
-      db,
-      now: () => new Date(),
-      onJournalChange: () => {},
-      logger: silentLogger,
-      unrecorded: new UnrecordedOutcomes(silentLogger, async () => {}, join(t.stateDir, "unused-spill.json")),
-    } as unknown as PipelineDeps;
-    const body = bodyFromAgent({ schemaVersion: 1, hireId: spawnedId, machine: "box", harness: "claude" }, answer);
-    await record(deps, spawnedId, body, HireState.Spawned);
   });
   afterAll(async () => {
     await t?.close();
