@@ -157,7 +157,8 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   const inFlight = new Set<Promise<unknown>>();
 
   // Scrape-time gauges read the journal and the registry; mcp is defined below, before any scrape.
-  const sources = journalScrapeSources({ db: database.readDb, registry, now, mcpSessions: () => mcp.sessionCount(), links: fleet.links });
+  const mcpSessions = () => mcp.sessionCount();
+  const sources = journalScrapeSources({ db: database.readDb, registry, now, mcpSessions, links: fleet.links });
   const metrics = new FleetMetrics(sources, { build: buildInfo(CONTROLLER_VERSION), replica: instanceId });
   fleet.links.intercept(agentCallTiming((method, code, seconds) => metrics.agentCall(method, code, seconds)));
   observeStatements(db, (name, seconds) => metrics.journalStatement(name, seconds));

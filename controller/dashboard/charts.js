@@ -46,10 +46,12 @@ function axes(svg, W, range, yTicks, yTitle) {
   for (let i = 0; i <= n; i++) {
     const x = box.x + (box.w * i) / n;
     const text = i === n ? "now" : `${+(ago * (1 - i / n)).toFixed(1)}`;
-    els.push(label(x, box.y + box.h + 12, text, { "text-anchor": i === 0 ? "start" : i === n ? "end" : "middle", class: "tick-x" }));
+    const anchor = i === 0 ? "start" : i === n ? "end" : "middle";
+    els.push(label(x, box.y + box.h + 12, text, { "text-anchor": anchor, class: "tick-x" }));
   }
   els.push(svgEl("line", { x1: box.x, x2: box.x + box.w, y1: box.y + box.h, y2: box.y + box.h, stroke: "#9ca3af" }));
-  els.push(label(box.x + box.w / 2, H - 3, `${range.unit === "h" ? "hours" : "minutes"} ago`, { "text-anchor": "middle", class: "axis-x" }));
+  const xTitle = `${range.unit === "h" ? "hours" : "minutes"} ago`;
+  els.push(label(box.x + box.w / 2, H - 3, xTitle, { "text-anchor": "middle", class: "axis-x" }));
   const ty = box.y + box.h / 2;
   els.push(label(11, ty, yTitle, { "text-anchor": "middle", transform: `rotate(-90 11 ${ty})`, class: "axis-y" }));
   svg.replaceChildren(...els);
@@ -75,7 +77,8 @@ function drawOutcomes(t, range, W) {
       y -= h;
       const attrs = { x: box.x + i * bw + 1, y, width: Math.max(1, bw - 2), height: h, fill: g.color };
       const rect = svgEl("rect", { ...attrs, class: `bar bar-${g.name.replace(" ", "-")}` });
-      rect.append(svgEl("title", {}, `${n} ${g.name} in the ${per} from ${new Date(Number(b.startUnixMs)).toLocaleTimeString()}`));
+      const from = new Date(Number(b.startUnixMs)).toLocaleTimeString();
+      rect.append(svgEl("title", {}, `${n} ${g.name} in the ${per} from ${from}`));
       svg.append(rect);
     }
   });
@@ -94,11 +97,17 @@ function drawOutcomes(t, range, W) {
 function drawLatency(t, range, W) {
   const svg = $("chart-latency");
   svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-  const buckets = (t.buckets ?? []).map((b, i) => ({ i, p50: Number(b.latencyP50Ms ?? 0), max: Number(b.latencyMaxMs ?? 0), b }));
+  const buckets = (t.buckets ?? []).map((b, i) => ({
+    i,
+    p50: Number(b.latencyP50Ms ?? 0),
+    max: Number(b.latencyMaxMs ?? 0),
+    b,
+  }));
   const settled = buckets.filter((b) => b.max > 0);
   const decades = Math.max(1, Math.ceil(Math.log10(Math.max(10, ...settled.map((b) => b.max)))));
   const at = (ms) => Math.log10(Math.max(1, ms)) / decades;
-  const ticks = Array.from({ length: decades + 1 }, (_, d) => ({ at: d / decades, text: d < 3 ? `${10 ** d}` : `${10 ** (d - 3)}k` }));
+  const tick = (d) => (d < 3 ? `${10 ** d}` : `${10 ** (d - 3)}k`);
+  const ticks = Array.from({ length: decades + 1 }, (_, d) => ({ at: d / decades, text: tick(d) }));
   const box = axes(svg, W, range, ticks, "latency, ms (log)");
   const bw = box.w / Math.max(1, buckets.length);
   const yOf = (ms) => box.y + box.h - at(ms) * box.h;
@@ -111,13 +120,12 @@ function drawLatency(t, range, W) {
     svg.append(whisker, dot);
   }
   if (!settled.length) {
-    svg.append(label(box.x + box.w / 2, box.y + box.h / 2, `no settled delivery in the last ${span(range.seconds * 1000)}`, {
-      "text-anchor": "middle",
-      "font-size": 11,
-      class: "chart-empty",
-    }));
+    const text = `no settled delivery in the last ${span(range.seconds * 1000)}`;
+    const attrs = { "text-anchor": "middle", "font-size": 11, class: "chart-empty" };
+    svg.append(label(box.x + box.w / 2, box.y + box.h / 2, text, attrs));
   }
-  $("legend-latency").textContent = `settled latency per ${span(Number(t.bucketMs))}: dot the median, line up to the maximum`;
+  const per = span(Number(t.bucketMs));
+  $("legend-latency").textContent = `settled latency per ${per}: dot the median, line up to the maximum`;
 }
 
 let inFlight = null;

@@ -82,4 +82,9 @@ export function field(dl, name, value) {
 
 /** A proof table's rows: kind, outcome, its age when the agent wrote, its detail. */
 export const proofRows = (proofs) =>
-  (proofs ?? []).map((p) => [cell(p.kind), cell(p.outcome, `state-${p.outcome}`), cell(`${p.ageAtWriteMs ?? 0} ms`), cell(p.detail ?? "", "detail")]);
+  (proofs ?? []).map((p) => [
+    cell(p.kind),
+    cell(p.outcome, `state-${p.outcome}`),
+    cell(`${p.ageAtWriteMs ?? 0} ms`),
+    cell(p.detail ?? "", "detail"),
+  ]);

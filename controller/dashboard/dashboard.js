@@ -17,11 +17,12 @@ function setStale(since) {
   view.staleSince = since;
   document.body.classList.toggle("is-stale", since !== null);
   $("stale").hidden = since === null;
-  $("stale").textContent =
-    since === null ? "" : `Stale since ${since.toLocaleTimeString()}: the controller stopped answering. Showing the last data it sent; reconnecting…`;
+  const stopped = since && `Stale since ${since.toLocaleTimeString()}: the controller stopped answering.`;
+  $("stale").textContent = since === null ? "" : `${stopped} Showing the last data it sent; reconnecting…`;
   $("live").classList.toggle("on", since === null);
   // The header must not say "live" under a stale banner.
-  if (since !== null) $("live").textContent = `not live: last update ${view.lastAt ? view.lastAt.toLocaleTimeString() : "never"}`;
+  const last = view.lastAt ? view.lastAt.toLocaleTimeString() : "never";
+  if (since !== null) $("live").textContent = `not live: last update ${last}`;
   if (view.last) {
     renderMachines(view.last.machines ?? []);
     renderSeats(view.last.seats ?? []);

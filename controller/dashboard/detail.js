@@ -8,11 +8,13 @@ function fenceText(f, r) {
   if (!f.present) return "No fence: this receipt settled definitely, so its text may be sent again.";
   if (!f.open) return `Resolved as ${f.disposition} (opened ${age(f.openedAgeMs)} ago).`;
   const notices = `Notices sent: ${f.noticeAttempts ?? 0}${f.noticeAcknowledged ? " (acknowledged)" : ""}.`;
-  return `Open for ${age(f.openedAgeMs)}: this exact text to ${r.seatId} is refused until the receipt is reconciled or settled. ${notices}`;
+  const refused = `this exact text to ${r.seatId} is refused until the receipt is reconciled or settled`;
+  return `Open for ${age(f.openedAgeMs)}: ${refused}. ${notices}`;
 }
 
 function settlementText(s, r) {
-  if (s.length) return s.map((x) => `${x.disposition} by ${x.settledBy}, ${age(x.ageMs)} ago; evidence ${x.evidenceJson}`).join("\n");
+  const one = (x) => `${x.disposition} by ${x.settledBy}, ${age(x.ageMs)} ago; evidence ${x.evidenceJson}`;
+  if (s.length) return s.map(one).join("\n");
   if (UNRESOLVED.has(r.state)) return "Not settled: reconcile it, or settle it as abandoned-unknown.";
   return "Settled by its outcome; no owner or lead settlement.";
 }
@@ -71,15 +73,20 @@ function confirmThen(text, yes, action) {
 export function wireDetail() {
   $("a-reconcile").addEventListener("click", () => {
     const r = view.detailReceipt;
-    const text = `Reconcile ${r.deliveryId}? The controller reads what ${r.seatId}'s session proves and records it; nothing is sent.`;
+    const text =
+      `Reconcile ${r.deliveryId}? The controller reads what ${r.seatId}'s session proves ` +
+      "and records it; nothing is sent.";
     confirmThen(text, "Reconcile", async () => {
-      const res = await call(OWNER + "ReconcileDelivery", { deliveryId: r.deliveryId, conversationId: r.conversationId });
+      const body = { deliveryId: r.deliveryId, conversationId: r.conversationId };
+      const res = await call(OWNER + "ReconcileDelivery", body);
       return `Reconciled: ${res.outcome}. ${res.detail ?? ""}`;
     });
   });
   $("a-settle").addEventListener("click", () => {
     const r = view.detailReceipt;
-    const text = `Settle ${r.deliveryId} as abandoned-unknown? It is kept as evidence, never resent, and its text stays refused to ${r.seatId}. This cannot be undone.`;
+    const text =
+      `Settle ${r.deliveryId} as abandoned-unknown? It is kept as evidence, never resent, ` +
+      `and its text stays refused to ${r.seatId}. This cannot be undone.`;
     confirmThen(text, "Settle abandoned-unknown", async () => {
       const body = { deliveryId: r.deliveryId, conversationId: r.conversationId, disposition: "abandoned-unknown" };
       const res = await call(OWNER + "SettleSeatDelivery", body);

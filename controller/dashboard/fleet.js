@@ -8,7 +8,8 @@ export function renderMachines(machines) {
     machines.map((m) => {
       const status = stale ? "unknown (stale)" : m.online ? "online" : "offline";
       const cls = stale ? "state-stale" : m.online ? "state-online" : "state-offline";
-      return [cell(m.name), cell(status, cls), cell(m.platform ?? ""), cell(`${age(m.lastSeenAgeMs)} ago`), cell(m.agentVersion ?? "")];
+      const seen = `${age(m.lastSeenAgeMs)} ago`;
+      return [cell(m.name), cell(status, cls), cell(m.platform ?? ""), cell(seen), cell(m.agentVersion ?? "")];
     }),
     "machines-empty",
   );

@@ -44,7 +44,8 @@ export function openHire(h) {
   field(dl, "machine", h.machine);
   field(dl, "seat", h.seatId || "none proven");
   field(dl, "pane", h.paneId || "none opened");
-  field(dl, "brief", h.briefDeliveryId ? `${h.briefMechanism} (delivery ${h.briefDeliveryId})` : h.briefMechanism || "none");
+  const brief = h.briefDeliveryId ? `${h.briefMechanism} (delivery ${h.briefDeliveryId})` : h.briefMechanism || "none";
+  field(dl, "brief", brief);
   field(dl, "conversation", h.conversationId);
   field(dl, "asked", `${age(h.ageMs)} ago`);
   field(dl, "detail", h.detail || "no answer from the agent recorded");

@@ -18,9 +18,14 @@ function filters() {
 }
 
 function emptyText(f) {
-  if (f.deliveryIdPrefix) return `No receipt's id begins with ${f.deliveryIdPrefix}${f.seatId || f.conversationId || f.state ? " under these filters" : ""}.`;
-  if (f.seatId || f.conversationId || f.state) return "No receipt matches these filters. Clear them to see every receipt.";
-  return 'No receipts yet. Connect a lead (the lines `clankie up` printed) and call message_seat {"seat": "…", "message": "…"}.';
+  const filtered = f.seatId || f.conversationId || f.state;
+  const under = filtered ? " under these filters" : "";
+  if (f.deliveryIdPrefix) return `No receipt's id begins with ${f.deliveryIdPrefix}${under}.`;
+  if (filtered) return "No receipt matches these filters. Clear them to see every receipt.";
+  return (
+    "No receipts yet. Connect a lead (the lines `clankie up` printed) and call " +
+    'message_seat {"seat": "…", "message": "…"}.'
+  );
 }
 
 export async function renderReceipts() {
@@ -28,7 +33,8 @@ export async function renderReceipts() {
   const short = f.deliveryIdPrefix.length > 0 && f.deliveryIdPrefix.length < ID_MIN;
   $("f-id").setCustomValidity(short ? `at least ${ID_MIN} characters of the id` : "");
   // A search too short to send lists as if it were not there, and says so beside the box.
-  const res = await call(STATUS + "ListReceipts", { limit: PAGE, offset: view.offset, ...f, deliveryIdPrefix: short ? "" : f.deliveryIdPrefix });
+  const query = { limit: PAGE, offset: view.offset, ...f, deliveryIdPrefix: short ? "" : f.deliveryIdPrefix };
+  const res = await call(STATUS + "ListReceipts", query);
   const rows = res.receipts ?? [];
   view.total = Number(res.total ?? 0);
   fill(

@@ -29,7 +29,7 @@ function packageRoot(): string {
   return dir;
 }
 
-/** HEAD's commit from a checkout's files: a detached HEAD, a loose ref, or a packed one; a worktree's .git is a file. */
+/** HEAD's commit from a checkout's files: a detached HEAD, a loose or a packed ref; a worktree's .git is a file. */
 export function checkoutCommit(root: string): string | undefined {
   try {
     let gitDir = join(root, ".git");
@@ -44,7 +44,8 @@ export function checkoutCommit(root: string): string | undefined {
     const ref = /^ref: (.+)$/.exec(head)?.[1];
     if (!ref) return undefined;
     // A worktree keeps its HEAD but shares the refs of the main repository's git directory.
-    const common = existsSync(join(gitDir, "commondir")) ? resolve(gitDir, readFileSync(join(gitDir, "commondir"), "utf8").trim()) : gitDir;
+    const commondir = join(gitDir, "commondir");
+    const common = existsSync(commondir) ? resolve(gitDir, readFileSync(commondir, "utf8").trim()) : gitDir;
     for (const dir of [gitDir, common]) {
       const loose = join(dir, ref);
       if (existsSync(loose)) return readFileSync(loose, "utf8").trim();

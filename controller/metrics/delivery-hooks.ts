@@ -22,7 +22,8 @@ export function observeMessageSeat(metrics: DeliveryMetrics | undefined, started
 export function observeHire(metrics: DeliveryMetrics | undefined, result: CallToolResult): CallToolResult {
   if (!metrics) return result;
   const body = (result.structuredContent ?? {}) as { outcome?: unknown; deliveryStage?: unknown };
-  const outcome = body.deliveryStage === "uncertain" ? "uncertain" : typeof body.outcome === "string" ? body.outcome : "unknown";
+  const word = typeof body.outcome === "string" ? body.outcome : "unknown";
+  const outcome = body.deliveryStage === "uncertain" ? "uncertain" : word;
   metrics.hireAnswered(outcome);
   return result;
 }

@@ -67,27 +67,27 @@ export class FleetMetrics implements DeliveryMetrics {
     collectDefaultMetrics({ register: this.registry });
     new Gauge({
       name: "clankie_build_info",
-      help: "Always 1; the labels name the running build: controller version, Node version, git commit (unknown when not known).",
+      help: "Always 1; the labels name the running build: controller version, Node version, git commit (or unknown).",
       labelNames: ["version", "node_version", "commit"],
       registers,
     }).set({ version: who.build.version, node_version: who.build.nodeVersion, commit: who.build.commit }, 1);
     this.hires = new Counter({
       name: "clankie_hire_hires_total",
-      help: "hire_agent calls answered, by outcome (spawned, failed, uncertain, invalid_argument, unavailable, refused).",
+      help: "hire_agent calls answered by outcome: spawned, failed, uncertain, invalid_argument, unavailable, refused.",
       labelNames: ["outcome"],
       registers,
     });
     for (const outcome of ["spawned", "failed", "uncertain"]) this.hires.inc({ outcome }, 0);
     this.statements = new Histogram({
       name: "clankie_journal_statement_seconds",
-      help: "Time the journal's hot-path statements took to answer (admit, recheck, settle, take_turn, hand_turn, release_turn).",
+      help: "Time the journal's hot-path statements took (admit, recheck, settle, take_turn, hand_turn, release_turn).",
       labelNames: ["statement"],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,
     });
     this.agentCalls = new Histogram({
       name: "clankie_agent_call_seconds",
-      help: "Duration of the controller's unary calls to node agents over their reverse links, by method and result code.",
+      help: "Duration of the controller's unary calls to node agents over reverse links, by method and result code.",
       labelNames: ["method", "code"],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 75],
       registers,
@@ -104,7 +104,7 @@ export class FleetMetrics implements DeliveryMetrics {
     });
     new Gauge({
       name: "clankie_fleet_reverse_links",
-      help: "Open reverse-link sockets on this replica; briefly above agents_linked while a redialed agent's old link drains.",
+      help: "Open reverse-link sockets on this replica; above agents_linked while a redialed agent's old link drains.",
       labelNames: ["replica"],
       registers,
       collect() {

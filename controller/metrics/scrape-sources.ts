@@ -47,7 +47,8 @@ export function journalScrapeSources(d: {
     },
     async agents() {
       const all = await d.registry.machines();
-      return { registered: all.length, online: all.filter((m) => d.registry.isOnline(m) && d.links.has(m.name)).length };
+      const online = all.filter((m) => d.registry.isOnline(m) && d.links.has(m.name));
+      return { registered: all.length, online: online.length };
     },
     mcpSessions: d.mcpSessions,
     links: () => ({ agents: d.links.machines().filter((m) => d.links.has(m)).length, sockets: d.links.openSockets() }),

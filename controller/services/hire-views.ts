@@ -14,7 +14,11 @@ import { UNRESOLVED_HIRE_STATES } from "../hire/bodies.js";
 export const HIRES_DEFAULT = 50;
 export const HIRES_MAX = 200;
 
-export async function listHires(db: Db, o: { limit: number; unresolvedOnly: boolean }, now: number): Promise<HireRow[]> {
+export async function listHires(
+  db: Db,
+  o: { limit: number; unresolvedOnly: boolean },
+  now: number,
+): Promise<HireRow[]> {
   const limit = Math.min(o.limit || HIRES_DEFAULT, HIRES_MAX);
   const rows = await db
     .select({ hire: hireReceipts, result: callReceipts.result })

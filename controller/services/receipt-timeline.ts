@@ -22,26 +22,39 @@ export const TIMELINE_BUCKETS = { default: 30, max: 120 } as const;
 const DELIVERED = [ReceiptState.Delivered, ReceiptState.Queued, ReceiptState.Steered, ReceiptState.Started];
 const NOT_SENT = [ReceiptState.NotSent, ReceiptState.Rejected, ReceiptState.AbandonedUnknown];
 
-export async function receiptTimeline(db: Db, req: { rangeSeconds: number; buckets: number }, now: number): Promise<ReceiptTimelineResponse> {
+export async function receiptTimeline(
+  db: Db,
+  req: { rangeSeconds: number; buckets: number },
+  now: number,
+): Promise<ReceiptTimelineResponse> {
   const rangeSeconds = req.rangeSeconds || TIMELINE_RANGE.defaultSeconds;
   const buckets = req.buckets || TIMELINE_BUCKETS.default;
   if (rangeSeconds < TIMELINE_RANGE.minSeconds || rangeSeconds > TIMELINE_RANGE.maxSeconds) {
-    throw new InvalidArgumentError(`rangeSeconds must be ${TIMELINE_RANGE.minSeconds} to ${TIMELINE_RANGE.maxSeconds}, got ${rangeSeconds}`);
+    const { minSeconds, maxSeconds } = TIMELINE_RANGE;
+    throw new InvalidArgumentError(`rangeSeconds must be ${minSeconds} to ${maxSeconds}, got ${rangeSeconds}`);
   }
-  if (buckets > TIMELINE_BUCKETS.max) throw new InvalidArgumentError(`buckets must be 1 to ${TIMELINE_BUCKETS.max}, got ${buckets}`);
+  if (buckets > TIMELINE_BUCKETS.max) {
+    throw new InvalidArgumentError(`buckets must be 1 to ${TIMELINE_BUCKETS.max}, got ${buckets}`);
+  }
   const bucketMs = Math.ceil((rangeSeconds * 1000) / buckets);
   const start = now - bucketMs * buckets;
   const c = deliveryReceipts;
-  const index = sql<number>`least(${buckets - 1}, floor((extract(epoch from ${c.createdAt}) * 1000 - ${start}::float8) / ${bucketMs}::float8))::int`;
+  const sinceStartMs = sql`extract(epoch from ${c.createdAt}) * 1000 - ${start}::float8`;
+  const index = sql<number>`least(${buckets - 1}, floor((${sinceStartMs}) / ${bucketMs}::float8))::int`;
   const latency = sql`extract(epoch from (${c.settledAt} - ${c.createdAt})) * 1000`;
-  const inGroup = (states: readonly string[]) => sql`${c.state} in (${sql.join(states.map((s) => sql`${s}`), sql`, `)})`;
+  const inGroup = (states: readonly string[]) =>
+    sql`${c.state} in (${sql.join(
+      states.map((s) => sql`${s}`),
+      sql`, `,
+    )})`;
   const rows = await db
     .select({
       index,
       delivered: sql<number>`(count(*) filter (where ${inGroup(DELIVERED)}))::int`,
       unresolved: sql<number>`(count(*) filter (where ${inGroup(UNRESOLVED_STATES)}))::int`,
       notSent: sql<number>`(count(*) filter (where ${inGroup(NOT_SENT)}))::int`,
-      p50: sql<number | null>`percentile_cont(0.5) within group (order by ${latency}) filter (where ${c.settledAt} is not null)`,
+      p50: sql<number | null>`percentile_cont(0.5) within group (order by ${latency})
+        filter (where ${c.settledAt} is not null)`,
       max: sql<number | null>`max(${latency}) filter (where ${c.settledAt} is not null)`,
     })
     .from(c)

@@ -53,7 +53,10 @@ export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promi
   if (q.state) where.push(eq(deliveryReceipts.state, q.state));
   const prefix = q.deliveryIdPrefix?.trim().toLowerCase();
   if (prefix) {
-    if (prefix.length < ID_PREFIX_MIN) throw new InvalidArgumentError(`an id search needs at least ${ID_PREFIX_MIN} characters, got ${JSON.stringify(prefix)}`);
+    if (prefix.length < ID_PREFIX_MIN) {
+      const got = JSON.stringify(prefix);
+      throw new InvalidArgumentError(`an id search needs at least ${ID_PREFIX_MIN} characters, got ${got}`);
+    }
     // LIKE's own wildcards in the text are matched literally.
     where.push(like(deliveryReceipts.id, `${prefix.replace(/[\\%_]/g, "\\$&")}%`));
   }

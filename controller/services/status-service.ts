@@ -109,7 +109,8 @@ export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusSer
       return read(receiptDetail(d.db, req.deliveryId, d.now().getTime()));
     },
     async listHires(req) {
-      const hires = await read(listHires(d.db, { limit: req.limit, unresolvedOnly: req.unresolvedOnly }, d.now().getTime()));
+      const q = { limit: req.limit, unresolvedOnly: req.unresolvedOnly };
+      const hires = await read(listHires(d.db, q, d.now().getTime()));
       return create(ListHiresResponseSchema, { hires });
     },
     async receiptTimeline(req) {
