@@ -20,13 +20,17 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     await s?.close();
   });
 
-  it("item 3: the hires view lists each hire's state, harness, seat, pane, brief and readiness; a hire opens its proofs", async () => {
+  it("item 3: the hires view shows state, harness, seat, pane, brief, readiness; a hire opens its proofs", async () => {
     const page = await s.open();
-    const spawned = page.locator("#hires tbody tr", { has: page.locator(`button[aria-label="hire ${s.spawnedHireId}"]`) });
+    const hireRow = (id: string) =>
+      page.locator("#hires tbody tr", { has: page.locator(`button[aria-label="hire ${id}"]`) });
+    const spawned = hireRow(s.spawnedHireId);
     await spawned.waitFor();
     const row = await spawned.innerText();
-    for (const text of ["spawned", "claude", "devbox/release-writer", "%3", "started", "3 of 3 proven", "ago"]) expect(row).toContain(text);
-    const failed = await page.locator("#hires tbody tr", { has: page.locator(`button[aria-label="hire ${s.failedHireId}"]`) }).innerText();
+    for (const text of ["spawned", "claude", "devbox/release-writer", "%3", "started", "3 of 3 proven", "ago"]) {
+      expect(row).toContain(text);
+    }
+    const failed = await hireRow(s.failedHireId).innerText();
     for (const text of ["failed", "codex", "none"]) expect(failed).toContain(text);
     // Newest first: the spawned hire (12 min ago) above the failed one (40 min ago).
     expect(await page.locator("#hires tbody tr").first().innerText()).toContain("spawned");
@@ -47,12 +51,13 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     await page.locator(`button[aria-label="hire ${s.failedHireId}"]`).click();
     await page.locator("#hire-detail[open]").waitFor();
     expect(await page.locator('#h-fields dd[data-field="reason"]').innerText()).toBe("harness_unavailable");
-    expect(await page.locator('#h-fields dd[data-field="what to do"]').innerText()).toContain("install codex on devbox");
+    const fix = await page.locator('#h-fields dd[data-field="what to do"]').innerText();
+    expect(fix).toContain("install codex on devbox");
     expect(await page.locator("#h-proofs-empty").isVisible()).toBe(true);
     await page.close();
   });
 
-  it("item 6: search by id — the start of an id lists its receipt, the whole id opens it, too short a start is flagged", async () => {
+  it("item 6: search by id: an id's start lists its receipt, the whole id opens it, too short is flagged", async () => {
     const page = await s.open();
     await page.locator("#page", { hasText: "of 62" }).waitFor();
     await page.fill("#f-id", s.uncertainId.slice(0, 8).toUpperCase());
@@ -72,7 +77,8 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     await page.fill("#f-id", "ab");
     await page.press("#f-id", "Enter");
     await page.locator("#page", { hasText: "of 62" }).waitFor();
-    expect(await page.locator("#f-id").evaluate((i: HTMLInputElement) => i.validationMessage)).toContain("at least 4 characters");
+    const validation = await page.locator("#f-id").evaluate((i: HTMLInputElement) => i.validationMessage);
+    expect(validation).toContain("at least 4 characters");
     await page.close();
   });
 
@@ -86,7 +92,8 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     expect(await page.locator("#chart-latency text.axis-y").textContent()).toBe("latency, ms (log)");
     // History settles in 8 to 147 ms: the log axis runs to the next power of ten.
     expect(await page.locator("#chart-latency text.tick-y").allTextContents()).toEqual(["1", "10", "100", "1k"]);
-    const barTitles = async () => (await page.locator("#chart-outcomes rect.bar title").allTextContents()).map((t) => Number(t.split(" ")[0]));
+    const barTitles = async () =>
+      (await page.locator("#chart-outcomes rect.bar title").allTextContents()).map((t) => Number(t.split(" ")[0]));
     const total = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
     // An hour holds every receipt: the 60 of history, the delivery made now and the uncertain one.
     expect(total(await barTitles())).toBe(HISTORY.total + 2);
@@ -101,7 +108,9 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     expect(quarter).toBeLessThan(HISTORY.total);
 
     await page.selectOption("#range", "24h");
-    await page.waitForFunction(() => document.querySelector("#chart-outcomes text.axis-x")?.textContent === "hours ago");
+    await page.waitForFunction(
+      () => document.querySelector("#chart-outcomes text.axis-x")?.textContent === "hours ago",
+    );
     expect(await ticks()).toEqual(["24", "18", "12", "6", "now"]);
     expect(await page.locator("#chart-outcomes text.axis-y").textContent()).toBe("receipts per 30 min");
     expect(total(await barTitles())).toBe(HISTORY.total + 2);
@@ -109,11 +118,14 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     await page.close();
   });
 
-  it("item 6: at 390 px nothing scrolls sideways and no word breaks mid-word, on the page and in a receipt", async () => {
+  it("item 6: at 390 px nothing scrolls sideways and no word breaks mid-word, on the page or in a detail", async () => {
     const page = await s.open(390, 844);
     await page.locator("#hires tbody tr").first().waitFor();
     await page.locator("#chart-outcomes rect.bar").first().waitFor();
-    const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    const overflow = await page.evaluate(() => {
+      const root = document.documentElement;
+      return root.scrollWidth - root.clientWidth;
+    });
     expect(overflow).toBeLessThanOrEqual(0);
     expect(await page.locator("#receipts th.wide").first().isHidden()).toBe(true);
     expect(await midWordBreaks(page, "#board")).toEqual([]);

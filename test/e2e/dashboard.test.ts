@@ -18,7 +18,8 @@ import { DASHBOARD_SCRIPTS } from "../../controller/http/dashboard.js";
 import { startFleet } from "../kit/start-fleet.js";
 import { ownerOf } from "../kit/owner.js";
 import { available } from "../kit/requirements.js";
-import { HISTORY, INBOX, launchChromium, MACHINE, REVIEWS, screenshot, startDashboardSession, type DashboardSession } from "../kit/dashboard-session.js";
+import { HISTORY, INBOX, launchChromium, MACHINE, REVIEWS, screenshot } from "../kit/dashboard-session.js";
+import { startDashboardSession, type DashboardSession } from "../kit/dashboard-session.js";
 import { readdirSync } from "node:fs";
 
 describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () => {
@@ -31,7 +32,7 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
     await s?.close();
   });
 
-  it("is live over Watch: machines, seats and receipts without polling; a seat added later appears by itself", async () => {
+  it("is live over Watch: machines, seats and receipts without polling; a seat added later appears", async () => {
     const page = await s.browser.newPage({ viewport: { width: 1280, height: 900 } });
     const calls: string[] = [];
     page.on("request", (r) => calls.push(new URL(r.url()).pathname));
@@ -47,7 +48,9 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
     expect(await page.locator("#receipts tbody tr", { hasText: s.deliveryId }).innerText()).toContain("delivered");
     expect(page.url()).not.toContain("token=");
 
-    await ownerOf(s.fleet.controller.url, s.fleet.controller.ownerToken).owner.addSeat(create(AddSeatRequestSchema, { name: "standup", kind: SeatKind.MAILBOX, title: "Daily standup notes" }));
+    const { owner } = ownerOf(s.fleet.controller.url, s.fleet.controller.ownerToken);
+    const standup = { name: "standup", kind: SeatKind.MAILBOX, title: "Daily standup notes" };
+    await owner.addSeat(create(AddSeatRequestSchema, standup));
     await page.locator("#seats tbody tr", { hasText: `${MACHINE}/standup` }).waitFor({ timeout: 15_000 });
     // One stream, no list polling: machines, seats and hires only ever came from Watch.
     expect(calls.filter((p) => p.endsWith("/Watch"))).toHaveLength(1);
@@ -55,7 +58,8 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
     // Every script module the page loaded is one the server lists, and every module on disk is served.
     const modules = calls.filter((p) => p.endsWith(".js")).map((p) => p.split("/").pop());
     expect([...new Set(modules)].sort()).toEqual([...DASHBOARD_SCRIPTS].sort());
-    const onDisk = readdirSync(new URL("../../controller/dashboard/", import.meta.url)).filter((f) => f.endsWith(".js"));
+    const folder = new URL("../../controller/dashboard/", import.meta.url);
+    const onDisk = readdirSync(folder).filter((f) => f.endsWith(".js"));
     expect(onDisk.sort()).toEqual([...DASHBOARD_SCRIPTS].sort());
     // Charts drew bars and latency from the journal's timeline.
     expect(await page.locator("#chart-outcomes rect.bar").count()).toBeGreaterThan(0);
@@ -91,7 +95,7 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
     await page.close();
   });
 
-  it("a receipt's detail shows its proofs, fence and settlement; its settle button looks disabled (issue 37 item 6)", async () => {
+  it("a receipt's detail: proofs, fence, settlement; a disabled settle looks disabled (issue 37 item 6)", async () => {
     const page = await s.open();
     await page.locator("#receipts button", { hasText: s.deliveryId }).click();
     await page.locator("#detail[open]").waitFor();
@@ -113,14 +117,16 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
     await page.close();
   });
 
-  it("the owner reconciles and settles an uncertain receipt, each behind a confirmation; cancel changes nothing", async () => {
+  it("the owner reconciles and settles an uncertain receipt, each confirmed; cancel changes nothing", async () => {
     const page = await s.open();
     await page.selectOption("#f-state", "uncertain");
     await page.locator("#receipts button", { hasText: s.uncertainId }).click();
     await page.locator("#detail[open]").waitFor();
-    expect(await page.locator("#d-fence").innerText()).toMatch(new RegExp(`^Open for .*this exact text to ${INBOX} is refused`));
+    const fence = await page.locator("#d-fence").innerText();
+    expect(fence).toMatch(new RegExp(`^Open for .*this exact text to ${INBOX} is refused`));
     // Enabled, it is the red of an action that runs, and nothing says it cannot.
-    expect(await page.locator("#a-settle").evaluate((b) => getComputedStyle(b).backgroundColor)).toBe("rgb(185, 28, 28)");
+    const red = await page.locator("#a-settle").evaluate((b) => getComputedStyle(b).backgroundColor);
+    expect(red).toBe("rgb(185, 28, 28)");
     expect(await page.locator("#a-why").innerText()).toBe("");
     await page.click("#a-reconcile");
     expect(await page.locator("#confirm-text").innerText()).toContain("nothing is sent");
@@ -172,12 +178,13 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
 });
 
 describe.runIf(available("chromium"))("the dashboard shows what seats and receipts carry as text", () => {
-  it("a seat title with markup is shown literally and never runs (no screenshot: it is a test, not a session)", async () => {
+  it("a seat title with markup is shown literally and never runs (no screenshot: a test, not a session)", async () => {
     const fleet = await startFleet("pglite");
     const browser = await launchChromium();
     try {
       const title = '<img src=x onerror="document.title=1">builds';
-      await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.addSeat(create(AddSeatRequestSchema, { name: "inbox", kind: SeatKind.MAILBOX, title }));
+      const { owner } = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
+      await owner.addSeat(create(AddSeatRequestSchema, { name: "inbox", kind: SeatKind.MAILBOX, title }));
       const page = await browser.newPage();
       await page.goto(`${fleet.controller.dashboardUrl}#token=${fleet.controller.ownerToken}`);
       await page.locator("#seats tbody tr", { hasText: "testbox/inbox" }).waitFor();

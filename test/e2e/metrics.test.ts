@@ -61,14 +61,17 @@ describe("Prometheus /metrics (real processes)", () => {
    * A labelled histogram's `_count` or `_sum` for the label sets that match, added up (0 when
    * none yet). Read from the text: the parser merges a histogram's label sets into one.
    */
-  const series = (m: Map<string, ParsedFamily>, name: string, labels: Record<string, string>, part: "count" | "sum" = "count"): number => {
+  type Labels = Record<string, string>;
+  type Scrape = Map<string, ParsedFamily>;
+  const series = (m: Scrape, name: string, labels: Labels, part: "count" | "sum" = "count"): number => {
     if (!m.has(name)) throw new Error(`no metric ${name}`);
     let total = 0;
     for (const line of texts.get(m)!.split("\n")) {
       const hit = new RegExp(`^${name}_${part}\\{(.*)\\} (\\S+)$`).exec(line);
       if (!hit) continue;
       const got = Object.fromEntries([...hit[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
-      if (Object.entries(labels).every(([k, v]) => (v.startsWith("!") ? got[k] !== v.slice(1) : got[k] === v))) total += Number(hit[2]);
+      const matches = ([k, v]: [string, string]) => (v.startsWith("!") ? got[k] !== v.slice(1) : got[k] === v);
+      if (Object.entries(labels).every(matches)) total += Number(hit[2]);
     }
     return total;
   };
@@ -109,7 +112,7 @@ describe("Prometheus /metrics (real processes)", () => {
     expect(lead.status).toBe(401);
   });
 
-  it("every clankie family is named clankie_<subsystem>_<name>_<unit>, counters end in _total, durations are _seconds histograms", async () => {
+  it("clankie families are clankie_<subsystem>_<name>_<unit>: counters _total, durations _seconds", async () => {
     const m = await scrape();
     const ours = [...m.keys()].filter((n) => n.startsWith("clankie_")).sort();
     expect(ours).toEqual(CLANKIE_FAMILIES);
@@ -143,7 +146,8 @@ describe("Prometheus /metrics (real processes)", () => {
 
     const info = first.get("clankie_build_info")!.metrics;
     expect(info).toHaveLength(1);
-    const head = execFileSync("git", ["rev-parse", "HEAD"], { cwd: new URL("../..", import.meta.url).pathname, encoding: "utf8" }).trim();
+    const root = new URL("../..", import.meta.url).pathname;
+    const head = execFileSync("git", ["rev-parse", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
     expect(info[0]!.labels).toEqual({ version: "0.1.0", node_version: process.version, commit: head });
     expect(Number(info[0]!.value)).toBe(1);
 
@@ -194,14 +198,16 @@ describe("Prometheus /metrics (real processes)", () => {
     expect(value(m, "clankie_journal_receipts", { state: "not_sent" }) + value(m, "clankie_journal_receipts", { state: "rejected" })).toBe(refusals);
 
     // The journal's statements were timed: each delivery admitted and settled (issue 37 item 4).
-    const statements = (name: string) => count(m, "clankie_journal_statement_seconds", { statement: name }) - count(before, "clankie_journal_statement_seconds", { statement: name });
+    const timed = "clankie_journal_statement_seconds";
+    const statements = (statement: string) => count(m, timed, { statement }) - count(before, timed, { statement });
     expect(statements("admit")).toBeGreaterThanOrEqual(2 + refusals);
     expect(statements("settle")).toBeGreaterThanOrEqual(1);
     // The agent calls were timed: the delivered one answered ok, the frozen one did not.
-    expect(count(m, "clankie_agent_call_seconds", { method: "Deliver", code: "ok" })).toBeGreaterThanOrEqual(1 + refusals);
+    const calls = "clankie_agent_call_seconds";
+    expect(count(m, calls, { method: "Deliver", code: "ok" })).toBeGreaterThanOrEqual(1 + refusals);
     // "!ok": any code but ok. The frozen agent's call waited out the 2 s deliver timeout.
-    expect(count(m, "clankie_agent_call_seconds", { method: "Deliver", code: "!ok" })).toBe(1);
-    expect(series(m, "clankie_agent_call_seconds", { method: "Deliver", code: "!ok" }, "sum")).toBeGreaterThanOrEqual(1.5);
+    expect(count(m, calls, { method: "Deliver", code: "!ok" })).toBe(1);
+    expect(series(m, calls, { method: "Deliver", code: "!ok" }, "sum")).toBeGreaterThanOrEqual(1.5);
 
     const ids = [delivered.structuredContent!.deliveryId, uncertain.structuredContent!.deliveryId].map(String);
     for (const f of m.values()) {
@@ -220,7 +226,8 @@ describe("Prometheus /metrics (real processes)", () => {
     const before = await scrape();
     expect(value(before, "clankie_hire_hires_total", { outcome: "failed" })).toBe(0);
     // A machine nobody registered: refused before any launch, a definite failed.
-    const res = await lead.call("hire_agent", { harness: "codex", workingDirectory: "/tmp", title: "metrics", role: "count me", machine: "nowhere" });
+    const args = { harness: "codex", workingDirectory: "/tmp", title: "metrics", role: "count me", machine: "nowhere" };
+    const res = await lead.call("hire_agent", args);
     expect(res.structuredContent).toMatchObject({ outcome: "failed", reason: "unknown_machine" });
     const after = await scrape();
     expect(value(after, "clankie_hire_hires_total", { outcome: "failed" })).toBe(1);

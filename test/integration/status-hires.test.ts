@@ -26,7 +26,8 @@ describe.each(DRIVERS)("hires in view on %s", (driver) => {
   beforeAll(async () => {
     t = await startControllerUnderTest(driver);
     const work = mkdtempSync(join(tmpdir(), "clankie-hire-view-"));
-    const refused = await t.lead.call("hire_agent", { harness: "codex", workingDirectory: work, title: "w", role: "r" });
+    const args = { harness: "codex", workingDirectory: work, title: "w", role: "r" };
+    const refused = await t.lead.call("hire_agent", args);
     expect(refused.structuredContent).toMatchObject({ outcome: "failed", reason: "harness_unavailable" });
     refusedId = String(refused.structuredContent!.hireId);
 
@@ -54,18 +55,24 @@ describe.each(DRIVERS)("hires in view on %s", (driver) => {
     await t?.close();
   });
 
-  it("ListHires: state, harness, seat, pane, brief and the readiness proofs; the agent's fix for a refusal", async () => {
+  it("ListHires: state, harness, seat, pane, brief and readiness proofs; the agent's fix for a refusal", async () => {
     const { hires } = await t.owner.status.listHires(create(ListHiresRequestSchema, {}));
     const spawned = hires.find((h) => h.hireId === spawnedId)!;
-    expect(spawned).toMatchObject({ state: "spawned", harness: "claude", machine: "box", seatId: "box/reviewer", paneId: "%7", briefMechanism: "started", unresolved: false });
+    expect(spawned).toMatchObject({ state: "spawned", harness: "claude", machine: "box", seatId: "box/reviewer" });
+    expect(spawned).toMatchObject({ paneId: "%7", briefMechanism: "started", unresolved: false });
     expect(spawned.detail).toMatch(/started in pane %7/);
-    expect(spawned.readinessProofs.map((p) => [p.kind, p.outcome, p.ageAtWriteMs])).toEqual([["pane_alive", "proven", 12], ["channel_bound", "proven", 40]]);
+    expect(spawned.readinessProofs.map((p) => [p.kind, p.outcome, p.ageAtWriteMs])).toEqual([
+      ["pane_alive", "proven", 12],
+      ["channel_bound", "proven", 40],
+    ]);
     const refused = hires.find((h) => h.hireId === refusedId)!;
-    expect(refused).toMatchObject({ state: "failed", reason: "harness_unavailable", harness: "codex", machine: "box", seatId: "", paneId: "", unresolved: false });
+    expect(refused).toMatchObject({ state: "failed", reason: "harness_unavailable", harness: "codex", machine: "box" });
+    expect(refused).toMatchObject({ seatId: "", paneId: "", unresolved: false });
     expect(refused.controlFix).toMatch(/install codex/);
     // Newest first.
     expect(hires[0]!.hireId).toBe(spawnedId);
-    expect((await t.owner.status.listHires(create(ListHiresRequestSchema, { unresolvedOnly: true }))).hires).toEqual([]);
+    const unresolved = await t.owner.status.listHires(create(ListHiresRequestSchema, { unresolvedOnly: true }));
+    expect(unresolved.hires).toEqual([]);
   });
 
   it("Watch carries the hires, so the dashboard's view is live", async () => {

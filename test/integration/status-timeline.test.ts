@@ -32,7 +32,8 @@ describe.each(DRIVERS)("the dashboard's timeline and id search on %s", (driver) 
 
   beforeAll(async () => {
     store = await prepareStore(driver);
-    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: join(store.stateDir, "data") });
+    const target = store.databaseUrl ? { url: store.databaseUrl } : { dataDir: join(store.stateDir, "data") };
+    database = await openDatabase(target);
     await database.db.insert(deliveryReceipts).values([
       // The last 10 minutes: three delivered (10, 20, 60 ms), one queued (30 ms), one uncertain.
       receipt(1 * min, "delivered", 10),
@@ -67,7 +68,9 @@ describe.each(DRIVERS)("the dashboard's timeline and id search on %s", (driver) 
     const before = t.buckets[4]!;
     expect([before.delivered, before.unresolved, before.notSent]).toEqual([0, 0, 2]);
     expect(Number(before.latencyMaxMs)).toBe(120_000);
-    for (const b of t.buckets.slice(0, 4)) expect([b.delivered, b.unresolved, b.notSent, Number(b.latencyP50Ms)]).toEqual([0, 0, 0, 0]);
+    for (const b of t.buckets.slice(0, 4)) {
+      expect([b.delivered, b.unresolved, b.notSent, Number(b.latencyP50Ms)]).toEqual([0, 0, 0, 0]);
+    }
   });
 
   it("defaults to an hour in 30 buckets; 24 hours reaches the 90-minute-old receipt", async () => {

@@ -20,8 +20,18 @@ import { CHROMIUM } from "./requirements.js";
 import { recordHire } from "./hire-records.js";
 
 // As the machine's probe found: without the background-networking flags Chromium's own calls are refused here.
-export const CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"];
-const SHOTS = process.env.CLANKIE_SCREENSHOTS === "docs" ? new URL("../../docs/screenshots/", import.meta.url).pathname : undefined;
+export const CHROMIUM_FLAGS = [
+  "--headless",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+];
+const SHOTS_DIR = new URL("../../docs/screenshots/", import.meta.url).pathname;
+const SHOTS = process.env.CLANKIE_SCREENSHOTS === "docs" ? SHOTS_DIR : undefined;
 
 export const MACHINE = "devbox";
 export const INBOX = `${MACHINE}/inbox`;
@@ -54,11 +64,13 @@ export async function screenshot(page: Page, name: string): Promise<void> {
 export async function startDashboardSession(): Promise<DashboardSession> {
   const fleet = await startFleet("pglite", {}, { machine: MACHINE });
   const owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
-  const seat = (name: string, title: string) => owner.owner.addSeat(create(AddSeatRequestSchema, { name, kind: SeatKind.MAILBOX, title }));
+  const seat = (name: string, title: string) =>
+    owner.owner.addSeat(create(AddSeatRequestSchema, { name, kind: SeatKind.MAILBOX, title }));
   await seat("inbox", "Release notes for 0.4");
   await seat("reviews", "Code review queue");
   const lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
-  const res = await lead.call("message_seat", { seat: "inbox", message: "Draft the 0.4 release notes from the merged PRs." });
+  const message = "Draft the 0.4 release notes from the merged PRs.";
+  const res = await lead.call("message_seat", { seat: "inbox", message });
   const deliveryId = res.structuredContent!.deliveryId as string;
   await lead.close();
 
@@ -89,9 +101,23 @@ export async function startDashboardSession(): Promise<DashboardSession> {
   );
   const uncertainId = randomUUID();
   const lost = "the agent's answer was lost after the write began; reconcile it, never resend";
-  await db.insert(deliveryReceipts).values({ id: uncertainId, conversationId: "release-0.4", seatId: INBOX, contentFingerprint: "fp-lost", mode: "auto", state: "uncertain", reason: "answer_lost", detail: lost });
-  await db.insert(callReceipts).values({ id: uncertainId, tool: "message_seat", conversationId: "release-0.4", fingerprint: "call-lost", state: "uncertain", result: { schemaVersion: 1, outcome: "uncertain", detail: lost } });
-  await db.insert(fences).values({ deliveryId: uncertainId, seatId: INBOX, contentFingerprint: "fp-lost", conversationId: "release-0.4" });
+  const conversationId = "release-0.4";
+  await db.insert(deliveryReceipts).values({
+    id: uncertainId,
+    conversationId,
+    seatId: INBOX,
+    contentFingerprint: "fp-lost",
+    mode: "auto",
+    state: "uncertain",
+    reason: "answer_lost",
+    detail: lost,
+  });
+  const result = { schemaVersion: 1, outcome: "uncertain", detail: lost };
+  const tool = "message_seat";
+  const call = { id: uncertainId, tool, conversationId, fingerprint: "call-lost", state: "uncertain", result };
+  await db.insert(callReceipts).values(call);
+  const fence = { deliveryId: uncertainId, seatId: INBOX, contentFingerprint: "fp-lost", conversationId };
+  await db.insert(fences).values(fence);
 
   const spawnedHireId = randomUUID();
   const failedHireId = randomUUID();
@@ -122,8 +148,8 @@ export async function startDashboardSession(): Promise<DashboardSession> {
       briefDeliveryId: randomUUID(),
       proofs: [
         { kind: "pane_alive", outcome: "proven", detail: "pane %3 runs claude (pid 48211)", ageAtWriteMs: 14 },
-        { kind: "channel_listening", outcome: "proven", detail: "the clankie channel answered on its socket", ageAtWriteMs: 31 },
-        { kind: "session_file", outcome: "proven", detail: "the session transcript is open for writing", ageAtWriteMs: 46 },
+        { kind: "channel_listening", outcome: "proven", detail: "the clankie channel answered", ageAtWriteMs: 31 },
+        { kind: "session_file", outcome: "proven", detail: "the session transcript is open", ageAtWriteMs: 46 },
       ],
       launchCommitted: true,
     },

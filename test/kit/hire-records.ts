@@ -26,11 +26,13 @@ export interface RecordedHire {
 export async function recordHire(db: Db, stateDir: string, h: RecordedHire): Promise<void> {
   const at = h.createdAt ?? new Date();
   const conversationId = h.conversationId ?? "global-default";
-  await db.insert(callReceipts).values({ id: h.id, tool: "hire_agent", conversationId, fingerprint: `fp-${h.id}`, state: "in_flight", createdAt: at });
+  const fingerprint = `fp-${h.id}`;
+  const call = { id: h.id, tool: "hire_agent", conversationId, fingerprint, state: "in_flight", createdAt: at };
+  await db.insert(callReceipts).values(call);
   await db.insert(hireReceipts).values({
     id: h.id,
     conversationId,
-    fingerprint: `fp-${h.id}`,
+    fingerprint,
     machine: h.machine,
     harness: h.harness,
     state: HireState.Reserved,
@@ -44,7 +46,8 @@ export async function recordHire(db: Db, stateDir: string, h: RecordedHire): Pro
     logger: silentLogger,
     unrecorded: new UnrecordedOutcomes(silentLogger, async () => {}, join(stateDir, "hire-records-spill.json")),
   } as unknown as PipelineDeps;
-  const body = bodyFromAgent({ schemaVersion: 1, hireId: h.id, machine: h.machine, harness: h.harness }, create(HireSeatResponseSchema, h.answer));
+  const base = { schemaVersion: 1 as const, hireId: h.id, machine: h.machine, harness: h.harness };
+  const body = bodyFromAgent(base, create(HireSeatResponseSchema, h.answer));
   const state = body.outcome === "spawned" ? HireState.Spawned : HireState.Failed;
   await record(deps, h.id, body, state);
 }
