@@ -300,11 +300,12 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
   const hireReceipt = program.command("hire-receipt").description("owner: unresolved hires and settling them");
   hireReceipt
     .command("list")
-    .description("unresolved hires with id, conversation, machine, harness and age")
+    .description("unresolved hires with id, conversation, machine, harness and age (--all: settled ones too)")
+    .option("--all", "every hire, spawned, failed and settled too (the newest 1000)")
     .action(
-      run(env, "info", async (ctx) => {
+      run(env, "info", async (ctx, o: { all?: boolean }) => {
         const { hireReceiptList } = await import("./hire-receipt.js");
-        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out);
+        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out, o.all === true);
         return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
       }),
     );

@@ -4,9 +4,9 @@
  * its fence, its settlements).
  */
 import { create } from "@bufbuild/protobuf";
-import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, inArray, like, type SQL } from "drizzle-orm";
 import { ReceiptFenceSchema, ReceiptProofSchema, ReceiptRowSchema, ReceiptSettlementSchema, GetReceiptResponseSchema, type GetReceiptResponse, type ReceiptRow } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
-import { FleetError, ErrorCode } from "../../shared/errors.js";
+import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { UNRESOLVED_STATES } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { deliveryReceipts, fences, settlements } from "../db/schema.js";
@@ -38,7 +38,12 @@ export interface ReceiptQuery {
   seatId: string;
   conversationId: string;
   state: string;
+  /** The dashboard's id search: receipts whose id begins with this. */
+  deliveryIdPrefix?: string | undefined;
 }
+
+/** Shorter prefixes match too much of the journal to be a search by id. */
+export const ID_PREFIX_MIN = 4;
 
 export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promise<{ receipts: ReceiptRow[]; total: number }> {
   const where: SQL[] = [];
@@ -46,6 +51,15 @@ export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promi
   if (q.seatId) where.push(eq(deliveryReceipts.seatId, q.seatId));
   if (q.conversationId) where.push(eq(deliveryReceipts.conversationId, q.conversationId));
   if (q.state) where.push(eq(deliveryReceipts.state, q.state));
+  const prefix = q.deliveryIdPrefix?.trim().toLowerCase();
+  if (prefix) {
+    if (prefix.length < ID_PREFIX_MIN) {
+      const got = JSON.stringify(prefix);
+      throw new InvalidArgumentError(`an id search needs at least ${ID_PREFIX_MIN} characters, got ${got}`);
+    }
+    // LIKE's own wildcards in the text are matched literally.
+    where.push(like(deliveryReceipts.id, `${prefix.replace(/[\\%_]/g, "\\$&")}%`));
+  }
   const filter = where.length ? and(...where) : undefined;
   const [rows, [total]] = await Promise.all([
     db.select().from(deliveryReceipts).where(filter).orderBy(desc(deliveryReceipts.createdAt)).limit(Math.min(q.limit || 100, 1000)).offset(q.offset),

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/status.proto.
  */
 export const file_clankie_fleet_v1_status: GenFile = /*@__PURE__*/
-  fileDesc("Ch1jbGFua2llL2ZsZWV0L3YxL3N0YXR1cy5wcm90bxIQY2xhbmtpZS5mbGVldC52MSKYAQoHTWFjaGluZRIMCgRuYW1lGAEgASgJEg4KBm9ubGluZRgCIAEoCBIQCghwbGF0Zm9ybRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIaChJjYXBhYmlsaXR5X3ZlcnNpb24YBSABKA0SGAoQbGFzdF9zZWVuX2FnZV9tcxgGIAEoBBIVCg1hZ2VudF92ZXJzaW9uGAcgASgJInkKB1NlYXRSb3cSCgoCaWQYASABKAkSDwoHbWFjaGluZRgCIAEoCRIkCgRzZWF0GAMgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg4KBm9ubGluZRgEIAEoCBIbChN1bnJlc29sdmVkX3JlY2VpcHRzGAUgASgNIpMCCgpSZWNlaXB0Um93EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEg8KB3NlYXRfaWQYAiABKAkSFwoPY29udmVyc2F0aW9uX2lkGAMgASgJEg0KBXN0YXRlGAQgASgJEg4KBmRldGFpbBgFIAEoCRIOCgZhZ2VfbXMYBiABKAQSFAoMcHJvb2ZfYWdlX21zGAcgASgNEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAggASgJEhIKCmxhdGVuY3lfbXMYCSABKAQSGgoSY3JlYXRlZF9hdF91bml4X21zGAogASgEEhkKEW5hdGl2ZV9tZXNzYWdlX2lkGAsgASgJEhsKE25hdGl2ZV9zZXNzaW9uX3BhdGgYDCABKAkiFQoTTGlzdE1hY2hpbmVzUmVxdWVzdCJDChRMaXN0TWFjaGluZXNSZXNwb25zZRIrCghtYWNoaW5lcxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuTWFjaGluZSISChBMaXN0U2VhdHNSZXF1ZXN0Ij0KEUxpc3RTZWF0c1Jlc3BvbnNlEigKBXNlYXRzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5TZWF0Um93IoYBChNMaXN0UmVjZWlwdHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhcKD3VucmVzb2x2ZWRfb25seRgCIAEoCBIOCgZvZmZzZXQYAyABKA0SDwoHc2VhdF9pZBgEIAEoCRIXCg9jb252ZXJzYXRpb25faWQYBSABKAkSDQoFc3RhdGUYBiABKAkiVQoUTGlzdFJlY2VpcHRzUmVzcG9uc2USLgoIcmVjZWlwdHMYASADKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cSDQoFdG90YWwYAiABKA0iKAoRR2V0UmVjZWlwdFJlcXVlc3QSEwoLZGVsaXZlcnlfaWQYASABKAkiVgoMUmVjZWlwdFByb29mEgwKBGtpbmQYASABKAkSDwoHb3V0Y29tZRgCIAEoCRIOCgZkZXRhaWwYAyABKAkSFwoPYWdlX2F0X3dyaXRlX21zGAQgASgNIo8BCgxSZWNlaXB0RmVuY2USDwoHcHJlc2VudBgBIAEoCBIMCgRvcGVuGAIgASgIEhUKDW9wZW5lZF9hZ2VfbXMYAyABKAQSEwoLZGlzcG9zaXRpb24YBCABKAkSFwoPbm90aWNlX2F0dGVtcHRzGAUgASgNEhsKE25vdGljZV9hY2tub3dsZWRnZWQYBiABKAgiYwoRUmVjZWlwdFNldHRsZW1lbnQSEwoLZGlzcG9zaXRpb24YASABKAkSEgoKc2V0dGxlZF9ieRgCIAEoCRIOCgZhZ2VfbXMYAyABKAQSFQoNZXZpZGVuY2VfanNvbhgEIAEoCSLsAQoSR2V0UmVjZWlwdFJlc3BvbnNlEi0KB3JlY2VpcHQYASABKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cSLgoGcHJvb2ZzGAIgAygLMh4uY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0UHJvb2YSLQoFZmVuY2UYAyABKAsyHi5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRGZW5jZRI4CgtzZXR0bGVtZW50cxgEIAMoCzIjLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFNldHRsZW1lbnQSDgoGcmVhc29uGAUgASgJIg4KDFdhdGNoUmVxdWVzdCKWAQoNV2F0Y2hSZXNwb25zZRIrCghtYWNoaW5lcxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuTWFjaGluZRIoCgVzZWF0cxgCIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuU2VhdFJvdxIuCghyZWNlaXB0cxgDIAMoCzIcLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFJvdzLIAwoNU3RhdHVzU2VydmljZRJdCgxMaXN0TWFjaGluZXMSJS5jbGFua2llLmZsZWV0LnYxLkxpc3RNYWNoaW5lc1JlcXVlc3QaJi5jbGFua2llLmZsZWV0LnYxLkxpc3RNYWNoaW5lc1Jlc3BvbnNlElQKCUxpc3RTZWF0cxIiLmNsYW5raWUuZmxlZXQudjEuTGlzdFNlYXRzUmVxdWVzdBojLmNsYW5raWUuZmxlZXQudjEuTGlzdFNlYXRzUmVzcG9uc2USXQoMTGlzdFJlY2VpcHRzEiUuY2xhbmtpZS5mbGVldC52MS5MaXN0UmVjZWlwdHNSZXF1ZXN0GiYuY2xhbmtpZS5mbGVldC52MS5MaXN0UmVjZWlwdHNSZXNwb25zZRJKCgVXYXRjaBIeLmNsYW5raWUuZmxlZXQudjEuV2F0Y2hSZXF1ZXN0Gh8uY2xhbmtpZS5mbGVldC52MS5XYXRjaFJlc3BvbnNlMAESVwoKR2V0UmVjZWlwdBIjLmNsYW5raWUuZmxlZXQudjEuR2V0UmVjZWlwdFJlcXVlc3QaJC5jbGFua2llLmZsZWV0LnYxLkdldFJlY2VpcHRSZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_seat]);
+  fileDesc("Ch1jbGFua2llL2ZsZWV0L3YxL3N0YXR1cy5wcm90bxIQY2xhbmtpZS5mbGVldC52MSKYAQoHTWFjaGluZRIMCgRuYW1lGAEgASgJEg4KBm9ubGluZRgCIAEoCBIQCghwbGF0Zm9ybRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIaChJjYXBhYmlsaXR5X3ZlcnNpb24YBSABKA0SGAoQbGFzdF9zZWVuX2FnZV9tcxgGIAEoBBIVCg1hZ2VudF92ZXJzaW9uGAcgASgJInkKB1NlYXRSb3cSCgoCaWQYASABKAkSDwoHbWFjaGluZRgCIAEoCRIkCgRzZWF0GAMgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg4KBm9ubGluZRgEIAEoCBIbChN1bnJlc29sdmVkX3JlY2VpcHRzGAUgASgNIpMCCgpSZWNlaXB0Um93EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEg8KB3NlYXRfaWQYAiABKAkSFwoPY29udmVyc2F0aW9uX2lkGAMgASgJEg0KBXN0YXRlGAQgASgJEg4KBmRldGFpbBgFIAEoCRIOCgZhZ2VfbXMYBiABKAQSFAoMcHJvb2ZfYWdlX21zGAcgASgNEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAggASgJEhIKCmxhdGVuY3lfbXMYCSABKAQSGgoSY3JlYXRlZF9hdF91bml4X21zGAogASgEEhkKEW5hdGl2ZV9tZXNzYWdlX2lkGAsgASgJEhsKE25hdGl2ZV9zZXNzaW9uX3BhdGgYDCABKAkiFQoTTGlzdE1hY2hpbmVzUmVxdWVzdCJDChRMaXN0TWFjaGluZXNSZXNwb25zZRIrCghtYWNoaW5lcxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuTWFjaGluZSISChBMaXN0U2VhdHNSZXF1ZXN0Ij0KEUxpc3RTZWF0c1Jlc3BvbnNlEigKBXNlYXRzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5TZWF0Um93IqIBChNMaXN0UmVjZWlwdHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgNEhcKD3VucmVzb2x2ZWRfb25seRgCIAEoCBIOCgZvZmZzZXQYAyABKA0SDwoHc2VhdF9pZBgEIAEoCRIXCg9jb252ZXJzYXRpb25faWQYBSABKAkSDQoFc3RhdGUYBiABKAkSGgoSZGVsaXZlcnlfaWRfcHJlZml4GBAgASgJIlUKFExpc3RSZWNlaXB0c1Jlc3BvbnNlEi4KCHJlY2VpcHRzGAEgAygLMhwuY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0Um93Eg0KBXRvdGFsGAIgASgNIigKEUdldFJlY2VpcHRSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJIlYKDFJlY2VpcHRQcm9vZhIMCgRraW5kGAEgASgJEg8KB291dGNvbWUYAiABKAkSDgoGZGV0YWlsGAMgASgJEhcKD2FnZV9hdF93cml0ZV9tcxgEIAEoDSKPAQoMUmVjZWlwdEZlbmNlEg8KB3ByZXNlbnQYASABKAgSDAoEb3BlbhgCIAEoCBIVCg1vcGVuZWRfYWdlX21zGAMgASgEEhMKC2Rpc3Bvc2l0aW9uGAQgASgJEhcKD25vdGljZV9hdHRlbXB0cxgFIAEoDRIbChNub3RpY2VfYWNrbm93bGVkZ2VkGAYgASgIImMKEVJlY2VpcHRTZXR0bGVtZW50EhMKC2Rpc3Bvc2l0aW9uGAEgASgJEhIKCnNldHRsZWRfYnkYAiABKAkSDgoGYWdlX21zGAMgASgEEhUKDWV2aWRlbmNlX2pzb24YBCABKAki7AEKEkdldFJlY2VpcHRSZXNwb25zZRItCgdyZWNlaXB0GAEgASgLMhwuY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0Um93Ei4KBnByb29mcxgCIAMoCzIeLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFByb29mEi0KBWZlbmNlGAMgASgLMh4uY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0RmVuY2USOAoLc2V0dGxlbWVudHMYBCADKAsyIy5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRTZXR0bGVtZW50Eg4KBnJlYXNvbhgFIAEoCSIOCgxXYXRjaFJlcXVlc3QiwAEKDVdhdGNoUmVzcG9uc2USKwoIbWFjaGluZXMYASADKAsyGS5jbGFua2llLmZsZWV0LnYxLk1hY2hpbmUSKAoFc2VhdHMYAiADKAsyGS5jbGFua2llLmZsZWV0LnYxLlNlYXRSb3cSLgoIcmVjZWlwdHMYAyADKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cSKAoFaGlyZXMYBCADKAsyGS5jbGFua2llLmZsZWV0LnYxLkhpcmVSb3ciOgoQTGlzdEhpcmVzUmVxdWVzdBINCgVsaW1pdBgBIAEoDRIXCg91bnJlc29sdmVkX29ubHkYAiABKAgi6QIKB0hpcmVSb3cSDwoHaGlyZV9pZBgBIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAiABKAkSDwoHbWFjaGluZRgDIAEoCRIPCgdoYXJuZXNzGAQgASgJEg0KBXN0YXRlGAUgASgJEg4KBnJlYXNvbhgGIAEoCRIPCgdzZWF0X2lkGAcgASgJEg8KB3BhbmVfaWQYCCABKAkSDgoGYWdlX21zGAkgASgEEhoKEmNyZWF0ZWRfYXRfdW5peF9tcxgKIAEoBBIOCgZkZXRhaWwYCyABKAkSOAoQcmVhZGluZXNzX3Byb29mcxgMIAMoCzIeLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFByb29mEhcKD2JyaWVmX21lY2hhbmlzbRgNIAEoCRIZChFicmllZl9kZWxpdmVyeV9pZBgOIAEoCRISCgp1bnJlc29sdmVkGA8gASgIEhMKC2NvbnRyb2xfZml4GBAgASgJIj0KEUxpc3RIaXJlc1Jlc3BvbnNlEigKBWhpcmVzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5IaXJlUm93IkAKFlJlY2VpcHRUaW1lbGluZVJlcXVlc3QSFQoNcmFuZ2Vfc2Vjb25kcxgBIAEoDRIPCgdidWNrZXRzGAIgASgNIpABCg5UaW1lbGluZUJ1Y2tldBIVCg1zdGFydF91bml4X21zGAEgASgEEhEKCWRlbGl2ZXJlZBgCIAEoDRISCgp1bnJlc29sdmVkGAMgASgNEhAKCG5vdF9zZW50GAQgASgNEhYKDmxhdGVuY3lfcDUwX21zGAUgASgEEhYKDmxhdGVuY3lfbWF4X21zGAYgASgEInQKF1JlY2VpcHRUaW1lbGluZVJlc3BvbnNlEjEKB2J1Y2tldHMYASADKAsyIC5jbGFua2llLmZsZWV0LnYxLlRpbWVsaW5lQnVja2V0EhEKCWJ1Y2tldF9tcxgCIAEoBBITCgtlbmRfdW5peF9tcxgDIAEoBDKGBQoNU3RhdHVzU2VydmljZRJdCgxMaXN0TWFjaGluZXMSJS5jbGFua2llLmZsZWV0LnYxLkxpc3RNYWNoaW5lc1JlcXVlc3QaJi5jbGFua2llLmZsZWV0LnYxLkxpc3RNYWNoaW5lc1Jlc3BvbnNlElQKCUxpc3RTZWF0cxIiLmNsYW5raWUuZmxlZXQudjEuTGlzdFNlYXRzUmVxdWVzdBojLmNsYW5raWUuZmxlZXQudjEuTGlzdFNlYXRzUmVzcG9uc2USXQoMTGlzdFJlY2VpcHRzEiUuY2xhbmtpZS5mbGVldC52MS5MaXN0UmVjZWlwdHNSZXF1ZXN0GiYuY2xhbmtpZS5mbGVldC52MS5MaXN0UmVjZWlwdHNSZXNwb25zZRJKCgVXYXRjaBIeLmNsYW5raWUuZmxlZXQudjEuV2F0Y2hSZXF1ZXN0Gh8uY2xhbmtpZS5mbGVldC52MS5XYXRjaFJlc3BvbnNlMAESVwoKR2V0UmVjZWlwdBIjLmNsYW5raWUuZmxlZXQudjEuR2V0UmVjZWlwdFJlcXVlc3QaJC5jbGFua2llLmZsZWV0LnYxLkdldFJlY2VpcHRSZXNwb25zZRJUCglMaXN0SGlyZXMSIi5jbGFua2llLmZsZWV0LnYxLkxpc3RIaXJlc1JlcXVlc3QaIy5jbGFua2llLmZsZWV0LnYxLkxpc3RIaXJlc1Jlc3BvbnNlEmYKD1JlY2VpcHRUaW1lbGluZRIoLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFRpbWVsaW5lUmVxdWVzdBopLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFRpbWVsaW5lUmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.Machine
@@ -286,6 +286,14 @@ export type ListReceiptsRequest = Message<"clankie.fleet.v1.ListReceiptsRequest"
    * @generated from field: string state = 6;
    */
   state: string;
+
+  /**
+   * Receipts whose delivery id begins with this (at least 4 characters; the dashboard's id search).
+   * Numbered apart from the filters above so that other new filters keep their own numbers.
+   *
+   * @generated from field: string delivery_id_prefix = 16;
+   */
+  deliveryIdPrefix: string;
 };
 
 /**
@@ -518,6 +526,13 @@ export type WatchResponse = Message<"clankie.fleet.v1.WatchResponse"> & {
    * @generated from field: repeated clankie.fleet.v1.ReceiptRow receipts = 3;
    */
   receipts: ReceiptRow[];
+
+  /**
+   * The newest hires (at most 20), so the hires view stays live without polling.
+   *
+   * @generated from field: repeated clankie.fleet.v1.HireRow hires = 4;
+   */
+  hires: HireRow[];
 };
 
 /**
@@ -526,6 +541,270 @@ export type WatchResponse = Message<"clankie.fleet.v1.WatchResponse"> & {
  */
 export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
   messageDesc(file_clankie_fleet_v1_status, 15);
+
+/**
+ * @generated from message clankie.fleet.v1.ListHiresRequest
+ */
+export type ListHiresRequest = Message<"clankie.fleet.v1.ListHiresRequest"> & {
+  /**
+   * Newest first; 0 means the default of 50, at most 200.
+   *
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Only hires that are not settled (reserved, launching, start_unconfirmed, delivery_unconfirmed).
+   *
+   * @generated from field: bool unresolved_only = 2;
+   */
+  unresolvedOnly: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListHiresRequest.
+ * Use `create(ListHiresRequestSchema)` to create a new message.
+ */
+export const ListHiresRequestSchema: GenMessage<ListHiresRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 16);
+
+/**
+ * @generated from message clankie.fleet.v1.HireRow
+ */
+export type HireRow = Message<"clankie.fleet.v1.HireRow"> & {
+  /**
+   * @generated from field: string hire_id = 1;
+   */
+  hireId: string;
+
+  /**
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+
+  /**
+   * @generated from field: string machine = 3;
+   */
+  machine: string;
+
+  /**
+   * The harness asked for: codex, claude, opencode, pi.
+   *
+   * @generated from field: string harness = 4;
+   */
+  harness: string;
+
+  /**
+   * reserved, launching, spawned, failed, start_unconfirmed, delivery_unconfirmed,
+   * settled-not-launched, abandoned-unknown.
+   *
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * The typed reason of a failed or unconfirmed hire (e.g. not_ready, trust_required); empty when spawned.
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * "<machine>/<name>" of the seat the hire produced; empty when none was proven.
+   *
+   * @generated from field: string seat_id = 7;
+   */
+  seatId: string;
+
+  /**
+   * The pane the hire opened; empty when none was opened.
+   *
+   * @generated from field: string pane_id = 8;
+   */
+  paneId: string;
+
+  /**
+   * @generated from field: uint64 age_ms = 9;
+   */
+  ageMs: bigint;
+
+  /**
+   * @generated from field: uint64 created_at_unix_ms = 10;
+   */
+  createdAtUnixMs: bigint;
+
+  /**
+   * The agent's answer in words (what started where, or why not); empty before it answered.
+   *
+   * @generated from field: string detail = 11;
+   */
+  detail: string;
+
+  /**
+   * The readiness evidence: the seat's proofs when the agent called it ready, with their ages.
+   *
+   * @generated from field: repeated clankie.fleet.v1.ReceiptProof readiness_proofs = 12;
+   */
+  readinessProofs: ReceiptProof[];
+
+  /**
+   * How the brief went in: started, queued, steered, delivered, none, not_sent, unconfirmed.
+   *
+   * @generated from field: string brief_mechanism = 13;
+   */
+  briefMechanism: string;
+
+  /**
+   * @generated from field: string brief_delivery_id = 14;
+   */
+  briefDeliveryId: string;
+
+  /**
+   * True until the hire is spawned, failed or settled by the owner.
+   *
+   * @generated from field: bool unresolved = 15;
+   */
+  unresolved: boolean;
+
+  /**
+   * What the owner can do about it (the agent's or controller's control hint); empty when nothing.
+   *
+   * @generated from field: string control_fix = 16;
+   */
+  controlFix: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.HireRow.
+ * Use `create(HireRowSchema)` to create a new message.
+ */
+export const HireRowSchema: GenMessage<HireRow> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 17);
+
+/**
+ * @generated from message clankie.fleet.v1.ListHiresResponse
+ */
+export type ListHiresResponse = Message<"clankie.fleet.v1.ListHiresResponse"> & {
+  /**
+   * @generated from field: repeated clankie.fleet.v1.HireRow hires = 1;
+   */
+  hires: HireRow[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListHiresResponse.
+ * Use `create(ListHiresResponseSchema)` to create a new message.
+ */
+export const ListHiresResponseSchema: GenMessage<ListHiresResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 18);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptTimelineRequest
+ */
+export type ReceiptTimelineRequest = Message<"clankie.fleet.v1.ReceiptTimelineRequest"> & {
+  /**
+   * How far back from now: 60 s to 7 days; 0 means 1 hour.
+   *
+   * @generated from field: uint32 range_seconds = 1;
+   */
+  rangeSeconds: number;
+
+  /**
+   * How many equal buckets: 1 to 120; 0 means 30.
+   *
+   * @generated from field: uint32 buckets = 2;
+   */
+  buckets: number;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptTimelineRequest.
+ * Use `create(ReceiptTimelineRequestSchema)` to create a new message.
+ */
+export const ReceiptTimelineRequestSchema: GenMessage<ReceiptTimelineRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 19);
+
+/**
+ * @generated from message clankie.fleet.v1.TimelineBucket
+ */
+export type TimelineBucket = Message<"clankie.fleet.v1.TimelineBucket"> & {
+  /**
+   * The bucket's start (milliseconds since the epoch); it spans range_seconds / buckets.
+   *
+   * @generated from field: uint64 start_unix_ms = 1;
+   */
+  startUnixMs: bigint;
+
+  /**
+   * Receipts written in the bucket, by outcome group.
+   * delivered, queued, steered, started.
+   *
+   * @generated from field: uint32 delivered = 2;
+   */
+  delivered: number;
+
+  /**
+   * uncertain, unconfirmed, dispatching.
+   *
+   * @generated from field: uint32 unresolved = 3;
+   */
+  unresolved: number;
+
+  /**
+   * not_sent, rejected, abandoned-unknown.
+   *
+   * @generated from field: uint32 not_sent = 4;
+   */
+  notSent: number;
+
+  /**
+   * Settled latency of the bucket's receipts (0 when none settled): median and maximum.
+   *
+   * @generated from field: uint64 latency_p50_ms = 5;
+   */
+  latencyP50Ms: bigint;
+
+  /**
+   * @generated from field: uint64 latency_max_ms = 6;
+   */
+  latencyMaxMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.TimelineBucket.
+ * Use `create(TimelineBucketSchema)` to create a new message.
+ */
+export const TimelineBucketSchema: GenMessage<TimelineBucket> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 20);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptTimelineResponse
+ */
+export type ReceiptTimelineResponse = Message<"clankie.fleet.v1.ReceiptTimelineResponse"> & {
+  /**
+   * @generated from field: repeated clankie.fleet.v1.TimelineBucket buckets = 1;
+   */
+  buckets: TimelineBucket[];
+
+  /**
+   * @generated from field: uint64 bucket_ms = 2;
+   */
+  bucketMs: bigint;
+
+  /**
+   * The range's end (the server's now), so the axis and the buckets agree.
+   *
+   * @generated from field: uint64 end_unix_ms = 3;
+   */
+  endUnixMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptTimelineResponse.
+ * Use `create(ReceiptTimelineResponseSchema)` to create a new message.
+ */
+export const ReceiptTimelineResponseSchema: GenMessage<ReceiptTimelineResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 21);
 
 /**
  * Read-only fleet status for dashboards and the owner.
@@ -576,6 +855,26 @@ export const StatusService: GenService<{
     methodKind: "unary";
     input: typeof GetReceiptRequestSchema;
     output: typeof GetReceiptResponseSchema;
+  },
+  /**
+   * Hire receipts, newest first, with the agent's readiness evidence (the dashboard's hires view).
+   *
+   * @generated from rpc clankie.fleet.v1.StatusService.ListHires
+   */
+  listHires: {
+    methodKind: "unary";
+    input: typeof ListHiresRequestSchema;
+    output: typeof ListHiresResponseSchema;
+  },
+  /**
+   * Receipts over a time range in equal buckets: outcomes and settled latency (the dashboard's charts).
+   *
+   * @generated from rpc clankie.fleet.v1.StatusService.ReceiptTimeline
+   */
+  receiptTimeline: {
+    methodKind: "unary";
+    input: typeof ReceiptTimelineRequestSchema;
+    output: typeof ReceiptTimelineResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_status, 0);
