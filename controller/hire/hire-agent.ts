@@ -11,7 +11,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
 import { HireSeatRequestSchema, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { callFingerprint } from "../../shared/fingerprint.js";
-import { isUuid, newDeliveryId, seatId } from "../../shared/ids.js";
+import { newDeliveryId, parseOptionalUuid, parseUuid, seatId } from "../../shared/ids.js";
+import { assertWellFormedText } from "../../shared/well-formed-text.js";
 import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } from "../../shared/errors.js";
 import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
@@ -84,11 +85,16 @@ async function chooseMachine(tx: Parameters<Parameters<Db["transaction"]>[0]>[0]
   };
 }
 
-export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAgentInput): Promise<ToolOutcome> {
+export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAgentInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
-  if (scope.hireId && input.freshIntent && scope.hireId !== input.freshIntent.id) throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
-  const id = scope.hireId ?? input.freshIntent?.id ?? newDeliveryId();
-  if (!isUuid(id)) throw new InvalidArgumentError(`_meta["clankie/seat-call"].hireId must be a UUID, got ${JSON.stringify(id)}`);
+  // The edge (issue 32 items 4, 7): ids canonical before the fingerprint and the journal; text the launch would change is refused.
+  const hireId = parseOptionalUuid(`_meta["clankie/seat-call"].hireId`, scope.hireId);
+  const input: HireAgentInput = given.freshIntent
+    ? { ...given, freshIntent: { id: parseUuid("freshIntent.id", given.freshIntent.id), afterReceiptId: parseUuid("freshIntent.afterReceiptId", given.freshIntent.afterReceiptId) } }
+    : given;
+  for (const what of ["workingDirectory", "title", "role", "brief"] as const) if (input[what] !== undefined) assertWellFormedText(what, input[what]);
+  if (hireId && input.freshIntent && hireId !== input.freshIntent.id) throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
+  const id = hireId ?? input.freshIntent?.id ?? newDeliveryId();
   const fingerprint = callFingerprint(HIRE_AGENT, input);
   const now = deps.now();
 

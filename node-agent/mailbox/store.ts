@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { basename, join, sep } from "node:path";
 import { writeFileDurably, writeFileDurablyAsync } from "../../shared/durable-file.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
-import { isUuid } from "../../shared/ids.js";
+import { canonicalUuid } from "../../shared/ids.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export interface MailboxEntry {
   schemaVersion: 1;
@@ -57,14 +58,16 @@ export class MailboxStore {
   /** Durably append a message; serialised per mailbox so sequence numbers stay dense. */
   append(name: string, msg: Omit<MailboxEntry, "schemaVersion" | "seq" | "receivedAtMs" | "contentFingerprint">): Promise<AppendResult> {
     const run = async (): Promise<AppendResult> => {
-      if (!isUuid(msg.deliveryId)) throw new Error(`delivery id is not a uuid: ${msg.deliveryId}`);
+      // One file per id in its canonical case: "ABC….json" and "abc….json" are one delivery (issue 32 item 4).
+      const deliveryId = canonicalUuid(msg.deliveryId);
+      if (deliveryId === undefined) throw new Error(`delivery id is not a uuid: ${quoteInput(msg.deliveryId)}`);
       // A uuid (checked above) is a plain file name: the directory and it need no join.
-      const path = `${this.dir(name)}${sep}${msg.deliveryId}.json`;
+      const path = `${this.dir(name)}${sep}${deliveryId}.json`;
       if (existsSync(path)) return { entry: this.parse(readFileSync(path, "utf8"), path), replayed: true };
       const seq = (this.lastSeq.get(name) ?? this.list(name).entries.reduce((max, e) => Math.max(max, e.seq), 0)) + 1;
       const entry: MailboxEntry = {
         schemaVersion: 1,
-        deliveryId: msg.deliveryId,
+        deliveryId,
         seq,
         text: msg.text,
         conversationId: msg.conversationId,
