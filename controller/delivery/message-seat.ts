@@ -7,7 +7,7 @@
  */
 import { callFingerprint, contentFingerprint } from "../../shared/fingerprint.js";
 import { assertSeatRef, canonicalRef, newDeliveryId, parseUuid } from "../../shared/ids.js";
-import { assertWellFormedText } from "../../shared/well-formed-text.js";
+import { assertJournalText, assertWellFormedText } from "../../shared/well-formed-text.js";
 import { ServiceStoppingError } from "../../shared/errors.js";
 import { journalFailure } from "../db/error-text.js";
 import type { DeliveryMode } from "../../shared/verdicts.js";
@@ -35,6 +35,7 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
   const id = parseUuid(`_meta["clankie/seat-call"].deliveryId`, scope.deliveryId ?? newDeliveryId());
   assertSeatRef("seat", given.seat);
   assertWellFormedText("message", given.message);
+  if (given.inReplyTo !== undefined) assertJournalText("inReplyTo", given.inReplyTo);
   const input: MessageSeatInput = given.inReplyTo === undefined ? given : { ...given, inReplyTo: canonicalRef(given.inReplyTo) };
   const mode: DeliveryMode = input.delivery ?? "auto";
   const fingerprint = callFingerprint(MESSAGE_SEAT, input);

@@ -26,6 +26,7 @@ import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
 import { replayAdmission } from "../delivery/replay.js";
 import { admittedHere } from "../delivery/admitted-here.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
+import { journalCause } from "../db/error-text.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { HIRE_AGENT, type HireAgentInput } from "./args.js";
 import { HireState, SETTLED_ORIGINAL_STATES, unconfirmedBody, type HireBody } from "./bodies.js";
@@ -150,9 +151,9 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
     if (e instanceof JournalNoAnswerError) {
       // Not for a replay of an id admitted here and still launching: it reserved nothing of its own.
       if (!admittedHere(deps).has(id)) deps.unrecorded.add(`refused hire ${id} (failed)`, unansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint }, input));
-      throw new JournalUnavailableError(`the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${e.message}`, e);
+      throw new JournalUnavailableError(`the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${journalCause(e)}`, e);
     }
-    throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${(e as Error).message}`, e);
+    throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${journalCause(e)}`, e);
   }
   deps.onJournalChange();
   if (plan.kind === "replay") return plan.outcome;
@@ -197,7 +198,7 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
     // Only from reserved: this write, if it lands after the settle below, must not undo it.
     await deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved)));
   } catch (e) {
-    return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${(e as Error).message}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
+    return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${journalCause(e)}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
   }
   let res: HireSeatResponse;
   try {

@@ -17,7 +17,7 @@ import {
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import { isValidName, parseUuid } from "../../shared/ids.js";
 import { quoteInput } from "../../shared/public-text.js";
-import { assertWellFormedText } from "../../shared/well-formed-text.js";
+import { assertJournalText } from "../../shared/well-formed-text.js";
 import type { Db } from "../db/open.js";
 import { acceptReports } from "../reports/worker-reports.js";
 import type { Logger } from "../../shared/logger.js";
@@ -79,7 +79,7 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
         r.id = parseUuid("report id", r.id);
         if (!isValidName(r.seatName)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(r.seatName)} is not valid`);
         if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS) throw new FleetError(ErrorCode.InvalidArgument, `report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`);
-        assertWellFormedText(`report ${r.id}`, r.text);
+        assertJournalText(`report ${r.id}`, r.text);
       }
       const acceptedIds = await acceptReports(
         reports.db,

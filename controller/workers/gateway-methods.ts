@@ -19,7 +19,7 @@ import {
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import { listFleetSeats, peerMessageStatus, sendPeerMessage } from "./peers.js";
 import { isValidName, parseUuid } from "../../shared/ids.js";
-import { assertWellFormedText } from "../../shared/well-formed-text.js";
+import { assertJournalText, assertWellFormedText } from "../../shared/well-formed-text.js";
 import { quoteInput } from "../../shared/public-text.js";
 import type { Db } from "../db/open.js";
 import type { Registry } from "../nodes/registry.js";
@@ -65,7 +65,7 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
       await known(req.machine, req.instanceId, req.seatName);
       req.id = parseUuid("message id", req.id);
       if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new InvalidArgumentError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`);
-      assertWellFormedText("text", req.text);
+      assertJournalText("text", req.text);
       return unlessLost({ op: "worker_send", id: req.id, text: req.text }, async () => {
         const r = await submitWorkerMessage(deps.db, req.machine, { seatName: req.seatName, binding: req.binding, id: req.id, text: req.text, createdAtMs: Number(req.createdUnixMs) }, deps.now());
         if (r.stage === "stored") deps.onChange();

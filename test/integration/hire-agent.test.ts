@@ -87,8 +87,9 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
     expect(other.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict", hireId: id });
     const intruder = await fleet.leadFor("intruder-hire");
     const stolen = await hire({ workingDirectory: join(work, "nope") }, id, intruder);
-    expect(stolen.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
-    expect(String(stolen.structuredContent?.detail)).toMatch(/another conversation/);
+    // Rule 7, issue 32 item 7: refused, in the words of an unknown id; nothing says it exists elsewhere.
+    expect(stolen.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
+    expect(String(stolen.structuredContent?.detail)).not.toMatch(/another conversation/);
   });
 
   it("reconcile_seat_call({hireId}) reads the original in its own conversation only and never launches", async () => {
