@@ -51,11 +51,12 @@ export function assertValidName(what: string, value: string): void {
   }
 }
 
-/** A seat as a lead names it: "machine/name" or a bare name; anything else (a NUL, a space) is refused here, before the journal. */
+/** A seat as a lead names it: "machine/name" or a bare name; anything else (a NUL, a space) is refused early. */
 export function assertSeatRef(what: string, value: string): void {
   if (isValidName(value) || parseSeatId(value) !== undefined) return;
   const nul = value.includes("\u0000") ? " (a NUL byte is never part of a name)" : "";
-  throw new InvalidArgumentError(`${what} must be "machine/name" or a seat name (1 to 64 letters, digits, dots, dashes or underscores); got ${quoteInput(value)}${nul}`);
+  const rule = '"machine/name" or a seat name (1 to 64 letters, digits, dots, dashes or underscores)';
+  throw new InvalidArgumentError(`${what} must be ${rule}; got ${quoteInput(value)}${nul}`);
 }
 
 export function seatId(machine: string, seatName: string): string {

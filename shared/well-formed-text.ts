@@ -28,11 +28,17 @@ export function isWellFormedText(value: string): boolean {
 export function assertWellFormedText(what: string, value: string): void {
   if (isWellFormedText(value)) return;
   const at = [...value].findIndex((c) => !isWellFormedText(c));
-  throw new InvalidTextError(`${what} holds a lone UTF-16 surrogate (code point ${at + 1}), which cannot be delivered as written; nothing was sent`);
+  const why = `holds a lone UTF-16 surrogate (code point ${at + 1}), which cannot be delivered as written`;
+  throw new InvalidTextError(`${what} ${why}; nothing was sent`);
 }
 
-/** Text the journal stores as it is (a worker's report, a reply's reference): well formed, and no NUL, which PostgreSQL cannot store. */
+/**
+ * Text the journal stores as it is (a worker's report, a reply's reference): well formed, and
+ * no NUL, which PostgreSQL cannot store.
+ */
 export function assertJournalText(what: string, value: string): void {
   assertWellFormedText(what, value);
-  if (value.includes("\u0000")) throw new InvalidTextError(`${what} holds a NUL byte, which the journal cannot store; nothing was sent`);
+  if (value.includes("\u0000")) {
+    throw new InvalidTextError(`${what} holds a NUL byte, which the journal cannot store; nothing was sent`);
+  }
 }

@@ -36,7 +36,8 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
   assertSeatRef("seat", given.seat);
   assertWellFormedText("message", given.message);
   if (given.inReplyTo !== undefined) assertJournalText("inReplyTo", given.inReplyTo);
-  const input: MessageSeatInput = given.inReplyTo === undefined ? given : { ...given, inReplyTo: canonicalRef(given.inReplyTo) };
+  const input: MessageSeatInput =
+    given.inReplyTo === undefined ? given : { ...given, inReplyTo: canonicalRef(given.inReplyTo) };
   const mode: DeliveryMode = input.delivery ?? "auto";
   const fingerprint = callFingerprint(MESSAGE_SEAT, input);
   const holder = `${deps.instanceId}:${id}`;

@@ -88,13 +88,25 @@ async function chooseMachine(tx: Parameters<Parameters<Db["transaction"]>[0]>[0]
 
 export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAgentInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
-  // The edge (issue 32 items 4, 7): ids canonical before the fingerprint and the journal; text the launch would change is refused.
+  // The edge (issue 32 items 4, 7): ids canonical before the fingerprint and the journal; text
+  // the launch would change is refused.
   const hireId = parseOptionalUuid(`_meta["clankie/seat-call"].hireId`, scope.hireId);
-  const input: HireAgentInput = given.freshIntent
-    ? { ...given, freshIntent: { id: parseUuid("freshIntent.id", given.freshIntent.id), afterReceiptId: parseUuid("freshIntent.afterReceiptId", given.freshIntent.afterReceiptId) } }
+  const fresh = given.freshIntent;
+  const input: HireAgentInput = fresh
+    ? {
+        ...given,
+        freshIntent: {
+          id: parseUuid("freshIntent.id", fresh.id),
+          afterReceiptId: parseUuid("freshIntent.afterReceiptId", fresh.afterReceiptId),
+        },
+      }
     : given;
-  for (const what of ["workingDirectory", "title", "role", "brief"] as const) if (input[what] !== undefined) assertWellFormedText(what, input[what]);
-  if (hireId && input.freshIntent && hireId !== input.freshIntent.id) throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
+  for (const what of ["workingDirectory", "title", "role", "brief"] as const) {
+    if (input[what] !== undefined) assertWellFormedText(what, input[what]);
+  }
+  if (hireId && input.freshIntent && hireId !== input.freshIntent.id) {
+    throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
+  }
   const id = hireId ?? input.freshIntent?.id ?? newDeliveryId();
   const fingerprint = callFingerprint(HIRE_AGENT, input);
   const now = deps.now();

@@ -23,7 +23,8 @@ export function plainResult(body: Record<string, unknown>): CallToolResult {
 
 /** A typed refusal: nothing was dispatched. */
 export function errorResult(e: unknown): CallToolResult {
-  // A database error that escaped its caller is typed here, in words: its text and SQLSTATE go to no lead (issue 32 item 7).
+  // A database error that escaped its caller is typed here, in words: its text and SQLSTATE
+  // go to no lead (issue 32 item 7).
   const err = FleetError.from(databaseFailure(e));
   // Journal unavailable before admission: this call dispatched nothing, but it says nothing
   // about the id either: an earlier answer for the same id still stands (a replay must never

@@ -207,7 +207,10 @@ function registerPeerTools(server: McpServer, d: PeerToolDeps): void {
       annotations: { title: "Message another worker seat", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     async ({ seat, text }) => {
-      if (!isWellFormedText(text)) return json({ schemaVersion: 1, outcome: "undelivered", reason: INVALID_TEXT, detail: `${LONE_SURROGATE}; nothing was sent` }, true);
+      if (!isWellFormedText(text)) {
+        const body = { schemaVersion: 1, outcome: "undelivered", reason: INVALID_TEXT, detail: `${LONE_SURROGATE}; nothing was sent` };
+        return json(body, true);
+      }
       const b = await d.bind();
       if (!b.ok) return json(b.receipt, true);
       const held = d.peerClaims.read(b.seatName);
