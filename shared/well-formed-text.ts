@@ -32,6 +32,13 @@ export function assertWellFormedText(what: string, value: string): void {
   throw new InvalidTextError(`${what} ${why}; nothing was sent`);
 }
 
+/** Why the journal could not keep `value` exactly (a lone surrogate, a NUL), or undefined when it can. */
+export function journalTextProblem(value: string): string | undefined {
+  if (!isWellFormedText(value)) return "the text holds a lone UTF-16 surrogate, which cannot be delivered as written";
+  if (value.includes("\u0000")) return "the text holds a NUL byte, which the journal cannot store";
+  return undefined;
+}
+
 /**
  * Text the journal stores as it is (a worker's report, a reply's reference): well formed, and
  * no NUL, which PostgreSQL cannot store.

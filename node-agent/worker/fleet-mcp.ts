@@ -13,7 +13,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
-import { INVALID_TEXT, isWellFormedText } from "../../shared/well-formed-text.js";
+import { INVALID_TEXT, isWellFormedText, journalTextProblem } from "../../shared/well-formed-text.js";
 import { WORKER_SOCKET } from "../worker-link/worker-endpoint.js";
 import { askAgent, type AgentAnswer } from "./agent-socket-client.js";
 import { scopeCallThreads, withCallThread } from "./codex-call-thread.js";
@@ -112,7 +112,8 @@ export function createWorkerMcpServer(o: WorkerMcpOptions): McpServer {
     },
     async ({ text }) => {
       // Refused before any claim or send: the wire's UTF-8 would change it (issue 32 item 7).
-      if (!isWellFormedText(text)) return toResult(notSent("rejected", INVALID_TEXT, LONE_SURROGATE));
+      const problem = journalTextProblem(text);
+      if (problem) return toResult(notSent("rejected", INVALID_TEXT, problem));
       const b = await bind();
       if (!b.ok) return toResult(b.receipt);
       const held = claims.read(b.seatName);
