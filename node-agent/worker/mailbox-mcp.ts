@@ -43,8 +43,9 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
       // the controller refuses would hold the outbox's queue (issue 32 item 7).
       const problem = journalTextProblem(text);
       if (problem) {
-        const refused = { schemaVersion: 1, received: false, deliveryStage: "rejected", reason: INVALID_TEXT, detail: `${problem}; nothing was stored` };
-        return { isError: true, content: [{ type: "text", text: JSON.stringify(refused) }], structuredContent: refused };
+        const detail = `${problem}; nothing was stored`;
+        const refused = { schemaVersion: 1, received: false, deliveryStage: "rejected", reason: INVALID_TEXT, detail };
+        return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(refused) }], structuredContent: refused };
       }
       const report = outbox.put(seatName, text);
       const body = { schemaVersion: 1, received: true, deliveryStage: "stored", deliveryId: report.id };
