@@ -80,6 +80,17 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
     expect(fleet.panes()).toEqual([]);
   });
 
+  it("issue 32 item 4: the hireId in upper then lower case is one hire: one receipt, one host-journal entry, the original answer", async () => {
+    const id = randomUUID();
+    const first = await hire({ brief: "once" }, id.toUpperCase());
+    expect(first.structuredContent).toMatchObject({ hireId: id });
+    expect(first._meta?.[META]).toMatchObject({ id, hireId: id });
+    const again = await hire({ brief: "once" }, id);
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    expect(journal(id)).toMatchObject({ state: "finished" });
+    expect((await fleet.lead.call("reconcile_seat_call", { hireId: id.toUpperCase() })).structuredContent).toEqual(first.structuredContent);
+  });
+
   it("the same hireId with other arguments, or from another conversation, is refused with nothing dispatched", async () => {
     const id = randomUUID();
     await hire({ workingDirectory: join(work, "nope") }, id);
