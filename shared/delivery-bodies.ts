@@ -86,7 +86,7 @@ export type AdmissionRefusalOutcome = "invalid_argument" | "unavailable" | "refu
 export interface RefusedBody {
   schemaVersion: 1;
   outcome: "refused" | "expired" | "no_matching_receipt";
-  reason?: "receipt_conflict" | "receipt_in_use" | "already_settled";
+  reason?: "receipt_conflict" | "receipt_in_use" | "already_settled" | "no_matching_receipt";
   deliveryId?: string;
   /** A hire's call names its hire id instead. */
   hireId?: string;

@@ -9,6 +9,7 @@
 import { randomUUID } from "node:crypto";
 import { CallToolResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { SEAT_CALL_META_KEY } from "../delivery/result-bodies.js";
+import { canonicalRef } from "../../shared/ids.js";
 import type { Logger } from "../../shared/logger.js";
 import { ATTEMPT_META_KEY, type PostFate, type PostWatch } from "./post-watch.js";
 import { ControllerUnreachableError, LeadTokenRejectedError } from "./generations.js";
@@ -116,9 +117,11 @@ export class CallForwarder {
   private mint(name: string, meta: Record<string, unknown> | undefined): SeatCallIds | undefined {
     const field = SEAT_CALL_TOOLS[name];
     if (!field) return undefined;
-    // A lead that passes its own id (to look up an earlier call by replaying it) keeps it.
+    // A lead that passes its own id (to look up an earlier call by replaying it) keeps it, in its
+    // canonical case (issue 32 item 4), so every answer the bridge makes names the journal's id.
+    // One that is no UUID goes on as given, for the controller to refuse in its words.
     const given = (meta?.[SEAT_CALL_META_KEY] as Record<string, unknown> | undefined)?.[field];
-    return { tool: name, field, id: typeof given === "string" && given ? given : randomUUID() };
+    return { tool: name, field, id: typeof given === "string" && given ? canonicalRef(given) : randomUUID() };
   }
 
   private async attempt(gen: Generation, name: string, args: Record<string, unknown> | undefined, meta: Record<string, unknown>): Promise<Verdict> {

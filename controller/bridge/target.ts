@@ -12,6 +12,7 @@ import { defaultStateDir, readControllerRecord } from "../state-dir.js";
 import { leadTokenPath, readLeadToken, storeLeadToken } from "../leads/token-files.js";
 import { assertConversationId, DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "../cli/owner-client.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 /** The fleet CA certificate the controller writes into its state directory (controller/main.ts). */
 export const FLEET_CA_FILE = "fleet-ca.pem";
@@ -91,7 +92,7 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
     try {
       new URL(f.url);
     } catch {
-      throw new InvalidArgumentError(`--url is not a URL: ${JSON.stringify(f.url)}`);
+      throw new InvalidArgumentError(`--url is not a URL: ${quoteInput(f.url)}`);
     }
   }
   readTokenFile(tokenPath);

@@ -5,6 +5,7 @@
 import { create } from "@bufbuild/protobuf";
 import { ListHireReceiptsRequestSchema, SettleHireReceiptRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
+import { parseUuid } from "../../shared/ids.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
@@ -34,8 +35,10 @@ export async function hireReceiptList(
   );
 }
 
-export async function hireReceiptSettle(stateDir: string, controller: string | undefined, id: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
-  if (!id || (disposition !== "not-launched" && disposition !== "abandoned-unknown")) throw new InvalidArgumentError(HIRE_RECEIPT_USAGE);
+export async function hireReceiptSettle(stateDir: string, controller: string | undefined, given: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+  if (!given || (disposition !== "not-launched" && disposition !== "abandoned-unknown")) throw new InvalidArgumentError(HIRE_RECEIPT_USAGE);
+  // Canonical here too, so what is printed is the id as the journal holds it (issue 32 item 4).
+  const id = parseUuid("ID", given);
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.settleHireReceipt(create(SettleHireReceiptRequestSchema, { hireId: id, conversationId: conversation ?? DEFAULT_CONVERSATION, disposition }));
   emit(out, { hireId: id, state: res.state, detail: res.detail }, () => `${id}: ${res.state} — ${res.detail}`);

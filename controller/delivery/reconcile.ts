@@ -7,7 +7,7 @@
  * receipt kept the native channel's exact acknowledgment of it (rule 21): then it is delivered.
  * A mailbox original its agent proves absent for good (mailbox-absence.ts) is recorded not sent.
  */
-import { isUuid } from "../../shared/ids.js";
+import { parseUuid } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { isUnresolved } from "../../shared/verdicts.js";
 import { CallState, findCall } from "../journal/call-receipts.js";
@@ -29,9 +29,9 @@ export interface ReconcileInput {
 }
 
 export async function reconcileSeatCall(deps: PipelineDeps, conversationId: string, input: ReconcileInput): Promise<ToolOutcome> {
-  const id = input.deliveryId ?? input.hireId;
   if ((input.deliveryId === undefined) === (input.hireId === undefined)) throw new InvalidArgumentError("give exactly one of deliveryId or hireId");
-  if (!id || !isUuid(id)) throw new InvalidArgumentError(`${input.deliveryId !== undefined ? "deliveryId" : "hireId"} must be a UUID`);
+  // Canonical (lower case) before it is compared with the journal's ids (issue 32 item 4).
+  const id = parseUuid(input.deliveryId !== undefined ? "deliveryId" : "hireId", (input.deliveryId ?? input.hireId)!);
   const tool = input.deliveryId !== undefined ? "message_seat" : "hire_agent";
   if (tool === "hire_agent") {
     if (input.settle) throw new InvalidArgumentError("settle applies to deliveries; an unresolved hire is settled by the owner (clankie hire-receipt settle)");

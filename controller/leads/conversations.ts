@@ -10,12 +10,13 @@ import { conversations } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { newToken, tokenHash } from "../../shared/tokens.js";
 import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export const DEFAULT_CONVERSATION = "global-default";
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function assertConversationId(id: string): void {
-  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${JSON.stringify(id)}`);
+  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${quoteInput(id)}`);
 }
 
 /** How long a replica may go on accepting a token after it was replaced or revoked elsewhere. */

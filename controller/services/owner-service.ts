@@ -15,6 +15,7 @@ import { ownerHireMethods } from "../hire/owner-hire-service.js";
 
 import { peerSettingMethods } from "../workers/peer-setting.js";
 import { reconcileSeatCall } from "../delivery/reconcile.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export interface OwnerDeps {
   pipeline: PipelineDeps;
@@ -35,7 +36,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       const online = all.filter((m) => d.registry.isOnline(m));
       const machine = req.machine ? all.find((m) => m.name === req.machine) : online.length === 1 ? online[0] : undefined;
       if (!machine) {
-        const detail = req.machine ? `no machine named ${req.machine} is registered` : `name the machine with --machine (online: ${online.map((m) => m.name).join(", ") || "none"})`;
+        const detail = req.machine ? `no machine named ${quoteInput(req.machine)} is registered` : `name the machine with --machine (online: ${online.map((m) => m.name).join(", ") || "none"})`;
         throw new FleetError(req.machine ? ErrorCode.NotFound : ErrorCode.FailedPrecondition, detail);
       }
       const conn = d.agents.get(machine.name, machine.endpoint, machine.agentToken);

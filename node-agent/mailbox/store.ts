@@ -9,7 +9,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync } from "node:fs";
 import { basename, join, sep } from "node:path";
 import { writeFileDurably, writeFileDurablyAsync } from "../../shared/durable-file.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
-import { isUuid } from "../../shared/ids.js";
+import { canonicalUuid } from "../../shared/ids.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export interface MailboxEntry {
   schemaVersion: 1;
@@ -71,9 +72,10 @@ export class MailboxStore {
 
   /** Durably append a message; serialised per mailbox so sequence numbers stay dense. */
   append(name: string, msg: Omit<MailboxEntry, "schemaVersion" | "seq" | "receivedAtMs" | "contentFingerprint">): Promise<AppendResult> {
-    const id = msg.deliveryId;
+    // One file per id in its canonical case: "ABC….json" and "abc….json" are one delivery (issue 32 item 4).
+    const id = canonicalUuid(msg.deliveryId) ?? msg.deliveryId;
     const run = async (): Promise<AppendResult> => {
-      if (!isUuid(id)) throw new Error(`delivery id is not a uuid: ${id}`);
+      if (id !== canonicalUuid(id)) throw new Error(`delivery id is not a uuid: ${quoteInput(msg.deliveryId)}`);
       const path = this.entryPath(name, id);
       if (existsSync(path)) return { entry: this.parse(readFileSync(path, "utf8"), path), replayed: true };
       if (existsSync(this.fencePath(name, id))) {
@@ -113,8 +115,9 @@ export class MailboxStore {
    * fence, so no append starts in between; an append that starts later finds the fence and writes
    * nothing. A write cut by a crash leaves only its temp file (written, then renamed): absent.
    */
-  fence(name: string, deliveryId: string): MailboxFence {
-    if (!isUuid(deliveryId)) throw new Error(`delivery id is not a uuid: ${deliveryId}`);
+  fence(name: string, given: string): MailboxFence {
+    const deliveryId = canonicalUuid(given);
+    if (deliveryId === undefined) throw new Error(`delivery id is not a uuid: ${quoteInput(given)}`);
     const path = this.entryPath(name, deliveryId);
     if (this.writing.has(deliveryId)) return { state: "writing", path };
     if (existsSync(path)) return { state: "found", path, entry: this.parse(readFileSync(path, "utf8"), path) };

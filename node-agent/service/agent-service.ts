@@ -18,7 +18,7 @@ import {
   StopSeatResponseSchema,
 } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
-import { isUuid, isValidName } from "../../shared/ids.js";
+import { isValidName, parseUuid } from "../../shared/ids.js";
 import { agentResultWire, deliveryModeWire, seatKindWire, seatStatusWire, SeatKind } from "../../shared/verdicts.js";
 import { deliver, type DeliverDeps } from "../deliver/deliver.js";
 import type { MailboxStore } from "../mailbox/store.js";
@@ -61,7 +61,8 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
     async deliver(req, ctx) {
       const arrivedAtMs = deps.clock.nowMs();
       // Refusals as errors happen only here, before any seat is touched.
-      if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
+      // Canonical before it names a mailbox file or a native receipt (issue 32 item 4).
+      req.deliveryId = parseUuid("delivery_id", req.deliveryId);
       if (req.text.length === 0) throw new FleetError(ErrorCode.InvalidArgument, "text must not be empty");
       const mode = deliveryModeWire.decode(req.mode);
       if (!mode) throw new FleetError(ErrorCode.InvalidArgument, `unknown delivery mode ${req.mode}`);
@@ -115,8 +116,7 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         const why = `${seat.name} is a ${seat.kind} seat; only a mailbox's absence is fenced`;
         throw new FleetError(ErrorCode.FailedPrecondition, why);
       }
-      if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
-      const f = deps.mailboxes.fence(seat.name, req.deliveryId);
+      const f = deps.mailboxes.fence(seat.name, parseUuid("delivery_id", req.deliveryId));
       const answer = FenceMailboxDeliveryResponseSchema;
       if (f.state === "writing") return create(answer, { state: MailboxFenceState.WRITING, path: f.path });
       if (f.state === "fenced") {
