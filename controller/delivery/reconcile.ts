@@ -11,7 +11,7 @@ import { parseUuid } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { isUnresolved } from "../../shared/verdicts.js";
 import { CallState, findCall } from "../journal/call-receipts.js";
-import { findDelivery } from "../journal/delivery-receipts.js";
+import { deliveryIdByNativeId, findDelivery } from "../journal/delivery-receipts.js";
 import { sessionEvidence } from "./session-evidence.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { uncertainBody, type LeadBody, type ToolOutcome } from "./result-bodies.js";
@@ -25,11 +25,20 @@ export const RECONCILE_SEAT_CALL = "reconcile_seat_call";
 export interface ReconcileInput {
   deliveryId?: string | undefined;
   hireId?: string | undefined;
+  /** A harness's own id for the message (rule 30): Codex's clientId or turn, OpenCode's message id, a Pi entry id. */
+  nativeId?: string | undefined;
   settle?: "not_delivered" | undefined;
 }
 
 export async function reconcileSeatCall(deps: PipelineDeps, conversationId: string, input: ReconcileInput): Promise<ToolOutcome> {
-  if ((input.deliveryId === undefined) === (input.hireId === undefined)) throw new InvalidArgumentError("give exactly one of deliveryId or hireId");
+  const given = [input.deliveryId, input.hireId, input.nativeId].filter((x) => x !== undefined).length;
+  if (given !== 1) throw new InvalidArgumentError("give exactly one of deliveryId, hireId or nativeId");
+  if (input.nativeId !== undefined) {
+    // Found only in this conversation: another's receipt answers like an unknown id (rule 7).
+    const deliveryId = await deliveryIdByNativeId(deps.db, conversationId, input.nativeId);
+    if (deliveryId === undefined) return noMatchingReceipt(input.nativeId, "message_seat");
+    return reconcileSeatCall(deps, conversationId, { deliveryId, settle: input.settle });
+  }
   // Canonical (lower case) before it is compared with the journal's ids (issue 32 item 4).
   const id = parseUuid(input.deliveryId !== undefined ? "deliveryId" : "hireId", (input.deliveryId ?? input.hireId)!);
   const tool = input.deliveryId !== undefined ? "message_seat" : "hire_agent";
@@ -37,14 +46,7 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     if (input.settle) throw new InvalidArgumentError("settle applies to deliveries; an unresolved hire is settled by the owner (clankie hire-receipt settle)");
     return reconcileHire(deps, conversationId, id);
   }
-  const noMatch: ToolOutcome = {
-    id,
-    tool,
-    // No receipt: no seat-call _meta at all (a `settled` state would claim one exists).
-    state: "none",
-    isError: true,
-    body: { schemaVersion: 1, outcome: "no_matching_receipt", detail: "no receipt with this id exists in this conversation; nothing was changed" },
-  };
+  const noMatch = noMatchingReceipt(id, tool);
 
   const call = await findCall(deps.db, id, conversationId);
   if (!call || call.tool !== tool) return noMatch;
@@ -107,4 +109,15 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
   // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
   if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody };
   return { id, tool, state: "uncertain", isError: true, body: { ...uncertainBody(tool, id, detail), seat: delivery.seatId, receiptState: delivery.state } };
+}
+
+function noMatchingReceipt(id: string, tool: "message_seat" | "hire_agent"): ToolOutcome {
+  return {
+    id,
+    tool,
+    // No receipt: no seat-call _meta at all (a `settled` state would claim one exists).
+    state: "none",
+    isError: true,
+    body: { schemaVersion: 1, outcome: "no_matching_receipt", detail: "no receipt with this id exists in this conversation; nothing was changed" },
+  };
 }

@@ -1,5 +1,6 @@
 /** Delivery receipts: one per message dispatched to a seat, from "dispatching" to its outcome. */
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
+import { canonicalUuid } from "../../shared/ids.js";
 import { deliveryReceipts, type DeliveryReceipt, type ProofRow } from "../db/schema.js";
 import type { Db, Tx } from "../db/open.js";
 import { ReceiptState, UNRESOLVED_STATES } from "../../shared/verdicts.js";
@@ -47,6 +48,26 @@ export async function settleIfUnresolved(tx: Tx, id: string, o: DeliveryOutcome,
 export async function findDelivery(db: Db, id: string): Promise<DeliveryReceipt | undefined> {
   const [row] = await db.select().from(deliveryReceipts).where(eq(deliveryReceipts.id, id));
   return row;
+}
+
+/**
+ * The delivery a harness's own id names, in one conversation (rule 30): the receipt's native
+ * message or receipt id, or the delivery id itself (Codex's clientUserMessageId is the delivery
+ * id). A UUID is compared in its canonical case.
+ */
+export async function deliveryIdByNativeId(db: Db, conversationId: string, nativeId: string): Promise<string | undefined> {
+  const id = canonicalUuid(nativeId) ?? nativeId;
+  const [row] = await db
+    .select({ id: deliveryReceipts.id })
+    .from(deliveryReceipts)
+    .where(
+      and(
+        eq(deliveryReceipts.conversationId, conversationId),
+        or(eq(deliveryReceipts.id, id), eq(deliveryReceipts.nativeMessageId, nativeId), eq(deliveryReceipts.nativeReceiptId, nativeId)),
+      ),
+    )
+    .limit(1);
+  return row?.id;
 }
 
 export async function listDeliveries(db: Db, opts: { limit: number; unresolvedOnly: boolean }): Promise<DeliveryReceipt[]> {
