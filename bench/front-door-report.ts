@@ -1,0 +1,86 @@
+/** Issue 32's goals for the front-door section, judged per attack, and the table its runner prints. */
+import { ATTACKS } from "./front-door-attacks.js";
+import { cell, get, judge, num, type Goal } from "./report.js";
+import { RSS_BACK_WITHIN_MB } from "./sections/front-door.js";
+import { round } from "./stats.js";
+
+type Json = Record<string, unknown>;
+
+export function judgeFrontDoorGoals(r: Json): Goal[] {
+  const goals: Goal[] = [];
+  for (const a of ATTACKS) {
+    const at = (k: string) => num(r, `front_door.${a}.${k}`);
+    const before = at("lead_p99_before_ms");
+    const during = at("lead_p99_during_ms");
+    const rssBefore = at("rss_before_mb");
+    const peak = at("rss_peak_mb");
+    const after = at("rss_after_mb");
+    const afterS = at("after_window_s");
+    const ratio = before !== undefined && during !== undefined && before > 0 ? round(during / before) : undefined;
+    goals.push(
+      judge(`${a}: lead p99 during ÷ before`, "≤ 2×", ratio, (v) => v <= 2, `× (${during} ms vs ${before} ms)`),
+      judge(`${a}: controller RSS peak − before`, "≤ +100 MB", peak !== undefined && rssBefore !== undefined ? round(peak - rssBefore, 1) : undefined, (v) => v <= 100, ` MB (${rssBefore} → ${peak} MB)`),
+      judge(
+        `${a}: controller RSS ${afterS ?? "?"} s after − before`,
+        `≤ +${RSS_BACK_WITHIN_MB} MB within 60 s`,
+        after !== undefined && rssBefore !== undefined ? round(after - rssBefore, 1) : undefined,
+        (v) => v <= RSS_BACK_WITHIN_MB,
+        ` MB (${after} MB)`,
+      ),
+      judge(`${a}: last proof_stale after the attack's end`, "≤ 2 s", at("proof_stale_after_s"), (v) => v <= 2, " s"),
+      judge(`${a}: lead calls failed (error, timeout) during`, "0", at("lead_errors_during"), (v) => v === 0),
+    );
+  }
+  return goals;
+}
+
+function counts(v: unknown): string {
+  if (!v || typeof v !== "object") return "—";
+  const e = Object.entries(v as Record<string, number>);
+  return e.length ? e.map(([k, n]) => `${k} ${n}`).join(", ") : "0";
+}
+
+/** What the server did with the attack's own traffic, in one line. */
+function attackLine(a: string, s: unknown): string {
+  const g = (k: string) => cell(get(s, k));
+  switch (a) {
+    case "check_flood":
+      return `${g("calls")} Checks (${g("calls_per_s")}/s), statuses ${counts(get(s, "statuses"))}, Check p50 ${g("check_latency.p50_ms")} ms`;
+    case "watch_flood":
+      return `${g("attempted")} Watch streams: ${g("accepted")} accepted, ${g("refused")} refused (${counts(get(s, "refused_by_reason"))}), ${g("pending_at_end")} pending, ${g("held_open_at_end")} held at the end; ${g("connections_opened")} connections, ${g("connections_closed_by_server")} closed by the server`;
+    case "rapid_reset":
+      return `${g("streams_reset")} streams reset (${g("resets_per_s")}/s) on ${g("connections_opened")} connections; ${g("connections_closed_by_server")} closed by the server, ${g("goaways")} GOAWAY`;
+    case "slow_headers":
+      return `${g("connected")} of ${g("attempted")} slow connections connected, ${g("closed_by_server")} closed by the server, held ${g("held_open_mean")} on average (min ${g("held_open_min")}); errors ${counts(get(s, "errors"))}`;
+    default:
+      return "";
+  }
+}
+
+export function renderFrontDoorTable(r: Json, goals: Goal[]): string {
+  const lines: string[] = [];
+  lines.push(`Front door under attack (${cell(r.mode)}) at ${cell(r.when)}, load average ${cell(get(r, "machine.loadavg_start"))} → ${cell(get(r, "machine.loadavg_end"))}`, "");
+  lines.push(
+    "| attack | lead p50/p99 before ms | lead p50/p99 during ms | lead p50/p99 after ms | RSS before/peak/after MB | lead errors during | refusals during | refusals after | last proof_stale after end |",
+    "|---|---|---|---|---|---|---|---|---|",
+  );
+  for (const a of ATTACKS) {
+    const f = get(r, `front_door.${a}`);
+    if (!f || typeof f !== "object") {
+      lines.push(`| ${a} | ${cell(f)} | | | | | | | |`);
+      continue;
+    }
+    const g = (k: string) => cell(get(f, k));
+    lines.push(
+      `| ${a} | ${g("lead_p50_before_ms")} / ${g("lead_p99_before_ms")} | ${g("lead_p50_during_ms")} / ${g("lead_p99_during_ms")} (n ${g("lead_calls_during")}) | ${g("lead_p50_after_ms")} / ${g("lead_p99_after_ms")} | ${g("rss_before_mb")} / ${g("rss_peak_mb")} / ${g("rss_after_mb")} | ${g("lead_errors_during")} (${counts(get(f, "errors_during"))}) | ${counts(get(f, "refusals_during"))} | ${counts(get(f, "refusals_after"))} | ${g("proof_stale_after_s")} s |`,
+    );
+  }
+  lines.push("");
+  for (const a of ATTACKS) {
+    const s = get(r, `front_door.${a}.attack`);
+    if (s && typeof s === "object") lines.push(`- ${a}: ${attackLine(a, s)}`);
+  }
+  lines.push("", "| goal | target | measured | met |", "|---|---|---|---|");
+  for (const g of goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`);
+  return lines.join("\n");
+}
