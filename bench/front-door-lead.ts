@@ -9,6 +9,8 @@ import { Agent, request } from "node:http";
 import { randomUUID } from "node:crypto";
 
 const PROTOCOL_VERSION = "2025-06-18";
+/** The error a call without an answer in `timeoutMs` counts as. */
+export const LEAD_TIMEOUT = "lead_timeout";
 
 export interface LeadCall {
   /** performance.now() at the call's start and at its answer or failure. */
@@ -104,7 +106,7 @@ export class BenchLead {
         });
         res.on("error", reject);
       });
-      const timer = setTimeout(() => req.destroy(Object.assign(new Error("no answer in time"), { code: "lead_timeout" })), this.o.timeoutMs);
+      const timer = setTimeout(() => req.destroy(Object.assign(new Error("no answer in time"), { code: LEAD_TIMEOUT })), this.o.timeoutMs);
       req.on("error", (e) => {
         clearTimeout(timer);
         reject(e);

@@ -17,8 +17,11 @@ export function judgeFrontDoorGoals(r: Json): Goal[] {
     const after = at("rss_after_mb");
     const afterS = at("after_window_s");
     const ratio = before !== undefined && during !== undefined && before > 0 ? round(during / before) : undefined;
+    const unanswered = at("lead_timed_during") === 0 && (at("lead_calls_during") ?? 0) > 0;
     goals.push(
-      judge(`${a}: lead p99 during ÷ before`, "≤ 2×", ratio, (v) => v <= 2, `× (${during} ms vs ${before} ms)`),
+      unanswered
+        ? { goal: `${a}: lead p99 during ÷ before`, target: "≤ 2×", measured: `no call answered during the attack (${at("lead_calls_during")} failed)`, met: false }
+        : judge(`${a}: lead p99 during ÷ before`, "≤ 2×", ratio, (v) => v <= 2, `× (${during} ms vs ${before} ms)`),
       judge(`${a}: controller RSS peak − before`, "≤ +100 MB", peak !== undefined && rssBefore !== undefined ? round(peak - rssBefore, 1) : undefined, (v) => v <= 100, ` MB (${rssBefore} → ${peak} MB)`),
       judge(
         `${a}: controller RSS ${afterS ?? "?"} s after − before`,
@@ -47,9 +50,9 @@ function attackLine(a: string, s: unknown): string {
     case "check_flood":
       return `${g("calls")} Checks (${g("calls_per_s")}/s), statuses ${counts(get(s, "statuses"))}, Check p50 ${g("check_latency.p50_ms")} ms`;
     case "watch_flood":
-      return `${g("attempted")} Watch streams: ${g("accepted")} accepted, ${g("refused")} refused (${counts(get(s, "refused_by_reason"))}), ${g("pending_at_end")} pending, ${g("held_open_at_end")} held at the end; ${g("connections_opened")} connections, ${g("connections_closed_by_server")} closed by the server`;
+      return `${g("attempted")} Watch streams: ${g("accepted")} accepted, ${g("refused")} refused (${counts(get(s, "refused_by_reason"))}), ${g("unanswered_at_end")} unanswered, ${g("held_open_at_end")} held at the end; ${g("connections_opened")} connections (server allows ${g("server_max_streams_per_connection")} streams each), ${g("connections_closed_by_server")} closed by the server`;
     case "rapid_reset":
-      return `${g("streams_reset")} streams reset (${g("resets_per_s")}/s) on ${g("connections_opened")} connections; ${g("connections_closed_by_server")} closed by the server, ${g("goaways")} GOAWAY`;
+      return `${g("streams_reset")} streams reset (${g("resets_per_s")}/s, ${g("bytes_sent")} bytes sent) on ${g("connections_opened")} connections; ${g("connections_closed_by_server")} closed by the server, ${g("goaways")} GOAWAY`;
     case "slow_headers":
       return `${g("connected")} of ${g("attempted")} slow connections connected, ${g("closed_by_server")} closed by the server, held ${g("held_open_mean")} on average (min ${g("held_open_min")}); errors ${counts(get(s, "errors"))}`;
     default:

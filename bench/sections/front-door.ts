@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { ATTACKS, type AttackName, type AttackSizes, type AttackStats } from "../front-door-attacks.js";
 import type { AttackerArgs, AttackerMessage } from "../front-door-attacker.js";
-import { BenchLead, leadLoop, type LeadCall } from "../front-door-lead.js";
+import { BenchLead, LEAD_TIMEOUT, leadLoop, type LeadCall } from "../front-door-lead.js";
 import { createScratchDatabase, type ScratchDatabase } from "../databases.js";
 import { CLI, removeScratch, scratchDir } from "../paths.js";
 import { rssOf, spawnClankie, track, type ClankieProcess } from "../processes.js";
@@ -136,14 +136,20 @@ function countBy(calls: LeadCall[], kind: LeadCall["kind"]): Record<string, numb
 
 const isProofStale = (c: LeadCall) => c.kind === "refused" && c.result.endsWith("/proof_stale");
 
-/** The lead's figures over one window: every call counts, a failed one with the time it took to fail. */
+/**
+ * The lead's figures over one window. The latencies are every answered call's (delivered or
+ * refused) and every timeout's at the timeout (a lower bound); a call that failed at once (a
+ * reset or refused connection) says nothing of the controller's speed and is counted in
+ * `lead_errors_*` only, so it cannot pull the p99 down.
+ */
 function leadFigures(calls: LeadCall[], name: string): Record<string, unknown> {
-  const ms = calls.map((c) => c.end - c.start);
+  const ms = calls.filter((c) => c.kind !== "error" || c.result === LEAD_TIMEOUT).map((c) => c.end - c.start);
   return {
     [`lead_p50_${name}_ms`]: round(percentile(ms, 50)),
     [`lead_p99_${name}_ms`]: round(percentile(ms, 99)),
     [`lead_max_${name}_ms`]: round(ms.length ? Math.max(...ms) : Number.NaN),
     [`lead_calls_${name}`]: calls.length,
+    [`lead_timed_${name}`]: ms.length,
     [`lead_delivered_${name}`]: calls.filter((c) => c.kind === "delivered").length,
     [`lead_errors_${name}`]: calls.filter((c) => c.kind === "error").length,
     [`errors_${name}`]: countBy(calls, "error"),
