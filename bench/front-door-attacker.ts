@@ -13,7 +13,10 @@ export interface AttackerArgs {
   sizes: AttackSizes;
 }
 
-export type AttackerMessage = { type: "ready" } | { type: "done"; stats: Record<string, unknown> } | { type: "failed"; error: string };
+export type AttackerMessage =
+  | { type: "ready" }
+  | { type: "done"; stats: Record<string, unknown> }
+  | { type: "failed"; error: string };
 
 const send = (m: AttackerMessage) => process.send!(m);
 

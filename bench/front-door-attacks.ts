@@ -37,9 +37,15 @@ const WATCH_PATH = "/grpc.health.v1.Health/Watch";
 const EMPTY_REQUEST = Buffer.alloc(5);
 const GRPC_HEADERS = { ":method": "POST", "content-type": "application/grpc", te: "trailers" };
 
-function h2session(port: number, localAddress: string): { session: ClientHttp2Session; socket: () => Socket | undefined } {
+interface H2Connection {
+  session: ClientHttp2Session;
+  socket: () => Socket | undefined;
+}
+
+function h2session(port: number, localAddress: string): H2Connection {
   let socket: Socket | undefined;
-  const session = h2connect(`http://127.0.0.1:${port}`, { createConnection: () => (socket = netConnect({ host: "127.0.0.1", port, localAddress })) });
+  const createConnection = () => (socket = netConnect({ host: "127.0.0.1", port, localAddress }));
+  const session = h2connect(`http://127.0.0.1:${port}`, { createConnection });
   // A session's failure is counted by its close; an unhandled 'error' would end the attacker.
   session.on("error", () => {});
   return { session, socket: () => socket };
@@ -122,7 +128,7 @@ async function checkFlood(port: number, windowMs: number, z: AttackSizes): Promi
         stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string | undefined ?? grpcStatus));
         stream.on("error", () => {});
         stream.on("data", () => {});
-        stream.on("close", () => resolve(grpcStatus !== undefined ? `grpc_${grpcStatus}` : `rst_${stream.rstCode ?? "none"}`));
+        stream.on("close", () => resolve(grpcStatus !== undefined ? `grpc_${grpcStatus}` : `rst_${stream.rstCode}`));
         stream.end(EMPTY_REQUEST);
       });
       bump(statuses, status);
@@ -133,7 +139,15 @@ async function checkFlood(port: number, windowMs: number, z: AttackSizes): Promi
   };
   await Promise.all(Array.from({ length: z.checkConcurrency }, (_, i) => worker(i)));
   await sessions.closeAll();
-  return { concurrency: z.checkConcurrency, calls, calls_per_s: Math.round(calls / (windowMs / 1000)), statuses, check_latency: summarize(ms), connections_opened: sessions.opened, connections_closed_by_server: sessions.closedByServer };
+  return {
+    concurrency: z.checkConcurrency,
+    calls,
+    calls_per_s: Math.round(calls / (windowMs / 1000)),
+    statuses,
+    check_latency: summarize(ms),
+    connections_opened: sessions.opened,
+    connections_closed_by_server: sessions.closedByServer,
+  };
 }
 
 /**
@@ -175,7 +189,8 @@ async function watchFlood(port: number, windowMs: number, z: AttackSizes): Promi
     stream.on("close", () => {
       if (sessions.stopping) return;
       if (live) droppedAfterAccept++;
-      else bump(refused, grpcStatus !== undefined ? `grpc_${grpcStatus}` : stream.rstCode ? `rst_${stream.rstCode}` : "connection_closed");
+      else if (grpcStatus !== undefined) bump(refused, `grpc_${grpcStatus}`);
+      else bump(refused, stream.rstCode ? `rst_${stream.rstCode}` : "connection_closed");
     });
     stream.end(EMPTY_REQUEST);
   };

@@ -21,6 +21,11 @@ export interface LeadCall {
   kind: "delivered" | "refused" | "error";
 }
 
+interface ToolAnswer {
+  result?: { structuredContent?: { outcome?: string; reason?: string }; isError?: boolean };
+  error?: { code?: number };
+}
+
 interface Answer {
   status: number;
   sessionId: string | undefined;
@@ -49,24 +54,34 @@ export class BenchLead {
   /** initialize + notifications/initialized: the session every later call names. */
   async open(): Promise<void> {
     this.sessionId = undefined;
-    const init = await this.post({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: "clankie-bench-front-door-lead", version: "0.0.0" } } });
-    if (init.status !== 200 || !init.sessionId) throw new Error(`MCP initialize answered ${init.status}: ${init.body.slice(0, 200)}`);
+    const clientInfo = { name: "clankie-bench-front-door-lead", version: "0.0.0" };
+    const params = { protocolVersion: PROTOCOL_VERSION, capabilities: {}, clientInfo };
+    const init = await this.post({ jsonrpc: "2.0", id: 0, method: "initialize", params });
+    if (init.status !== 200 || !init.sessionId) {
+      throw new Error(`MCP initialize answered ${init.status}: ${init.body.slice(0, 200)}`);
+    }
     this.sessionId = init.sessionId;
     await this.post({ jsonrpc: "2.0", method: "notifications/initialized" });
   }
 
   async messageSeat(seat: string, message: string): Promise<LeadCall> {
     const start = performance.now();
-    const done = (kind: LeadCall["kind"], result: string): LeadCall => ({ start, end: performance.now(), kind, result });
+    const done = (kind: LeadCall["kind"], result: string): LeadCall => ({
+      start,
+      end: performance.now(),
+      kind,
+      result,
+    });
     try {
       const meta = { "clankie/seat-call": { deliveryId: randomUUID() } };
-      const a = await this.post({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "message_seat", arguments: { seat, message }, _meta: meta } });
+      const params = { name: "message_seat", arguments: { seat, message }, _meta: meta };
+      const a = await this.post({ jsonrpc: "2.0", id: 1, method: "tools/call", params });
       if (a.status !== 200) {
-        // A session the controller dropped is reopened for the next call; this one counts as refused.
+        // A session the controller dropped is reopened for the next call; this one is refused.
         if (a.status === 404) this.sessionId = undefined;
         return done("refused", `http_${a.status}/${transportReason(a.body)}`);
       }
-      const body = JSON.parse(a.body) as { result?: { structuredContent?: { outcome?: string; reason?: string }; isError?: boolean }; error?: { code?: number } };
+      const body = JSON.parse(a.body) as ToolAnswer;
       if (body.error) return done("refused", `jsonrpc_${body.error.code ?? "error"}`);
       const sc = body.result?.structuredContent;
       const outcome = sc?.outcome ?? (body.result?.isError ? "error" : "unknown");
@@ -96,17 +111,20 @@ export class BenchLead {
     if (this.sessionId) headers["mcp-session-id"] = this.sessionId;
     if (this.o.fresh) headers.connection = "close";
     return new Promise<Answer>((resolve, reject) => {
-      const req = request({ host: this.url.hostname, port: this.url.port, path: this.url.pathname, method: "POST", headers, agent: this.agent }, (res) => {
+      const target = { host: this.url.hostname, port: this.url.port, path: this.url.pathname };
+      const req = request({ ...target, method: "POST", headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
           clearTimeout(timer);
           const sid = res.headers["mcp-session-id"];
-          resolve({ status: res.statusCode ?? 0, sessionId: Array.isArray(sid) ? sid[0] : sid, body: Buffer.concat(chunks).toString("utf8") });
+          const sessionId = Array.isArray(sid) ? sid[0] : sid;
+          resolve({ status: res.statusCode ?? 0, sessionId, body: Buffer.concat(chunks).toString("utf8") });
         });
         res.on("error", reject);
       });
-      const timer = setTimeout(() => req.destroy(Object.assign(new Error("no answer in time"), { code: LEAD_TIMEOUT })), this.o.timeoutMs);
+      const timeout = () => req.destroy(Object.assign(new Error("no answer in time"), { code: LEAD_TIMEOUT }));
+      const timer = setTimeout(timeout, this.o.timeoutMs);
       req.on("error", (e) => {
         clearTimeout(timer);
         reject(e);
@@ -127,10 +145,15 @@ function transportReason(body: string): string {
 }
 
 /**
- * Calls `message_seat` one after another until `stop()` resolves true, `gapMs` apart, and
+ * Calls `message_seat` one after another until `stopped()` says so, `gapMs` apart, and
  * returns every call. The calls are what the section splits into before, during and after.
  */
-export async function leadLoop(lead: BenchLead, seat: string, gapMs: number, stopped: () => boolean): Promise<LeadCall[]> {
+export async function leadLoop(
+  lead: BenchLead,
+  seat: string,
+  gapMs: number,
+  stopped: () => boolean,
+): Promise<LeadCall[]> {
   const calls: LeadCall[] = [];
   for (let i = 0; !stopped(); i++) {
     calls.push(await lead.messageSeat(seat, `front door bench ${i}`));

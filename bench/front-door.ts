@@ -14,17 +14,35 @@ export type FrontDoorMode = "full" | "quick" | "tiny";
 
 const load = () => loadavg().map((v) => Math.round(v * 100) / 100);
 
-export async function frontDoorBench(mode: FrontDoorMode, only: readonly AttackName[] = ATTACKS, log: (l: string) => void = () => {}): Promise<Record<string, unknown>> {
+function machine(pg: string | undefined): Record<string, unknown> {
+  return {
+    cpu: cpus()[0]?.model ?? "unknown",
+    cpus: cpus().length,
+    memory_gb: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    node: process.version,
+    postgres: pg ? `PostgreSQL ${pg}` : "skipped: no PostgreSQL",
+    loadavg_start: load(),
+  };
+}
+
+export async function frontDoorBench(
+  mode: FrontDoorMode,
+  only: readonly AttackName[] = ATTACKS,
+  log: (l: string) => void = () => {},
+): Promise<Record<string, unknown>> {
   const started = performance.now();
   const cfg = frontDoorConfig(mode);
   const pg = await postgresVersion();
-  const machine: Record<string, unknown> = { cpu: cpus()[0]?.model ?? "unknown", cpus: cpus().length, memory_gb: Math.round(totalmem() / 2 ** 30), kernel: release(), node: process.version, postgres: pg ? `PostgreSQL ${pg}` : "skipped: no PostgreSQL", loadavg_start: load() };
-  const r: Record<string, unknown> = { when: new Date().toISOString(), mode, machine, sizes: cfg };
-  r.front_door = pg ? await runFrontDoor(cfg, only, log) : Object.fromEntries(only.map((a) => [a, "skipped: no PostgreSQL (the section runs `clankie up` on PostgreSQL)"]));
-  machine.loadavg_end = load();
+  const box = machine(pg);
+  const r: Record<string, unknown> = { when: new Date().toISOString(), mode, machine: box, sizes: cfg };
+  const skipped = "skipped: no PostgreSQL (the section runs `clankie up` on PostgreSQL)";
+  r.front_door = pg ? await runFrontDoor(cfg, only, log) : Object.fromEntries(only.map((a) => [a, skipped]));
+  box.loadavg_end = load();
   r.duration_s = Math.round((performance.now() - started) / 100) / 10;
   r.goals = judgeFrontDoorGoals(r);
-  const errors = Object.entries(r.front_door as Record<string, unknown>).filter(([, v]) => typeof v === "string" && v.startsWith("error:"));
+  const broke = (v: unknown) => typeof v === "string" && v.startsWith("error:");
+  const errors = Object.entries(r.front_door as Record<string, unknown>).filter(([, v]) => broke(v));
   if (errors.length) r.errors = Object.fromEntries(errors);
   return r;
 }

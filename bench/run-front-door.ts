@@ -22,11 +22,15 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, only: { type: "string" }, out: { type: "string" } }, strict: true });
+  const flag = { type: "boolean" } as const;
+  const text = { type: "string" } as const;
+  const { values } = parseArgs({ options: { quick: flag, tiny: flag, only: text, out: text }, strict: true });
   const mode: FrontDoorMode = values.tiny ? "tiny" : values.quick ? "quick" : "full";
   const only = values.only ? values.only.split(",") : [...ATTACKS];
-  for (const a of only) if (!(ATTACKS as readonly string[]).includes(a)) throw new Error(`--only: unknown attack ${a} (one of ${ATTACKS.join(", ")})`);
-  const out = resolve(values.out ?? join(REPO_ROOT, "bench", "results", mode === "full" ? "front-door.json" : `front-door-${mode}.json`));
+  const unknown = only.filter((a) => !(ATTACKS as readonly string[]).includes(a));
+  if (unknown.length) throw new Error(`--only: ${unknown.join(", ")} not among ${ATTACKS.join(", ")}`);
+  const file = mode === "full" ? "front-door.json" : `front-door-${mode}.json`;
+  const out = resolve(values.out ?? join(REPO_ROOT, "bench", "results", file));
   const r = await frontDoorBench(mode, only as AttackName[], (l) => process.stderr.write(`[front-door] ${l}\n`));
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(r, null, 2) + "\n");

@@ -39,32 +39,43 @@ export interface FrontDoorConfig {
   sizes: AttackSizes;
 }
 
-const ISSUE_SIZES: AttackSizes = { checkConcurrency: 64, watchStreams: 8_000, watchStreamsPerConnection: 125, resetConnections: 8, slowConnections: 800, slowDripMs: 3_000 };
+const ISSUE_SIZES: AttackSizes = {
+  checkConcurrency: 64,
+  watchStreams: 8_000,
+  watchStreamsPerConnection: 125,
+  resetConnections: 8,
+  slowConnections: 800,
+  slowDripMs: 3_000,
+};
+const TINY_SIZES: AttackSizes = {
+  checkConcurrency: 8,
+  watchStreams: 64,
+  watchStreamsPerConnection: 16,
+  resetConnections: 2,
+  slowConnections: 40,
+  slowDripMs: 500,
+};
+
+/** A second of each attack at a fraction of its size: the harness runs end to end. */
+const TINY = { rapidResetS: 1, sizes: TINY_SIZES };
+/** The issue's sizes, and its 5 s of rapid reset. */
+const ISSUE = { leadGapMs: 20, rapidResetS: 5, sizes: ISSUE_SIZES };
 
 export function frontDoorConfig(mode: "full" | "quick" | "tiny"): FrontDoorConfig {
   switch (mode) {
     case "full":
-      return { warmupCalls: 10, beforeS: 20, attackS: 20, rapidResetS: 5, afterS: 60, leadGapMs: 20, leadTimeoutMs: 20_000, sizes: ISSUE_SIZES };
+      return { ...ISSUE, warmupCalls: 10, beforeS: 20, attackS: 20, afterS: 60, leadTimeoutMs: 20_000 };
     case "quick":
-      return { warmupCalls: 5, beforeS: 8, attackS: 10, rapidResetS: 5, afterS: 15, leadGapMs: 20, leadTimeoutMs: 10_000, sizes: ISSUE_SIZES };
+      return { ...ISSUE, warmupCalls: 5, beforeS: 8, attackS: 10, afterS: 15, leadTimeoutMs: 10_000 };
     case "tiny":
-      return {
-        warmupCalls: 2,
-        beforeS: 1,
-        attackS: 1,
-        rapidResetS: 1,
-        afterS: 1,
-        leadGapMs: 20,
-        leadTimeoutMs: 5_000,
-        sizes: { checkConcurrency: 8, watchStreams: 64, watchStreamsPerConnection: 16, resetConnections: 2, slowConnections: 40, slowDripMs: 500 },
-      };
+      return { ...ISSUE, warmupCalls: 2, beforeS: 1, attackS: 1, afterS: 1, leadTimeoutMs: 5_000, ...TINY };
   }
 }
 
-/** Scratch databases not yet dropped: an interrupted run drops them (bench/front-door.ts). */
+/** Scratch databases not yet dropped: an interrupted run drops them (bench/run-front-door.ts). */
 export const undroppedDatabases = new Set<ScratchDatabase>();
 
-/** The compiled attacker beside this module, or its source through tsx when the bench runs from bench/ (vitest). */
+/** The compiled attacker beside this module, or its source through tsx (`tsx bench/run-front-door.ts`). */
 function attackerCommand(): string[] {
   const here = dirname(fileURLToPath(import.meta.url));
   const js = join(here, "..", "front-door-attacker.js");
@@ -79,7 +90,8 @@ interface Attacker {
 }
 
 async function startAttacker(a: AttackerArgs): Promise<Attacker> {
-  const child: ChildProcess = spawn(process.execPath, [...attackerCommand(), JSON.stringify(a)], { stdio: ["ignore", "ignore", "pipe", "ipc"] });
+  const stdio = ["ignore", "ignore", "pipe", "ipc"] as const;
+  const child: ChildProcess = spawn(process.execPath, [...attackerCommand(), JSON.stringify(a)], { stdio: [...stdio] });
   track(child);
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr = (stderr + d.toString()).slice(-4000)));
@@ -157,7 +169,48 @@ function leadFigures(calls: LeadCall[], name: string): Record<string, unknown> {
   };
 }
 
-async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: string) => void): Promise<Record<string, unknown>> {
+/** The moments (performance.now()) that split a run into before, during and after. */
+interface Marks {
+  before: number;
+  attack: number;
+  end: number;
+  stop: number;
+}
+
+function figures(calls: LeadCall[], samples: RssSample[], t: Marks): Record<string, unknown> {
+  const startedIn = (a: number, b: number) => calls.filter((c) => c.start >= a && c.start < b);
+  const before = startedIn(t.before, t.attack);
+  const during = startedIn(t.attack, t.end);
+  const after = startedIn(t.end, Number.POSITIVE_INFINITY);
+  const rssBefore = percentile(samples.filter((s) => s.t >= t.before && s.t < t.attack).map((s) => s.mb), 50);
+  let peak: RssSample | undefined;
+  for (const s of samples) if (s.t >= t.attack && (!peak || s.mb > peak.mb)) peak = s;
+  const rssAfter = samples.at(-1)?.mb ?? Number.NaN;
+  // A refusal counts when it was answered: a call begun during the attack may be refused after it.
+  const stale = calls.filter(isProofStale);
+  const staleAfter = stale.filter((c) => c.end >= t.end);
+  const lastStale = staleAfter.at(-1);
+  return {
+    ...leadFigures(before, "before"),
+    ...leadFigures(during, "during"),
+    ...leadFigures(after, "after"),
+    rss_before_mb: rssBefore,
+    rss_peak_mb: peak?.mb ?? Number.NaN,
+    rss_peak_at_s: peak ? round((peak.t - t.attack) / 1000, 1) : Number.NaN,
+    rss_after_mb: rssAfter,
+    rss_back: rssAfter <= rssBefore + RSS_BACK_WITHIN_MB,
+    proof_stale_during: stale.filter((c) => c.end >= t.attack && c.end < t.end).length,
+    proof_stale_after: staleAfter.length,
+    proof_stale_after_s: lastStale ? round((lastStale.end - t.end) / 1000, 2) : 0,
+    before_window_s: round((t.attack - t.before) / 1000, 1),
+    attack_ended_after_s: round((t.end - t.attack) / 1000, 1),
+    after_window_s: round((t.stop - t.end) / 1000, 1),
+  };
+}
+
+type Figures = Record<string, unknown>;
+
+async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: string) => void): Promise<Figures> {
   const db = await createScratchDatabase();
   undroppedDatabases.add(db);
   const stateDir = scratchDir("front-door");
@@ -173,58 +226,34 @@ async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: 
     up = await spawnClankie(["up", "--state-dir", stateDir, "--port", "0", "--pane-host", "none"], env);
     await run(process.execPath, [CLI, "seat", "add", "mailbox", SEAT, "--state-dir", stateDir, "--json"], { env });
     const mcpUrl = up.ready.mcpUrl!;
-    const port = Number(new URL(mcpUrl).port);
     // While slow senders fill the connection table, what matters is whether a NEW connection gets in.
-    lead = new BenchLead({ mcpUrl, token: up.ready.token!, fresh: attack === "slow_headers", timeoutMs: cfg.leadTimeoutMs });
+    const fresh = attack === "slow_headers";
+    lead = new BenchLead({ mcpUrl, token: up.ready.token!, fresh, timeoutMs: cfg.leadTimeoutMs });
     await lead.open();
     for (let i = 0; i < cfg.warmupCalls; i++) await lead.messageSeat(SEAT, `front door warm-up ${i}`);
     const windowS = attack === "rapid_reset" ? cfg.rapidResetS : cfg.attackS;
+    const port = Number(new URL(mcpUrl).port);
     attacker = await startAttacker({ attack, port, windowMs: windowS * 1000, sizes: cfg.sizes });
 
     rss = sampleRssEvery(up.child.pid!, 200);
     stopLead = false;
-    const tBefore = performance.now();
-    const leadNow = lead;
-    loop = leadLoop(leadNow, SEAT, cfg.leadGapMs, () => stopLead);
+    const before = performance.now();
+    loop = leadLoop(lead, SEAT, cfg.leadGapMs, () => stopLead);
     await sleep(cfg.beforeS * 1000);
-    const tAttack = performance.now();
+    const attackAt = performance.now();
     log(`front_door.${attack}: attacking for ${windowS} s`);
     const stats = await attacker.run();
-    const tEnd = performance.now();
+    const end = performance.now();
     log(`front_door.${attack}: attack over; ${cfg.afterS} s after it`);
     await sleep(cfg.afterS * 1000);
     stopLead = true;
     const calls = await loop;
     rss.stop();
-    const tStop = performance.now();
-
-    const between = (a: number, b: number) => calls.filter((c) => c.start >= a && c.start < b);
-    const before = between(tBefore, tAttack);
-    const during = between(tAttack, tEnd);
-    const after = between(tEnd, Number.POSITIVE_INFINITY);
-    const rssIn = (a: number, b: number) => rss!.samples.filter((s) => s.t >= a && s.t < b).map((s) => s.mb);
-    const rssBefore = percentile(rssIn(tBefore, tAttack), 50);
-    const rssPeakSample = rss.samples.filter((s) => s.t >= tAttack).reduce<RssSample | undefined>((m, s) => (!m || s.mb > m.mb ? s : m), undefined);
-    const rssAfter = rss.samples.at(-1)!.mb;
-    const staleAfter = after.filter(isProofStale);
-    const lastStale = staleAfter.at(-1);
+    const marks = { before, attack: attackAt, end, stop: performance.now() };
     return {
-      ...leadFigures(before, "before"),
-      ...leadFigures(during, "during"),
-      ...leadFigures(after, "after"),
-      rss_before_mb: rssBefore,
-      rss_peak_mb: rssPeakSample?.mb ?? Number.NaN,
-      rss_peak_at_s: rssPeakSample ? round((rssPeakSample.t - tAttack) / 1000, 1) : Number.NaN,
-      rss_after_mb: rssAfter,
-      rss_back: rssAfter <= rssBefore + RSS_BACK_WITHIN_MB,
-      proof_stale_during: during.filter(isProofStale).length,
-      proof_stale_after: staleAfter.length,
-      proof_stale_after_s: lastStale ? round((lastStale.end - tEnd) / 1000, 2) : 0,
-      before_window_s: round((tAttack - tBefore) / 1000, 1),
+      ...figures(calls, rss.samples, marks),
       attack_window_s: windowS,
-      attack_ended_after_s: round((tEnd - tAttack) / 1000, 1),
-      after_window_s: round((tStop - tEnd) / 1000, 1),
-      lead_connection: attack === "slow_headers" ? "fresh per call (Connection: close)" : "kept alive",
+      lead_connection: fresh ? "fresh per call (Connection: close)" : "kept alive",
       attack: stats,
     };
   } finally {
@@ -241,7 +270,11 @@ async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: 
   }
 }
 
-export async function runFrontDoor(cfg: FrontDoorConfig, only: readonly AttackName[] = ATTACKS, log: (l: string) => void = () => {}): Promise<Record<string, unknown>> {
+export async function runFrontDoor(
+  cfg: FrontDoorConfig,
+  only: readonly AttackName[] = ATTACKS,
+  log: (l: string) => void = () => {},
+): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
   for (const attack of only) {
     log(`front_door.${attack}…`);
