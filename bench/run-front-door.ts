@@ -9,7 +9,7 @@ import { parseArgs } from "node:util";
 import { ATTACKS, type AttackName } from "./front-door-attacks.js";
 import { frontDoorBench, type FrontDoorMode } from "./front-door.js";
 import { judgeFrontDoorGoals, renderFrontDoorTable } from "./front-door-report.js";
-import { undroppedDatabases } from "./sections/front-door.js";
+import { pendingCleanups } from "./sections/front-door.js";
 import { REPO_ROOT } from "./paths.js";
 import { liveChildren } from "./processes.js";
 
@@ -17,7 +17,7 @@ import { liveChildren } from "./processes.js";
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => {
     for (const child of liveChildren) child.kill("SIGKILL");
-    void Promise.allSettled([...undroppedDatabases].map((db) => db.drop())).finally(() => process.exit(130));
+    void Promise.allSettled([...pendingCleanups].map((c) => c())).finally(() => process.exit(130));
   });
 }
 

@@ -15,7 +15,7 @@ import { promisify } from "node:util";
 import { ATTACKS, type AttackName, type AttackSizes, type AttackStats } from "../front-door-attacks.js";
 import type { AttackerArgs, AttackerMessage } from "../front-door-attacker.js";
 import { BenchLead, LEAD_TIMEOUT, leadLoop, type LeadCall } from "../front-door-lead.js";
-import { createScratchDatabase, type ScratchDatabase } from "../databases.js";
+import { createScratchDatabase } from "../databases.js";
 import { CLI, removeScratch, scratchDir } from "../paths.js";
 import { rssOf, spawnClankie, track, type ClankieProcess } from "../processes.js";
 import { percentile, round } from "../stats.js";
@@ -72,8 +72,8 @@ export function frontDoorConfig(mode: "full" | "quick" | "tiny"): FrontDoorConfi
   }
 }
 
-/** Scratch databases not yet dropped: an interrupted run drops them (bench/run-front-door.ts). */
-export const undroppedDatabases = new Set<ScratchDatabase>();
+/** What a run still has to remove (database, state dir); an interrupted run does it (bench/run-front-door.ts). */
+export const pendingCleanups = new Set<() => Promise<void>>();
 
 /** The compiled attacker beside this module, or its source through tsx (`tsx bench/run-front-door.ts`). */
 function attackerCommand(): string[] {
@@ -212,8 +212,12 @@ type Figures = Record<string, unknown>;
 
 async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: string) => void): Promise<Figures> {
   const db = await createScratchDatabase();
-  undroppedDatabases.add(db);
   const stateDir = scratchDir("front-door");
+  const cleanup = async () => {
+    removeScratch(stateDir);
+    await db.drop();
+  };
+  pendingCleanups.add(cleanup);
   const env = { ...process.env, DATABASE_URL: db.url };
   let up: ClankieProcess | undefined;
   let attacker: Attacker | undefined;
@@ -264,9 +268,8 @@ async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: 
     await up?.stop();
     await loop?.catch(() => {});
     lead?.close();
-    removeScratch(stateDir);
-    await db.drop();
-    undroppedDatabases.delete(db);
+    await cleanup();
+    pendingCleanups.delete(cleanup);
   }
 }
 
