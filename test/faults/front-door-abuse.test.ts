@@ -195,6 +195,26 @@ describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%
     expect(await grpcCall(lead, "/grpc.health.v1.Health/Check")).toBe("answered");
   });
 
+  it("HEADERS and RST_STREAM sent together (CVE-2023-44487's own pattern) spend the session's budget too, and close it (item 2)", async () => {
+    const before = fleet.controller.frontDoor();
+    const attacker = await h2(fleet.controller.url, "127.0.3.2");
+    sessions.push(attacker);
+    attacker.on("error", () => {});
+    const closed = new Promise<void>((resolve) => attacker.once("close", resolve));
+    for (let i = 0; i < 2000 && !attacker.destroyed; i++) {
+      const s = attacker.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc" });
+      s.on("error", () => {});
+      s.close(constants.NGHTTP2_CANCEL);
+      // Let the frames leave in a few writes, as a flood's would.
+      if (i % 100 === 99) await new Promise((r) => setImmediate(r));
+    }
+    await closed;
+    await until(() => fleet.controller.frontDoor().h2Abuse > before.h2Abuse, "the session closed by the guard, not only by nghttp2");
+    const lead = await h2(fleet.controller.url);
+    sessions.push(lead);
+    expect(await grpcCall(lead, "/grpc.health.v1.Health/Check")).toBe("answered");
+  });
+
   it("with the table full of slow header senders from 4 addresses, a fresh connection gets its answer (item 3)", async () => {
     const u = new URL(fleet.controller.url);
     const before = fleet.controller.frontDoor().evicted;
