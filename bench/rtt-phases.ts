@@ -8,7 +8,7 @@
  * the machine's noise. Each delivery is cut at the chunks into: the lead's client sending, the
  * controller before its Deliver call (admission statement), the agent (proofs, gate, mailbox
  * write), the spread of the agent's answer from its first chunk to its last (Node sends gRPC's
- * trailers one loop turn after the message; docs/benchmarks.md, seventh pass), the controller
+ * trailers one loop turn after the message; issue 17's seventh pass), the controller
  * after the verdict (settle statement, the answer), and the client reading it. Prints and
  * writes each phase's p50 per side and the difference. `--gap-ms` idles that long before each
  * delivery, as the bench's peer section does (its SSH delivery comes in between). `--cli` runs another build's controller

@@ -28,7 +28,7 @@ export function writeFileDurably(path: string, content: string, mode = 0o600): v
 // renaming it and opening the directory are page-cache work of microseconds, while each
 // threadpool hand-off costs the loop a futex wake, an eventfd write and read and a turn: the
 // earlier form's eight hand-offs per write were the agent's largest share of syscalls per
-// delivery (issue 17; docs/benchmarks.md, seventh pass). A body over SYNC_WRITE_MAX bytes is
+// delivery (issue 17's seventh pass). A body over SYNC_WRITE_MAX bytes is
 // written off the loop too. Callback fs promisified once, not fs/promises' FileHandle (an
 // EventEmitter with close tracking per open).
 const openAsync = promisify(open);

@@ -77,7 +77,7 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
         // result, as when this controller dies mid-call; with no headers sent before the
         // answer, the same death rejects the call at once, and the lead can reconcile it.
         // No lead tool sends a notification during a call. (verify: 75 of 10,000 calls sat out
-        // the leads' 20 s timeout after the controller kills; docs/verification.md.)
+        // the leads' 20 s timeout after the controller kills, in a 2026-12-02 run.)
         enableJsonResponse: true,
         onsessioninitialized: (id) => {
           sessions.add(id, session);
