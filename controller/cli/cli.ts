@@ -12,10 +12,11 @@ import { defaultStateDir } from "../state-dir.js";
 import { DEFAULT_PORT } from "../config.js";
 import { FAULT_POINTS, type FaultPoint } from "../delivery/faults.js";
 import { fail, type OutputOptions } from "./output.js";
-import { EXIT_CODES_HELP, ExitCode } from "./exit-codes.js";
+import { DOCTOR_EXIT_HELP, EXIT_CODES_HELP, ExitCode } from "./exit-codes.js";
 import { packageVersion } from "./version.js";
 import { registerFleetCommands, type FleetAction } from "./fleet-commands.js";
 import { registerLeadCommands } from "./lead-commands.js";
+import { registerOwnerCommands } from "./owner-commands.js";
 import { registerClaudeCommands } from "./claude-commands.js";
 import { budgetMemoryFor } from "../../shared/young-generation.js";
 
@@ -199,30 +200,6 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
       }),
     );
 
-  const seat = program.command("seat").description("owner: add or list seats");
-  seat
-    .command("add")
-    .description("add a mailbox seat (harness seats are discovered from their panes)")
-    .argument("<kind>", "the seat kind: mailbox")
-    .argument("<name>", "the seat's name on its machine")
-    .option("--machine <name>", "the machine that keeps the mailbox (default: the only one)")
-    .option("--title <text>", "a title shown in list_seats and the dashboard")
-    .action(
-      run(env, "info", async (ctx, kind: string, name: string, o: { machine?: string; title?: string }) => {
-        const { seatAdd } = await import("./seat.js");
-        await seatAdd(ctx.stateDir, ctx.controller, kind, name, o, ctx.out);
-      }),
-    );
-  seat
-    .command("list")
-    .description("every seat: kind, status, whether its agent is online, delivery modes, unresolved receipts")
-    .action(
-      run(env, "info", async (ctx) => {
-        const { seatList } = await import("./seat.js");
-        await seatList(ctx.stateDir, ctx.controller, ctx.out);
-      }),
-    );
-
   const mailbox = program.command("mailbox").description("worker: the worker's side of a mailbox seat");
   mailbox
     .command("read")
@@ -274,67 +251,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
       }),
     );
 
-  const seatDelivery = program.command("seat-delivery").description("owner: unresolved deliveries and settling them");
-  seatDelivery
-    .command("list")
-    .description("unresolved deliveries with id, conversation, seat, state and age")
-    .action(
-      run(env, "info", async (ctx) => {
-        const { seatDeliveryList } = await import("./seat-delivery.js");
-        await seatDeliveryList(ctx.stateDir, ctx.controller, ctx.out);
-      }),
-    );
-  seatDelivery
-    .command("settle")
-    .description("settle one unresolved delivery as abandoned-unknown; nothing is ever resent")
-    .argument("<id>", "the delivery id")
-    .argument("<disposition>", "abandoned-unknown")
-    .option("--conversation <id>", "the delivery's conversation", "global-default")
-    .action(
-      run(env, "info", async (ctx, id: string, disposition: string, o: { conversation: string }) => {
-        const { seatDeliverySettle } = await import("./seat-delivery.js");
-        await seatDeliverySettle(ctx.stateDir, ctx.controller, id, disposition, o.conversation, ctx.out);
-      }),
-    );
-
-  const hireReceipt = program.command("hire-receipt").description("owner: unresolved hires and settling them");
-  hireReceipt
-    .command("list")
-    .description("unresolved hires with id, conversation, machine, harness and age")
-    .action(
-      run(env, "info", async (ctx) => {
-        const { hireReceiptList } = await import("./hire-receipt.js");
-        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out);
-        return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
-      }),
-    );
-  hireReceipt
-    .command("settle")
-    .description("settle one unresolved hire; its hire id stays refused either way")
-    .argument("<id>", "the hire id")
-    .argument("<disposition>", "not-launched (only with a fresh census proving nothing from the hire exists) | abandoned-unknown (keeps the evidence)")
-    .option("--conversation <id>", "the hire's conversation (default: the one on record)")
-    .action(
-      run(env, "info", async (ctx, id: string, disposition: string, o: { conversation?: string }) => {
-        const { hireReceiptSettle } = await import("./hire-receipt.js");
-        await hireReceiptSettle(ctx.stateDir, ctx.controller, id, disposition, o.conversation, ctx.out);
-        return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
-      }),
-    );
-
   const action: FleetAction = (body) => run(env, "info", body);
-  for (const register of [registerLeadCommands, registerFleetCommands, registerClaudeCommands]) register(program, action);
-
-  program
-    .command("peers")
-    .description("owner: let this fleet's workers message each other (list_fleet_seats, message_peer); off by default")
-    .argument("<switch>", "on | off")
-    .action(
-      run(env, "info", async (ctx, sw: string) => {
-        const { peersSwitch } = await import("./peers.js");
-        await peersSwitch(ctx.stateDir, ctx.controller, sw, ctx.out);
-      }),
-    );
+  for (const register of [registerOwnerCommands, registerLeadCommands, registerFleetCommands, registerClaudeCommands]) register(program, action);
 
   program
     .command("mcp")
@@ -353,7 +271,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
 
   program
     .command("doctor")
-    .description("check the controller, its database, its agents and its port; exit 1 when something is wrong")
+    .description("check the controller, its database, its agents and its port; non-zero exit when something is wrong")
+    .addHelpText("after", `\n${DOCTOR_EXIT_HELP}`)
     .action(
       run(env, "info", async (ctx) => {
         const { doctor } = await import("./doctor.js");

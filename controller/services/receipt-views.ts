@@ -1,12 +1,12 @@
 /**
- * The owner's reads of receipts beyond the newest 100: filtered (seat, conversation, state)
- * and paged for the dashboard, and one receipt in full (proofs with their ages at the write,
- * its fence, its settlements).
+ * The owner's reads of receipts beyond the newest 100: filtered (seat, conversation, state,
+ * since) and paged (by offset for the dashboard, by key for `clankie receipts list`), and one
+ * receipt in full (proofs with their ages at the write, its fence, its settlements).
  */
 import { create } from "@bufbuild/protobuf";
-import { and, count, desc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, getTableColumns, gte, inArray, sql, type SQL } from "drizzle-orm";
 import { ReceiptFenceSchema, ReceiptProofSchema, ReceiptRowSchema, ReceiptSettlementSchema, GetReceiptResponseSchema, type GetReceiptResponse, type ReceiptRow } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
-import { FleetError, ErrorCode } from "../../shared/errors.js";
+import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { UNRESOLVED_STATES } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { deliveryReceipts, fences, settlements } from "../db/schema.js";
@@ -38,20 +38,54 @@ export interface ReceiptQuery {
   seatId: string;
   conversationId: string;
   state: string;
+  /** 0: no lower bound. */
+  sinceUnixMs?: bigint | undefined;
+  /** The previous page's nextPageToken; empty for the first page. */
+  pageToken?: string | undefined;
 }
 
-export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promise<{ receipts: ReceiptRow[]; total: number }> {
+/**
+ * A page token is the last row's key: its creation time as PostgreSQL's own text (microseconds,
+ * which a JS Date would round away) and its id. Opaque to callers; a forged one only moves the page.
+ */
+const encodeToken = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString("base64url");
+
+function decodeToken(token: string): [string, string] {
+  try {
+    const key: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
+    if (Array.isArray(key) && key.length === 2 && typeof key[0] === "string" && typeof key[1] === "string" && !Number.isNaN(Date.parse(key[0]))) return [key[0], key[1]];
+  } catch {
+    // Falls through to the typed refusal.
+  }
+  throw new InvalidArgumentError("the page token is not one this controller issued (take it from next_page_token)");
+}
+
+export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promise<{ receipts: ReceiptRow[]; total: number; nextPageToken: string }> {
+  if (q.pageToken && q.offset) throw new InvalidArgumentError("page by offset or by page token, not both");
   const where: SQL[] = [];
   if (q.unresolvedOnly) where.push(inArray(deliveryReceipts.state, [...UNRESOLVED_STATES]));
   if (q.seatId) where.push(eq(deliveryReceipts.seatId, q.seatId));
   if (q.conversationId) where.push(eq(deliveryReceipts.conversationId, q.conversationId));
   if (q.state) where.push(eq(deliveryReceipts.state, q.state));
+  if (q.sinceUnixMs) where.push(gte(deliveryReceipts.createdAt, new Date(Number(q.sinceUnixMs))));
   const filter = where.length ? and(...where) : undefined;
+  const limit = Math.min(q.limit || 100, 1000);
+  const after = q.pageToken ? decodeToken(q.pageToken) : undefined;
+  const page = after ? and(filter, sql`(${deliveryReceipts.createdAt}, ${deliveryReceipts.id}) < (${after[0]}::timestamptz, ${after[1]})`) : filter;
   const [rows, [total]] = await Promise.all([
-    db.select().from(deliveryReceipts).where(filter).orderBy(desc(deliveryReceipts.createdAt)).limit(Math.min(q.limit || 100, 1000)).offset(q.offset),
+    db
+      .select({ ...getTableColumns(deliveryReceipts), key: sql<string>`${deliveryReceipts.createdAt}::text` })
+      .from(deliveryReceipts)
+      .where(page)
+      .orderBy(desc(deliveryReceipts.createdAt), desc(deliveryReceipts.id))
+      // One more than asked tells whether a next page exists.
+      .limit(limit + 1)
+      .offset(q.offset),
     db.select({ n: count() }).from(deliveryReceipts).where(filter),
   ]);
-  return { receipts: rows.map((r) => receiptRow(r, now)), total: total?.n ?? 0 };
+  const shown = rows.slice(0, limit);
+  const last = shown[shown.length - 1];
+  return { receipts: shown.map((r) => receiptRow(r, now)), total: total?.n ?? 0, nextPageToken: rows.length > limit && last ? encodeToken(last.key, last.id) : "" };
 }
 
 export async function receiptDetail(db: Db, deliveryId: string, now: number): Promise<GetReceiptResponse> {

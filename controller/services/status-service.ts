@@ -99,7 +99,7 @@ export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusSer
       return create(ListSeatsResponseSchema, { seats: await read(listSeats(d)) });
     },
     async listReceipts(req) {
-      const page = await read(queryReceipts(d.db, { limit: req.limit, offset: req.offset, unresolvedOnly: req.unresolvedOnly, seatId: req.seatId, conversationId: req.conversationId, state: req.state }, d.now().getTime()));
+      const page = await read(queryReceipts(d.db, { limit: req.limit, offset: req.offset, unresolvedOnly: req.unresolvedOnly, seatId: req.seatId, conversationId: req.conversationId, state: req.state, sinceUnixMs: req.sinceUnixMs, pageToken: req.pageToken }, d.now().getTime()));
       return create(ListReceiptsResponseSchema, page);
     },
     async getReceipt(req) {
