@@ -17,11 +17,13 @@ import { packageVersion } from "./version.js";
 import { registerFleetCommands, type FleetAction } from "./fleet-commands.js";
 import { registerLeadCommands } from "./lead-commands.js";
 import { registerOwnerCommands } from "./owner-commands.js";
+import { registerReceiptsCommands } from "./receipts-commands.js";
 import { registerClaudeCommands } from "./claude-commands.js";
 import { budgetMemoryFor } from "../../shared/young-generation.js";
 
 interface Globals {
   json?: boolean;
+  output?: "json" | "table";
   stateDir?: string;
   logLevel?: LogLevel;
   controller?: string;
@@ -54,7 +56,8 @@ function context(cmd: Command, env: NodeJS.ProcessEnv, defaultLevel: LogLevel): 
   const stateDir = resolve(g.stateDir ?? defaultStateDir(env));
   const level = g.logLevel ?? defaultLevel;
   return {
-    out: { json: g.json ?? false },
+    // -o json and --json are one switch (kubectl's -o, the project's older --json).
+    out: { json: (g.json ?? false) || g.output === "json" },
     stateDir,
     agentStateDir: (flag) => resolve(flag ?? join(stateDir, "agent")),
     logger: createLogger({ level, fields: { proc: cmd.name() } }),
@@ -90,6 +93,9 @@ const databaseUrlOption = () => new Option("--database-url <url>", "a PostgreSQL
 const hostOption = () => new Option("--host <host>", "address to listen on").default("127.0.0.1");
 const deliverTimeoutOption = () => new Option("--deliver-timeout-ms <ms>", "how long to wait for an agent before a delivery is uncertain").argParser(ms).default(20_000);
 
+/** Commander's message without its "error: " prefix, its lines joined (a suggestion comes on a line of its own). */
+const oneLine = (str: string) => str.replace(/^error: /, "").trim().split(/\s*\n\s*/).join(" ");
+
 /** A usage error as one JSON document on stdout, as every other --json failure is (output.ts `fail`). */
 function usageJson(str: string): void {
   const message = str.replace(/^error: /, "").trim();
@@ -101,16 +107,17 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .description("Clankie Fleet: deliver lead conversations' messages into worker agents through their native control channels.")
     .version(packageVersion(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help for a command")
-    .addOption(new Option("--json", "print one JSON document instead of text (errors too, on stdout)"))
+    .addOption(new Option("--json", "print one JSON document instead of text (errors too, on stdout); the same as -o json"))
+    .addOption(new Option("-o, --output <format>", "json: one JSON document (as --json); table: text, listings as tables (the default)").choices(["json", "table"]))
     .addOption(new Option("--state-dir <dir>", "the controller's state directory (tokens, embedded database, controller.json)").env("CLANKIE_STATE_DIR").default(undefined, "~/.clankie"))
     .addOption(new Option("--log-level <level>", "log verbosity on stderr (default: warn for up, info otherwise)").choices(["debug", "info", "warn", "error"]))
     .addOption(new Option("--controller <url>", "the controller to talk to (default: the one in <state dir>/controller.json)"))
-    .showHelpAfterError(!json && "(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .addHelpText("after", `\n${EXIT_CODES_HELP}\n\nEnvironment: DATABASE_URL (PostgreSQL), CLANKIE_STATE_DIR, CLANKIE_JOIN_TOKEN (agent), CLANKIE_FLEET_CA_PASSPHRASE (controller).\nEach command has its own --help, e.g. clankie up --help.`)
     .exitOverride()
     .hook("preAction", (_program, cmd) => budgetMemoryFor(cmd.name(), cmd.opts<{ databaseUrl?: string }>())) // before its modules load
-    .configureOutput({ outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${str.replace(/^error: /, "")}`)) });
+    // One line, as promised (issue 37 item 5): commander's own hint would be a second one.
+    .configureOutput({ outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${oneLine(str)} (run with --help for usage)\n`)) });
 
   addFrontDoorOptions(program.command("up"))
     .description("controller + one local node agent + dashboard + embedded database, on loopback; prints how to connect a lead")
@@ -252,7 +259,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     );
 
   const action: FleetAction = (body) => run(env, "info", body);
-  for (const register of [registerOwnerCommands, registerLeadCommands, registerFleetCommands, registerClaudeCommands]) register(program, action);
+  for (const register of [registerOwnerCommands, registerReceiptsCommands, registerLeadCommands, registerFleetCommands, registerClaudeCommands]) register(program, action);
 
   program
     .command("mcp")
@@ -283,10 +290,15 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
   return program;
 }
 
+/** --json, -o json, -ojson, --output json or --output=json anywhere before `--`. */
+function asksForJson(argv: string[]): boolean {
+  return argv.some((a, i) => a === "--json" || a === "-ojson" || a === "--output=json" || ((a === "-o" || a === "--output") && argv[i + 1] === "json"));
+}
+
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   // Known before parsing, so that a usage error itself answers in JSON when --json was asked for.
   const dashdash = argv.indexOf("--");
-  const program = buildProgram(env, (dashdash < 0 ? argv : argv.slice(0, dashdash)).includes("--json"));
+  const program = buildProgram(env, asksForJson(dashdash < 0 ? argv : argv.slice(0, dashdash)));
   if (argv.length === 0) {
     program.outputHelp({ error: true });
     return ExitCode.Usage;
