@@ -5,7 +5,7 @@
  */
 import { addFrontDoorOptions, frontDoorFlagsOf, type FrontDoorFlags } from "./front-door-flags.js";
 import { join, resolve } from "node:path";
-import { Command, CommanderError, InvalidArgumentError as OptionError, Option } from "commander";
+import { Argument, Command, CommanderError, InvalidArgumentError as OptionError, Option } from "commander";
 import { createLogger, type LogLevel, type Logger } from "../../shared/logger.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { defaultStateDir } from "../state-dir.js";
@@ -284,6 +284,18 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
       run(env, "info", async (ctx) => {
         const { doctor } = await import("./doctor.js");
         return doctor(ctx.stateDir, ctx.controller, ctx.out);
+      }),
+    );
+
+  program
+    .command("completion")
+    .description("print a completion script for bash or zsh, generated from this CLI's commands")
+    .addArgument(new Argument("<shell>", "bash | zsh").choices(["bash", "zsh"]))
+    .addHelpText("after", "\nbash: source <(clankie completion bash), or save it as ~/.local/share/bash-completion/completions/clankie\nzsh:  source <(clankie completion zsh) in ~/.zshrc")
+    .action(
+      run(env, "info", async (_ctx, shell: string) => {
+        const { completionScript } = await import("./completion.js");
+        process.stdout.write(completionScript(program, shell));
       }),
     );
 
