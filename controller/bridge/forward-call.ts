@@ -11,6 +11,7 @@ import { CallToolResultSchema, McpError, type CallToolResult } from "@modelconte
 import { SEAT_CALL_META_KEY } from "../delivery/result-bodies.js";
 import type { Logger } from "../../shared/logger.js";
 import { ATTEMPT_META_KEY, type PostFate, type PostWatch } from "./post-watch.js";
+import { wireError } from "./wire-error.js";
 import { ControllerUnreachableError, type Generation, type Generations } from "./generations.js";
 import { notSentResult, uncertainResult, type SeatCallIds } from "./bodies.js";
 
@@ -87,7 +88,7 @@ export class CallForwarder {
         case "result":
           return verdict.result;
         case "mcp_error":
-          throw verdict.error;
+          throw wireError(verdict.error);
         case "unknown_session":
           this.gens.retire(gen, "unknown_session before admission");
           if (attempt === 1) {

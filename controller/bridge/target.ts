@@ -10,6 +10,7 @@ import { IssueLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/o
 import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { writeFileDurably } from "../../shared/durable-file.js";
 import { readControllerRecord } from "../state-dir.js";
+import { isProcessAlive } from "../../shared/process-alive.js";
 import { assertConversationId, DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "../cli/owner-client.js";
 
@@ -28,6 +29,12 @@ export interface BridgeTarget {
   resolve(): { url: URL; token: string; ca?: string | undefined };
   /** For logs: where it points, never the token. */
   describe(): string;
+  /**
+   * Whether a controller for this state dir is on its way (issue 37 item 5): a controller.json
+   * whose process is alive (up, not listening yet), or the embedded database's lock held by a live
+   * process (an `up` still opening its journal). With --url there is no telling: false.
+   */
+  controllerStarting(): boolean;
 }
 
 function readTokenFile(path: string): string {
@@ -79,5 +86,14 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
       return { url, token: readTokenFile(tokenPath), ca };
     },
     describe: () => `${f.url ?? `controller of ${f.stateDir}`} (token ${tokenPath})`,
+    controllerStarting() {
+      if (f.url !== undefined) return false;
+      const record = readControllerRecord(f.stateDir);
+      if (record && isProcessAlive(record.pid)) return true;
+      // The lock beside the embedded database's directory (state-dir.ts pgdata, data-dir-lock.ts).
+      const lock = join(f.stateDir, "pgdata.lock");
+      const holder = existsSync(lock) ? Number.parseInt(readFileSync(lock, "utf8"), 10) : NaN;
+      return Number.isFinite(holder) && isProcessAlive(holder);
+    },
   };
 }
