@@ -68,7 +68,7 @@ describe("the clankie CLI", () => {
     for (const flag of ["--json", "--state-dir", "--log-level", "--controller", "--version"]) expect(top.stdout).toContain(flag);
     expect(top.stdout).toMatch(/Exit codes:\n\s+0 .*\n\s+1 .*\n\s+2 .*\n\s+3 .*\n\s+4 /);
     const pages = new Map<string, string>();
-    for (const cmd of [["up"], ["controller"], ["agent"], ["seat", "add"], ["seat", "list"], ["mailbox", "read"], ["mailbox", "mcp"], ["worker"], ["seat-delivery", "list"], ["seat-delivery", "settle"], ["hire-receipt", "list"], ["hire-receipt", "settle"], ["lead", "token"], ["lead", "revoke"], ["fleet", "enroll"], ["fleet", "list"], ["fleet", "revoke"], ["fleet", "deploy"], ["peers"], ["mcp"], ["doctor"]]) {
+    for (const cmd of [["up"], ["controller"], ["agent"], ["seat", "add"], ["seat", "list"], ["mailbox", "read"], ["mailbox", "mcp"], ["worker"], ["seat-delivery", "list"], ["seat-delivery", "settle"], ["hire-receipt", "list"], ["hire-receipt", "settle"], ["lead", "token"], ["lead", "revoke"], ["fleet", "enroll"], ["fleet", "list"], ["fleet", "revoke"], ["fleet", "deploy"], ["peers"], ["mcp"], ["doctor"], ["seat", "rm"], ["fleet", "remove"], ["receipts", "list"], ["receipts", "show"], ["completion"]]) {
       const res = await runCli([...cmd, "--help"]);
       expect(res.code, cmd.join(" ")).toBe(0);
       expect(res.stdout, cmd.join(" ")).toContain(`Usage: clankie ${cmd.join(" ")}`);
@@ -90,6 +90,10 @@ describe("the clankie CLI", () => {
     expect(pages.get("worker")).toContain("--agent-state-dir");
     expect(pages.get("hire-receipt settle")).toContain("--conversation");
     expect(pages.get("lead revoke")).toContain("--conversation");
+    // Issue 37: the new commands document their flags too.
+    for (const flag of ["--seat", "--conversation", "--state", "--since", "--limit", "--page-token", "--unresolved"]) expect(pages.get("receipts list"), flag).toContain(flag);
+    expect(pages.get("fleet remove")).toContain("--yes");
+    expect(top.stdout).toContain("-o, --output <format>");
   });
 
   it("usage errors exit 2 with one clankie: line; no controller exits 3 as controller_unreachable", async () => {
