@@ -257,6 +257,9 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     const relayUrl = `https://127.0.0.1:${(relay.address() as AddressInfo).port}`;
     // This replica advertises the relay: the agent's reverse links ride it too.
     await controller.database.db.update(controllerInstances).set({ agentUrl: relayUrl }).where(eq(controllerInstances.agentUrl, controller.agentUrl));
+    // The replica list the gateway answers with is cached for 2 s (replicas.ts): one read just
+    // before the update (the previous test's agents heartbeating) would still name the old URL.
+    await new Promise((r) => setTimeout(r, 2_100));
     const token = await owner.enroll("relayed");
     const text = "the relayed secret plan 4242";
     try {
