@@ -8,7 +8,9 @@ import { ErrorCode as McpErrorCode, McpError } from "@modelcontextprotocol/sdk/t
 
 const PREFIX = /^(MCP error -?\d+: )+/;
 
-export function wireError(e: unknown, code: number = McpErrorCode.InternalError): Error & { code: number; data?: unknown } {
+export type WireError = Error & { code: number; data?: unknown };
+
+export function wireError(e: unknown, code: number = McpErrorCode.InternalError): WireError {
   const message = (e instanceof Error ? e.message : String(e)).replace(PREFIX, "");
   return Object.assign(new Error(message), e instanceof McpError ? { code: e.code, data: e.data } : { code });
 }

@@ -27,20 +27,27 @@ export async function fleetRemove(name: string | undefined, f: FleetFlags, out: 
   if (!name) throw new InvalidArgumentError("usage: clankie fleet remove NAME [--yes]");
   const { fleet, status } = ownerClients(f.stateDir, f.controller);
   if (!f.yes) {
-    const [machines, seats] = await Promise.all([fleet.listFleet(create(ListFleetRequestSchema, {})), status.listSeats(create(ListSeatsRequestSchema, {}))]);
+    const [machines, seats] = await Promise.all([
+      fleet.listFleet(create(ListFleetRequestSchema, {})),
+      status.listSeats(create(ListSeatsRequestSchema, {})),
+    ]);
     const machine = machines.machines.find((m) => m.name === name);
     // Online and not revoked is refused by the controller: asking first would only waste the answer.
     if (machine && machine.status !== "online") {
       const own = seats.seats.filter((s) => s.machine === name).map((s) => visibleInline(s.id));
-      const what = `machine ${visibleInline(name)} (${machine.status})${own.length ? ` and its ${own.length} seat(s): ${own.join(", ")}` : ", which has no seats"}`;
-      if (!(await confirmed(`Remove ${what}? Receipts stay; the machine needs a new join token to come back. [y/N] `))) {
-        throw new FleetError(ErrorCode.FailedPrecondition, `${name} was not removed (not confirmed; pass --yes to remove without asking)`);
+      const its = own.length ? ` and its ${own.length} seat(s): ${own.join(", ")}` : ", which has no seats";
+      const question = `Remove machine ${visibleInline(name)} (${machine.status})${its}? `;
+      if (!(await confirmed(`${question}Receipts stay; the machine needs a new join token to come back. [y/N] `))) {
+        const why = "not confirmed; pass --yes to remove without asking";
+        throw new FleetError(ErrorCode.FailedPrecondition, `${name} was not removed (${why})`);
       }
     }
   }
   const res = await fleet.removeMachine(create(RemoveMachineRequestSchema, { machine: name }));
+  const seats = res.seatIds.length ? `: ${res.seatIds.map(visibleInline).join(", ")}` : "";
   emit(out, { machine: res.machine, was: res.was, seatIds: res.seatIds, connectionsCut: res.connectionsCut }, () =>
-    `${visibleInline(res.machine)} removed (it was ${res.was}), with ${res.seatIds.length} seat(s)${res.seatIds.length ? `: ${res.seatIds.map(visibleInline).join(", ")}` : ""}; its receipts stay (clankie receipts list)`,
+    `${visibleInline(res.machine)} removed (it was ${res.was}), with ${res.seatIds.length} seat(s)${seats}; ` +
+    "its receipts stay (clankie receipts list)",
   );
   return 0;
 }

@@ -32,5 +32,7 @@ export async function assertPortsFree(wanted: WantedPort[]): Promise<void> {
   if (busy.length === 0) return;
   const names = busy.map((w) => `the ${w.what} ${w.host}:${w.port}`).join(" and ");
   const flags = busy.map((w) => w.flag).join(" and ");
-  throw new FleetError(ErrorCode.AddressInUse, `${names} ${busy.length > 1 ? "are" : "is"} taken by another process (another clankie?); nothing was created; stop it or choose another ${flags}`);
+  const verb = busy.length > 1 ? "are" : "is";
+  const what = `${names} ${verb} taken by another process (another clankie?); nothing was created`;
+  throw new FleetError(ErrorCode.AddressInUse, `${what}; stop it or choose another ${flags}`);
 }

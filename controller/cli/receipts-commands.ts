@@ -5,20 +5,23 @@
 import type { Command } from "commander";
 import type { FleetAction, FleetCtx } from "./fleet-commands.js";
 import type { ReceiptFilters } from "./receipts.js";
+import { ReceiptState } from "../../shared/verdicts.js";
 
 export function registerReceiptsCommands(program: Command, action: FleetAction): void {
-  const receipts = program.command("receipts").description("owner: delivery receipts, newest first: list with filters, show one with its proofs");
+  const receipts = program
+    .command("receipts")
+    .description("owner: delivery receipts, newest first: list with filters, show one with its proofs");
   receipts
     .command("list")
     .alias("ls")
     .description("delivery receipts, newest first, filtered and paged")
     .option("--seat <seat>", "only this seat (MACHINE/NAME)")
     .option("--conversation <id>", "only this lead conversation")
-    .option("--state <state>", "only this state: dispatching, delivered, queued, steered, started, not_sent, rejected, unconfirmed, uncertain, abandoned-unknown")
+    .option("--state <state>", `only this state: ${Object.values(ReceiptState).join(", ")}`)
     .option("--unresolved", "only receipts not yet settled (dispatching, unconfirmed, uncertain)")
-    .option("--since <when>", "only receipts written since a duration ago (90s, 15m, 2h, 7d) or a time (2026-12-05T10:00:00Z)")
+    .option("--since <when>", "only receipts since a duration ago (90s, 15m, 2h, 7d) or a time (2026-12-05T10:00Z)")
     .option("--limit <n>", "at most this many per page, 1-1000 (default 50)")
-    .option("--page-token <token>", "the next page: the token the previous page printed (its nextPageToken with -o json)")
+    .option("--page-token <token>", "the next page: the token the previous page printed (-o json: nextPageToken)")
     .addHelpText("after", "\nPaging keeps its place while new receipts arrive: pass the same filters with --page-token.")
     .action(
       action(async (ctx: FleetCtx, o: ReceiptFilters) => {

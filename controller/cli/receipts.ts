@@ -4,7 +4,12 @@
  * previous page's token as `--page-token`), and one receipt with its proofs, fence and settlements.
  */
 import { create } from "@bufbuild/protobuf";
-import { GetReceiptRequestSchema, ListReceiptsRequestSchema, type ReceiptRow } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
+import {
+  GetReceiptRequestSchema,
+  ListReceiptsRequestSchema,
+  type GetReceiptResponse,
+  type ReceiptRow,
+} from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { visibleInline } from "../../shared/terminal-text.js";
@@ -29,14 +34,19 @@ export function parseSince(text: string, now: number): number {
   const d = /^(\d+)(s|m|h|d)$/.exec(text.trim());
   if (d) return now - Number(d[1]) * UNITS[d[2]!]!;
   const at = /^\d{4}-\d{2}-\d{2}/.test(text.trim()) ? Date.parse(text.trim()) : NaN;
-  if (Number.isNaN(at)) throw new InvalidArgumentError(`--since must be a duration (90s, 15m, 2h, 7d) or a time (2026-12-05T10:00:00Z), got ${JSON.stringify(text)}`);
+  if (Number.isNaN(at)) {
+    const want = "a duration (90s, 15m, 2h, 7d) or a time (2026-12-05T10:00:00Z)";
+    throw new InvalidArgumentError(`--since must be ${want}, got ${JSON.stringify(text)}`);
+  }
   return at;
 }
 
 function parseLimit(text: string | undefined): number {
   if (text === undefined) return 50;
   const n = Number(text);
-  if (!Number.isInteger(n) || n < 1 || n > 1000) throw new InvalidArgumentError(`--limit must be an integer 1-1000, got ${text}`);
+  if (!Number.isInteger(n) || n < 1 || n > 1000) {
+    throw new InvalidArgumentError(`--limit must be an integer 1-1000, got ${text}`);
+  }
   return n;
 }
 
@@ -60,54 +70,121 @@ const rowOf = (r: ReceiptRow) => ({
   detail: r.detail,
 });
 
-export async function receiptsList(stateDir: string, controller: string | undefined, f: ReceiptFilters, out: OutputOptions): Promise<void> {
-  if (f.state && !STATES.includes(f.state)) throw new InvalidArgumentError(`--state must be one of ${STATES.join(", ")}; got ${JSON.stringify(f.state)}`);
+export async function receiptsList(
+  stateDir: string,
+  controller: string | undefined,
+  f: ReceiptFilters,
+  out: OutputOptions,
+): Promise<void> {
+  if (f.state && !STATES.includes(f.state)) {
+    throw new InvalidArgumentError(`--state must be one of ${STATES.join(", ")}; got ${JSON.stringify(f.state)}`);
+  }
   const limit = parseLimit(f.limit);
   const sinceUnixMs = f.since ? BigInt(parseSince(f.since, Date.now())) : 0n;
   const { status } = ownerClients(stateDir, controller);
-  const res = await status.listReceipts(
-    create(ListReceiptsRequestSchema, { limit, seatId: f.seat ?? "", conversationId: f.conversation ?? "", state: f.state ?? "", unresolvedOnly: f.unresolved ?? false, sinceUnixMs, pageToken: f.pageToken ?? "" }),
-  );
+  const req = create(ListReceiptsRequestSchema, {
+    limit,
+    seatId: f.seat ?? "",
+    conversationId: f.conversation ?? "",
+    state: f.state ?? "",
+    unresolvedOnly: f.unresolved ?? false,
+    sinceUnixMs,
+    pageToken: f.pageToken ?? "",
+  });
+  const res = await status.listReceipts(req);
   const rows = res.receipts.map(rowOf);
   emit(out, { receipts: rows, total: res.total, nextPageToken: res.nextPageToken }, () => {
-    if (rows.length === 0) return f.pageToken ? "no more receipts" : "no receipts match (clankie receipts list --help shows the filters)";
+    if (rows.length === 0 && f.pageToken) return "no more receipts";
+    if (rows.length === 0) return "no receipts match (clankie receipts list --help shows the filters)";
     const shown = table(rows.map((r) => ({ ...r, age: age(r.ageMs) })), ["id", "seat", "conversation", "state", "age"]);
-    const more = res.nextPageToken ? `\n(${res.total} match; next page: the same command with --page-token ${res.nextPageToken})` : "";
-    return `${shown}${more}`;
+    if (!res.nextPageToken) return shown;
+    return `${shown}\n(${res.total} match; next page: the same command with --page-token ${res.nextPageToken})`;
   });
 }
 
-export async function receiptsShow(stateDir: string, controller: string | undefined, id: string, out: OutputOptions): Promise<void> {
-  const { status } = ownerClients(stateDir, controller);
-  const res = await status.getReceipt(create(GetReceiptRequestSchema, { deliveryId: id }));
-  const r = res.receipt ? rowOf(res.receipt) : undefined;
-  const fence = res.fence?.present
-    ? { open: res.fence.open, openedAgeMs: Number(res.fence.openedAgeMs), disposition: res.fence.disposition, noticeAttempts: res.fence.noticeAttempts, noticeAcknowledged: res.fence.noticeAcknowledged }
+/** The detail as one plain document: numbers, not bigints; the evidence parsed. */
+function detailOf(res: GetReceiptResponse) {
+  const f = res.fence;
+  const fence = f?.present
+    ? {
+        open: f.open,
+        openedAgeMs: Number(f.openedAgeMs),
+        disposition: f.disposition,
+        noticeAttempts: f.noticeAttempts,
+        noticeAcknowledged: f.noticeAcknowledged,
+      }
     : null;
-  const proofs = res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, ageAtWriteMs: p.ageAtWriteMs, detail: p.detail }));
-  const settlements = res.settlements.map((s) => ({ disposition: s.disposition, settledBy: s.settledBy, ageMs: Number(s.ageMs), evidence: JSON.parse(s.evidenceJson || "{}") as unknown }));
-  const native = { receiptId: res.receipt?.nativeReceiptId ?? "", messageId: res.receipt?.nativeMessageId ?? "", sessionPath: res.receipt?.nativeSessionPath ?? "" };
-  emit(out, { receipt: r, reason: res.reason, native, proofs, fence, settlements }, () => {
-    const v = visibleInline;
-    const lines = [
-      `receipt ${v(id)}`,
-      `  seat:          ${v(r?.seat ?? "")}`,
-      `  conversation:  ${v(r?.conversation ?? "")}`,
-      `  state:         ${v(r?.state ?? "")}${res.reason ? ` (${v(res.reason)})` : ""}`,
-      ...(r?.detail ? [`  detail:        ${v(r.detail)}`] : []),
-      `  created:       ${r?.createdAt ?? ""} (${age(r?.ageMs ?? 0)} ago)${r?.latencyMs ? `, settled after ${r.latencyMs} ms` : ""}`,
-      ...(native.receiptId || native.messageId ? [`  native:        ${v([native.receiptId, native.messageId, native.sessionPath].filter(Boolean).join("  "))}`] : []),
-      "",
-      "proofs:",
-      proofs.length ? indent(table(proofs.map((p) => ({ ...p, ageAtWrite: `${p.ageAtWriteMs} ms` })), ["kind", "outcome", "ageAtWrite", "detail"])) : "  (none recorded)",
-      "",
-      `fence: ${fence ? `${fence.open ? `open for ${age(fence.openedAgeMs)}` : `resolved ${v(fence.disposition)}`}, notice sent ${fence.noticeAttempts} time(s)${fence.noticeAcknowledged ? ", acknowledged" : ""}` : "none (settled definitely at once)"}`,
-      "",
-      "settlements:",
-      settlements.length ? indent(table(settlements.map((s) => ({ disposition: s.disposition, by: s.settledBy, age: age(s.ageMs), evidence: JSON.stringify(s.evidence) })), ["disposition", "by", "age", "evidence"])) : "  (none)",
-    ];
-    return lines.join("\n");
-  });
+  const proofs = res.proofs.map((p) => ({
+    kind: p.kind,
+    outcome: p.outcome,
+    ageAtWriteMs: p.ageAtWriteMs,
+    detail: p.detail,
+  }));
+  const settlements = res.settlements.map((s) => ({
+    disposition: s.disposition,
+    settledBy: s.settledBy,
+    ageMs: Number(s.ageMs),
+    evidence: JSON.parse(s.evidenceJson || "{}") as unknown,
+  }));
+  const r = res.receipt;
+  const native = {
+    receiptId: r?.nativeReceiptId ?? "",
+    messageId: r?.nativeMessageId ?? "",
+    sessionPath: r?.nativeSessionPath ?? "",
+  };
+  return { receipt: r ? rowOf(r) : undefined, reason: res.reason, native, proofs, fence, settlements };
 }
 
-const indent = (text: string) => text.split("\n").map((l) => `  ${l}`).join("\n");
+function fenceLine(fence: ReturnType<typeof detailOf>["fence"]): string {
+  if (!fence) return "none (settled definitely at once)";
+  const state = fence.open ? `open for ${age(fence.openedAgeMs)}` : `resolved ${visibleInline(fence.disposition)}`;
+  return `${state}, notice sent ${fence.noticeAttempts} time(s)${fence.noticeAcknowledged ? ", acknowledged" : ""}`;
+}
+
+function showText(id: string, d: ReturnType<typeof detailOf>): string {
+  const v = visibleInline;
+  const r = d.receipt;
+  const latency = r?.latencyMs ? `, settled after ${r.latencyMs} ms` : "";
+  const native = [d.native.receiptId, d.native.messageId, d.native.sessionPath].filter(Boolean).join("  ");
+  const proofRows = d.proofs.map((p) => ({ ...p, ageAtWrite: `${p.ageAtWriteMs} ms` }));
+  const settled = d.settlements.map((s) => ({
+    disposition: s.disposition,
+    by: s.settledBy,
+    age: age(s.ageMs),
+    evidence: JSON.stringify(s.evidence),
+  }));
+  return [
+    `receipt ${v(id)}`,
+    `  seat:          ${v(r?.seat ?? "")}`,
+    `  conversation:  ${v(r?.conversation ?? "")}`,
+    `  state:         ${v(r?.state ?? "")}${d.reason ? ` (${v(d.reason)})` : ""}`,
+    ...(r?.detail ? [`  detail:        ${v(r.detail)}`] : []),
+    `  created:       ${r?.createdAt ?? ""} (${age(r?.ageMs ?? 0)} ago)${latency}`,
+    ...(native ? [`  native:        ${v(native)}`] : []),
+    "",
+    "proofs:",
+    proofRows.length ? indent(table(proofRows, ["kind", "outcome", "ageAtWrite", "detail"])) : "  (none recorded)",
+    "",
+    `fence: ${fenceLine(d.fence)}`,
+    "",
+    "settlements:",
+    settled.length ? indent(table(settled, ["disposition", "by", "age", "evidence"])) : "  (none)",
+  ].join("\n");
+}
+
+export async function receiptsShow(
+  stateDir: string,
+  controller: string | undefined,
+  id: string,
+  out: OutputOptions,
+): Promise<void> {
+  const { status } = ownerClients(stateDir, controller);
+  const d = detailOf(await status.getReceipt(create(GetReceiptRequestSchema, { deliveryId: id })));
+  emit(out, d, () => showText(id, d));
+}
+
+const indent = (text: string) =>
+  text
+    .split("\n")
+    .map((l) => `  ${l}`)
+    .join("\n");
