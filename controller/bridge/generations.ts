@@ -24,7 +24,10 @@ export class ControllerUnreachableError extends Error {
   override readonly name = "ControllerUnreachableError";
 }
 
-/** How long a new session may take to open while a controller is starting (the lead's first tools/list waits ≤20 s, rule 54). */
+/**
+ * How long a new session may take to open while a controller is starting (the lead's first
+ * tools/list waits ≤20 s, rule 54).
+ */
 export const CONNECT_BUDGET_MS = 20_000;
 /**
  * With nothing starting, a refused connection fails within this (issue 37 item 5: it used to take
@@ -103,10 +106,13 @@ export class Generations {
       } catch (e) {
         // Read on every try: a controller may start (or die) while the bridge waits.
         const starting = this.target.controllerStarting();
-        const deadline = started + (starting ? this.connectBudgetMs : Math.min(this.connectBudgetMs, NOTHING_STARTING_BUDGET_MS));
-        if (!refusedOrMissing(e) || Date.now() + delay > deadline) {
-          const why = refusedOrMissing(e) && !starting ? "; nothing listens there and no controller is starting for it (start one with clankie up, or check --url)" : "";
-          throw new ControllerUnreachableError(`could not open a session with ${this.target.describe()}: ${(e as Error).message}${why}`, { cause: e });
+        const budget = starting ? this.connectBudgetMs : Math.min(this.connectBudgetMs, NOTHING_STARTING_BUDGET_MS);
+        if (!refusedOrMissing(e) || Date.now() + delay > started + budget) {
+          const nothing =
+            "nothing listens there and no controller is starting for it (start one with clankie up, or check --url)";
+          const why = refusedOrMissing(e) && !starting ? `; ${nothing}` : "";
+          const what = `could not open a session with ${this.target.describe()}: ${(e as Error).message}${why}`;
+          throw new ControllerUnreachableError(what, { cause: e });
         }
         await new Promise((r) => setTimeout(r, delay));
       }

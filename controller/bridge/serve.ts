@@ -34,7 +34,10 @@ export async function serveBridge(flags: BridgeFlags, logger: Logger, version: s
         return await gen.client.request({ method: "tools/list", params: req.params ?? {} }, ListToolsResultSchema);
       } catch (e) {
         gens.retire(gen, `tools/list failed: ${(e as Error).message}`);
-        if (attempt === 2) throw e instanceof McpError ? wireError(e) : wireError(`the controller's tool list could not be read: ${(e as Error).message}`);
+        if (attempt === 2) {
+          const unread = `the controller's tool list could not be read: ${(e as Error).message}`;
+          throw wireError(e instanceof McpError ? e : unread);
+        }
       } finally {
         gens.release(gen);
       }

@@ -93,6 +93,8 @@ const databaseUrlOption = () => new Option("--database-url <url>", "a PostgreSQL
 const hostOption = () => new Option("--host <host>", "address to listen on").default("127.0.0.1");
 const deliverTimeoutOption = () => new Option("--deliver-timeout-ms <ms>", "how long to wait for an agent before a delivery is uncertain").argParser(ms).default(20_000);
 
+const USAGE_HINT = "(run with --help for usage)";
+
 /** Commander's message without its "error: " prefix, its lines joined (a suggestion comes on a line of its own). */
 const oneLine = (str: string) => str.replace(/^error: /, "").trim().split(/\s*\n\s*/).join(" ");
 
@@ -107,8 +109,11 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .description("Clankie Fleet: deliver lead conversations' messages into worker agents through their native control channels.")
     .version(packageVersion(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help for a command")
-    .addOption(new Option("--json", "print one JSON document instead of text (errors too, on stdout); the same as -o json"))
-    .addOption(new Option("-o, --output <format>", "json: one JSON document (as --json); table: text, listings as tables (the default)").choices(["json", "table"]))
+    .addOption(new Option("--json", "print one JSON document instead of text (errors too, on stdout); as -o json"))
+    .addOption(
+      new Option("-o, --output <format>", "json: one JSON document (as --json); table: text and tables (the default)")
+        .choices(["json", "table"]),
+    )
     .addOption(new Option("--state-dir <dir>", "the controller's state directory (tokens, embedded database, controller.json)").env("CLANKIE_STATE_DIR").default(undefined, "~/.clankie"))
     .addOption(new Option("--log-level <level>", "log verbosity on stderr (default: warn for up, info otherwise)").choices(["debug", "info", "warn", "error"]))
     .addOption(new Option("--controller <url>", "the controller to talk to (default: the one in <state dir>/controller.json)"))
@@ -117,7 +122,9 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .exitOverride()
     .hook("preAction", (_program, cmd) => budgetMemoryFor(cmd.name(), cmd.opts<{ databaseUrl?: string }>())) // before its modules load
     // One line, as promised (issue 37 item 5): commander's own hint would be a second one.
-    .configureOutput({ outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${oneLine(str)} (run with --help for usage)\n`)) });
+    .configureOutput({
+      outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${oneLine(str)} ${USAGE_HINT}\n`)),
+    });
 
   addFrontDoorOptions(program.command("up"))
     .description("controller + one local node agent + dashboard + embedded database, on loopback; prints how to connect a lead")
@@ -259,7 +266,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     );
 
   const action: FleetAction = (body) => run(env, "info", body);
-  for (const register of [registerOwnerCommands, registerReceiptsCommands, registerLeadCommands, registerFleetCommands, registerClaudeCommands]) register(program, action);
+  const registrations = [registerOwnerCommands, registerReceiptsCommands, registerLeadCommands, registerFleetCommands];
+  for (const register of [...registrations, registerClaudeCommands]) register(program, action);
 
   program
     .command("mcp")
@@ -291,7 +299,11 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .command("completion")
     .description("print a completion script for bash or zsh, generated from this CLI's commands")
     .addArgument(new Argument("<shell>", "bash | zsh").choices(["bash", "zsh"]))
-    .addHelpText("after", "\nbash: source <(clankie completion bash), or save it as ~/.local/share/bash-completion/completions/clankie\nzsh:  source <(clankie completion zsh) in ~/.zshrc")
+    .addHelpText(
+      "after",
+      "\nbash: source <(clankie completion bash), or save it as ~/.local/share/bash-completion/completions/clankie" +
+        "\nzsh:  source <(clankie completion zsh) in ~/.zshrc",
+    )
     .action(
       run(env, "info", async (_ctx, shell: string) => {
         const { completionScript } = await import("./completion.js");
@@ -304,7 +316,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
 
 /** --json, -o json, -ojson, --output json or --output=json anywhere before `--`. */
 function asksForJson(argv: string[]): boolean {
-  return argv.some((a, i) => a === "--json" || a === "-ojson" || a === "--output=json" || ((a === "-o" || a === "--output") && argv[i + 1] === "json"));
+  const spelled = new Set(["--json", "-ojson", "--output=json"]);
+  return argv.some((a, i) => spelled.has(a) || ((a === "-o" || a === "--output") && argv[i + 1] === "json"));
 }
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {

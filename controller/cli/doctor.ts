@@ -18,6 +18,8 @@ export interface Check {
   warn?: boolean;
 }
 
+const verdictOf = (c: Check) => (c.warn ? "WARN" : c.ok ? "ok  " : "FAIL");
+
 export async function doctor(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<number> {
   const checks: Check[] = [];
   const unresolved: { deliveryId: string; seatId: string; conversationId: string; state: string; ageMs: number }[] = [];
@@ -45,11 +47,17 @@ export async function doctor(stateDir: string, controller: string | undefined, o
       const agents = await health("agents");
       const online = machines.filter((m) => m.online).length;
       const revoked = machines.filter((m) => m.revoked).length;
-      const registered = `${machines.length} registered, ${online} online${revoked ? `, ${revoked} revoked` : ""} (health ${Serving[agents]})`;
-      checks.push({ name: "agents", ok: machines.length > revoked && agents === Serving.SERVING, detail: machines.length ? registered : "no agent has registered" });
+      const registered = `${machines.length} registered, ${online} online${revoked ? `, ${revoked} revoked` : ""}`;
+      checks.push({
+        name: "agents",
+        ok: machines.length > revoked && agents === Serving.SERVING,
+        detail: machines.length ? `${registered} (health ${Serving[agents]})` : "no agent has registered",
+      });
       for (const m of machines) {
         // Revoked is the owner's decision, not a fault: a warning until `fleet remove` forgets it.
-        if (m.revoked) checks.push({ name: `agent ${m.name}`, ok: true, warn: true, detail: `revoked; remove it with: clankie fleet remove ${m.name}` });
+        const name = `agent ${m.name}`;
+        const remove = `clankie fleet remove ${m.name}`;
+        if (m.revoked) checks.push({ name, ok: true, warn: true, detail: `revoked; remove it with: ${remove}` });
         else checks.push({ name: `agent ${m.name}`, ok: m.online, detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${Number(m.lastSeenAgeMs)} ms ago, ${m.endpoint}` });
       }
       for (const r of (await c.status.listReceipts(create(ListReceiptsRequestSchema, { unresolvedOnly: true, limit: 1000 }), { timeoutMs: 5000 })).receipts) {
@@ -70,7 +78,7 @@ export async function doctor(stateDir: string, controller: string | undefined, o
   emit(out, { ok, checks, unresolvedDeliveries: unresolved }, () =>
     [
       // Names, details and ids come from agents and leads: escaped for the terminal.
-      ...checks.map((c) => `${c.warn ? "WARN" : c.ok ? "ok  " : "FAIL"}  ${visibleInline(c.name)}: ${visibleInline(c.detail)}`),
+      ...checks.map((c) => `${verdictOf(c)}  ${visibleInline(c.name)}: ${visibleInline(c.detail)}`),
       ...(unresolved.length
         ? ["", `${unresolved.length} unresolved deliveries (only their own resend is refused):`, ...unresolved.map((u) => `  ${[u.deliveryId, u.conversationId, u.seatId, u.state].map(visibleInline).join("  ")}  ${Math.round(u.ageMs / 1000)} s`)]
         : []),

@@ -68,7 +68,12 @@ export function registerFleetCommands(program: Command, action: FleetAction): vo
     .description("forget a revoked or offline machine with its seats and certificates, after a confirmation; receipts stay")
     .argument("<name>", "the machine")
     .option("-y, --yes", "do not ask for confirmation (scripts)")
-    .addHelpText("after", "\nRefuses a machine that is online and not revoked: revoke it first (clankie fleet revoke NAME).\nIt cannot come back without a new join token (clankie fleet enroll NAME). Without --yes the answer is read from stdin.")
+    .addHelpText(
+      "after",
+      "\nRefuses a machine that is online and not revoked: revoke it first (clankie fleet revoke NAME)." +
+        "\nIt cannot come back without a new join token (clankie fleet enroll NAME)." +
+        "\nWithout --yes the answer is read from stdin; end of input is no.",
+    )
     .action(
       action(async (ctx, name: string, o: { yes?: boolean }) => {
         const { fleetCommand } = await import("./fleet.js");

@@ -17,7 +17,9 @@ export function parseDuration(text: string): number {
   return Number(m[1]) * UNITS[m[2] ?? "ms"]!;
 }
 
-const USAGE = "usage: clankie fleet enroll NAME [--ttl 15m] | fleet list | fleet revoke NAME | fleet remove NAME [--yes] | fleet deploy SSH_TARGET --machine NAME";
+const USAGE =
+  "usage: clankie fleet enroll NAME [--ttl 15m] | fleet list | fleet revoke NAME | fleet remove NAME [--yes]" +
+  " | fleet deploy SSH_TARGET --machine NAME";
 
 export async function fleetCommand(args: string[], f: FleetFlags, out: OutputOptions): Promise<number> {
   const [sub, name] = args;

@@ -22,7 +22,7 @@ export function registerReceiptsCommands(program: Command, action: FleetAction):
     .option("--since <when>", "only receipts since a duration ago (90s, 15m, 2h, 7d) or a time (2026-12-05T10:00Z)")
     .option("--limit <n>", "at most this many per page, 1-1000 (default 50)")
     .option("--page-token <token>", "the next page: the token the previous page printed (-o json: nextPageToken)")
-    .addHelpText("after", "\nPaging keeps its place while new receipts arrive: pass the same filters with --page-token.")
+    .addHelpText("after", "\nPaging keeps its place while receipts arrive: pass the same filters with --page-token.")
     .action(
       action(async (ctx: FleetCtx, o: ReceiptFilters) => {
         const { receiptsList } = await import("./receipts.js");

@@ -67,7 +67,9 @@ export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.Proces
   const closeOnce = () => (closing ??= agent.close());
   const stopped = agent.revoked.then(async (reason) => {
     idle = setInterval(() => {}, 2 ** 30);
-    logger.error("this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles until it is stopped; to rejoin, run clankie fleet enroll NAME on the controller and clankie agent --join - here", { machine: agent.machine, reason });
+    const rejoin = "to rejoin, run clankie fleet enroll NAME on the controller and clankie agent --join - here";
+    const what = "this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles until stopped";
+    logger.error(`${what}; ${rejoin}`, { machine: agent.machine, reason });
     await closeOnce();
   });
   return {

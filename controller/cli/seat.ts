@@ -37,7 +37,12 @@ export async function seatList(stateDir: string, controller: string | undefined,
 export async function seatRemove(stateDir: string, controller: string | undefined, ref: string, out: OutputOptions): Promise<void> {
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.removeSeat(create(RemoveSeatRequestSchema, { seat: ref }));
-  emit(out, { seatId: res.seatId, removed: true, unresolvedReceipts: res.unresolvedReceipts }, () =>
-    [`seat ${visibleInline(res.seatId)} removed; its receipts stay (clankie receipts list --seat ${visibleInline(res.seatId)})`, ...(res.unresolvedReceipts ? [`${res.unresolvedReceipts} of them unresolved: settle with clankie seat-delivery settle ID abandoned-unknown`] : [])].join("\n"),
+  const id = visibleInline(res.seatId);
+  const open = res.unresolvedReceipts;
+  emit(out, { seatId: res.seatId, removed: true, unresolvedReceipts: open }, () =>
+    [
+      `seat ${id} removed; its receipts stay (clankie receipts list --seat ${id})`,
+      ...(open ? [`${open} of them unresolved: settle with clankie seat-delivery settle ID abandoned-unknown`] : []),
+    ].join("\n"),
   );
 }

@@ -69,8 +69,9 @@ export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof Flee
       // Other replicas cut theirs at their next revocation poll: the certificate is no longer on record.
       const cut = d.cut(req.machine);
       d.registry.emit("changed");
-      d.logger.warn("machine removed", { machine: req.machine, was: removed.was, seats: removed.seatIds.length, connectionsCut: cut });
-      return create(RemoveMachineResponseSchema, { machine: req.machine, seatIds: removed.seatIds, was: removed.was, connectionsCut: cut });
+      const { seatIds, was } = removed;
+      d.logger.warn("machine removed", { machine: req.machine, was, seats: seatIds.length, connectionsCut: cut });
+      return create(RemoveMachineResponseSchema, { machine: req.machine, seatIds, was, connectionsCut: cut });
     },
   };
 }

@@ -7,7 +7,9 @@ import { machineCerts, type MachineCertRow } from "../db/schema.js";
 import type { Db, Tx } from "../db/open.js";
 
 /** `revoked`: refused for good (revoked, or no longer on record because the machine was removed). */
-export type CertVerdict = { ok: true; machine: string; notAfter: Date } | { ok: false; reason: string; revoked: boolean };
+export type CertVerdict =
+  | { ok: true; machine: string; notAfter: Date }
+  | { ok: false; reason: string; revoked: boolean };
 
 export async function recordCertificate(tx: Tx | Db, serial: string, machine: string, notAfter: Date, issuedAt: Date): Promise<void> {
   await tx.insert(machineCerts).values({ serial, machine, notAfter, issuedAt });
@@ -16,10 +18,11 @@ export async function recordCertificate(tx: Tx | Db, serial: string, machine: st
 export async function checkCertificate(db: Db, serial: string, machine: string, now: Date): Promise<CertVerdict> {
   const [row] = await db.select().from(machineCerts).where(eq(machineCerts.serial, serial));
   // The TLS handshake already checked the fleet CA's signature: a serial not on record was removed.
-  if (!row) return { ok: false, reason: `certificate of ${machine} is not on record: the machine was removed from this fleet`, revoked: true };
-  if (row.machine !== machine) return { ok: false, reason: `certificate serial belongs to ${row.machine}`, revoked: false };
-  if (row.revokedAt) return { ok: false, reason: `certificate of ${machine} revoked at ${row.revokedAt.toISOString()}`, revoked: true };
-  if (row.notAfter.getTime() <= now.getTime()) return { ok: false, reason: "certificate expired", revoked: false };
+  const refused = (reason: string, revoked: boolean): CertVerdict => ({ ok: false, reason, revoked });
+  if (!row) return refused(`certificate of ${machine} is not on record: the machine was removed from this fleet`, true);
+  if (row.machine !== machine) return refused(`certificate serial belongs to ${row.machine}`, false);
+  if (row.revokedAt) return refused(`certificate of ${machine} revoked at ${row.revokedAt.toISOString()}`, true);
+  if (row.notAfter.getTime() <= now.getTime()) return refused("certificate expired", false);
   return { ok: true, machine, notAfter: row.notAfter };
 }
 

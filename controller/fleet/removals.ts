@@ -24,7 +24,7 @@ export async function removeMachine(db: Db, registry: Registry, name: string): P
     const [m] = await tx.select().from(machines).where(eq(machines.name, name)).for("update");
     const certs = await tx.select().from(machineCerts).where(eq(machineCerts.machine, name));
     if (!m && certs.length === 0) {
-      throw new FleetError(ErrorCode.NotFound, `no machine named ${name} is enrolled or registered (clankie fleet list)`);
+      throw new FleetError(ErrorCode.NotFound, `no machine named ${name} is enrolled or registered`);
     }
     const revoked = certs.length > 0 && certs.every((c) => c.revokedAt !== null);
     if (m && registry.isOnline(m) && !revoked) {

@@ -48,19 +48,28 @@ export interface ReceiptQuery {
  * A page token is the last row's key: its creation time as PostgreSQL's own text (microseconds,
  * which a JS Date would round away) and its id. Opaque to callers; a forged one only moves the page.
  */
-const encodeToken = (createdAt: string, id: string) => Buffer.from(JSON.stringify([createdAt, id])).toString("base64url");
+const encodeToken = (createdAt: string, id: string) =>
+  Buffer.from(JSON.stringify([createdAt, id])).toString("base64url");
 
 function decodeToken(token: string): [string, string] {
   try {
     const key: unknown = JSON.parse(Buffer.from(token, "base64url").toString("utf8"));
-    if (Array.isArray(key) && key.length === 2 && typeof key[0] === "string" && typeof key[1] === "string" && !Number.isNaN(Date.parse(key[0]))) return [key[0], key[1]];
+    const [at, id] = Array.isArray(key) && key.length === 2 ? (key as unknown[]) : [];
+    if (typeof at === "string" && typeof id === "string" && !Number.isNaN(Date.parse(at))) return [at, id];
   } catch {
     // Falls through to the typed refusal.
   }
   throw new InvalidArgumentError("the page token is not one this controller issued (take it from next_page_token)");
 }
 
-export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promise<{ receipts: ReceiptRow[]; total: number; nextPageToken: string }> {
+export interface ReceiptPage {
+  receipts: ReceiptRow[];
+  total: number;
+  /** Empty on the last page. */
+  nextPageToken: string;
+}
+
+export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promise<ReceiptPage> {
   if (q.pageToken && q.offset) throw new InvalidArgumentError("page by offset or by page token, not both");
   const where: SQL[] = [];
   if (q.unresolvedOnly) where.push(inArray(deliveryReceipts.state, [...UNRESOLVED_STATES]));
@@ -71,7 +80,8 @@ export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promi
   const filter = where.length ? and(...where) : undefined;
   const limit = Math.min(q.limit || 100, 1000);
   const after = q.pageToken ? decodeToken(q.pageToken) : undefined;
-  const page = after ? and(filter, sql`(${deliveryReceipts.createdAt}, ${deliveryReceipts.id}) < (${after[0]}::timestamptz, ${after[1]})`) : filter;
+  const key = sql`(${deliveryReceipts.createdAt}, ${deliveryReceipts.id})`;
+  const page = after ? and(filter, sql`${key} < (${after[0]}::timestamptz, ${after[1]})`) : filter;
   const [rows, [total]] = await Promise.all([
     db
       .select({ ...getTableColumns(deliveryReceipts), key: sql<string>`${deliveryReceipts.createdAt}::text` })
@@ -85,7 +95,8 @@ export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promi
   ]);
   const shown = rows.slice(0, limit);
   const last = shown[shown.length - 1];
-  return { receipts: shown.map((r) => receiptRow(r, now)), total: total?.n ?? 0, nextPageToken: rows.length > limit && last ? encodeToken(last.key, last.id) : "" };
+  const nextPageToken = rows.length > limit && last ? encodeToken(last.key, last.id) : "";
+  return { receipts: shown.map((r) => receiptRow(r, now)), total: total?.n ?? 0, nextPageToken };
 }
 
 export async function receiptDetail(db: Db, deliveryId: string, now: number): Promise<GetReceiptResponse> {
