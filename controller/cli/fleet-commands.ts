@@ -65,7 +65,7 @@ export function registerFleetCommands(program: Command, action: FleetAction): vo
   fleet
     .command("remove")
     .alias("rm")
-    .description("forget a revoked or offline machine with its seats and certificates, after a confirmation; receipts stay")
+    .description("forget a revoked or offline machine with its seats and certificates, once confirmed; receipts stay")
     .argument("<name>", "the machine")
     .option("-y, --yes", "do not ask for confirmation (scripts)")
     .addHelpText(

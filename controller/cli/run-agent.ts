@@ -68,7 +68,7 @@ export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.Proces
   const stopped = agent.revoked.then(async (reason) => {
     idle = setInterval(() => {}, 2 ** 30);
     const rejoin = "to rejoin, run clankie fleet enroll NAME on the controller and clankie agent --join - here";
-    const what = "this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles until stopped";
+    const what = "this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles";
     logger.error(`${what}; ${rejoin}`, { machine: agent.machine, reason });
     await closeOnce();
   });

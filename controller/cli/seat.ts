@@ -34,7 +34,12 @@ export async function seatList(stateDir: string, controller: string | undefined,
   );
 }
 
-export async function seatRemove(stateDir: string, controller: string | undefined, ref: string, out: OutputOptions): Promise<void> {
+export async function seatRemove(
+  stateDir: string,
+  controller: string | undefined,
+  ref: string,
+  out: OutputOptions,
+): Promise<void> {
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.removeSeat(create(RemoveSeatRequestSchema, { seat: ref }));
   const id = visibleInline(res.seatId);
