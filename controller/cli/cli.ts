@@ -140,12 +140,16 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\n--pane-host auto: Herdr when its socket exists, else tmux when a server answers, else none (mailbox seats only).\nWith --json, exactly one line {mcpUrl, token, statusUrl, dashboardUrl, agentUrl, bridge} (and caFile off loopback) once the agent has registered and linked.\nThe local agent enrolls like any machine: a join token on its first start, its own key pair, mutual TLS to the agent port.")
     .action(
       run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string } & FrontDoorFlags) => {
+        // A second `up` on another --port must not clash on the agent port: it moves with --port.
+        const agentPort = o.agentPort ?? (o.port === 0 ? 0 : o.port < 65535 ? o.port + 1 : o.port - 1);
+        // Checked before the controller's modules load and before anything is created (port-check.ts).
+        const { assertPortsFree, controllerPorts } = await import("./port-check.js");
+        await assertPortsFree(controllerPorts({ host: o.host, port: o.port, agentPort }));
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
         const close = await up(
-          // A second `up` on another --port must not clash on the agent port: it moves with --port.
-          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentPort: o.agentPort ?? (o.port === 0 ? 0 : o.port < 65535 ? o.port + 1 : o.port - 1), machine: o.machine ?? defaultMachineName(), paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket, ...frontDoorFlagsOf(o) },
+          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentPort, machine: o.machine ?? defaultMachineName(), paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket, ...frontDoorFlagsOf(o) },
           ctx.out,
           ctx.logger,
           ctx.level,
@@ -167,6 +171,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
       run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string } & FrontDoorFlags) => {
+        const { assertPortsFree, controllerPorts } = await import("./port-check.js");
+        await assertPortsFree(controllerPorts({ host: o.host, port: o.port, agentHost: o.agentHost, agentPort: o.agentPort }));
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(

@@ -1,10 +1,13 @@
 /**
- * The ports a controller will listen on, tried before it creates anything: each is bound and
- * released at once. A port taken between this check and the real listen still fails there
- * (address_in_use); this only makes the common case fast and complete.
+ * The ports a controller will listen on, tried before it creates anything and before the
+ * controller's modules load (issue 37 item 5: `up` on a busy port opened the embedded database
+ * first, took 8.4 s, and named one port): each is bound and released at once, and every busy one
+ * is named with the flag that moves it. A port taken between this check and the real listen still
+ * fails there (address_in_use); this makes the common case fast and complete.
  */
 import { createServer } from "node:net";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
+import { compileControllerConfig } from "../config.js";
 
 export interface WantedPort {
   host: string;
@@ -13,6 +16,27 @@ export interface WantedPort {
   what: string;
   /** The flag that moves it. */
   flag: string;
+}
+
+/** The main port and the agent port, with the defaults the controller's config applies. */
+export interface PortFlags {
+  host: string;
+  port: number;
+  agentHost?: string | undefined;
+  agentPort?: number | undefined;
+}
+
+export function controllerPorts(f: PortFlags): WantedPort[] {
+  const agent = {
+    ...(f.agentHost ? { agentHost: f.agentHost } : {}),
+    ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}),
+  };
+  const c = compileControllerConfig({ stateDir: "", host: f.host, port: f.port, ...agent });
+  const wanted: WantedPort[] = [
+    { host: c.host, port: c.port, what: "port", flag: "--port" },
+    { host: c.agentHost, port: c.agentPort, what: "agent port", flag: "--agent-port" },
+  ];
+  return wanted;
 }
 
 /** The listen error of host:port, or undefined when it is free. */

@@ -5,7 +5,6 @@ import type { Logger } from "../../shared/logger.js";
 import type { FaultPoint } from "../delivery/faults.js";
 import { FleetError, ErrorCode } from "../../shared/errors.js";
 import { frontDoorLimits, type FrontDoorFlags } from "./front-door-flags.js";
-import { assertPortsFree } from "./port-check.js";
 
 export interface ControllerFlags extends FrontDoorFlags {
   stateDir: string;
@@ -24,12 +23,6 @@ export interface ControllerFlags extends FrontDoorFlags {
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
   const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase, ...frontDoorLimits(f) });
-  // Before anything is created (state dir, tokens, the embedded database): a busy port fails in
-  // milliseconds, naming every busy port and its flag (issue 37 item 5: it took 8.4 s and named one).
-  await assertPortsFree([
-    { host: config.host, port: config.port, what: "port", flag: "--port" },
-    { host: config.agentHost, port: config.agentPort, what: "agent port", flag: "--agent-port" },
-  ]);
   try {
     return await startController(config, logger);
   } catch (e) {

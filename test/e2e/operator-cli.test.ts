@@ -50,9 +50,13 @@ describe("issue 37: the operator's CLI", () => {
       const port = await listen(0);
       const agentPort = await listen(0);
       const state = join(tempDir("i37-busy"), "fresh");
+      // Measured against the CLI's own start on this (loaded) machine: no database is opened first.
       const t0 = Date.now();
+      await runCli(["--version"]);
+      const start = Date.now() - t0;
+      const t1 = Date.now();
       const res = await runCli(["up", "--state-dir", state, "--port", String(port), "--agent-port", String(agentPort), "--pane-host", "none"], EMBEDDED);
-      expect(Date.now() - t0).toBeLessThan(4_000);
+      expect(Date.now() - t1).toBeLessThan(start + 3_000);
       expect(res.code).toBe(1);
       expect(res.stderr).toBe(
         `clankie: address_in_use: the port 127.0.0.1:${port} and the agent port 127.0.0.1:${agentPort} are taken by another process (another clankie?); nothing was created; stop it or choose another --port and --agent-port\n`,
