@@ -10,16 +10,16 @@ export interface Goal {
 
 type Json = Record<string, unknown>;
 
-function get(o: unknown, path: string): unknown {
+export function get(o: unknown, path: string): unknown {
   return path.split(".").reduce<unknown>((v, k) => (v && typeof v === "object" ? (v as Json)[k] : undefined), o);
 }
 
-function num(o: unknown, path: string): number | undefined {
+export function num(o: unknown, path: string): number | undefined {
   const v = get(o, path);
   return typeof v === "number" && Number.isFinite(v) ? v : undefined;
 }
 
-function judge(goal: string, target: string, value: number | undefined, ok: (v: number) => boolean, unit = "", why?: string): Goal {
+export function judge(goal: string, target: string, value: number | undefined, ok: (v: number) => boolean, unit = "", why?: string): Goal {
   if (value === undefined) return { goal, target, measured: why ?? "not measured", met: null };
   return { goal, target, measured: `${value}${unit}`, met: ok(value) };
 }
@@ -61,7 +61,7 @@ export function judgeGoals(r: Json): Goal[] {
   return goals;
 }
 
-function cell(v: unknown): string {
+export function cell(v: unknown): string {
   if (v === undefined || v === null) return "—";
   if (typeof v === "string") return v.length > 60 ? v.slice(0, 57) + "…" : v;
   return String(v);

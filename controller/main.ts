@@ -59,6 +59,9 @@ import { RPC_READ_MAX_BYTES } from "../shared/rpc/read-limits.js";
 import { isDiscoveryPath, serveDiscovery } from "./http/bearer-discovery.js";
 import { FleetMetrics } from "./metrics/fleet-metrics.js";
 import { journalScrapeSources } from "./metrics/scrape-sources.js";
+import { buildInfo } from "./metrics/build-info.js";
+import { agentCallTiming } from "./metrics/agent-call-timing.js";
+import { observeStatements } from "./journal/statements.js";
 import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./fleet/join-tokens.js";
 import { bootStep, databaseFailure } from "./db/error-text.js";
@@ -159,7 +162,11 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   const inFlight = new Set<Promise<unknown>>();
 
   // Scrape-time gauges read the journal and the registry; mcp is defined below, before any scrape.
-  const metrics = new FleetMetrics(journalScrapeSources({ db: database.readDb, registry, now, mcpSessions: () => mcp.sessionCount(), linked: (m) => fleet.links.has(m) }));
+  const mcpSessions = () => mcp.sessionCount();
+  const sources = journalScrapeSources({ db: database.readDb, registry, now, mcpSessions, links: fleet.links });
+  const metrics = new FleetMetrics(sources, { build: buildInfo(CONTROLLER_VERSION), replica: instanceId });
+  fleet.links.intercept(agentCallTiming((method, code, seconds) => metrics.agentCall(method, code, seconds)));
+  observeStatements(db, (name, seconds) => metrics.journalStatement(name, seconds));
   const pipeline: PipelineDeps = {
     db,
     metrics,

@@ -1,12 +1,14 @@
 /**
  * The controller's state directory: the embedded database, the owner token (mode 0600), the default lead token, and controller.json, which tells the CLI where the
- * running controller listens.
+ * running controller listens. Where lead tokens are kept is leads/token-files.ts's.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { writeFileDurably } from "../shared/durable-file.js";
 import { newToken } from "../shared/tokens.js";
+import { DEFAULT_CONVERSATION } from "./leads/conversations.js";
+import { leadTokenPath } from "./leads/token-files.js";
 
 export interface StateFiles {
   dir: string;
@@ -45,12 +47,12 @@ export function openStateDir(dir: string): StateFiles {
     dataDir: join(dir, "pgdata"),
     agentDir: join(dir, "agent"),
     ownerToken: tokenFile(join(dir, "owner.token"), "owner"),
-    leadToken: tokenFile(join(dir, "lead.token"), "lead"),
+    leadToken: tokenFile(leadTokenPath(dir, DEFAULT_CONVERSATION), "lead"),
   };
 }
 
 export function readToken(dir: string, name: "owner" | "lead"): string | undefined {
-  const path = join(dir, `${name}.token`);
+  const path = name === "lead" ? leadTokenPath(dir, DEFAULT_CONVERSATION) : join(dir, "owner.token");
   return existsSync(path) ? readFileSync(path, "utf8").trim() : undefined;
 }
 

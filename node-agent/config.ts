@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { isValidName } from "../shared/ids.js";
 import { InvalidArgumentError } from "../shared/errors.js";
 import type { HireOptions } from "./hire/hire.js";
+import { quoteInput } from "../shared/public-text.js";
 
 export interface AgentOptions {
   stateDir: string;
@@ -65,12 +66,12 @@ function compilePaneHost(o: AgentOptions): PaneHostConfig {
     const d = defaultHerdrSocket(o.env ?? process.env);
     return { kind, socketPath: o.herdrSocket ?? d.socketPath, sessionName: d.sessionName };
   }
-  throw new InvalidArgumentError(`--pane-host must be tmux, herdr or none, got ${JSON.stringify(kind)}`);
+  throw new InvalidArgumentError(`--pane-host must be tmux, herdr or none, got ${quoteInput(kind)}`);
 }
 
 export function compileAgentConfig(o: AgentOptions): AgentConfig {
   const machine = o.machine;
-  if (machine !== undefined && !isValidName(machine)) throw new InvalidArgumentError(`machine name ${JSON.stringify(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
+  if (machine !== undefined && !isValidName(machine)) throw new InvalidArgumentError(`machine name ${quoteInput(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
   return {
     stateDir: o.stateDir,
     mailboxDir: join(o.stateDir, "mailboxes"),

@@ -86,7 +86,7 @@ export type AdmissionRefusalOutcome = "invalid_argument" | "unavailable" | "refu
 export interface RefusedBody {
   schemaVersion: 1;
   outcome: "refused" | "expired" | "no_matching_receipt";
-  reason?: "receipt_conflict" | "receipt_in_use" | "already_settled";
+  reason?: "receipt_conflict" | "receipt_in_use" | "already_settled" | "no_matching_receipt";
   deliveryId?: string;
   /** A hire's call names its hire id instead. */
   hireId?: string;
@@ -98,7 +98,10 @@ export interface SettledOriginalBody {
   schemaVersion: 1;
   outcome: "undelivered" | "delivered";
   deliveryStage: "unavailable" | "delivered";
-  state?: "abandoned-unknown";
+  state?: "abandoned-unknown" | "not_sent";
+  /** not_sent at reconciliation: why, and what was checked (issue 32, item 6). */
+  reason?: "proven_absent";
+  proof?: Record<string, unknown>;
   deliveryId: string;
   seat: string;
   nativeReceiptId?: string;

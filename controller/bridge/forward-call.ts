@@ -9,10 +9,12 @@
 import { randomUUID } from "node:crypto";
 import { CallToolResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { SEAT_CALL_META_KEY } from "../delivery/result-bodies.js";
+import { canonicalRef } from "../../shared/ids.js";
 import type { Logger } from "../../shared/logger.js";
 import { ATTEMPT_META_KEY, type PostFate, type PostWatch } from "./post-watch.js";
 import { wireError } from "./wire-error.js";
-import { ControllerUnreachableError, type Generation, type Generations } from "./generations.js";
+import { ControllerUnreachableError, LeadTokenRejectedError } from "./generations.js";
+import type { Generation, Generations } from "./generations.js";
 import { notSentResult, uncertainResult, type SeatCallIds } from "./bodies.js";
 
 /** Tools whose calls carry a bridge-minted id, by the field that names it. */
@@ -75,6 +77,7 @@ export class CallForwarder {
       try {
         gen = await this.gens.acquire();
       } catch (e) {
+        if (e instanceof LeadTokenRejectedError) return notSentResult(name, ids, "unauthenticated", e.message);
         const detail = e instanceof ControllerUnreachableError ? e.message : `could not open a session: ${(e as Error).message}`;
         return notSentResult(name, ids, "controller_unreachable", detail);
       }
@@ -98,6 +101,11 @@ export class CallForwarder {
           return notSentResult(name, ids, "unknown_session", "the controller refused the call as an unknown session twice, both before admission");
         case "not_sent":
           if (verdict.reason === "controller_unreachable") this.gens.retire(gen, verdict.detail);
+          // A token refused mid-session: the next session reads the token file again (a re-issued one works).
+          if (verdict.reason === "unauthenticated") {
+            this.gens.retire(gen, "the lead token was refused (HTTP 401)");
+            return notSentResult(name, ids, verdict.reason, this.gens.tokenRejected(401));
+          }
           return notSentResult(name, ids, verdict.reason, verdict.detail);
         case "uncertain":
           this.gens.retire(gen, verdict.detail);
@@ -110,9 +118,11 @@ export class CallForwarder {
   private mint(name: string, meta: Record<string, unknown> | undefined): SeatCallIds | undefined {
     const field = SEAT_CALL_TOOLS[name];
     if (!field) return undefined;
-    // A lead that passes its own id (to look up an earlier call by replaying it) keeps it.
+    // A lead that passes its own id (to look up an earlier call by replaying it) keeps it, in its
+    // canonical case (issue 32 item 4), so every answer the bridge makes names the journal's id.
+    // One that is no UUID goes on as given, for the controller to refuse in its words.
     const given = (meta?.[SEAT_CALL_META_KEY] as Record<string, unknown> | undefined)?.[field];
-    return { tool: name, field, id: typeof given === "string" && given ? given : randomUUID() };
+    return { tool: name, field, id: typeof given === "string" && given ? canonicalRef(given) : randomUUID() };
   }
 
   private async attempt(gen: Generation, name: string, args: Record<string, unknown> | undefined, meta: Record<string, unknown>): Promise<Verdict> {

@@ -6,7 +6,8 @@
  * ADR 0207 VUH-1638). A retired client is closed once its last call is done.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { ErrorCode, FleetError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import type { BridgeTarget } from "./target.js";
 import type { PostWatch } from "./post-watch.js";
@@ -22,6 +23,22 @@ export interface Generation {
 
 export class ControllerUnreachableError extends Error {
   override readonly name = "ControllerUnreachableError";
+}
+
+/** The controller answered and refused the lead token (HTTP 401): a cause with a fix, never "not reachable". */
+export class LeadTokenRejectedError extends FleetError {
+  override readonly name = "LeadTokenRejectedError";
+  constructor(message: string, cause?: unknown) {
+    super(ErrorCode.Unauthenticated, message, { cause });
+  }
+}
+
+/** The HTTP status the SDK's transport reported (StreamableHTTPError.code), if any. */
+function httpStatus(e: unknown): number | undefined {
+  for (let cur: unknown = e, d = 0; cur && d < 4; cur = (cur as { cause?: unknown }).cause, d++) {
+    if (cur instanceof StreamableHTTPError && typeof cur.code === "number") return cur.code;
+  }
+  return undefined;
 }
 
 /**
@@ -64,6 +81,11 @@ export class Generations {
     return gen;
   }
 
+  /** The lead-facing text for a refused token: what happened and the command that fixes it. */
+  tokenRejected(status: number): string {
+    return this.target.tokenRejected(status);
+  }
+
   release(gen: Generation): void {
     gen.pending--;
     if (gen.retired && gen.pending === 0) this.closeGen(gen);
@@ -104,6 +126,7 @@ export class Generations {
         this.current = gen;
         return gen;
       } catch (e) {
+        if (httpStatus(e) === 401) throw new LeadTokenRejectedError(this.target.tokenRejected(401), e);
         // Read on every try: a controller may start (or die) while the bridge waits.
         const starting = this.target.controllerStarting();
         const budget = starting ? this.connectBudgetMs : Math.min(this.connectBudgetMs, NOTHING_STARTING_BUDGET_MS);

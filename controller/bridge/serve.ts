@@ -9,7 +9,7 @@ import { CallToolRequestSchema, ListToolsRequestSchema, ListToolsResultSchema, M
 import type { Logger } from "../../shared/logger.js";
 import { bridgeTarget, type BridgeFlags } from "./target.js";
 import { PostWatch } from "./post-watch.js";
-import { Generations } from "./generations.js";
+import { Generations, LeadTokenRejectedError } from "./generations.js";
 import { CallForwarder } from "./forward-call.js";
 import { wireError } from "./wire-error.js";
 
@@ -49,7 +49,14 @@ export async function serveBridge(flags: BridgeFlags, logger: Logger, version: s
   void gens
     .acquire()
     .then((g) => gens.release(g))
-    .catch((e: Error) => logger.warn("the controller is not reachable yet", { target: target.describe(), error: e.message }));
+    .catch((e: Error) =>
+      e instanceof LeadTokenRejectedError
+        ? logger.error("the controller rejected the lead token (HTTP 401)", {
+            target: target.describe(),
+            error: e.message,
+          })
+        : logger.warn("the controller is not reachable yet", { target: target.describe(), error: e.message }),
+    );
 
   await server.connect(new StdioServerTransport());
   logger.info("serving the controller's lead tools on stdio", { target: target.describe() });

@@ -3,16 +3,17 @@
  * client generation, so a controller restarted on another port (controller.json) or a
  * rotated token file is picked up without restarting the lead's harness.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { IssueLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
-import { writeFileDurably } from "../../shared/durable-file.js";
-import { readControllerRecord } from "../state-dir.js";
+import { defaultStateDir, readControllerRecord } from "../state-dir.js";
+import { leadTokenPath, readLeadToken, storeLeadToken } from "../leads/token-files.js";
 import { isProcessAlive } from "../../shared/process-alive.js";
 import { assertConversationId, DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "../cli/owner-client.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 /** The fleet CA certificate the controller writes into its state directory (controller/main.ts). */
 export const FLEET_CA_FILE = "fleet-ca.pem";
@@ -35,6 +36,8 @@ export interface BridgeTarget {
    * process (an `up` still opening its journal). With --url there is no telling: false.
    */
   controllerStarting(): boolean;
+  /** What to tell the lead when the controller answers the token with 401: the cause and the fix. */
+  tokenRejected(status: number): string;
 }
 
 function readTokenFile(path: string): string {
@@ -44,34 +47,59 @@ function readTokenFile(path: string): string {
   return token;
 }
 
-/** The token file of a conversation other than the default one: `<state>/leads/<id>.token`. */
-export function conversationTokenPath(stateDir: string, conversationId: string): string {
-  return join(stateDir, "leads", `${conversationId}.token`);
+/** The command that re-issues the conversation's token into this state directory (the old one stops working). */
+export function reissueCommand(stateDir: string, conversationId: string): string {
+  const dirFlag = resolve(stateDir) === defaultStateDir() ? "" : ` --state-dir ${resolve(stateDir)}`;
+  return `clankie lead token --conversation ${conversationId}${dirFlag}`;
 }
 
 /**
- * Resolves flags to a target. `--conversation C` without `--token-file` uses the state
- * directory's token for C, minting one once with the owner token when it has none (the
- * owner is on this machine: the state directory is the controller's).
+ * Mints the conversation's first token and stores it, or refuses: a conversation that already has a
+ * live token elsewhere keeps it, since replacing it would disable the lead using it (issue 32, item 5).
+ */
+async function mintFirstToken(f: BridgeFlags, conversationId: string): Promise<void> {
+  const { owner } = ownerClients(f.stateDir, f.url ? new URL(f.url).origin : undefined);
+  try {
+    const request = create(IssueLeadTokenRequestSchema, { conversationId, keepLiveToken: true });
+    const res = await owner.issueLeadToken(request);
+    storeLeadToken(f.stateDir, conversationId, res.token);
+  } catch (e) {
+    const err = FleetError.from(e);
+    if (err.code !== ErrorCode.FailedPrecondition) throw err;
+    // A bridge started beside this one for the same conversation may have minted it: it stores it at once.
+    for (let i = 0; i < 10; i++) {
+      if (readLeadToken(f.stateDir, conversationId) !== undefined) return;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new FleetError(
+      ErrorCode.FailedPrecondition,
+      `conversation ${conversationId} already has a live lead token, ` +
+        `and ${leadTokenPath(f.stateDir, conversationId)} does not hold it; ` +
+        `the bridge will not replace it (that would disable the lead using it). ` +
+        `To re-issue it here (the old token stops working): ${reissueCommand(f.stateDir, conversationId)}; ` +
+        `or pass --token-file with the live token`,
+      { cause: err },
+    );
+  }
+}
+
+/**
+ * Resolves flags to a target. Without `--token-file`, the token is the state directory's for the
+ * conversation (leads/token-files.ts; global-default's is lead.token). A conversation that has none
+ * anywhere gets one minted once with the owner token (the owner is on this machine: the state
+ * directory is the controller's).
  */
 export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
-  let tokenPath: string;
-  if (f.tokenFile) tokenPath = f.tokenFile;
-  else if (f.conversation && f.conversation !== DEFAULT_CONVERSATION) {
-    assertConversationId(f.conversation);
-    tokenPath = conversationTokenPath(f.stateDir, f.conversation);
-    if (!existsSync(tokenPath)) {
-      const { owner } = ownerClients(f.stateDir, f.url ? new URL(f.url).origin : undefined);
-      const res = await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: f.conversation }));
-      mkdirSync(join(f.stateDir, "leads"), { recursive: true, mode: 0o700 });
-      writeFileDurably(tokenPath, res.token + "\n");
-    }
-  } else tokenPath = join(f.stateDir, "lead.token");
+  const conversation = f.tokenFile ? f.conversation : (f.conversation ?? DEFAULT_CONVERSATION);
+  if (conversation) assertConversationId(conversation);
+  const tokenPath = f.tokenFile ?? leadTokenPath(f.stateDir, conversation!);
+  const named = f.tokenFile === undefined && conversation !== DEFAULT_CONVERSATION ? conversation : undefined;
+  if (named && readLeadToken(f.stateDir, named) === undefined) await mintFirstToken(f, named);
   if (f.url !== undefined) {
     try {
       new URL(f.url);
     } catch {
-      throw new InvalidArgumentError(`--url is not a URL: ${JSON.stringify(f.url)}`);
+      throw new InvalidArgumentError(`--url is not a URL: ${quoteInput(f.url)}`);
     }
   }
   readTokenFile(tokenPath);
@@ -95,5 +123,12 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
       const holder = existsSync(lock) ? Number.parseInt(readFileSync(lock, "utf8"), 10) : NaN;
       return Number.isFinite(holder) && isProcessAlive(holder);
     },
+    tokenRejected: (status) =>
+      `the controller rejected the lead token in ${tokenPath} (HTTP ${status}, unauthenticated): ` +
+      `it was replaced or revoked, so this is not a connectivity problem. ` +
+      (conversation && !f.tokenFile
+        ? `Re-issue it with: ${reissueCommand(f.stateDir, conversation)} ` +
+          `(the bridge reads the new token for its next session)`
+        : `Put a live token in ${tokenPath} (clankie lead token --conversation ID prints one)`),
   };
 }

@@ -280,7 +280,11 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .description("the lead's stdio MCP bridge to the controller: no token on a command line (default: this state dir's controller and lead token)")
     .option("--url <url>", "the controller's MCP URL (default: from <state dir>/controller.json)")
     .option("--token-file <file>", "a file holding the lead's bearer token (default: the state dir's lead token)")
-    .option("--conversation <id>", "the lead conversation (default: global-default); without --token-file its token is <state dir>/leads/<id>.token, issued when missing")
+    .option(
+      "--conversation <id>",
+      "the lead conversation (default: global-default); without --token-file its token is the one clankie lead token " +
+        "stored (<state dir>/leads/<id>.token; global-default's lead.token), issued only when the conversation has none",
+    )
     .addHelpText("after", "\n--state-dir (global) selects the controller's state dir the defaults come from.")
     .action(
       run(env, "warn", async (ctx, o: { url?: string; tokenFile?: string; conversation?: string }) => {

@@ -12,6 +12,7 @@ import { parseTarget } from "../deploy/ssh-session.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, type OutputOptions } from "./output.js";
 import type { FleetFlags } from "./fleet-flags.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 const ONLINE_TIMEOUT_MS = 90_000;
 
@@ -25,7 +26,7 @@ function defaultIdentity(): string {
 
 export async function fleetDeploy(targetText: string | undefined, f: FleetFlags, out: OutputOptions): Promise<number> {
   if (!targetText || !f.machine) throw new InvalidArgumentError("usage: clankie fleet deploy SSH_TARGET --machine NAME [--identity FILE] [--port P] [--accept-new] [--rollback]");
-  if (!isValidName(f.machine)) throw new InvalidArgumentError(`machine name ${JSON.stringify(f.machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
+  if (!isValidName(f.machine)) throw new InvalidArgumentError(`machine name ${quoteInput(f.machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
   const port = f.port === undefined ? undefined : Number(f.port);
   if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) throw new InvalidArgumentError(`--port must be 1-65535, got ${f.port}`);
   const { fleet } = ownerClients(f.stateDir, f.controller);

@@ -1,26 +1,44 @@
-/** `clankie hire-receipt list [--json]` and `clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C]`. */
+/**
+ * `clankie hire-receipt list [--all] [--json]` and
+ * `clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C]`.
+ */
 import { create } from "@bufbuild/protobuf";
 import { ListHireReceiptsRequestSchema, SettleHireReceiptRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
+import { parseUuid } from "../../shared/ids.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
 
 export const HIRE_RECEIPT_USAGE = "usage: clankie hire-receipt list | clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C]";
 
-export async function hireReceiptList(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<void> {
+const SETTLE_HINT =
+  "\n(none is ever launched again; settle with: " +
+  "clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C])";
+
+const COLUMNS = ["id", "conversation", "machine", "harness", "state", "seat", "age"];
+
+export async function hireReceiptList(
+  stateDir: string,
+  controller: string | undefined,
+  out: OutputOptions,
+  all = false,
+): Promise<void> {
   const { owner } = ownerClients(stateDir, controller);
-  const res = await owner.listHireReceipts(create(ListHireReceiptsRequestSchema, {}));
+  const res = await owner.listHireReceipts(create(ListHireReceiptsRequestSchema, { includeSettled: all }));
   const rows = res.receipts.map((r) => ({ id: r.hireId, conversation: r.conversationId, machine: r.machine, harness: r.harness, state: r.state, seat: r.seatId, ageMs: Number(r.ageMs) }));
-  emit(out, { unresolved: rows }, () =>
+  // --all lists settled hires too, under their own key: "unresolved" keeps meaning what it says.
+  emit(out, all ? { hires: rows } : { unresolved: rows }, () =>
     rows.length === 0
-      ? "no unresolved hires"
-      : `${table(rows.map((r) => ({ ...r, age: `${Math.round(r.ageMs / 1000)} s` })), ["id", "conversation", "machine", "harness", "state", "seat", "age"])}\n(none is ever launched again; settle with: clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C])`,
+      ? all ? "no hires" : "no unresolved hires"
+      : table(rows.map((r) => ({ ...r, age: `${Math.round(r.ageMs / 1000)} s` })), COLUMNS) + (all ? "" : SETTLE_HINT),
   );
 }
 
-export async function hireReceiptSettle(stateDir: string, controller: string | undefined, id: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
-  if (!id || (disposition !== "not-launched" && disposition !== "abandoned-unknown")) throw new InvalidArgumentError(HIRE_RECEIPT_USAGE);
+export async function hireReceiptSettle(stateDir: string, controller: string | undefined, given: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+  if (!given || (disposition !== "not-launched" && disposition !== "abandoned-unknown")) throw new InvalidArgumentError(HIRE_RECEIPT_USAGE);
+  // Canonical here too, so what is printed is the id as the journal holds it (issue 32 item 4).
+  const id = parseUuid("ID", given);
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.settleHireReceipt(create(SettleHireReceiptRequestSchema, { hireId: id, conversationId: conversation ?? DEFAULT_CONVERSATION, disposition }));
   emit(out, { hireId: id, state: res.state, detail: res.detail }, () => `${id}: ${res.state} — ${res.detail}`);

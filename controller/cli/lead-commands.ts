@@ -9,7 +9,10 @@ export function registerLeadCommands(program: Command, action: FleetAction): voi
   const lead = program.command("lead").description("owner: lead conversations");
   lead
     .command("token")
-    .description("mint a bearer token bound to one lead conversation, with the lines that connect Claude Code and Codex; says when it replaces (and so disables) an older token")
+    .description(
+      "mint a bearer token bound to one lead conversation, with the lines that connect Claude Code and Codex; " +
+        "says when it replaces (and so disables) an older token; kept in the state dir, where clankie mcp reads it",
+    )
     .requiredOption("--conversation <id>", "the conversation the token opens")
     .action(
       action(async (ctx: FleetCtx, o: { conversation: string }) => {

@@ -1,6 +1,8 @@
 /**
  * `clankie lead token --conversation C`: mint a bearer token bound to one lead conversation, with
  * the lines that connect a client with it (and say so when it replaces an older one, which stops working).
+ * The token is kept in the state directory where `clankie mcp --conversation C` and the controller
+ * read it (leads/token-files.ts), so a bridge started later uses it instead of replacing it.
  * `clankie lead revoke --conversation C`: make the conversation's token unusable everywhere.
  */
 import { create } from "@bufbuild/protobuf";
@@ -9,6 +11,7 @@ import { InvalidArgumentError } from "../../shared/errors.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, type OutputOptions } from "./output.js";
 import { leadConfigLines } from "./lead-config.js";
+import { storeLeadToken } from "../leads/token-files.js";
 
 export const LEAD_USAGE = "usage: clankie lead token --conversation ID | clankie lead revoke --conversation ID";
 
@@ -16,12 +19,15 @@ export async function leadToken(stateDir: string, controller: string | undefined
   if (!conversation) throw new InvalidArgumentError(LEAD_USAGE);
   const { owner, url } = ownerClients(stateDir, controller);
   const res = await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: conversation }));
+  const tokenFile = storeLeadToken(stateDir, res.conversationId, res.token);
   const mcpUrl = new URL("/mcp", url).toString();
   const lines = leadConfigLines(mcpUrl, res.token);
-  emit(out, { conversationId: res.conversationId, token: res.token, replaced: res.replaced, mcpUrl, claude: lines.claude, codex: lines.codex }, () =>
+  const shown = { conversationId: res.conversationId, token: res.token, replaced: res.replaced, tokenFile, mcpUrl };
+  emit(out, { ...shown, claude: lines.claude, codex: lines.codex }, () =>
     [
       `conversation ${res.conversationId}`,
       `token        ${res.token}`,
+      `stored in    ${tokenFile}   (clankie mcp --conversation ${res.conversationId} uses it)`,
       ...(res.replaced ? ["(this replaces the conversation's previous token, which no longer works)"] : []),
       `MCP          ${mcpUrl}`,
       "",

@@ -71,11 +71,12 @@ export function registerOwnerCommands(program: Command, action: FleetAction): vo
   const hireReceipt = program.command("hire-receipt").description("owner: unresolved hires and settling them");
   hireReceipt
     .command("list")
-    .description("unresolved hires with id, conversation, machine, harness and age")
+    .description("unresolved hires with id, conversation, machine, harness and age (--all: settled ones too)")
+    .option("--all", "every hire, spawned, failed and settled too (the newest 1000)")
     .action(
-      action(async (ctx: FleetCtx) => {
+      action(async (ctx: FleetCtx, o: { all?: boolean }) => {
         const { hireReceiptList } = await import("./hire-receipt.js");
-        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out);
+        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out, o.all === true);
         return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
       }),
     );

@@ -7,6 +7,7 @@ import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
 import { visibleInline } from "../../shared/terminal-text.js";
+import { parseUuid } from "../../shared/ids.js";
 
 export async function seatDeliveryList(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<void> {
   const { status } = ownerClients(stateDir, controller);
@@ -19,8 +20,10 @@ export async function seatDeliveryList(stateDir: string, controller: string | un
   );
 }
 
-export async function seatDeliverySettle(stateDir: string, controller: string | undefined, id: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
-  if (!id || disposition !== "abandoned-unknown") throw new InvalidArgumentError("usage: clankie seat-delivery settle ID abandoned-unknown [--conversation C]");
+export async function seatDeliverySettle(stateDir: string, controller: string | undefined, given: string | undefined, disposition: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+  if (!given || disposition !== "abandoned-unknown") throw new InvalidArgumentError("usage: clankie seat-delivery settle ID abandoned-unknown [--conversation C]");
+  // Canonical here too, so what is printed is the id as the journal holds it (issue 32 item 4).
+  const id = parseUuid("ID", given);
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.settleSeatDelivery(create(SettleSeatDeliveryRequestSchema, { deliveryId: id, conversationId: conversation ?? DEFAULT_CONVERSATION, disposition }));
   emit(out, { deliveryId: id, state: res.state, detail: res.detail }, () => `${visibleInline(id)}: ${visibleInline(res.state)} — ${visibleInline(res.detail)}`);

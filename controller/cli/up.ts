@@ -19,6 +19,8 @@ import { progress } from "./progress.js";
 import { leadConfigLines } from "./lead-config.js";
 import { selfCommand } from "./self-command.js";
 import { defaultStateDir } from "../state-dir.js";
+import { leadTokenPath } from "../leads/token-files.js";
+import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { loadIdentity } from "../../node-agent/identity/identity-files.js";
 import { isLoopbackHost } from "../main.js";
 
@@ -114,11 +116,12 @@ export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLeve
   const lines = leadConfigLines(ready.mcpUrl, ready.token);
   const me = selfCommand(env);
   const stateFlag = f.stateDir === defaultStateDir(env) ? "" : ` --state-dir ${f.stateDir}`;
+  const defaultTokenFile = leadTokenPath(f.stateDir, DEFAULT_CONVERSATION);
   emit(out, ready, () =>
     [
       "Clankie Fleet is up.",
       `  MCP (leads):     ${ready.mcpUrl}`,
-      `  lead token:      ${ready.token}   (conversation global-default)`,
+      `  lead token:      ${ready.token}   (conversation global-default; kept in ${defaultTokenFile})`,
       `  status (gRPC):   ${ready.statusUrl}   (owner token in ${join(f.stateDir, "owner.token")}; reflection on: grpcurl -plaintext ${new URL(ready.statusUrl).host} list)`,
       `  dashboard:       ${ready.dashboardUrl}#token=${controller.ownerToken}`,
       `  metrics:         ${controller.metricsUrl}   (Prometheus; bearer = the owner token)`,

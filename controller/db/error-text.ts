@@ -1,7 +1,8 @@
 /**
- * What a lead or an owner may read about a database failure: its kind and SQLSTATE, never
- * the SQL, its parameters or column names (issue 11: a NUL byte in `seat` answered with the
- * query and its parameters). The full error goes to the controller's log instead.
+ * What a lead or an owner may read about a database failure: its kind in words, never the
+ * SQL, its parameters, column names or SQLSTATE (issue 11: a NUL byte in `seat` answered with
+ * the query and its parameters; issue 32 item 7: nor the SQLSTATE). The full error, code
+ * included, goes to the controller's log instead.
  */
 import { DatabaseUnreachableError, FleetError, InvalidArgumentError, JournalUnavailableError } from "../../shared/errors.js";
 import { NO_ANSWER_CODE } from "./answer-deadline.js";
@@ -30,12 +31,13 @@ export function dbErrorCode(e: unknown): string | undefined {
   return undefined;
 }
 
-/** A short, safe description: "lock wait timed out (SQLSTATE 55P03)", "CONNECTION_CLOSED", "database error". */
+/** A short, safe description: "lock wait timed out", "the database connection closed", "database error". */
 export function journalCause(e: unknown): string {
   const code = dbErrorCode(e);
   if (!code) return "database error";
   if (code === NO_ANSWER_CODE) return `the database sent no answer in time (${code})`;
-  if (/^[0-9A-Z]{5}$/.test(code)) return `${KINDS[code] ?? "database error"} (SQLSTATE ${code})`;
+  if (/^[0-9A-Z]{5}$/.test(code)) return KINDS[code] ?? "database error";
+  // A driver's own code (CONNECTION_CLOSED, ECONNREFUSED) is no SQL, and says what happened.
   return code;
 }
 

@@ -97,6 +97,9 @@ export const deliveryReceipts = pgTable(
     index("delivery_receipts_seat_state_idx").on(t.seatId, t.state),
     index("delivery_receipts_created_idx").on(t.createdAt),
     index("delivery_receipts_seat_content_idx").on(t.seatId, t.contentFingerprint),
+    // reconcile_seat_call({nativeId}) finds a receipt by the harness's own id (rule 30).
+    index("delivery_receipts_native_message_idx").on(t.nativeMessageId),
+    index("delivery_receipts_native_receipt_idx").on(t.nativeReceiptId),
   ],
 );
 

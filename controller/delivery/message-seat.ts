@@ -6,8 +6,9 @@
  * the order the controller received them. Then the seat's turn (dispatch.ts) does the rest.
  */
 import { callFingerprint, contentFingerprint } from "../../shared/fingerprint.js";
-import { isUuid, newDeliveryId } from "../../shared/ids.js";
-import { InvalidArgumentError, ServiceStoppingError } from "../../shared/errors.js";
+import { assertSeatRef, canonicalRef, newDeliveryId, parseUuid } from "../../shared/ids.js";
+import { assertJournalText, assertWellFormedText } from "../../shared/well-formed-text.js";
+import { ServiceStoppingError } from "../../shared/errors.js";
 import { journalFailure } from "../db/error-text.js";
 import type { DeliveryMode } from "../../shared/verdicts.js";
 import { admitDelivery, type Admitted } from "../journal/admission.js";
@@ -27,10 +28,16 @@ export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
 
 const order = new WeakMap<PipelineDeps, AdmissionOrder>();
 
-export async function messageSeat(deps: PipelineDeps, scope: CallScope, input: MessageSeatInput): Promise<ToolOutcome> {
+export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: MessageSeatInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
-  const id = scope.deliveryId ?? newDeliveryId();
-  if (!isUuid(id)) throw new InvalidArgumentError(`_meta["clankie/seat-call"].deliveryId must be a UUID, got ${JSON.stringify(id)}`);
+  // The edge (issue 32 items 4, 7): ids in their canonical case before the fingerprint, the
+  // journal or a file name sees them; a seat or a text the journal or the write would change is refused here.
+  const id = parseUuid(`_meta["clankie/seat-call"].deliveryId`, scope.deliveryId ?? newDeliveryId());
+  assertSeatRef("seat", given.seat);
+  assertWellFormedText("message", given.message);
+  if (given.inReplyTo !== undefined) assertJournalText("inReplyTo", given.inReplyTo);
+  const input: MessageSeatInput =
+    given.inReplyTo === undefined ? given : { ...given, inReplyTo: canonicalRef(given.inReplyTo) };
   const mode: DeliveryMode = input.delivery ?? "auto";
   const fingerprint = callFingerprint(MESSAGE_SEAT, input);
   const holder = `${deps.instanceId}:${id}`;

@@ -6,7 +6,8 @@
  */
 import { eq } from "drizzle-orm";
 import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
-import { isUuid } from "../../shared/ids.js";
+import { parseUuid } from "../../shared/ids.js";
+import { quoteInput } from "../../shared/public-text.js";
 import { ReceiptState, isUnresolved } from "../../shared/verdicts.js";
 import { callReceipts } from "../db/schema.js";
 import { CallState } from "../journal/call-receipts.js";
@@ -15,12 +16,12 @@ import { sessionEvidence } from "./session-evidence.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { settleAbandoned, settleFoundInSession } from "./settle.js";
 
-export async function ownerSettle(deps: PipelineDeps, deliveryId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
-  if (disposition !== ReceiptState.AbandonedUnknown) throw new InvalidArgumentError(`the only owner disposition is abandoned-unknown, got ${JSON.stringify(disposition)}`);
-  if (!isUuid(deliveryId)) throw new InvalidArgumentError("the delivery id must be a UUID");
+export async function ownerSettle(deps: PipelineDeps, givenId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
+  if (disposition !== ReceiptState.AbandonedUnknown) throw new InvalidArgumentError(`the only owner disposition is abandoned-unknown, got ${quoteInput(disposition)}`);
+  const deliveryId = parseUuid("the delivery id", givenId);
   const delivery = await findDelivery(deps.db, deliveryId);
   if (!delivery || delivery.conversationId !== conversationId) {
-    throw new FleetError(ErrorCode.NotFound, `refused: no delivery ${deliveryId} in conversation ${conversationId}; nothing was changed`);
+    throw new FleetError(ErrorCode.NotFound, `refused: no delivery ${deliveryId} in conversation ${quoteInput(conversationId)}; nothing was changed`);
   }
   if (!isUnresolved(delivery.state)) {
     throw new FleetError(ErrorCode.ReceiptConflict, `refused: delivery ${deliveryId} is already ${delivery.state}; nothing was changed`);

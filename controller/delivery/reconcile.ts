@@ -5,16 +5,18 @@
  * delivered (evidence, not a send). `settle: "not_delivered"` abandons an unresolved
  * original as `abandoned-unknown` (ADR 0207, VUH-2358) — unless the session shows it, or the
  * receipt kept the native channel's exact acknowledgment of it (rule 21): then it is delivered.
+ * A mailbox original its agent proves absent for good (mailbox-absence.ts) is recorded not sent.
  */
-import { isUuid } from "../../shared/ids.js";
+import { parseUuid } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { isUnresolved } from "../../shared/verdicts.js";
 import { CallState, findCall } from "../journal/call-receipts.js";
-import { findDelivery } from "../journal/delivery-receipts.js";
+import { deliveryIdByNativeId, findDelivery } from "../journal/delivery-receipts.js";
 import { sessionEvidence } from "./session-evidence.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { uncertainBody, type LeadBody, type ToolOutcome } from "./result-bodies.js";
-import { settleAbandoned, settleFoundInSession } from "./settle.js";
+import { settleAbandoned, settleFoundInSession, settleProvenAbsent } from "./settle.js";
+import { proveMailboxAbsence } from "./mailbox-absence.js";
 import { reconcileHire } from "../hire/reconcile-hire.js";
 import { isQuestionAnswer, reconcileQuestionAnswer } from "../workers/question-reconcile.js";
 
@@ -23,26 +25,28 @@ export const RECONCILE_SEAT_CALL = "reconcile_seat_call";
 export interface ReconcileInput {
   deliveryId?: string | undefined;
   hireId?: string | undefined;
+  /** A harness's own id for the message (rule 30): Codex's clientId or turn, OpenCode's message id, a Pi entry id. */
+  nativeId?: string | undefined;
   settle?: "not_delivered" | undefined;
 }
 
 export async function reconcileSeatCall(deps: PipelineDeps, conversationId: string, input: ReconcileInput): Promise<ToolOutcome> {
-  const id = input.deliveryId ?? input.hireId;
-  if ((input.deliveryId === undefined) === (input.hireId === undefined)) throw new InvalidArgumentError("give exactly one of deliveryId or hireId");
-  if (!id || !isUuid(id)) throw new InvalidArgumentError(`${input.deliveryId !== undefined ? "deliveryId" : "hireId"} must be a UUID`);
+  const given = [input.deliveryId, input.hireId, input.nativeId].filter((x) => x !== undefined).length;
+  if (given !== 1) throw new InvalidArgumentError("give exactly one of deliveryId, hireId or nativeId");
+  if (input.nativeId !== undefined) {
+    // Found only in this conversation: another's receipt answers like an unknown id (rule 7).
+    const deliveryId = await deliveryIdByNativeId(deps.db, conversationId, input.nativeId);
+    if (deliveryId === undefined) return noMatchingReceipt(input.nativeId, "message_seat");
+    return reconcileSeatCall(deps, conversationId, { deliveryId, settle: input.settle });
+  }
+  // Canonical (lower case) before it is compared with the journal's ids (issue 32 item 4).
+  const id = parseUuid(input.deliveryId !== undefined ? "deliveryId" : "hireId", (input.deliveryId ?? input.hireId)!);
   const tool = input.deliveryId !== undefined ? "message_seat" : "hire_agent";
   if (tool === "hire_agent") {
     if (input.settle) throw new InvalidArgumentError("settle applies to deliveries; an unresolved hire is settled by the owner (clankie hire-receipt settle)");
     return reconcileHire(deps, conversationId, id);
   }
-  const noMatch: ToolOutcome = {
-    id,
-    tool,
-    // No receipt: no seat-call _meta at all (a `settled` state would claim one exists).
-    state: "none",
-    isError: true,
-    body: { schemaVersion: 1, outcome: "no_matching_receipt", detail: "no receipt with this id exists in this conversation; nothing was changed" },
-  };
+  const noMatch = noMatchingReceipt(id, tool);
 
   const call = await findCall(deps.db, id, conversationId);
   if (!call || call.tool !== tool) return noMatch;
@@ -69,6 +73,25 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     const body = await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
     return { id, tool, state: "settled", isError: false, body };
   }
+  // A mailbox read without the original, whose dispatching controller stopped: the agent, the only
+  // writer left, may prove it never will be written (rule 30; ADR 0005). A call a live controller
+  // gave up on stays that controller's uncertainty, settled as before.
+  let unproven: string | undefined;
+  if (evidence.kind === "absent" && call.state !== CallState.InFlight && delivery.reason === "controller_stopped") {
+    const absence = await proveMailboxAbsence(deps.db, deps.agents, delivery.seatId, id, delivery.contentFingerprint);
+    if (absence.kind === "found") {
+      const body = await settleFoundInSession(deps, delivery, absence.nativeReceiptId);
+      return { id, tool, state: "settled", isError: false, body };
+    }
+    if (absence.kind === "proven") {
+      const dispatcher = { controllerInstance: call.controllerInstance, state: "stopped" };
+      const body = await settleProvenAbsent(deps, delivery, conversationId, { ...absence.proof, dispatcher });
+      // Settled by another path meanwhile: answer what the receipt now says.
+      if (!body) return reconcileSeatCall(deps, conversationId, { deliveryId: id });
+      return { id, tool, state: "settled", isError: false, body };
+    }
+    unproven = absence.detail;
+  }
   // Rule 21: an exact native acknowledgment the receipt kept (a Claude channel's ack of our event id) is delivered, not abandoned.
   if (input.settle === "not_delivered" && delivery.nativeReceiptId) {
     const body = await settleFoundInSession(deps, delivery, delivery.nativeReceiptId, "acknowledgment");
@@ -80,9 +103,21 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
   }
   const detail =
     evidence.kind === "absent"
-      ? "the recipient's session was read and does not hold the original; its fate is still unknown and it will not be resent"
+      ? `the recipient's session was read and does not hold the original${unproven ? ` (${unproven})` : ""}; ` +
+        "its fate is still unknown and it will not be resent"
       : `the recipient's session could not be read (${evidence.detail}); the original's fate is unknown and it will not be resent`;
   // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
   if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody };
   return { id, tool, state: "uncertain", isError: true, body: { ...uncertainBody(tool, id, detail), seat: delivery.seatId, receiptState: delivery.state } };
+}
+
+function noMatchingReceipt(id: string, tool: "message_seat" | "hire_agent"): ToolOutcome {
+  return {
+    id,
+    tool,
+    // No receipt: no seat-call _meta at all (a `settled` state would claim one exists).
+    state: "none",
+    isError: true,
+    body: { schemaVersion: 1, outcome: "no_matching_receipt", detail: "no receipt with this id exists in this conversation; nothing was changed" },
+  };
 }

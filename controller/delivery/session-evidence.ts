@@ -44,7 +44,8 @@ export async function sessionEvidence(db: Db, agents: AgentClients, seatIdValue:
     if (wrote && wrote !== (res.occupantId || seat.occupantId)) {
       return { kind: "unreadable", detail: `the original was written to occupant ${wrote}; the seat now has occupant ${res.occupantId || seat.occupantId}, whose session proves nothing about it` };
     }
-    const hit = res.entries.find((e) => e.deliveryId === deliveryId);
+    // A mailbox written before ids were canonical may name it in upper case (issue 32 item 4).
+    const hit = res.entries.find((e) => e.deliveryId.toLowerCase() === deliveryId.toLowerCase());
     if (hit && original && hit.contentFingerprint !== original.contentFingerprint) {
       return { kind: "unreadable", detail: "the session holds this id with other content: it is not the original" };
     }

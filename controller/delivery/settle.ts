@@ -15,7 +15,7 @@ import type { DeliveryReceipt } from "../db/schema.js";
 import { CallState } from "../journal/call-receipts.js";
 import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
 import { settleDispatched, type SettleParams } from "../journal/outcome.js";
-import { abandonDelivery, recordFoundInSession, type SettledBy } from "../journal/settle.js";
+import { abandonDelivery, recordFoundInSession, recordProvenAbsent, type SettledBy } from "../journal/settle.js";
 import { MESSAGE_SEAT, leaseMsOf, type PipelineDeps } from "./pipeline.js";
 import { journalCause } from "../db/error-text.js";
 import { uncertainBody, type MessageSeatBody, type SettledOriginalBody, type ToolOutcome } from "./result-bodies.js";
@@ -101,6 +101,21 @@ export async function settleAbandoned(deps: PipelineDeps, delivery: DeliveryRece
 /** An unresolved original the seat's session holds: recorded as delivered (evidence, not a send). */
 export async function settleFoundInSession(deps: PipelineDeps, delivery: DeliveryReceipt, nativeReceiptId: string, by: "session" | "acknowledgment" = "session"): Promise<SettledOriginalBody> {
   const body = (await recordFoundInSession(deps.db, delivery, nativeReceiptId, deps.now(), by)) as unknown as SettledOriginalBody;
+  deps.onJournalChange();
+  deps.onFenceChange?.(delivery.seatId);
+  return body;
+}
+
+/** An original its mailbox proves absent for good: recorded as not sent; undefined when settled meanwhile. */
+export async function settleProvenAbsent(
+  deps: PipelineDeps,
+  delivery: DeliveryReceipt,
+  conversationId: string,
+  proof: Record<string, unknown>,
+): Promise<SettledOriginalBody | undefined> {
+  const recorded = await recordProvenAbsent(deps.db, delivery, conversationId, proof, deps.now());
+  const body = recorded as unknown as SettledOriginalBody | undefined;
+  if (!body) return undefined;
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);
   return body;

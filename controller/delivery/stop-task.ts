@@ -11,6 +11,7 @@ import { machines, seats } from "../db/schema.js";
 import { SEAT_TURN_WAIT_MS, withSeatTurn } from "./seat-turns.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { mayStopSeat } from "../leads/seat-authority.js";
+import { assertSeatRef } from "../../shared/ids.js";
 
 export interface StopOutcome extends Record<string, unknown> {
   schemaVersion: 1;
@@ -20,6 +21,8 @@ export interface StopOutcome extends Record<string, unknown> {
 }
 
 export async function stopTask(deps: PipelineDeps, conversationId: string, seatRef: string): Promise<StopOutcome> {
+  // A seat no name can match is refused here, before the journal (a NUL would surface as a database error).
+  assertSeatRef("seat", seatRef);
   const found = await deps.db
     .select()
     .from(seats)

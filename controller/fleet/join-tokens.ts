@@ -10,6 +10,7 @@ import type { Db, Tx } from "../db/open.js";
 import { tokenHash } from "../../shared/tokens.js";
 import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { isValidName } from "../../shared/ids.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export const DEFAULT_JOIN_TTL_MS = 15 * 60_000;
 export const MAX_JOIN_TTL_MS = 7 * 86_400_000;
@@ -30,7 +31,7 @@ export function parseJoinToken(token: string): ParsedJoinToken {
 }
 
 export async function issueJoinToken(db: Db, machine: string, ttlMs: number, caFingerprint: string, now: Date): Promise<{ token: string; expiresAt: Date }> {
-  if (!isValidName(machine)) throw new InvalidArgumentError(`machine name ${JSON.stringify(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
+  if (!isValidName(machine)) throw new InvalidArgumentError(`machine name ${quoteInput(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
   if (!Number.isInteger(ttlMs) || ttlMs < 1000 || ttlMs > MAX_JOIN_TTL_MS) throw new InvalidArgumentError(`the join token's ttl must be 1 s to 7 days, got ${ttlMs} ms`);
   const id = randomBytes(8).toString("hex");
   const secret = randomBytes(32).toString("base64url");

@@ -6,7 +6,7 @@
  */
 import { EventEmitter } from "node:events";
 import type { TLSSocket } from "node:tls";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { traceSendInterceptor } from "../../shared/rpc/trace-context.js";
 import { AgentService } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
@@ -26,8 +26,23 @@ interface Link {
 
 export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unlinked: [machine: string] }> {
   private readonly byMachine = new Map<string, Link>();
+  /** Every open link socket, the superseded ones still draining too (the metrics count them). */
+  private readonly sockets = new Set<TLSSocket>();
+  /** Added to every link's calls after the bearer and trace ones (the metrics' call timing). */
+  private readonly extra: Interceptor[] = [];
+
+  /** Adds an interceptor to the calls of every link built from now on. */
+  intercept(i: Interceptor): void {
+    this.extra.push(i);
+  }
+
+  /** Open reverse-link sockets on this replica. */
+  openSockets(): number {
+    return this.sockets.size;
+  }
 
   accept(socket: TLSSocket, peer: PeerIdentity): void {
+    this.sockets.add(socket);
     // The authority is only a label: the socket is already connected and authenticated.
     const sessions = new Http2SessionManager(
       `http://${peer.machine}.agent.clankie`,
@@ -42,6 +57,7 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     // The agent redialed (or renewed its certificate): the old socket finishes its streams.
     if (previous) setTimeout(() => previous.sessions.abort(), 30_000).unref();
     socket.once("close", () => {
+      this.sockets.delete(socket);
       sessions.abort();
       if (this.byMachine.get(peer.machine) === link) {
         this.byMachine.delete(peer.machine);
@@ -69,7 +85,7 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     // wrapper per method) were built for every call (issue 17's profile).
     if (link.connection?.token === token) return link.connection;
     const baseUrl = `http://${machine}.agent.clankie`;
-    const interceptors = [bearerHeaderInterceptor(() => token), traceSendInterceptor()];
+    const interceptors = [bearerHeaderInterceptor(() => token), traceSendInterceptor(), ...this.extra];
     // Unary calls (every delivery) skip Connect's per-call stream pipeline (unary-link-transport.ts).
     const fallback = createGrpcTransport({ baseUrl, sessionManager: link.sessions, interceptors });
     const transport = createUnaryLinkTransport({ baseUrl, sessions: link.sessions, interceptors, fallback });
@@ -96,6 +112,7 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
       l.socket.destroy();
     }
     this.byMachine.clear();
+    this.sockets.clear();
   }
 }
 

@@ -11,7 +11,8 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
 import { HireSeatRequestSchema, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { callFingerprint } from "../../shared/fingerprint.js";
-import { isUuid, newDeliveryId, seatId } from "../../shared/ids.js";
+import { newDeliveryId, parseOptionalUuid, parseUuid, seatId } from "../../shared/ids.js";
+import { assertWellFormedText } from "../../shared/well-formed-text.js";
 import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } from "../../shared/errors.js";
 import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
@@ -25,6 +26,7 @@ import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
 import { replayAdmission } from "../delivery/replay.js";
 import { admittedHere } from "../delivery/admitted-here.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
+import { journalCause } from "../db/error-text.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { HIRE_AGENT, type HireAgentInput } from "./args.js";
 import { HireState, SETTLED_ORIGINAL_STATES, unconfirmedBody, type HireBody } from "./bodies.js";
@@ -84,11 +86,28 @@ async function chooseMachine(tx: Parameters<Parameters<Db["transaction"]>[0]>[0]
   };
 }
 
-export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAgentInput): Promise<ToolOutcome> {
+export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAgentInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
-  if (scope.hireId && input.freshIntent && scope.hireId !== input.freshIntent.id) throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
-  const id = scope.hireId ?? input.freshIntent?.id ?? newDeliveryId();
-  if (!isUuid(id)) throw new InvalidArgumentError(`_meta["clankie/seat-call"].hireId must be a UUID, got ${JSON.stringify(id)}`);
+  // The edge (issue 32 items 4, 7): ids canonical before the fingerprint and the journal; text
+  // the launch would change is refused.
+  const hireId = parseOptionalUuid(`_meta["clankie/seat-call"].hireId`, scope.hireId);
+  const fresh = given.freshIntent;
+  const input: HireAgentInput = fresh
+    ? {
+        ...given,
+        freshIntent: {
+          id: parseUuid("freshIntent.id", fresh.id),
+          afterReceiptId: parseUuid("freshIntent.afterReceiptId", fresh.afterReceiptId),
+        },
+      }
+    : given;
+  for (const what of ["workingDirectory", "title", "role", "brief"] as const) {
+    if (input[what] !== undefined) assertWellFormedText(what, input[what]);
+  }
+  if (hireId && input.freshIntent && hireId !== input.freshIntent.id) {
+    throw new InvalidArgumentError("_meta hireId and freshIntent.id must be the same id");
+  }
+  const id = hireId ?? input.freshIntent?.id ?? newDeliveryId();
   const fingerprint = callFingerprint(HIRE_AGENT, input);
   const now = deps.now();
 
@@ -144,9 +163,9 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, input: HireAge
     if (e instanceof JournalNoAnswerError) {
       // Not for a replay of an id admitted here and still launching: it reserved nothing of its own.
       if (!admittedHere(deps).has(id)) deps.unrecorded.add(`refused hire ${id} (failed)`, unansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint }, input));
-      throw new JournalUnavailableError(`the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${e.message}`, e);
+      throw new JournalUnavailableError(`the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${journalCause(e)}`, e);
     }
-    throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${(e as Error).message}`, e);
+    throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${journalCause(e)}`, e);
   }
   deps.onJournalChange();
   if (plan.kind === "replay") return plan.outcome;
@@ -191,7 +210,7 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
     // Only from reserved: this write, if it lands after the settle below, must not undo it.
     await deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved)));
   } catch (e) {
-    return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${(e as Error).message}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
+    return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${journalCause(e)}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
   }
   let res: HireSeatResponse;
   try {

@@ -10,17 +10,18 @@ import { hireReceipts } from "../db/schema.js";
 import { CallState, findCall, settleCall } from "../journal/call-receipts.js";
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
-import { isUuid } from "../../shared/ids.js";
+import { parseUuid } from "../../shared/ids.js";
+import { quoteInput } from "../../shared/public-text.js";
 import { HireState, UNRESOLVED_HIRE_STATES, type HireBody } from "./bodies.js";
 import { censusEvidence, hireCensus, notLaunchedRefusal, provesNoLaunch } from "./census.js";
 
 export type HireDisposition = "not-launched" | "abandoned-unknown";
 
-export async function settleHire(deps: PipelineDeps, id: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
+export async function settleHire(deps: PipelineDeps, givenId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
   if (disposition !== "not-launched" && disposition !== "abandoned-unknown") throw new InvalidArgumentError("disposition must be not-launched or abandoned-unknown");
-  if (!isUuid(id)) throw new InvalidArgumentError("the hire id must be a UUID");
+  const id = parseUuid("the hire id", givenId);
   const [hire] = await deps.db.select().from(hireReceipts).where(and(eq(hireReceipts.id, id), eq(hireReceipts.conversationId, conversationId)));
-  if (!hire) return { state: "refused", detail: `no hire ${id} exists in conversation ${conversationId}; nothing was changed` };
+  if (!hire) return { state: "refused", detail: `no hire ${id} exists in conversation ${quoteInput(conversationId)}; nothing was changed` };
   if (!UNRESOLVED_HIRE_STATES.includes(hire.state as HireState)) return { state: "refused", detail: `hire ${id} is already ${hire.state}; nothing was changed` };
   const call = await findCall(deps.db, id, conversationId);
   if (call?.state === CallState.InFlight) return { state: "refused", detail: `hire ${id} is still in flight on ${hire.machine}; wait for its answer or reconcile it` };

@@ -1,5 +1,5 @@
 /**
- * Serves the owner's dashboard (controller/dashboard/: one page, its script and style) on the
+ * Serves the owner's dashboard (controller/dashboard/: one page, its script modules and style) on the
  * controller's port. The page holds no data and no token: its script reads the owner token
  * from the URL fragment and calls StatusService over Connect JSON on this same origin, which
  * checks the token like any other caller. A strict CSP keeps anything but these files out.
@@ -9,11 +9,24 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 
 export const DASHBOARD_PATH = "/dashboard";
 
+/** The script's modules, each under 400 lines; dashboard.js imports the others by relative path. */
+export const DASHBOARD_SCRIPTS = [
+  "dashboard.js",
+  "common.js",
+  "rpc.js",
+  "fleet.js",
+  "hires.js",
+  "charts.js",
+  "receipts.js",
+  "detail.js",
+];
+const SCRIPT_TYPE = "text/javascript; charset=utf-8";
+
 const FILES: Record<string, { file: string; type: string }> = {
   [DASHBOARD_PATH]: { file: "index.html", type: "text/html; charset=utf-8" },
   [`${DASHBOARD_PATH}/`]: { file: "index.html", type: "text/html; charset=utf-8" },
-  [`${DASHBOARD_PATH}/dashboard.js`]: { file: "dashboard.js", type: "text/javascript; charset=utf-8" },
   [`${DASHBOARD_PATH}/dashboard.css`]: { file: "dashboard.css", type: "text/css; charset=utf-8" },
+  ...Object.fromEntries(DASHBOARD_SCRIPTS.map((file) => [`${DASHBOARD_PATH}/${file}`, { file, type: SCRIPT_TYPE }])),
 };
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";

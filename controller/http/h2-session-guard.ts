@@ -50,6 +50,9 @@ class Budget {
   give(): void {
     this.tokens = Math.min(this.burst, this.tokens + 1);
   }
+  empty(): boolean {
+    return this.tokens < 0;
+  }
 }
 
 interface Guarded {
@@ -89,11 +92,13 @@ export class H2SessionGuard {
   admits(req: Http2ServerRequest): boolean {
     const stream = req.stream;
     const session = stream.session;
-    if (!session || session.destroyed || stream.destroyed) return false;
+    if (!session || session.destroyed) return false;
     const g = this.sessions.get(session);
-    if (!g) return true;
-    if (!g.streams.take()) {
-      this.condemn(session);
+    if (!g) return !stream.destroyed;
+    // A stream reset in the same read as its HEADERS arrives here already closed: it did no work
+    // but its creation, and it is the rapid-reset pattern itself, so it spends a token for good.
+    if (!g.streams.take() || stream.destroyed) {
+      if (g.streams.empty()) this.condemn(session);
       return false;
     }
     this.admitted++;

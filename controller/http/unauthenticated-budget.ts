@@ -5,7 +5,11 @@
  * calls draw from a token bucket (a monitor polling every second, or a load balancer's checks,
  * use a fraction of it), and Health/Watch streams are capped per connection, per peer address
  * and in total: a well-behaved monitor watches a handful of services, not thousands.
- * A refusal is RESOURCE_EXHAUSTED, written from the headers, before connect-node runs.
+ * A refusal is RESOURCE_EXHAUSTED, written from the headers, before connect-node runs, and held
+ * for a second first: a flood is a loop that waits for each answer, so a slow refusal slows the
+ * loop itself (64 concurrent callers then make 64 calls a second, not thousands), where a fast
+ * one only invited the next call. An address holds at most 64 refusals so; past that, its
+ * refusal is immediate and its connection is closed.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
@@ -27,6 +31,10 @@ export interface UnauthenticatedLimits {
   watchesTotal: number;
 }
 
+/** How long a refusal is held, and how many one address may have held at once. */
+const REFUSAL_HOLD_MS = 1_000;
+const HELD_REFUSALS_PER_PEER = 64;
+
 export const DEFAULT_UNAUTHENTICATED_LIMITS: UnauthenticatedLimits = {
   callsPerPeerPerSecond: 20,
   callBurstPerPeer: 40,
@@ -46,6 +54,7 @@ export class UnauthenticatedBudget {
   private readonly buckets = new Map<string, Bucket>();
   private readonly watchesByPeer = new Map<string, number>();
   private readonly watchesByConnection = new WeakMap<object, number>();
+  private readonly heldByPeer = new Map<string, number>();
   private watches = 0;
   private refused = 0;
 
@@ -65,15 +74,15 @@ export class UnauthenticatedBudget {
    */
   admit(req: Req, res: Res): boolean {
     const peer = req.socket?.remoteAddress ?? "?";
-    if (!this.take(peer)) return this.refuse(req, res, "too many unauthenticated calls from this address; slow down");
+    if (!this.take(peer)) return this.refuse(req, res, peer, "too many unauthenticated calls from this address; slow down");
     if ((req.url ?? "").split("?")[0] !== WATCH_PATH) return true;
     // The connection is the HTTP/2 session when there is one, else the socket.
     const connection: object = (req as Http2ServerRequest).stream?.session ?? req.socket;
     const onConnection = this.watchesByConnection.get(connection) ?? 0;
     const onPeer = this.watchesByPeer.get(peer) ?? 0;
-    if (onConnection >= this.limits.watchesPerConnection) return this.refuse(req, res, "too many Health/Watch streams on this connection");
-    if (onPeer >= this.limits.watchesPerPeer) return this.refuse(req, res, "too many Health/Watch streams from this address");
-    if (this.watches >= this.limits.watchesTotal) return this.refuse(req, res, "too many Health/Watch streams open on this controller");
+    if (onConnection >= this.limits.watchesPerConnection) return this.refuse(req, res, peer, "too many Health/Watch streams on this connection");
+    if (onPeer >= this.limits.watchesPerPeer) return this.refuse(req, res, peer, "too many Health/Watch streams from this address");
+    if (this.watches >= this.limits.watchesTotal) return this.refuse(req, res, peer, "too many Health/Watch streams open on this controller");
     this.watches++;
     this.watchesByPeer.set(peer, onPeer + 1);
     this.watchesByConnection.set(connection, onConnection + 1);
@@ -108,9 +117,33 @@ export class UnauthenticatedBudget {
     if (this.buckets.size > 4096) this.buckets.clear();
   }
 
-  private refuse(req: Req, res: Res, message: string): false {
+  private refuse(req: Req, res: Res, peer: string, message: string): false {
     this.refused++;
-    refuse(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message, headers: { "retry-after": "1" } });
+    const answer = () => refuse(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message, headers: { "retry-after": "1" } });
+    const held = this.heldByPeer.get(peer) ?? 0;
+    if (held >= HELD_REFUSALS_PER_PEER) {
+      answer();
+      closeConnection(req);
+      return false;
+    }
+    this.heldByPeer.set(peer, held + 1);
+    const timer = setTimeout(answer, REFUSAL_HOLD_MS);
+    res.once("close", () => {
+      clearTimeout(timer);
+      const left = (this.heldByPeer.get(peer) ?? 1) - 1;
+      if (left > 0) this.heldByPeer.set(peer, left);
+      else this.heldByPeer.delete(peer);
+    });
     return false;
   }
+}
+
+/** Ends the connection a request came on: GOAWAY for HTTP/2, a close after the answer for HTTP/1.1. */
+function closeConnection(req: Req): void {
+  const session = (req as Http2ServerRequest).stream?.session;
+  if (session) {
+    if (!session.closed) session.close();
+    return;
+  }
+  (req as IncomingMessage).socket.end();
 }

@@ -17,7 +17,9 @@ export type Admission =
   | { kind: "admitted" }
   | { kind: "repeat"; receipt: CallReceipt }
   | { kind: "in_use"; receipt: CallReceipt }
-  | { kind: "conflict"; detail: string };
+  | { kind: "conflict"; detail: string }
+  /** The id is another conversation's: refused, and answered as an unknown id would be (rule 7; issue 32 item 7). */
+  | { kind: "foreign" };
 
 export interface CallKey {
   id: string;
@@ -38,9 +40,7 @@ export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
   if (inserted.length === 1) return { kind: "admitted" };
   const [existing] = await tx.select().from(callReceipts).where(eq(callReceipts.id, key.id)).for("update");
   if (!existing) return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" };
-  if (existing.conversationId !== key.conversationId) {
-    return { kind: "conflict", detail: "this id belongs to another conversation; nothing was dispatched" };
-  }
+  if (existing.conversationId !== key.conversationId) return { kind: "foreign" };
   if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint) {
     return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" };
   }
@@ -56,7 +56,7 @@ export async function existingCall(db: Db, key: CallKey): Promise<Exclude<Admiss
   return db.transaction(async (tx) => {
     const [existing] = await tx.select().from(callReceipts).where(eq(callReceipts.id, key.id)).for("update");
     if (!existing) return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" } as const;
-    if (existing.conversationId !== key.conversationId) return { kind: "conflict", detail: "this id belongs to another conversation; nothing was dispatched" } as const;
+    if (existing.conversationId !== key.conversationId) return { kind: "foreign" } as const;
     if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint) return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" } as const;
     if (existing.state === CallState.InFlight) return { kind: "in_use", receipt: existing } as const;
     return { kind: "repeat", receipt: existing } as const;

@@ -1,5 +1,6 @@
 /** Delivery receipts: one per message dispatched to a seat, from "dispatching" to its outcome. */
-import { and, desc, eq, inArray, sql } from "drizzle-orm";
+import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
+import { canonicalUuid } from "../../shared/ids.js";
 import { deliveryReceipts, type DeliveryReceipt, type ProofRow } from "../db/schema.js";
 import type { Db, Tx } from "../db/open.js";
 import { ReceiptState, UNRESOLVED_STATES } from "../../shared/verdicts.js";
@@ -34,9 +35,39 @@ export async function settleDelivery(db: Db | Tx, id: string, o: DeliveryOutcome
     .where(eq(deliveryReceipts.id, id));
 }
 
+/** Settles the receipt only while it is unresolved; false when another path settled it first. */
+export async function settleIfUnresolved(tx: Tx, id: string, o: DeliveryOutcome, now: Date): Promise<boolean> {
+  const rows = await tx
+    .update(deliveryReceipts)
+    .set({ state: o.state, reason: o.reason ?? null, detail: o.detail ?? null, settledAt: now })
+    .where(and(eq(deliveryReceipts.id, id), inArray(deliveryReceipts.state, [...UNRESOLVED_STATES])))
+    .returning({ id: deliveryReceipts.id });
+  return rows.length > 0;
+}
+
 export async function findDelivery(db: Db, id: string): Promise<DeliveryReceipt | undefined> {
   const [row] = await db.select().from(deliveryReceipts).where(eq(deliveryReceipts.id, id));
   return row;
+}
+
+/**
+ * The delivery a harness's own id names, in one conversation (rule 30): the receipt's native
+ * message or receipt id, or the delivery id itself (Codex's clientUserMessageId is the delivery
+ * id). A UUID is compared in its canonical case.
+ */
+export async function deliveryIdByNativeId(db: Db, conversationId: string, nativeId: string): Promise<string | undefined> {
+  const id = canonicalUuid(nativeId) ?? nativeId;
+  const [row] = await db
+    .select({ id: deliveryReceipts.id })
+    .from(deliveryReceipts)
+    .where(
+      and(
+        eq(deliveryReceipts.conversationId, conversationId),
+        or(eq(deliveryReceipts.id, id), eq(deliveryReceipts.nativeMessageId, nativeId), eq(deliveryReceipts.nativeReceiptId, nativeId)),
+      ),
+    )
+    .limit(1);
+  return row?.id;
 }
 
 export async function listDeliveries(db: Db, opts: { limit: number; unresolvedOnly: boolean }): Promise<DeliveryReceipt[]> {

@@ -8,7 +8,7 @@ import { settlements, type DeliveryReceipt } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { CallState, settleCall } from "./call-receipts.js";
-import { settleDelivery } from "./delivery-receipts.js";
+import { settleDelivery, settleIfUnresolved } from "./delivery-receipts.js";
 import { resolveFence } from "./fences.js";
 
 export type SettledBy = "lead" | "owner" | "unattended" | "reconcile";
@@ -74,4 +74,47 @@ export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, na
     await resolveFence(tx, delivery.id, ReceiptState.Delivered, now);
   });
   return body;
+}
+
+/**
+ * Records the original as not sent because its mailbox proves it absent and its agent fenced the id:
+ * no write of it can happen any more (rule 30). Undefined when another path settled it first.
+ */
+export async function recordProvenAbsent(
+  db: Db,
+  delivery: DeliveryReceipt,
+  conversationId: string,
+  proof: Record<string, unknown>,
+  now: Date,
+): Promise<Record<string, unknown> | undefined> {
+  const detail =
+    "the recipient's mailbox does not hold the original, no write of it was in progress, " +
+    "and its agent now refuses to write it: recorded as not sent at reconciliation; nothing was resent";
+  const body = {
+    schemaVersion: 1,
+    outcome: "undelivered",
+    deliveryStage: "unavailable",
+    state: ReceiptState.NotSent,
+    reason: "proven_absent",
+    deliveryId: delivery.id,
+    seat: delivery.seatId,
+    detail,
+    proof,
+  };
+  const settled = await db.transaction(async (tx) => {
+    const outcome = { state: ReceiptState.NotSent, reason: "proven_absent", detail };
+    if (!(await settleIfUnresolved(tx, delivery.id, outcome, now))) return false;
+    await tx.insert(settlements).values({
+      deliveryId: delivery.id,
+      disposition: ReceiptState.NotSent,
+      settledBy: "reconcile",
+      conversationId,
+      evidence: { previousState: delivery.state, ...proof },
+      at: now,
+    });
+    await settleCall(tx, delivery.id, CallState.Settled, body, now);
+    await resolveFence(tx, delivery.id, ReceiptState.NotSent, now);
+    return true;
+  });
+  return settled ? body : undefined;
 }

@@ -12,6 +12,15 @@ import { answerWithin } from "../db/answer-deadline.js";
 
 export type Row = Record<string, unknown>;
 
+/** Told how long each statement took to answer, by its name (the metrics' statement histogram). */
+export type StatementObserver = (name: string, seconds: number) => void;
+const observers = new WeakMap<Db, StatementObserver>();
+
+/** Times every statement run on `db` from now on; the time is the statement's own, past any answer deadline. */
+export function observeStatements(db: Db, observe: StatementObserver): void {
+  observers.set(db, observe);
+}
+
 /** A statement prepared on one database handle; `run` sends only its values. */
 export interface Statement<P extends Record<string, unknown>> {
   /** Rejects with JournalNoAnswerError past the handle's answer deadline; rows that come after it go to `late`. */
@@ -42,7 +51,17 @@ export function statement<P extends Record<string, unknown>>(name: string, build
     }
     const run = q;
     return {
-      run: (values, late) => answerWithin(db, run.execute(values).then(rowsOf), late),
+      run: (values, late) => {
+        const observe = observers.get(db);
+        const startedAt = observe ? performance.now() : 0;
+        const pending = run.execute(values).then(rowsOf);
+        if (observe) {
+          const done = () => observe(name, (performance.now() - startedAt) / 1000);
+          // Both handlers: this branch never leaves a rejection unhandled; answerWithin reports it.
+          pending.then(done, done);
+        }
+        return answerWithin(db, pending, late);
+      },
     };
   };
 }

@@ -9,13 +9,14 @@ import { and, eq, not, like } from "drizzle-orm";
 import { conversations } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { newToken, tokenHash } from "../../shared/tokens.js";
-import { InvalidArgumentError } from "../../shared/errors.js";
+import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export const DEFAULT_CONVERSATION = "global-default";
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function assertConversationId(id: string): void {
-  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${JSON.stringify(id)}`);
+  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${quoteInput(id)}`);
 }
 
 /** How long a replica may go on accepting a token after it was replaced or revoked elsewhere. */
@@ -23,15 +24,33 @@ export const TOKEN_CACHE_MS = 2_000;
 // A revoked conversation keeps its row (its receipts name it) with a hash no token has.
 const REVOKED = "revoked:";
 
-/** Binds a fresh token to the conversation and returns it; `replaced` when an older live token stopped working. */
-export async function issueLeadToken(db: Db, conversationId: string, token = newToken("lead")): Promise<{ token: string; replaced: boolean }> {
+/**
+ * Binds a fresh token to the conversation and returns it; `replaced` when an older live token stopped working.
+ * With `keepLive`, a conversation whose token is live keeps it and the call fails: whoever holds that token
+ * is not disabled behind its back (issue 32, item 5).
+ */
+export async function issueLeadToken(
+  db: Db,
+  conversationId: string,
+  token = newToken("lead"),
+  keepLive = false,
+): Promise<{ token: string; replaced: boolean }> {
   assertConversationId(conversationId);
   const hash = tokenHash(token);
   return db.transaction(async (tx) => {
     const [before] = await tx.select({ tokenHash: conversations.tokenHash }).from(conversations).where(eq(conversations.id, conversationId)).for("update");
-    await tx.insert(conversations).values({ id: conversationId, tokenHash: hash }).onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
     const old = before?.tokenHash;
-    return { token, replaced: typeof old === "string" && old !== hash && !old.startsWith(REVOKED) };
+    const live = typeof old === "string" && old !== hash && !old.startsWith(REVOKED);
+    if (live && keepLive) {
+      const kept = `conversation ${conversationId} already has a live lead token; it was kept ` +
+        "(issuing one would disable the lead using it)";
+      throw new FleetError(ErrorCode.FailedPrecondition, kept);
+    }
+    await tx
+      .insert(conversations)
+      .values({ id: conversationId, tokenHash: hash })
+      .onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
+    return { token, replaced: live };
   });
 }
 
@@ -39,7 +58,10 @@ export async function issueLeadToken(db: Db, conversationId: string, token = new
 export async function revokeLeadToken(db: Db, conversationId: string): Promise<boolean> {
   assertConversationId(conversationId);
   if (conversationId === DEFAULT_CONVERSATION) {
-    throw new InvalidArgumentError(`${DEFAULT_CONVERSATION}'s token is the state directory's lead.token, restored at every start: to rotate it, delete lead.token and restart the controller`);
+    throw new InvalidArgumentError(
+      `${DEFAULT_CONVERSATION}'s token is the state directory's lead.token, restored at every start: ` +
+        `to rotate it, run clankie lead token --conversation ${DEFAULT_CONVERSATION} (it rewrites lead.token)`,
+    );
   }
   const rows = await db
     .update(conversations)

@@ -4,7 +4,8 @@
  * clankie_<subsystem>_<name>_<unit>: counters end in _total, durations are _seconds histograms.
  * Labels are closed sets (outcome words, states, stages, age ranges); never an id or a text.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { BuildInfo } from "./build-info.js";
 
 /** What the delivery path reports, one call per event (see delivery-hooks.ts). */
 export interface DeliveryMetrics {
@@ -12,6 +13,8 @@ export interface DeliveryMetrics {
   messageSeatAnswered(outcome: string, seconds: number, proofAgeMs: number | undefined): void;
   /** The journal failed at a stage of the delivery path. */
   journalError(stage: JournalStage): void;
+  /** A hire_agent call answered, by outcome (delivery-hooks.ts observeHire). */
+  hireAnswered(outcome: string): void;
 }
 
 export type JournalStage = "admit" | "before_dispatch" | "settle";
@@ -25,6 +28,15 @@ export interface ScrapeSources {
   fencesOpen(): Promise<number>;
   agents(): Promise<{ registered: number; online: number }>;
   mcpSessions(): number;
+  /** This replica's reverse links: agents with a live link, and open link sockets (a redial overlaps briefly). */
+  links(): { agents: number; sockets: number };
+}
+
+/** Who this controller is, for the labels that tell replicas and builds apart. */
+export interface MetricsIdentity {
+  build: BuildInfo;
+  /** This replica's instance id (the journal's controller_instances row). */
+  replica: string;
 }
 
 export const AGE_RANGES = [
@@ -45,9 +57,60 @@ export class FleetMetrics implements DeliveryMetrics {
   private readonly latency: Histogram;
   private readonly proofAge: Histogram;
   private readonly journalErrors: Counter<"stage">;
+  private readonly hires: Counter<"outcome">;
+  private readonly statements: Histogram<"statement">;
+  private readonly agentCalls: Histogram<"method" | "code">;
 
-  constructor(sources: ScrapeSources) {
+  constructor(sources: ScrapeSources, who: MetricsIdentity) {
     const registers = [this.registry];
+    // Memory, CPU, file descriptors, event-loop lag, GC: prom-client's standard process_* and nodejs_* families.
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: "clankie_build_info",
+      help: "Always 1; the labels name the running build: controller version, Node version, git commit (or unknown).",
+      labelNames: ["version", "node_version", "commit"],
+      registers,
+    }).set({ version: who.build.version, node_version: who.build.nodeVersion, commit: who.build.commit }, 1);
+    this.hires = new Counter({
+      name: "clankie_hire_hires_total",
+      help: "hire_agent calls answered by outcome: spawned, failed, uncertain, invalid_argument, unavailable, refused.",
+      labelNames: ["outcome"],
+      registers,
+    });
+    for (const outcome of ["spawned", "failed", "uncertain"]) this.hires.inc({ outcome }, 0);
+    this.statements = new Histogram({
+      name: "clankie_journal_statement_seconds",
+      help: "Time the journal's hot-path statements took (admit, recheck, settle, take_turn, hand_turn, release_turn).",
+      labelNames: ["statement"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers,
+    });
+    this.agentCalls = new Histogram({
+      name: "clankie_agent_call_seconds",
+      help: "Duration of the controller's unary calls to node agents over reverse links, by method and result code.",
+      labelNames: ["method", "code"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 75],
+      registers,
+    });
+    const replica = who.replica;
+    new Gauge({
+      name: "clankie_fleet_agents_linked",
+      help: "Node agents with a live reverse link to this replica (label replica: its instance id), heartbeat or not.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.set({ replica }, sources.links().agents);
+      },
+    });
+    new Gauge({
+      name: "clankie_fleet_reverse_links",
+      help: "Open reverse-link sockets on this replica; above agents_linked while a redialed agent's old link drains.",
+      labelNames: ["replica"],
+      registers,
+      collect() {
+        this.set({ replica }, sources.links().sockets);
+      },
+    });
     this.deliveries = new Counter({ name: "clankie_delivery_deliveries_total", help: "message_seat calls answered, by outcome (delivered, unconfirmed, undelivered, seat_offline, unknown_seat, uncertain, refused, invalid_argument).", labelNames: ["outcome"], registers });
     this.latency = new Histogram({
       name: "clankie_delivery_latency_seconds",
@@ -126,5 +189,19 @@ export class FleetMetrics implements DeliveryMetrics {
 
   journalError(stage: JournalStage): void {
     this.journalErrors.inc({ stage });
+  }
+
+  hireAnswered(outcome: string): void {
+    this.hires.inc({ outcome });
+  }
+
+  /** One hot-path journal statement answered (or failed) after `seconds`; statement names are a closed set. */
+  journalStatement(statement: string, seconds: number): void {
+    this.statements.observe({ statement }, seconds);
+  }
+
+  /** One unary agent call finished; `code` is "ok" or the Connect code's name. */
+  agentCall(method: string, code: string, seconds: number): void {
+    this.agentCalls.observe({ method, code }, seconds);
   }
 }

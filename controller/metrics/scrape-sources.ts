@@ -6,7 +6,20 @@ import { deliveryReceipts, fences } from "../db/schema.js";
 import type { Registry } from "../nodes/registry.js";
 import { AGE_RANGES, type ScrapeSources } from "./fleet-metrics.js";
 
-export function journalScrapeSources(d: { db: Db; registry: Registry; now: () => Date; mcpSessions: () => number; linked?: (machine: string) => boolean }): ScrapeSources {
+/** This replica's reverse links as the gauges read them (fleet/reverse-links.ts). */
+export interface LinkCounts {
+  machines(): string[];
+  has(machine: string): boolean;
+  openSockets(): number;
+}
+
+export function journalScrapeSources(d: {
+  db: Db;
+  registry: Registry;
+  now: () => Date;
+  mcpSessions: () => number;
+  links: LinkCounts;
+}): ScrapeSources {
   return {
     async receiptsByState() {
       const rows = await d.db.select({ state: deliveryReceipts.state, n: sql<number>`count(*)::int` }).from(deliveryReceipts).groupBy(deliveryReceipts.state);
@@ -34,8 +47,10 @@ export function journalScrapeSources(d: { db: Db; registry: Registry; now: () =>
     },
     async agents() {
       const all = await d.registry.machines();
-      return { registered: all.length, online: all.filter((m) => d.registry.isOnline(m) && (d.linked?.(m.name) ?? true)).length };
+      const online = all.filter((m) => d.registry.isOnline(m) && d.links.has(m.name));
+      return { registered: all.length, online: online.length };
     },
     mcpSessions: d.mcpSessions,
+    links: () => ({ agents: d.links.machines().filter((m) => d.links.has(m)).length, sockets: d.links.openSockets() }),
   };
 }

@@ -11,6 +11,7 @@ import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
 import { seatId } from "../../shared/ids.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 /** A machine is offline after this many heartbeat intervals without one. */
 export const MISSED_HEARTBEATS_OFFLINE = 3;
@@ -32,7 +33,7 @@ export interface MachineRegistration {
  */
 export function knownSeatKind(s: Pick<Seat, "name" | "kind">): NonNullable<ReturnType<typeof seatKindWire.decode>> {
   const kind = seatKindWire.decode(s.kind);
-  if (!kind) throw new InvalidArgumentError(`seat ${JSON.stringify(s.name)} reports seat kind ${s.kind}, which this controller does not know; the report was refused`);
+  if (!kind) throw new InvalidArgumentError(`seat ${quoteInput(s.name)} reports seat kind ${s.kind}, which this controller does not know; the report was refused`);
   return kind;
 }
 

@@ -15,7 +15,9 @@ import {
   SubmitWorkerReportsResponseSchema,
 } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
-import { isUuid, isValidName } from "../../shared/ids.js";
+import { isValidName, parseUuid } from "../../shared/ids.js";
+import { quoteInput } from "../../shared/public-text.js";
+import { assertJournalText } from "../../shared/well-formed-text.js";
 import type { Db } from "../db/open.js";
 import { acceptReports } from "../reports/worker-reports.js";
 import type { Logger } from "../../shared/logger.js";
@@ -40,7 +42,7 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
       const req = { ...rq, machine, endpoint: `reverse://${machine}` };
       if (!req.agentToken || !req.instanceId) throw new FleetError(ErrorCode.InvalidArgument, "agent_token and instance_id are required");
       for (const s of req.seats) {
-        if (!isValidName(s.name)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${JSON.stringify(s.name)} is not valid`);
+        if (!isValidName(s.name)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(s.name)} is not valid`);
       }
       // An unknown seat kind is a typed InvalidArgument refusal before anything is written (registry.ts).
       assertKnownSeatKinds(req.seats);
@@ -74,9 +76,10 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
       for (const r of req.reports) {
-        if (!isUuid(r.id)) throw new FleetError(ErrorCode.InvalidArgument, `report id ${JSON.stringify(r.id)} is not a uuid`);
-        if (!isValidName(r.seatName)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${JSON.stringify(r.seatName)} is not valid`);
+        r.id = parseUuid("report id", r.id);
+        if (!isValidName(r.seatName)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(r.seatName)} is not valid`);
         if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS) throw new FleetError(ErrorCode.InvalidArgument, `report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`);
+        assertJournalText(`report ${r.id}`, r.text);
       }
       const acceptedIds = await acceptReports(
         reports.db,

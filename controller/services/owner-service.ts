@@ -16,6 +16,7 @@ import { ownerHireMethods } from "../hire/owner-hire-service.js";
 import { peerSettingMethods } from "../workers/peer-setting.js";
 import { reconcileSeatCall } from "../delivery/reconcile.js";
 import { removeSeat } from "../fleet/removals.js";
+import { quoteInput } from "../../shared/public-text.js";
 
 export interface OwnerDeps {
   pipeline: PipelineDeps;
@@ -36,7 +37,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       const online = all.filter((m) => d.registry.isOnline(m));
       const machine = req.machine ? all.find((m) => m.name === req.machine) : online.length === 1 ? online[0] : undefined;
       if (!machine) {
-        const detail = req.machine ? `no machine named ${req.machine} is registered` : `name the machine with --machine (online: ${online.map((m) => m.name).join(", ") || "none"})`;
+        const detail = req.machine ? `no machine named ${quoteInput(req.machine)} is registered` : `name the machine with --machine (online: ${online.map((m) => m.name).join(", ") || "none"})`;
         throw new FleetError(req.machine ? ErrorCode.NotFound : ErrorCode.FailedPrecondition, detail);
       }
       const conn = d.agents.get(machine.name, machine.endpoint, machine.agentToken);
@@ -59,7 +60,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
     },
     async issueLeadToken(req) {
-      const { token, replaced } = await issueLeadToken(d.db, req.conversationId);
+      const { token, replaced } = await issueLeadToken(d.db, req.conversationId, undefined, req.keepLiveToken);
       d.conversations.forget();
       return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
     },

@@ -4,7 +4,7 @@
  * receipt in full (proofs with their ages at the write, its fence, its settlements).
  */
 import { create } from "@bufbuild/protobuf";
-import { and, count, desc, eq, getTableColumns, gte, inArray, sql, type SQL } from "drizzle-orm";
+import { and, count, desc, eq, getTableColumns, gte, inArray, like, sql, type SQL } from "drizzle-orm";
 import { ReceiptFenceSchema, ReceiptProofSchema, ReceiptRowSchema, ReceiptSettlementSchema, GetReceiptResponseSchema, type GetReceiptResponse, type ReceiptRow } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { UNRESOLVED_STATES } from "../../shared/verdicts.js";
@@ -42,7 +42,12 @@ export interface ReceiptQuery {
   sinceUnixMs?: bigint | undefined;
   /** The previous page's nextPageToken; empty for the first page. */
   pageToken?: string | undefined;
+  /** The dashboard's id search: receipts whose id begins with this. */
+  deliveryIdPrefix?: string | undefined;
 }
+
+/** Shorter prefixes match too much of the journal to be a search by id. */
+export const ID_PREFIX_MIN = 4;
 
 /**
  * A page token is the last row's key: its creation time as PostgreSQL's own text (microseconds,
@@ -77,6 +82,15 @@ export async function queryReceipts(db: Db, q: ReceiptQuery, now: number): Promi
   if (q.conversationId) where.push(eq(deliveryReceipts.conversationId, q.conversationId));
   if (q.state) where.push(eq(deliveryReceipts.state, q.state));
   if (q.sinceUnixMs) where.push(gte(deliveryReceipts.createdAt, new Date(Number(q.sinceUnixMs))));
+  const prefix = q.deliveryIdPrefix?.trim().toLowerCase();
+  if (prefix) {
+    if (prefix.length < ID_PREFIX_MIN) {
+      const got = JSON.stringify(prefix);
+      throw new InvalidArgumentError(`an id search needs at least ${ID_PREFIX_MIN} characters, got ${got}`);
+    }
+    // LIKE's own wildcards in the text are matched literally.
+    where.push(like(deliveryReceipts.id, `${prefix.replace(/[\\%_]/g, "\\$&")}%`));
+  }
   const filter = where.length ? and(...where) : undefined;
   const limit = Math.min(q.limit || 100, 1000);
   const after = q.pageToken ? decodeToken(q.pageToken) : undefined;

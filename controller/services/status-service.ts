@@ -5,6 +5,7 @@ import type { EventEmitter } from "node:events";
 import {
   ListMachinesResponseSchema,
   ListReceiptsResponseSchema,
+  ListHiresResponseSchema,
   ListSeatsResponseSchema,
   MachineSchema,
   SeatRowSchema,
@@ -23,6 +24,8 @@ import { FleetError } from "../../shared/errors.js";
 import { readFailure } from "../db/error-text.js";
 import { queryReceipts, receiptDetail, receiptRow } from "./receipt-views.js";
 import { revokedMachines } from "../fleet/machine-certs.js";
+import { listHires } from "./hire-views.js";
+import { receiptTimeline } from "./receipt-timeline.js";
 
 export interface StatusDeps {
   db: Db;
@@ -89,6 +92,8 @@ async function read<T>(pending: Promise<T>): Promise<T> {
 
 /** Ages move and agents go silent without any write, so the watch also refreshes on a timer. */
 const WATCH_REFRESH_MS = 5000;
+/** The newest hires each watch message carries: the hires view's page. */
+const WATCH_HIRES = 20;
 
 export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusService> {
   return {
@@ -99,11 +104,20 @@ export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusSer
       return create(ListSeatsResponseSchema, { seats: await read(listSeats(d)) });
     },
     async listReceipts(req) {
-      const page = await read(queryReceipts(d.db, { limit: req.limit, offset: req.offset, unresolvedOnly: req.unresolvedOnly, seatId: req.seatId, conversationId: req.conversationId, state: req.state, sinceUnixMs: req.sinceUnixMs, pageToken: req.pageToken }, d.now().getTime()));
+      const q = { ...req, deliveryIdPrefix: req.deliveryIdPrefix };
+      const page = await read(queryReceipts(d.db, q, d.now().getTime()));
       return create(ListReceiptsResponseSchema, page);
     },
     async getReceipt(req) {
       return read(receiptDetail(d.db, req.deliveryId, d.now().getTime()));
+    },
+    async listHires(req) {
+      const q = { limit: req.limit, unresolvedOnly: req.unresolvedOnly };
+      const hires = await read(listHires(d.db, q, d.now().getTime()));
+      return create(ListHiresResponseSchema, { hires });
+    },
+    async receiptTimeline(req) {
+      return read(receiptTimeline(d.db, { rangeSeconds: req.rangeSeconds, buckets: req.buckets }, d.now().getTime()));
     },
     async *watch(_req, ctx) {
       let wake: (() => void) | undefined;
@@ -121,8 +135,13 @@ export function createStatusService(d: StatusDeps): ServiceImpl<typeof StatusSer
           if (!dirty) await new Promise<void>((r) => (wake = r));
           if (ctx.signal.aborted) break;
           dirty = false;
-          const [machines, seats, receipts] = await Promise.all([listMachines(d), listSeats(d), listReceipts(d, 100, false)]);
-          yield create(WatchResponseSchema, { machines, seats, receipts });
+          const [machines, seats, receipts, hires] = await Promise.all([
+            listMachines(d),
+            listSeats(d),
+            listReceipts(d, 100, false),
+            listHires(d.db, { limit: WATCH_HIRES, unresolvedOnly: false }, d.now().getTime()),
+          ]);
+          yield create(WatchResponseSchema, { machines, seats, receipts, hires });
         }
       } finally {
         clearInterval(timer);

@@ -18,7 +18,9 @@ import {
 } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import { listFleetSeats, peerMessageStatus, sendPeerMessage } from "./peers.js";
-import { isUuid, isValidName } from "../../shared/ids.js";
+import { isValidName, parseUuid } from "../../shared/ids.js";
+import { assertJournalText, assertWellFormedText } from "../../shared/well-formed-text.js";
+import { quoteInput } from "../../shared/public-text.js";
 import type { Db } from "../db/open.js";
 import type { Registry } from "../nodes/registry.js";
 import { bindWorker, submitWorkerMessage, workerMessageStatus } from "./inbound.js";
@@ -37,7 +39,7 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
   };
   const known = async (machine: string, instanceId: string, seatName: string) => {
     if (!(await registry.heartbeat(machine, instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
-    if (!isValidName(seatName)) throw new InvalidArgumentError(`seat name ${JSON.stringify(seatName)} is not valid`);
+    if (!isValidName(seatName)) throw new InvalidArgumentError(`seat name ${quoteInput(seatName)} is not valid`);
   };
   /**
    * Runs ACT unless a suite's fault point loses the call: before acting (the request never
@@ -61,8 +63,9 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async submitWorkerMessage(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
+      req.id = parseUuid("message id", req.id);
       if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new InvalidArgumentError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`);
+      assertJournalText("text", req.text);
       return unlessLost({ op: "worker_send", id: req.id, text: req.text }, async () => {
         const r = await submitWorkerMessage(deps.db, req.machine, { seatName: req.seatName, binding: req.binding, id: req.id, text: req.text, createdAtMs: Number(req.createdUnixMs) }, deps.now());
         if (r.stage === "stored") deps.onChange();
@@ -72,7 +75,7 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async workerMessageStatus(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
+      req.id = parseUuid("message id", req.id);
       return unlessLost({ op: "worker_status", id: req.id }, async () => {
         const s = await workerMessageStatus(deps.db, req.machine, req.seatName, req.id, req.settleUnknown, deps.now());
         return create(WorkerMessageStatusResponseSchema, { deliveryStage: s.stage, definitiveNotSent: s.definitiveNotSent, detail: s.detail });
@@ -88,8 +91,9 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async sendPeerMessage(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
+      req.id = parseUuid("message id", req.id);
       if (req.text.length === 0 || req.text.length > MAX_WORKER_MESSAGE_CHARS) throw new InvalidArgumentError(`a message must have 1-${MAX_WORKER_MESSAGE_CHARS} characters`);
+      assertWellFormedText("text", req.text);
       if (req.recipientSeat.length === 0 || req.recipientSeat.length > 200) throw new InvalidArgumentError("name the recipient seat");
       return unlessLost({ op: "peer_send", id: req.id, text: req.text }, async () => {
         const o = await sendPeerMessage(pipeline(), { machine: req.machine, seatName: req.seatName, binding: req.binding, recipient: req.recipientSeat, id: req.id, text: req.text });
@@ -100,7 +104,7 @@ export function workerGatewayMethods(registry: Registry, deps: { db: Db; now: ()
     async peerMessageStatus(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
       await known(req.machine, req.instanceId, req.seatName);
-      if (!isUuid(req.id)) throw new InvalidArgumentError(`message id ${JSON.stringify(req.id)} is not a uuid`);
+      req.id = parseUuid("message id", req.id);
       return unlessLost({ op: "peer_status", id: req.id }, async () => {
         const o = await peerMessageStatus(pipeline(), { machine: req.machine, seatName: req.seatName, binding: req.binding, id: req.id });
         if ("refused" in o) return create(PeerMessageStatusResponseSchema, { state: "unknown", bodyJson: JSON.stringify({ schemaVersion: 1, outcome: "refused", reason: o.reason, detail: o.detail }) });

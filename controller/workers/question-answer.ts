@@ -15,9 +15,11 @@
 import { create } from "@bufbuild/protobuf";
 import { and, eq, or } from "drizzle-orm";
 import { AnswerQuestionRequestSchema, QuestionAnswerListSchema, type AnswerQuestionResponse } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { InvalidArgumentError, ServiceStoppingError } from "../../shared/errors.js";
+import { ServiceStoppingError } from "../../shared/errors.js";
 import { callFingerprint } from "../../shared/fingerprint.js";
-import { isUuid, newDeliveryId } from "../../shared/ids.js";
+import { assertSeatRef, newDeliveryId, parseUuid } from "../../shared/ids.js";
+import { assertWellFormedText } from "../../shared/well-formed-text.js";
+import { quoteInput } from "../../shared/public-text.js";
 import { journalFailure } from "../db/error-text.js";
 import { transactionLate } from "../db/transaction-late.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
@@ -49,8 +51,11 @@ export interface AnswerBody extends Record<string, unknown> {
 /** The answer as one seat call: admitted in the journal first, settled with what the agent proved. */
 export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope, args: QuestionAnswerArgs): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
-  const id = scope.deliveryId ?? newDeliveryId();
-  if (!isUuid(id)) throw new InvalidArgumentError(`_meta["clankie/seat-call"].deliveryId must be a UUID, got ${JSON.stringify(id)}`);
+  const id = parseUuid(`_meta["clankie/seat-call"].deliveryId`, scope.deliveryId ?? newDeliveryId());
+  assertSeatRef("seat", args.seat);
+  for (const [question, { answers }] of Object.entries(args.questionAnswer.answers)) {
+    answers.forEach((a, i) => assertWellFormedText(`answer ${i + 1} to question ${quoteInput(question)}`, a));
+  }
   // The fingerprint covers the whole request: the same id with another answer is a conflict, never a second answer.
   const key = { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint: callFingerprint(MESSAGE_SEAT, { seat: args.seat, questionAnswer: args.questionAnswer }), controllerInstance: deps.instanceId };
   let admission: Admission;

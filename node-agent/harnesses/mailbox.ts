@@ -4,7 +4,7 @@
  */
 import { AgentResult, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
-import type { MailboxStore } from "../mailbox/store.js";
+import { MailboxFencedError, type MailboxStore } from "../mailbox/store.js";
 import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead } from "./adapter.js";
 
 export class MailboxAdapter implements HarnessAdapter {
@@ -36,12 +36,22 @@ export class MailboxAdapter implements HarnessAdapter {
   }
 
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
-    const { entry, replayed } = await this.store.append(seat.name, {
-      deliveryId: message.deliveryId,
-      text: message.text,
-      conversationId: message.conversationId,
-      inReplyTo: message.inReplyTo,
-    });
+    let appended;
+    try {
+      appended = await this.store.append(seat.name, {
+        deliveryId: message.deliveryId,
+        text: message.text,
+        conversationId: message.conversationId,
+        inReplyTo: message.inReplyTo,
+      });
+    } catch (e) {
+      // Reconcile proved this id absent and settled it not sent: it must stay unwritten.
+      if (e instanceof MailboxFencedError) {
+        return { result: AgentResult.NotSent, reason: "fenced_by_reconcile", detail: e.message };
+      }
+      throw e;
+    }
+    const { entry, replayed } = appended;
     return {
       result: AgentResult.Delivered,
       nativeReceiptId: `${seat.name}#${entry.seq}`,

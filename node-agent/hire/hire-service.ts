@@ -4,7 +4,7 @@ import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors
 import { HireCensusResponseSchema, HireSeatResponseSchema, type HireCensusRequest, type HireCensusResponse, type HireSeatRequest, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
-import { isUuid } from "../../shared/ids.js";
+import { parseUuid } from "../../shared/ids.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire, type SeatKind, type SeatStatus } from "../../shared/verdicts.js";
 import { HireRefusedError, type Hirer } from "./hire.js";
 import type { RecordedAnswer } from "./host-journal.js";
@@ -53,7 +53,8 @@ export function hireMethods(hirer: () => Hirer | undefined) {
   return {
     async hireSeat(req: HireSeatRequest): Promise<HireSeatResponse> {
       // Refusals as errors only here, before anything is reserved or launched.
-      if (!isUuid(req.hireId)) throw new InvalidArgumentError("hire_id must be a uuid");
+      // Canonical before it names a journal entry (issue 32 item 4).
+      req.hireId = parseUuid("hire_id", req.hireId);
       if (!/^[0-9a-f]{64}$/.test(req.fingerprint)) throw new InvalidArgumentError("fingerprint must be a sha256 hex digest");
       const harness = seatKindWire.decode(req.harness);
       if (!harness || !isHireHarness(harness)) throw new InvalidArgumentError(`harness must be codex, claude, opencode or pi, got ${harness ?? req.harness}`);
@@ -67,7 +68,7 @@ export function hireMethods(hirer: () => Hirer | undefined) {
       }
     },
     async hireCensus(req: HireCensusRequest): Promise<HireCensusResponse> {
-      if (!isUuid(req.hireId)) throw new InvalidArgumentError("hire_id must be a uuid");
+      req.hireId = parseUuid("hire_id", req.hireId);
       const { record, view, seatName } = await need().census(req.hireId, req.seal);
       return create(HireCensusResponseSchema, {
         journalState: record?.state ?? "absent",

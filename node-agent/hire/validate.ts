@@ -6,6 +6,7 @@
  */
 import { statSync } from "node:fs";
 import { isAbsolute } from "node:path";
+import { quoteInput } from "../../shared/public-text.js";
 
 const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
 
@@ -13,7 +14,7 @@ export type Refusal = { reason: "unknown_directory" | "invalid_argument"; detail
 
 export function checkDirectory(dir: string): Refusal | undefined {
   if (!dir || !isAbsolute(dir) || dir.split("/").includes("..") || CONTROL.test(dir)) {
-    return { reason: "invalid_argument", detail: `workingDirectory must be an absolute path without '..' or control characters, got ${JSON.stringify(dir)}` };
+    return { reason: "invalid_argument", detail: `workingDirectory must be an absolute path without '..' or control characters, got ${quoteInput(dir)}` };
   }
   let st;
   try {

@@ -1,4 +1,7 @@
-/** The node agent's gRPC service: InspectSeat, Deliver, ReadSession, CreateSeat, StopSeat, AnswerQuestion (and the hire methods). */
+/**
+ * The node agent's gRPC service: InspectSeat, Deliver, ReadSession, FenceMailboxDelivery, CreateSeat, StopSeat,
+ * AnswerQuestion (and the hire methods).
+ */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
@@ -7,13 +10,15 @@ import {
   AnswerQuestionResponseSchema,
   CreateSeatResponseSchema,
   DeliverResponseSchema,
+  FenceMailboxDeliveryResponseSchema,
   InspectSeatResponseSchema,
+  MailboxFenceState,
   ReadSessionResponseSchema,
   SessionEntrySchema,
   StopSeatResponseSchema,
 } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
-import { isUuid, isValidName } from "../../shared/ids.js";
+import { isValidName, parseUuid } from "../../shared/ids.js";
 import { agentResultWire, deliveryModeWire, seatKindWire, seatStatusWire, SeatKind } from "../../shared/verdicts.js";
 import { deliver, type DeliverDeps } from "../deliver/deliver.js";
 import type { MailboxStore } from "../mailbox/store.js";
@@ -56,7 +61,8 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
     async deliver(req, ctx) {
       const arrivedAtMs = deps.clock.nowMs();
       // Refusals as errors happen only here, before any seat is touched.
-      if (!isUuid(req.deliveryId)) throw new FleetError(ErrorCode.InvalidArgument, "delivery_id must be a uuid");
+      // Canonical before it names a mailbox file or a native receipt (issue 32 item 4).
+      req.deliveryId = parseUuid("delivery_id", req.deliveryId);
       if (req.text.length === 0) throw new FleetError(ErrorCode.InvalidArgument, "text must not be empty");
       const mode = deliveryModeWire.decode(req.mode);
       if (!mode) throw new FleetError(ErrorCode.InvalidArgument, `unknown delivery mode ${req.mode}`);
@@ -101,6 +107,26 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         entries: read.entries.map((e) =>
           create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
         ),
+      });
+    },
+
+    async fenceMailboxDelivery(req) {
+      const { seat } = requireSeat(deps, req.seatName);
+      if (seat.kind !== SeatKind.Mailbox) {
+        const why = `${seat.name} is a ${seat.kind} seat; only a mailbox's absence is fenced`;
+        throw new FleetError(ErrorCode.FailedPrecondition, why);
+      }
+      const f = deps.mailboxes.fence(seat.name, parseUuid("delivery_id", req.deliveryId));
+      const answer = FenceMailboxDeliveryResponseSchema;
+      if (f.state === "writing") return create(answer, { state: MailboxFenceState.WRITING, path: f.path });
+      if (f.state === "fenced") {
+        return create(answer, { state: MailboxFenceState.FENCED, path: f.path, fencedAtUnixMs: BigInt(f.fencedAtMs) });
+      }
+      return create(answer, {
+        state: MailboxFenceState.FOUND,
+        path: f.path,
+        nativeReceiptId: `${seat.name}#${f.entry.seq}`,
+        contentFingerprint: f.entry.contentFingerprint,
       });
     },
 

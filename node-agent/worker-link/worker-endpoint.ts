@@ -76,15 +76,16 @@ function parse(line: string): (Request & { codexThread?: string | undefined }) |
   return req && typeof m.codexThread === "string" && THREAD.test(m.codexThread) ? { ...req, codexThread: m.codexThread } : req;
 }
 
+// Ids leave here in their canonical case (issue 32 item 4): a worker may give one in upper case.
 function parseOp(m: Record<string, unknown>): Request | undefined {
   try {
     if (m.op === "bind") return { op: "bind" };
-    if (m.op === "send" && typeof m.id === "string" && isUuid(m.id) && typeof m.text === "string" && typeof m.binding === "string") return { op: "send", id: m.id, text: m.text, binding: m.binding };
-    if (m.op === "status" && typeof m.id === "string" && isUuid(m.id)) return { op: "status", id: m.id, settleUnknown: m.settleUnknown === true };
+    if (m.op === "send" && typeof m.id === "string" && isUuid(m.id) && typeof m.text === "string" && typeof m.binding === "string") return { op: "send", id: m.id.toLowerCase(), text: m.text, binding: m.binding };
+    if (m.op === "status" && typeof m.id === "string" && isUuid(m.id)) return { op: "status", id: m.id.toLowerCase(), settleUnknown: m.settleUnknown === true };
     if (m.op === "peers" && typeof m.binding === "string") return { op: "peers", binding: m.binding };
     if (m.op === "peer_send" && typeof m.binding === "string" && typeof m.recipient === "string" && typeof m.id === "string" && isUuid(m.id) && typeof m.text === "string")
-      return { op: "peer_send", binding: m.binding, recipient: m.recipient, id: m.id, text: m.text };
-    if (m.op === "peer_status" && typeof m.binding === "string" && typeof m.id === "string" && isUuid(m.id)) return { op: "peer_status", binding: m.binding, id: m.id };
+      return { op: "peer_send", binding: m.binding, recipient: m.recipient, id: m.id.toLowerCase(), text: m.text };
+    if (m.op === "peer_status" && typeof m.binding === "string" && typeof m.id === "string" && isUuid(m.id)) return { op: "peer_status", binding: m.binding, id: m.id.toLowerCase() };
     if (m.op === "question") {
       const ask = parseClaudeAsk(m);
       if (ask) return { op: "question", ask };

@@ -13,6 +13,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
+import { INVALID_TEXT, isWellFormedText, journalTextProblem } from "../../shared/well-formed-text.js";
 import { WORKER_SOCKET } from "../worker-link/worker-endpoint.js";
 import { askAgent, type AgentAnswer } from "./agent-socket-client.js";
 import { scopeCallThreads, withCallThread } from "./codex-call-thread.js";
@@ -24,6 +25,7 @@ export const MAX_WORKER_TEXT_CHARS = 32_768;
 export const PEER_SEND_BUDGET_MS = 50_000;
 /** A peer original the controller has no receipt for, older than this, never reached it (the agent gives up at 48 s). */
 const PEER_NO_RECEIPT_GRACE_MS = 60_000;
+const LONE_SURROGATE = "the text holds a lone UTF-16 surrogate, which cannot be delivered as written";
 
 /** The inbound receipt, in the wire's words: `{received, deliveryStage, deliveryId, binding, fingerprint, detail, definitive?}`. */
 type Receipt = Record<string, unknown> & { deliveryStage: "stored" | "uncertain" | "rejected" | "unavailable" };
@@ -109,6 +111,9 @@ export function createWorkerMcpServer(o: WorkerMcpOptions): McpServer {
       annotations: { title: "Report to your lead", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
     async ({ text }) => {
+      // Refused before any claim or send: the wire's UTF-8 would change it (issue 32 item 7).
+      const problem = journalTextProblem(text);
+      if (problem) return toResult(notSent("rejected", INVALID_TEXT, problem));
       const b = await bind();
       if (!b.ok) return toResult(b.receipt);
       const held = claims.read(b.seatName);
@@ -139,7 +144,9 @@ export function createWorkerMcpServer(o: WorkerMcpOptions): McpServer {
       // Reconciling settles this pane's own claim from the controller's record; it sends nothing.
       annotations: { title: "Status of your message to the lead", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    async ({ deliveryId }) => {
+    async ({ deliveryId: given }) => {
+      // Ids are compared in their canonical case (issue 32 item 4).
+      const deliveryId = given?.toLowerCase();
       const b = await bind();
       if (!b.ok) return toResult(b.receipt);
       const held = claims.read(b.seatName);
@@ -201,6 +208,10 @@ function registerPeerTools(server: McpServer, d: PeerToolDeps): void {
       annotations: { title: "Message another worker seat", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
     },
     async ({ seat, text }) => {
+      if (!isWellFormedText(text)) {
+        const body = { schemaVersion: 1, outcome: "undelivered", reason: INVALID_TEXT, detail: `${LONE_SURROGATE}; nothing was sent` };
+        return json(body, true);
+      }
       const b = await d.bind();
       if (!b.ok) return json(b.receipt, true);
       const held = d.peerClaims.read(b.seatName);

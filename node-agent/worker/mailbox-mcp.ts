@@ -8,6 +8,7 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { MailboxStore } from "../mailbox/store.js";
 import { Outbox } from "../mailbox/outbox.js";
+import { INVALID_TEXT, journalTextProblem } from "../../shared/well-formed-text.js";
 
 export const MAX_REPORT_CHARS = 32_768;
 
@@ -38,6 +39,14 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
       inputSchema: z.object({ text: z.string().min(1).max(MAX_REPORT_CHARS) }).strict(),
     },
     async ({ text }) => {
+      // Refused before the outbox: the wire's UTF-8 or the journal would change it, and a report
+      // the controller refuses would hold the outbox's queue (issue 32 item 7).
+      const problem = journalTextProblem(text);
+      if (problem) {
+        const detail = `${problem}; nothing was stored`;
+        const refused = { schemaVersion: 1, received: false, deliveryStage: "rejected", reason: INVALID_TEXT, detail };
+        return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(refused) }], structuredContent: refused };
+      }
       const report = outbox.put(seatName, text);
       const body = { schemaVersion: 1, received: true, deliveryStage: "stored", deliveryId: report.id };
       return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
@@ -50,7 +59,9 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
       description: "Whether a report is still stored on this machine or already held by the controller.",
       inputSchema: z.object({ deliveryId: z.string().uuid() }).strict(),
     },
-    async ({ deliveryId }) => {
+    async ({ deliveryId: given }) => {
+      // Ids are compared in their canonical case (issue 32 item 4).
+      const deliveryId = given.toLowerCase();
       const body = { schemaVersion: 1, deliveryId, deliveryStage: outbox.holds(seatName, deliveryId) ? "stored" : "forwarded" };
       return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
     },

@@ -96,17 +96,37 @@ describe(`crash windows (real processes, ${driver})`, () => {
     expect((ended as Error).message).not.toMatch(/timed out/i);
   });
 
-  it("killed after the receipt commit and before the agent call: stays uncertain, is never replayed at boot, and only a settle path frees it", async () => {
+  it("killed after the receipt commit and before the agent call: never replayed at boot; reconcile proves it " +
+    "absent from the mailbox and settles it not sent, with the proof (issue 32 item 6)", async () => {
     const { id, lead, read, owner, leases } = await crashAt("hang_after_admit", "written but never sent");
     // The killed controller held the seat's lease: the restarted one freed it at boot, so no message waits 25 s for it.
     if (leases) expect(leases).toEqual([]);
     expect((await read()).filter((m) => m.deliveryId === id)).toHaveLength(0);
     expect((await owner.receipts()).find((r) => r.deliveryId === id)?.state).toBe("uncertain");
-    const rec = await lead.call("reconcile_seat_call", { deliveryId: id });
-    expect(rec.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: id, detail: expect.stringContaining("does not hold the original") });
+    // Until reconciled, the unresolved original fences its text.
     expect((await lead.call("message_seat", { seat: "inbox", message: "written but never sent" })).structuredContent).toMatchObject({ reason: "fenced_by_unresolved_original", originalDeliveryId: id });
-    const settled = await lead.call("reconcile_seat_call", { deliveryId: id, settle: "not_delivered" });
-    expect(settled.structuredContent).toMatchObject({ state: "abandoned-unknown" });
+    const rec = await lead.call("reconcile_seat_call", { deliveryId: id });
+    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({
+      outcome: "undelivered",
+      state: "not_sent",
+      reason: "proven_absent",
+      deliveryId: id,
+      proof: {
+        checked: "mailbox_file",
+        machine: "crashbox",
+        path: expect.stringContaining(`${id}.json`),
+        fileExists: false,
+        writeInProgress: false,
+        fencedAtUnixMs: expect.any(Number),
+        dispatcher: { controllerInstance: expect.any(String), state: "stopped" },
+      },
+    });
+    expect((await owner.receipts()).find((r) => r.deliveryId === id)?.state).toBe("not_sent");
+    // Settled: reconcile answers the same again, and a settle finds nothing left to settle.
+    const again = await lead.call("reconcile_seat_call", { deliveryId: id });
+    expect(again.structuredContent).toMatchObject({ state: "not_sent", deliveryId: id });
+    const settle = await lead.call("reconcile_seat_call", { deliveryId: id, settle: "not_delivered" });
+    expect(settle.structuredContent).toMatchObject({ reason: "already_settled" });
     expect((await read()).filter((m) => m.text === "written but never sent")).toHaveLength(0);
   });
 

@@ -4,7 +4,10 @@
  * _total, durations _seconds histograms), no label carries an id or a text, the owner token is
  * required, and the numbers move with real deliveries: one delivered, one unknown seat, one
  * uncertain (agent frozen) that leaves an open fence and an unresolved receipt under a minute old.
+ * Issue 37 item 4: prom-client's process metrics, clankie_build_info, the journal's statement
+ * time, the agent calls' duration, linked agents and reverse links per replica, hires by outcome.
  */
+import { execFileSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import parsePrometheus, { type ParsedFamily } from "parse-prometheus-text-format";
 import { prepareStore } from "../kit/test-db.js";
@@ -14,7 +17,26 @@ import { readToken } from "../../controller/state-dir.js";
 
 const NAME = /^clankie_[a-z0-9]+_[a-z0-9_]+$/;
 // A unit, or a plain count of things (a gauge named by what it counts).
-const UNIT_OR_COUNT = /(_total|_seconds|_receipts|_open|_connected|_registered|_sessions)$/;
+const UNIT_OR_COUNT = /(_total|_seconds|_receipts|_open|_connected|_registered|_sessions|_linked|_links|_info)$/;
+// Every clankie_* family; the rest are prom-client's standard process_* and nodejs_* ones.
+const CLANKIE_FAMILIES = [
+  "clankie_agent_call_seconds",
+  "clankie_build_info",
+  "clankie_delivery_deliveries_total",
+  "clankie_delivery_latency_seconds",
+  "clankie_delivery_proof_age_at_write_seconds",
+  "clankie_fleet_agents_connected",
+  "clankie_fleet_agents_linked",
+  "clankie_fleet_agents_registered",
+  "clankie_fleet_reverse_links",
+  "clankie_hire_hires_total",
+  "clankie_journal_errors_total",
+  "clankie_journal_fences_open",
+  "clankie_journal_receipts",
+  "clankie_journal_statement_seconds",
+  "clankie_journal_unresolved_receipts",
+  "clankie_mcp_sessions",
+];
 
 describe("Prometheus /metrics (real processes)", () => {
   let store: Awaited<ReturnType<typeof prepareStore>>;
@@ -24,12 +46,36 @@ describe("Prometheus /metrics (real processes)", () => {
   let metricsUrl: string;
   let ownerToken: string;
 
+  // The text of the last scrape: labelled histograms are read from it (see count below).
+  const texts = new WeakMap<Map<string, ParsedFamily>, string>();
   const scrape = async (): Promise<Map<string, ParsedFamily>> => {
     const res = await fetch(metricsUrl, { headers: { authorization: `Bearer ${ownerToken}` } });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/plain; version=0.0.4");
-    return new Map(parsePrometheus(await res.text()).map((f) => [f.name, f]));
+    const text = await res.text();
+    const m = new Map(parsePrometheus(text).map((f) => [f.name, f]));
+    texts.set(m, text);
+    return m;
   };
+  /**
+   * A labelled histogram's `_count` or `_sum` for the label sets that match, added up (0 when
+   * none yet). Read from the text: the parser merges a histogram's label sets into one.
+   */
+  type Labels = Record<string, string>;
+  type Scrape = Map<string, ParsedFamily>;
+  const series = (m: Scrape, name: string, labels: Labels, part: "count" | "sum" = "count"): number => {
+    if (!m.has(name)) throw new Error(`no metric ${name}`);
+    let total = 0;
+    for (const line of texts.get(m)!.split("\n")) {
+      const hit = new RegExp(`^${name}_${part}\\{(.*)\\} (\\S+)$`).exec(line);
+      if (!hit) continue;
+      const got = Object.fromEntries([...hit[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((x) => [x[1]!, x[2]!]));
+      const matches = ([k, v]: [string, string]) => (v.startsWith("!") ? got[k] !== v.slice(1) : got[k] === v);
+      if (Object.entries(labels).every(matches)) total += Number(hit[2]);
+    }
+    return total;
+  };
+  const count = (m: Map<string, ParsedFamily>, name: string, labels: Record<string, string>) => series(m, name, labels);
   const value = (m: Map<string, ParsedFamily>, name: string, labels: Record<string, string> = {}): number => {
     const f = m.get(name);
     if (!f) throw new Error(`no metric ${name}`);
@@ -66,35 +112,58 @@ describe("Prometheus /metrics (real processes)", () => {
     expect(lead.status).toBe(401);
   });
 
-  it("every family is named clankie_<subsystem>_<name>_<unit>, counters end in _total, durations are _seconds histograms", async () => {
+  it("clankie families are clankie_<subsystem>_<name>_<unit>: counters _total, durations _seconds", async () => {
     const m = await scrape();
-    expect(m.size).toBe(10);
+    const ours = [...m.keys()].filter((n) => n.startsWith("clankie_")).sort();
+    expect(ours).toEqual(CLANKIE_FAMILIES);
     for (const f of m.values()) {
+      if (!f.name.startsWith("clankie_")) continue;
       expect(f.name, f.name).toMatch(NAME);
       expect(f.name, f.name).toMatch(UNIT_OR_COUNT);
       if (f.type === "COUNTER") expect(f.name).toMatch(/_total$/);
       if (f.type === "HISTOGRAM") expect(f.name).toMatch(/_seconds$/);
       expect(f.help.length, `${f.name} has help`).toBeGreaterThan(0);
     }
-    for (const required of [
-      "clankie_delivery_deliveries_total",
-      "clankie_delivery_latency_seconds",
-      "clankie_delivery_proof_age_at_write_seconds",
-      "clankie_journal_fences_open",
-      "clankie_journal_unresolved_receipts",
-      "clankie_journal_errors_total",
-      "clankie_fleet_agents_connected",
-      "clankie_mcp_sessions",
-    ]) {
-      expect(m.has(required), required).toBe(true);
-    }
+    // Anything else is prom-client's own process_* / nodejs_* family (issue 37 item 4).
+    for (const name of m.keys()) expect(name, name).toMatch(/^(clankie|process|nodejs)_/);
     expect(m.get("clankie_delivery_latency_seconds")!.type).toBe("HISTOGRAM");
     expect(value(m, "clankie_fleet_agents_connected")).toBe(1);
     expect(value(m, "clankie_mcp_sessions")).toBeGreaterThanOrEqual(1);
     expect(value(m, "clankie_journal_errors_total", { stage: "settle" })).toBe(0);
   });
 
+  it("issue 37 item 4: process metrics (memory, CPU, fds, event-loop lag), build info, links per replica", async () => {
+    const first = await scrape();
+    expect(value(first, "process_resident_memory_bytes")).toBeGreaterThan(10e6);
+    expect(value(first, "process_open_fds")).toBeGreaterThan(0);
+    expect(first.get("nodejs_eventloop_lag_seconds")?.type).toBe("GAUGE");
+    expect(first.get("nodejs_eventloop_lag_p99_seconds")?.type).toBe("GAUGE");
+    const cpu = value(first, "process_cpu_seconds_total");
+    expect(cpu).toBeGreaterThan(0);
+    // The controller works between scrapes (at least the scrape itself), so its CPU counter moves.
+    await lead.call("list_seats", {});
+    expect(value(await scrape(), "process_cpu_seconds_total")).toBeGreaterThan(cpu);
+
+    const info = first.get("clankie_build_info")!.metrics;
+    expect(info).toHaveLength(1);
+    const root = new URL("../..", import.meta.url).pathname;
+    const head = execFileSync("git", ["rev-parse", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
+    expect(info[0]!.labels).toEqual({ version: "0.1.0", node_version: process.version, commit: head });
+    expect(Number(info[0]!.value)).toBe(1);
+
+    // One agent, one reverse link, labelled by this replica's instance id.
+    const linked = first.get("clankie_fleet_agents_linked")!.metrics;
+    expect(linked).toHaveLength(1);
+    expect(linked[0]!.labels?.replica).toMatch(/^[0-9a-f-]{36}$/);
+    expect(Number(linked[0]!.value)).toBe(1);
+    const links = first.get("clankie_fleet_reverse_links")!.metrics;
+    expect(links[0]!.labels?.replica).toBe(linked[0]!.labels?.replica);
+    expect(Number(links[0]!.value)).toBeGreaterThanOrEqual(1);
+    expect(value(first, "clankie_hire_hires_total", { outcome: "spawned" })).toBe(0);
+  });
+
   it("deliveries, latency, proof age, fences and unresolved receipts move with real deliveries; no label is an id or a text", async () => {
+    const before = await scrape();
     expect((await runCli(["seat", "add", "mailbox", "inbox", "--state-dir", store.stateDir], { DATABASE_URL: "" })).code).toBe(0);
     // On a loaded machine the agent's freshness gate may refuse (proof_stale, a definite not-sent): ask again, and count those too.
     let delivered = await lead.call("message_seat", { seat: "inbox", message: "metrics: one delivered" });
@@ -128,15 +197,41 @@ describe("Prometheus /metrics (real processes)", () => {
     expect(value(m, "clankie_journal_receipts", { state: "delivered" })).toBe(1);
     expect(value(m, "clankie_journal_receipts", { state: "not_sent" }) + value(m, "clankie_journal_receipts", { state: "rejected" })).toBe(refusals);
 
+    // The journal's statements were timed: each delivery admitted and settled (issue 37 item 4).
+    const timed = "clankie_journal_statement_seconds";
+    const statements = (statement: string) => count(m, timed, { statement }) - count(before, timed, { statement });
+    expect(statements("admit")).toBeGreaterThanOrEqual(2 + refusals);
+    expect(statements("settle")).toBeGreaterThanOrEqual(1);
+    // The agent calls were timed: the delivered one answered ok, the frozen one did not.
+    const calls = "clankie_agent_call_seconds";
+    expect(count(m, calls, { method: "Deliver", code: "ok" })).toBeGreaterThanOrEqual(1 + refusals);
+    // "!ok": any code but ok. The frozen agent's call waited out the 2 s deliver timeout.
+    expect(count(m, calls, { method: "Deliver", code: "!ok" })).toBe(1);
+    expect(series(m, calls, { method: "Deliver", code: "!ok" }, "sum")).toBeGreaterThanOrEqual(1.5);
+
     const ids = [delivered.structuredContent!.deliveryId, uncertain.structuredContent!.deliveryId].map(String);
     for (const f of m.values()) {
       for (const s of f.metrics) {
         for (const [k, v] of Object.entries(s.labels ?? {})) {
           expect(ids.some((id) => v.includes(id)), `${f.name}{${k}} carries an id`).toBe(false);
           expect(v, `${f.name}{${k}}`).not.toMatch(/metrics:|inbox|nobody-here/);
-          expect(v.length, `${f.name}{${k}} is a short word`).toBeLessThan(40);
+          // Build info names its commit in full, as Prometheus's own *_build_info{revision} does.
+          if (f.name !== "clankie_build_info") expect(v.length, `${f.name}{${k}} is a short word`).toBeLessThan(40);
         }
       }
     }
+  });
+
+  it("issue 37 item 4: hires are counted by outcome", async () => {
+    const before = await scrape();
+    expect(value(before, "clankie_hire_hires_total", { outcome: "failed" })).toBe(0);
+    // A machine nobody registered: refused before any launch, a definite failed.
+    const args = { harness: "codex", workingDirectory: "/tmp", title: "metrics", role: "count me", machine: "nowhere" };
+    const res = await lead.call("hire_agent", args);
+    expect(res.structuredContent).toMatchObject({ outcome: "failed", reason: "unknown_machine" });
+    const after = await scrape();
+    expect(value(after, "clankie_hire_hires_total", { outcome: "failed" })).toBe(1);
+    expect(value(after, "clankie_hire_hires_total", { outcome: "spawned" })).toBe(0);
+    expect(value(after, "clankie_hire_hires_total", { outcome: "uncertain" })).toBe(0);
   });
 });

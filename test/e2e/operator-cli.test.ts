@@ -148,7 +148,7 @@ describe("issue 37: the operator's CLI", () => {
       const shown = await cli("receipts", "show", ids[0]!);
       expect(shown.code).toBe(0);
       expect(shown.stdout).toMatch(new RegExp(`^receipt ${ids[0]}\\n  seat: +home/inbox\\n  conversation: +global-default\\n  state: +delivered`));
-      expect(shown.stdout).toMatch(/\nproofs:\n  KIND\s+OUTCOME\s+AGE_AT_WRITE\s+DETAIL\n/);
+      expect(shown.stdout).toMatch(/\nproofs:\n {2}KIND\s+OUTCOME\s+AGE_AT_WRITE\s+DETAIL\n/);
       expect(shown.stdout).toMatch(/\nfence: /);
       expect(shown.stdout).toMatch(/\nsettlements:\n/);
       const doc = json((await cli("receipts", "show", ids[0]!, "-o", "json")).stdout);

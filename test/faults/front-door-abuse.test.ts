@@ -94,12 +94,21 @@ describe("issue 32: health from the cache, a budget for callers without a token 
     }
   });
 
-  it("a flood of Checks from one address is refused RESOURCE_EXHAUSTED past its budget; another address is still served (item 1)", async () => {
+  it("a flood of Checks from one address is refused RESOURCE_EXHAUSTED past its budget, slowly, then its connection closed; another address is still served (item 1)", async () => {
     const flood = await h2(fleet.controller.url, "127.0.1.1");
-    const results = await Promise.all(Array.from({ length: 200 }, () => grpcCall(flood, "/grpc.health.v1.Health/Check")));
-    expect(results.filter((r) => r === "refused").length).toBeGreaterThan(100);
-    expect(results.filter((r) => r === "answered").length).toBeLessThanOrEqual(60);
-    flood.close();
+    flood.on("error", () => {});
+    const closed = new Promise<void>((resolve) => flood.once("close", resolve));
+    const t0 = performance.now();
+    const timed = (p: Promise<string>) => p.then((r) => ({ r, ms: performance.now() - t0 }));
+    const results = await Promise.all(Array.from({ length: 200 }, () => timed(grpcCall(flood, "/grpc.health.v1.Health/Check"))));
+    const answered = results.filter((x) => x.r === "answered");
+    const refused = results.filter((x) => x.r === "refused");
+    // The budget: a burst of 40 and 20 a second.
+    expect(answered.length).toBeLessThanOrEqual(60);
+    // 64 refusals held for a second each (a flood's loop waits on them), then the rest close the connection.
+    expect(refused.length).toBeGreaterThanOrEqual(64);
+    expect(refused.filter((x) => x.ms >= 900).length).toBeGreaterThanOrEqual(64);
+    await closed;
     const other = await h2(fleet.controller.url, "127.0.1.2");
     expect(await grpcCall(other, "/grpc.health.v1.Health/Check")).toBe("answered");
     other.close();
@@ -181,6 +190,26 @@ describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%
     const handled = fleet.controller.frontDoor().h2StreamsAdmitted - before.h2StreamsAdmitted;
     // The session's budget (256 unfinished streams, 64 forgiven a second), not the 2,000 it sent.
     expect(handled).toBeLessThan(400);
+    const lead = await h2(fleet.controller.url);
+    sessions.push(lead);
+    expect(await grpcCall(lead, "/grpc.health.v1.Health/Check")).toBe("answered");
+  });
+
+  it("HEADERS and RST_STREAM sent together (CVE-2023-44487's own pattern) spend the session's budget too, and close it (item 2)", async () => {
+    const before = fleet.controller.frontDoor();
+    const attacker = await h2(fleet.controller.url, "127.0.3.2");
+    sessions.push(attacker);
+    attacker.on("error", () => {});
+    const closed = new Promise<void>((resolve) => attacker.once("close", resolve));
+    for (let i = 0; i < 2000 && !attacker.destroyed; i++) {
+      const s = attacker.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc" });
+      s.on("error", () => {});
+      s.close(constants.NGHTTP2_CANCEL);
+      // Let the frames leave in a few writes, as a flood's would.
+      if (i % 100 === 99) await new Promise((r) => setImmediate(r));
+    }
+    await closed;
+    await until(() => fleet.controller.frontDoor().h2Abuse > before.h2Abuse, "the session closed by the guard, not only by nghttp2");
     const lead = await h2(fleet.controller.url);
     sessions.push(lead);
     expect(await grpcCall(lead, "/grpc.health.v1.Health/Check")).toBe("answered");

@@ -6,13 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
-import { seats } from "../../controller/db/schema.js";
+import { callReceipts, seats } from "../../controller/db/schema.js";
 import { releaseLease, tryTakeLease } from "../../controller/delivery/seat-lease.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { ownerOf } from "../kit/owner.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
+import { until } from "../kit/until.js";
 
 describe.each(DRIVERS)("rule 25: the seat lost at the dispatch recheck is a definite not-sent (%s)", (driver) => {
   let fleet: TestFleet;
@@ -20,8 +21,8 @@ describe.each(DRIVERS)("rule 25: the seat lost at the dispatch recheck is a defi
   const inbox = (name: string) => new MailboxStore(join(fleet.agentStateDir, "mailboxes")).list(name).entries;
 
   beforeAll(async () => {
-    // A short turn wait: the waiting message goes on to its recheck soon after the turn is freed.
-    fleet = await startFleet(driver, { seatTurnWaitMs: 3_000 });
+    // Longer than any stall of a loaded machine: the test frees the turn itself.
+    fleet = await startFleet(driver, { seatTurnWaitMs: 30_000 });
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("first");
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("second");
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
@@ -35,8 +36,10 @@ describe.each(DRIVERS)("rule 25: the seat lost at the dispatch recheck is a defi
   async function whileWaiting(seat: string, change: () => Promise<unknown>) {
     const db = fleet.controller.database.db;
     expect(await tryTakeLease(db, `testbox/${seat}`, "another-delivery", 30_000)).toBe(true);
+    const before = (await db.select().from(callReceipts)).length;
     const call = lead.call("message_seat", { seat, message: "waits for its turn" });
-    await new Promise((r) => setTimeout(r, 500));
+    // Admitted (its receipt written) before the seat changes: only the dispatch recheck can see it.
+    await until(async () => (await db.select().from(callReceipts)).length > before, "the message admitted");
     await change();
     await releaseLease(db, `testbox/${seat}`, "another-delivery");
     return call;

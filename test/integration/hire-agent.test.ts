@@ -80,6 +80,17 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
     expect(fleet.panes()).toEqual([]);
   });
 
+  it("issue 32 item 4: the hireId in upper then lower case is one hire: one receipt, one host-journal entry, the original answer", async () => {
+    const id = randomUUID();
+    const first = await hire({ brief: "once" }, id.toUpperCase());
+    expect(first.structuredContent).toMatchObject({ hireId: id });
+    expect(first._meta?.[META]).toMatchObject({ id, hireId: id });
+    const again = await hire({ brief: "once" }, id);
+    expect(again.structuredContent).toEqual(first.structuredContent);
+    expect(journal(id)).toMatchObject({ state: "finished" });
+    expect((await fleet.lead.call("reconcile_seat_call", { hireId: id.toUpperCase() })).structuredContent).toEqual(first.structuredContent);
+  });
+
   it("the same hireId with other arguments, or from another conversation, is refused with nothing dispatched", async () => {
     const id = randomUUID();
     await hire({ workingDirectory: join(work, "nope") }, id);
@@ -87,8 +98,9 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
     expect(other.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict", hireId: id });
     const intruder = await fleet.leadFor("intruder-hire");
     const stolen = await hire({ workingDirectory: join(work, "nope") }, id, intruder);
-    expect(stolen.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
-    expect(String(stolen.structuredContent?.detail)).toMatch(/another conversation/);
+    // Rule 7, issue 32 item 7: refused, in the words of an unknown id; nothing says it exists elsewhere.
+    expect(stolen.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
+    expect(String(stolen.structuredContent?.detail)).not.toMatch(/another conversation/);
   });
 
   it("reconcile_seat_call({hireId}) reads the original in its own conversation only and never launches", async () => {

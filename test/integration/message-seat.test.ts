@@ -86,8 +86,11 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     try {
       const foreign = await other.call("reconcile_seat_call", { deliveryId: id });
       expect(foreign.structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
+      // Rule 7, issue 32 item 7: refused, in the words of an unknown id; nothing says it exists elsewhere.
       const reuse = await other.call("message_seat", { seat: "inbox", message: "reconcile me" }, { [META]: { deliveryId: id } });
-      expect(reuse.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
+      expect(reuse.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
+      expect(reuse._meta?.[META]).toBeUndefined();
+      expect(JSON.stringify(reuse.structuredContent)).not.toMatch(/another conversation|conflict/);
     } finally {
       await other.close();
     }

@@ -11,12 +11,13 @@ import { create } from "@bufbuild/protobuf";
 import { eq } from "drizzle-orm";
 import { BindWorkerRequestSchema, SendPeerMessageRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { SetPeerMessagesRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
-import { seats } from "../../controller/db/schema.js";
+import { callReceipts, seats } from "../../controller/db/schema.js";
 import { releaseLease, tryTakeLease } from "../../controller/delivery/seat-lease.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { ownerOf } from "../kit/owner.js";
+import { until } from "../kit/until.js";
 
 describe.each(DRIVERS)("rule 26: a peer message's sender authority is read again before the agent call (%s)", (driver) => {
   let fleet: TestFleet;
@@ -27,7 +28,8 @@ describe.each(DRIVERS)("rule 26: a peer message's sender authority is read again
   const peers = (enabled: boolean) => owner().owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled }));
 
   beforeAll(async () => {
-    fleet = await startFleet(driver, { seatTurnWaitMs: 3_000 });
+    // Longer than any stall of a loaded machine: the test frees the turn itself.
+    fleet = await startFleet(driver, { seatTurnWaitMs: 30_000 });
     await owner().addMailbox("sender");
     await owner().addMailbox("peerbox");
     const [row] = await fleet.controller.database.db.select({ occupantId: seats.occupantId }).from(seats).where(eq(seats.id, "testbox/sender"));
@@ -40,8 +42,10 @@ describe.each(DRIVERS)("rule 26: a peer message's sender authority is read again
     const db = fleet.controller.database.db;
     // Another delivery holds the recipient's turn, so the peer message waits after its admission.
     expect(await tryTakeLease(db, "testbox/peerbox", "another-delivery", 30_000)).toBe(true);
-    const sent = fleet.agent.link.gateway.sendPeerMessage(create(SendPeerMessageRequestSchema, { ...who(), binding, recipientSeat: "peerbox", id: randomUUID(), text: "admitted while peers were on" }));
-    await new Promise((r) => setTimeout(r, 500));
+    const id = randomUUID();
+    const sent = fleet.agent.link.gateway.sendPeerMessage(create(SendPeerMessageRequestSchema, { ...who(), binding, recipientSeat: "peerbox", id, text: "admitted while peers were on" }));
+    // Admitted (its receipt written) while peers were on: only the recheck can refuse it now.
+    await until(async () => (await db.select().from(callReceipts).where(eq(callReceipts.id, id))).length === 1, "the peer message admitted");
     await peers(false);
     await releaseLease(db, "testbox/peerbox", "another-delivery");
     const r = await sent;

@@ -94,7 +94,8 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     expect(changed.isError).toBe(true);
     expect(changed.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict", deliveryId: id });
     const foreign = await other.call("message_seat", answerOf("Red", "9"), { [META]: { deliveryId: id } });
-    expect(foreign.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
+    // Rule 7, issue 32 item 7: refused, in the words of an unknown id; nothing says it exists elsewhere.
+    expect(foreign.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
     // A message_seat text under an answer's id is a different request too.
     const asText = await hirer.call("message_seat", { seat: "inbox", message: "hello" }, { [META]: { deliveryId: id } });
     expect(asText.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });

@@ -25,6 +25,8 @@ export interface FleetOptions {
   databaseUrlVia?: (url: string) => string;
   /** The controller's hooks (injected fault points, a clock). */
   hooks?: ControllerHooks;
+  /** The agent's machine name; "testbox" unless a suite wants a realistic one (the dashboard's screenshots). */
+  machine?: string;
 }
 
 export async function startFleet(driver: Driver, overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {}, options: FleetOptions = {}): Promise<TestFleet> {
@@ -33,8 +35,9 @@ export async function startFleet(driver: Driver, overrides: Omit<Parameters<type
   const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger, options.hooks);
   const agentStateDir = join(store.stateDir, "agent");
   // Enrolled as a real fleet machine: join token, key pair made here, mutual TLS, reverse links.
-  const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.agentUrl, machine: "testbox" });
-  let agent = await startAgent({ ...agentConfig, joinToken: await controller.issueJoinToken("testbox") }, silentLogger);
+  const machine = options.machine ?? "testbox";
+  const agentConfig = compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.agentUrl, machine });
+  let agent = await startAgent({ ...agentConfig, joinToken: await controller.issueJoinToken(machine) }, silentLogger);
   await agent.linked;
   const fleet: TestFleet = {
     controller,

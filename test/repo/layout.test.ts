@@ -14,7 +14,8 @@ function sources(): string[] {
   return SOURCE_DIRS.flatMap((d) =>
     readdirSync(join(ROOT, d), { recursive: true })
       .map(String)
-      .filter((f) => f.endsWith(".ts") && !f.startsWith("gen/") && !f.includes("/gen/"))
+      // The dashboard's browser modules (.js) keep the same house rules.
+      .filter((f) => (f.endsWith(".ts") || f.endsWith(".js")) && !f.startsWith("gen/") && !f.includes("/gen/"))
       .map((f) => join(d, f)),
   ).filter((f) => !f.startsWith("shared/gen/"));
 }

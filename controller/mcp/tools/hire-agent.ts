@@ -7,6 +7,7 @@ import { hireAgentArgs, HIRE_AGENT } from "../../hire/args.js";
 import { hireAgent, type HireDeps } from "../../hire/hire-agent.js";
 import { errorResult, toolResult } from "../tool-result.js";
 import { hireAgentResult } from "../output-schemas.js";
+import { observeHire } from "../../metrics/delivery-hooks.js";
 import type { ToolOutcome } from "../../delivery/result-bodies.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 
@@ -40,9 +41,9 @@ export function registerHireAgent(server: McpServer, deps: HireDeps, conversatio
     async (args, extra) => {
       try {
         const hireId = callerHireId(extra._meta as Record<string, unknown> | undefined);
-        return hireToolResult(await hireAgent(deps, { conversationId, hireId }, args));
+        return observeHire(deps.metrics, hireToolResult(await hireAgent(deps, { conversationId, hireId }, args)));
       } catch (e) {
-        return errorResult(e);
+        return observeHire(deps.metrics, errorResult(e));
       }
     },
   );

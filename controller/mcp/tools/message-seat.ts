@@ -11,6 +11,7 @@ import { acknowledgeReports } from "../../reports/worker-reports.js";
 import { observeMessageSeat } from "../../metrics/delivery-hooks.js";
 import { traceCall } from "../../../shared/rpc/trace-context.js";
 import { answerWorkerQuestion } from "../../workers/question-answer.js";
+import { canonicalRef } from "../../../shared/ids.js";
 
 export const MAX_MESSAGE_CHARS = 32_768;
 
@@ -73,7 +74,7 @@ export function registerMessageSeat(server: McpServer, deps: PipelineDeps, conve
         const outcome = await messageSeat(deps, { conversationId, deliveryId }, { ...args, message: args.message! });
         // A reply acknowledges that exact original report (only this conversation was offered its id),
         // and only once the reply itself was admitted: a refused or unsent reply answered nothing (rule 19).
-        if (args.inReplyTo && replyAdmitted(outcome)) await acknowledgeReports(deps.db, conversationId, [args.inReplyTo], deps.now()).catch(() => undefined);
+        if (args.inReplyTo && replyAdmitted(outcome)) await acknowledgeReports(deps.db, conversationId, [canonicalRef(args.inReplyTo)], deps.now()).catch(() => undefined);
         return observeMessageSeat(deps.metrics, startedAt, toolResult(outcome));
       } catch (e) {
         return observeMessageSeat(deps.metrics, startedAt, errorResult(e));

@@ -1,4 +1,4 @@
-/** The lead's reconcile_seat_call tool: read (or settle) the original receipt by id. */
+/** The lead's reconcile_seat_call tool: read (or settle) the original receipt by its id or its harness's own id. */
 import { z } from "zod";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { reconcileSeatCall, RECONCILE_SEAT_CALL } from "../../delivery/reconcile.js";
@@ -12,6 +12,13 @@ export const reconcileArgs = z
   .object({
     deliveryId: z.string().min(1).max(100).optional().describe("The message_seat id to reconcile."),
     hireId: z.string().min(1).max(100).optional().describe("The hire_agent id to reconcile."),
+    nativeId: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[^\u0000-\u001f]+$/, "a native id has no control characters")
+      .optional()
+      .describe("The harness's own id for the message (Codex clientId or turn id, OpenCode message id, Pi entry id), instead of deliveryId."),
     settle: z.literal("not_delivered").optional().describe('Abandon an unresolved delivery as not delivered. It is kept as abandoned-unknown evidence and never resent.'),
   })
   .strict();

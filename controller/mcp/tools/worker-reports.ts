@@ -5,6 +5,7 @@ import type { PipelineDeps } from "../../delivery/pipeline.js";
 import { acknowledgeReports, MAX_ACK_PER_CALL, offerReports, reportStatus } from "../../reports/worker-reports.js";
 import { errorResult, plainResult } from "../tool-result.js";
 import { readFailure } from "../../db/error-text.js";
+import { canonicalRef } from "../../../shared/ids.js";
 import { acknowledgeResult, reportStatusResult, workerReportsResult } from "../output-schemas.js";
 
 export function registerWorkerReports(server: McpServer, deps: PipelineDeps, conversationId: string): void {
@@ -37,7 +38,7 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
     },
     async ({ deliveryIds }) => {
       try {
-        return plainResult({ schemaVersion: 1, outcome: "acknowledged", ...(await acknowledgeReports(deps.db, conversationId, deliveryIds, deps.now())) });
+        return plainResult({ schemaVersion: 1, outcome: "acknowledged", ...(await acknowledgeReports(deps.db, conversationId, deliveryIds.map(canonicalRef), deps.now())) });
       } catch (e) {
         return errorResult(readFailure(e, "the receipt journal could not be written, so nothing was acknowledged"));
       }
@@ -52,7 +53,9 @@ export function registerWorkerReports(server: McpServer, deps: PipelineDeps, con
       outputSchema: reportStatusResult,
       annotations: { title: "Worker report status", readOnlyHint: true, idempotentHint: true, openWorldHint: false },
     },
-    async ({ deliveryId }) => {
+    async ({ deliveryId: given }) => {
+      // Report ids are stored in their canonical case (issue 32 item 4).
+      const deliveryId = canonicalRef(given);
       try {
         return plainResult({ schemaVersion: 1, deliveryId, state: await reportStatus(deps.db, conversationId, deliveryId) });
       } catch (e) {

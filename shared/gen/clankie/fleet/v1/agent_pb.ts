@@ -2,8 +2,8 @@
 // @generated from file clankie/fleet/v1/agent.proto (package clankie.fleet.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { DeliveryResult, Proof } from "./delivery_pb.js";
 import { file_clankie_fleet_v1_delivery } from "./delivery_pb.js";
 import type { HireCensusRequestSchema, HireCensusResponseSchema, HireSeatRequestSchema, HireSeatResponseSchema } from "./hire_pb.js";
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/agent.proto.
  */
 export const file_clankie_fleet_v1_agent: GenFile = /*@__PURE__*/
-  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2FnZW50LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIicKEkluc3BlY3RTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkiOwoTSW5zcGVjdFNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0InUKCUF1dGhvcml0eRIOCgZhZ2VfbXMYASABKA0SDgoGY2FsbGVyGAIgASgJEhMKC29jY3VwYW50X2lkGAMgASgJEhYKDmZsZWV0X3JldmlzaW9uGAQgASgEEhsKE3NldHRpbmdzX2dlbmVyYXRpb24YBSABKAQi0gEKDkRlbGl2ZXJSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIMCgR0ZXh0GAMgASgJEiwKBG1vZGUYBCABKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIuCglhdXRob3JpdHkYBSABKAsyGy5jbGFua2llLmZsZWV0LnYxLkF1dGhvcml0eRIXCg9jb252ZXJzYXRpb25faWQYBiABKAkSEwoLaW5fcmVwbHlfdG8YByABKAkinwIKD0RlbGl2ZXJSZXNwb25zZRIwCgZyZXN1bHQYASABKA4yIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5UmVzdWx0EhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEg4KBmRldGFpbBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJwoGcHJvb2ZzGAUgAygLMhcuY2xhbmtpZS5mbGVldC52MS5Qcm9vZhIUCgxwcm9vZl9hZ2VfbXMYBiABKA0SEAoIcmVwbGF5ZWQYByABKAgSFgoOZGVsaXZlcnlfc3RhZ2UYCCABKAkSGQoRbmF0aXZlX21lc3NhZ2VfaWQYCSABKAkSGwoTbmF0aXZlX3Nlc3Npb25fcGF0aBgKIAEoCSI+ChJSZWFkU2Vzc2lvblJlcXVlc3QSEQoJc2VhdF9uYW1lGAEgASgJEhUKDXNpbmNlX3VuaXhfbXMYAiABKAMibwoMU2Vzc2lvbkVudHJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEhsKE2NvbnRlbnRfZmluZ2VycHJpbnQYAyABKAkSEgoKYXRfdW5peF9tcxgEIAEoAyKxAQoTUmVhZFNlc3Npb25SZXNwb25zZRITCgtvY2N1cGFudF9pZBgBIAEoCRIsCgZzdGF0dXMYAiABKA4yHC5jbGFua2llLmZsZWV0LnYxLlNlYXRTdGF0dXMSLwoHZW50cmllcxgDIAMoCzIeLmNsYW5raWUuZmxlZXQudjEuU2Vzc2lvbkVudHJ5EhAKCGNvbXBsZXRlGAQgASgIEhQKDHNlc3Npb25fcGF0aBgFIAEoCSJaChFDcmVhdGVTZWF0UmVxdWVzdBIMCgRuYW1lGAEgASgJEigKBGtpbmQYAiABKA4yGi5jbGFua2llLmZsZWV0LnYxLlNlYXRLaW5kEg0KBXRpdGxlGAMgASgJIksKEkNyZWF0ZVNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0Eg8KB2NyZWF0ZWQYAiABKAgiOQoPU3RvcFNlYXRSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtvY2N1cGFudF9pZBgCIAEoCSIyChBTdG9wU2VhdFJlc3BvbnNlEg4KBnJlc3VsdBgBIAEoCRIOCgZkZXRhaWwYAiABKAkiJQoSUXVlc3Rpb25BbnN3ZXJMaXN0Eg8KB2Fuc3dlcnMYASADKAkioQIKFUFuc3dlclF1ZXN0aW9uUmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkSEwoLb2NjdXBhbnRfaWQYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCRJFCgdhbnN3ZXJzGAQgAygLMjQuY2xhbmtpZS5mbGVldC52MS5BbnN3ZXJRdWVzdGlvblJlcXVlc3QuQW5zd2Vyc0VudHJ5EhcKD2NvbnZlcnNhdGlvbl9pZBgFIAEoCRIWCg5yZWNvbmNpbGVfb25seRgGIAEoCBpUCgxBbnN3ZXJzRW50cnkSCwoDa2V5GAEgASgJEjMKBXZhbHVlGAIgASgLMiQuY2xhbmtpZS5mbGVldC52MS5RdWVzdGlvbkFuc3dlckxpc3Q6AjgBInoKFkFuc3dlclF1ZXN0aW9uUmVzcG9uc2USDgoGcmVzdWx0GAEgASgJEg4KBnJlYXNvbhgCIAEoCRIOCgZkZXRhaWwYAyABKAkSFwoPcmVjZWlwdF9jYWxsX2lkGAQgASgJEhcKD3JlY2VpcHRfdHVybl9pZBgFIAEoCTLTBQoMQWdlbnRTZXJ2aWNlEloKC0luc3BlY3RTZWF0EiQuY2xhbmtpZS5mbGVldC52MS5JbnNwZWN0U2VhdFJlcXVlc3QaJS5jbGFua2llLmZsZWV0LnYxLkluc3BlY3RTZWF0UmVzcG9uc2USTgoHRGVsaXZlchIgLmNsYW5raWUuZmxlZXQudjEuRGVsaXZlclJlcXVlc3QaIS5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJSZXNwb25zZRJaCgtSZWFkU2Vzc2lvbhIkLmNsYW5raWUuZmxlZXQudjEuUmVhZFNlc3Npb25SZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5SZWFkU2Vzc2lvblJlc3BvbnNlElcKCkNyZWF0ZVNlYXQSIy5jbGFua2llLmZsZWV0LnYxLkNyZWF0ZVNlYXRSZXF1ZXN0GiQuY2xhbmtpZS5mbGVldC52MS5DcmVhdGVTZWF0UmVzcG9uc2USUQoIU3RvcFNlYXQSIS5jbGFua2llLmZsZWV0LnYxLlN0b3BTZWF0UmVxdWVzdBoiLmNsYW5raWUuZmxlZXQudjEuU3RvcFNlYXRSZXNwb25zZRJRCghIaXJlU2VhdBIhLmNsYW5raWUuZmxlZXQudjEuSGlyZVNlYXRSZXF1ZXN0GiIuY2xhbmtpZS5mbGVldC52MS5IaXJlU2VhdFJlc3BvbnNlElcKCkhpcmVDZW5zdXMSIy5jbGFua2llLmZsZWV0LnYxLkhpcmVDZW5zdXNSZXF1ZXN0GiQuY2xhbmtpZS5mbGVldC52MS5IaXJlQ2Vuc3VzUmVzcG9uc2USYwoOQW5zd2VyUXVlc3Rpb24SJy5jbGFua2llLmZsZWV0LnYxLkFuc3dlclF1ZXN0aW9uUmVxdWVzdBooLmNsYW5raWUuZmxlZXQudjEuQW5zd2VyUXVlc3Rpb25SZXNwb25zZWIGcHJvdG8z", [file_clankie_fleet_v1_delivery, file_clankie_fleet_v1_hire, file_clankie_fleet_v1_seat]);
+  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2FnZW50LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIicKEkluc3BlY3RTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkiOwoTSW5zcGVjdFNlYXRSZXNwb25zZRIkCgRzZWF0GAEgASgLMhYuY2xhbmtpZS5mbGVldC52MS5TZWF0InUKCUF1dGhvcml0eRIOCgZhZ2VfbXMYASABKA0SDgoGY2FsbGVyGAIgASgJEhMKC29jY3VwYW50X2lkGAMgASgJEhYKDmZsZWV0X3JldmlzaW9uGAQgASgEEhsKE3NldHRpbmdzX2dlbmVyYXRpb24YBSABKAQi0gEKDkRlbGl2ZXJSZXF1ZXN0EhEKCXNlYXRfbmFtZRgBIAEoCRITCgtkZWxpdmVyeV9pZBgCIAEoCRIMCgR0ZXh0GAMgASgJEiwKBG1vZGUYBCABKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIuCglhdXRob3JpdHkYBSABKAsyGy5jbGFua2llLmZsZWV0LnYxLkF1dGhvcml0eRIXCg9jb252ZXJzYXRpb25faWQYBiABKAkSEwoLaW5fcmVwbHlfdG8YByABKAkinwIKD0RlbGl2ZXJSZXNwb25zZRIwCgZyZXN1bHQYASABKA4yIC5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5UmVzdWx0EhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEg4KBmRldGFpbBgDIAEoCRIOCgZyZWFzb24YBCABKAkSJwoGcHJvb2ZzGAUgAygLMhcuY2xhbmtpZS5mbGVldC52MS5Qcm9vZhIUCgxwcm9vZl9hZ2VfbXMYBiABKA0SEAoIcmVwbGF5ZWQYByABKAgSFgoOZGVsaXZlcnlfc3RhZ2UYCCABKAkSGQoRbmF0aXZlX21lc3NhZ2VfaWQYCSABKAkSGwoTbmF0aXZlX3Nlc3Npb25fcGF0aBgKIAEoCSI+ChJSZWFkU2Vzc2lvblJlcXVlc3QSEQoJc2VhdF9uYW1lGAEgASgJEhUKDXNpbmNlX3VuaXhfbXMYAiABKAMibwoMU2Vzc2lvbkVudHJ5EhMKC2RlbGl2ZXJ5X2lkGAEgASgJEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAIgASgJEhsKE2NvbnRlbnRfZmluZ2VycHJpbnQYAyABKAkSEgoKYXRfdW5peF9tcxgEIAEoAyKxAQoTUmVhZFNlc3Npb25SZXNwb25zZRITCgtvY2N1cGFudF9pZBgBIAEoCRIsCgZzdGF0dXMYAiABKA4yHC5jbGFua2llLmZsZWV0LnYxLlNlYXRTdGF0dXMSLwoHZW50cmllcxgDIAMoCzIeLmNsYW5raWUuZmxlZXQudjEuU2Vzc2lvbkVudHJ5EhAKCGNvbXBsZXRlGAQgASgIEhQKDHNlc3Npb25fcGF0aBgFIAEoCSJFChtGZW5jZU1haWxib3hEZWxpdmVyeVJlcXVlc3QSEQoJc2VhdF9uYW1lGAEgASgJEhMKC2RlbGl2ZXJ5X2lkGAIgASgJIrMBChxGZW5jZU1haWxib3hEZWxpdmVyeVJlc3BvbnNlEjIKBXN0YXRlGAEgASgOMiMuY2xhbmtpZS5mbGVldC52MS5NYWlsYm94RmVuY2VTdGF0ZRIMCgRwYXRoGAIgASgJEhkKEW5hdGl2ZV9yZWNlaXB0X2lkGAMgASgJEhsKE2NvbnRlbnRfZmluZ2VycHJpbnQYBCABKAkSGQoRZmVuY2VkX2F0X3VuaXhfbXMYBSABKAMiWgoRQ3JlYXRlU2VhdFJlcXVlc3QSDAoEbmFtZRgBIAEoCRIoCgRraW5kGAIgASgOMhouY2xhbmtpZS5mbGVldC52MS5TZWF0S2luZBINCgV0aXRsZRgDIAEoCSJLChJDcmVhdGVTZWF0UmVzcG9uc2USJAoEc2VhdBgBIAEoCzIWLmNsYW5raWUuZmxlZXQudjEuU2VhdBIPCgdjcmVhdGVkGAIgASgIIjkKD1N0b3BTZWF0UmVxdWVzdBIRCglzZWF0X25hbWUYASABKAkSEwoLb2NjdXBhbnRfaWQYAiABKAkiMgoQU3RvcFNlYXRSZXNwb25zZRIOCgZyZXN1bHQYASABKAkSDgoGZGV0YWlsGAIgASgJIiUKElF1ZXN0aW9uQW5zd2VyTGlzdBIPCgdhbnN3ZXJzGAEgAygJIqECChVBbnN3ZXJRdWVzdGlvblJlcXVlc3QSEQoJc2VhdF9uYW1lGAEgASgJEhMKC29jY3VwYW50X2lkGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkSRQoHYW5zd2VycxgEIAMoCzI0LmNsYW5raWUuZmxlZXQudjEuQW5zd2VyUXVlc3Rpb25SZXF1ZXN0LkFuc3dlcnNFbnRyeRIXCg9jb252ZXJzYXRpb25faWQYBSABKAkSFgoOcmVjb25jaWxlX29ubHkYBiABKAgaVAoMQW5zd2Vyc0VudHJ5EgsKA2tleRgBIAEoCRIzCgV2YWx1ZRgCIAEoCzIkLmNsYW5raWUuZmxlZXQudjEuUXVlc3Rpb25BbnN3ZXJMaXN0OgI4ASJ6ChZBbnN3ZXJRdWVzdGlvblJlc3BvbnNlEg4KBnJlc3VsdBgBIAEoCRIOCgZyZWFzb24YAiABKAkSDgoGZGV0YWlsGAMgASgJEhcKD3JlY2VpcHRfY2FsbF9pZBgEIAEoCRIXCg9yZWNlaXB0X3R1cm5faWQYBSABKAkqmAEKEU1haWxib3hGZW5jZVN0YXRlEiMKH01BSUxCT1hfRkVOQ0VfU1RBVEVfVU5TUEVDSUZJRUQQABIdChlNQUlMQk9YX0ZFTkNFX1NUQVRFX0ZPVU5EEAESHwobTUFJTEJPWF9GRU5DRV9TVEFURV9XUklUSU5HEAISHgoaTUFJTEJPWF9GRU5DRV9TVEFURV9GRU5DRUQQAzLKBgoMQWdlbnRTZXJ2aWNlEloKC0luc3BlY3RTZWF0EiQuY2xhbmtpZS5mbGVldC52MS5JbnNwZWN0U2VhdFJlcXVlc3QaJS5jbGFua2llLmZsZWV0LnYxLkluc3BlY3RTZWF0UmVzcG9uc2USTgoHRGVsaXZlchIgLmNsYW5raWUuZmxlZXQudjEuRGVsaXZlclJlcXVlc3QaIS5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJSZXNwb25zZRJaCgtSZWFkU2Vzc2lvbhIkLmNsYW5raWUuZmxlZXQudjEuUmVhZFNlc3Npb25SZXF1ZXN0GiUuY2xhbmtpZS5mbGVldC52MS5SZWFkU2Vzc2lvblJlc3BvbnNlEnUKFEZlbmNlTWFpbGJveERlbGl2ZXJ5Ei0uY2xhbmtpZS5mbGVldC52MS5GZW5jZU1haWxib3hEZWxpdmVyeVJlcXVlc3QaLi5jbGFua2llLmZsZWV0LnYxLkZlbmNlTWFpbGJveERlbGl2ZXJ5UmVzcG9uc2USVwoKQ3JlYXRlU2VhdBIjLmNsYW5raWUuZmxlZXQudjEuQ3JlYXRlU2VhdFJlcXVlc3QaJC5jbGFua2llLmZsZWV0LnYxLkNyZWF0ZVNlYXRSZXNwb25zZRJRCghTdG9wU2VhdBIhLmNsYW5raWUuZmxlZXQudjEuU3RvcFNlYXRSZXF1ZXN0GiIuY2xhbmtpZS5mbGVldC52MS5TdG9wU2VhdFJlc3BvbnNlElEKCEhpcmVTZWF0EiEuY2xhbmtpZS5mbGVldC52MS5IaXJlU2VhdFJlcXVlc3QaIi5jbGFua2llLmZsZWV0LnYxLkhpcmVTZWF0UmVzcG9uc2USVwoKSGlyZUNlbnN1cxIjLmNsYW5raWUuZmxlZXQudjEuSGlyZUNlbnN1c1JlcXVlc3QaJC5jbGFua2llLmZsZWV0LnYxLkhpcmVDZW5zdXNSZXNwb25zZRJjCg5BbnN3ZXJRdWVzdGlvbhInLmNsYW5raWUuZmxlZXQudjEuQW5zd2VyUXVlc3Rpb25SZXF1ZXN0GiguY2xhbmtpZS5mbGVldC52MS5BbnN3ZXJRdWVzdGlvblJlc3BvbnNlYgZwcm90bzM", [file_clankie_fleet_v1_delivery, file_clankie_fleet_v1_hire, file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.InspectSeatRequest
@@ -324,6 +324,71 @@ export const ReadSessionResponseSchema: GenMessage<ReadSessionResponse> = /*@__P
   messageDesc(file_clankie_fleet_v1_agent, 7);
 
 /**
+ * @generated from message clankie.fleet.v1.FenceMailboxDeliveryRequest
+ */
+export type FenceMailboxDeliveryRequest = Message<"clankie.fleet.v1.FenceMailboxDeliveryRequest"> & {
+  /**
+   * @generated from field: string seat_name = 1;
+   */
+  seatName: string;
+
+  /**
+   * @generated from field: string delivery_id = 2;
+   */
+  deliveryId: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.FenceMailboxDeliveryRequest.
+ * Use `create(FenceMailboxDeliveryRequestSchema)` to create a new message.
+ */
+export const FenceMailboxDeliveryRequestSchema: GenMessage<FenceMailboxDeliveryRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 8);
+
+/**
+ * @generated from message clankie.fleet.v1.FenceMailboxDeliveryResponse
+ */
+export type FenceMailboxDeliveryResponse = Message<"clankie.fleet.v1.FenceMailboxDeliveryResponse"> & {
+  /**
+   * @generated from field: clankie.fleet.v1.MailboxFenceState state = 1;
+   */
+  state: MailboxFenceState;
+
+  /**
+   * The entry file that was checked.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * FOUND: the entry as ReadSession lists it (rule 30 matches its content).
+   *
+   * @generated from field: string native_receipt_id = 3;
+   */
+  nativeReceiptId: string;
+
+  /**
+   * @generated from field: string content_fingerprint = 4;
+   */
+  contentFingerprint: string;
+
+  /**
+   * FENCED: when the fence was first written (unix ms).
+   *
+   * @generated from field: int64 fenced_at_unix_ms = 5;
+   */
+  fencedAtUnixMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.FenceMailboxDeliveryResponse.
+ * Use `create(FenceMailboxDeliveryResponseSchema)` to create a new message.
+ */
+export const FenceMailboxDeliveryResponseSchema: GenMessage<FenceMailboxDeliveryResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_agent, 9);
+
+/**
  * @generated from message clankie.fleet.v1.CreateSeatRequest
  */
 export type CreateSeatRequest = Message<"clankie.fleet.v1.CreateSeatRequest"> & {
@@ -348,7 +413,7 @@ export type CreateSeatRequest = Message<"clankie.fleet.v1.CreateSeatRequest"> & 
  * Use `create(CreateSeatRequestSchema)` to create a new message.
  */
 export const CreateSeatRequestSchema: GenMessage<CreateSeatRequest> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 8);
+  messageDesc(file_clankie_fleet_v1_agent, 10);
 
 /**
  * @generated from message clankie.fleet.v1.CreateSeatResponse
@@ -370,7 +435,7 @@ export type CreateSeatResponse = Message<"clankie.fleet.v1.CreateSeatResponse"> 
  * Use `create(CreateSeatResponseSchema)` to create a new message.
  */
 export const CreateSeatResponseSchema: GenMessage<CreateSeatResponse> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 9);
+  messageDesc(file_clankie_fleet_v1_agent, 11);
 
 /**
  * @generated from message clankie.fleet.v1.StopSeatRequest
@@ -394,7 +459,7 @@ export type StopSeatRequest = Message<"clankie.fleet.v1.StopSeatRequest"> & {
  * Use `create(StopSeatRequestSchema)` to create a new message.
  */
 export const StopSeatRequestSchema: GenMessage<StopSeatRequest> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 10);
+  messageDesc(file_clankie_fleet_v1_agent, 12);
 
 /**
  * @generated from message clankie.fleet.v1.StopSeatResponse
@@ -418,7 +483,7 @@ export type StopSeatResponse = Message<"clankie.fleet.v1.StopSeatResponse"> & {
  * Use `create(StopSeatResponseSchema)` to create a new message.
  */
 export const StopSeatResponseSchema: GenMessage<StopSeatResponse> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 11);
+  messageDesc(file_clankie_fleet_v1_agent, 13);
 
 /**
  * @generated from message clankie.fleet.v1.QuestionAnswerList
@@ -435,7 +500,7 @@ export type QuestionAnswerList = Message<"clankie.fleet.v1.QuestionAnswerList"> 
  * Use `create(QuestionAnswerListSchema)` to create a new message.
  */
 export const QuestionAnswerListSchema: GenMessage<QuestionAnswerList> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 12);
+  messageDesc(file_clankie_fleet_v1_agent, 14);
 
 /**
  * @generated from message clankie.fleet.v1.AnswerQuestionRequest
@@ -482,7 +547,7 @@ export type AnswerQuestionRequest = Message<"clankie.fleet.v1.AnswerQuestionRequ
  * Use `create(AnswerQuestionRequestSchema)` to create a new message.
  */
 export const AnswerQuestionRequestSchema: GenMessage<AnswerQuestionRequest> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 13);
+  messageDesc(file_clankie_fleet_v1_agent, 15);
 
 /**
  * @generated from message clankie.fleet.v1.AnswerQuestionResponse
@@ -524,7 +589,44 @@ export type AnswerQuestionResponse = Message<"clankie.fleet.v1.AnswerQuestionRes
  * Use `create(AnswerQuestionResponseSchema)` to create a new message.
  */
 export const AnswerQuestionResponseSchema: GenMessage<AnswerQuestionResponse> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_agent, 14);
+  messageDesc(file_clankie_fleet_v1_agent, 16);
+
+/**
+ * @generated from enum clankie.fleet.v1.MailboxFenceState
+ */
+export enum MailboxFenceState {
+  /**
+   * @generated from enum value: MAILBOX_FENCE_STATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The entry's file exists: the delivery was written.
+   *
+   * @generated from enum value: MAILBOX_FENCE_STATE_FOUND = 1;
+   */
+  FOUND = 1,
+
+  /**
+   * This agent is writing the id now (queued or running): its fate is not known yet.
+   *
+   * @generated from enum value: MAILBOX_FENCE_STATE_WRITING = 2;
+   */
+  WRITING = 2,
+
+  /**
+   * The file does not exist, no write of it is in progress, and the fence forbids any later one.
+   *
+   * @generated from enum value: MAILBOX_FENCE_STATE_FENCED = 3;
+   */
+  FENCED = 3,
+}
+
+/**
+ * Describes the enum clankie.fleet.v1.MailboxFenceState.
+ */
+export const MailboxFenceStateSchema: GenEnum<MailboxFenceState> = /*@__PURE__*/
+  enumDesc(file_clankie_fleet_v1_agent, 0);
 
 /**
  * Served by each node agent; called by the controller over one warm connection.
@@ -561,6 +663,18 @@ export const AgentService: GenService<{
     methodKind: "unary";
     input: typeof ReadSessionRequestSchema;
     output: typeof ReadSessionResponseSchema;
+  },
+  /**
+   * Mailbox seats: prove one delivery absent for good (reconcile, rule 30). FOUND when its file
+   * exists, WRITING while this agent is writing it; otherwise the agent writes a durable fence
+   * and never writes that id afterwards, so the absence it reports cannot change.
+   *
+   * @generated from rpc clankie.fleet.v1.AgentService.FenceMailboxDelivery
+   */
+  fenceMailboxDelivery: {
+    methodKind: "unary";
+    input: typeof FenceMailboxDeliveryRequestSchema;
+    output: typeof FenceMailboxDeliveryResponseSchema;
   },
   /**
    * Create a seat the agent hosts itself (mailbox seats).

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/status.proto.
  */
 export const file_clankie_fleet_v1_status: GenFile = /*@__PURE__*/
-  fileDesc("Ch1jbGFua2llL2ZsZWV0L3YxL3N0YXR1cy5wcm90bxIQY2xhbmtpZS5mbGVldC52MSKpAQoHTWFjaGluZRIMCgRuYW1lGAEgASgJEg4KBm9ubGluZRgCIAEoCBIQCghwbGF0Zm9ybRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIaChJjYXBhYmlsaXR5X3ZlcnNpb24YBSABKA0SGAoQbGFzdF9zZWVuX2FnZV9tcxgGIAEoBBIVCg1hZ2VudF92ZXJzaW9uGAcgASgJEg8KB3Jldm9rZWQYCCABKAgieQoHU2VhdFJvdxIKCgJpZBgBIAEoCRIPCgdtYWNoaW5lGAIgASgJEiQKBHNlYXQYAyABKAsyFi5jbGFua2llLmZsZWV0LnYxLlNlYXQSDgoGb25saW5lGAQgASgIEhsKE3VucmVzb2x2ZWRfcmVjZWlwdHMYBSABKA0ikwIKClJlY2VpcHRSb3cSEwoLZGVsaXZlcnlfaWQYASABKAkSDwoHc2VhdF9pZBgCIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAyABKAkSDQoFc3RhdGUYBCABKAkSDgoGZGV0YWlsGAUgASgJEg4KBmFnZV9tcxgGIAEoBBIUCgxwcm9vZl9hZ2VfbXMYByABKA0SGQoRbmF0aXZlX3JlY2VpcHRfaWQYCCABKAkSEgoKbGF0ZW5jeV9tcxgJIAEoBBIaChJjcmVhdGVkX2F0X3VuaXhfbXMYCiABKAQSGQoRbmF0aXZlX21lc3NhZ2VfaWQYCyABKAkSGwoTbmF0aXZlX3Nlc3Npb25fcGF0aBgMIAEoCSIVChNMaXN0TWFjaGluZXNSZXF1ZXN0IkMKFExpc3RNYWNoaW5lc1Jlc3BvbnNlEisKCG1hY2hpbmVzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5NYWNoaW5lIhIKEExpc3RTZWF0c1JlcXVlc3QiPQoRTGlzdFNlYXRzUmVzcG9uc2USKAoFc2VhdHMYASADKAsyGS5jbGFua2llLmZsZWV0LnYxLlNlYXRSb3cisQEKE0xpc3RSZWNlaXB0c1JlcXVlc3QSDQoFbGltaXQYASABKA0SFwoPdW5yZXNvbHZlZF9vbmx5GAIgASgIEg4KBm9mZnNldBgDIAEoDRIPCgdzZWF0X2lkGAQgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgFIAEoCRINCgVzdGF0ZRgGIAEoCRIVCg1zaW5jZV91bml4X21zGAcgASgEEhIKCnBhZ2VfdG9rZW4YCCABKAkibgoUTGlzdFJlY2VpcHRzUmVzcG9uc2USLgoIcmVjZWlwdHMYASADKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cSDQoFdG90YWwYAiABKA0SFwoPbmV4dF9wYWdlX3Rva2VuGAMgASgJIigKEUdldFJlY2VpcHRSZXF1ZXN0EhMKC2RlbGl2ZXJ5X2lkGAEgASgJIlYKDFJlY2VpcHRQcm9vZhIMCgRraW5kGAEgASgJEg8KB291dGNvbWUYAiABKAkSDgoGZGV0YWlsGAMgASgJEhcKD2FnZV9hdF93cml0ZV9tcxgEIAEoDSKPAQoMUmVjZWlwdEZlbmNlEg8KB3ByZXNlbnQYASABKAgSDAoEb3BlbhgCIAEoCBIVCg1vcGVuZWRfYWdlX21zGAMgASgEEhMKC2Rpc3Bvc2l0aW9uGAQgASgJEhcKD25vdGljZV9hdHRlbXB0cxgFIAEoDRIbChNub3RpY2VfYWNrbm93bGVkZ2VkGAYgASgIImMKEVJlY2VpcHRTZXR0bGVtZW50EhMKC2Rpc3Bvc2l0aW9uGAEgASgJEhIKCnNldHRsZWRfYnkYAiABKAkSDgoGYWdlX21zGAMgASgEEhUKDWV2aWRlbmNlX2pzb24YBCABKAki7AEKEkdldFJlY2VpcHRSZXNwb25zZRItCgdyZWNlaXB0GAEgASgLMhwuY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0Um93Ei4KBnByb29mcxgCIAMoCzIeLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFByb29mEi0KBWZlbmNlGAMgASgLMh4uY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0RmVuY2USOAoLc2V0dGxlbWVudHMYBCADKAsyIy5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRTZXR0bGVtZW50Eg4KBnJlYXNvbhgFIAEoCSIOCgxXYXRjaFJlcXVlc3QilgEKDVdhdGNoUmVzcG9uc2USKwoIbWFjaGluZXMYASADKAsyGS5jbGFua2llLmZsZWV0LnYxLk1hY2hpbmUSKAoFc2VhdHMYAiADKAsyGS5jbGFua2llLmZsZWV0LnYxLlNlYXRSb3cSLgoIcmVjZWlwdHMYAyADKAsyHC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRSb3cyyAMKDVN0YXR1c1NlcnZpY2USXQoMTGlzdE1hY2hpbmVzEiUuY2xhbmtpZS5mbGVldC52MS5MaXN0TWFjaGluZXNSZXF1ZXN0GiYuY2xhbmtpZS5mbGVldC52MS5MaXN0TWFjaGluZXNSZXNwb25zZRJUCglMaXN0U2VhdHMSIi5jbGFua2llLmZsZWV0LnYxLkxpc3RTZWF0c1JlcXVlc3QaIy5jbGFua2llLmZsZWV0LnYxLkxpc3RTZWF0c1Jlc3BvbnNlEl0KDExpc3RSZWNlaXB0cxIlLmNsYW5raWUuZmxlZXQudjEuTGlzdFJlY2VpcHRzUmVxdWVzdBomLmNsYW5raWUuZmxlZXQudjEuTGlzdFJlY2VpcHRzUmVzcG9uc2USSgoFV2F0Y2gSHi5jbGFua2llLmZsZWV0LnYxLldhdGNoUmVxdWVzdBofLmNsYW5raWUuZmxlZXQudjEuV2F0Y2hSZXNwb25zZTABElcKCkdldFJlY2VpcHQSIy5jbGFua2llLmZsZWV0LnYxLkdldFJlY2VpcHRSZXF1ZXN0GiQuY2xhbmtpZS5mbGVldC52MS5HZXRSZWNlaXB0UmVzcG9uc2ViBnByb3RvMw", [file_clankie_fleet_v1_seat]);
+  fileDesc("Ch1jbGFua2llL2ZsZWV0L3YxL3N0YXR1cy5wcm90bxIQY2xhbmtpZS5mbGVldC52MSKpAQoHTWFjaGluZRIMCgRuYW1lGAEgASgJEg4KBm9ubGluZRgCIAEoCBIQCghwbGF0Zm9ybRgDIAEoCRIQCghlbmRwb2ludBgEIAEoCRIaChJjYXBhYmlsaXR5X3ZlcnNpb24YBSABKA0SGAoQbGFzdF9zZWVuX2FnZV9tcxgGIAEoBBIVCg1hZ2VudF92ZXJzaW9uGAcgASgJEg8KB3Jldm9rZWQYCCABKAgieQoHU2VhdFJvdxIKCgJpZBgBIAEoCRIPCgdtYWNoaW5lGAIgASgJEiQKBHNlYXQYAyABKAsyFi5jbGFua2llLmZsZWV0LnYxLlNlYXQSDgoGb25saW5lGAQgASgIEhsKE3VucmVzb2x2ZWRfcmVjZWlwdHMYBSABKA0ikwIKClJlY2VpcHRSb3cSEwoLZGVsaXZlcnlfaWQYASABKAkSDwoHc2VhdF9pZBgCIAEoCRIXCg9jb252ZXJzYXRpb25faWQYAyABKAkSDQoFc3RhdGUYBCABKAkSDgoGZGV0YWlsGAUgASgJEg4KBmFnZV9tcxgGIAEoBBIUCgxwcm9vZl9hZ2VfbXMYByABKA0SGQoRbmF0aXZlX3JlY2VpcHRfaWQYCCABKAkSEgoKbGF0ZW5jeV9tcxgJIAEoBBIaChJjcmVhdGVkX2F0X3VuaXhfbXMYCiABKAQSGQoRbmF0aXZlX21lc3NhZ2VfaWQYCyABKAkSGwoTbmF0aXZlX3Nlc3Npb25fcGF0aBgMIAEoCSIVChNMaXN0TWFjaGluZXNSZXF1ZXN0IkMKFExpc3RNYWNoaW5lc1Jlc3BvbnNlEisKCG1hY2hpbmVzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5NYWNoaW5lIhIKEExpc3RTZWF0c1JlcXVlc3QiPQoRTGlzdFNlYXRzUmVzcG9uc2USKAoFc2VhdHMYASADKAsyGS5jbGFua2llLmZsZWV0LnYxLlNlYXRSb3cizQEKE0xpc3RSZWNlaXB0c1JlcXVlc3QSDQoFbGltaXQYASABKA0SFwoPdW5yZXNvbHZlZF9vbmx5GAIgASgIEg4KBm9mZnNldBgDIAEoDRIPCgdzZWF0X2lkGAQgASgJEhcKD2NvbnZlcnNhdGlvbl9pZBgFIAEoCRINCgVzdGF0ZRgGIAEoCRIVCg1zaW5jZV91bml4X21zGAcgASgEEhIKCnBhZ2VfdG9rZW4YCCABKAkSGgoSZGVsaXZlcnlfaWRfcHJlZml4GBAgASgJIm4KFExpc3RSZWNlaXB0c1Jlc3BvbnNlEi4KCHJlY2VpcHRzGAEgAygLMhwuY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0Um93Eg0KBXRvdGFsGAIgASgNEhcKD25leHRfcGFnZV90b2tlbhgDIAEoCSIoChFHZXRSZWNlaXB0UmVxdWVzdBITCgtkZWxpdmVyeV9pZBgBIAEoCSJWCgxSZWNlaXB0UHJvb2YSDAoEa2luZBgBIAEoCRIPCgdvdXRjb21lGAIgASgJEg4KBmRldGFpbBgDIAEoCRIXCg9hZ2VfYXRfd3JpdGVfbXMYBCABKA0ijwEKDFJlY2VpcHRGZW5jZRIPCgdwcmVzZW50GAEgASgIEgwKBG9wZW4YAiABKAgSFQoNb3BlbmVkX2FnZV9tcxgDIAEoBBITCgtkaXNwb3NpdGlvbhgEIAEoCRIXCg9ub3RpY2VfYXR0ZW1wdHMYBSABKA0SGwoTbm90aWNlX2Fja25vd2xlZGdlZBgGIAEoCCJjChFSZWNlaXB0U2V0dGxlbWVudBITCgtkaXNwb3NpdGlvbhgBIAEoCRISCgpzZXR0bGVkX2J5GAIgASgJEg4KBmFnZV9tcxgDIAEoBBIVCg1ldmlkZW5jZV9qc29uGAQgASgJIuwBChJHZXRSZWNlaXB0UmVzcG9uc2USLQoHcmVjZWlwdBgBIAEoCzIcLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdFJvdxIuCgZwcm9vZnMYAiADKAsyHi5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRQcm9vZhItCgVmZW5jZRgDIAEoCzIeLmNsYW5raWUuZmxlZXQudjEuUmVjZWlwdEZlbmNlEjgKC3NldHRsZW1lbnRzGAQgAygLMiMuY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0U2V0dGxlbWVudBIOCgZyZWFzb24YBSABKAkiDgoMV2F0Y2hSZXF1ZXN0IsABCg1XYXRjaFJlc3BvbnNlEisKCG1hY2hpbmVzGAEgAygLMhkuY2xhbmtpZS5mbGVldC52MS5NYWNoaW5lEigKBXNlYXRzGAIgAygLMhkuY2xhbmtpZS5mbGVldC52MS5TZWF0Um93Ei4KCHJlY2VpcHRzGAMgAygLMhwuY2xhbmtpZS5mbGVldC52MS5SZWNlaXB0Um93EigKBWhpcmVzGAQgAygLMhkuY2xhbmtpZS5mbGVldC52MS5IaXJlUm93IjoKEExpc3RIaXJlc1JlcXVlc3QSDQoFbGltaXQYASABKA0SFwoPdW5yZXNvbHZlZF9vbmx5GAIgASgIIukCCgdIaXJlUm93Eg8KB2hpcmVfaWQYASABKAkSFwoPY29udmVyc2F0aW9uX2lkGAIgASgJEg8KB21hY2hpbmUYAyABKAkSDwoHaGFybmVzcxgEIAEoCRINCgVzdGF0ZRgFIAEoCRIOCgZyZWFzb24YBiABKAkSDwoHc2VhdF9pZBgHIAEoCRIPCgdwYW5lX2lkGAggASgJEg4KBmFnZV9tcxgJIAEoBBIaChJjcmVhdGVkX2F0X3VuaXhfbXMYCiABKAQSDgoGZGV0YWlsGAsgASgJEjgKEHJlYWRpbmVzc19wcm9vZnMYDCADKAsyHi5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRQcm9vZhIXCg9icmllZl9tZWNoYW5pc20YDSABKAkSGQoRYnJpZWZfZGVsaXZlcnlfaWQYDiABKAkSEgoKdW5yZXNvbHZlZBgPIAEoCBITCgtjb250cm9sX2ZpeBgQIAEoCSI9ChFMaXN0SGlyZXNSZXNwb25zZRIoCgVoaXJlcxgBIAMoCzIZLmNsYW5raWUuZmxlZXQudjEuSGlyZVJvdyJAChZSZWNlaXB0VGltZWxpbmVSZXF1ZXN0EhUKDXJhbmdlX3NlY29uZHMYASABKA0SDwoHYnVja2V0cxgCIAEoDSKQAQoOVGltZWxpbmVCdWNrZXQSFQoNc3RhcnRfdW5peF9tcxgBIAEoBBIRCglkZWxpdmVyZWQYAiABKA0SEgoKdW5yZXNvbHZlZBgDIAEoDRIQCghub3Rfc2VudBgEIAEoDRIWCg5sYXRlbmN5X3A1MF9tcxgFIAEoBBIWCg5sYXRlbmN5X21heF9tcxgGIAEoBCJ0ChdSZWNlaXB0VGltZWxpbmVSZXNwb25zZRIxCgdidWNrZXRzGAEgAygLMiAuY2xhbmtpZS5mbGVldC52MS5UaW1lbGluZUJ1Y2tldBIRCglidWNrZXRfbXMYAiABKAQSEwoLZW5kX3VuaXhfbXMYAyABKAQyhgUKDVN0YXR1c1NlcnZpY2USXQoMTGlzdE1hY2hpbmVzEiUuY2xhbmtpZS5mbGVldC52MS5MaXN0TWFjaGluZXNSZXF1ZXN0GiYuY2xhbmtpZS5mbGVldC52MS5MaXN0TWFjaGluZXNSZXNwb25zZRJUCglMaXN0U2VhdHMSIi5jbGFua2llLmZsZWV0LnYxLkxpc3RTZWF0c1JlcXVlc3QaIy5jbGFua2llLmZsZWV0LnYxLkxpc3RTZWF0c1Jlc3BvbnNlEl0KDExpc3RSZWNlaXB0cxIlLmNsYW5raWUuZmxlZXQudjEuTGlzdFJlY2VpcHRzUmVxdWVzdBomLmNsYW5raWUuZmxlZXQudjEuTGlzdFJlY2VpcHRzUmVzcG9uc2USSgoFV2F0Y2gSHi5jbGFua2llLmZsZWV0LnYxLldhdGNoUmVxdWVzdBofLmNsYW5raWUuZmxlZXQudjEuV2F0Y2hSZXNwb25zZTABElcKCkdldFJlY2VpcHQSIy5jbGFua2llLmZsZWV0LnYxLkdldFJlY2VpcHRSZXF1ZXN0GiQuY2xhbmtpZS5mbGVldC52MS5HZXRSZWNlaXB0UmVzcG9uc2USVAoJTGlzdEhpcmVzEiIuY2xhbmtpZS5mbGVldC52MS5MaXN0SGlyZXNSZXF1ZXN0GiMuY2xhbmtpZS5mbGVldC52MS5MaXN0SGlyZXNSZXNwb25zZRJmCg9SZWNlaXB0VGltZWxpbmUSKC5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRUaW1lbGluZVJlcXVlc3QaKS5jbGFua2llLmZsZWV0LnYxLlJlY2VpcHRUaW1lbGluZVJlc3BvbnNlYgZwcm90bzM", [file_clankie_fleet_v1_seat]);
 
 /**
  * @generated from message clankie.fleet.v1.Machine
@@ -309,6 +309,14 @@ export type ListReceiptsRequest = Message<"clankie.fleet.v1.ListReceiptsRequest"
    * @generated from field: string page_token = 8;
    */
   pageToken: string;
+
+  /**
+   * Receipts whose delivery id begins with this (at least 4 characters; the dashboard's id search).
+   * Numbered apart from the filters above so that other new filters keep their own numbers.
+   *
+   * @generated from field: string delivery_id_prefix = 16;
+   */
+  deliveryIdPrefix: string;
 };
 
 /**
@@ -548,6 +556,13 @@ export type WatchResponse = Message<"clankie.fleet.v1.WatchResponse"> & {
    * @generated from field: repeated clankie.fleet.v1.ReceiptRow receipts = 3;
    */
   receipts: ReceiptRow[];
+
+  /**
+   * The newest hires (at most 20), so the hires view stays live without polling.
+   *
+   * @generated from field: repeated clankie.fleet.v1.HireRow hires = 4;
+   */
+  hires: HireRow[];
 };
 
 /**
@@ -556,6 +571,270 @@ export type WatchResponse = Message<"clankie.fleet.v1.WatchResponse"> & {
  */
 export const WatchResponseSchema: GenMessage<WatchResponse> = /*@__PURE__*/
   messageDesc(file_clankie_fleet_v1_status, 15);
+
+/**
+ * @generated from message clankie.fleet.v1.ListHiresRequest
+ */
+export type ListHiresRequest = Message<"clankie.fleet.v1.ListHiresRequest"> & {
+  /**
+   * Newest first; 0 means the default of 50, at most 200.
+   *
+   * @generated from field: uint32 limit = 1;
+   */
+  limit: number;
+
+  /**
+   * Only hires that are not settled (reserved, launching, start_unconfirmed, delivery_unconfirmed).
+   *
+   * @generated from field: bool unresolved_only = 2;
+   */
+  unresolvedOnly: boolean;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListHiresRequest.
+ * Use `create(ListHiresRequestSchema)` to create a new message.
+ */
+export const ListHiresRequestSchema: GenMessage<ListHiresRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 16);
+
+/**
+ * @generated from message clankie.fleet.v1.HireRow
+ */
+export type HireRow = Message<"clankie.fleet.v1.HireRow"> & {
+  /**
+   * @generated from field: string hire_id = 1;
+   */
+  hireId: string;
+
+  /**
+   * @generated from field: string conversation_id = 2;
+   */
+  conversationId: string;
+
+  /**
+   * @generated from field: string machine = 3;
+   */
+  machine: string;
+
+  /**
+   * The harness asked for: codex, claude, opencode, pi.
+   *
+   * @generated from field: string harness = 4;
+   */
+  harness: string;
+
+  /**
+   * reserved, launching, spawned, failed, start_unconfirmed, delivery_unconfirmed,
+   * settled-not-launched, abandoned-unknown.
+   *
+   * @generated from field: string state = 5;
+   */
+  state: string;
+
+  /**
+   * The typed reason of a failed or unconfirmed hire (e.g. not_ready, trust_required); empty when spawned.
+   *
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * "<machine>/<name>" of the seat the hire produced; empty when none was proven.
+   *
+   * @generated from field: string seat_id = 7;
+   */
+  seatId: string;
+
+  /**
+   * The pane the hire opened; empty when none was opened.
+   *
+   * @generated from field: string pane_id = 8;
+   */
+  paneId: string;
+
+  /**
+   * @generated from field: uint64 age_ms = 9;
+   */
+  ageMs: bigint;
+
+  /**
+   * @generated from field: uint64 created_at_unix_ms = 10;
+   */
+  createdAtUnixMs: bigint;
+
+  /**
+   * The agent's answer in words (what started where, or why not); empty before it answered.
+   *
+   * @generated from field: string detail = 11;
+   */
+  detail: string;
+
+  /**
+   * The readiness evidence: the seat's proofs when the agent called it ready, with their ages.
+   *
+   * @generated from field: repeated clankie.fleet.v1.ReceiptProof readiness_proofs = 12;
+   */
+  readinessProofs: ReceiptProof[];
+
+  /**
+   * How the brief went in: started, queued, steered, delivered, none, not_sent, unconfirmed.
+   *
+   * @generated from field: string brief_mechanism = 13;
+   */
+  briefMechanism: string;
+
+  /**
+   * @generated from field: string brief_delivery_id = 14;
+   */
+  briefDeliveryId: string;
+
+  /**
+   * True until the hire is spawned, failed or settled by the owner.
+   *
+   * @generated from field: bool unresolved = 15;
+   */
+  unresolved: boolean;
+
+  /**
+   * What the owner can do about it (the agent's or controller's control hint); empty when nothing.
+   *
+   * @generated from field: string control_fix = 16;
+   */
+  controlFix: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.HireRow.
+ * Use `create(HireRowSchema)` to create a new message.
+ */
+export const HireRowSchema: GenMessage<HireRow> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 17);
+
+/**
+ * @generated from message clankie.fleet.v1.ListHiresResponse
+ */
+export type ListHiresResponse = Message<"clankie.fleet.v1.ListHiresResponse"> & {
+  /**
+   * @generated from field: repeated clankie.fleet.v1.HireRow hires = 1;
+   */
+  hires: HireRow[];
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ListHiresResponse.
+ * Use `create(ListHiresResponseSchema)` to create a new message.
+ */
+export const ListHiresResponseSchema: GenMessage<ListHiresResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 18);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptTimelineRequest
+ */
+export type ReceiptTimelineRequest = Message<"clankie.fleet.v1.ReceiptTimelineRequest"> & {
+  /**
+   * How far back from now: 60 s to 7 days; 0 means 1 hour.
+   *
+   * @generated from field: uint32 range_seconds = 1;
+   */
+  rangeSeconds: number;
+
+  /**
+   * How many equal buckets: 1 to 120; 0 means 30.
+   *
+   * @generated from field: uint32 buckets = 2;
+   */
+  buckets: number;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptTimelineRequest.
+ * Use `create(ReceiptTimelineRequestSchema)` to create a new message.
+ */
+export const ReceiptTimelineRequestSchema: GenMessage<ReceiptTimelineRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 19);
+
+/**
+ * @generated from message clankie.fleet.v1.TimelineBucket
+ */
+export type TimelineBucket = Message<"clankie.fleet.v1.TimelineBucket"> & {
+  /**
+   * The bucket's start (milliseconds since the epoch); it spans range_seconds / buckets.
+   *
+   * @generated from field: uint64 start_unix_ms = 1;
+   */
+  startUnixMs: bigint;
+
+  /**
+   * Receipts written in the bucket, by outcome group.
+   * delivered, queued, steered, started.
+   *
+   * @generated from field: uint32 delivered = 2;
+   */
+  delivered: number;
+
+  /**
+   * uncertain, unconfirmed, dispatching.
+   *
+   * @generated from field: uint32 unresolved = 3;
+   */
+  unresolved: number;
+
+  /**
+   * not_sent, rejected, abandoned-unknown.
+   *
+   * @generated from field: uint32 not_sent = 4;
+   */
+  notSent: number;
+
+  /**
+   * Settled latency of the bucket's receipts (0 when none settled): median and maximum.
+   *
+   * @generated from field: uint64 latency_p50_ms = 5;
+   */
+  latencyP50Ms: bigint;
+
+  /**
+   * @generated from field: uint64 latency_max_ms = 6;
+   */
+  latencyMaxMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.TimelineBucket.
+ * Use `create(TimelineBucketSchema)` to create a new message.
+ */
+export const TimelineBucketSchema: GenMessage<TimelineBucket> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 20);
+
+/**
+ * @generated from message clankie.fleet.v1.ReceiptTimelineResponse
+ */
+export type ReceiptTimelineResponse = Message<"clankie.fleet.v1.ReceiptTimelineResponse"> & {
+  /**
+   * @generated from field: repeated clankie.fleet.v1.TimelineBucket buckets = 1;
+   */
+  buckets: TimelineBucket[];
+
+  /**
+   * @generated from field: uint64 bucket_ms = 2;
+   */
+  bucketMs: bigint;
+
+  /**
+   * The range's end (the server's now), so the axis and the buckets agree.
+   *
+   * @generated from field: uint64 end_unix_ms = 3;
+   */
+  endUnixMs: bigint;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.ReceiptTimelineResponse.
+ * Use `create(ReceiptTimelineResponseSchema)` to create a new message.
+ */
+export const ReceiptTimelineResponseSchema: GenMessage<ReceiptTimelineResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_status, 21);
 
 /**
  * Read-only fleet status for dashboards and the owner.
@@ -606,6 +885,26 @@ export const StatusService: GenService<{
     methodKind: "unary";
     input: typeof GetReceiptRequestSchema;
     output: typeof GetReceiptResponseSchema;
+  },
+  /**
+   * Hire receipts, newest first, with the agent's readiness evidence (the dashboard's hires view).
+   *
+   * @generated from rpc clankie.fleet.v1.StatusService.ListHires
+   */
+  listHires: {
+    methodKind: "unary";
+    input: typeof ListHiresRequestSchema;
+    output: typeof ListHiresResponseSchema;
+  },
+  /**
+   * Receipts over a time range in equal buckets: outcomes and settled latency (the dashboard's charts).
+   *
+   * @generated from rpc clankie.fleet.v1.StatusService.ReceiptTimeline
+   */
+  receiptTimeline: {
+    methodKind: "unary";
+    input: typeof ReceiptTimelineRequestSchema;
+    output: typeof ReceiptTimelineResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_status, 0);

@@ -1,0 +1,2 @@
+CREATE INDEX "delivery_receipts_native_message_idx" ON "delivery_receipts" USING btree ("native_message_id");--> statement-breakpoint
+CREATE INDEX "delivery_receipts_native_receipt_idx" ON "delivery_receipts" USING btree ("native_receipt_id");
