@@ -53,6 +53,11 @@ export interface RunningAgent {
   linkedUrls(): string[];
   /** Resolves once the first reverse link is up (after registering): the controller can call it. */
   readonly linked: Promise<void>;
+  /**
+   * Resolves, with the controller's reason, when the fleet owner revoked or removed this machine:
+   * the link and the reverse links have stopped dialing by then (issue 37 item 1).
+   */
+  readonly revoked: Promise<string>;
   readonly link: ControllerLink;
   /** Whether the question desk watches this seat's thread now (diagnostics and tests). */
   watchingQuestions(seatName: string): boolean;
@@ -123,6 +128,8 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   });
   let resolveLinked!: () => void;
   const linked = new Promise<void>((r) => (resolveLinked = r));
+  let resolveRevoked!: (reason: string) => void;
+  const revoked = new Promise<string>((r) => (resolveRevoked = r));
   // The agent listens on no port, and its redial and retry timers are unref'd: this keeps the
   // process alive while every link is down (until close()).
   const keepAlive = setInterval(() => {}, 2 ** 30);
@@ -153,6 +160,11 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     logger,
     // Registered first, then linked: the controller knows this process's token before it calls.
     onReplicas: (urls) => dialer.setUrls(urls.length ? urls : [controllerUrl]),
+    onRevoked: (reason) => {
+      // Every replica refuses the same certificate: no link is worth redialing.
+      dialer.close();
+      resolveRevoked(reason);
+    },
   });
   identity.on("renewed", () => {
     link.reconnect();
@@ -194,6 +206,7 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     identity,
     linkedUrls: () => dialer.connectedUrls(),
     linked,
+    revoked,
     link,
     watchingQuestions: (seatName) => questions?.watching(seatName) ?? false,
     async close() {

@@ -27,6 +27,8 @@ export const ErrorCode = {
   HostUnreachable: "host_unreachable",
   /** Not ready to serve this yet (an agent still starting); nothing was done, try again. */
   Unavailable: "unavailable",
+  /** The fleet owner revoked (or removed) this machine: its certificate is refused for good. */
+  MachineRevoked: "machine_revoked",
   Internal: "internal",
 } as const;
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
@@ -114,6 +116,7 @@ function toConnectCode(code: ErrorCode): Code {
     case ErrorCode.Unauthenticated:
       return Code.Unauthenticated;
     case ErrorCode.PermissionDenied:
+    case ErrorCode.MachineRevoked:
       return Code.PermissionDenied;
     case ErrorCode.NotFound:
     case ErrorCode.UnknownSeat:

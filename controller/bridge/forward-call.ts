@@ -12,6 +12,7 @@ import { SEAT_CALL_META_KEY } from "../delivery/result-bodies.js";
 import { canonicalRef } from "../../shared/ids.js";
 import type { Logger } from "../../shared/logger.js";
 import { ATTEMPT_META_KEY, type PostFate, type PostWatch } from "./post-watch.js";
+import { wireError } from "./wire-error.js";
 import { ControllerUnreachableError, LeadTokenRejectedError } from "./generations.js";
 import type { Generation, Generations } from "./generations.js";
 import { notSentResult, uncertainResult, type SeatCallIds } from "./bodies.js";
@@ -90,7 +91,7 @@ export class CallForwarder {
         case "result":
           return verdict.result;
         case "mcp_error":
-          throw verdict.error;
+          throw wireError(verdict.error);
         case "unknown_session":
           this.gens.retire(gen, "unknown_session before admission");
           if (attempt === 1) {

@@ -41,8 +41,16 @@ function httpStatus(e: unknown): number | undefined {
   return undefined;
 }
 
-/** How long a new session may take to open (the lead's first tools/list waits ≤20 s, rule 54). */
+/**
+ * How long a new session may take to open while a controller is starting (the lead's first
+ * tools/list waits ≤20 s, rule 54).
+ */
 export const CONNECT_BUDGET_MS = 20_000;
+/**
+ * With nothing starting, a refused connection fails within this (issue 37 item 5: it used to take
+ * the whole 20 s): a few quick tries ride out a restart's gap, not a controller that is not there.
+ */
+export const NOTHING_STARTING_BUDGET_MS = 1_000;
 
 function refusedOrMissing(e: unknown): boolean {
   for (let cur: unknown = e, d = 0; cur && d < 4; cur = (cur as { cause?: unknown }).cause, d++) {
@@ -110,7 +118,7 @@ export class Generations {
 
   /** Connects, waiting out a controller that is not listening yet (nothing is sent until it is). */
   private async connect(): Promise<Generation> {
-    const deadline = Date.now() + this.connectBudgetMs;
+    const started = Date.now();
     for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
       if (this.closed) throw new ControllerUnreachableError("the bridge is closing");
       try {
@@ -119,8 +127,15 @@ export class Generations {
         return gen;
       } catch (e) {
         if (httpStatus(e) === 401) throw new LeadTokenRejectedError(this.target.tokenRejected(401), e);
-        if (!refusedOrMissing(e) || Date.now() + delay > deadline) {
-          throw new ControllerUnreachableError(`could not open a session with ${this.target.describe()}: ${(e as Error).message}`, { cause: e });
+        // Read on every try: a controller may start (or die) while the bridge waits.
+        const starting = this.target.controllerStarting();
+        const budget = starting ? this.connectBudgetMs : Math.min(this.connectBudgetMs, NOTHING_STARTING_BUDGET_MS);
+        if (!refusedOrMissing(e) || Date.now() + delay > started + budget) {
+          const nothing =
+            "nothing listens there and no controller is starting for it (start one with clankie up, or check --url)";
+          const why = refusedOrMissing(e) && !starting ? `; ${nothing}` : "";
+          const what = `could not open a session with ${this.target.describe()}: ${(e as Error).message}${why}`;
+          throw new ControllerUnreachableError(what, { cause: e });
         }
         await new Promise((r) => setTimeout(r, delay));
       }

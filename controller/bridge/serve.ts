@@ -5,12 +5,13 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CallToolRequestSchema, ErrorCode as McpErrorCode, ListToolsRequestSchema, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../shared/logger.js";
 import { bridgeTarget, type BridgeFlags } from "./target.js";
 import { PostWatch } from "./post-watch.js";
 import { Generations, LeadTokenRejectedError } from "./generations.js";
 import { CallForwarder } from "./forward-call.js";
+import { wireError } from "./wire-error.js";
 
 export interface RunningBridge {
   close(): Promise<void>;
@@ -27,13 +28,16 @@ export async function serveBridge(flags: BridgeFlags, logger: Logger, version: s
     // Read-only, so an unknown session or a lost answer may simply be asked again, once.
     for (let attempt = 1; ; attempt++) {
       const gen = await gens.acquire().catch((e: Error) => {
-        throw new McpError(McpErrorCode.InternalError, e.message);
+        throw wireError(e);
       });
       try {
         return await gen.client.request({ method: "tools/list", params: req.params ?? {} }, ListToolsResultSchema);
       } catch (e) {
         gens.retire(gen, `tools/list failed: ${(e as Error).message}`);
-        if (attempt === 2) throw e instanceof McpError ? e : new McpError(McpErrorCode.InternalError, `the controller's tool list could not be read: ${(e as Error).message}`);
+        if (attempt === 2) {
+          const unread = `the controller's tool list could not be read: ${(e as Error).message}`;
+          throw wireError(e instanceof McpError ? e : unread);
+        }
       } finally {
         gens.release(gen);
       }

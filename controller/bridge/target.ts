@@ -10,6 +10,7 @@ import { IssueLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/o
 import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { defaultStateDir, readControllerRecord } from "../state-dir.js";
 import { leadTokenPath, readLeadToken, storeLeadToken } from "../leads/token-files.js";
+import { isProcessAlive } from "../../shared/process-alive.js";
 import { assertConversationId, DEFAULT_CONVERSATION } from "../leads/conversations.js";
 import { ownerClients } from "../cli/owner-client.js";
 import { quoteInput } from "../../shared/public-text.js";
@@ -29,6 +30,12 @@ export interface BridgeTarget {
   resolve(): { url: URL; token: string; ca?: string | undefined };
   /** For logs: where it points, never the token. */
   describe(): string;
+  /**
+   * Whether a controller for this state dir is on its way (issue 37 item 5): a controller.json
+   * whose process is alive (up, not listening yet), or the embedded database's lock held by a live
+   * process (an `up` still opening its journal). With --url there is no telling: false.
+   */
+  controllerStarting(): boolean;
   /** What to tell the lead when the controller answers the token with 401: the cause and the fix. */
   tokenRejected(status: number): string;
 }
@@ -107,6 +114,15 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
       return { url, token: readTokenFile(tokenPath), ca };
     },
     describe: () => `${f.url ?? `controller of ${f.stateDir}`} (token ${tokenPath})`,
+    controllerStarting() {
+      if (f.url !== undefined) return false;
+      const record = readControllerRecord(f.stateDir);
+      if (record && isProcessAlive(record.pid)) return true;
+      // The lock beside the embedded database's directory (state-dir.ts pgdata, data-dir-lock.ts).
+      const lock = join(f.stateDir, "pgdata.lock");
+      const holder = existsSync(lock) ? Number.parseInt(readFileSync(lock, "utf8"), 10) : NaN;
+      return Number.isFinite(holder) && isProcessAlive(holder);
+    },
     tokenRejected: (status) =>
       `the controller rejected the lead token in ${tokenPath} (HTTP ${status}, unauthenticated): ` +
       `it was replaced or revoked, so this is not a connectivity problem. ` +

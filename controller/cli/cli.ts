@@ -5,22 +5,25 @@
  */
 import { addFrontDoorOptions, frontDoorFlagsOf, type FrontDoorFlags } from "./front-door-flags.js";
 import { join, resolve } from "node:path";
-import { Command, CommanderError, InvalidArgumentError as OptionError, Option } from "commander";
+import { Argument, Command, CommanderError, InvalidArgumentError as OptionError, Option } from "commander";
 import { createLogger, type LogLevel, type Logger } from "../../shared/logger.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { defaultStateDir } from "../state-dir.js";
 import { DEFAULT_PORT } from "../config.js";
 import { FAULT_POINTS, type FaultPoint } from "../delivery/faults.js";
 import { fail, type OutputOptions } from "./output.js";
-import { EXIT_CODES_HELP, ExitCode } from "./exit-codes.js";
+import { DOCTOR_EXIT_HELP, EXIT_CODES_HELP, ExitCode } from "./exit-codes.js";
 import { packageVersion } from "./version.js";
 import { registerFleetCommands, type FleetAction } from "./fleet-commands.js";
 import { registerLeadCommands } from "./lead-commands.js";
+import { registerOwnerCommands } from "./owner-commands.js";
+import { registerReceiptsCommands } from "./receipts-commands.js";
 import { registerClaudeCommands } from "./claude-commands.js";
 import { budgetMemoryFor } from "../../shared/young-generation.js";
 
 interface Globals {
   json?: boolean;
+  output?: "json" | "table";
   stateDir?: string;
   logLevel?: LogLevel;
   controller?: string;
@@ -53,7 +56,8 @@ function context(cmd: Command, env: NodeJS.ProcessEnv, defaultLevel: LogLevel): 
   const stateDir = resolve(g.stateDir ?? defaultStateDir(env));
   const level = g.logLevel ?? defaultLevel;
   return {
-    out: { json: g.json ?? false },
+    // -o json and --json are one switch (kubectl's -o, the project's older --json).
+    out: { json: (g.json ?? false) || g.output === "json" },
     stateDir,
     agentStateDir: (flag) => resolve(flag ?? join(stateDir, "agent")),
     logger: createLogger({ level, fields: { proc: cmd.name() } }),
@@ -89,6 +93,11 @@ const databaseUrlOption = () => new Option("--database-url <url>", "a PostgreSQL
 const hostOption = () => new Option("--host <host>", "address to listen on").default("127.0.0.1");
 const deliverTimeoutOption = () => new Option("--deliver-timeout-ms <ms>", "how long to wait for an agent before a delivery is uncertain").argParser(ms).default(20_000);
 
+const USAGE_HINT = "(run with --help for usage)";
+
+/** Commander's message without its "error: " prefix, its lines joined (a suggestion comes on a line of its own). */
+const oneLine = (str: string) => str.replace(/^error: /, "").trim().split(/\s*\n\s*/).join(" ");
+
 /** A usage error as one JSON document on stdout, as every other --json failure is (output.ts `fail`). */
 function usageJson(str: string): void {
   const message = str.replace(/^error: /, "").trim();
@@ -100,16 +109,22 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .description("Clankie Fleet: deliver lead conversations' messages into worker agents through their native control channels.")
     .version(packageVersion(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help for a command")
-    .addOption(new Option("--json", "print one JSON document instead of text (errors too, on stdout)"))
+    .addOption(new Option("--json", "print one JSON document instead of text (errors too, on stdout); as -o json"))
+    .addOption(
+      new Option("-o, --output <format>", "json: one JSON document (as --json); table: text and tables (the default)")
+        .choices(["json", "table"]),
+    )
     .addOption(new Option("--state-dir <dir>", "the controller's state directory (tokens, embedded database, controller.json)").env("CLANKIE_STATE_DIR").default(undefined, "~/.clankie"))
     .addOption(new Option("--log-level <level>", "log verbosity on stderr (default: warn for up, info otherwise)").choices(["debug", "info", "warn", "error"]))
     .addOption(new Option("--controller <url>", "the controller to talk to (default: the one in <state dir>/controller.json)"))
-    .showHelpAfterError(!json && "(run with --help for usage)")
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .addHelpText("after", `\n${EXIT_CODES_HELP}\n\nEnvironment: DATABASE_URL (PostgreSQL), CLANKIE_STATE_DIR, CLANKIE_JOIN_TOKEN (agent), CLANKIE_FLEET_CA_PASSPHRASE (controller).\nEach command has its own --help, e.g. clankie up --help.`)
     .exitOverride()
     .hook("preAction", (_program, cmd) => budgetMemoryFor(cmd.name(), cmd.opts<{ databaseUrl?: string }>())) // before its modules load
-    .configureOutput({ outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${str.replace(/^error: /, "")}`)) });
+    // One line, as promised (issue 37 item 5): commander's own hint would be a second one.
+    .configureOutput({
+      outputError: (str, write) => (json ? usageJson(str) : write(`clankie: usage: ${oneLine(str)} ${USAGE_HINT}\n`)),
+    });
 
   addFrontDoorOptions(program.command("up"))
     .description("controller + one local node agent + dashboard + embedded database, on loopback; prints how to connect a lead")
@@ -125,12 +140,16 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\n--pane-host auto: Herdr when its socket exists, else tmux when a server answers, else none (mailbox seats only).\nWith --json, exactly one line {mcpUrl, token, statusUrl, dashboardUrl, agentUrl, bridge} (and caFile off loopback) once the agent has registered and linked.\nThe local agent enrolls like any machine: a join token on its first start, its own key pair, mutual TLS to the agent port.")
     .action(
       run(env, "warn", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentPort?: number; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string } & FrontDoorFlags) => {
+        // A second `up` on another --port must not clash on the agent port: it moves with --port.
+        const agentPort = o.agentPort ?? (o.port === 0 ? 0 : o.port < 65535 ? o.port + 1 : o.port - 1);
+        // Checked before the controller's modules load and before anything is created (port-check.ts).
+        const { assertPortsFree, controllerPorts } = await import("./port-check.js");
+        await assertPortsFree(controllerPorts({ host: o.host, port: o.port, agentPort }));
         const { up } = await import("./up.js");
         const { untilSignal } = await import("./until-signal.js");
         const { defaultMachineName } = await import("../../node-agent/config.js");
         const close = await up(
-          // A second `up` on another --port must not clash on the agent port: it moves with --port.
-          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentPort: o.agentPort ?? (o.port === 0 ? 0 : o.port < 65535 ? o.port + 1 : o.port - 1), machine: o.machine ?? defaultMachineName(), paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket, ...frontDoorFlagsOf(o) },
+          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentPort, machine: o.machine ?? defaultMachineName(), paneHost: o.paneHost, herdrSocket: o.herdrSocket, tmuxSocket: o.tmuxSocket, ...frontDoorFlagsOf(o) },
           ctx.out,
           ctx.logger,
           ctx.level,
@@ -152,6 +171,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
       run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string } & FrontDoorFlags) => {
+        const { assertPortsFree, controllerPorts } = await import("./port-check.js");
+        await assertPortsFree(controllerPorts({ host: o.host, port: o.port, agentHost: o.agentHost, agentPort: o.agentPort }));
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(
@@ -196,30 +217,6 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
           process.stdin.once("close", () => void a.close().finally(() => process.exit(0)));
         }
         await untilSignal(() => a.close());
-      }),
-    );
-
-  const seat = program.command("seat").description("owner: add or list seats");
-  seat
-    .command("add")
-    .description("add a mailbox seat (harness seats are discovered from their panes)")
-    .argument("<kind>", "the seat kind: mailbox")
-    .argument("<name>", "the seat's name on its machine")
-    .option("--machine <name>", "the machine that keeps the mailbox (default: the only one)")
-    .option("--title <text>", "a title shown in list_seats and the dashboard")
-    .action(
-      run(env, "info", async (ctx, kind: string, name: string, o: { machine?: string; title?: string }) => {
-        const { seatAdd } = await import("./seat.js");
-        await seatAdd(ctx.stateDir, ctx.controller, kind, name, o, ctx.out);
-      }),
-    );
-  seat
-    .command("list")
-    .description("every seat: kind, status, whether its agent is online, delivery modes, unresolved receipts")
-    .action(
-      run(env, "info", async (ctx) => {
-        const { seatList } = await import("./seat.js");
-        await seatList(ctx.stateDir, ctx.controller, ctx.out);
       }),
     );
 
@@ -274,68 +271,9 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
       }),
     );
 
-  const seatDelivery = program.command("seat-delivery").description("owner: unresolved deliveries and settling them");
-  seatDelivery
-    .command("list")
-    .description("unresolved deliveries with id, conversation, seat, state and age")
-    .action(
-      run(env, "info", async (ctx) => {
-        const { seatDeliveryList } = await import("./seat-delivery.js");
-        await seatDeliveryList(ctx.stateDir, ctx.controller, ctx.out);
-      }),
-    );
-  seatDelivery
-    .command("settle")
-    .description("settle one unresolved delivery as abandoned-unknown; nothing is ever resent")
-    .argument("<id>", "the delivery id")
-    .argument("<disposition>", "abandoned-unknown")
-    .option("--conversation <id>", "the delivery's conversation", "global-default")
-    .action(
-      run(env, "info", async (ctx, id: string, disposition: string, o: { conversation: string }) => {
-        const { seatDeliverySettle } = await import("./seat-delivery.js");
-        await seatDeliverySettle(ctx.stateDir, ctx.controller, id, disposition, o.conversation, ctx.out);
-      }),
-    );
-
-  const hireReceipt = program.command("hire-receipt").description("owner: unresolved hires and settling them");
-  hireReceipt
-    .command("list")
-    .description("unresolved hires with id, conversation, machine, harness and age (--all: settled ones too)")
-    .option("--all", "every hire, spawned, failed and settled too (the newest 1000)")
-    .action(
-      run(env, "info", async (ctx, o: { all?: boolean }) => {
-        const { hireReceiptList } = await import("./hire-receipt.js");
-        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out, o.all === true);
-        return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
-      }),
-    );
-  hireReceipt
-    .command("settle")
-    .description("settle one unresolved hire; its hire id stays refused either way")
-    .argument("<id>", "the hire id")
-    .argument("<disposition>", "not-launched (only with a fresh census proving nothing from the hire exists) | abandoned-unknown (keeps the evidence)")
-    .option("--conversation <id>", "the hire's conversation (default: the one on record)")
-    .action(
-      run(env, "info", async (ctx, id: string, disposition: string, o: { conversation?: string }) => {
-        const { hireReceiptSettle } = await import("./hire-receipt.js");
-        await hireReceiptSettle(ctx.stateDir, ctx.controller, id, disposition, o.conversation, ctx.out);
-        return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
-      }),
-    );
-
   const action: FleetAction = (body) => run(env, "info", body);
-  for (const register of [registerLeadCommands, registerFleetCommands, registerClaudeCommands]) register(program, action);
-
-  program
-    .command("peers")
-    .description("owner: let this fleet's workers message each other (list_fleet_seats, message_peer); off by default")
-    .argument("<switch>", "on | off")
-    .action(
-      run(env, "info", async (ctx, sw: string) => {
-        const { peersSwitch } = await import("./peers.js");
-        await peersSwitch(ctx.stateDir, ctx.controller, sw, ctx.out);
-      }),
-    );
+  const registrations = [registerOwnerCommands, registerReceiptsCommands, registerLeadCommands, registerFleetCommands];
+  for (const register of [...registrations, registerClaudeCommands]) register(program, action);
 
   program
     .command("mcp")
@@ -358,7 +296,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
 
   program
     .command("doctor")
-    .description("check the controller, its database, its agents and its port; exit 1 when something is wrong")
+    .description("check the controller, its database, its agents and its port; non-zero exit when something is wrong")
+    .addHelpText("after", `\n${DOCTOR_EXIT_HELP}`)
     .action(
       run(env, "info", async (ctx) => {
         const { doctor } = await import("./doctor.js");
@@ -366,13 +305,35 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
       }),
     );
 
+  program
+    .command("completion")
+    .description("print a completion script for bash or zsh, generated from this CLI's commands")
+    .addArgument(new Argument("<shell>", "bash | zsh").choices(["bash", "zsh"]))
+    .addHelpText(
+      "after",
+      "\nbash: source <(clankie completion bash), or save it as ~/.local/share/bash-completion/completions/clankie" +
+        "\nzsh:  source <(clankie completion zsh) in ~/.zshrc",
+    )
+    .action(
+      run(env, "info", async (_ctx, shell: string) => {
+        const { completionScript } = await import("./completion.js");
+        process.stdout.write(completionScript(program, shell));
+      }),
+    );
+
   return program;
+}
+
+/** --json, -o json, -ojson, --output json or --output=json anywhere before `--`. */
+function asksForJson(argv: string[]): boolean {
+  const spelled = new Set(["--json", "-ojson", "--output=json"]);
+  return argv.some((a, i) => spelled.has(a) || ((a === "-o" || a === "--output") && argv[i + 1] === "json"));
 }
 
 async function main(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   // Known before parsing, so that a usage error itself answers in JSON when --json was asked for.
   const dashdash = argv.indexOf("--");
-  const program = buildProgram(env, (dashdash < 0 ? argv : argv.slice(0, dashdash)).includes("--json"));
+  const program = buildProgram(env, asksForJson(dashdash < 0 ? argv : argv.slice(0, dashdash)));
   if (argv.length === 0) {
     program.outputHelp({ error: true });
     return ExitCode.Usage;

@@ -14,8 +14,11 @@ export interface Check {
   name: string;
   ok: boolean;
   detail: string;
+  /** Worth the owner's attention but not a failure (a revoked machine waiting to be removed): ok stays true. */
+  warn?: boolean;
 }
 
+const verdictOf = (c: Check) => (c.warn ? "WARN" : c.ok ? "ok  " : "FAIL");
 
 export async function doctor(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<number> {
   const checks: Check[] = [];
@@ -43,9 +46,19 @@ export async function doctor(stateDir: string, controller: string | undefined, o
       const machines = (await c.status.listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 5000 })).machines;
       const agents = await health("agents");
       const online = machines.filter((m) => m.online).length;
-      checks.push({ name: "agents", ok: machines.length > 0 && agents === Serving.SERVING, detail: machines.length ? `${machines.length} registered, ${online} online (health ${Serving[agents]})` : "no agent has registered" });
+      const revoked = machines.filter((m) => m.revoked).length;
+      const registered = `${machines.length} registered, ${online} online${revoked ? `, ${revoked} revoked` : ""}`;
+      checks.push({
+        name: "agents",
+        ok: machines.length > revoked && agents === Serving.SERVING,
+        detail: machines.length ? `${registered} (health ${Serving[agents]})` : "no agent has registered",
+      });
       for (const m of machines) {
-        checks.push({ name: `agent ${m.name}`, ok: m.online, detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${Number(m.lastSeenAgeMs)} ms ago, ${m.endpoint}` });
+        // Revoked is the owner's decision, not a fault: a warning until `fleet remove` forgets it.
+        const name = `agent ${m.name}`;
+        const remove = `clankie fleet remove ${m.name}`;
+        if (m.revoked) checks.push({ name, ok: true, warn: true, detail: `revoked; remove it with: ${remove}` });
+        else checks.push({ name: `agent ${m.name}`, ok: m.online, detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${Number(m.lastSeenAgeMs)} ms ago, ${m.endpoint}` });
       }
       for (const r of (await c.status.listReceipts(create(ListReceiptsRequestSchema, { unresolvedOnly: true, limit: 1000 }), { timeoutMs: 5000 })).receipts) {
         unresolved.push({ deliveryId: r.deliveryId, seatId: r.seatId, conversationId: r.conversationId, state: r.state, ageMs: Number(r.ageMs) });
@@ -65,7 +78,7 @@ export async function doctor(stateDir: string, controller: string | undefined, o
   emit(out, { ok, checks, unresolvedDeliveries: unresolved }, () =>
     [
       // Names, details and ids come from agents and leads: escaped for the terminal.
-      ...checks.map((c) => `${c.ok ? "ok  " : "FAIL"}  ${visibleInline(c.name)}: ${visibleInline(c.detail)}`),
+      ...checks.map((c) => `${verdictOf(c)}  ${visibleInline(c.name)}: ${visibleInline(c.detail)}`),
       ...(unresolved.length
         ? ["", `${unresolved.length} unresolved deliveries (only their own resend is refused):`, ...unresolved.map((u) => `  ${[u.deliveryId, u.conversationId, u.seatId, u.state].map(visibleInline).join("  ")}  ${Math.round(u.ageMs / 1000)} s`)]
         : []),

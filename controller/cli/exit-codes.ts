@@ -21,6 +21,13 @@ export const EXIT_CODES_HELP = `Exit codes:
   3  no controller answers (none running for this --state-dir, or its address refuses)
   4  a token was missing or refused`;
 
+/** `clankie doctor --help`: the codes doctor.ts returns (issue 37 item 5: the help said 1 where it exits 3). */
+export const DOCTOR_EXIT_HELP = `Exit codes of doctor:
+  0  every check passed (a WARN, such as a revoked machine waiting for clankie fleet remove, still passes)
+  1  a check failed (the database, an agent offline, no agent registered)
+  3  no controller answers (no controller.json, a stale one, or its port refuses)
+  4  the controller answers but refused the owner token`;
+
 export function exitCodeFor(code: string): number {
   if (code === ErrorCode.InvalidArgument) return ExitCode.Usage;
   if (code === ErrorCode.ControllerUnreachable) return ExitCode.Unreachable;

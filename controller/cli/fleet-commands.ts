@@ -1,5 +1,5 @@
 /**
- * `clankie fleet enroll|list|revoke|deploy` as commander registrations (help per command);
+ * `clankie fleet enroll|list|revoke|remove|deploy` as commander registrations (help per command);
  * the work is in fleet.ts and fleet-deploy.ts. Split from main.ts to keep one concern a file.
  */
 import type { Command } from "commander";
@@ -27,6 +27,7 @@ export function registerFleetCommands(program: Command, action: FleetAction): vo
     port: o.port,
     acceptNew: o.acceptNew ?? false,
     rollback: o.rollback ?? false,
+    yes: o.yes ?? false,
     knownHosts: o.knownHosts,
     agentUrl: o.agentUrl,
     remoteDir: o.remoteDir,
@@ -59,6 +60,24 @@ export function registerFleetCommands(program: Command, action: FleetAction): vo
       action(async (ctx, name: string) => {
         const { fleetCommand } = await import("./fleet.js");
         return fleetCommand(["revoke", name], fleetFlags(ctx, {}), ctx.out);
+      }),
+    );
+  fleet
+    .command("remove")
+    .alias("rm")
+    .description("forget a revoked or offline machine with its seats and certificates, once confirmed; receipts stay")
+    .argument("<name>", "the machine")
+    .option("-y, --yes", "do not ask for confirmation (scripts)")
+    .addHelpText(
+      "after",
+      "\nRefuses a machine that is online and not revoked: revoke it first (clankie fleet revoke NAME)." +
+        "\nIt cannot come back without a new join token (clankie fleet enroll NAME)." +
+        "\nWithout --yes the answer is read from stdin; end of input is no.",
+    )
+    .action(
+      action(async (ctx, name: string, o: { yes?: boolean }) => {
+        const { fleetCommand } = await import("./fleet.js");
+        return fleetCommand(["remove", name], fleetFlags(ctx, { yes: o.yes }), ctx.out);
       }),
     );
   fleet

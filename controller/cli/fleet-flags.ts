@@ -8,6 +8,8 @@ export interface FleetFlags {
   port: string | undefined;
   acceptNew: boolean;
   rollback: boolean;
+  /** fleet remove: no confirmation. */
+  yes?: boolean | undefined;
   knownHosts: string | undefined;
   /** The agent URL the deployed agent dials, when the controller's own differs from what the target reaches. */
   agentUrl: string | undefined;

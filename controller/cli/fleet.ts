@@ -1,4 +1,4 @@
-/** `clankie fleet enroll|list|revoke|deploy`: the owner's view of the fleet's identities. */
+/** `clankie fleet enroll|list|revoke|remove|deploy`: the owner's view of the fleet's identities. */
 import { create } from "@bufbuild/protobuf";
 import { IssueJoinTokenRequestSchema, ListFleetRequestSchema, RevokeMachineRequestSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
@@ -17,10 +17,16 @@ export function parseDuration(text: string): number {
   return Number(m[1]) * UNITS[m[2] ?? "ms"]!;
 }
 
-const USAGE = "usage: clankie fleet enroll NAME [--ttl 15m] | fleet list | fleet revoke NAME | fleet deploy SSH_TARGET --machine NAME";
+const USAGE =
+  "usage: clankie fleet enroll NAME [--ttl 15m] | fleet list | fleet revoke NAME | fleet remove NAME [--yes]" +
+  " | fleet deploy SSH_TARGET --machine NAME";
 
 export async function fleetCommand(args: string[], f: FleetFlags, out: OutputOptions): Promise<number> {
   const [sub, name] = args;
+  if (sub === "remove") {
+    const { fleetRemove } = await import("./fleet-remove.js");
+    return fleetRemove(name, f, out);
+  }
   if (sub === "deploy") {
     const { fleetDeploy } = await import("./fleet-deploy.js");
     return fleetDeploy(name, f, out);

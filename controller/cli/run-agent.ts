@@ -43,11 +43,44 @@ export async function joinOnly(f: AgentFlags, env: NodeJS.ProcessEnv): Promise<{
   return { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString(), controllerUrl: id.controllerUrl };
 }
 
-export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.ProcessEnv): Promise<{ close(): Promise<void>; endpoint: string; machine: string; registered: Promise<void>; linked: Promise<void> }> {
+export interface StartedAgent {
+  close(): Promise<void>;
+  endpoint: string;
+  machine: string;
+  registered: Promise<void>;
+  linked: Promise<void>;
+  /** Settles once a revoked agent has logged it and stopped its links. */
+  revoked: Promise<void>;
+}
+
+export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.ProcessEnv): Promise<StartedAgent> {
   const joinToken = await resolveJoinToken(f.join, env);
   const { compileAgentConfig } = await import("../../node-agent/config.js");
   const { startAgent } = await import("../../node-agent/main.js");
   const config = compileAgentConfig({ stateDir: f.stateDir, controllerUrl: f.controllerUrl, joinToken, machine: f.machine, paneHost: f.paneHost, herdrSocket: f.herdrSocket, tmuxSocket: f.tmuxSocket, env });
   const agent = await startAgent(config, logger);
-  return { close: () => agent.close(), endpoint: agent.endpoint, machine: agent.machine, registered: agent.link.registered, linked: agent.linked };
+  // Revoked: it idles rather than exits. Every service manager it runs under (systemd
+  // Restart=on-failure, launchd KeepAlive, supervise.sh, the Windows task) would restart an
+  // exited agent straight into the same refusal, a loop of dials and log lines; idling ends it.
+  let idle: NodeJS.Timeout | undefined;
+  let closing: Promise<void> | undefined;
+  const closeOnce = () => (closing ??= agent.close());
+  const stopped = agent.revoked.then(async (reason) => {
+    idle = setInterval(() => {}, 2 ** 30);
+    const rejoin = "to rejoin, run clankie fleet enroll NAME on the controller and clankie agent --join - here";
+    const what = "this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles";
+    logger.error(`${what}; ${rejoin}`, { machine: agent.machine, reason });
+    await closeOnce();
+  });
+  return {
+    close: async () => {
+      clearInterval(idle);
+      await closeOnce();
+    },
+    endpoint: agent.endpoint,
+    machine: agent.machine,
+    registered: agent.link.registered,
+    linked: agent.linked,
+    revoked: stopped,
+  };
 }

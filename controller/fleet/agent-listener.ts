@@ -3,8 +3,9 @@
  * - A socket with a valid, recorded, unrevoked machine certificate: `h2` carries the
  *   agent's calls to the gateway, `clankie-reverse/1` carries the controller's calls to it.
  * - A socket without a certificate may only call EnrollmentService.Join.
- * - A certificate from another CA, an expired, unknown or revoked one, or plaintext: the
- *   socket is closed before any HTTP/2 frame is read.
+ * - A certificate from another CA, or plaintext: the socket is closed before any HTTP/2 frame
+ *   is read. A fleet certificate that is revoked, removed or expired: on `h2` every call is
+ *   answered with a typed refusal (machine_revoked, unauthenticated) and the socket closes.
  * Revocations (by any replica) are polled every second and cut live sockets.
  */
 import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse } from "node:http2";
@@ -15,6 +16,7 @@ import type { Db } from "../db/open.js";
 import { GATEWAY_ALPN, REVERSE_ALPN } from "../../shared/pki/alpn.js";
 import { checkCertificate, revokedAmong } from "./machine-certs.js";
 import type { PeerIdentity } from "./peer-identity.js";
+import { answerRefusal } from "./refusal-answer.js";
 
 export type IdentifiedHandler = (req: Http2ServerRequest, res: Http2ServerResponse, peer: PeerIdentity) => void;
 export type AnonymousHandler = (req: Http2ServerRequest, res: Http2ServerResponse) => void;
@@ -92,6 +94,10 @@ export async function listenForAgents(o: AgentListenerOptions): Promise<AgentLis
     checkCertificate(o.db, serial, machine, new Date()).then(
       (verdict) => {
         if (socket.destroyed) return;
+        if (!verdict.ok && socket.alpnProtocol === GATEWAY_ALPN) {
+          o.logger.warn("agent connection refused", { why: verdict.reason, remote: socket.remoteAddress, machine });
+          return answerRefusal(socket, verdict.revoked, verdict.reason);
+        }
         if (!verdict.ok) return refuse(verdict.reason);
         const identity: PeerIdentity = { machine, serial, notAfter: verdict.notAfter };
         live.set(socket, identity);

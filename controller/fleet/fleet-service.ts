@@ -1,8 +1,8 @@
-/** FleetService: the owner enrolls, lists and revokes machines. */
+/** FleetService: the owner enrolls, lists, revokes and removes machines. */
 import { create } from "@bufbuild/protobuf";
 import { eq } from "drizzle-orm";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { FleetMachineSchema, FleetService, IssueJoinTokenResponseSchema, ListFleetResponseSchema, RevokeMachineResponseSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
+import { FleetMachineSchema, FleetService, IssueJoinTokenResponseSchema, ListFleetResponseSchema, RemoveMachineResponseSchema, RevokeMachineResponseSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import { machines } from "../db/schema.js";
@@ -11,6 +11,7 @@ import type { Registry } from "../nodes/registry.js";
 import type { FleetAuthority } from "./authority.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./join-tokens.js";
 import { latestCertificates, revokeMachineCertificates } from "./machine-certs.js";
+import { removeMachine } from "./removals.js";
 
 export interface FleetServiceDeps {
   db: Db;
@@ -62,6 +63,15 @@ export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof Flee
         throw new FleetError("not_found", `no machine named ${req.machine} ever enrolled`);
       }
       return create(RevokeMachineResponseSchema, { revokedCertificates: revoked, connectionsCut: cut });
+    },
+    async removeMachine(req) {
+      const removed = await removeMachine(d.db, d.registry, req.machine);
+      // Other replicas cut theirs at their next revocation poll: the certificate is no longer on record.
+      const cut = d.cut(req.machine);
+      d.registry.emit("changed");
+      const { seatIds, was } = removed;
+      d.logger.warn("machine removed", { machine: req.machine, was, seats: seatIds.length, connectionsCut: cut });
+      return create(RemoveMachineResponseSchema, { machine: req.machine, seatIds, was, connectionsCut: cut });
     },
   };
 }

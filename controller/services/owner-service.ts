@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 import { CreateSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService, ReconcileDeliveryResponseSchema, RevokeLeadTokenResponseSchema, SettleSeatDeliveryResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { AddSeatResponseSchema, IssueLeadTokenResponseSchema, OwnerService, ReconcileDeliveryResponseSchema, RemoveSeatResponseSchema, RevokeLeadTokenResponseSchema, SettleSeatDeliveryResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { isValidName, seatId } from "../../shared/ids.js";
 import type { Db } from "../db/open.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
@@ -15,6 +15,7 @@ import { ownerHireMethods } from "../hire/owner-hire-service.js";
 
 import { peerSettingMethods } from "../workers/peer-setting.js";
 import { reconcileSeatCall } from "../delivery/reconcile.js";
+import { removeSeat } from "../fleet/removals.js";
 import { quoteInput } from "../../shared/public-text.js";
 
 export interface OwnerDeps {
@@ -44,6 +45,10 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       if (!res.seat) throw new FleetError(ErrorCode.Internal, "the agent answered without a seat");
       await d.registry.upsertSeat(machine.name, res.seat);
       return create(AddSeatResponseSchema, { seatId: seatId(machine.name, res.seat.name), seat: res.seat, created: res.created });
+    },
+    async removeSeat(req) {
+      const r = await removeSeat(d.db, d.registry, req.seat);
+      return create(RemoveSeatResponseSchema, { seatId: r.seatId, unresolvedReceipts: r.unresolved });
     },
     async settleSeatDelivery(req) {
       const r = await ownerSettle(d.pipeline, req.deliveryId, req.conversationId || DEFAULT_CONVERSATION, req.disposition);

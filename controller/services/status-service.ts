@@ -23,6 +23,7 @@ import type { Registry } from "../nodes/registry.js";
 import { FleetError } from "../../shared/errors.js";
 import { readFailure } from "../db/error-text.js";
 import { queryReceipts, receiptDetail, receiptRow } from "./receipt-views.js";
+import { revokedMachines } from "../fleet/machine-certs.js";
 import { listHires } from "./hire-views.js";
 import { receiptTimeline } from "./receipt-timeline.js";
 
@@ -35,7 +36,8 @@ export interface StatusDeps {
 
 export async function listMachines(d: StatusDeps): Promise<Machine[]> {
   const now = d.now().getTime();
-  return (await d.registry.machines()).map((m) =>
+  const [rows, revoked] = await Promise.all([d.registry.machines(), revokedMachines(d.db)]);
+  return rows.map((m) =>
     create(MachineSchema, {
       name: m.name,
       online: d.registry.isOnline(m),
@@ -44,6 +46,7 @@ export async function listMachines(d: StatusDeps): Promise<Machine[]> {
       capabilityVersion: m.capabilityVersion,
       lastSeenAgeMs: BigInt(Math.max(0, now - m.lastSeenAt.getTime())),
       agentVersion: m.agentVersion,
+      revoked: revoked.has(m.name),
     }),
   );
 }

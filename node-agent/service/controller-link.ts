@@ -4,6 +4,7 @@
  * triggers a fresh registration, so a controller restart heals by itself. Every call goes
  * over mutual TLS with the agent's machine certificate; the controller's is pinned to the
  * fleet CA. Each answer names the live replicas, which the reverse links follow.
+ * A typed machine_revoked refusal (issue 37) ends the link for good: retrying cannot succeed.
  */
 import { create } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
@@ -20,6 +21,7 @@ import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import type { TlsMaterial } from "../identity/identity-keeper.js";
 import type { Logger } from "../../shared/logger.js";
+import { ErrorCode, FleetError } from "../../shared/errors.js";
 
 export interface ControllerLinkOptions {
   controllerUrl: string;
@@ -35,6 +37,8 @@ export interface ControllerLinkOptions {
   logger: Logger;
   /** The agent URLs of the live replicas, from every registration and heartbeat answer. */
   onReplicas?: (urls: string[]) => void;
+  /** The controller refused this machine's certificate for good (revoked or removed); the link has stopped. */
+  onRevoked?: (reason: string) => void;
 }
 
 export interface ControllerLink {
@@ -91,6 +95,12 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
       resolveRegistered();
       schedule(heartbeat, heartbeatMs);
     } catch (e) {
+      const err = FleetError.from(e);
+      if (err.code === ErrorCode.MachineRevoked) {
+        stopped = true;
+        o.onRevoked?.(err.message);
+        return;
+      }
       o.logger.warn("registration failed; retrying", { error: (e as Error).message, retryInMs: backoffMs });
       schedule(() => register(Math.min(backoffMs * 2, 5000)), backoffMs);
     }

@@ -68,7 +68,7 @@ describe("the clankie CLI", () => {
     for (const flag of ["--json", "--state-dir", "--log-level", "--controller", "--version"]) expect(top.stdout).toContain(flag);
     expect(top.stdout).toMatch(/Exit codes:\n\s+0 .*\n\s+1 .*\n\s+2 .*\n\s+3 .*\n\s+4 /);
     const pages = new Map<string, string>();
-    for (const cmd of [["up"], ["controller"], ["agent"], ["seat", "add"], ["seat", "list"], ["mailbox", "read"], ["mailbox", "mcp"], ["worker"], ["seat-delivery", "list"], ["seat-delivery", "settle"], ["hire-receipt", "list"], ["hire-receipt", "settle"], ["lead", "token"], ["lead", "revoke"], ["fleet", "enroll"], ["fleet", "list"], ["fleet", "revoke"], ["fleet", "deploy"], ["peers"], ["mcp"], ["doctor"]]) {
+    for (const cmd of [["up"], ["controller"], ["agent"], ["seat", "add"], ["seat", "list"], ["mailbox", "read"], ["mailbox", "mcp"], ["worker"], ["seat-delivery", "list"], ["seat-delivery", "settle"], ["hire-receipt", "list"], ["hire-receipt", "settle"], ["lead", "token"], ["lead", "revoke"], ["fleet", "enroll"], ["fleet", "list"], ["fleet", "revoke"], ["fleet", "deploy"], ["peers"], ["mcp"], ["doctor"], ["seat", "rm"], ["fleet", "remove"], ["receipts", "list"], ["receipts", "show"], ["completion"]]) {
       const res = await runCli([...cmd, "--help"]);
       expect(res.code, cmd.join(" ")).toBe(0);
       expect(res.stdout, cmd.join(" ")).toContain(`Usage: clankie ${cmd.join(" ")}`);
@@ -90,12 +90,17 @@ describe("the clankie CLI", () => {
     expect(pages.get("worker")).toContain("--agent-state-dir");
     expect(pages.get("hire-receipt settle")).toContain("--conversation");
     expect(pages.get("lead revoke")).toContain("--conversation");
+    // Issue 37: the new commands document their flags too.
+    for (const flag of ["--seat", "--conversation", "--state", "--since", "--limit", "--page-token", "--unresolved"]) expect(pages.get("receipts list"), flag).toContain(flag);
+    expect(pages.get("fleet remove")).toContain("--yes");
+    expect(top.stdout).toContain("-o, --output <format>");
   });
 
   it("usage errors exit 2 with one clankie: line; no controller exits 3 as controller_unreachable", async () => {
     const unknown = await runCli(["frobnicate"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr.split("\n")[0]).toBe("clankie: usage: unknown command 'frobnicate'");
+    // Issue 37 item 5: one line, the hint folded in (it was a second line).
+    expect(unknown.stderr).toBe("clankie: usage: unknown command 'frobnicate' (run with --help for usage)\n");
     const badPort = await runCli(["up", "--port", "70000"]);
     expect(badPort.code).toBe(2);
     expect(badPort.stderr).toMatch(/^clankie: usage: .*--port must be an integer 0-65535, got 70000/);
@@ -136,7 +141,7 @@ describe("the clankie CLI", () => {
       seedPglite(other);
       const res = await runCli(["controller", "--state-dir", other, "--port", port, "--log-level", "error"], EMBEDDED);
       expect(res.code).toBe(1);
-      expect(res.stderr.trim()).toMatch(/^clankie: address_in_use: .*EADDRINUSE.*choose another --port$/);
+      expect(res.stderr.trim()).toMatch(new RegExp(`^clankie: address_in_use: the port 127\\.0\\.0\\.1:${port} is taken by another process .*choose another --port$`));
     });
 
     it("an unknown delivery is not_found once; a bad disposition is a usage error; tables by default, JSON with --json", async () => {

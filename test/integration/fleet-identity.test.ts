@@ -40,13 +40,13 @@ const until = async (what: string, f: () => Promise<boolean> | boolean, ms = 10_
 };
 
 /** The handshake's outcome, and whether an HTTP/2 request got any answer. */
-async function tryGateway(url: string, tls: { ca?: string[]; cert?: string; key?: string }): Promise<{ answered: boolean; error?: string }> {
+async function tryGateway(url: string, tls: { ca?: string[]; cert?: string; key?: string }): Promise<{ answered: boolean; error?: string; grpcStatus?: string; grpcMessage?: string }> {
   const session = h2connect(url, { ...tls, rejectUnauthorized: !!tls.ca });
   return new Promise((resolve) => {
     session.on("error", (e) => resolve({ answered: false, error: e.message }));
     const req = session.request({ [constants.HTTP2_HEADER_METHOD]: "POST", [constants.HTTP2_HEADER_PATH]: "/clankie.fleet.v1.AgentGatewayService/Heartbeat", "content-type": "application/grpc+proto", te: "trailers" });
-    req.on("response", () => {
-      resolve({ answered: true });
+    req.on("response", (headers) => {
+      resolve({ answered: true, grpcStatus: String(headers["grpc-status"]), grpcMessage: decodeURIComponent(String(headers["grpc-message"] ?? "")) });
       session.destroy();
     });
     req.on("error", (e) => resolve({ answered: false, error: e.message }));
@@ -230,11 +230,15 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
       await lead.close();
     }
     expect(new MailboxStore(join(dir, "mailboxes")).list("vbox").entries).toHaveLength(0);
-    // Its redials are refused at every handshake: it never links again.
+    // Its redials are refused: it never links again. Issue 37 item 1: the gateway's refusal is
+    // typed (machine_revoked, gRPC PERMISSION_DENIED), not a reset, and the agent stops dialing.
     await new Promise((r) => setTimeout(r, 1500));
     expect(agent.linkedUrls()).toEqual([]);
     const id = agent.identity.identity;
-    expect((await tryGateway(controller.agentUrl, { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem })).answered).toBe(false);
+    const refused = await tryGateway(controller.agentUrl, { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem });
+    expect(refused).toMatchObject({ answered: true, grpcStatus: "7" });
+    expect(refused.grpcMessage).toMatch(/^machine_revoked: certificate of victim revoked at /);
+    expect(await agent.revoked).toMatch(/certificate of victim revoked at/);
   });
 
   it("a relay in the middle (join, gateway and reverse links all through it) captures no token and no message text", async () => {
@@ -253,6 +257,9 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     const relayUrl = `https://127.0.0.1:${(relay.address() as AddressInfo).port}`;
     // This replica advertises the relay: the agent's reverse links ride it too.
     await controller.database.db.update(controllerInstances).set({ agentUrl: relayUrl }).where(eq(controllerInstances.agentUrl, controller.agentUrl));
+    // The replica list the gateway answers with is cached for 2 s (replicas.ts): one read just
+    // before the update (the previous test's agents heartbeating) would still name the old URL.
+    await new Promise((r) => setTimeout(r, 2_100));
     const token = await owner.enroll("relayed");
     const text = "the relayed secret plan 4242";
     try {

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/fleet.proto.
  */
 export const file_clankie_fleet_v1_fleet: GenFile = /*@__PURE__*/
-  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2ZsZWV0LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIkQKC0pvaW5SZXF1ZXN0Eg0KBXRva2VuGAEgASgJEg8KB2Nzcl9wZW0YAiABKAkSFQoNYWdlbnRfdmVyc2lvbhgDIAEoCSKBAQoMSm9pblJlc3BvbnNlEg8KB21hY2hpbmUYASABKAkSEAoIZmxlZXRfaWQYAiABKAkSFwoPY2VydGlmaWNhdGVfcGVtGAMgASgJEhoKEmNhX2NlcnRpZmljYXRlX3BlbRgEIAEoCRIZChFub3RfYWZ0ZXJfdW5peF9tcxgFIAEoAyIfCgxSZW5ld1JlcXVlc3QSDwoHY3NyX3BlbRgBIAEoCSJDCg1SZW5ld1Jlc3BvbnNlEhcKD2NlcnRpZmljYXRlX3BlbRgBIAEoCRIZChFub3RfYWZ0ZXJfdW5peF9tcxgCIAEoAyI4ChVJc3N1ZUpvaW5Ub2tlblJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRIOCgZ0dGxfbXMYAiABKAMidgoWSXNzdWVKb2luVG9rZW5SZXNwb25zZRIPCgdtYWNoaW5lGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD2V4cGlyZXNfdW5peF9tcxgDIAEoAxIRCglhZ2VudF91cmwYBCABKAkSEAoIZmxlZXRfaWQYBSABKAkiEgoQTGlzdEZsZWV0UmVxdWVzdCKzAQoMRmxlZXRNYWNoaW5lEgwKBG5hbWUYASABKAkSDgoGc3RhdHVzGAIgASgJEhUKDWFnZW50X3ZlcnNpb24YAyABKAkSJQodY2VydGlmaWNhdGVfbm90X2FmdGVyX3VuaXhfbXMYBCABKAMSGQoRbGFzdF9zZWVuX3VuaXhfbXMYBSABKAMSGgoSY2VydGlmaWNhdGVfc2VyaWFsGAYgASgJEhAKCHBsYXRmb3JtGAcgASgJIlcKEUxpc3RGbGVldFJlc3BvbnNlEjAKCG1hY2hpbmVzGAEgAygLMh4uY2xhbmtpZS5mbGVldC52MS5GbGVldE1hY2hpbmUSEAoIZmxlZXRfaWQYAiABKAkiJwoUUmV2b2tlTWFjaGluZVJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCSJOChVSZXZva2VNYWNoaW5lUmVzcG9uc2USHAoUcmV2b2tlZF9jZXJ0aWZpY2F0ZXMYASABKA0SFwoPY29ubmVjdGlvbnNfY3V0GAIgASgNMloKEUVucm9sbG1lbnRTZXJ2aWNlEkUKBEpvaW4SHS5jbGFua2llLmZsZWV0LnYxLkpvaW5SZXF1ZXN0Gh4uY2xhbmtpZS5mbGVldC52MS5Kb2luUmVzcG9uc2UyXgoSQ2VydGlmaWNhdGVTZXJ2aWNlEkgKBVJlbmV3Eh4uY2xhbmtpZS5mbGVldC52MS5SZW5ld1JlcXVlc3QaHy5jbGFua2llLmZsZWV0LnYxLlJlbmV3UmVzcG9uc2UyqwIKDEZsZWV0U2VydmljZRJjCg5Jc3N1ZUpvaW5Ub2tlbhInLmNsYW5raWUuZmxlZXQudjEuSXNzdWVKb2luVG9rZW5SZXF1ZXN0GiguY2xhbmtpZS5mbGVldC52MS5Jc3N1ZUpvaW5Ub2tlblJlc3BvbnNlElQKCUxpc3RGbGVldBIiLmNsYW5raWUuZmxlZXQudjEuTGlzdEZsZWV0UmVxdWVzdBojLmNsYW5raWUuZmxlZXQudjEuTGlzdEZsZWV0UmVzcG9uc2USYAoNUmV2b2tlTWFjaGluZRImLmNsYW5raWUuZmxlZXQudjEuUmV2b2tlTWFjaGluZVJlcXVlc3QaJy5jbGFua2llLmZsZWV0LnYxLlJldm9rZU1hY2hpbmVSZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChxjbGFua2llL2ZsZWV0L3YxL2ZsZWV0LnByb3RvEhBjbGFua2llLmZsZWV0LnYxIkQKC0pvaW5SZXF1ZXN0Eg0KBXRva2VuGAEgASgJEg8KB2Nzcl9wZW0YAiABKAkSFQoNYWdlbnRfdmVyc2lvbhgDIAEoCSKBAQoMSm9pblJlc3BvbnNlEg8KB21hY2hpbmUYASABKAkSEAoIZmxlZXRfaWQYAiABKAkSFwoPY2VydGlmaWNhdGVfcGVtGAMgASgJEhoKEmNhX2NlcnRpZmljYXRlX3BlbRgEIAEoCRIZChFub3RfYWZ0ZXJfdW5peF9tcxgFIAEoAyIfCgxSZW5ld1JlcXVlc3QSDwoHY3NyX3BlbRgBIAEoCSJDCg1SZW5ld1Jlc3BvbnNlEhcKD2NlcnRpZmljYXRlX3BlbRgBIAEoCRIZChFub3RfYWZ0ZXJfdW5peF9tcxgCIAEoAyI4ChVJc3N1ZUpvaW5Ub2tlblJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCRIOCgZ0dGxfbXMYAiABKAMidgoWSXNzdWVKb2luVG9rZW5SZXNwb25zZRIPCgdtYWNoaW5lGAEgASgJEg0KBXRva2VuGAIgASgJEhcKD2V4cGlyZXNfdW5peF9tcxgDIAEoAxIRCglhZ2VudF91cmwYBCABKAkSEAoIZmxlZXRfaWQYBSABKAkiEgoQTGlzdEZsZWV0UmVxdWVzdCKzAQoMRmxlZXRNYWNoaW5lEgwKBG5hbWUYASABKAkSDgoGc3RhdHVzGAIgASgJEhUKDWFnZW50X3ZlcnNpb24YAyABKAkSJQodY2VydGlmaWNhdGVfbm90X2FmdGVyX3VuaXhfbXMYBCABKAMSGQoRbGFzdF9zZWVuX3VuaXhfbXMYBSABKAMSGgoSY2VydGlmaWNhdGVfc2VyaWFsGAYgASgJEhAKCHBsYXRmb3JtGAcgASgJIlcKEUxpc3RGbGVldFJlc3BvbnNlEjAKCG1hY2hpbmVzGAEgAygLMh4uY2xhbmtpZS5mbGVldC52MS5GbGVldE1hY2hpbmUSEAoIZmxlZXRfaWQYAiABKAkiJwoUUmV2b2tlTWFjaGluZVJlcXVlc3QSDwoHbWFjaGluZRgBIAEoCSJOChVSZXZva2VNYWNoaW5lUmVzcG9uc2USHAoUcmV2b2tlZF9jZXJ0aWZpY2F0ZXMYASABKA0SFwoPY29ubmVjdGlvbnNfY3V0GAIgASgNIicKFFJlbW92ZU1hY2hpbmVSZXF1ZXN0Eg8KB21hY2hpbmUYASABKAkiYAoVUmVtb3ZlTWFjaGluZVJlc3BvbnNlEg8KB21hY2hpbmUYASABKAkSEAoIc2VhdF9pZHMYAiADKAkSCwoDd2FzGAMgASgJEhcKD2Nvbm5lY3Rpb25zX2N1dBgEIAEoDTJaChFFbnJvbGxtZW50U2VydmljZRJFCgRKb2luEh0uY2xhbmtpZS5mbGVldC52MS5Kb2luUmVxdWVzdBoeLmNsYW5raWUuZmxlZXQudjEuSm9pblJlc3BvbnNlMl4KEkNlcnRpZmljYXRlU2VydmljZRJICgVSZW5ldxIeLmNsYW5raWUuZmxlZXQudjEuUmVuZXdSZXF1ZXN0Gh8uY2xhbmtpZS5mbGVldC52MS5SZW5ld1Jlc3BvbnNlMo0DCgxGbGVldFNlcnZpY2USYwoOSXNzdWVKb2luVG9rZW4SJy5jbGFua2llLmZsZWV0LnYxLklzc3VlSm9pblRva2VuUmVxdWVzdBooLmNsYW5raWUuZmxlZXQudjEuSXNzdWVKb2luVG9rZW5SZXNwb25zZRJUCglMaXN0RmxlZXQSIi5jbGFua2llLmZsZWV0LnYxLkxpc3RGbGVldFJlcXVlc3QaIy5jbGFua2llLmZsZWV0LnYxLkxpc3RGbGVldFJlc3BvbnNlEmAKDVJldm9rZU1hY2hpbmUSJi5jbGFua2llLmZsZWV0LnYxLlJldm9rZU1hY2hpbmVSZXF1ZXN0GicuY2xhbmtpZS5mbGVldC52MS5SZXZva2VNYWNoaW5lUmVzcG9uc2USYAoNUmVtb3ZlTWFjaGluZRImLmNsYW5raWUuZmxlZXQudjEuUmVtb3ZlTWFjaGluZVJlcXVlc3QaJy5jbGFua2llLmZsZWV0LnYxLlJlbW92ZU1hY2hpbmVSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message clankie.fleet.v1.JoinRequest
@@ -310,6 +310,61 @@ export const RevokeMachineResponseSchema: GenMessage<RevokeMachineResponse> = /*
   messageDesc(file_clankie_fleet_v1_fleet, 10);
 
 /**
+ * @generated from message clankie.fleet.v1.RemoveMachineRequest
+ */
+export type RemoveMachineRequest = Message<"clankie.fleet.v1.RemoveMachineRequest"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.RemoveMachineRequest.
+ * Use `create(RemoveMachineRequestSchema)` to create a new message.
+ */
+export const RemoveMachineRequestSchema: GenMessage<RemoveMachineRequest> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_fleet, 11);
+
+/**
+ * @generated from message clankie.fleet.v1.RemoveMachineResponse
+ */
+export type RemoveMachineResponse = Message<"clankie.fleet.v1.RemoveMachineResponse"> & {
+  /**
+   * @generated from field: string machine = 1;
+   */
+  machine: string;
+
+  /**
+   * The seats forgotten with it, as "<machine>/<name>".
+   *
+   * @generated from field: repeated string seat_ids = 2;
+   */
+  seatIds: string[];
+
+  /**
+   * "revoked" or "offline": what the machine was when it was removed.
+   *
+   * @generated from field: string was = 3;
+   */
+  was: string;
+
+  /**
+   * Live connections this replica cut (an offline machine has none); other replicas cut theirs within seconds.
+   *
+   * @generated from field: uint32 connections_cut = 4;
+   */
+  connectionsCut: number;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.RemoveMachineResponse.
+ * Use `create(RemoveMachineResponseSchema)` to create a new message.
+ */
+export const RemoveMachineResponseSchema: GenMessage<RemoveMachineResponse> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_fleet, 12);
+
+/**
  * Served to a node agent that has no certificate yet, on the agent port (TLS, server
  * certificate from the fleet CA). The join token is the only credential it accepts.
  *
@@ -381,6 +436,18 @@ export const FleetService: GenService<{
     methodKind: "unary";
     input: typeof RevokeMachineRequestSchema;
     output: typeof RevokeMachineResponseSchema;
+  },
+  /**
+   * Forgets a revoked or offline machine: its seats, its registration and its certificates
+   * (so it cannot come back without a new join token). Receipts are untouched. Refuses a
+   * machine that is online and not revoked.
+   *
+   * @generated from rpc clankie.fleet.v1.FleetService.RemoveMachine
+   */
+  removeMachine: {
+    methodKind: "unary";
+    input: typeof RemoveMachineRequestSchema;
+    output: typeof RemoveMachineResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_clankie_fleet_v1_fleet, 2);
