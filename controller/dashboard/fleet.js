@@ -6,9 +6,10 @@ export function renderMachines(machines) {
   fill(
     "machines",
     machines.map((m) => {
-      const status = stale ? "unknown (stale)" : m.online ? "online" : "offline";
-      const cls = stale ? "state-stale" : m.online ? "state-online" : "state-offline";
-      const seen = `${age(m.lastSeenAgeMs)} ago`;
+      // A revoked machine never comes back: say so, and how to remove it, not how long ago it was seen.
+      const status = m.revoked ? "revoked" : stale ? "unknown (stale)" : m.online ? "online" : "offline";
+      const cls = m.revoked ? "state-revoked" : stale ? "state-stale" : m.online ? "state-online" : "state-offline";
+      const seen = m.revoked ? `remove: clankie fleet remove ${m.name}` : `${age(m.lastSeenAgeMs)} ago`;
       return [cell(m.name), cell(status, cls), cell(m.platform ?? ""), cell(seen), cell(m.agentVersion ?? "")];
     }),
     "machines-empty",

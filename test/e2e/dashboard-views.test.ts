@@ -8,6 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { available } from "../kit/requirements.js";
+import { machineCerts, machines } from "../../controller/db/schema.js";
 import { HISTORY, midWordBreaks, startDashboardSession, type DashboardSession } from "../kit/dashboard-session.js";
 
 describe.runIf(available("chromium"))("the dashboard's hires, id search, chart range and narrow layout", () => {
@@ -135,6 +136,20 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
     await page.locator("#detail[open]").waitFor();
     expect(await midWordBreaks(page, "#detail")).toEqual([]);
     await s.shot(page, "dashboard-390px-detail");
+    await page.close();
+  });
+  it("issue 37 item 1: a revoked machine shows as revoked, with the command that removes it, not as a heartbeat long ago", async () => {
+    const db = s.fleet.controller.database.db;
+    const longAgo = new Date(Date.now() - 30 * 24 * 3600_000);
+    await db.insert(machines).values({ name: "oldbox", endpoint: "reverse://oldbox", agentToken: "t", instanceId: "i", platform: "linux", capabilityVersion: 1, agentVersion: "0.1.0", registeredAt: longAgo, lastSeenAt: longAgo });
+    await db.insert(machineCerts).values({ serial: "0ldb0x", machine: "oldbox", notAfter: new Date(Date.now() + 3600_000), revokedAt: new Date() });
+    const page = await s.open();
+    const row = page.locator("#machines tbody tr", { hasText: "oldbox" });
+    await row.waitFor();
+    const text = await row.innerText();
+    expect(text).toContain("revoked");
+    expect(text).toContain("clankie fleet remove oldbox");
+    expect(text).not.toMatch(/\d+(\.\d+)? ?(h|d) ago/);
     await page.close();
   });
 });
