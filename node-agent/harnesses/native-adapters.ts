@@ -10,17 +10,17 @@ import type { MonotonicClock } from "../proofs/proof.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import type { PaneHost } from "../panes/pane-host.js";
 import type { HarnessAdapter, SeatRecord } from "./adapter.js";
-import { createGuardedEscStop } from "./claude-stop.js";
-import { tmuxClaudeKeys } from "./claude-stop-tmux.js";
-import { herdrClaudeKeys } from "./claude-stop-herdr.js";
+import { createGuardedEscStop } from "./claude/stop.js";
+import { tmuxClaudeKeys } from "./claude/stop-tmux.js";
+import { herdrClaudeKeys } from "./claude/stop-herdr.js";
 import { HerdrPaneHost } from "../panes/herdr.js";
-import { ClaudeAdapter } from "./claude.js";
-import { createClaudeDiscover } from "./claude-discover.js";
-import { OpenCodeAdapter } from "./opencode.js";
-import { PiAdapter } from "./pi.js";
-import { PiLinkBook } from "./pi-links.js";
-import { createPiDiscover, dialPiExtension } from "./pi-extension-link.js";
-import { withHiredOpenCodePassword } from "../hire/opencode-password.js";
+import { ClaudeAdapter } from "./claude/adapter.js";
+import { createClaudeDiscover } from "./claude/discover.js";
+import { OpenCodeAdapter } from "./opencode/adapter.js";
+import { PiAdapter } from "./pi/adapter.js";
+import { PiLinkBook } from "./pi/links.js";
+import { createPiDiscover, dialPiExtension } from "./pi/extension-link.js";
+import { withHiredOpenCodePassword } from "./opencode/password.js";
 
 export interface NativeAdapters {
   adapters: HarnessAdapter[];

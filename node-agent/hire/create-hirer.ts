@@ -7,10 +7,10 @@ import type { MonotonicClock } from "../proofs/proof.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import type { SeatBook } from "../seats/seat-book.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
-import { ClaudeLauncher } from "./launch-claude.js";
-import { CodexLauncher } from "./launch-codex.js";
-import { OpenCodeLauncher } from "./launch-opencode.js";
-import { PiLauncher } from "./launch-pi.js";
+import { ClaudeLauncher } from "../harnesses/claude/launch.js";
+import { CodexLauncher } from "../harnesses/codex/launch.js";
+import { OpenCodeLauncher } from "../harnesses/opencode/launch.js";
+import { PiLauncher } from "../harnesses/pi/launch.js";
 import { HerdrPaneOpener } from "./herdr-opener.js";
 import { TmuxPaneOpener } from "./tmux-opener.js";
 import { HostJournal } from "./host-journal.js";
@@ -18,7 +18,7 @@ import { Hirer } from "./hire.js";
 import type { HarnessLauncher } from "./launcher.js";
 import type { HireHarness } from "./harnesses.js";
 import type { PaneOpener } from "./pane-opener.js";
-import { CodexServerKeeper } from "./codex-server-keeper.js";
+import { CodexServerKeeper } from "../harnesses/codex/server-keeper.js";
 
 export function createHirer(o: {
   config: AgentConfig;

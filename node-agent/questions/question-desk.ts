@@ -13,12 +13,12 @@ import { AgentGatewayService, SubmitWorkerQuestionRequestSchema } from "../../sh
 import { SeatKind } from "../../shared/verdicts.js";
 import type { Logger } from "../../shared/logger.js";
 import type { SeatRecord } from "../harnesses/adapter.js";
-import { CodexConnection } from "../harnesses/codex-connection.js";
+import { CodexConnection } from "../harnesses/codex/connection.js";
 import type { SeatBook } from "../seats/seat-book.js";
-import { CodexQuestionWatcher, type AnswerOutcome, type QuestionAnswers, type WorkerQuestion } from "./codex-questions.js";
+import { CodexQuestionWatcher, type AnswerOutcome, type QuestionAnswers, type WorkerQuestion } from "../harnesses/codex/questions.js";
 import { QuestionLedger } from "./question-ledger.js";
-import { ClaudeQuestionBoard, type ClaudeAsk, type HookLine, type ReconcileOutcome } from "./claude-questions.js";
-import { OpenCodeQuestionWatcher, openCodeTarget, type OpenCodeWatchOptions } from "./opencode-questions.js";
+import { ClaudeQuestionBoard, type ClaudeAsk, type HookLine, type ReconcileOutcome } from "../harnesses/claude/questions.js";
+import { OpenCodeQuestionWatcher, openCodeTarget, type OpenCodeWatchOptions } from "../harnesses/opencode/questions.js";
 
 export interface QuestionLink {
   gateway: Pick<Client<typeof AgentGatewayService>, "submitWorkerQuestion">;

@@ -13,9 +13,9 @@
 import { posix } from "node:path";
 import { SeatKind } from "../../shared/verdicts.js";
 import type { SeatRecord } from "../harnesses/adapter.js";
-import { unixSocketPathOf } from "../harnesses/codex-connection.js";
-import { daemonSocketPath } from "../harnesses/codex-process.js";
-import { appServerArgs, listenPathOf } from "../harnesses/codex-private-server.js";
+import { unixSocketPathOf } from "../harnesses/codex/connection.js";
+import { daemonSocketPath } from "../harnesses/codex/process.js";
+import { appServerArgs, listenPathOf } from "../harnesses/codex/private-server.js";
 import type { PaneHost } from "../panes/pane-host.js";
 import { boundPathOf } from "../proofs/socket-backend-proof.js";
 import { sameIdentity, type ProcessEntry, type ProofProvider } from "../proofs/provider.js";

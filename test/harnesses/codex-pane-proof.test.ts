@@ -16,7 +16,7 @@ import { AgentResult } from "../../shared/verdicts.js";
 import { silentLogger } from "../../shared/logger.js";
 import { deliver, type DeliverCommand } from "../../node-agent/deliver/deliver.js";
 import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
-import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
+import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex/adapter.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import { readStat } from "../../node-agent/proofs/linux-read.js";
 

@@ -16,7 +16,7 @@ import { silentLogger } from "../../shared/logger.js";
 import { deliver, type DeliverCommand } from "../../node-agent/deliver/deliver.js";
 import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
 import { selectProofProvider } from "../../node-agent/proofs/select.js";
-import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
+import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex/adapter.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import { HostJournal } from "../../node-agent/hire/host-journal.js";
 import { HIRE_ENV } from "../../node-agent/hire/pane-opener.js";

@@ -9,8 +9,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
-import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode.js";
-import { deliveryIdOf } from "../../node-agent/harnesses/opencode-ids.js";
+import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode/adapter.js";
+import { deliveryIdOf } from "../../node-agent/harnesses/opencode/ids.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { startHttpFaultProxy, type HttpFaultProxy } from "../fixtures/http-fault-proxy.js";

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { SeatKind } from "../../../../shared/verdicts.js";
 import type { SeatRecord } from "../../../../node-agent/harnesses/adapter.js";
 import { attribute, hostedSeats, isDaemonListen, type CodexHost } from "../../../../node-agent/worker-link/worker-attribution.js";
-import { appServerArgs, listenPathOf } from "../../../../node-agent/harnesses/codex-private-server.js";
+import { appServerArgs, listenPathOf } from "../../../../node-agent/harnesses/codex/private-server.js";
 
 const DAEMON = "/h/c/app-server-control/app-server-control.sock";
 const seat = (name: string, o: { kind?: SeatKind; endpoint?: string; threadId?: string; backend?: [number, number] } = {}): SeatRecord => ({
