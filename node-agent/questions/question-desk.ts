@@ -36,7 +36,7 @@ interface Desk {
 /** Where a Codex seat's questions can be watched: its app-server and thread, when discovery found both. */
 function codexTarget(seat: SeatRecord): { endpoint: string; threadId: string } | undefined {
   if (seat.kind !== SeatKind.Codex) return undefined;
-  const c = seat.control as { endpoint?: unknown; threadId?: unknown } | undefined;
+  const c = seat.control;
   return typeof c?.endpoint === "string" && typeof c.threadId === "string" ? { endpoint: c.endpoint, threadId: c.threadId } : undefined;
 }
 

@@ -56,7 +56,7 @@ describe.runIf(bin)("rule 3: a headless pi --mode rpc link is not a seat", () =>
     const name = `pi-${randomUUID().slice(0, 8)}`;
     links.addLaunched(name, link);
     // Even a record naming the RPC child's own pid does not make it an interactive session.
-    return { link, seat: { name, kind: SeatKind.Pi, title: "pi", occupantId: `pi:${link.pid}`, createdAtMs: Date.now(), control: { piPid: link.pid } } };
+    return { link, seat: { name, kind: SeatKind.Pi, title: "pi", occupantId: `pi:${link.pid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: "", tokenFile: "", piPid: link.pid } } };
   }
   const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
 

@@ -23,6 +23,12 @@ export interface ClaudeControl {
   claudePid: number;
 }
 
+declare module "../adapter.js" {
+  interface SeatControls {
+    claude: ClaudeControl;
+  }
+}
+
 export interface ClaudeAdapterOptions {
   clock: MonotonicClock;
   /** Process facts for the occupant check (rule 46); this machine's provider when absent. */
@@ -54,7 +60,7 @@ const SESSION_START_LEEWAY_MS = 2000;
 const QUEUED_GRACE_MS = 1500;
 
 export function claudeControl(seat: SeatRecord): ClaudeControl {
-  const c = seat.control as Partial<ClaudeControl> | undefined;
+  const c = seat.kind === SeatKind.Claude ? seat.control : undefined;
   if (!c || typeof c.channelDir !== "string" || typeof c.reportDir !== "string" || typeof c.claudePid !== "number") throw new Error(`seat ${seat.name} has no Claude channel`);
   return { channelDir: c.channelDir, reportDir: c.reportDir, claudePid: c.claudePid };
 }

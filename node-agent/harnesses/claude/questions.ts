@@ -80,7 +80,7 @@ export class ClaudeQuestionBoard {
   /** Takes the hook's question: refused at once (the hook lets the owner answer), or held open until answered or withdrawn. */
   async ask(seat: SeatRecord, callerPids: ReadonlySet<number>, a: ClaudeAsk, line: HookLine): Promise<void> {
     const refuse = (reason: string, detail: string) => void line.send({ ok: false, reason, detail });
-    const c = seat.control as { claudePid?: unknown; reportDir?: unknown } | undefined;
+    const c = seat.kind === SeatKind.Claude ? seat.control : undefined;
     if (seat.kind !== SeatKind.Claude || typeof c?.claudePid !== "number" || typeof c.reportDir !== "string") return refuse("not_a_claude_seat", `seat ${seat.name} is not a Claude seat`);
     // Bound to the seat's own Claude process and its current session, not only to the pane.
     if (!callerPids.has(c.claudePid)) return refuse("not_this_claude", `the caller does not run under seat ${seat.name}'s Claude process`);

@@ -49,6 +49,12 @@ export interface CodexControl {
   ownedByHire?: string | undefined;
 }
 
+declare module "../adapter.js" {
+  interface SeatControls {
+    codex: CodexControl;
+  }
+}
+
 export const NO_CAPABILITIES: InputCapabilities = { deliveryModes: [], interrupt: false, nextTurnOnly: false };
 /** Rule 47: an owned Codex seat whose app-server control is attached offers both modes and a stop. */
 export const CODEX_LIVE_CAPABILITIES: InputCapabilities = { deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false };
@@ -73,9 +79,11 @@ export interface CodexAdapterOptions {
 }
 
 export function codexControlOf(seat: SeatRecord): CodexControl | undefined {
-  const c = seat.control as Partial<CodexControl> | undefined;
+  if (seat.kind !== SeatKind.Codex) return undefined;
+  // The seat book is read back from disk: its fields are checked, not trusted.
+  const c = seat.control;
   if (!c || typeof c.codexHome !== "string" || typeof c.cwd !== "string" || typeof c.launch !== "string") return undefined;
-  return c as CodexControl;
+  return c;
 }
 
 /** Seat names derive from the pane: `codex-<pane id>` with only name-safe characters (tmux %3 → codex-3). */

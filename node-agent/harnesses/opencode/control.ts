@@ -1,4 +1,5 @@
 /** Where an OpenCode seat's server and session are, as its seat record's `control` holds them. */
+import { SeatKind } from "../../../shared/verdicts.js";
 import { readFileSync } from "node:fs";
 import type { SeatRecord } from "../adapter.js";
 import type { OpenCodeEndpoint } from "./http.js";
@@ -10,8 +11,14 @@ export interface OpenCodeControl {
   passwordFile?: string | undefined;
 }
 
+declare module "../adapter.js" {
+  interface SeatControls {
+    opencode: OpenCodeControl;
+  }
+}
+
 export function openCodeControl(seat: SeatRecord): OpenCodeControl {
-  const c = seat.control as Partial<OpenCodeControl> | undefined;
+  const c = seat.kind === SeatKind.OpenCode ? seat.control : undefined;
   if (!c || typeof c.baseUrl !== "string" || typeof c.sessionId !== "string") throw new Error(`seat ${seat.name} has no OpenCode endpoint`);
   return { baseUrl: c.baseUrl, sessionId: c.sessionId, passwordFile: c.passwordFile };
 }

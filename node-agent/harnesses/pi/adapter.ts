@@ -98,13 +98,14 @@ export class PiAdapter implements HarnessAdapter {
     // Rule 3: only control of the pane's own interactive Pi counts. A headless RPC link proves none.
     const origin = link.origin;
     if (origin.kind !== "extension") return refuse("refuted", SeatStatus.Unknown, "a headless pi --mode rpc link does not prove control of an interactive session; it is not a seat");
-    const piPid = (seat.control as { piPid?: number } | undefined)?.piPid;
+    const control = seat.kind === SeatKind.Pi ? seat.control : undefined;
+    const piPid = control?.piPid;
     if (piPid === undefined || origin.pid !== piPid) return refuse("refuted", SeatStatus.Unknown, `the link is served by Pi ${origin.pid}, not by the seat's Pi ${piPid ?? "(none recorded)"}`);
     const inPane = await this.paneRuns(seat, piPid);
     if (inPane !== undefined && !inPane.ok) return refuse(inPane.outcome, inPane.outcome === "refuted" ? SeatStatus.Offline : SeatStatus.Unknown, inPane.detail);
     const s = await this.state(link);
     if (typeof s === "string") return refuse("unknown", SeatStatus.Unknown, `get_state failed: ${s}`);
-    const expected = (seat.control as { sessionId?: string } | undefined)?.sessionId;
+    const expected = control?.sessionId;
     if (expected && s.sessionId !== expected) return refuse("refuted", SeatStatus.Unknown, `the link now serves session ${s.sessionId}, not ${expected}`);
     this.lastState.set(seat.name, s);
     return {

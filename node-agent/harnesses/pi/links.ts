@@ -3,6 +3,7 @@
  * held in memory by seat name (they die with the agent); a Pi TUI's extension socket is
  * dialled from the seat's control facts on demand and kept while it stays open.
  */
+import { SeatKind } from "../../../shared/verdicts.js";
 import type { SeatRecord } from "../adapter.js";
 import type { PiLink } from "./link.js";
 import type { PiLinks } from "./adapter.js";
@@ -14,6 +15,12 @@ export interface PiExtensionControl {
   sessionId?: string | undefined;
   /** The pane's foreground Pi process: the extension must be served by it (rule 3). */
   piPid?: number | undefined;
+}
+
+declare module "../adapter.js" {
+  interface SeatControls {
+    pi: PiExtensionControl;
+  }
 }
 
 export class PiLinkBook implements PiLinks {
@@ -33,12 +40,12 @@ export class PiLinkBook implements PiLinks {
   async get(seat: SeatRecord): Promise<PiLink | undefined> {
     const launched = this.launched.get(seat.name);
     if (launched) return launched;
-    const c = seat.control as Partial<PiExtensionControl> | undefined;
+    const c = seat.kind === SeatKind.Pi ? seat.control : undefined;
     if (c?.transport !== "extension" || !c.socketPath || !c.tokenFile || !this.dial) return undefined;
     const open = this.dialled.get(seat.name);
     if (open?.isOpen) return open;
     try {
-      const link = await this.dial(c as PiExtensionControl);
+      const link = await this.dial(c);
       this.dialled.set(seat.name, link);
       return link;
     } catch {

@@ -10,7 +10,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { WebSocket } from "ws";
-import { AgentResult } from "../../../../../shared/verdicts.js";
+import { AgentResult, SeatKind } from "../../../../../shared/verdicts.js";
 import { CodexAdapter, codexControlOf } from "../../../../../node-agent/harnesses/codex/adapter.js";
 import type { SeatRecord } from "../../../../../node-agent/harnesses/adapter.js";
 import { WindowsProofProvider } from "../../../../../node-agent/proofs/windows.js";
@@ -248,7 +248,7 @@ describe("a fact the provider cannot tell refuses the seat, with the provider's 
     expect(e).toBeInstanceOf(CodexFactUnknownError);
     expect(e).toMatchObject({ fact: "home", reason: "permission" });
     const a = new CodexAdapter({ clock: systemMonotonicClock, proofs: new UnsupportedProofProvider("aix") });
-    const seat: SeatRecord = { name: "cx", kind: "codex" as SeatRecord["kind"], title: "", occupantId: "o", createdAtMs: 0, control: { codexHome: "/h", cwd: "/w", launch: "remote", endpoint: "ws://127.0.0.1:1", tuiPid: 1, tuiStartTime: 1, threadId: "T" } };
+    const seat: SeatRecord = { name: "cx", kind: SeatKind.Codex, title: "", occupantId: "o", createdAtMs: 0, control: { codexHome: "/h", cwd: "/w", launch: "remote", endpoint: "ws://127.0.0.1:1", tuiPid: 1, tuiStartTime: 1, threadId: "T" } };
     const { snapshot, proofs } = await a.inspect(seat);
     expect(proofs.find((p) => p.kind === "codex_process")).toMatchObject({ outcome: "unknown", detail: expect.stringContaining("unsupported") });
     expect(snapshot.inputCapabilities.deliveryModes).toEqual([]);

@@ -42,7 +42,9 @@ describe("OpenCode question shape", () => {
 
   it("issue 13 part 4: only OpenCode seats with a server and session are watched", () => {
     expect(openCodeTarget(seat)).toEqual({ baseUrl: "http://127.0.0.1:1", sessionId: "ses_a", passwordFile: undefined });
-    expect(openCodeTarget({ ...seat, control: { baseUrl: "http://127.0.0.1:1" } })).toBeUndefined();
-    expect(openCodeTarget({ ...seat, kind: SeatKind.Codex })).toBeUndefined();
+    // Records as the seat book reads them back from disk, where nothing types them.
+    const fromDisk = (row: object) => JSON.parse(JSON.stringify(row)) as SeatRecord;
+    expect(openCodeTarget(fromDisk({ ...seat, control: { baseUrl: "http://127.0.0.1:1" } }))).toBeUndefined();
+    expect(openCodeTarget(fromDisk({ ...seat, kind: SeatKind.Codex }))).toBeUndefined();
   });
 });
