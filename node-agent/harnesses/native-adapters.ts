@@ -25,7 +25,10 @@ function folder(...parts: string[]): string {
   return dir;
 }
 
-export function createNativeAdapters(o: NativeAdapterOptions, plugins: readonly HarnessPlugin[] = HARNESSES): NativeAdapters {
+export function createNativeAdapters(
+  o: NativeAdapterOptions,
+  plugins: readonly HarnessPlugin[] = HARNESSES,
+): NativeAdapters {
   const folders: HarnessFolders = {
     claudeChannelDir: folder(o.stateDir, "claude", "channels"),
     claudeReportDir: folder(o.stateDir, "claude", "sessions"),

@@ -10,7 +10,9 @@ import type { PaneHost } from "../panes/pane-host.js";
 import type { MailboxStore } from "../mailbox/store.js";
 import type { HostJournal } from "../hire/host-journal.js";
 import type { HarnessLauncher } from "../hire/launcher.js";
+import type { QuestionLedger } from "../questions/question-ledger.js";
 import type { HarnessAdapter, SeatRecord } from "./adapter.js";
+import type { AnswerOutcome, QuestionAnswers, ReconcileOutcome, WorkerQuestion } from "./codex/question-types.js";
 
 /** The agent's folders for harness channels; hires pass the same ones to their panes (hire/launcher.ts). */
 export interface HarnessFolders {
@@ -45,9 +47,34 @@ export interface StartedHarness {
   close?(): void | Promise<void>;
 }
 
+/** One seat's native question watcher, as the question desk drives it. */
+export interface SeatQuestionWatcher {
+  onQuestion(listener: (q: WorkerQuestion) => void): unknown;
+  /** Reads what is already pending once the listener is set, where the harness is polled. */
+  start?(): Promise<void>;
+  answer(requestId: string, answers: QuestionAnswers): Promise<AnswerOutcome>;
+  /** Re-reads an earlier answer's native receipt; sends nothing. */
+  reconcile(requestId: string): Promise<ReconcileOutcome>;
+  close(): void;
+}
+
+export type QuestionAttach =
+  | { ok: true; watcher: SeatQuestionWatcher }
+  | { ok: false; problem: string; message: string };
+
+/** How the question desk watches a harness's seats for workers' questions (issue 13 part 4). */
+export interface QuestionWatching {
+  /** Whether discovery found where this seat's questions can be watched. */
+  watchable(seat: SeatRecord): boolean;
+  /** Attaches to the seat's questions; not ok is logged and retried later. */
+  attach(seat: SeatRecord, ledger: QuestionLedger): Promise<QuestionAttach>;
+}
+
 export interface HarnessPlugin {
   readonly kind: SeatKind;
   /** Whether hire_agent can start it (then start() returns a launcher). */
   readonly hire: boolean;
   start(setup: HarnessSetup): StartedHarness;
+  /** Present where the agent watches the harness's native questions itself. */
+  readonly questions?: QuestionWatching | undefined;
 }

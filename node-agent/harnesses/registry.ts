@@ -12,7 +12,13 @@ import { mailboxHarness } from "./mailbox/index.js";
 import { openCodeHarness } from "./opencode/index.js";
 import { piHarness } from "./pi/index.js";
 
-export const HARNESSES: readonly HarnessPlugin[] = [mailboxHarness, codexHarness, claudeHarness, openCodeHarness, piHarness];
+export const HARNESSES: readonly HarnessPlugin[] = [
+  mailboxHarness,
+  codexHarness,
+  claudeHarness,
+  openCodeHarness,
+  piHarness,
+];
 
 /** The kinds hire_agent can start, in registry order. */
 export function hireKinds(plugins: readonly HarnessPlugin[] = HARNESSES): SeatKind[] {

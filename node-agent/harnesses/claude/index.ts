@@ -29,7 +29,9 @@ export const claudeHarness: HarnessPlugin = {
       clock: s.clock,
       paneStatus: paneHost
         ? async (seat) =>
-            seat.pane ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus : undefined
+            seat.pane
+              ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus
+              : undefined
         : undefined,
       proofs: s.proofs,
       discover: createClaudeDiscover(s.folders.claudeChannelDir, s.folders.claudeReportDir, s.proofs),

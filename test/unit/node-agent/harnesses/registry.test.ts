@@ -2,7 +2,7 @@
  * Issue 33 item 2: adding a harness is a new folder and one registry line. A lab harness defined
  * here, with its own adapter, discovery and launcher, is added to the registry's list and nothing
  * else: the agent's start-up registers its adapter and launcher, hire lists it, pane discovery asks
- * it, and a delivery to a seat of its kind goes through its adapter.
+ * it, a delivery to a seat of its kind goes through its adapter, and the question desk watches its seats.
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
@@ -20,6 +20,7 @@ import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import { SeatBook } from "../../../../node-agent/seats/seat-book.js";
 import { scanPanes } from "../../../../node-agent/seats/discovery.js";
 import { deliver } from "../../../../node-agent/deliver/deliver.js";
+import { QuestionDesk } from "../../../../node-agent/questions/question-desk.js";
 import { startFakeHerdr } from "../../../kit/fake-herdr.js";
 import { tempDir } from "../../../kit/test-db.js";
 
@@ -47,11 +48,22 @@ function labPlugin(written: NativeWrite[]): HarnessPlugin {
       written.push(message);
       return { result: AgentResult.Delivered, nativeReceiptId: `lab-${written.length}` };
     },
-    readSession: async (seat) => ({ occupantId: seat.occupantId, status: SeatStatus.Idle, entries: [], complete: true }),
+    readSession: async (seat) => ({
+      occupantId: seat.occupantId,
+      status: SeatStatus.Idle,
+      entries: [],
+      complete: true,
+    }),
     discover: async (pane, processes): Promise<SeatRecord | undefined> => {
       const lab = processes.foregroundProcesses.find((p) => p.argv[0] === "lab-harness");
       if (!lab) return undefined;
-      return { name: `lab-${pane.paneId.replace(/\W/g, "")}`, kind: LAB, title: "lab", occupantId: `lab-${lab.pid}`, createdAtMs: Date.now() };
+      return {
+        name: `lab-${pane.paneId.replace(/\W/g, "")}`,
+        kind: LAB,
+        title: "lab",
+        occupantId: `lab-${lab.pid}`,
+        createdAtMs: Date.now(),
+      };
     },
   };
   return { kind: LAB, hire: true, start: () => ({ adapter, launcher }) };
@@ -80,7 +92,13 @@ function startWith(plugins: readonly HarnessPlugin[]): NativeAdapters {
 
 describe("the harness registry (issue 33 item 2)", () => {
   it("the registry lists every built-in harness once, and hire offers those with a launcher", () => {
-    expect(HARNESSES.map((h) => h.kind)).toEqual([SeatKind.Mailbox, SeatKind.Codex, SeatKind.Claude, SeatKind.OpenCode, SeatKind.Pi]);
+    expect(HARNESSES.map((h) => h.kind)).toEqual([
+      SeatKind.Mailbox,
+      SeatKind.Codex,
+      SeatKind.Claude,
+      SeatKind.OpenCode,
+      SeatKind.Pi,
+    ]);
     expect(hireKinds()).toEqual([SeatKind.Codex, SeatKind.Claude, SeatKind.OpenCode, SeatKind.Pi]);
     const native = startWith(HARNESSES);
     for (const h of HARNESSES) expect(native.adapters.get(h.kind)?.kind).toBe(h.kind);
@@ -96,7 +114,7 @@ describe("the harness registry (issue 33 item 2)", () => {
     expect(hireKinds()).not.toContain(LAB);
   });
 
-  it("issue 33 item 2: discovery asks the added harness about panes, and delivery writes through its adapter", async () => {
+  it("issue 33 item 2: discovery asks the added harness, and delivery writes through its adapter", async () => {
     const written: NativeWrite[] = [];
     const native = startWith([...HARNESSES, labPlugin(written)]);
     const herdr = await startFakeHerdr();
@@ -104,7 +122,10 @@ describe("the harness registry (issue 33 item 2)", () => {
     const host = new HerdrPaneHost({ socketPath: herdr.socketPath, reconnectMs: 20 });
     closers.push(() => host.close());
     const labProcess = { pid: process.pid, name: "lab-harness", argv: ["lab-harness"] };
-    herdr.addPane({ pane_id: "w1:p7" }, { shell_pid: 1, foreground_process_group_id: 1, tty: null, foreground_processes: [labProcess] });
+    herdr.addPane(
+      { pane_id: "w1:p7" },
+      { shell_pid: 1, foreground_process_group_id: 1, tty: null, foreground_processes: [labProcess] },
+    );
     const seats = new SeatBook(tempDir("registry-seats"));
 
     const report = await scanPanes(host, native.adapters, seats, silentLogger);
@@ -128,5 +149,46 @@ describe("the harness registry (issue 33 item 2)", () => {
     );
     expect(verdict).toMatchObject({ result: AgentResult.Delivered, nativeReceiptId: "lab-1" });
     expect(written.map((w) => [w.deliveryId, w.text])).toEqual([[deliveryId, "hello lab"]]);
+  });
+
+  it("issue 33 item 2: the question desk watches a seat of the added harness through its plugin", async () => {
+    const answered: string[] = [];
+    const lab: HarnessPlugin = {
+      ...labPlugin([]),
+      questions: {
+        watchable: (seat) => seat.kind === LAB,
+        attach: async () => ({
+          ok: true,
+          watcher: {
+            onQuestion: () => undefined,
+            answer: async (requestId) => {
+              answered.push(requestId);
+              return { result: "not_sent", reason: "refused_by_harness", detail: "lab" };
+            },
+            reconcile: async () => ({ result: "not_sent", reason: "no_claim", detail: "lab" }),
+            close: () => undefined,
+          },
+        }),
+      },
+    };
+    const seats = new SeatBook(tempDir("registry-q-seats"));
+    const { seat } = seats.add("lab-q", LAB, "lab");
+    const refuse = () => Promise.reject(new Error("no question is filed in this test"));
+    const link = { gateway: { submitWorkerQuestion: refuse }, machine: "m", instanceId: "i" };
+    const desk = new QuestionDesk({
+      seats,
+      ledgerDir: tempDir("registry-q-ledger"),
+      link,
+      logger: silentLogger,
+      harnesses: [...HARNESSES, lab],
+    });
+    closers.push(() => desk.close());
+    await desk.sync();
+    expect(desk.watching("lab-q")).toBe(true);
+    expect(await desk.answer("lab-q", seat.occupantId, "r-1", { q: { answers: ["a"] } })).toMatchObject({
+      result: "not_sent",
+    });
+    expect(answered).toEqual(["r-1"]);
+    expect(await desk.reconcile("lab-q", seat.occupantId, "r-1")).toMatchObject({ reason: "no_claim" });
   });
 });
