@@ -1,6 +1,7 @@
 /**
- * The one interface the delivery pipeline calls for every harness. A new harness is one
- * file implementing it plus one line in registry.ts; deliver.ts never changes.
+ * The one interface the delivery pipeline calls for every harness. A new harness is a folder
+ * whose plugin (plugin.ts) brings an implementation, plus one line in registry.ts; deliver.ts
+ * never changes.
  */
 import type { AgentResult, DeliveryMode, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { ProofFact } from "../proofs/proof.js";
