@@ -16,7 +16,7 @@ import { LinkRoundTrips } from "../node-agent/service/link-round-trips.js";
 import { SeatBook } from "../node-agent/seats/seat-book.js";
 import { SeatLocks } from "../node-agent/seats/seat-locks.js";
 import { MailboxStore } from "../node-agent/mailbox/store.js";
-import { MailboxAdapter } from "../node-agent/harnesses/mailbox.js";
+import { MailboxAdapter } from "../node-agent/harnesses/mailbox/adapter.js";
 import { AdapterRegistry } from "../node-agent/harnesses/registry.js";
 import { systemMonotonicClock } from "../node-agent/proofs/proof.js";
 import { SeatKind } from "../shared/verdicts.js";

@@ -19,9 +19,6 @@ import type { AgentConfig } from "./config.js";
 import { SeatBook } from "./seats/seat-book.js";
 import { QuestionDesk } from "./questions/question-desk.js";
 import { MailboxStore } from "./mailbox/store.js";
-import { MailboxAdapter } from "./harnesses/mailbox.js";
-import { AdapterRegistry } from "./harnesses/registry.js";
-import { CodexAdapter } from "./harnesses/codex.js";
 import { createNativeAdapters } from "./harnesses/native-adapters.js";
 import { createPaneHost } from "./panes/select-host.js";
 import { startSeatDiscovery, type SeatDiscovery } from "./seats/discovery.js";
@@ -91,19 +88,18 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const paneHost = createPaneHost(config.paneHost);
   // Kernel facts for this OS: a Codex seat over TCP is proven by the pane proof before each write.
   const proofs = selectProofProvider(process.platform, clock);
-  // A Codex TUI this agent's own hire launched is owned (interrupt offered); the journal tells (rules 36, 47).
-  const hires = new HostJournal(config.stateDir);
-  const codex = new CodexAdapter({ clock, paneHost, proofs, hires: { launched: (id) => hires.read(id), ofPane: (paneId) => hires.byPane(paneId) } });
-  const adapters = new AdapterRegistry().register(new MailboxAdapter(mailboxes, clock)).register(codex);
+  // Every registered harness (harnesses/registry.ts), its adapter and hire launcher.
   const native = createNativeAdapters({
     clock,
     stateDir: config.stateDir,
+    mailboxes,
+    hires: new HostJournal(config.stateDir),
     paneHost,
     tmuxServer: config.paneHost.kind === "tmux" ? { socketPath: config.paneHost.socketPath } : undefined,
     stillOccupied: (seat) => seats.get(seat.name)?.occupantId === seat.occupantId,
     proofs,
   });
-  for (const a of native.adapters) adapters.register(a);
+  const adapters = native.adapters;
   // A fresh token per process: only the controller this agent registered with can call it.
   const agentToken = newToken("agent");
 
@@ -222,10 +218,9 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
       forwarder.stop();
       discovery?.close();
       paneHost?.close?.();
-      codex.close();
+      await native.close();
       // Windows' provider keeps a PowerShell host; it must not outlive the agent.
       proofs.close?.();
-      await native.close();
       link.stop();
       // Dropping the sockets, rather than a GOAWAY, is what a crashed agent looks like too.
       for (const s of sockets) s.destroy();

@@ -11,7 +11,7 @@ import { resolve } from "node:path";
 import { promisify } from "node:util";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { installedFile } from "../../node-agent/hire/launcher.js";
-import { CLAUDE_PLUGIN } from "../../node-agent/hire/claude-plugin-screen.js";
+import { CLAUDE_PLUGIN } from "../../node-agent/harnesses/claude/plugin-screen.js";
 import { emit, type OutputOptions } from "./output.js";
 
 const run = promisify(execFile);

@@ -1,23 +1,38 @@
 /**
- * The one interface the delivery pipeline calls for every harness. A new harness is one
- * file implementing it plus one line in registry.ts; deliver.ts never changes.
+ * The one interface the delivery pipeline calls for every harness. A new harness is a folder
+ * whose plugin (plugin.ts) brings an implementation, plus one line in registry.ts; deliver.ts
+ * never changes.
  */
 import type { AgentResult, DeliveryMode, SeatKind, SeatStatus } from "../../shared/verdicts.js";
 import type { ProofFact } from "../proofs/proof.js";
 import type { PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
 
-/** A seat as the agent's seat book records it. */
-export interface SeatRecord {
+/**
+ * The facts each harness's seats carry in `control`, by seat kind. Each harness folder adds its
+ * own entry by module augmentation (`declare module "../adapter.js" { interface SeatControls { … } }`):
+ * this file names no harness and imports none of them (that would be an import cycle).
+ */
+export interface SeatControls {}
+
+type ControlOf<K extends SeatKind> = K extends keyof SeatControls ? SeatControls[K] : never;
+
+/**
+ * A seat as the agent's seat book records it. `control`, typed by `kind`, holds the facts found at
+ * discovery (endpoint, home, thread, pids...): not authority, re-proved before each write.
+ */
+export type SeatRecord = { [K in SeatKind]: SeatFields & { kind: K; control?: ControlOf<K> | undefined } }[SeatKind];
+
+/** A seat of one kind, its control typed. */
+export type SeatOf<K extends SeatKind> = Extract<SeatRecord, { kind: K }>;
+
+interface SeatFields {
   name: string;
-  kind: SeatKind;
   title: string;
   /** Stable for one occupant; a different process or session means a different id. */
   occupantId: string;
   createdAtMs: number;
   /** For seats discovered in a pane: which host and pane. Absent for mailbox seats. */
   pane?: { host: "herdr" | "tmux"; paneId: string; terminalId: string; sessionId: string } | undefined;
-  /** Adapter-specific facts found at discovery (endpoint, home, thread, pids...). Not authority: re-proved before each write. */
-  control?: Record<string, unknown> | undefined;
 }
 
 export interface InputCapabilities {

@@ -1,84 +1,53 @@
 /**
- * The Claude, OpenCode and Pi adapters as the agent runs them: Claude's channel sockets and
- * session reports live under the agent's state dir (the worker's `clankie worker
- * claude-channel --channel-dir` and hook `--report-dir` must name the same folders), and
- * Claude's busy/idle comes from the pane host when it has a view.
+ * Starts every registered harness for this agent: the folders their channels use under the
+ * agent's state dir, each plugin's adapter (registered for its seat kind) and hire launcher.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { MonotonicClock } from "../proofs/proof.js";
-import type { ProofProvider } from "../proofs/provider.js";
-import type { PaneHost } from "../panes/pane-host.js";
-import type { HarnessAdapter, SeatRecord } from "./adapter.js";
-import { createGuardedEscStop } from "./claude-stop.js";
-import { tmuxClaudeKeys } from "./claude-stop-tmux.js";
-import { herdrClaudeKeys } from "./claude-stop-herdr.js";
-import { HerdrPaneHost } from "../panes/herdr.js";
-import { ClaudeAdapter } from "./claude.js";
-import { createClaudeDiscover } from "./claude-discover.js";
-import { OpenCodeAdapter } from "./opencode.js";
-import { PiAdapter } from "./pi.js";
-import { PiLinkBook } from "./pi-links.js";
-import { createPiDiscover, dialPiExtension } from "./pi-extension-link.js";
-import { withHiredOpenCodePassword } from "../hire/opencode-password.js";
+import type { SeatKind } from "../../shared/verdicts.js";
+import type { HarnessLauncher } from "../hire/launcher.js";
+import type { HarnessFolders, HarnessPlugin, HarnessSetup, StartedHarness } from "./plugin.js";
+import { AdapterRegistry, HARNESSES } from "./registry.js";
 
 export interface NativeAdapters {
-  adapters: HarnessAdapter[];
-  piLinks: PiLinkBook;
-  claudeChannelDir: string;
-  claudeReportDir: string;
-  piSocketDir: string;
-  /** Passwords of the OpenCode servers hires started, by port (hire/launch-opencode.ts). */
-  openCodePasswordDir: string;
+  adapters: AdapterRegistry;
+  /** The hire launcher of each harness that has one. */
+  launchers: Map<SeatKind, HarnessLauncher>;
+  folders: HarnessFolders;
   close(): Promise<void>;
 }
 
-export interface NativeAdapterOptions {
-  clock: MonotonicClock;
-  stateDir: string;
-  paneHost?: PaneHost | undefined;
-  /** The tmux server the pane host reads, when it is tmux: Claude's guarded Esc needs its key input. */
-  tmuxServer?: { socketPath?: string | undefined } | undefined;
-  /** The seat binding, checked again just before the Esc: the seat book still holds this occupant. */
-  stillOccupied?: (seat: SeatRecord) => boolean;
-  /** This machine's proof provider, shared with the other adapters. */
-  proofs?: ProofProvider | undefined;
+export type NativeAdapterOptions = Omit<HarnessSetup, "folders"> & { stateDir: string };
+
+function folder(...parts: string[]): string {
+  const dir = join(...parts);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  return dir;
 }
 
-export function createNativeAdapters(o: NativeAdapterOptions): NativeAdapters {
-  const claudeChannelDir = join(o.stateDir, "claude", "channels");
-  const claudeReportDir = join(o.stateDir, "claude", "sessions");
-  mkdirSync(claudeChannelDir, { recursive: true, mode: 0o700 });
-  mkdirSync(claudeReportDir, { recursive: true, mode: 0o700 });
-  const piSocketDir = join(o.stateDir, "pi", "sockets");
-  mkdirSync(piSocketDir, { recursive: true, mode: 0o700 });
-  const paneHost = o.paneHost;
-  const paneKeys =
-    paneHost instanceof HerdrPaneHost ? herdrClaudeKeys(paneHost) : paneHost?.kind === "tmux" && o.tmuxServer ? tmuxClaudeKeys(o.tmuxServer) : undefined;
-  const claude = new ClaudeAdapter({
-    clock: o.clock,
-    paneStatus: paneHost
-      ? async (seat) => (seat.pane ? (await paneHost.listPanes()).find((p) => p.paneId === seat.pane!.paneId)?.agentStatus : undefined)
-      : undefined,
-    proofs: o.proofs,
-    discover: createClaudeDiscover(claudeChannelDir, claudeReportDir, o.proofs),
-    // Stop is the one guarded Esc, offered only where the pane host has key input (Herdr, tmux).
-    stopper: paneKeys ? createGuardedEscStop({ keys: paneKeys, recheckAuthority: async (seat) => o.stillOccupied?.(seat) ?? false }) : undefined,
-  });
-  const piLinks = new PiLinkBook((c) => dialPiExtension(c));
-  const pi = new PiAdapter({ clock: o.clock, links: piLinks, paneHost });
-  // A Pi TUI runs the Clankie extension with CLANKIE_PI_SOCKET_DIR set to this folder.
-  pi.discover = createPiDiscover(piSocketDir);
-  const openCodePasswordDir = join(o.stateDir, "opencode", "passwords");
-  const opencode = new OpenCodeAdapter({ clock: o.clock });
-  opencode.discover = withHiredOpenCodePassword(opencode.discover, openCodePasswordDir);
+export function createNativeAdapters(
+  o: NativeAdapterOptions,
+  plugins: readonly HarnessPlugin[] = HARNESSES,
+): NativeAdapters {
+  const folders: HarnessFolders = {
+    claudeChannelDir: folder(o.stateDir, "claude", "channels"),
+    claudeReportDir: folder(o.stateDir, "claude", "sessions"),
+    piSocketDir: folder(o.stateDir, "pi", "sockets"),
+    openCodePasswordDir: join(o.stateDir, "opencode", "passwords"),
+  };
+  const started: StartedHarness[] = plugins.map((p) => p.start({ ...o, folders }));
+  const adapters = new AdapterRegistry();
+  const launchers = new Map<SeatKind, HarnessLauncher>();
+  for (const h of started) {
+    adapters.register(h.adapter);
+    if (h.launcher) launchers.set(h.adapter.kind, h.launcher);
+  }
   return {
-    adapters: [claude, opencode, pi],
-    openCodePasswordDir,
-    piLinks,
-    claudeChannelDir,
-    claudeReportDir,
-    piSocketDir,
-    close: () => piLinks.close(),
+    adapters,
+    launchers,
+    folders,
+    close: async () => {
+      await Promise.all(started.map((h) => h.close?.()));
+    },
   };
 }

@@ -1,4 +1,4 @@
-/** Builds the agent's Hirer from its configuration: the pane opener for its pane host and one launcher per harness. */
+/** Builds the agent's Hirer from its configuration: the pane opener for its pane host and the launchers of the registered harnesses. */
 import type { Logger } from "../../shared/logger.js";
 import type { AgentConfig } from "../config.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
@@ -7,18 +7,12 @@ import type { MonotonicClock } from "../proofs/proof.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import type { SeatBook } from "../seats/seat-book.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
-import { ClaudeLauncher } from "./launch-claude.js";
-import { CodexLauncher } from "./launch-codex.js";
-import { OpenCodeLauncher } from "./launch-opencode.js";
-import { PiLauncher } from "./launch-pi.js";
 import { HerdrPaneOpener } from "./herdr-opener.js";
 import { TmuxPaneOpener } from "./tmux-opener.js";
 import { HostJournal } from "./host-journal.js";
 import { Hirer } from "./hire.js";
-import type { HarnessLauncher } from "./launcher.js";
-import type { HireHarness } from "./harnesses.js";
 import type { PaneOpener } from "./pane-opener.js";
-import { CodexServerKeeper } from "./codex-server-keeper.js";
+import { CodexServerKeeper } from "../harnesses/codex/server-keeper.js";
 
 export function createHirer(o: {
   config: AgentConfig;
@@ -38,7 +32,6 @@ export function createHirer(o: {
   // Herdr hires' Codex app-servers run outside their panes: the agent keeps them as long as their TUIs.
   const servers = herdr ? new CodexServerKeeper({ journal, proofs: o.proofs, panes: herdr, logger: o.logger }) : undefined;
   servers?.start();
-  const launchers = new Map<HireHarness, HarnessLauncher>([new CodexLauncher(), new ClaudeLauncher(), new OpenCodeLauncher(o.native.openCodePasswordDir), new PiLauncher()].map((l) => [l.harness, l]));
   return new Hirer({
     seats: o.seats,
     adapters: o.adapters,
@@ -47,13 +40,13 @@ export function createHirer(o: {
     servers,
     proofs: o.proofs,
     opener,
-    launchers,
+    launchers: o.native.launchers,
     locks: o.locks,
     scanNow: o.scanNow,
     stateDir: o.config.stateDir,
-    claudeChannelDir: o.native.claudeChannelDir,
-    claudeReportDir: o.native.claudeReportDir,
-    piSocketDir: o.native.piSocketDir,
+    claudeChannelDir: o.native.folders.claudeChannelDir,
+    claudeReportDir: o.native.folders.claudeReportDir,
+    piSocketDir: o.native.folders.piSocketDir,
     options: o.config.hire,
     logger: o.logger,
   });

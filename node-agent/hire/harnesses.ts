@@ -1,13 +1,10 @@
-/** The harnesses hire_agent can start, and where their binaries are found. */
+/** Where the binaries of the harnesses hire_agent starts are found (which ones: harnesses/registry.ts). */
 import { accessSync, constants } from "node:fs";
 import { delimiter, join } from "node:path";
+import type { SeatKind } from "../../shared/verdicts.js";
 
-export const HIRE_HARNESSES = ["codex", "claude", "opencode", "pi"] as const;
-export type HireHarness = (typeof HIRE_HARNESSES)[number];
-
-export function isHireHarness(s: string): s is HireHarness {
-  return (HIRE_HARNESSES as readonly string[]).includes(s);
-}
+/** A seat kind whose plugin has a hire launcher (harnesses/registry.ts hireKinds). */
+export type HireHarness = SeatKind;
 
 /** The configured binary, else the first executable `name` on PATH; undefined when the machine lacks it. */
 export function findBinary(name: string, configured: string | undefined, path: string | undefined): string | undefined {

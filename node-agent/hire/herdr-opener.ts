@@ -6,7 +6,7 @@
  */
 import { HerdrConnection } from "../panes/herdr-client.js";
 import type { OpenOutcome, PaneLiveness, PaneOpener } from "./pane-opener.js";
-import type { TuiProbe, TuiState } from "./codex-server-keeper.js";
+import type { TuiProbe, TuiState } from "../harnesses/codex/server-keeper.js";
 
 const TOKEN = "clankie_hire";
 /** Herdr's agent.start takes 3001..300000 ms; the hire's readiness budget. */

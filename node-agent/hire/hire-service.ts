@@ -8,7 +8,7 @@ import { parseUuid } from "../../shared/ids.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire, type SeatKind, type SeatStatus } from "../../shared/verdicts.js";
 import { HireRefusedError, type Hirer } from "./hire.js";
 import type { RecordedAnswer } from "./host-journal.js";
-import { isHireHarness } from "./harnesses.js";
+import { hireKinds } from "../harnesses/registry.js";
 
 export function answerToWire(a: RecordedAnswer & { replayed?: boolean }): HireSeatResponse {
   return create(HireSeatResponseSchema, {
@@ -57,7 +57,11 @@ export function hireMethods(hirer: () => Hirer | undefined) {
       req.hireId = parseUuid("hire_id", req.hireId);
       if (!/^[0-9a-f]{64}$/.test(req.fingerprint)) throw new InvalidArgumentError("fingerprint must be a sha256 hex digest");
       const harness = seatKindWire.decode(req.harness);
-      if (!harness || !isHireHarness(harness)) throw new InvalidArgumentError(`harness must be codex, claude, opencode or pi, got ${harness ?? req.harness}`);
+      const kinds = hireKinds();
+      if (!harness || !kinds.includes(harness)) {
+        const names = `${kinds.slice(0, -1).join(", ")} or ${kinds.at(-1)}`;
+        throw new InvalidArgumentError(`harness must be ${names}, got ${harness ?? req.harness}`);
+      }
       try {
         // A dropped client does not stop a hire: once committed it finishes and records its answer.
         const answer = await need().hire({ hireId: req.hireId, fingerprint: req.fingerprint, harness, workingDirectory: req.workingDirectory, title: req.title, role: req.role, brief: req.brief, model: req.model, effort: req.effort, conversationId: req.conversationId });

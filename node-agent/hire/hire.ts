@@ -25,7 +25,7 @@ import { observeHire, type CensusView } from "./census.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import { waitReady } from "./readiness.js";
 import { briefDeliverDeps, type HireFaultPoint } from "./faults.js";
-import type { CodexServerKeeper } from "./codex-server-keeper.js";
+import type { CodexServerKeeper } from "../harnesses/codex/server-keeper.js";
 export { READINESS_MS } from "./readiness.js";
 
 export interface HireOptions {

@@ -33,7 +33,6 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function waitReady(d: ReadinessDeps, opener: PaneOpener, paneId: string, harness: HireHarness, launcher: HarnessLauncher): Promise<Readiness> {
   const deadline = Date.now() + (d.options.readinessMs ?? READINESS_MS);
-  const kind = harnessKind(harness);
   let lastScreen = "";
   let consent: ReturnType<HarnessLauncher["screenBlock"]>;
   while (Date.now() < deadline) {
@@ -47,7 +46,7 @@ export async function waitReady(d: ReadinessDeps, opener: PaneOpener, paneId: st
     if (block?.definite) return { kind: "blocked", block, detail: `${harness} in pane ${paneId} can never take a native message (${block.kind}); its screen: ${lastLines(live.screen)}` };
     consent = block;
     await d.scanNow();
-    const seat = d.seats.discoveredSeats().find((s) => s.pane?.paneId === paneId && s.kind === kind);
+    const seat = d.seats.discoveredSeats().find((s) => s.pane?.paneId === paneId && s.kind === harness);
     if (seat) {
       const adapter = d.adapters.get(seat.kind);
       const inspected = adapter ? await d.locks.run(seat.name, () => adapter.inspect(seat)).catch(() => undefined) : undefined;
@@ -65,10 +64,6 @@ export async function waitReady(d: ReadinessDeps, opener: PaneOpener, paneId: st
   }
   if (consent) return { kind: "blocked", block: consent, detail: `${harness} in pane ${paneId} still waits for the owner's confirmation after ${(d.options.readinessMs ?? READINESS_MS) / 1000} s` };
   return { kind: "timeout", detail: `${harness} in pane ${paneId} was not ready within ${(d.options.readinessMs ?? READINESS_MS) / 1000} s${lastScreen.trim() ? `; its screen: ${lastLines(lastScreen)}` : ""}` };
-}
-
-function harnessKind(h: HireHarness): SeatKind {
-  return { codex: SeatKind.Codex, claude: SeatKind.Claude, opencode: SeatKind.OpenCode, pi: SeatKind.Pi }[h];
 }
 
 function lastLines(screen: string): string {

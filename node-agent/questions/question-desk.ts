@@ -1,24 +1,22 @@
 /**
- * The agent's desk for workers' questions (issue 13 part 4): one question watcher per Codex
- * seat with a known app-server endpoint and thread, on the agent's own connection (the
- * owner's TUI keeps its own). A question it sees is filed with the controller
- * (SubmitWorkerQuestion), which routes it to the exact hiring conversation or keeps it with
- * the owner; the lead's answer comes back through AnswerQuestion to the same watcher. OpenCode
- * seats get one watcher each on their own loopback server (opencode-questions.ts); Claude seats
- * ask through their hook (claude-questions.ts).
+ * The agent's desk for workers' questions (issue 13 part 4): one question watcher per seat whose
+ * harness plugin watches questions (Codex: its thread on the agent's own app-server connection;
+ * OpenCode: its loopback server). A question it sees is filed with the controller
+ * (SubmitWorkerQuestion), which routes it to the exact hiring conversation or keeps it with the
+ * owner; the lead's answer comes back through AnswerQuestion to the same watcher. Claude seats
+ * ask through their hook (harnesses/claude/questions.ts).
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { AgentGatewayService, SubmitWorkerQuestionRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
-import { SeatKind } from "../../shared/verdicts.js";
 import type { Logger } from "../../shared/logger.js";
 import type { SeatRecord } from "../harnesses/adapter.js";
-import { CodexConnection } from "../harnesses/codex-connection.js";
 import type { SeatBook } from "../seats/seat-book.js";
-import { CodexQuestionWatcher, type AnswerOutcome, type QuestionAnswers, type WorkerQuestion } from "./codex-questions.js";
+import type { AnswerOutcome, QuestionAnswers, WorkerQuestion } from "../harnesses/codex/questions.js";
+import type { HarnessPlugin, QuestionWatching, SeatQuestionWatcher } from "../harnesses/plugin.js";
+import { HARNESSES } from "../harnesses/registry.js";
 import { QuestionLedger } from "./question-ledger.js";
-import { ClaudeQuestionBoard, type ClaudeAsk, type HookLine, type ReconcileOutcome } from "./claude-questions.js";
-import { OpenCodeQuestionWatcher, openCodeTarget, type OpenCodeWatchOptions } from "./opencode-questions.js";
+import { ClaudeQuestionBoard, type ClaudeAsk, type HookLine, type ReconcileOutcome } from "../harnesses/claude/questions.js";
 
 export interface QuestionLink {
   gateway: Pick<Client<typeof AgentGatewayService>, "submitWorkerQuestion">;
@@ -28,16 +26,8 @@ export interface QuestionLink {
 
 interface Desk {
   occupantId: string;
-  watcher?: CodexQuestionWatcher | OpenCodeQuestionWatcher | undefined;
-  connection?: CodexConnection | undefined;
+  watcher?: SeatQuestionWatcher | undefined;
   attaching?: Promise<void> | undefined;
-}
-
-/** Where a Codex seat's questions can be watched: its app-server and thread, when discovery found both. */
-function codexTarget(seat: SeatRecord): { endpoint: string; threadId: string } | undefined {
-  if (seat.kind !== SeatKind.Codex) return undefined;
-  const c = seat.control as { endpoint?: unknown; threadId?: unknown } | undefined;
-  return typeof c?.endpoint === "string" && typeof c.threadId === "string" ? { endpoint: c.endpoint, threadId: c.threadId } : undefined;
 }
 
 const RETRY_MS = 5_000;
@@ -53,7 +43,16 @@ export class QuestionDesk {
   /** What the controller said about each filed question (by requestId), for diagnostics and tests. */
   readonly filed: { seat: string; requestId: string; filed: boolean; reason: string }[] = [];
 
-  constructor(private readonly o: { seats: SeatBook; ledgerDir: string; link: QuestionLink; logger: Logger; openCode?: OpenCodeWatchOptions }) {
+  constructor(
+    private readonly o: {
+      seats: SeatBook;
+      ledgerDir: string;
+      link: QuestionLink;
+      logger: Logger;
+      /** The harnesses whose question watching is used; the registry's list unless a test passes its own. */
+      harnesses?: readonly HarnessPlugin[];
+    },
+  ) {
     this.ledger = new QuestionLedger(o.ledgerDir);
     this.claude = new ClaudeQuestionBoard(this.ledger, (q) => this.file(q));
   }
@@ -63,9 +62,15 @@ export class QuestionDesk {
     return this.claude.ask(seat, callerPids, ask, line);
   }
 
-  /** Attaches watchers to new Codex and OpenCode seats and drops those whose seat or occupant is gone. */
+  /** The seat's harness's question watching, when it has one and this seat can be watched. */
+  private watchingOf(seat: SeatRecord): QuestionWatching | undefined {
+    const watching = (this.o.harnesses ?? HARNESSES).find((h) => h.kind === seat.kind)?.questions;
+    return watching?.watchable(seat) ? watching : undefined;
+  }
+
+  /** Attaches watchers to new watchable seats and drops those whose seat or occupant is gone. */
   sync(): Promise<void> {
-    const live = new Map(this.o.seats.all().flatMap((s) => (codexTarget(s) || openCodeTarget(s) ? [[s.name, s] as const] : [])));
+    const live = new Map(this.o.seats.all().flatMap((s) => (this.watchingOf(s) ? [[s.name, s] as const] : [])));
     for (const [name, d] of this.desks) {
       if (live.get(name)?.occupantId !== d.occupantId) this.drop(name);
     }
@@ -85,37 +90,21 @@ export class QuestionDesk {
   }
 
   private async attach(seat: SeatRecord, desk: Desk): Promise<void> {
-    if (seat.kind === SeatKind.OpenCode) return this.attachOpenCode(seat, desk);
-    const t = codexTarget(seat)!;
-    const opened = await CodexConnection.open(t.endpoint, { clientName: "clankie_questions" });
-    if (!opened.ok) {
-      this.o.logger.warn("question watcher: app-server unreachable", { seat: seat.name, error: opened.message });
+    const watching = this.watchingOf(seat);
+    if (!watching) {
       this.desks.delete(seat.name);
       return;
     }
-    const w = await CodexQuestionWatcher.attach(opened.connection, { seat: seat.name, occupantId: seat.occupantId, paneId: seat.pane?.paneId, threadId: t.threadId }, this.ledger);
-    if (!w.ok || this.desks.get(seat.name) !== desk) {
-      opened.connection.close();
-      if (!w.ok) this.o.logger.warn("question watcher: thread not resumable", { seat: seat.name, error: w.message });
-      if (this.desks.get(seat.name) === desk) this.desks.delete(seat.name);
-      return;
-    }
-    desk.connection = opened.connection;
-    desk.watcher = w.watcher;
-    w.watcher.onQuestion((q) => void this.file(q));
-  }
-
-  private async attachOpenCode(seat: SeatRecord, desk: Desk): Promise<void> {
-    const w = await OpenCodeQuestionWatcher.attach(seat, this.ledger, this.o.openCode);
+    const w = await watching.attach(seat, this.ledger);
     if (!w.ok || this.desks.get(seat.name) !== desk) {
       if (w.ok) w.watcher.close();
-      else this.o.logger.warn("question watcher: OpenCode session unreachable", { seat: seat.name, error: w.message });
+      else this.o.logger.warn(`question watcher: ${w.problem}`, { seat: seat.name, error: w.message });
       if (this.desks.get(seat.name) === desk) this.desks.delete(seat.name);
       return;
     }
     desk.watcher = w.watcher;
     w.watcher.onQuestion((q) => void this.file(q));
-    await w.watcher.poll();
+    await w.watcher.start?.();
   }
 
   private async file(q: WorkerQuestion): Promise<{ filed: boolean; reason: string }> {
@@ -157,7 +146,7 @@ export class QuestionDesk {
     const d = this.desks.get(seatName);
     if (!d?.watcher) return { result: "refused", reason: "unknown_seat", detail: `no question of seat ${seatName} is known here` };
     if (d.occupantId !== occupantId) return { result: "refused", reason: "occupant_changed" };
-    return d.watcher instanceof OpenCodeQuestionWatcher ? d.watcher.reconcile(requestId) : d.watcher.reconcileRequest(requestId);
+    return d.watcher.reconcile(requestId);
   }
 
   watching(seatName: string): boolean {
@@ -167,7 +156,6 @@ export class QuestionDesk {
   private drop(name: string): void {
     const d = this.desks.get(name);
     d?.watcher?.close();
-    d?.connection?.close();
     this.desks.delete(name);
   }
 

@@ -1,6 +1,6 @@
 /**
  * Seat discovery: a seat is a pane whose foreground processes a registered adapter
- * recognises (every adapter's discover() is asked, in SeatKind order). Discovered seats go
+ * recognises (every adapter's discover() is asked, in registry order). Discovered seats go
  * into the seat book, in memory, and so into what the agent reports to the controller. A
  * different occupant replaces the record whole, so capabilities and control never carry
  * over; a pane that closed or no longer runs a harness loses its seat.
@@ -9,7 +9,6 @@
  * periodic rescan, for changes no pane event announces, such as Codex creating its thread)
  * triggers a fresh listing. Scans never overlap; one requested during a scan runs after it.
  */
-import { SeatKind } from "../../shared/verdicts.js";
 import type { Logger } from "../../shared/logger.js";
 import type { HarnessAdapter, SeatRecord } from "../harnesses/adapter.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
@@ -36,9 +35,7 @@ export interface SeatDiscovery {
 }
 
 function discoverers(registry: AdapterRegistry): HarnessAdapter[] {
-  return Object.values(SeatKind)
-    .map((k) => registry.get(k))
-    .filter((a): a is HarnessAdapter => a !== undefined && typeof a.discover === "function");
+  return registry.all().filter((a) => typeof a.discover === "function");
 }
 
 /** One pass: list panes, ask every adapter about each, and update the seat book. */

@@ -13,9 +13,9 @@
 import { posix } from "node:path";
 import { SeatKind } from "../../shared/verdicts.js";
 import type { SeatRecord } from "../harnesses/adapter.js";
-import { unixSocketPathOf } from "../harnesses/codex-connection.js";
-import { daemonSocketPath } from "../harnesses/codex-process.js";
-import { appServerArgs, listenPathOf } from "../harnesses/codex-private-server.js";
+import { unixSocketPathOf } from "../harnesses/codex/connection.js";
+import { daemonSocketPath } from "../harnesses/codex/process.js";
+import { appServerArgs, listenPathOf } from "../harnesses/codex/private-server.js";
 import type { PaneHost } from "../panes/pane-host.js";
 import { boundPathOf } from "../proofs/socket-backend-proof.js";
 import { sameIdentity, type ProcessEntry, type ProofProvider } from "../proofs/provider.js";
@@ -30,7 +30,7 @@ export interface CodexHost {
 }
 
 const socketOf = (seat: SeatRecord): string | undefined => {
-  const e = (seat.control as { endpoint?: unknown } | undefined)?.endpoint;
+  const e = seat.kind === SeatKind.Codex ? seat.control?.endpoint : undefined;
   return typeof e === "string" ? unixSocketPathOf(e) : undefined;
 };
 const samePath = (a: string, b: string) => posix.resolve(boundPathOf(a)) === posix.resolve(boundPathOf(b));
@@ -39,7 +39,7 @@ const samePath = (a: string, b: string) => posix.resolve(boundPathOf(a)) === pos
 export function hostedSeats(host: CodexHost, seats: readonly SeatRecord[]): SeatRecord[] {
   return seats.filter((s) => {
     if (s.kind !== SeatKind.Codex) return false;
-    const c = s.control as { backendPid?: number; backendStartTime?: number } | undefined;
+    const c = s.control;
     if (c?.backendPid !== undefined && c.backendStartTime !== undefined && sameIdentity({ pid: c.backendPid, startTime: c.backendStartTime }, host.process)) return true;
     const path = socketOf(s);
     return path !== undefined && host.socketPath !== undefined && samePath(path, host.socketPath);
@@ -56,7 +56,7 @@ export function attribute(o: { host: CodexHost | undefined; thread: string | und
   const where = `the Codex app-server pid ${o.host.process.pid}${o.host.socketPath ? ` on ${o.host.socketPath}` : ""}`;
   if (hosted.length === 0) return { reason: "not_in_a_seat_pane", detail: `the caller runs under ${where}, which hosts no seat on this machine` };
   if (o.thread) {
-    const m = hosted.filter((s) => (s.control as { threadId?: unknown } | undefined)?.threadId === o.thread);
+    const m = hosted.filter((s) => s.kind === SeatKind.Codex && s.control?.threadId === o.thread);
     if (m.length === 1) return { seat: m[0]! };
     return { reason: "unknown_worker_thread", detail: `the call came from Codex thread ${o.thread} on ${where}, which is not the proven thread of any of its ${hosted.length} seat(s)` };
   }

@@ -24,7 +24,7 @@ import {
 } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { isUuid } from "../../shared/ids.js";
 import type { Logger } from "../../shared/logger.js";
-import { JsonlSplitter } from "../harnesses/pi-link.js";
+import { JsonlSplitter } from "../harnesses/pi/link.js";
 import type { PaneHost } from "../panes/pane-host.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import type { SeatBook } from "../seats/seat-book.js";
@@ -32,8 +32,8 @@ import type { SeatRecord } from "../harnesses/adapter.js";
 import type { ControllerLink } from "../service/controller-link.js";
 import { attributeCaller } from "./worker-attribution.js";
 import type { QuestionDesk } from "../questions/question-desk.js";
-import { hookLine, parseClaudeAsk } from "../questions/claude-ask-wire.js";
-import type { ClaudeAsk } from "../questions/claude-questions.js";
+import { hookLine, parseClaudeAsk } from "../harnesses/claude/ask-wire.js";
+import type { ClaudeAsk } from "../harnesses/claude/questions.js";
 
 export const WORKER_SOCKET = "worker.sock";
 const MAX_LINE = 64 * 1024;

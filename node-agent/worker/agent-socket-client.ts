@@ -4,7 +4,7 @@
  * socket at all) never carried the request, so it is reported apart from a lost answer.
  */
 import { connect } from "node:net";
-import { JsonlSplitter } from "../harnesses/pi-link.js";
+import { JsonlSplitter } from "../harnesses/pi/link.js";
 
 export type AgentAnswer = { kind: "answer"; body: Record<string, unknown> } | { kind: "refused"; detail: string } | { kind: "lost"; detail: string };
 

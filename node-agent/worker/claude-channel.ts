@@ -11,8 +11,8 @@ import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server as NetServer, type Socket } from "node:net";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { JsonlSplitter } from "../harnesses/pi-link.js";
-import { ackMac, CHANNEL_SERVER_NAME, channelPaths } from "../harnesses/claude-channel-wire.js";
+import { JsonlSplitter } from "../harnesses/pi/link.js";
+import { ackMac, CHANNEL_SERVER_NAME, channelPaths } from "../harnesses/claude/channel-wire.js";
 
 
 export interface ChannelServer {

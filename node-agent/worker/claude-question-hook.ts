@@ -13,7 +13,7 @@
 import { join } from "node:path";
 import { askAgent } from "./agent-socket-client.js";
 import { WORKER_SOCKET } from "../worker-link/worker-endpoint.js";
-import { CLAUDE_QUESTION_TOOL } from "../questions/claude-questions.js";
+import { CLAUDE_QUESTION_TOOL } from "../harnesses/claude/questions.js";
 
 export const DEFAULT_WAIT_SECONDS = 300;
 /** Below Claude's 600 s hook timeout, so the hook always lets go before Claude kills it. */

@@ -7,11 +7,11 @@
  * found among the hook's ancestors through the ProofProvider (Linux /proc, macOS ps, Windows
  * Win32_Process), past any intermediary shell (`sh -c`, cmd.exe, PowerShell) or npx wrapper.
  */
-import { CHANNEL_SERVER_NAME } from "../harnesses/claude-channel-wire.js";
+import { CHANNEL_SERVER_NAME } from "../harnesses/claude/channel-wire.js";
 import type { ProofProvider } from "../proofs/provider.js";
-import { isClaude } from "../harnesses/claude-process.js";
+import { isClaude } from "../harnesses/claude/process.js";
 import { selectProofProvider } from "../proofs/select.js";
-import { SAFE_SESSION_ID, writeSessionReport } from "../harnesses/claude-session-report.js";
+import { SAFE_SESSION_ID, writeSessionReport } from "../harnesses/claude/session-report.js";
 
 export interface HookInput {
   session_id?: string;

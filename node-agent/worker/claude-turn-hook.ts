@@ -6,7 +6,7 @@
  * never written). It prints nothing: UserPromptSubmit's stdout would enter the model's context.
  */
 import { ancestry, isClaude, type ProcessRow } from "./claude-session-start-hook.js";
-import { SAFE_SESSION_ID, writeTurnReport, type ClaudeTurnReport } from "../harnesses/claude-session-report.js";
+import { SAFE_SESSION_ID, writeTurnReport, type ClaudeTurnReport } from "../harnesses/claude/session-report.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import { selectProofProvider } from "../proofs/select.js";
 

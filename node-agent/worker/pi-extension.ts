@@ -11,7 +11,7 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { JsonlSplitter } from "../harnesses/pi-link.js";
+import { JsonlSplitter } from "../harnesses/pi/link.js";
 import { PI_DELIVERY_ENTRY, PiEntryBinder, type PiSessionEntryLike } from "./pi-entry-binding.js";
 
 /** The slice of Pi's ExtensionAPI this extension uses (Pi 0.73). */

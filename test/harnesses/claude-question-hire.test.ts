@@ -1,7 +1,7 @@
 /**
  * Issue 13 part 4 with a hired real Claude Code (rule 35): hire_agent launches the Claude TUI
  * with the launcher's PreToolUse hook for AskUserQuestion (`clankie worker question-hook`,
- * node-agent/hire/launch-claude.ts). The brief's own turn asks a question — often before the
+ * node-agent/harnesses/claude/launch.ts). The brief's own turn asks a question — often before the
  * hire is decided, which the controller waits for (bounded) — and the question reaches the
  * hiring conversation only; its message_seat{questionAnswer} is the hook's JSON, `delivered`
  * with the transcript's tool_result receipt, and the model got exactly that answer. The test

@@ -10,19 +10,19 @@ import { connect, createServer, type Server } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
-import { readTurnReport } from "../../node-agent/harnesses/claude-session-report.js";
-import { ClaudeAdapter } from "../../node-agent/harnesses/claude.js";
+import { readTurnReport } from "../../node-agent/harnesses/claude/session-report.js";
+import { ClaudeAdapter, claudeControl } from "../../node-agent/harnesses/claude/adapter.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
-import { createGuardedEscStop } from "../../node-agent/harnesses/claude-stop.js";
-import { tmuxClaudeKeys } from "../../node-agent/harnesses/claude-stop-tmux.js";
-import { claudeScreenStatus } from "../../node-agent/harnesses/claude-screen.js";
-import { claudeOccupantId, observeClaudeOccupant } from "../../node-agent/harnesses/claude-occupant.js";
-import { createClaudeDiscover } from "../../node-agent/harnesses/claude-discover.js";
-import { readSessionReport } from "../../node-agent/harnesses/claude-session-report.js";
+import { createGuardedEscStop } from "../../node-agent/harnesses/claude/stop.js";
+import { tmuxClaudeKeys } from "../../node-agent/harnesses/claude/stop-tmux.js";
+import { claudeScreenStatus } from "../../node-agent/harnesses/claude/screen.js";
+import { claudeOccupantId, observeClaudeOccupant } from "../../node-agent/harnesses/claude/occupant.js";
+import { createClaudeDiscover } from "../../node-agent/harnesses/claude/discover.js";
+import { readSessionReport } from "../../node-agent/harnesses/claude/session-report.js";
 import { readCmdline } from "../../node-agent/proofs/linux-read.js";
 
 const bin = requireHarness("claude");
@@ -139,7 +139,7 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
       // The same channel, reached through the relay: a token file beside the relay socket.
       execFileSync("cp", [join(tui.channelDir, `claude-${tui.claudePid}.token`), join(tui.dir, `claude-${tui.claudePid}.token`)]);
       execFileSync("ln", ["-s", relayPath, join(tui.dir, `claude-${tui.claudePid}.sock`)]);
-      const viaRelay: SeatRecord = { ...seat, name: "claude-relay", control: { ...seat.control, channelDir: tui.dir } };
+      const viaRelay: SeatRecord = { ...seat, kind: SeatKind.Claude, name: "claude-relay", control: { ...claudeControl(seat), channelDir: tui.dir } };
       const v = await deliverTo(adapter, viaRelay, m);
       expect(v.result).toBe(AgentResult.Unconfirmed);
       expect(v.reason).toBe("ack_lost");

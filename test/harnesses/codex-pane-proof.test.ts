@@ -12,11 +12,11 @@ import { execFileSync, spawn } from "node:child_process";
 import { connect, createServer } from "node:net";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { AgentResult } from "../../shared/verdicts.js";
+import { AgentResult, SeatKind } from "../../shared/verdicts.js";
 import { silentLogger } from "../../shared/logger.js";
 import { deliver, type DeliverCommand } from "../../node-agent/deliver/deliver.js";
 import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
-import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
+import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex/adapter.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import { readStat } from "../../node-agent/proofs/linux-read.js";
 
@@ -143,7 +143,7 @@ describe("a Codex seat over ws:// carries the kernel pane proofs", () => {
     const parent = procStat(ctl.backendPid!)!.ppid;
     const decoyBackend = procStat(parent)!;
     expect(decoyBackend.pid).not.toBe(ctl.tuiPid);
-    const decoy: SeatRecord = { ...seat, name: "codex-decoy", occupantId: `${seat.occupantId}:decoy`, control: { ...ctl, backendPid: decoyBackend.pid, backendStartTime: decoyBackend.startTime } };
+    const decoy: SeatRecord = { ...seat, kind: SeatKind.Codex, name: "codex-decoy", occupantId: `${seat.occupantId}:decoy`, control: { ...ctl, backendPid: decoyBackend.pid, backendStartTime: decoyBackend.startTime } };
     mkdirSync(join(cx.root, "decoy"));
     const decoySeats = new SeatBook(join(cx.root, "decoy"));
     decoySeats.putDiscovered(decoy);

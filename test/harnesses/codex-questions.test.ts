@@ -8,8 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { CodexConnection, type CodexNotification, type CodexServerRequest } from "../../node-agent/harnesses/codex-connection.js";
-import { CodexQuestionWatcher, type WorkerQuestion } from "../../node-agent/questions/codex-questions.js";
+import { CodexConnection, type CodexNotification, type CodexServerRequest } from "../../node-agent/harnesses/codex/connection.js";
+import { CodexQuestionWatcher, type WorkerQuestion } from "../../node-agent/harnesses/codex/questions.js";
 import { QuestionLedger } from "../../node-agent/questions/question-ledger.js";
 import { startMockResponsesServer, type MockResponsesServer } from "../fixtures/mock-responses-server.js";
 import { requireHarness } from "./kit/harness-bin.js";

@@ -16,7 +16,7 @@ import { silentLogger } from "../../shared/logger.js";
 import { deliver, type DeliverCommand } from "../../node-agent/deliver/deliver.js";
 import { AdapterRegistry } from "../../node-agent/harnesses/registry.js";
 import { selectProofProvider } from "../../node-agent/proofs/select.js";
-import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex.js";
+import { CodexAdapter, codexControlOf } from "../../node-agent/harnesses/codex/adapter.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import { HostJournal } from "../../node-agent/hire/host-journal.js";
 import { HIRE_ENV } from "../../node-agent/hire/pane-opener.js";
@@ -166,7 +166,7 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     // The stop is offered and reaches Codex (an idle thread has no turn to interrupt).
     expect((await adapter.stop(owned)).result).toBe("already_finished");
     // Discovery that ran before the hire's journal named the pane recorded no owner: inspect finds it.
-    const early: SeatRecord = { ...owned, control: { ...owned.control, ownedByHire: undefined } };
+    const early: SeatRecord = { ...owned, kind: SeatKind.Codex, control: { ...codexControlOf(owned)!, ownedByHire: undefined } };
     expect((await adapter.inspect(early)).snapshot.inputCapabilities.interrupt).toBe(true);
     for (const seat of [owned, seatIn(daemonPane)!]) {
       // Under load the 250 ms gate may refuse a write (proof_stale, nothing written): a new delivery, not a resend.

@@ -20,7 +20,7 @@ import { startHireFleet, type HireFleet } from "../kit/hire-fleet.js";
 import { workerCallFaults } from "../kit/worker-call-faults.js";
 import type { LeadClient } from "../kit/mcp-client.js";
 import { assertBuilt } from "../kit/cli.js";
-import { CodexConnection } from "../../node-agent/harnesses/codex-connection.js";
+import { CodexConnection } from "../../node-agent/harnesses/codex/connection.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { codexHireEnv, type HireEnv } from "./kit/hire-envs.js";
 import { cleanupCodexEnv } from "./kit/codex-env.js";

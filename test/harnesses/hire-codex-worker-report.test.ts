@@ -116,7 +116,7 @@ describe("a hired Codex on its own app-server reports, asks, and is answered by 
     const pane = fleet.panes().find((p) => p.hire === hireId)!;
     expect(pane.paneId).toBe(body.paneId);
     const common = ancestorsOf(server!).filter((p) => ancestorsOf(tui!).includes(p));
-    expect(common.some((p) => argvOf(p).some((a) => a.endsWith("codex-pane-runner.js")))).toBe(true);
+    expect(common.some((p) => argvOf(p).some((a) => a.endsWith("codex/pane-runner.js")))).toBe(true);
     // Codex clears an MCP server's environment (no marker), so the worker server is found by its ancestry.
     const worker = allPids().find((p) => argvOf(p).includes("worker") && argvOf(p).includes("mcp") && ancestorsOf(p).includes(server!));
     expect(worker, "the worker MCP server runs under the hire's own app-server").toBeDefined();

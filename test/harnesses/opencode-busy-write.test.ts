@@ -10,7 +10,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
-import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode.js";
+import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode/adapter.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { requireHarness } from "./kit/harness-bin.js";

@@ -9,9 +9,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
-import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode.js";
-import { deliveryIdOf } from "../../node-agent/harnesses/opencode-ids.js";
-import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
+import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode/adapter.js";
+import { deliveryIdOf } from "../../node-agent/harnesses/opencode/ids.js";
+import type { NativeWrite, SeatOf, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { startHttpFaultProxy, type HttpFaultProxy } from "../fixtures/http-fault-proxy.js";
 import { requireHarness } from "./kit/harness-bin.js";
@@ -38,7 +38,7 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     await mock?.close();
   });
 
-  async function seat(opts: { viaProxy?: boolean; passwordFile?: string } = {}): Promise<SeatRecord> {
+  async function seat(opts: { viaProxy?: boolean; passwordFile?: string } = {}): Promise<SeatOf<"opencode">> {
     const sessionId = await server.createSession();
     return {
       name: `oc-${sessionId.slice(-6)}`,
@@ -237,7 +237,7 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     const { writeFileSync } = await import("node:fs");
     const bad = `${server.dir}/wrong-password`;
     writeFileSync(bad, "not-the-password");
-    s.control = { ...s.control, passwordFile: bad };
+    s.control = { ...s.control!, passwordFile: bad };
     const m = msg(`unauthorised ${randomUUID()}`);
     const v = await deliverTo(adapter, s, m);
     expect(v.result).toBe(AgentResult.NotSent);

@@ -11,10 +11,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
-import { PiAdapter } from "../../node-agent/harnesses/pi.js";
-import { PiLinkBook } from "../../node-agent/harnesses/pi-links.js";
-import { dialPiExtension } from "../../node-agent/harnesses/pi-extension-link.js";
-import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
+import { PiAdapter } from "../../node-agent/harnesses/pi/adapter.js";
+import { PiLinkBook } from "../../node-agent/harnesses/pi/links.js";
+import { dialPiExtension } from "../../node-agent/harnesses/pi/extension-link.js";
+import type { NativeWrite, SeatOf, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
@@ -25,7 +25,7 @@ const EXTENSION = fileURLToPath(new URL("../../dist/node-agent/worker/pi-extensi
 describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI", () => {
   let mock: MockAnthropicServer;
   let dir: string;
-  let seat: SeatRecord;
+  let seat: SeatOf<"pi">;
   let piPid = -1;
   const tmuxSocket = `clankie-pi-${process.pid}-${Date.now()}`;
   const links = new PiLinkBook((c) => dialPiExtension(c));
@@ -78,7 +78,7 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
   });
 
   it("rule 3: a seat whose recorded Pi is not the process serving the socket is refused, and nothing is sent", async () => {
-    const other: SeatRecord = { ...seat, name: "pi-someone-else", occupantId: `pi:${piPid + 100_000}`, control: { ...seat.control, piPid: piPid + 100_000 } };
+    const other: SeatRecord = { ...seat, name: "pi-someone-else", occupantId: `pi:${piPid + 100_000}`, control: { ...seat.control!, piPid: piPid + 100_000 } };
     const { snapshot, proofs } = await adapter.inspect(other);
     expect(snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
     expect(proofs[0]).toMatchObject({ outcome: "refuted", detail: expect.stringContaining(`served by Pi ${piPid}`) });

@@ -10,9 +10,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AgentResult, SeatKind } from "../../shared/verdicts.js";
-import { PiAdapter } from "../../node-agent/harnesses/pi.js";
-import { PiLinkBook } from "../../node-agent/harnesses/pi-links.js";
-import { startPiRpc, type PiLink } from "../../node-agent/harnesses/pi-link.js";
+import { PiAdapter } from "../../node-agent/harnesses/pi/adapter.js";
+import { PiLinkBook } from "../../node-agent/harnesses/pi/links.js";
+import { startPiRpc, type PiLink } from "../../node-agent/harnesses/pi/link.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { requireHarness } from "./kit/harness-bin.js";
@@ -56,7 +56,7 @@ describe.runIf(bin)("rule 3: a headless pi --mode rpc link is not a seat", () =>
     const name = `pi-${randomUUID().slice(0, 8)}`;
     links.addLaunched(name, link);
     // Even a record naming the RPC child's own pid does not make it an interactive session.
-    return { link, seat: { name, kind: SeatKind.Pi, title: "pi", occupantId: `pi:${link.pid}`, createdAtMs: Date.now(), control: { piPid: link.pid } } };
+    return { link, seat: { name, kind: SeatKind.Pi, title: "pi", occupantId: `pi:${link.pid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: "", tokenFile: "", piPid: link.pid } } };
   }
   const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
 

@@ -10,8 +10,8 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CHANNEL_SERVER_NAME, channelPaths } from "../../../node-agent/harnesses/claude-channel-wire.js";
-import { channelHello } from "../../../node-agent/harnesses/claude-channel-client.js";
+import { CHANNEL_SERVER_NAME, channelPaths } from "../../../node-agent/harnesses/claude/channel-wire.js";
+import { channelHello } from "../../../node-agent/harnesses/claude/channel-client.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const CLI = join(ROOT, "dist/controller/cli/main.js");

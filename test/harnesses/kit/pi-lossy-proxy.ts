@@ -10,7 +10,7 @@
 import { copyFileSync, mkdirSync, rmSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
-import { JsonlSplitter } from "../../../node-agent/harnesses/pi-link.js";
+import { JsonlSplitter } from "../../../node-agent/harnesses/pi/link.js";
 
 export interface PiLossyProxy {
   /** Drop what `how` says for the next prompt whose message contains `marker`. */

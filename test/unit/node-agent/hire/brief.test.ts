@@ -8,7 +8,7 @@
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { sendBrief, BRIEF_RETRY_PAUSES_MS } from "../../../../node-agent/hire/brief.js";
-import { MailboxAdapter } from "../../../../node-agent/harnesses/mailbox.js";
+import { MailboxAdapter } from "../../../../node-agent/harnesses/mailbox/adapter.js";
 import { AdapterRegistry } from "../../../../node-agent/harnesses/registry.js";
 import type { HarnessAdapter } from "../../../../node-agent/harnesses/adapter.js";
 import { MailboxStore } from "../../../../node-agent/mailbox/store.js";

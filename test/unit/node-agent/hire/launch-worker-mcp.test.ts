@@ -10,8 +10,8 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { ClaudeLauncher } from "../../../../node-agent/hire/launch-claude.js";
-import { CodexLauncher, privateSocketPath, tomlString } from "../../../../node-agent/hire/launch-codex.js";
+import { ClaudeLauncher } from "../../../../node-agent/harnesses/claude/launch.js";
+import { CodexLauncher, privateSocketPath, tomlString } from "../../../../node-agent/harnesses/codex/launch.js";
 import type { LaunchContext } from "../../../../node-agent/hire/launcher.js";
 
 function ctx(o: Partial<LaunchContext> = {}): LaunchContext {
@@ -43,7 +43,7 @@ describe("hire launchers give the hired worker the worker MCP server", () => {
     const c = ctx();
     const plan = await new CodexLauncher().plan({ ...req, model: "gpt-x", effort: "high" }, c);
     expect(plan.argv[0]).toBe(process.execPath);
-    expect(plan.argv[1]).toMatch(/codex-pane-runner\.js$/);
+    expect(plan.argv[1]).toMatch(/codex\/pane-runner\.js$/);
     const spec = JSON.parse(readFileSync(plan.argv[2]!, "utf8")) as { bin: string; socketPath: string; serverArgs: string[]; tuiArgs: string[] };
     expect(spec.bin).toBe("/bin/true");
     expect(spec.socketPath.startsWith(c.hireDir)).toBe(true);

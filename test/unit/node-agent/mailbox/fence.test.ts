@@ -9,7 +9,7 @@ import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { MailboxStore } from "../../../../node-agent/mailbox/store.js";
-import { MailboxAdapter } from "../../../../node-agent/harnesses/mailbox.js";
+import { MailboxAdapter } from "../../../../node-agent/harnesses/mailbox/adapter.js";
 import { AdapterRegistry } from "../../../../node-agent/harnesses/registry.js";
 import { SeatBook } from "../../../../node-agent/seats/seat-book.js";
 import { SeatLocks } from "../../../../node-agent/seats/seat-locks.js";

@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { rmSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { deliver } from "../../../../node-agent/deliver/deliver.js";
-import { MailboxAdapter } from "../../../../node-agent/harnesses/mailbox.js";
+import { MailboxAdapter } from "../../../../node-agent/harnesses/mailbox/adapter.js";
 import { AdapterRegistry } from "../../../../node-agent/harnesses/registry.js";
 import type { HarnessAdapter } from "../../../../node-agent/harnesses/adapter.js";
 import { MailboxStore } from "../../../../node-agent/mailbox/store.js";

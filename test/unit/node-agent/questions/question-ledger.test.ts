@@ -9,8 +9,8 @@ import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { QuestionLedger } from "../../../../node-agent/questions/question-ledger.js";
-import { badAnswer, MAX_ANSWER_BYTES, type WorkerQuestion } from "../../../../node-agent/questions/codex-questions.js";
-import { sameAnswers } from "../../../../node-agent/questions/codex-answer-receipt.js";
+import { badAnswer, MAX_ANSWER_BYTES, type WorkerQuestion } from "../../../../node-agent/harnesses/codex/questions.js";
+import { sameAnswers } from "../../../../node-agent/harnesses/codex/answer-receipt.js";
 
 const key = { threadId: "t", turnId: "u", itemId: "call_1" };
 

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { SeatKind } from "../../../../shared/verdicts.js";
 import { silentLogger } from "../../../../shared/logger.js";
-import { CodexAdapter, codexControlOf } from "../../../../node-agent/harnesses/codex.js";
+import { CodexAdapter, codexControlOf } from "../../../../node-agent/harnesses/codex/adapter.js";
 import { AdapterRegistry } from "../../../../node-agent/harnesses/registry.js";
 import type { HarnessAdapter } from "../../../../node-agent/harnesses/adapter.js";
 import { HerdrPaneHost } from "../../../../node-agent/panes/herdr.js";

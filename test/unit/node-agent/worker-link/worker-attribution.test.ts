@@ -10,18 +10,20 @@ import { describe, expect, it } from "vitest";
 import { SeatKind } from "../../../../shared/verdicts.js";
 import type { SeatRecord } from "../../../../node-agent/harnesses/adapter.js";
 import { attribute, hostedSeats, isDaemonListen, type CodexHost } from "../../../../node-agent/worker-link/worker-attribution.js";
-import { appServerArgs, listenPathOf } from "../../../../node-agent/harnesses/codex-private-server.js";
+import { appServerArgs, listenPathOf } from "../../../../node-agent/harnesses/codex/private-server.js";
 
 const DAEMON = "/h/c/app-server-control/app-server-control.sock";
-const seat = (name: string, o: { kind?: SeatKind; endpoint?: string; threadId?: string; backend?: [number, number] } = {}): SeatRecord => ({
-  name,
-  kind: o.kind ?? SeatKind.Codex,
-  title: name,
-  occupantId: `occ-${name}`,
-  createdAtMs: 0,
-  pane: { host: "tmux", paneId: `%${name}`, terminalId: "t", sessionId: "s" },
-  control: { codexHome: "/h/c", cwd: "/w", launch: "shared_daemon", endpoint: o.endpoint ?? DAEMON, threadId: o.threadId, ...(o.backend ? { backendPid: o.backend[0], backendStartTime: o.backend[1] } : {}) },
-});
+const seat = (name: string, o: { kind?: SeatKind; endpoint?: string; threadId?: string; backend?: [number, number] } = {}): SeatRecord => {
+  const base = { name, title: name, occupantId: `occ-${name}`, createdAtMs: 0, pane: { host: "tmux" as const, paneId: `%${name}`, terminalId: "t", sessionId: "s" } };
+  // Another harness's seat carries no Codex control (its control is typed by its kind).
+  if (o.kind && o.kind !== SeatKind.Codex) return { ...base, kind: o.kind };
+  const backend = o.backend ? { backendPid: o.backend[0], backendStartTime: o.backend[1] } : {};
+  return {
+    ...base,
+    kind: SeatKind.Codex,
+    control: { codexHome: "/h/c", cwd: "/w", launch: "shared_daemon", endpoint: o.endpoint ?? DAEMON, threadId: o.threadId, ...backend },
+  };
+};
 const daemon: CodexHost = { process: { pid: 50, startTime: 5, ppid: 10, pgid: 50, name: "codex" }, socketPath: DAEMON };
 
 describe("worker caller attribution (rule 48)", () => {

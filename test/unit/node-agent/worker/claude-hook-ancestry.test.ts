@@ -15,7 +15,7 @@ import { WindowsProofProvider } from "../../../../node-agent/proofs/windows.js";
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import { ancestry, decideSessionStart, isClaude } from "../../../../node-agent/worker/claude-session-start-hook.js";
 import { recordedWindows } from "../../../kit/recorded-windows.js";
-import { createClaudeDiscover } from "../../../../node-agent/harnesses/claude-discover.js";
+import { createClaudeDiscover } from "../../../../node-agent/harnesses/claude/discover.js";
 
 const SID = "17f0a106-f97a-4290-94e2-7f31f082a200";
 const input = { hook_event_name: "SessionStart", session_id: SID, transcript_path: "/t.jsonl" };

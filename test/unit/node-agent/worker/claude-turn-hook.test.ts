@@ -9,9 +9,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { decideTurn, runTurnHook } from "../../../../node-agent/worker/claude-turn-hook.js";
-import { readTurnReport, writeTurnReport } from "../../../../node-agent/harnesses/claude-session-report.js";
-import { turnFromHooks } from "../../../../node-agent/harnesses/claude.js";
-import type { TranscriptRead } from "../../../../node-agent/harnesses/claude-transcript.js";
+import { readTurnReport, writeTurnReport } from "../../../../node-agent/harnesses/claude/session-report.js";
+import { turnFromHooks } from "../../../../node-agent/harnesses/claude/adapter.js";
+import type { TranscriptRead } from "../../../../node-agent/harnesses/claude/transcript.js";
 import { SeatStatus } from "../../../../shared/verdicts.js";
 
 const SESSION = "56323ed8-9fc4-4d3c-a4fd-db5a9eddca44";

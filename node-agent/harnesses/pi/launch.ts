@@ -1,0 +1,25 @@
+/**
+ * Pi: the interactive TUI with the Clankie extension, which opens its socket in the agent's
+ * Pi socket folder (CLANKIE_PI_SOCKET_DIR) for the Pi adapter to dial, and the worker tools
+ * extension (message_clankie and peers, ADR 0050), bound to this agent's state directory.
+ */
+import type { HarnessLauncher, LaunchContext, LaunchRequest, LaunchPlan, ScreenBlock } from "../../hire/launcher.js";
+import { installedFile } from "../../hire/launcher.js";
+import { dirname } from "node:path";
+
+export class PiLauncher implements HarnessLauncher {
+  readonly harness = "pi" as const;
+
+  async plan(req: LaunchRequest, ctx: LaunchContext): Promise<LaunchPlan> {
+    const argv = [ctx.bin, "-e", installedFile("node-agent/worker/pi-extension.js"), "-e", installedFile("node-agent/worker/pi-worker-tools.js")];
+    if (req.model) argv.push("--model", req.model);
+    if (req.effort) argv.push("--thinking", req.effort);
+    // The Pi socket folder is <agent state>/pi/sockets (native-adapters.ts).
+    const agentStateDir = dirname(dirname(ctx.piSocketDir));
+    return { argv, env: { CLANKIE_PI_SOCKET_DIR: ctx.piSocketDir, CLANKIE_PI_NATIVE_ENABLED: "1", CLANKIE_AGENT_STATE_DIR: agentStateDir } };
+  }
+
+  screenBlock(): ScreenBlock | undefined {
+    return undefined;
+  }
+}
