@@ -20,7 +20,7 @@ import { fenceRefusal } from "./fence-refusal.js";
 import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import { settleDispatch, settleUncertain, journalError, type DispatchRecord } from "./settle.js";
-import { withSeatTurn, type SeatTurn } from "./seat-turns.js";
+import { withSeatTurn, type SeatTurn } from "./turn.js";
 import { releaseStaleFences, UNATTENDED_RELEASE_AFTER_MS } from "./unattended-release.js";
 
 export interface Admitted {

@@ -19,7 +19,7 @@ import { abandonDelivery, recordFoundInSession, recordProvenAbsent, type Settled
 import { MESSAGE_SEAT, leaseMsOf, type PipelineDeps } from "./pipeline.js";
 import { journalCause } from "../db/error-text.js";
 import { uncertainBody, type MessageSeatBody, type SettledOriginalBody, type ToolOutcome } from "./result-bodies.js";
-import type { SeatTurn } from "./seat-turns.js";
+import type { SeatTurn } from "./turn.js";
 
 export interface DispatchRecord {
   id: string;
