@@ -12,7 +12,7 @@ import { AuthoritySchema, DeliverRequestSchema, type DeliverResponse } from "../
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { AgentCallError, agentCallError } from "../../shared/errors.js";
 import { ReceiptState, deliveryModeWire, type DeliveryMode } from "../../shared/verdicts.js";
-import type { Admitted as AdmittedRow, AdmittedSeat } from "../journal/admission.js";
+import type { Admitted as AdmittedRow, AdmittedSeat } from "./receipt-types.js";
 import { recheckDelivery } from "../journal/admission.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
 import { bodyFromAgent, outcomeFromAgent, type BodyBase } from "./agent-verdict.js";
