@@ -16,7 +16,7 @@ import type { DeliveryMode } from "../../shared/verdicts.js";
 import { journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import { UNATTENDED_RELEASE_AFTER_MS } from "./unattended-release.js";
+import { UNATTENDED_RELEASE_AFTER_MS } from "./dispatch.js";
 import type { SeatTurn } from "./turn.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
