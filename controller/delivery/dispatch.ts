@@ -11,17 +11,16 @@ import { AuthoritySchema, DeliverRequestSchema, type DeliverResponse } from "../
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { AgentCallError, agentCallError } from "../../shared/errors.js";
 import { ReceiptState, deliveryModeWire, type DeliveryMode, AgentResult, agentResultWire } from "../../shared/verdicts.js";
-import { type Admitted as AdmittedRow, type AdmittedSeat, type BodyBase, UNRESOLVED } from "./receipt-types.js";
+import { type Admitted as AdmittedRow, type AdmittedSeat, type BodyBase, type DispatchRecord, UNRESOLVED } from "./receipt-types.js";
 import { ABANDONED_CONTENT_FENCE_MS, openFencesOlderThan } from "../journal/fences.js";
 import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
-import { settleDispatch, settleUncertain, journalError, type DispatchRecord, settleAbandoned, settleFoundInSession } from "./settle.js";
+import { settleDispatch, settleUncertain, journalError, settleAbandoned, settleFoundInSession, sessionEvidence } from "./settle.js";
 import { withSeatTurn, type SeatTurn } from "./turn.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { p, statement, ts } from "../journal/statements.js";
 import { findDelivery, type DeliveryOutcome } from "../journal/delivery-receipts.js";
-import { sessionEvidence } from "./session-evidence.js";
 
 export interface Admitted {
   conversationId: string;

@@ -223,7 +223,7 @@ export async function withSeatTurn<T>(
  * The lease. One delivery per seat at a time across every controller on the journal (ADR 0207,
  * VUH-2779): a lease row per seat. The hot path takes it inside the admission statement
  * (admit.ts) and gives it back, or hands it on, inside the settle statement
- * (journal/outcome.ts). These are the prepared statements for the other cases: a seat that
+ * (settle-statements.ts). These are the prepared statements for the other cases: a seat that
  * was busy at admission, a notice, a stop, and a lease given back without a settle. No
  * connection is held while waiting; a lease whose holder died expires and is taken over,
  * and recovery frees a dead controller's leases at once (journal/instances.ts).
