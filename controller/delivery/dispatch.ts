@@ -10,12 +10,18 @@ import { create } from "@bufbuild/protobuf";
 import { AuthoritySchema, DeliverRequestSchema, type DeliverResponse } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { AgentCallError, agentCallError } from "../../shared/errors.js";
-import { ReceiptState, deliveryModeWire, type DeliveryMode, AgentResult, agentResultWire } from "../../shared/verdicts.js";
-import { type Admitted as AdmittedRow, type AdmittedSeat, type BodyBase, type DispatchRecord, UNRESOLVED } from "./receipt-types.js";
+import {
+  AgentResult, ReceiptState, agentResultWire, deliveryModeWire, type DeliveryMode,
+} from "../../shared/verdicts.js";
+import {
+  UNRESOLVED, type Admitted as AdmittedRow, type AdmittedSeat, type BodyBase, type DispatchRecord,
+} from "./receipt-types.js";
 import { ABANDONED_CONTENT_FENCE_MS, openFencesOlderThan } from "../journal/fences.js";
 import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
-import { settleDispatch, settleUncertain, journalError, settleAbandoned, settleFoundInSession, sessionEvidence } from "./settle.js";
+import {
+  journalError, sessionEvidence, settleAbandoned, settleDispatch, settleFoundInSession, settleUncertain,
+} from "./settle.js";
 import { withSeatTurn, type SeatTurn } from "./turn.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
