@@ -5,7 +5,7 @@
 import { Liveness } from "./nodes/liveness.js";
 import { UnrecordedOutcomes, isHireSettle, recordSpilled, type RecordSettle } from "./delivery/unrecorded-outcomes.js";
 import { isRefusedAdmission, recordRefusedAdmission } from "./journal/refused-admission.js";
-import { settleDispatched } from "./journal/outcome.js";
+import { settleDispatched } from "./delivery/settle-statements.js";
 import { settleHireOutcome } from "./journal/hire-outcome.js";
 import { leaseMsOf } from "./delivery/pipeline.js";
 import { parkingFaults, type FaultPoints } from "./delivery/faults.js";
@@ -31,7 +31,7 @@ import { probeJournalWrite } from "./db/write-probe.js";
 import { openStateDir, removeControllerRecord, writeControllerRecord } from "./state-dir.js";
 import { Registry } from "./nodes/registry.js";
 import { AgentClients } from "./nodes/agent-clients.js";
-import { SeatTurns } from "./delivery/seat-turns.js";
+import { SeatTurns } from "./delivery/turn.js";
 import type { PipelineDeps } from "./delivery/pipeline.js";
 import { expireOldResults } from "./journal/call-receipts.js";
 import { heartbeatInstance, recoverOrphans, registerInstance, removeInstance } from "./journal/instances.js";

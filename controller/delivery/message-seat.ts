@@ -1,32 +1,23 @@
 /**
- * message_seat, step one: admission. One statement before any effect (journal/admission.ts):
+ * message_seat, the entry: the edge checks, then admission (admit.ts) in one statement before any effect:
  * the operator call receipt (a repeated id returns the original and never dispatches again),
  * the delivery receipt in "dispatching" and, when the seat is free, its lease. Calls of one
  * conversation are admitted one after another, so deliveries to a seat take their turns in
- * the order the controller received them. Then the seat's turn (dispatch.ts) does the rest.
+ * the order the controller received them. Then the turn (turn.ts) and dispatch (dispatch.ts) do the rest.
  */
-import { callFingerprint, contentFingerprint } from "../../shared/fingerprint.js";
+import { callFingerprint } from "../../shared/fingerprint.js";
 import { assertSeatRef, canonicalRef, newDeliveryId, parseUuid } from "../../shared/ids.js";
 import { assertJournalText, assertWellFormedText } from "../../shared/well-formed-text.js";
 import { ServiceStoppingError } from "../../shared/errors.js";
 import { journalFailure } from "../db/error-text.js";
 import type { DeliveryMode } from "../../shared/verdicts.js";
-import { admitDelivery, type Admitted } from "../journal/admission.js";
 import { CallState, existingCall, settleCall } from "../journal/call-receipts.js";
-import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import { MESSAGE_SEAT, leaseMsOf, type CallScope, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
+import { MESSAGE_SEAT, type CallScope, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
-import { replayAdmission } from "./replay.js";
 import { dispatchInTurn } from "./dispatch.js";
-import { UNATTENDED_RELEASE_AFTER_MS } from "./unattended-release.js";
-import { AdmissionOrder } from "./admission-order.js";
-import { onLateAdmission, recordUnansweredRefusal } from "./late-admission.js";
-import { admittedHere } from "./admitted-here.js";
-import { JournalNoAnswerError } from "../db/answer-deadline.js";
+import { admitInOrder, admittedHere, replayAdmission } from "./admit.js";
 
 export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
-
-const order = new WeakMap<PipelineDeps, AdmissionOrder>();
 
 export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: MessageSeatInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
@@ -41,45 +32,7 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
   const mode: DeliveryMode = input.delivery ?? "auto";
   const fingerprint = callFingerprint(MESSAGE_SEAT, input);
   const holder = `${deps.instanceId}:${id}`;
-  let queue = order.get(deps);
-  if (!queue) order.set(deps, (queue = new AdmissionOrder()));
-
-  // Admitted in arrival order per conversation; the seat's turn is entered in the same order.
-  const { admitted, entered } = await queue.admit(scope.conversationId, async () => {
-    const now = deps.now();
-    let a: Admitted;
-    try {
-      a = await admitDelivery(deps.db, {
-        id,
-        tool: MESSAGE_SEAT,
-        conversationId: scope.conversationId,
-        fingerprint,
-        controllerInstance: deps.instanceId,
-        seatRef: input.seat,
-        contentFingerprint: contentFingerprint(input.message),
-        mode,
-        inReplyTo: input.inReplyTo ?? null,
-        holder,
-        leaseSeconds: leaseMsOf(deps) / 1000,
-        abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
-        staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
-      }, (late) => onLateAdmission(deps, { id }, late));
-    } catch (e) {
-      deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
-      if (e instanceof JournalNoAnswerError) {
-        // Recorded (on disk first) before the lead hears it: the admission may still commit later.
-        // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
-        if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint, seatRef: input.seat, holder });
-        throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
-      }
-      throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
-    }
-    if (a.inserted) admittedHere(deps).add(id);
-    // Entering the turn here, before the next admission of this conversation, keeps the order.
-    const dispatchable = a.inserted && a.seatsMatched === 1 && a.seat?.machine;
-    const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken, deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
-    return { admitted: a, entered };
-  });
+  const { admitted, entered } = await admitInOrder(deps, { id, conversationId: scope.conversationId, fingerprint, input, mode, holder });
   deps.onJournalChange();
 
   if (!admitted.inserted) {

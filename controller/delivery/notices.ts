@@ -12,7 +12,7 @@ import { AgentResult, agentResultWire } from "../../shared/verdicts.js";
 import { createHash } from "node:crypto";
 import { fences, machines, seats, type Fence } from "../db/schema.js";
 import { fencesNeedingNotice } from "../journal/fences.js";
-import { withSeatTurn } from "./seat-turns.js";
+import { withSeatTurn } from "./turn.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { checkNoticeAuthority } from "./notice-authority.js";
 

@@ -12,9 +12,8 @@ import { ReceiptState, isUnresolved } from "../../shared/verdicts.js";
 import { callReceipts } from "../db/schema.js";
 import { CallState } from "../journal/call-receipts.js";
 import { findDelivery } from "../journal/delivery-receipts.js";
-import { sessionEvidence } from "./session-evidence.js";
 import type { PipelineDeps } from "./pipeline.js";
-import { settleAbandoned, settleFoundInSession } from "./settle.js";
+import { sessionEvidence, settleAbandoned, settleFoundInSession } from "./settle.js";
 
 export async function ownerSettle(deps: PipelineDeps, givenId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
   if (disposition !== ReceiptState.AbandonedUnknown) throw new InvalidArgumentError(`the only owner disposition is abandoned-unknown, got ${quoteInput(disposition)}`);

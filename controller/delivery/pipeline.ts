@@ -8,7 +8,7 @@ import type { Logger } from "../../shared/logger.js";
 import type { Db } from "../db/open.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
 import type { Liveness } from "../nodes/liveness.js";
-import type { SeatTurns } from "./seat-turns.js";
+import type { SeatTurns } from "./turn.js";
 import type { UnrecordedOutcomes } from "./unrecorded-outcomes.js";
 import type { FaultPoints } from "./faults.js";
 
@@ -17,7 +17,7 @@ export const MESSAGE_SEAT = "message_seat";
 export const DELIVER_TIMEOUT_MS = 20_000;
 /** A lease outlives the longest Deliver by this much, so a live holder never loses it. */
 export const LEASE_SLACK_MS = 10_000;
-export { SEAT_TURN_WAIT_MS } from "./seat-turns.js";
+export { SEAT_TURN_WAIT_MS } from "./turn.js";
 
 export interface MessageSeatInput {
   seat: string;

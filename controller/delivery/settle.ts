@@ -1,8 +1,8 @@
 /**
- * The one place receipts are settled, for every path: a dispatch's outcome (one statement
- * with the lease's release or hand-over, journal/outcome.ts), and an unresolved original
- * resolved by reconcile, the owner or the unattended release (journal/settle.ts). Each
- * tells the status watch, and the notifier when a fence opened or closed.
+ * message_seat, step four: the settle, the one place receipts are settled, for every path: a dispatch's
+ * outcome (one statement with the lease's release or hand-over, settle-statements.ts), and an unresolved
+ * original resolved by reconcile, the owner or the unattended release, on what the seat's session proves
+ * (session evidence, below). Each tells the status watch, and the notifier when a fence opened or closed.
  *
  * A dispatch's settle the journal cannot take is kept (unrecorded-outcomes.ts, on disk when
  * the controller has a state dir) and recorded when the journal is back or at the next boot,
@@ -10,23 +10,23 @@
  */
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { traceSettle } from "../../shared/rpc/trace-context.js";
-import { ReceiptState, isUnresolved } from "../../shared/verdicts.js";
-import type { DeliveryReceipt } from "../db/schema.js";
+import { ReceiptState, isUnresolved, seatStatusWire, type SeatStatus } from "../../shared/verdicts.js";
+import { type DeliveryReceipt, machines, seats } from "../db/schema.js";
 import { CallState } from "../journal/call-receipts.js";
 import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
-import { settleDispatched, type SettleParams } from "../journal/outcome.js";
-import { abandonDelivery, recordFoundInSession, recordProvenAbsent, type SettledBy } from "../journal/settle.js";
+import {
+  abandonDelivery, recordFoundInSession, recordProvenAbsent, settleDispatched, type SettledBy, type SettleParams,
+} from "./settle-statements.js";
 import { MESSAGE_SEAT, leaseMsOf, type PipelineDeps } from "./pipeline.js";
 import { journalCause } from "../db/error-text.js";
 import { uncertainBody, type MessageSeatBody, type SettledOriginalBody, type ToolOutcome } from "./result-bodies.js";
-import type { SeatTurn } from "./seat-turns.js";
-
-export interface DispatchRecord {
-  id: string;
-  conversationId: string;
-  seatId: string;
-  message: string;
-}
+import type { SeatTurn } from "./turn.js";
+import type { DispatchRecord } from "./receipt-types.js";
+import { create } from "@bufbuild/protobuf";
+import { eq } from "drizzle-orm";
+import { ReadSessionRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import type { Db } from "../db/open.js";
+import type { AgentClients } from "../nodes/agent-clients.js";
 
 /** A journal error in words a lead can read: the driver's cause, never the SQL. */
 export function journalError(e: unknown): string {
@@ -119,4 +119,61 @@ export async function settleProvenAbsent(
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);
   return body;
+}
+
+/** What a seat's session proves about one delivery id, read through its agent's ReadSession. */
+export type SessionEvidence =
+  | { kind: "found"; nativeReceiptId: string; status: SeatStatus }
+  | { kind: "absent"; status: SeatStatus }
+  | { kind: "unreadable"; detail: string };
+
+/** What the original was: an entry under its id counts only when it matches (rule 30). */
+export interface OriginalCheck {
+  contentFingerprint: string;
+  /** The occupant the original was admitted for; null on receipts older than the column. */
+  occupantId?: string | null | undefined;
+  /** Rule 42: the native message id and session file the write was answered with (Pi); null when unknown. */
+  nativeMessageId?: string | null | undefined;
+  nativeSessionPath?: string | null | undefined;
+}
+
+/**
+ * Reads the session; a partial read or any failure is a gap, never a verdict. Rule 30: an
+ * entry is the original only under its exact id, with the original's content, read from the
+ * occupant the controller knows for this seat, which must be the occupant the original was
+ * admitted for (the recipient binding is the seat read). A
+ * matching body under another id never counts, and a mismatch is a gap, not an absence.
+ */
+export async function sessionEvidence(db: Db, agents: AgentClients, seatIdValue: string, deliveryId: string, sinceMs: number, original?: OriginalCheck): Promise<SessionEvidence> {
+  const [seat] = await db.select().from(seats).where(eq(seats.id, seatIdValue));
+  if (!seat) return { kind: "unreadable", detail: "the seat is no longer registered" };
+  const [machine] = await db.select().from(machines).where(eq(machines.name, seat.machine));
+  if (!machine) return { kind: "unreadable", detail: "the seat's machine is no longer registered" };
+  try {
+    const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
+    const res = await conn.client.readSession(create(ReadSessionRequestSchema, { seatName: seat.name, sinceUnixMs: BigInt(Math.max(0, sinceMs - 60_000)) }), { timeoutMs: 10_000 });
+    const status = seatStatusWire.decode(res.status) ?? "unknown";
+    if (res.occupantId && res.occupantId !== seat.occupantId) return { kind: "unreadable", detail: `the session read belongs to occupant ${res.occupantId}, not ${seat.occupantId}` };
+    // A later occupant's session is not the recipient's: it proves neither presence nor absence.
+    const wrote = original?.occupantId;
+    if (wrote && wrote !== (res.occupantId || seat.occupantId)) {
+      return { kind: "unreadable", detail: `the original was written to occupant ${wrote}; the seat now has occupant ${res.occupantId || seat.occupantId}, whose session proves nothing about it` };
+    }
+    // A mailbox written before ids were canonical may name it in upper case (issue 32 item 4).
+    const hit = res.entries.find((e) => e.deliveryId.toLowerCase() === deliveryId.toLowerCase());
+    if (hit && original && hit.contentFingerprint !== original.contentFingerprint) {
+      return { kind: "unreadable", detail: "the session holds this id with other content: it is not the original" };
+    }
+    // Rule 42: a receipt that kept its native message id and session file is found only at that entry in that file.
+    if (hit && original?.nativeSessionPath && res.sessionPath !== original.nativeSessionPath) {
+      return { kind: "unreadable", detail: `the session read was ${res.sessionPath || "not a session file"}, not the recorded ${original.nativeSessionPath}` };
+    }
+    if (hit && original?.nativeMessageId && hit.nativeReceiptId !== original.nativeMessageId) {
+      return { kind: "unreadable", detail: `the session holds this delivery under entry ${hit.nativeReceiptId}, not the recorded ${original.nativeMessageId}: it is not the original` };
+    }
+    if (hit) return { kind: "found", nativeReceiptId: hit.nativeReceiptId, status };
+    return res.complete ? { kind: "absent", status } : { kind: "unreadable", detail: "the session was read only in part" };
+  } catch (e) {
+    return { kind: "unreadable", detail: (e as Error).message };
+  }
 }

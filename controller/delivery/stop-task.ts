@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { and, eq, or } from "drizzle-orm";
 import { StopSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { machines, seats } from "../db/schema.js";
-import { SEAT_TURN_WAIT_MS, withSeatTurn } from "./seat-turns.js";
+import { SEAT_TURN_WAIT_MS, withSeatTurn } from "./turn.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { mayStopSeat } from "../leads/seat-authority.js";
 import { assertSeatRef } from "../../shared/ids.js";

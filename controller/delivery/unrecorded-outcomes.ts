@@ -14,7 +14,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../shared/logger.js";
 import { writeFileDurably } from "../../shared/durable-file.js";
 import type { HireSettleParams } from "../journal/hire-outcome.js";
-import type { SettleParams } from "../journal/outcome.js";
+import type { SettleParams } from "./settle-statements.js";
 import { isRefusedAdmission, type RefusedAdmission } from "../journal/refused-admission.js";
 
 /** A dispatch's settle, a hire's (`kind: "hire"`), or a refused admission's (`kind: "refused_admission"`). */

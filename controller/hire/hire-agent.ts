@@ -23,8 +23,7 @@ import { settleHireOutcome, type HireSettleParams } from "../journal/hire-outcom
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import type { Registry } from "../nodes/registry.js";
 import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
-import { replayAdmission } from "../delivery/replay.js";
-import { admittedHere } from "../delivery/admitted-here.js";
+import { admittedHere, replayAdmission } from "../delivery/admit.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { journalCause } from "../db/error-text.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";

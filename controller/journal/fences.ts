@@ -2,7 +2,7 @@
  * Delivery fences per seat (ADR 0207, VUH-1779): an unresolved delivery fences only
  * itself. A resend with its id is caught by the call receipt; a resend with its exact
  * content (trimmed, LF-normalised fingerprint) is caught by the admission statement
- * (journal/admission.ts), and the settle statement opens the fence (journal/outcome.ts).
+ * (delivery/admit.ts), and the settle statement opens the fence (delivery/settle-statements.ts).
  * Fence rows also carry the notice and `previous` bookkeeping of each unresolved receipt;
  * these are the cold-path reads and writes on them.
  */

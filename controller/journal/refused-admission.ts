@@ -14,7 +14,7 @@
  * an admission the first waited for (same id, not yet committed) is visible to the second. Each
  * touches only what this controller's own refused attempt wrote (its instance, the call's
  * conversation and fingerprint); a replay of an id admitted here and still in flight records no
- * refusal at all (delivery/admitted-here.ts), since it inserted nothing of its own.
+ * refusal at all (delivery/admit.ts), since it inserted nothing of its own.
  */
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";

@@ -24,11 +24,10 @@ import { journalFailure } from "../db/error-text.js";
 import { transactionLate } from "../db/transaction-late.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
-import { admittedHere } from "../delivery/admitted-here.js";
+import { admittedHere, replayAdmission } from "../delivery/admit.js";
 import { machines, seats } from "../db/schema.js";
 import { admitCall, CallState, settleCall, type Admission } from "../journal/call-receipts.js";
 import { MESSAGE_SEAT, type CallScope, type PipelineDeps } from "../delivery/pipeline.js";
-import { replayAdmission } from "../delivery/replay.js";
 import { RECONCILE_TOOL, type LeadBody, type ToolOutcome } from "../delivery/result-bodies.js";
 import { hiredBy } from "../hire/hiring-conversation.js";
 

@@ -14,7 +14,7 @@ import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { readToken } from "../../controller/state-dir.js";
 import { openDatabase } from "../../controller/db/open.js";
-import { takeSeatLease } from "../../controller/delivery/seat-lease.js";
+import { takeSeatLease } from "../../controller/delivery/turn.js";
 
 async function startControllerProcess(stateDir: string, databaseUrl: string): Promise<{ child: ChildProcess; url: string; mcpUrl: string; agentUrl: string }> {
   const child = spawn(process.execPath, [CLI, "controller", "--json", "--port", "0", "--state-dir", stateDir, "--deliver-timeout-ms", "3000", "--log-level", "error"], {

@@ -13,6 +13,9 @@ import { recordRefusedAdmission, type RefusedAdmission } from "../../controller/
 import { available } from "../kit/requirements.js";
 import { freshPostgres } from "../kit/test-db.js";
 
+/** drizzle's execute answers an array on postgres-js and `{ rows }` on PGlite. */
+const rowsOf = <T = Record<string, unknown>>(r: unknown): T[] => (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
+
 const ME = "instance-me";
 
 describe.runIf(available("postgres"))("a refused admission recorded by id", () => {
@@ -45,17 +48,17 @@ describe.runIf(available("postgres"))("a refused admission recorded by id", () =
   const admit = async (id: string, o: { instance?: string; conversation?: string; fingerprint?: string; seat?: string } = {}) => {
     const instance = o.instance ?? ME;
     const seat = o.seat ?? `seat-${id}`;
-    const inserted = await database.db.execute(sql`insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance)
-      values (${id}, 'message_seat', ${o.conversation ?? "conv-a"}, ${o.fingerprint ?? "fp-1"}, 'in_flight', ${instance}) on conflict do nothing returning id`);
+    const inserted = rowsOf(await database.db.execute(sql`insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance)
+      values (${id}, 'message_seat', ${o.conversation ?? "conv-a"}, ${o.fingerprint ?? "fp-1"}, 'in_flight', ${instance}) on conflict do nothing returning id`));
     if (inserted.length === 0) return false;
     await database.db.execute(sql`insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state) values (${id}, ${o.conversation ?? "conv-a"}, ${seat}, 'cf', 'auto', 'dispatching')`);
     await database.db.execute(sql`insert into seat_turns (seat_id, holder, expires_at) values (${seat}, ${`${instance}:${id}`}, now() + interval '30 seconds')`);
     return true;
   };
   const stateOf = async (id: string) => {
-    const [call] = await database.db.execute<{ state: string; reason: string | null }>(sql`select state, result->>'reason' as reason from operator_call_receipts where id = ${id}`);
-    const [receipt] = await database.db.execute<{ state: string }>(sql`select state from delivery_receipts where id = ${id}`);
-    const leases = await database.db.execute(sql`select holder from seat_turns where holder like ${`%:${id}`}`);
+    const [call] = rowsOf<{ state: string; reason: string | null }>(await database.db.execute(sql`select state, result->>'reason' as reason from operator_call_receipts where id = ${id}`));
+    const [receipt] = rowsOf<{ state: string }>(await database.db.execute(sql`select state from delivery_receipts where id = ${id}`));
+    const leases = rowsOf(await database.db.execute(sql`select holder from seat_turns where holder like ${`%:${id}`}`));
     return { call: call?.state, reason: call?.reason ?? null, receipt: receipt?.state, leases: leases.length };
   };
 

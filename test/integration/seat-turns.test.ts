@@ -9,8 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
-import { SeatTurns, withSeatTurn } from "../../controller/delivery/seat-turns.js";
-import { handLease, releaseLease, tryTakeLease } from "../../controller/delivery/seat-lease.js";
+import { SeatTurns, withSeatTurn, handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
 
 describe.each(DRIVERS)("seat turns on %s", (driver) => {
   let database: Database;

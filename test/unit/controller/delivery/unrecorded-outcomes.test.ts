@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { UnrecordedOutcomes, isHireSettle, recordSpilled, type PendingSettle } from "../../../../controller/delivery/unrecorded-outcomes.js";
 import type { HireSettleParams } from "../../../../controller/journal/hire-outcome.js";
-import type { SettleParams } from "../../../../controller/journal/outcome.js";
+import type { SettleParams } from "../../../../controller/delivery/settle-statements.js";
 import { silentLogger } from "../../../../shared/logger.js";
 import { tempDir } from "../../../kit/test-db.js";
 

@@ -1,0 +1,322 @@
+/**
+ * message_seat, step one: admission. One statement before any effect (ADR 0013): the operator call
+ * receipt (a repeated id returns the original and never dispatches again), the delivery receipt in
+ * "dispatching" and, when the seat is free, its lease. Calls of one conversation are admitted one after
+ * another, so deliveries to a seat take their turns (turn.ts) in the order the controller received them.
+ * Here too: the replay of a repeated id, the ids admitted here and still in flight, and the refusal of an
+ * admission the journal did not answer, recorded even if the admission commits late.
+ */
+import { CallState, type Admission } from "../journal/call-receipts.js";
+import { uncertainBody, type LeadBody, type ToolOutcome, type MessageSeatBody } from "./result-bodies.js";
+import { type Admitted, UNRESOLVED, type AdmittedSeat } from "./receipt-types.js";
+import type { RefusedAdmission } from "../journal/refused-admission.js";
+import { MESSAGE_SEAT, leaseMsOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
+import { contentFingerprint } from "../../shared/fingerprint.js";
+import type { DeliveryMode } from "../../shared/verdicts.js";
+import { journalFailure } from "../db/error-text.js";
+import { JournalNoAnswerError } from "../db/answer-deadline.js";
+import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
+import { UNATTENDED_RELEASE_AFTER_MS } from "./dispatch.js";
+import type { SeatTurn } from "./turn.js";
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/open.js";
+import { ReceiptState } from "../../shared/verdicts.js";
+import { p, statement, ts, type Row } from "../journal/statements.js";
+
+/**
+ * Calls of one conversation are admitted one after another, in the order they reached the
+ * controller: each admission statement starts after the previous one committed and entered
+ * its seat's turn, so the seat serves them in that order (rule 25). Other conversations are
+ * not held up; the chain holds no connection while it waits.
+ */
+export class AdmissionOrder {
+  private readonly tails = new Map<string, Promise<unknown>>();
+
+  admit<T>(conversationId: string, fn: () => Promise<T>): Promise<T> {
+    const before = this.tails.get(conversationId);
+    const run = before ? before.then(fn, fn) : fn();
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.tails.set(conversationId, tail);
+    void tail.then(() => {
+      if (this.tails.get(conversationId) === tail) this.tails.delete(conversationId);
+    });
+    return run;
+  }
+}
+
+/**
+ * The ids whose admission this process saw answered (it inserted the call receipt) and whose
+ * call has not finished. A later attempt of one of them — a replay, from this conversation or
+ * another — inserts nothing, so if its own admission gets no answer there is nothing of its own
+ * to refuse by id: recording a refusal then (journal/refused-admission.ts) would settle the
+ * original, still in flight, as not sent and free its seat. Per pipeline, in memory: across a
+ * crash the original is the dead process's, and its in-flight receipt is recovery's to mark.
+ */
+const byPipeline = new WeakMap<object, Set<string>>();
+
+export function admittedHere(pipeline: object): Set<string> {
+  let ids = byPipeline.get(pipeline);
+  if (!ids) byPipeline.set(pipeline, (ids = new Set()));
+  return ids;
+}
+
+/** What a repeated call id returns: the original result, never a second dispatch. */
+export const NO_MATCHING_RECEIPT = "no_matching_receipt";
+export const FOREIGN_ID =
+  "no receipt with this id exists in this conversation, and this id cannot be admitted; nothing was dispatched. " +
+  "Call again with a new id";
+
+export function replayAdmission(tool: string, id: string, admission: Exclude<Admission, { kind: "admitted" }>): ToolOutcome {
+  switch (admission.kind) {
+    case "conflict":
+      return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_conflict", deliveryId: id, detail: admission.detail } };
+    case "foreign":
+      // Another conversation's id: the call is still refused, but the answer is the one for an id this
+      // conversation has no receipt of (no seat-call _meta, no hint that the id exists anywhere).
+      return {
+        id,
+        tool,
+        state: "none",
+        isError: true,
+        body: { schemaVersion: 1, outcome: "refused", reason: NO_MATCHING_RECEIPT, deliveryId: id, detail: FOREIGN_ID },
+      };
+    case "in_use":
+      return { id, tool, state: "uncertain", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_in_use", deliveryId: id, detail: "this id is being dispatched right now; it was not dispatched again. Reconcile it with reconcile_seat_call." } };
+    case "repeat": {
+      const r = admission.receipt;
+      if (r.state === CallState.Uncertain) return { id, tool, state: "uncertain", isError: true, body: (r.result as unknown as LeadBody | null) ?? uncertainBody(tool, id, "the original's outcome is unknown; it was not dispatched again") };
+      if (r.resultExpired || !r.result) {
+        return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "expired", deliveryId: id, detail: "this id was settled long ago and its result body has expired; it is not replayed" } };
+      }
+      return { id, tool, state: "settled", isError: false, body: r.result as unknown as LeadBody };
+    }
+  }
+}
+
+/**
+ * A message_seat admission the journal did not answer in time (controller/db/answer-deadline.ts:
+ * a stopped or unreachable database). Its call is refused, and nothing was or will be dispatched
+ * for it; but the admission statement may still commit whenever the database answers, and left
+ * alone its receipt would sit "dispatching", fencing its text, with its seat held until the
+ * lease expired — or, had this controller died first, boot recovery would have marked it
+ * uncertain though its lead was told not sent. So the refusal itself is recorded by id
+ * (journal/refused-admission.ts), in either order with the admission, through the unrecorded
+ * outcomes: on disk before the lead hears it, retried until the journal takes it, and recorded
+ * by the next boot before recovery if this process dies first. A late result hurries it along.
+ */
+export interface UnansweredAdmission {
+  id: string;
+  conversationId: string;
+  fingerprint: string;
+  seatRef: string;
+  holder: string;
+}
+
+export const UNANSWERED_DETAIL = "the receipt journal did not answer this call's admission in time, so it was refused; nothing was dispatched, and nothing will be for this id";
+
+/** Keeps the refusal until the journal has it; call before the lead is answered. */
+export function recordUnansweredRefusal(deps: PipelineDeps, call: UnansweredAdmission): void {
+  const body: MessageSeatBody = { schemaVersion: 1, deliveryId: call.id, seat: call.seatRef, outcome: "undelivered", deliveryStage: "unavailable", reason: "journal_unavailable", detail: UNANSWERED_DETAIL };
+  const refusal: RefusedAdmission = {
+    kind: "refused_admission",
+    id: call.id,
+    tool: MESSAGE_SEAT,
+    conversationId: call.conversationId,
+    fingerprint: call.fingerprint,
+    controllerInstance: deps.instanceId,
+    body: body as unknown as Record<string, unknown>,
+    reason: "journal_unavailable",
+    detail: UNANSWERED_DETAIL,
+    holder: call.holder,
+    now: deps.now(),
+  };
+  deps.unrecorded.add(`refused admission ${call.id} (not_sent)`, refusal);
+}
+
+/** The refused admission's result came after all: the database answers again, so record the refusal now. */
+export function onLateAdmission(deps: PipelineDeps, call: { id: string }, admitted: Admitted): void {
+  if (admitted.inserted) deps.logger.warn("an admission committed after its call was refused; settling it not sent", { deliveryId: call.id, tool: MESSAGE_SEAT });
+  void deps.unrecorded.flush().then(() => deps.onJournalChange());
+}
+
+/**
+ * Admission of one message_seat call in ONE statement, one commit (ADR 0013): the operator
+ * call receipt, the delivery receipt in "dispatching" (with the occupant it is admitted for, rule
+ * 30) and the seat's turn lease are inserted,
+ * and the seat with its machine, the content fence, whether a stale fence waits for the
+ * unattended release and the settled originals still to report as `previous` are read.
+ * Nothing reaches an agent before this commit. A repeated id inserts nothing (cold path:
+ * `existingCall`); an unknown seat inserts only the call receipt, settled by the caller.
+ */
+export interface AdmitParams {
+  id: string;
+  tool: string;
+  conversationId: string;
+  fingerprint: string;
+  controllerInstance: string;
+  seatRef: string;
+  contentFingerprint: string;
+  mode: string;
+  inReplyTo: string | null;
+  /** The lease holder this delivery would be: `instance:deliveryId`. */
+  holder: string;
+  leaseSeconds: number;
+  /** Abandoned originals settled after this still refuse their exact content. */
+  abandonedSince: Date;
+  /** Open fences opened before this are due for the unattended release. */
+  staleBefore: Date;
+}
+
+
+const admitStatement = statement<Record<string, unknown>>("admit", () => sql`
+with seat as (
+  select s.id, s.name, s.occupant_id, m.name as m_name, m.endpoint as m_endpoint, m.agent_token as m_agent_token
+  from seats s left join machines m on m.name = s.machine
+  where s.present and (s.id = ${p("seatRef")}::text or s.name = ${p("seatRef")}::text)
+),
+one as (select * from seat where (select count(*) from seat) = 1),
+call as (
+  insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance)
+  values (${p("id")}::text, ${p("tool")}::text, ${p("conversationId")}::text, ${p("fingerprint")}::text, ${sql.raw(`'${CallState.InFlight}'`)}, ${p("instance")}::text)
+  on conflict do nothing
+  returning id
+),
+receipt as (
+  insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state, in_reply_to, occupant_id)
+  select call.id, ${p("conversationId")}::text, one.id, ${p("contentFingerprint")}::text, ${p("mode")}::text, ${sql.raw(`'${ReceiptState.Dispatching}'`)}, ${p("inReplyTo")}::text, one.occupant_id
+  from call, one where one.m_name is not null
+  returning seat_id
+),
+lease as (
+  insert into seat_turns (seat_id, holder, expires_at)
+  select seat_id, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) from receipt
+  on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now()
+  returning holder
+),
+original as (
+  select d.id, d.state from delivery_receipts d, one
+  where d.seat_id = one.id and d.content_fingerprint = ${p("contentFingerprint")}::text and d.id <> ${p("id")}::text
+    and (d.state in (${UNRESOLVED}) or (d.state = ${sql.raw(`'${ReceiptState.AbandonedUnknown}'`)} and d.settled_at > ${p("abandonedSince")}::timestamptz))
+  order by d.created_at limit 1
+)
+select
+  (select count(*) from call)::int as inserted,
+  (select count(*) from seat)::int as seats,
+  one.id as seat_id, one.name as seat_name, one.occupant_id, one.m_name, one.m_endpoint, one.m_agent_token,
+  (select count(*) from lease)::int as lease_taken,
+  (select id from original) as original_id,
+  (select state from original) as original_state,
+  exists (select 1 from fences f where f.seat_id = one.id and f.resolved_at is null and f.opened_at < ${p("staleBefore")}::timestamptz) as stale_fence,
+  (select coalesce(jsonb_agg(jsonb_build_object('deliveryId', f.delivery_id, 'state', coalesce(f.disposition, 'settled')) order by f.resolved_at desc), '[]'::jsonb)::text
+     from fences f where f.seat_id = one.id and f.conversation_id = ${p("conversationId")}::text and f.resolved_at is not null and f.previous_reported_at is null) as previous
+from (select 1) x left join one on true
+`);
+
+/**
+ * `late`: the admission's result when it comes after the answer deadline (the statement may
+ * still commit once a frozen database answers), so the caller can settle what it already refused.
+ */
+export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Admitted) => void): Promise<Admitted> {
+  const rows = await admitStatement(db).run({
+    id: a.id,
+    tool: a.tool,
+    conversationId: a.conversationId,
+    fingerprint: a.fingerprint,
+    instance: a.controllerInstance,
+    seatRef: a.seatRef,
+    contentFingerprint: a.contentFingerprint,
+    mode: a.mode,
+    inReplyTo: a.inReplyTo,
+    holder: a.holder,
+    leaseSeconds: a.leaseSeconds,
+    abandonedSince: ts(a.abandonedSince),
+    staleBefore: ts(a.staleBefore),
+  }, late && ((rows) => rows[0] && late(admittedOf(rows[0]))));
+  if (!rows[0]) throw new Error("the admission statement returned no row");
+  return admittedOf(rows[0]);
+}
+
+function admittedOf(r: Row): Admitted {
+  const seat: AdmittedSeat | undefined = r.seat_id
+    ? {
+        id: String(r.seat_id),
+        name: String(r.seat_name),
+        occupantId: String(r.occupant_id),
+        machine: r.m_name ? { name: String(r.m_name), endpoint: String(r.m_endpoint), agentToken: String(r.m_agent_token) } : null,
+      }
+    : undefined;
+  return {
+    inserted: Number(r.inserted) === 1,
+    seatsMatched: Number(r.seats),
+    seat,
+    leaseTaken: Number(r.lease_taken) === 1,
+    original: r.original_id ? { id: String(r.original_id), state: String(r.original_state) } : undefined,
+    staleFence: r.stale_fence === true || r.stale_fence === "t",
+    previous: JSON.parse(String(r.previous ?? "[]")) as { deliveryId: string; state: string }[],
+  };
+}
+
+/** One message_seat call as the admission takes it, after the edge's checks. */
+export interface AdmissionCall {
+  id: string;
+  conversationId: string;
+  fingerprint: string;
+  input: MessageSeatInput;
+  mode: DeliveryMode;
+  holder: string;
+}
+
+const order = new WeakMap<PipelineDeps, AdmissionOrder>();
+
+/**
+ * Runs the admission statement in the conversation's order and, for a dispatchable delivery, enters
+ * the seat's turn before the next admission. A journal that does not answer gets the refusal recorded.
+ */
+export async function admitInOrder(
+  deps: PipelineDeps,
+  call: AdmissionCall,
+): Promise<{ admitted: Admitted; entered: Promise<SeatTurn> | undefined }> {
+  const { id, conversationId, fingerprint, input, mode, holder } = call;
+  let queue = order.get(deps);
+  if (!queue) order.set(deps, (queue = new AdmissionOrder()));
+
+  // Admitted in arrival order per conversation; the seat's turn is entered in the same order.
+  return queue.admit(conversationId, async () => {
+    const now = deps.now();
+    let a: Admitted;
+    try {
+      a = await admitDelivery(deps.db, {
+        id,
+        tool: MESSAGE_SEAT,
+        conversationId: conversationId,
+        fingerprint,
+        controllerInstance: deps.instanceId,
+        seatRef: input.seat,
+        contentFingerprint: contentFingerprint(input.message),
+        mode,
+        inReplyTo: input.inReplyTo ?? null,
+        holder,
+        leaseSeconds: leaseMsOf(deps) / 1000,
+        abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
+        staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
+      }, (late) => onLateAdmission(deps, { id }, late));
+    } catch (e) {
+      deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
+      if (e instanceof JournalNoAnswerError) {
+        // Recorded (on disk first) before the lead hears it: the admission may still commit later.
+        // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
+        if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: conversationId, fingerprint, seatRef: input.seat, holder });
+        throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
+      }
+      throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
+    }
+    if (a.inserted) admittedHere(deps).add(id);
+    // Entering the turn here, before the next admission of this conversation, keeps the order.
+    const dispatchable = a.inserted && a.seatsMatched === 1 && a.seat?.machine;
+    const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken, deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
+    return { admitted: a, entered };
+  });
+}

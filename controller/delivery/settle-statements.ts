@@ -1,0 +1,215 @@
+/**
+ * The settle statements (settle.ts runs them). Apart from settle.ts because unrecorded-outcomes.ts retries
+ * them at boot and after an outage, and settle.ts needs the pipeline's dependencies, which name the
+ * unrecorded outcomes: one file would close an import cycle.
+ */
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/open.js";
+import { isUnresolved, ReceiptState } from "../../shared/verdicts.js";
+import { type DeliveryOutcome, settleDelivery, settleIfUnresolved } from "../journal/delivery-receipts.js";
+import { CallState, settleCall } from "../journal/call-receipts.js";
+import { json, p, statement, ts } from "../journal/statements.js";
+import { settlements, type DeliveryReceipt } from "../db/schema.js";
+import { resolveFence } from "../journal/fences.js";
+
+/**
+ * The settle of one dispatched delivery in ONE statement, one commit (ADR 0013): the call
+ * receipt and its lead-facing body, the delivery receipt's outcome, the fence an unresolved
+ * outcome leaves, the `previous` originals it reported, and the seat's lease — released, or
+ * handed to the next delivery this controller has waiting for the seat. The next delivery
+ * can only take the turn once this outcome (and its fence) is visible.
+ */
+export interface SettleParams {
+  id: string;
+  seatId: string;
+  conversationId: string;
+  contentFingerprint: string;
+  callState: Exclude<CallState, "in_flight">;
+  body: Record<string, unknown>;
+  outcome: DeliveryOutcome;
+  /** Settled originals this answer reported as `previous`. */
+  previousIds: string[];
+  /** The lease this delivery holds, if any. */
+  holder: string | null;
+  /** Hand the lease to this holder instead of deleting it (a local delivery waits for the seat). */
+  nextHolder: string | null;
+  leaseSeconds: number;
+  now: Date;
+}
+
+const settleStatement = statement<Record<string, unknown>>("settle", () => sql`
+with call as (
+  update operator_call_receipts set state = ${p("callState")}::text, result = ${p("body")}::text::jsonb, settled_at = ${p("callSettledAt")}::timestamptz
+  where id = ${p("id")}::text returning id
+),
+receipt as (
+  update delivery_receipts set state = ${p("state")}::text, reason = ${p("reason")}::text, detail = ${p("detail")}::text,
+    native_receipt_id = ${p("nativeReceiptId")}::text, native_message_id = ${p("nativeMessageId")}::text, native_session_path = ${p("nativeSessionPath")}::text, proof_age_ms = ${p("proofAgeMs")}::int, proofs = ${p("proofs")}::text::jsonb,
+    settled_at = ${p("receiptSettledAt")}::timestamptz
+  where id = ${p("id")}::text returning id
+),
+fence as (
+  insert into fences (delivery_id, seat_id, content_fingerprint, conversation_id, opened_at)
+  select id, ${p("seatId")}::text, ${p("contentFingerprint")}::text, ${p("conversationId")}::text, ${p("now")}::timestamptz from receipt where ${p("openFence")}::boolean
+  on conflict do nothing returning delivery_id
+),
+reported as (
+  update fences set previous_reported_at = ${p("now")}::timestamptz
+  where delivery_id in (select jsonb_array_elements_text(${p("previousIds")}::text::jsonb)) returning delivery_id
+),
+released as (
+  delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${p("nextHolder")}::text is null returning seat_id
+),
+handed as (
+  update seat_turns set holder = ${p("nextHolder")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
+  where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${p("nextHolder")}::text is not null returning seat_id
+)
+select (select count(*) from call)::int as calls, (select count(*) from receipt)::int as receipts,
+  (select count(*) from released)::int + (select count(*) from handed)::int as lease_moved,
+  (select count(*) from handed)::int as handed
+`);
+
+/** Returns whether the lease went to `nextHolder` (false: released, or it was not ours any more). */
+export async function settleDispatched(db: Db, s: SettleParams): Promise<{ handed: boolean }> {
+  const unresolved = isUnresolved(s.outcome.state);
+  const [row] = await settleStatement(db).run({
+    id: s.id,
+    callState: s.callState,
+    body: json(s.body),
+    callSettledAt: s.callState === CallState.Settled ? ts(s.now) : null,
+    state: s.outcome.state,
+    reason: s.outcome.reason ?? null,
+    detail: s.outcome.detail ?? null,
+    nativeReceiptId: s.outcome.nativeReceiptId ?? null,
+    nativeMessageId: s.outcome.nativeMessageId ?? null,
+    nativeSessionPath: s.outcome.nativeSessionPath ?? null,
+    proofAgeMs: s.outcome.proofAgeMs ?? null,
+    proofs: json(s.outcome.proofs),
+    receiptSettledAt: unresolved ? null : ts(s.now),
+    seatId: s.seatId,
+    contentFingerprint: s.contentFingerprint,
+    conversationId: s.conversationId,
+    now: ts(s.now),
+    openFence: unresolved,
+    previousIds: JSON.stringify(s.previousIds),
+    holder: s.holder,
+    nextHolder: s.nextHolder,
+    leaseSeconds: s.leaseSeconds,
+  });
+  if (!row || Number(row.calls) !== 1) throw new Error(`the call receipt ${s.id} was not found to settle`);
+  return { handed: Number(row.handed) === 1 };
+}
+
+/**
+ * The settle paths for an unresolved delivery (ADR 0207, VUH-2358 and VUH-1779). None of
+ * them ever resends: the lead's not-delivered, the unattended release and the owner's
+ * abandoned-unknown all keep the original as abandoned-unknown evidence; an original
+ * found in the recipient's session is recorded as delivered instead.
+ */
+export type SettledBy = "lead" | "owner" | "unattended" | "reconcile";
+
+export interface AbandonInput {
+  delivery: DeliveryReceipt;
+  settledBy: SettledBy;
+  conversationId: string | null;
+  evidence: Record<string, unknown>;
+  now: Date;
+}
+
+/** Records the original as abandoned-unknown; its id and content stay refused. */
+export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<string, unknown>> {
+  const detail =
+    a.settledBy === "lead"
+      ? "settled by the lead as not delivered; the original is kept as abandoned-unknown evidence and is never resent"
+      : a.settledBy === "owner"
+        ? "settled by the owner as abandoned-unknown; the original is kept as evidence, its id stays refused, and it is never resent"
+        : "released unattended: the recipient was idle and its session, read in full, did not hold the original; kept as abandoned-unknown evidence, never resent";
+  const body = {
+    schemaVersion: 1,
+    outcome: "undelivered",
+    deliveryStage: "unavailable",
+    state: ReceiptState.AbandonedUnknown,
+    deliveryId: a.delivery.id,
+    seat: a.delivery.seatId,
+    detail,
+  };
+  await db.transaction(async (tx) => {
+    await settleDelivery(tx, a.delivery.id, { state: ReceiptState.AbandonedUnknown, reason: `${a.settledBy}_settled`, detail }, a.now);
+    await tx.insert(settlements).values({
+      deliveryId: a.delivery.id,
+      disposition: ReceiptState.AbandonedUnknown,
+      settledBy: a.settledBy,
+      conversationId: a.conversationId,
+      evidence: { previousState: a.delivery.state, ...a.evidence },
+      at: a.now,
+    });
+    await settleCall(tx, a.delivery.id, CallState.Settled, body, a.now);
+    await resolveFence(tx, a.delivery.id, ReceiptState.AbandonedUnknown, a.now);
+  });
+  return body;
+}
+
+/** Records the original as delivered because the recipient's session holds it (evidence, not a send). */
+export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date, by: "session" | "acknowledgment" = "session"): Promise<Record<string, unknown>> {
+  const body = {
+    schemaVersion: 1,
+    outcome: "delivered",
+    deliveryStage: "delivered",
+    deliveryId: delivery.id,
+    seat: delivery.seatId,
+    nativeReceiptId,
+    detail:
+      by === "session"
+        ? "the original is in the recipient's session; recorded as delivered at reconciliation"
+        : "the recipient's native channel acknowledged the original's exact id (transport only); recorded as delivered at the settle, never resent",
+  };
+  await db.transaction(async (tx) => {
+    await settleDelivery(tx, delivery.id, { state: ReceiptState.Delivered, reason: by === "session" ? "found_in_session" : "exact_acknowledgment", detail: body.detail, nativeReceiptId }, now);
+    await settleCall(tx, delivery.id, CallState.Settled, body, now);
+    await resolveFence(tx, delivery.id, ReceiptState.Delivered, now);
+  });
+  return body;
+}
+
+/**
+ * Records the original as not sent because its mailbox proves it absent and its agent fenced the id:
+ * no write of it can happen any more (rule 30). Undefined when another path settled it first.
+ */
+export async function recordProvenAbsent(
+  db: Db,
+  delivery: DeliveryReceipt,
+  conversationId: string,
+  proof: Record<string, unknown>,
+  now: Date,
+): Promise<Record<string, unknown> | undefined> {
+  const detail =
+    "the recipient's mailbox does not hold the original, no write of it was in progress, " +
+    "and its agent now refuses to write it: recorded as not sent at reconciliation; nothing was resent";
+  const body = {
+    schemaVersion: 1,
+    outcome: "undelivered",
+    deliveryStage: "unavailable",
+    state: ReceiptState.NotSent,
+    reason: "proven_absent",
+    deliveryId: delivery.id,
+    seat: delivery.seatId,
+    detail,
+    proof,
+  };
+  const settled = await db.transaction(async (tx) => {
+    const outcome = { state: ReceiptState.NotSent, reason: "proven_absent", detail };
+    if (!(await settleIfUnresolved(tx, delivery.id, outcome, now))) return false;
+    await tx.insert(settlements).values({
+      deliveryId: delivery.id,
+      disposition: ReceiptState.NotSent,
+      settledBy: "reconcile",
+      conversationId,
+      evidence: { previousState: delivery.state, ...proof },
+      at: now,
+    });
+    await settleCall(tx, delivery.id, CallState.Settled, body, now);
+    await resolveFence(tx, delivery.id, ReceiptState.NotSent, now);
+    return true;
+  });
+  return settled ? body : undefined;
+}
