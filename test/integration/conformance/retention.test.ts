@@ -70,7 +70,9 @@ describe.each(DRIVERS)("rule 24: retention on %s", (driver) => {
     try {
       const again = await other.call("message_seat", { seat: "inbox", message: "rule 24 bound to the first sender" }, { [META]: { deliveryId: id } });
       expect(again.isError).toBe(true);
-      expect(JSON.stringify(again.structuredContent)).toMatch(/another conversation/);
+      // Rule 7 (issue 32 item 7): refused, in the words of an unknown id, never saying another conversation holds it.
+      expect(again.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
+      expect(JSON.stringify(again.structuredContent)).not.toMatch(/another conversation/);
       expect((await other.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
     } finally {
       await other.close();

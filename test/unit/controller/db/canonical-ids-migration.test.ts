@@ -17,13 +17,17 @@ import { DRIVERS, freshPostgres, tempDir, type Driver } from "../../../kit/test-
 const MIGRATIONS = join(import.meta.dirname, "../../../../controller/db/migrations");
 const TAG = "0010_i32_canonical_ids";
 
-/** The migrations folder as it was before 0010. */
+/**
+ * The migrations folder as it was before 0010: 0010 and every later one left out (drizzle applies
+ * only migrations newer than the last one applied, so a later one kept here would skip 0010).
+ */
 function foldersBefore0010(): string {
   const dir = tempDir("migrations");
   cpSync(MIGRATIONS, dir, { recursive: true });
-  rmSync(join(dir, `${TAG}.sql`));
   const journal = JSON.parse(readFileSync(join(dir, "meta/_journal.json"), "utf8")) as { entries: { tag: string }[] };
-  journal.entries = journal.entries.filter((e) => e.tag !== TAG);
+  const from = journal.entries.findIndex((e) => e.tag === TAG);
+  for (const e of journal.entries.slice(from)) rmSync(join(dir, `${e.tag}.sql`));
+  journal.entries = journal.entries.slice(0, from);
   writeFileSync(join(dir, "meta/_journal.json"), JSON.stringify(journal));
   return dir;
 }
