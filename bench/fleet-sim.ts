@@ -46,6 +46,11 @@ export function simMailboxFile(baseDir: string, machine: string, seat: string, d
   return join(simStateDir(baseDir, machine), "mailboxes", seat, `${deliveryId}.json`);
 }
 
+export interface JoinFailure {
+  machine: string;
+  error: string;
+}
+
 export interface RelinkTimes {
   /** Wall-clock ms (Date.now) at which each identity's reverse link came back after it dropped. */
   upAtMs: Record<string, number>;
@@ -76,7 +81,10 @@ export class SimProcess {
 
   /** A child running this file's main; its state dirs live under `baseDir`. */
   static start(baseDir: string): SimProcess {
-    const child = fork(fileURLToPath(import.meta.url), [baseDir], { stdio: ["ignore", "ignore", "pipe", "ipc"], env: { ...process.env, DATABASE_URL: "" } });
+    const file = fileURLToPath(import.meta.url);
+    // Compiled (npm run bench:fleet-scale) it runs as is; from the sources (vitest) through tsx.
+    const execArgv = file.endsWith(".ts") ? ["--import", "tsx"] : [];
+    const child = fork(file, [baseDir], { execArgv, stdio: ["ignore", "ignore", "pipe", "ipc"], env: { ...process.env, DATABASE_URL: "" } });
     track(child);
     return new SimProcess(child);
   }
@@ -89,10 +97,15 @@ export class SimProcess {
     });
   }
 
-  /** Enrolls and starts these identities; resolves once each has its reverse link up. */
-  async add(controllerUrl: string, identities: SimIdentity[], seatsPerAgent: number): Promise<void> {
-    await this.call({ op: "add", controllerUrl, identities, seatsPerAgent });
-    this.machines.push(...identities.map((i) => i.machine));
+  /**
+   * Enrolls and starts these identities; resolves once each has its reverse link up, with the
+   * ones whose join the controller refused (a new token may be tried: the old one may be spent).
+   */
+  async add(controllerUrl: string, identities: SimIdentity[], seatsPerAgent: number): Promise<JoinFailure[]> {
+    const failed = await this.call<JoinFailure[]>({ op: "add", controllerUrl, identities, seatsPerAgent });
+    const refused = new Set(failed.map((f) => f.machine));
+    this.machines.push(...identities.map((i) => i.machine).filter((m) => !refused.has(m)));
+    return failed;
   }
 
   /** Watches every identity's link from now on: resolves when each dropped and came back. */
@@ -120,7 +133,7 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>
 }
 
 // Enrolling is CPU-bound (a key pair, a CSR, two TLS handshakes): a few at a time per process.
-const ENROLL_CONCURRENCY = 8;
+const ENROLL_CONCURRENCY = 3;
 const RELINK_POLL_MS = 50;
 
 async function childMain(baseDir: string): Promise<void> {
@@ -129,6 +142,7 @@ async function childMain(baseDir: string): Promise<void> {
   const logger = createLogger({ level: "error", write: (line) => process.stderr.write(line + "\n") });
 
   const add = async (r: Extract<Request, { op: "add" }>) => {
+    const failed: JoinFailure[] = [];
     await pool(r.identities, ENROLL_CONCURRENCY, async ({ machine, joinToken }) => {
       const stateDir = simStateDir(baseDir, machine);
       const config = compileAgentConfig({ stateDir, controllerUrl: r.controllerUrl, machine, joinToken, paneHost: "none" });
@@ -139,10 +153,18 @@ async function childMain(baseDir: string): Promise<void> {
         book.add(simSeatName(i), SeatKind.Mailbox, `simulated seat ${i}`);
         mailboxes.create(simSeatName(i));
       }
-      const agent = await startAgent(config, logger);
+      let agent: RunningAgent;
+      try {
+        agent = await startAgent(config, logger);
+      } catch (e) {
+        // Joining is the only step that throws here (the link itself retries): the parent decides.
+        failed.push({ machine, error: (e as Error).message });
+        return;
+      }
       agents.set(machine, agent);
       await agent.linked;
     });
+    return failed;
   };
 
   const relink = (timeoutMs: number) =>

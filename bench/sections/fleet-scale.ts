@@ -42,8 +42,8 @@ export interface FleetScaleConfig {
 }
 
 export const FLEET_SCALE_CONFIG = {
-  full: { sizes: [10, 100, 1000], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 25, settleS: 10, deliveries: 50, warmup: 5, readSamples: 5, relinkTimeoutS: 180 },
-  quick: { sizes: [100], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 20, settleS: 8, deliveries: 30, warmup: 5, readSamples: 3, relinkTimeoutS: 120 },
+  full: { sizes: [10, 100, 1000], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 25, settleS: 10, deliveries: 60, warmup: 20, readSamples: 5, relinkTimeoutS: 180 },
+  quick: { sizes: [100], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 20, settleS: 8, deliveries: 40, warmup: 20, readSamples: 3, relinkTimeoutS: 120 },
 } satisfies Record<string, FleetScaleConfig>;
 
 type Json = Record<string, unknown>;
@@ -137,11 +137,29 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
     log(`fleet_scale: empty controller ${emptyRss} MB RSS`);
 
     let linked = 0;
+    const joinRefusals: Record<string, number> = {};
+    // Join tokens from the owner's FleetService, as `clankie fleet enroll` issues them; a few calls at a time.
+    const tokens = async (machines: string[]): Promise<SimIdentity[]> => {
+      const queue = [...machines];
+      const out: SimIdentity[] = [];
+      const worker = async () => {
+        for (let m = queue.shift(); m !== undefined; m = queue.shift()) out.push({ machine: m, joinToken: await owner.enroll(m) });
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+      return out;
+    };
     const grow = async (n: number) => {
-      const ids: SimIdentity[] = [];
-      for (let i = linked; i < n; i++) ids.push({ machine: machineName(i), joinToken: await owner.enroll(machineName(i)) });
       while (sims.length < Math.min(cfg.simProcesses, n)) sims.push(SimProcess.start(simDir));
-      await Promise.all(sims.map((s, k) => s.add(controller!.ready.agentUrl!, ids.filter((_, j) => (linked + j) % sims.length === k), cfg.seatsPerAgent)));
+      let pending = Array.from({ length: n - linked }, (_, j) => linked + j);
+      // A join the controller refused (its journal did not answer in time under the burst) gets a fresh token.
+      for (let round = 0; pending.length && round < 5; round++) {
+        const ids = await tokens(pending.map(machineName));
+        const byMachine = new Map(pending.map((i) => [machineName(i), i]));
+        const failed = (await Promise.all(sims.map((s, k) => s.add(controller!.ready.agentUrl!, ids.filter((id) => byMachine.get(id.machine)! % sims.length === k), cfg.seatsPerAgent)))).flat();
+        for (const f of failed) joinRefusals[f.error.slice(0, 160)] = (joinRefusals[f.error.slice(0, 160)] ?? 0) + 1;
+        pending = failed.map((f) => byMachine.get(f.machine)!);
+      }
+      if (pending.length) throw new Error(`${pending.length} agents could not join after 5 tries: ${JSON.stringify(joinRefusals)}`);
       linked = n;
     };
     const seat0 = `${machineName(0)}/${simSeatName(0)}`;
@@ -160,7 +178,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
     log("fleet_scale: 1 agent linked: the delivery baseline");
     await grow(1);
     const baseline = await deliveryP50();
-    const result: Json = { empty_controller_rss_mb: emptyRss, baseline_1_linked: baseline };
+    const result: Json = { database: dbName, empty_controller_rss_mb: emptyRss, baseline_1_linked: baseline };
 
     for (const n of cfg.sizes) {
       const at: Json = { loadavg_start: load() };
@@ -168,6 +186,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       log(`fleet_scale: linking ${n} agents (${n * cfg.seatsPerAgent} seats)`);
       await grow(n);
       at.link_all_s = round((performance.now() - tGrow) / 1000, 1);
+      at.join_refusals_so_far = { ...joinRefusals };
       await sleep(cfg.settleS * 1000);
 
       log(`fleet_scale: n=${n} idle window ${cfg.idleWindowS} s`);
@@ -216,6 +235,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
     async function restartWithLead(n: number): Promise<Json> {
       const relinks = sims.map((s) => s.relink(cfg.relinkTimeoutS * 1000));
       const sent: { deliveryId: string; machine: string; seat: string; outcome: string }[] = [];
+      const errors: Record<string, string[]> = {};
       let sending = true;
       const sender = (async () => {
         for (let i = 0; sending; i++) {
@@ -228,6 +248,9 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
             outcome = String(body.outcome);
           } catch (e) {
             outcome = (e as { notSent?: boolean }).notSent ? "not_sent_no_session" : "transport_error";
+            const seen = (errors[outcome] ??= []);
+            const msg = (e as Error).message.slice(0, 200);
+            if (seen.length < 3 && !seen.includes(msg)) seen.push(msg);
           }
           sent.push({ deliveryId, machine: machineName(m), seat, outcome });
           await sleep(100);
@@ -264,7 +287,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         controller_start_s: round((tReady - tDown) / 1000, 2),
         lost: lostIds.length,
         lost_ids: lostIds.slice(0, 20),
-        restart_messages: { sent: sent.length, by_outcome: byOutcome },
+        restart_messages: { sent: sent.length, by_outcome: byOutcome, errors },
       };
     }
   } finally {
