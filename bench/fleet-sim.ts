@@ -203,7 +203,11 @@ async function childMain(baseDir: string): Promise<void> {
     else void answer(close()).then(() => process.exit(0));
   });
   // The parent gone (killed, crashed): this process must not outlive it with a thousand links.
-  process.once("disconnect", () => void close().finally(() => process.exit(0)));
+  process.once("disconnect", () => {
+    process.stderr.write("fleet-sim: the parent is gone; closing\n");
+    void close().finally(() => process.exit(0));
+  });
+  process.on("exit", (code) => process.stderr.write(`fleet-sim: exit ${code}\n`));
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -234,6 +234,8 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
 
     async function restartWithLead(n: number): Promise<Json> {
       const relinks = sims.map((s) => s.relink(cfg.relinkTimeoutS * 1000));
+      // Awaited after the restart; a simulator failing before then must not be an unhandled rejection.
+      for (const p of relinks) p.catch(() => {});
       const sent: { deliveryId: string; machine: string; seat: string; outcome: string }[] = [];
       const errors: Record<string, string[]> = {};
       let sending = true;
@@ -262,7 +264,10 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       const tDown = Date.now();
       controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", ports.port, "--agent-port", ports.agent, "--log-level", "error"], env);
       const tReady = Date.now();
+      const cpuAtReady = cpuMsOf(controller.child.pid!);
       const times = await Promise.all(relinks);
+      // Whether the controller was the bottleneck while the fleet came back: its CPU over that time.
+      const relinkCpuPct = ((cpuMsOf(controller.child.pid!) - cpuAtReady) / Math.max(1, Date.now() - tReady)) * 100;
       await sleep(1000);
       sending = false;
       await sender;
@@ -283,6 +288,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         relink_p99_s: round(percentile(fromReady, 99), 2),
         relink_max_s: round(Math.max(...fromReady), 2),
         relink_not_back: missing.length,
+        relink_controller_cpu_pct: round(relinkCpuPct, 1),
         controller_stop_s: round((tDown - tTerm) / 1000, 2),
         controller_start_s: round((tReady - tDown) / 1000, 2),
         lost: lostIds.length,
