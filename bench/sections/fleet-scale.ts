@@ -42,7 +42,7 @@ export interface FleetScaleConfig {
 }
 
 export const FLEET_SCALE_CONFIG = {
-  full: { sizes: [10, 100, 1000], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 25, settleS: 10, deliveries: 60, warmup: 20, readSamples: 5, relinkTimeoutS: 180 },
+  full: { sizes: [10, 100, 1000], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 25, settleS: 10, deliveries: 100, warmup: 20, readSamples: 5, relinkTimeoutS: 180 },
   quick: { sizes: [100], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 20, settleS: 8, deliveries: 40, warmup: 20, readSamples: 3, relinkTimeoutS: 120 },
 } satisfies Record<string, FleetScaleConfig>;
 
@@ -163,13 +163,13 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       linked = n;
     };
     const seat0 = `${machineName(0)}/${simSeatName(0)}`;
-    const deliveryP50 = async () => {
+    const deliveryP50 = async (warmup: number) => {
       const ms: number[] = [];
       const outcomes: Record<string, number> = {};
-      for (let i = 0; i < cfg.warmup + cfg.deliveries; i++) {
+      for (let i = 0; i < warmup + cfg.deliveries; i++) {
         const t0 = performance.now();
         const body = await leadOf.call("message_seat", { seat: seat0, message: `fleet scale ${i}` });
-        if (i >= cfg.warmup) ms.push(performance.now() - t0);
+        if (i >= warmup) ms.push(performance.now() - t0);
         outcomes[String(body.outcome)] = (outcomes[String(body.outcome)] ?? 0) + 1;
       }
       return { p50_ms: round(percentile(ms, 50)), p99_ms: round(percentile(ms, 99)), n: ms.length, outcomes };
@@ -177,7 +177,8 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
 
     log("fleet_scale: 1 agent linked: the delivery baseline");
     await grow(1);
-    const baseline = await deliveryP50();
+    // The baseline runs on a controller fresh from its start: three times the warm-up, so a cold JIT does not pass for the 1-linked cost.
+    const baseline = await deliveryP50(cfg.warmup * 3);
     const result: Json = { database: dbName, empty_controller_rss_mb: emptyRss, baseline_1_linked: baseline };
 
     for (const n of cfg.sizes) {
@@ -219,7 +220,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       at.watch_first_ms = round(percentile(await watchFirst(controller.ready.url!, ownerToken, cfg.readSamples), 50), 1);
 
       log(`fleet_scale: n=${n} deliveries`);
-      const d = await deliveryP50();
+      const d = await deliveryP50(cfg.warmup);
       at.delivery = d;
       at.delivery_p50_ratio = round(d.p50_ms / baseline.p50_ms, 2);
 
@@ -265,9 +266,30 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", ports.port, "--agent-port", ports.agent, "--log-level", "error"], env);
       const tReady = Date.now();
       const cpuAtReady = cpuMsOf(controller.child.pid!);
-      const times = await Promise.all(relinks);
+      const pgAtReady = await pgSample(admin, dbName);
+      const simAtReady = sims.reduce((a, s) => a + cpuMsOf(s.child.pid!), 0);
+      // What the database was doing while the fleet came back: sampled each second until every relink answered.
+      const pgSeen = { max_active: 0, max_lock_waits: 0, max_server_connections: 0 };
+      let relinking = true;
+      const watcher = (async () => {
+        while (relinking) {
+          const [a] = await admin<{ active: number; locks: number; total: number }[]>`
+            select count(*) filter (where datname = ${dbName} and state = 'active')::int as active,
+                   count(*) filter (where datname = ${dbName} and wait_event_type = 'Lock')::int as locks,
+                   count(*)::int as total
+            from pg_stat_activity`;
+          pgSeen.max_active = Math.max(pgSeen.max_active, a?.active ?? 0);
+          pgSeen.max_lock_waits = Math.max(pgSeen.max_lock_waits, a?.locks ?? 0);
+          pgSeen.max_server_connections = Math.max(pgSeen.max_server_connections, a?.total ?? 0);
+          await sleep(1000);
+        }
+      })();
+      const times = await Promise.all(relinks).finally(() => (relinking = false));
+      await watcher;
+      const pgAtBack = await pgSample(admin, dbName);
       // Whether the controller was the bottleneck while the fleet came back: its CPU over that time.
       const relinkCpuPct = ((cpuMsOf(controller.child.pid!) - cpuAtReady) / Math.max(1, Date.now() - tReady)) * 100;
+      const relinkSimCpuPct = ((sims.reduce((a, s) => a + cpuMsOf(s.child.pid!), 0) - simAtReady) / Math.max(1, Date.now() - tReady)) * 100;
       await sleep(1000);
       sending = false;
       await sender;
@@ -289,6 +311,10 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         relink_max_s: round(Math.max(...fromReady), 2),
         relink_not_back: missing.length,
         relink_controller_cpu_pct: round(relinkCpuPct, 1),
+        relink_sim_cpu_pct: round(relinkSimCpuPct, 1),
+        relink_pg: { ...pgSeen, cpu_pct: round((backendCpuMs(pgAtReady.cpu, pgAtBack.cpu) / Math.max(1, pgAtBack.at - pgAtReady.at)) * 100, 1), xacts_per_s: round((pgAtBack.xacts - pgAtReady.xacts) / ((pgAtBack.at - pgAtReady.at) / 1000), 1) },
+        // The restarted controller's own error log (--log-level error), its last lines.
+        controller_errors_tail: controller!.stderr().slice(-1500),
         controller_stop_s: round((tDown - tTerm) / 1000, 2),
         controller_start_s: round((tReady - tDown) / 1000, 2),
         lost: lostIds.length,

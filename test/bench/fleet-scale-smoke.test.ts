@@ -23,7 +23,7 @@ describe("fleet_scale smoke (issue 36 items 1 and 2, tiny N, no timing assertion
     // Every seat the simulated agents made is the controller's, reported at their registration.
     expect(at.seats_listed).toBe(3 * cfg.seatsPerAgent);
     // The baseline and the N-linked deliveries went through the reverse link into the mailbox.
-    expect((r.baseline_1_linked as Record<string, any>).outcomes).toEqual({ delivered: cfg.warmup + cfg.deliveries });
+    expect((r.baseline_1_linked as Record<string, any>).outcomes).toEqual({ delivered: cfg.warmup * 3 + cfg.deliveries });
     expect(at.delivery.outcomes).toEqual({ delivered: cfg.warmup + cfg.deliveries });
     // After the restart every agent relinked, and every answer is accounted for.
     expect(at.relink_not_back).toBe(0);
