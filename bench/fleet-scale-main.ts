@@ -60,12 +60,20 @@ async function main(): Promise<number> {
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown", memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version, postgres: pg, open_files_limit: openFiles(), loadavg_start: loadavg().map((v) => round(v, 2)) },
     sizes: cfg,
   };
-  r.fleet_scale = await runFleetScale(cfg, (l) => process.stderr.write(`[bench] ${l}\n`));
+  mkdirSync(dirname(out), { recursive: true });
+  const write = () => writeFileSync(out, JSON.stringify(r, null, 2) + "\n");
+  r.fleet_scale = await runFleetScale(
+    cfg,
+    (l) => process.stderr.write(`[bench] ${l}\n`),
+    (partial) => {
+      r.fleet_scale = { ...partial, partial: "the run is still going: sizes measured so far" };
+      write();
+    },
+  );
   (r.machine as Record<string, unknown>).loadavg_end = loadavg().map((v) => round(v, 2));
   r.duration_s = round((performance.now() - started) / 1000, 1);
   r.goals = judgeFleetScaleGoals(r);
-  mkdirSync(dirname(out), { recursive: true });
-  writeFileSync(out, JSON.stringify(r, null, 2) + "\n");
+  write();
   process.stdout.write(renderFleetScale(r, judgeFleetScaleGoals(r)) + "\n\n");
   process.stdout.write(`wrote ${out} (${r.duration_s} s)\n`);
   return 0;

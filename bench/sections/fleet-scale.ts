@@ -114,7 +114,8 @@ function backendCpuMs(a: Map<number, number>, b: Map<number, number>): number {
   return ms;
 }
 
-export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) => void = () => {}) {
+/** `onSize`: the result so far, after the baseline and after each size (a run cut short keeps what it measured). */
+export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) => void = () => {}, onSize: (partial: Json) => void = () => {}) {
   const db = await createScratchDatabase();
   const dbName = new URL(db.url).pathname.slice(1);
   const stateDir = scratchDir("fleet-scale");
@@ -229,6 +230,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       Object.assign(at, restart);
       at.loadavg_end = load();
       result[`n${n}`] = at;
+      onSize(result);
       log(`fleet_scale: n=${n} ${JSON.stringify(at)}`);
     }
     return result;
@@ -310,6 +312,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         relink_p99_s: round(percentile(fromReady, 99), 2),
         relink_max_s: round(Math.max(...fromReady), 2),
         relink_not_back: missing.length,
+        relink_back_within_s: Object.fromEntries([5, 10, 30, 60, 120].map((t) => [t, fromReady.filter((x) => x <= t).length])),
         relink_controller_cpu_pct: round(relinkCpuPct, 1),
         relink_sim_cpu_pct: round(relinkSimCpuPct, 1),
         relink_pg: { ...pgSeen, cpu_pct: round((backendCpuMs(pgAtReady.cpu, pgAtBack.cpu) / Math.max(1, pgAtBack.at - pgAtReady.at)) * 100, 1), xacts_per_s: round((pgAtBack.xacts - pgAtReady.xacts) / ((pgAtBack.at - pgAtReady.at) / 1000), 1) },
