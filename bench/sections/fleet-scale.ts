@@ -8,6 +8,7 @@
  * same ports and database) with a lead sending throughout: every agent's relink time and every
  * message accounted for (a `delivered` answer must have its mailbox file).
  */
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -115,6 +116,29 @@ function backendCpuMs(a: Map<number, number>, b: Map<number, number>): number {
 }
 
 /** `onSize`: the result so far, after the baseline and after each size (a run cut short keeps what it measured). */
+/** The box's count of connections dropped because a listener's accept queue was full (/proc/net/netstat). */
+function listenOverflows(): number {
+  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n").filter((l) => l.startsWith("TcpExt:"));
+  const [names, values] = lines.map((l) => l.trim().split(/\s+/));
+  const i = names?.indexOf("ListenOverflows") ?? -1;
+  return i < 0 ? Number.NaN : Number(values?.[i]);
+}
+
+/**
+ * The simulators' connections to the agent port, from `ss`: how many are established, and how
+ * many of those still hold unacknowledged bytes (a TLS hello the listener never took off its
+ * queue, waiting on TCP's retransmissions).
+ */
+function agentPortSockets(port: string): { established: number; unacked: number } | string {
+  try {
+    const out = execFileSync("ss", ["-Htn", "state", "established", `( dport = :${port} )`], { encoding: "utf8" });
+    const rows = out.split("\n").filter((l) => l.trim());
+    return { established: rows.length, unacked: rows.filter((l) => Number(l.trim().split(/\s+/)[1]) > 0).length };
+  } catch (e) {
+    return `ss failed: ${(e as Error).message.slice(0, 100)}`;
+  }
+}
+
 export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) => void = () => {}, onSize: (partial: Json) => void = () => {}) {
   const db = await createScratchDatabase();
   const dbName = new URL(db.url).pathname.slice(1);
@@ -179,6 +203,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
     log("fleet_scale: 1 agent linked: the delivery baseline");
     await grow(1);
     // The baseline runs on a controller fresh from its start: three times the warm-up, so a cold JIT does not pass for the 1-linked cost.
+    await sleep(cfg.settleS * 1000);
     const baseline = await deliveryP50(cfg.warmup * 3);
     const result: Json = { database: dbName, empty_controller_rss_mb: emptyRss, baseline_1_linked: baseline };
 
@@ -262,6 +287,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         }
       })();
       await sleep(1000);
+      const overflowsBefore = listenOverflows();
       const tTerm = Date.now();
       await controller!.stop();
       const tDown = Date.now();
@@ -287,6 +313,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         }
       })();
       const times = await Promise.all(relinks).finally(() => (relinking = false));
+      const stuck = times.some((t) => t.missing.length) ? agentPortSockets(ports.agent) : undefined;
       await watcher;
       const pgAtBack = await pgSample(admin, dbName);
       // Whether the controller was the bottleneck while the fleet came back: its CPU over that time.
@@ -314,6 +341,8 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         relink_not_back: missing.length,
         relink_back_within_s: Object.fromEntries([5, 10, 30, 60, 120].map((t) => [t, fromReady.filter((x) => x <= t).length])),
         relink_controller_cpu_pct: round(relinkCpuPct, 1),
+        relink_listen_overflows: listenOverflows() - overflowsBefore,
+        ...(stuck ? { relink_agent_port_sockets_at_timeout: stuck } : {}),
         relink_sim_cpu_pct: round(relinkSimCpuPct, 1),
         relink_pg: { ...pgSeen, cpu_pct: round((backendCpuMs(pgAtReady.cpu, pgAtBack.cpu) / Math.max(1, pgAtBack.at - pgAtReady.at)) * 100, 1), xacts_per_s: round((pgAtBack.xacts - pgAtReady.xacts) / ((pgAtBack.at - pgAtReady.at) / 1000), 1) },
         // The restarted controller's own error log (--log-level error), its last lines.
