@@ -51,6 +51,12 @@ export interface JoinFailure {
   error: string;
 }
 
+export interface AddResult {
+  failed: JoinFailure[];
+  /** Joined and started, but no reverse link within LINK_WAIT_MS (the agent keeps trying). */
+  unlinked: string[];
+}
+
 export interface RelinkTimes {
   /** Wall-clock ms (Date.now) at which each identity's reverse link came back after it dropped. */
   upAtMs: Record<string, number>;
@@ -101,11 +107,11 @@ export class SimProcess {
    * Enrolls and starts these identities; resolves once each has its reverse link up, with the
    * ones whose join the controller refused (a new token may be tried: the old one may be spent).
    */
-  async add(controllerUrl: string, identities: SimIdentity[], seatsPerAgent: number): Promise<JoinFailure[]> {
-    const failed = await this.call<JoinFailure[]>({ op: "add", controllerUrl, identities, seatsPerAgent });
-    const refused = new Set(failed.map((f) => f.machine));
+  async add(controllerUrl: string, identities: SimIdentity[], seatsPerAgent: number): Promise<AddResult> {
+    const r = await this.call<AddResult>({ op: "add", controllerUrl, identities, seatsPerAgent });
+    const refused = new Set(r.failed.map((f) => f.machine));
     this.machines.push(...identities.map((i) => i.machine).filter((m) => !refused.has(m)));
-    return failed;
+    return r;
   }
 
   /** Watches every identity's link from now on: resolves when each dropped and came back. */
@@ -135,6 +141,8 @@ async function pool<T>(items: T[], limit: number, fn: (item: T) => Promise<void>
 // Enrolling is CPU-bound (a key pair, a CSR, two TLS handshakes): a few at a time per process.
 const ENROLL_CONCURRENCY = 3;
 const RELINK_POLL_MS = 50;
+// A started agent whose first link is not up by then is reported, so a jammed controller cannot stall the run.
+const LINK_WAIT_MS = 120_000;
 
 async function childMain(baseDir: string): Promise<void> {
   const agents = new Map<string, RunningAgent>();
@@ -143,6 +151,7 @@ async function childMain(baseDir: string): Promise<void> {
 
   const add = async (r: Extract<Request, { op: "add" }>) => {
     const failed: JoinFailure[] = [];
+    const unlinked: string[] = [];
     await pool(r.identities, ENROLL_CONCURRENCY, async ({ machine, joinToken }) => {
       const stateDir = simStateDir(baseDir, machine);
       const config = compileAgentConfig({ stateDir, controllerUrl: r.controllerUrl, machine, joinToken, paneHost: "none" });
@@ -162,9 +171,12 @@ async function childMain(baseDir: string): Promise<void> {
         return;
       }
       agents.set(machine, agent);
-      await agent.linked;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(true), LINK_WAIT_MS)));
+      if (await Promise.race([agent.linked.then(() => false), late])) unlinked.push(machine);
+      clearTimeout(timer);
     });
-    return failed;
+    return { failed, unlinked };
   };
 
   const relink = (timeoutMs: number) =>

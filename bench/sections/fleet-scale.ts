@@ -163,6 +163,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
 
     let linked = 0;
     const joinRefusals: Record<string, number> = {};
+    let unlinkedAfterJoin = 0;
     // Join tokens from the owner's FleetService, as `clankie fleet enroll` issues them; a few calls at a time.
     const tokens = async (machines: string[]): Promise<SimIdentity[]> => {
       const queue = [...machines];
@@ -180,7 +181,9 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       for (let round = 0; pending.length && round < 5; round++) {
         const ids = await tokens(pending.map(machineName));
         const byMachine = new Map(pending.map((i) => [machineName(i), i]));
-        const failed = (await Promise.all(sims.map((s, k) => s.add(controller!.ready.agentUrl!, ids.filter((id) => byMachine.get(id.machine)! % sims.length === k), cfg.seatsPerAgent)))).flat();
+        const added = await Promise.all(sims.map((s, k) => s.add(controller!.ready.agentUrl!, ids.filter((id) => byMachine.get(id.machine)! % sims.length === k), cfg.seatsPerAgent)));
+        const failed = added.flatMap((a) => a.failed);
+        unlinkedAfterJoin += added.reduce((x, a) => x + a.unlinked.length, 0);
         for (const f of failed) joinRefusals[f.error.slice(0, 160)] = (joinRefusals[f.error.slice(0, 160)] ?? 0) + 1;
         pending = failed.map((f) => byMachine.get(f.machine)!);
       }
@@ -218,6 +221,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       await grow(n);
       at.link_all_s = round((performance.now() - tGrow) / 1000, 1);
       at.join_refusals_so_far = { ...joinRefusals };
+      at.unlinked_2_min_after_join_so_far = unlinkedAfterJoin;
       await sleep(cfg.settleS * 1000);
 
       log(`fleet_scale: n=${n} idle window ${cfg.idleWindowS} s`);
