@@ -62,14 +62,23 @@ async function main(): Promise<number> {
   };
   mkdirSync(dirname(out), { recursive: true });
   const write = () => writeFileSync(out, JSON.stringify(r, null, 2) + "\n");
-  r.fleet_scale = await runFleetScale(
-    cfg,
-    (l) => process.stderr.write(`[bench] ${l}\n`),
-    (partial) => {
-      r.fleet_scale = { ...partial, partial: "the run is still going: sizes measured so far" };
+  try {
+    r.fleet_scale = await runFleetScale(
+      cfg,
+      (l) => process.stderr.write(`[bench] ${l}\n`),
+      (partial) => {
+        r.fleet_scale = { ...partial, partial: "the run is still going: sizes measured so far" };
+        write();
+      },
+    );
+  } catch (e) {
+    // The sizes measured before the failure stay, with why the run stopped.
+    if (r.fleet_scale) {
+      r.fleet_scale = { ...(r.fleet_scale as Record<string, unknown>), partial: `stopped: ${(e as Error).message.slice(0, 300)}` };
       write();
-    },
-  );
+    }
+    throw e;
+  }
   (r.machine as Record<string, unknown>).loadavg_end = loadavg().map((v) => round(v, 2));
   r.duration_s = round((performance.now() - started) / 1000, 1);
   r.goals = judgeFleetScaleGoals(r);

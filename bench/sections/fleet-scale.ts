@@ -8,7 +8,6 @@
  * same ports and database) with a lead sending throughout: every agent's relink time and every
  * message accounted for (a `delivered` answer must have its mailbox file).
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -24,7 +23,7 @@ import { SEAT_CALL_META_KEY } from "../../shared/delivery-bodies.js";
 import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 import { createScratchDatabase, postgresBaseUrl } from "../databases.js";
 import { removeScratch, scratchDir } from "../paths.js";
-import { cpuMsOf, rssOf, spawnClankie, type ClankieProcess } from "../processes.js";
+import { agentPortSockets, cpuMsOf, listenOverflows, rssOf, spawnClankie, type ClankieProcess } from "../processes.js";
 import { ownerClient } from "../owner-client.js";
 import { percentile, round } from "../stats.js";
 import { SimProcess, simMailboxFile, simSeatName, type SimIdentity } from "../fleet-sim.js";
@@ -116,29 +115,6 @@ function backendCpuMs(a: Map<number, number>, b: Map<number, number>): number {
 }
 
 /** `onSize`: the result so far, after the baseline and after each size (a run cut short keeps what it measured). */
-/** The box's count of connections dropped because a listener's accept queue was full (/proc/net/netstat). */
-function listenOverflows(): number {
-  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n").filter((l) => l.startsWith("TcpExt:"));
-  const [names, values] = lines.map((l) => l.trim().split(/\s+/));
-  const i = names?.indexOf("ListenOverflows") ?? -1;
-  return i < 0 ? Number.NaN : Number(values?.[i]);
-}
-
-/**
- * The simulators' connections to the agent port, from `ss`: how many are established, and how
- * many of those still hold unacknowledged bytes (a TLS hello the listener never took off its
- * queue, waiting on TCP's retransmissions).
- */
-function agentPortSockets(port: string): { established: number; unacked: number } | string {
-  try {
-    const out = execFileSync("ss", ["-Htn", "state", "established", `( dport = :${port} )`], { encoding: "utf8" });
-    const rows = out.split("\n").filter((l) => l.trim());
-    return { established: rows.length, unacked: rows.filter((l) => Number(l.trim().split(/\s+/)[1]) > 0).length };
-  } catch (e) {
-    return `ss failed: ${(e as Error).message.slice(0, 100)}`;
-  }
-}
-
 export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) => void = () => {}, onSize: (partial: Json) => void = () => {}) {
   const db = await createScratchDatabase();
   const dbName = new URL(db.url).pathname.slice(1);
@@ -164,12 +140,25 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
     let linked = 0;
     const joinRefusals: Record<string, number> = {};
     let unlinkedAfterJoin = 0;
+    let tokenRefusals = 0;
     // Join tokens from the owner's FleetService, as `clankie fleet enroll` issues them; a few calls at a time.
     const tokens = async (machines: string[]): Promise<SimIdentity[]> => {
       const queue = [...machines];
       const out: SimIdentity[] = [];
       const worker = async () => {
-        for (let m = queue.shift(); m !== undefined; m = queue.shift()) out.push({ machine: m, joinToken: await owner.enroll(m) });
+        for (let m = queue.shift(); m !== undefined; m = queue.shift()) {
+          // A controller whose journal is jammed refuses a token now and then: a few tries, a second apart.
+          for (let attempt = 1; ; attempt++) {
+            try {
+              out.push({ machine: m, joinToken: await owner.enroll(m) });
+              break;
+            } catch (e) {
+              tokenRefusals++;
+              if (attempt >= 5) throw e;
+              await sleep(1000);
+            }
+          }
+        }
       };
       await Promise.all(Array.from({ length: 8 }, worker));
       return out;
@@ -222,6 +211,7 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       at.link_all_s = round((performance.now() - tGrow) / 1000, 1);
       at.join_refusals_so_far = { ...joinRefusals };
       at.unlinked_2_min_after_join_so_far = unlinkedAfterJoin;
+      at.token_refusals_so_far = tokenRefusals;
       await sleep(cfg.settleS * 1000);
 
       log(`fleet_scale: n=${n} idle window ${cfg.idleWindowS} s`);
