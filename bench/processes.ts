@@ -1,5 +1,5 @@
 /** Real `clankie` processes for the bench, and their resident memory read from /proc. */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync, readdirSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { CLI } from "./paths.js";
@@ -123,3 +123,26 @@ export function boxCpuMs(): { busy: number; stolen: number } {
 
 // USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
 const CLOCK_TICKS = 100;
+
+/** The box's count of connections dropped because a listener's accept queue was full (/proc/net/netstat). */
+export function listenOverflows(): number {
+  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n").filter((l) => l.startsWith("TcpExt:"));
+  const [names, values] = lines.map((l) => l.trim().split(/\s+/));
+  const i = names?.indexOf("ListenOverflows") ?? -1;
+  return i < 0 ? Number.NaN : Number(values?.[i]);
+}
+
+/**
+ * The simulators' connections to the agent port, from `ss`: how many are established, and how
+ * many of those still hold unacknowledged bytes (a TLS hello the listener never took off its
+ * queue, waiting on TCP's retransmissions).
+ */
+export function agentPortSockets(port: string): { established: number; unacked: number } | string {
+  try {
+    const out = execFileSync("ss", ["-Htn", "state", "established", `( dport = :${port} )`], { encoding: "utf8" });
+    const rows = out.split("\n").filter((l) => l.trim());
+    return { established: rows.length, unacked: rows.filter((l) => Number(l.trim().split(/\s+/)[1]) > 0).length };
+  } catch (e) {
+    return `ss failed: ${(e as Error).message.slice(0, 100)}`;
+  }
+}

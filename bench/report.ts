@@ -123,3 +123,32 @@ export function renderTable(r: Json, goals: Goal[]): string {
   for (const g of goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`);
   return lines.join("\n");
 }
+
+/** Issue 36's goals at 1,000 linked agents, judged on a fleet_scale result (bench/sections/fleet-scale.ts). */
+export function judgeFleetScaleGoals(r: Json): Goal[] {
+  const at = "fleet_scale.n1000";
+  const why = get(r, at) === undefined ? "not measured at 1,000 agents" : undefined;
+  const relinked = num(r, `${at}.relink_not_back`);
+  const relinkP99 = num(r, `${at}.relink_p99_s`);
+  return [
+    judge("(36) controller idle CPU, 1,000 agents", "≤ 5% of one core", num(r, `${at}.controller_idle_cpu_pct`), (v) => v <= 5, "%", why),
+    judge("(36) controller RSS per linked agent beyond the empty controller", "≤ 0.2 MB", num(r, `${at}.rss_mb_per_agent`), (v) => v <= 0.2, " MB", why),
+    judge("(36) PostgreSQL row writes from the fleet at idle", "≤ 50/s", num(r, `${at}.pg_writes_per_s`), (v) => v <= 50, "/s", why),
+    judge("(36) every agent relinked after a controller restart (p99, all back)", "≤ 30 s", relinked === 0 ? relinkP99 : undefined, (v) => v <= 30, " s", why ?? `${relinked} agents not back`),
+    judge("(36) deliveries lost across the restart", "0", num(r, `${at}.lost`), (v) => v === 0, "", why),
+    judge("(36) message_seat p50, 1,000 linked ÷ 1 linked", "≤ 1.2×", num(r, `${at}.delivery_p50_ratio`), (v) => v <= 1.2, "×", why),
+  ];
+}
+
+/** The fleet_scale figures per size, then its goals. */
+export function renderFleetScale(r: Json, goals: Goal[]): string {
+  const sizes = Object.keys((get(r, "fleet_scale") as Json | undefined) ?? {}).filter((k) => /^n\d+$/.test(k));
+  const keys = ["controller_idle_cpu_pct", "rss_mb_per_agent", "pg_writes_per_s", "pg_xacts_per_s", "pg_cpu_pct", "list_seats_ms", "watch_first_ms", "delivery_p50_ratio", "relink_p50_s", "relink_p99_s", "lost", "sim_cpu_pct", "link_all_s"];
+  const lines = [`fleet_scale at ${cell(r.when)} (${cell(r.mode)}), commit ${cell(r.commit)}; 1-linked delivery p50 ${cell(get(r, "fleet_scale.baseline_1_linked.p50_ms"))} ms, empty controller ${cell(get(r, "fleet_scale.empty_controller_rss_mb"))} MB`, ""];
+  lines.push(`| key | ${sizes.join(" | ")} |`, `|---|${sizes.map(() => "---|").join("")}`);
+  for (const k of keys) lines.push(`| ${k} | ${sizes.map((s) => cell(get(r, `fleet_scale.${s}.${k}`))).join(" | ")} |`);
+  lines.push(`| load average (start → end) | ${sizes.map((s) => `${cell(get(r, `fleet_scale.${s}.loadavg_start`))} → ${cell(get(r, `fleet_scale.${s}.loadavg_end`))}`).join(" | ")} |`, "");
+  lines.push("| goal | target | measured | met |", "|---|---|---|---|");
+  for (const g of goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`);
+  return lines.join("\n");
+}
