@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 const KEPT_RESULTS = [
-  "bench/results/front-door-quick.json",
+  "bench/results/fleet-scale.json",
   "bench/results/front-door.json",
   "bench/results/latest.json",
   "bench/results/proof-sources.json",
