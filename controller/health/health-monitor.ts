@@ -17,6 +17,22 @@ import { HealthCheckResponse_ServingStatus as Serving } from "../../shared/gen/g
 export const HEALTH_DATABASE = "database";
 export const HEALTH_AGENTS = "agents";
 export const HEALTH_PROBE_INTERVAL_MS = 2_000;
+/**
+ * A probe that has not ended by then counts as failed, and the next one starts on time: a
+ * statement the journal never answers must not stop the monitor at its last answer.
+ */
+export const HEALTH_PROBE_TIMEOUT_MS = 8_000;
+
+class ProbeTimedOut extends Error {}
+
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ProbeTimedOut(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
 
 export interface HealthProbes {
   /** Throws when the journal cannot take a write now. */
@@ -124,11 +140,14 @@ export class HealthMonitor {
   }
 
   private async probe(): Promise<void> {
-    const journal = await this.probes.probeJournal().then(
-      () => undefined,
-      (e: unknown) => (e instanceof Error ? e.message : String(e)),
-    );
-    const agents = await this.probes.agentsOnline().catch(() => 0);
+    // Side by side: a journal that answers nothing holds both until the timeout, not one after the other.
+    const [journal, agents] = await Promise.all([
+      within(this.probes.probeJournal(), HEALTH_PROBE_TIMEOUT_MS).then(
+        () => undefined,
+        (e: unknown) => (e instanceof Error ? e.message : String(e)),
+      ),
+      within(this.probes.agentsOnline(), HEALTH_PROBE_TIMEOUT_MS).catch(() => 0),
+    ]);
     const up = journal === undefined ? Serving.SERVING : Serving.NOT_SERVING;
     const next = new Map<string, Serving>();
     for (const name of this.names()) next.set(name, up);
