@@ -29,31 +29,10 @@ import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./writ
 import { beforeDispatch, defaultHomeProof, launchInheritanceProof, queueViaCli, windowsControlPlan, type WindowsControlDeps, type WindowsControlPlan } from "./windows.js";
 import { runCommand, type CommandRunner } from "../../proofs/run-command.js";
 import { codexOwner, type HireLookup } from "./ownership.js";
+import { codexControlOf, type CodexControl } from "./control.js";
 import { homedir } from "node:os";
 
-/** The facts a Codex seat record carries (SeatRecord.control). Re-proved before every write. */
-export interface CodexControl {
-  codexHome: string;
-  cwd: string;
-  launch: CodexLaunch | "direct";
-  endpoint?: string | undefined;
-  threadId?: string | undefined;
-  tuiPid?: number | undefined;
-  tuiStartTime?: number | undefined;
-  /** TCP endpoints only: the app-server lifetime the kernel showed at the other end of the agent's connection. */
-  backendPid?: number | undefined;
-  backendStartTime?: number | undefined;
-  /** Windows only (rule 38): how this launch may be controlled, fixed at discovery. */
-  windows?: WindowsControlPlan | undefined;
-  /** The hire that launched this exact TUI in this pane (rules 36, 47): set only for owned seats. */
-  ownedByHire?: string | undefined;
-}
-
-declare module "../adapter.js" {
-  interface SeatControls {
-    codex: CodexControl;
-  }
-}
+export { codexControlOf, type CodexControl } from "./control.js";
 
 export const NO_CAPABILITIES: InputCapabilities = { deliveryModes: [], interrupt: false, nextTurnOnly: false };
 /** Rule 47: an owned Codex seat whose app-server control is attached offers both modes and a stop. */
@@ -76,14 +55,6 @@ export interface CodexAdapterOptions {
   windows?: { run?: CommandRunner; agentProfile?: string } | undefined;
   /** This agent's host journal of hires: a TUI one of them launched in its pane is owned. */
   hires?: HireLookup | undefined;
-}
-
-export function codexControlOf(seat: SeatRecord): CodexControl | undefined {
-  if (seat.kind !== SeatKind.Codex) return undefined;
-  // The seat book is read back from disk: its fields are checked, not trusted.
-  const c = seat.control;
-  if (!c || typeof c.codexHome !== "string" || typeof c.cwd !== "string" || typeof c.launch !== "string") return undefined;
-  return c;
 }
 
 /** Seat names derive from the pane: `codex-<pane id>` with only name-safe characters (tmux %3 → codex-3). */
