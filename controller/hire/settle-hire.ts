@@ -26,11 +26,6 @@ export async function settleHire(deps: PipelineDeps, givenId: string, conversati
   const call = await findCall(deps.db, id, conversationId);
   if (call?.state === CallState.InFlight) return { state: "refused", detail: `hire ${id} is still in flight on ${hire.machine}; wait for its answer or reconcile it` };
 
-  // Rule 53: the agent's own answer that the launch committed is irreversible; a host journal
-  // reset since (a reinstalled agent, a wiped state directory) cannot make it not-launched.
-  if (disposition === "not-launched" && hire.evidence?.launchCommitted === true) {
-    return { state: "refused", detail: `the agent on ${hire.machine} answered that hire ${id} launched (launchCommitted), and that cannot be undone whatever its host journal says now; settle abandoned-unknown instead` };
-  }
   // Seal first, then observe: a request still on its way to the agent can no longer launch.
   const census = await hireCensus(deps, hire.machine, id, true);
   const now = deps.now();
@@ -41,6 +36,11 @@ export async function settleHire(deps: PipelineDeps, givenId: string, conversati
   if (disposition === "not-launched") {
     if (!census.ok) return { state: "refused", detail: `no fresh census of ${hire.machine} could be taken (${census.detail}); not-launched needs one. Settle abandoned-unknown to keep the evidence instead` };
     if (!provesNoLaunch(census.census)) return { state: "refused", detail: notLaunchedRefusal(hire.machine, id, census.census) };
+    // Rule 53: the agent's own answer that the launch committed is irreversible; a census that finds
+    // nothing now (a host journal reset, a reinstalled agent) cannot make it not-launched.
+    if (hire.evidence?.launchCommitted === true) {
+      return { state: "refused", detail: `the agent on ${hire.machine} answered that hire ${id} launched (launchCommitted), and that cannot be undone whatever its host journal says now; settle abandoned-unknown instead` };
+    }
     state = HireState.SettledNotLaunched;
     evidence = {
       receiptId: id,
