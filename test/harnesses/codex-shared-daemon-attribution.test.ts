@@ -45,7 +45,10 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
   const reports = async () => ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports ?? []) as { seat: string; text: string }[];
   const toolOutputFor = async (prompt: string) => {
     const r = await mock.waitFor((q) => q.lastUserText === prompt && q.turnToolOutputs.length > 0);
-    return JSON.parse(r.turnToolOutputs.at(-1)!.output.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
+    const raw = r.turnToolOutputs.at(-1)!.output;
+    const json = raw.match(/\{.*\}/s)?.[0];
+    if (json === undefined) throw new Error(`the tool's output holds no receipt: ${raw}`);
+    return JSON.parse(json) as Record<string, unknown>;
   };
   const tell = async (seat: string, prompt: string) => {
     let sent;
