@@ -30,6 +30,7 @@ import { cleanupCodexEnv, makeCodexEnv, type CodexEnv } from "./kit/codex-env.js
 const bin = requireHarness("codex");
 const TMUX = "/usr/bin/tmux";
 const ASK = "report back: ";
+const TOOL = "mcp__clankie/message_clankie";
 
 describe("two discovered Codex panes on one shared daemon: each worker report is credited to its own seat", () => {
   let mock: MockResponsesServer;
@@ -63,7 +64,7 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
   beforeAll(async () => {
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
     assertBuilt();
-    mock = await startMockResponsesServer({ reply: "reported", toolCall: (r) => (r.lastUserText.startsWith(ASK) ? { name: "mcp__clankie/message_clankie", arguments: { text: r.lastUserText.slice(ASK.length) } } : undefined) });
+    mock = await startMockResponsesServer({ reply: "reported", toolCall: (r) => (r.lastUserText.startsWith(ASK) && r.toolNames.includes(TOOL) ? { name: TOOL, arguments: { text: r.lastUserText.slice(ASK.length) } } : undefined) });
     cx = makeCodexEnv(bin, mock.baseUrl);
     work2 = join(cx.root, "w2");
     work3 = join(cx.root, "w3");
@@ -151,8 +152,18 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
       expect(started.ok, JSON.stringify(started)).toBe(true);
       const threadId = (started as { ok: true; result: { thread: { id: string } } }).result.thread.id;
       const prompt = `${ASK}from a thread in no pane`;
-      const turn = await c.call("turn/start", { threadId, input: [{ type: "text", text: prompt, text_elements: [] }] });
-      expect(turn.ok, JSON.stringify(turn)).toBe(true);
+      // A thread's worker MCP server starts with the thread, and its first turn may go out before the server
+      // offers its tools; the mock then just answers. Ask again until a turn is offered the tool.
+      let after = 0;
+      for (let attempt = 0; ; attempt++) {
+        const turn = await c.call("turn/start", { threadId, input: [{ type: "text", text: prompt, text_elements: [] }] });
+        expect(turn.ok, JSON.stringify(turn)).toBe(true);
+        const asked = await mock.waitFor((q) => q.seq > after && q.lastUserText === prompt);
+        if (asked.toolNames.includes(TOOL)) break;
+        if (attempt >= 20) throw new Error(`the thread was never offered ${TOOL}: ${asked.toolNames.join(", ")}`);
+        after = asked.seq;
+        await new Promise((r) => setTimeout(r, 500));
+      }
       expect(await toolOutputFor(prompt)).toMatchObject({ received: false, definitive: "not_sent", reason: "unknown_worker_thread" });
       expect((await reports()).some((r) => r.text === "from a thread in no pane")).toBe(false);
     } finally {
