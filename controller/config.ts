@@ -24,6 +24,8 @@ export interface ControllerConfig {
   agentPort: number;
   /** The host agents are told to dial when agentHost is a wildcard. */
   agentAdvertiseHost: string | undefined;
+  /** More names the server certificates carry: a load balancer's, in front of several replicas. */
+  tlsNames: string[];
   /** Seals the fleet CA key in the database (CLANKIE_FLEET_CA_PASSPHRASE). */
   caPassphrase: string | undefined;
   /** How long a machine certificate is valid; agents renew at half of it. */
@@ -64,6 +66,7 @@ export function compileControllerConfig(
     // With an ephemeral main port (tests), the agent port is ephemeral too.
     agentPort: o.agentPort ?? (o.port === 0 ? 0 : DEFAULT_AGENT_PORT),
     agentAdvertiseHost: o.agentAdvertiseHost,
+    tlsNames: o.tlsNames ?? [],
     caPassphrase: o.caPassphrase || undefined,
     machineCertTtlMs: o.machineCertTtlMs,
     listenerLimits: { ...DEFAULT_LISTENER_LIMITS, ...o.listenerLimits },

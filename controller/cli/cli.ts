@@ -168,15 +168,16 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addOption(new Option("--agent-host <host>", "address the mutual-TLS agent port listens on (default: --host)"))
     .addOption(new Option("--agent-port <n>", "the agent port agents dial (0: any free one)").argParser(port))
     .addOption(new Option("--agent-advertise <host>", "the host name agents reach the agent port by (goes into join tokens and the server certificate)"))
+    .addOption(new Option("--tls-name <host>", "one more name the server certificates carry, e.g. a load balancer's in front of several replicas (repeatable)").argParser((v: string, prev: string[] = []) => [...prev, v]))
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
-      run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string } & FrontDoorFlags) => {
+      run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string; tlsName?: string[] } & FrontDoorFlags) => {
         const { assertPortsFree, controllerPorts } = await import("./port-check.js");
         await assertPortsFree(controllerPorts({ host: o.host, port: o.port, agentHost: o.agentHost, agentPort: o.agentPort }));
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(
-          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentHost: o.agentHost, agentPort: o.agentPort, agentAdvertise: o.agentAdvertise, caPassphrase: env.CLANKIE_FLEET_CA_PASSPHRASE, ...frontDoorFlagsOf(o) },
+          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentHost: o.agentHost, agentPort: o.agentPort, agentAdvertise: o.agentAdvertise, tlsName: o.tlsName, caPassphrase: env.CLANKIE_FLEET_CA_PASSPHRASE, ...frontDoorFlagsOf(o) },
           ctx.logger,
         );
         if (ctx.out.json) process.stdout.write(JSON.stringify({ url: c.url, mcpUrl: c.mcpUrl, statusUrl: c.statusUrl, metricsUrl: c.metricsUrl, agentUrl: c.agentUrl, caFile: c.caFile, database: c.database.driver }) + "\n");

@@ -19,10 +19,12 @@ export interface ControllerFlags extends FrontDoorFlags {
   /** The host agents are told to dial when the agent host is a wildcard. */
   agentAdvertise?: string | undefined;
   caPassphrase?: string | undefined;
+  /** More names the server certificates carry (a load balancer's). */
+  tlsName?: string[] | undefined;
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase, ...frontDoorLimits(f) });
+  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, tlsNames: f.tlsName, caPassphrase: f.caPassphrase, ...frontDoorLimits(f) });
   try {
     return await startController(config, logger);
   } catch (e) {

@@ -34,6 +34,8 @@ export interface FleetIdentityOptions {
   port: number;
   /** The host agents dial when `host` is a wildcard; default: this machine's first external address. */
   advertiseHost: string | undefined;
+  /** More names for the server certificate (a load balancer's). */
+  tlsNames?: string[] | undefined;
   caPassphrase: string | undefined;
   machineCertTtlMs: number | undefined;
   now: () => Date;
@@ -57,7 +59,7 @@ export interface FleetIdentity {
 export async function startFleetIdentity(o: FleetIdentityOptions): Promise<FleetIdentity> {
   const ca = await loadOrCreateCa(o.db, o.caPassphrase);
   const authority = new FleetAuthority(o.db, ca, o.now, o.machineCertTtlMs);
-  const names = serverNames(o.host, o.advertiseHost);
+  const names = serverNames(o.host, o.advertiseHost, o.tlsNames);
   const server = await authority.serverCertificate(names.dns, names.ips);
   const links = new ReverseLinks();
 
@@ -111,7 +113,7 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
 const WILDCARDS = new Set(["0.0.0.0", "::", ""]);
 
 /** What the server certificate names: the listen host, or every local address for a wildcard. */
-export function serverNames(host: string, advertiseHost: string | undefined): { dns: string[]; ips: string[]; advertised: string } {
+export function serverNames(host: string, advertiseHost: string | undefined, tlsNames: string[] = []): { dns: string[]; ips: string[]; advertised: string } {
   const dns = new Set<string>(["localhost"]);
   const ips = new Set<string>();
   const add = (h: string) => (isIP(h) ? ips.add(h) : dns.add(h));
@@ -127,6 +129,7 @@ export function serverNames(host: string, advertiseHost: string | undefined): { 
     add(host);
     ips.add("127.0.0.1");
   }
+  for (const n of tlsNames) add(n);
   if (advertiseHost) {
     add(advertiseHost);
     advertised = advertiseHost;
