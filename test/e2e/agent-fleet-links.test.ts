@@ -83,6 +83,10 @@ describe.each(DRIVERS.filter((d) => d === "postgres"))("issue 34 item 2 on %s: a
     sql = postgres(store.databaseUrl!, { max: 1, onnotice: () => {} });
     stops.push(() => sql.end());
     const owner = ownerOf(b.url, b.ownerToken);
+    // A join token names every live replica's agent URL, the issuing one first.
+    const listed = await owner.fleet.issueJoinToken({ machine: "listed", ttlMs: 0n });
+    expect(listed.replicaAgentUrls[0]).toBe(b.agentUrl);
+    expect([...listed.replicaAgentUrls].sort()).toEqual([a.agentUrl, b.agentUrl, c.agentUrl].sort());
     agent = await startAgent({ stateDir: join(stateDir, "agent-box"), machine: "box", controllers: [a.agentUrl], joinToken: await owner.enroll("box") });
     stops.push(() => agent.stop());
     await until(async () => (await owner.status.listMachines({})).machines.some((m) => m.name === "box" && m.online), "box online");
