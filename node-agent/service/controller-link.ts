@@ -100,12 +100,13 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
    * One call, sent to the next replica at once when a replica gives no answer. Throws the last
    * failure when none answered, or a replica's final refusal as soon as one gives it.
    */
-  const anyReplica = async <T>(what: string, call: (c: Client<typeof AgentGatewayService>) => Promise<T>): Promise<T> => {
+  const anyReplica = async <T>(what: string, call: (c: Client<typeof AgentGatewayService>, lastTry: boolean) => Promise<T>): Promise<T> => {
     let last: unknown;
-    for (const url of candidates()) {
+    const urls = candidates();
+    for (const [i, url] of urls.entries()) {
       if (stopped) break;
       try {
-        const res = await call(clientFor(url));
+        const res = await call(clientFor(url), i === urls.length - 1);
         if (url !== current) o.logger.info("the gateway moved to another replica", { from: current, to: url, call: what });
         current = url;
         return res;
@@ -164,8 +165,10 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
     try {
       // A replica that does not answer within one interval is left for the next one, so the
       // machine's last heartbeat is never more than about two intervals old (offline is three).
-      const timeoutMs = Math.min(5000, Math.max(1000, heartbeatMs));
-      const res = await anyReplica("heartbeat", (c) => c.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs }));
+      // The last one left gets the full 5 s: a busy lone controller is not made to take every
+      // agent's registration again on top of its load.
+      const quick = Math.min(5000, Math.max(1000, heartbeatMs));
+      const res = await anyReplica("heartbeat", (c, lastTry) => c.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: lastTry ? 5000 : quick }));
       if (stopped) return;
       if (!res.known) return register();
       o.onReplicas?.(res.replicaAgentUrls);
