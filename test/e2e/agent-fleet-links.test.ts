@@ -6,7 +6,8 @@
  * delivery in flight through C ends delivered, both when A dies mid-call and when A has been
  * dead for longer than the offline threshold. An agent given two --controller URLs, the first
  * dead, joins and registers through the second; a restart given only the dead URL comes back
- * through the replicas it learned and stored.
+ * through the replicas it learned and stored. A replica that hangs instead of dying is left
+ * within about one heartbeat interval.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -166,6 +167,38 @@ describe.each(DRIVERS.filter((d) => d === "postgres"))("issue 34 item 2 on %s: a
     // The agent now remembers the live replicas, B and C, as well as the URL it was given.
     const stored = storedUrls(agent.stateDir);
     expect(stored).toEqual(expect.arrayContaining([b.agentUrl, c.agentUrl, a.agentUrl]));
+  }, 60_000);
+
+  it("the replica it now heartbeats through hangs (SIGSTOP): it moves on within about one interval and the seat is never offline on the other", async () => {
+    const moved = () =>
+      agent
+        .stderr()
+        .split("\n")
+        .filter((l) => l.includes("the gateway moved to another replica"))
+        .map((l) => (JSON.parse(l) as { to: string }).to);
+    const current = moved().at(-1);
+    expect([b.agentUrl, c.agentUrl]).toContain(current);
+    const [hung, other] = current === b.agentUrl ? [b, c] : [c, b];
+    const ownerOther = ownerOf(other.url, other.ownerToken);
+    const before = moved().length;
+    hung.child.kill("SIGSTOP");
+    try {
+      const ages: number[] = [];
+      const offline: number[] = [];
+      for (let i = 0; i < 40; i++) {
+        const [row] = await sql<{ age_ms: number }[]>`select (extract(epoch from now() - last_seen_at) * 1000)::float8 as age_ms from machines where name = 'box'`;
+        ages.push(row!.age_ms);
+        if (!(await ownerOther.seats()).find((s) => s.id === "box/inbox")?.online) offline.push(i);
+        await sleep(200);
+      }
+      expect(offline).toEqual([]);
+      // One interval (2 s) until the next heartbeat, at most one more waiting on the hung replica.
+      expect(Math.max(...ages), `last_seen_at ages ${ages.map(Math.round).join(",")}`).toBeLessThan(5_000);
+      expect(moved().slice(before)).toContain(other.agentUrl);
+      console.log(`issue 34 item 2: with the heartbeat replica hung, last_seen_at max age ${Math.round(Math.max(...ages))} ms`);
+    } finally {
+      hung.child.kill("SIGCONT");
+    }
   }, 60_000);
 
   it("an agent given two --controller URLs, the first dead, joins and registers through the second; restarted with only the dead one, it comes back through the replicas it stored", async () => {
