@@ -23,6 +23,8 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     const store = await prepareStore(driver);
     database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
     cleanup = store.cleanup;
+    // The line counts a waiter only while its controller heartbeats (ADR 0039).
+    await database.db.execute(sql`insert into controller_instances (id, pid, host) values ('me', 1, 'test'), ('other', 1, 'test')`);
   });
   afterAll(async () => {
     await database?.close();
@@ -30,30 +32,35 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
   });
 
   it("twenty waiters are served one at a time in the order they entered, each holding the lease in its turn", async () => {
-    const turns = new SeatTurns(database.db, 30_000);
+    const turns = new SeatTurns(database.db, 30_000, "me");
     const order: number[] = [];
     let inTurn = 0;
-    const all = Array.from({ length: 20 }, (_, i) =>
-      withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
-        inTurn++;
-        expect(inTurn).toBe(1);
-        expect(turn.held).toBe(true);
-        expect(await holderOf("m/fifo")).toBe(`me:${i}`);
-        await new Promise((r) => setTimeout(r, 2));
-        order.push(i);
-        inTurn--;
-      }),
-    );
+    const all: Promise<void>[] = [];
+    for (let i = 0; i < 20; i++) {
+      all.push(
+        withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
+          inTurn++;
+          expect(inTurn).toBe(1);
+          expect(turn.held).toBe(true);
+          expect(await holderOf("m/fifo")).toBe(`me:${i}`);
+          await new Promise((r) => setTimeout(r, i === 0 ? 200 : 2));
+          order.push(i);
+          inTurn--;
+        }),
+      );
+      // Each joins the line once the one before it is in it (its join statement answered).
+      while (i > 0 && turns.waiting("m/fifo") < i) await new Promise((r) => setTimeout(r, 1));
+    }
     await Promise.all(all);
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(await holderOf("m/fifo")).toBeUndefined();
   });
 
   it("the wait is bounded: after it the message goes on without the turn, and the holder keeps it", async () => {
-    const turns = new SeatTurns(database.db, 30_000);
-    const first = await turns.enter("m/slow", "me:first", false, 10_000);
+    const turns = new SeatTurns(database.db, 30_000, "me");
+    const first = await turns.enter("m/slow", "me:first", undefined, 10_000);
     expect(first.held).toBe(true);
-    const late = await turns.enter("m/slow", "me:late", false, 60);
+    const late = await turns.enter("m/slow", "me:late", undefined, 60);
     expect(late.held).toBe(false);
     expect(await holderOf("m/slow")).toBe("me:first");
     await turns.leave(late);
@@ -64,10 +71,10 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
 
   it("a lease another controller holds is waited for, then taken once it is given back; other seats never wait", async () => {
     expect(await tryTakeLease(database.db, "m/remote", "other:1", 60_000)).toBe(true);
-    const turns = new SeatTurns(database.db, 30_000);
-    const other = await turns.enter("m/free", "me:b", false, 1000);
+    const turns = new SeatTurns(database.db, 30_000, "me");
+    const other = await turns.enter("m/free", "me:b", undefined, 1000);
     expect(other.held).toBe(true);
-    const waiting = turns.enter("m/remote", "me:a", false, 20_000);
+    const waiting = turns.enter("m/remote", "me:a", undefined, 20_000);
     await new Promise((r) => setTimeout(r, 100));
     expect(await holderOf("m/remote")).toBe("other:1");
     // The other controller settles: its lease is deleted, and the waiter takes it.
@@ -80,10 +87,10 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
   });
 
   it("a settle that commits after its deadline handed the lease to the next waiter: that waiter takes its turn at once, not after the 25 s wait", async () => {
-    const turns = new SeatTurns(database.db, 60_000);
-    const first = await turns.enter("m/late", "me:first", false, 1_000);
+    const turns = new SeatTurns(database.db, 60_000, "me");
+    const first = await turns.enter("m/late", "me:first", undefined, 1_000);
     expect(first.held).toBe(true);
-    const next = turns.enter("m/late", "me:next", false, 3_000);
+    const next = turns.enter("m/late", "me:next", undefined, 3_000);
     await new Promise((r) => setTimeout(r, 50));
     // The first delivery's settle statement, given up on by its controller, commits when the
     // database answers again: it hands the lease to the head waiter, as a settle does.
