@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
-import { SeatTurns, withSeatTurn, handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
+import { SeatTurns, TURN_CLAIM_MS, withSeatTurn, handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
 
 describe.each(DRIVERS)("seat turns on %s", (driver) => {
   let database: Database;
@@ -24,7 +24,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
     cleanup = store.cleanup;
     // The line counts a waiter only while its controller heartbeats (ADR 0039).
-    await database.db.execute(sql`insert into controller_instances (id, pid, host) values ('me', 1, 'test'), ('other', 1, 'test')`);
+    await database.db.execute(sql`insert into controller_instances (id, pid, host) values ('me', 1, 'test'), ('other', 1, 'test'), ('ra', 1, 'test'), ('rb', 1, 'test')`);
   });
   afterAll(async () => {
     await database?.close();
@@ -108,5 +108,59 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     expect(await tryTakeLease(database.db, "m/late", "me:other", 60_000)).toBe(false);
     await turns.leave(t);
     expect(await holderOf("m/late")).toBeUndefined();
+  });
+
+  it("issue 34 item 4: two controllers' waiters are served in the fleet-wide order they joined the line, not each controller's own first", async () => {
+    const a = new SeatTurns(database.db, 30_000, "ra");
+    const b = new SeatTurns(database.db, 30_000, "rb");
+    const served: string[] = [];
+    let inTurn = 0;
+    const take = (turns: SeatTurns, holder: string, holdMs: number) =>
+      withSeatTurn(turns, { seatId: "m/shared", holder }, async (turn) => {
+        inTurn++;
+        expect(inTurn).toBe(1);
+        expect(turn.held).toBe(true);
+        await new Promise((r) => setTimeout(r, holdMs));
+        served.push(holder);
+        inTurn--;
+      });
+    const all = [take(a, "ra:0", 300)];
+    // Joined alternately, each once the one before it is in the line: a's own waiters never go first.
+    const joined: string[] = [];
+    for (let i = 1; i <= 8; i++) {
+      const [turns, holder] = i % 2 ? [b, `rb:${i}`] as const : [a, `ra:${i}`] as const;
+      const before = a.waiting("m/shared") + b.waiting("m/shared");
+      all.push(take(turns, holder, 5));
+      joined.push(holder);
+      while (a.waiting("m/shared") + b.waiting("m/shared") <= before) await new Promise((r) => setTimeout(r, 1));
+    }
+    await Promise.all(all);
+    expect(served).toEqual(["ra:0", ...joined]);
+    expect(await holderOf("m/shared")).toBeUndefined();
+  });
+
+  it("issue 34 item 4: a waiter whose controller is dead does not hold the line: skipped at once when its heartbeat is old, passed over after the claim window when it is not", async () => {
+    // 'dead' stopped heartbeating a minute ago; 'silent' heartbeated just now but is gone (killed a moment ago).
+    await database.db.execute(sql`insert into controller_instances (id, pid, host, heartbeat_at) values ('dead', 1, 'test', now() - interval '60 seconds'), ('silent', 1, 'test', now())`);
+    const live = new SeatTurns(database.db, 30_000, "me");
+    const first = await live.enter("m/dead", "me:first", undefined, 1_000);
+    expect(first.held).toBe(true);
+    // Two waiters of dead controllers joined before this controller's next one.
+    await database.db.execute(sql`insert into seat_waiters (holder, seat_id, admitted_at, expires_at) values
+      ('dead:1', 'm/dead', now() - interval '2 seconds', now() + interval '20 seconds'),
+      ('silent:1', 'm/dead', now() - interval '1 seconds', now() + interval '20 seconds')`);
+    const next = live.enter("m/dead", "me:next", undefined, 20_000);
+    while (live.waiting("m/dead") < 1) await new Promise((r) => setTimeout(r, 5));
+    const t0 = performance.now();
+    await live.leave(first);
+    // The lease went past 'dead' to 'silent' (the head of the live line), which never claims it.
+    expect(await holderOf("m/dead")).toBe("silent:1");
+    const t = await next;
+    const waitedMs = performance.now() - t0;
+    expect(t.held).toBe(true);
+    expect(waitedMs).toBeGreaterThan(TURN_CLAIM_MS - 500);
+    expect(waitedMs).toBeLessThan(TURN_CLAIM_MS + 1_500);
+    await live.leave(t);
+    expect(await holderOf("m/dead")).toBeUndefined();
   });
 });
