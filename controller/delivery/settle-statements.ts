@@ -11,7 +11,7 @@ import { CallState, settleCall } from "../journal/call-receipts.js";
 import { json, p, statement, ts } from "../journal/statements.js";
 import { settlements, type DeliveryReceipt } from "../db/schema.js";
 import { resolveFence } from "../journal/fences.js";
-import { handOnSql, TURN_CLAIM_MS } from "./turn-statements.js";
+import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn-statements.js";
 
 /**
  * The settle of one dispatched delivery in ONE statement, one commit (ADR 0013): the call
@@ -59,7 +59,7 @@ reported as (
 ${handOnSql()}
 select (select count(*) from call)::int as calls, (select count(*) from receipt)::int as receipts,
   (select count(*) from released)::int + (select count(*) from handed)::int as lease_moved,
-  (select holder from handed) as handed_to
+  (select holder from handed) as handed_to, ${NOTIFIED}
 `);
 
 /** Returns the holder the lease went to (null: released, or it was not ours any more). */

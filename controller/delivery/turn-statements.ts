@@ -36,7 +36,8 @@ const handedExpiry = (next: string, from: SQL) =>
 
 /**
  * CTEs `next`, `released`, `handed`, `dequeued` for a statement that gives up `holder`'s lease on
- * `seatId`: to the head of the line (its row leaves the line), or released when nobody waits.
+ * `seatId`: to the head of the line (its row leaves the line), or released when nobody waits, and
+ * `notified`, which tells another controller its holder got the lease (select NOTIFIED so it runs).
  * Parameters: seatId, holder, leaseSeconds, claimSeconds. `handed` returns the new holder.
  */
 export function handOnSql(): SQL {
@@ -54,7 +55,47 @@ handed as (
 ),
 dequeued as (
   delete from seat_waiters where holder in (select holder from handed) returning holder
+),
+notified as (
+  select ${notifyHolder("holder")} from handed where split_part(holder, ':', 1) <> split_part(${p("holder")}::text, ':', 1)
 )`;
+}
+
+/** The final select's column that makes `notified` run (a CTE that only reads runs only when referenced). */
+export const NOTIFIED = sql.raw("(select count(*) from notified)::int as notified");
+
+/**
+ * Tells the controller of `holder` that the lease came to it (turn.ts listens), so a hand-off across
+ * replicas waits for no poll. Sent only across replicas: a hand-off within one costs no notification.
+ */
+function notifyHolder(holder: string): SQL {
+  return sql.raw(`pg_notify('${TURN_CHANNEL_PREFIX}' || replace(split_part(${holder}, ':', 1), '-', '_'), '')`);
+}
+
+const TURN_CHANNEL_PREFIX = "clankie_turn_";
+
+/** The channel a controller hears its hand-offs on (LISTEN/NOTIFY). */
+export function turnChannel(instance: string): string {
+  return TURN_CHANNEL_PREFIX + instance.replaceAll("-", "_");
+}
+
+interface Listener {
+  listen(channel: string, fn: (payload: string) => void): Promise<unknown>;
+}
+
+/**
+ * Calls `onTurn` when another controller hands one of `instance`'s holders a lease (or may have).
+ * Both drivers' clients can listen (postgres.js on a connection of its own, PGlite in process);
+ * resolves to a stop function, or undefined when the client cannot.
+ */
+export async function listenForTurns(db: Db, instance: string, onTurn: () => void): Promise<(() => Promise<void>) | undefined> {
+  const client = (db as unknown as { $client?: Partial<Listener> }).$client;
+  if (typeof client?.listen !== "function") return undefined;
+  const sub: unknown = await client.listen(turnChannel(instance), () => onTurn());
+  return async () => {
+    if (typeof sub === "function") await (sub as () => Promise<void>)();
+    else if (sub && typeof (sub as { unlisten?: unknown }).unlisten === "function") await (sub as { unlisten: () => Promise<void> }).unlisten();
+  };
 }
 
 /** Whether an eligible waiter is in the seat's line (the admission takes a free lease only when none is). */
@@ -108,8 +149,11 @@ dequeued as (
 ),
 swept as (
   delete from seat_waiters where seat_id = ${p("seatId")}::text and expires_at < now() returning holder
+),
+notified as (
+  select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("instance")}::text
 )
-select (select holder from moved where split_part(holder, ':', 1) = ${p("instance")}::text) as holder
+select (select holder from moved where split_part(holder, ':', 1) = ${p("instance")}::text) as holder, ${NOTIFIED}
 `);
 
 // Gives `holder`'s turn up: leaves the line, and its lease (if it has it) goes to the head of the line.
@@ -118,7 +162,7 @@ with mine as (
   delete from seat_waiters where holder = ${p("holder")}::text returning holder
 ),
 ${handOnSql()}
-select (select count(*) from released)::int + (select count(*) from handed)::int as moved, (select holder from handed) as handed_to
+select (select count(*) from released)::int + (select count(*) from handed)::int as moved, (select holder from handed) as handed_to, ${NOTIFIED}
 `);
 
 const leaseParams = (leaseMs: number) => ({ leaseSeconds: leaseMs / 1000, claimSeconds: TURN_CLAIM_MS / 1000 });

@@ -7,15 +7,19 @@
  * when one of them got the lease. Its SQL is in turn-statements.ts.
  */
 import type { Db } from "../db/open.js";
-import { joinTurn, passTurn, pollTurn, releaseLeaseWhenBack } from "./turn-statements.js";
+import { joinTurn, listenForTurns, passTurn, pollTurn, releaseLeaseWhenBack } from "./turn-statements.js";
 
 export { TURN_CLAIM_MS, handLease, releaseLease, takeSeatLease, tryTakeLease, type SeatLease } from "./turn-statements.js";
 
 /** How long a message waits for the seat's turn before it takes the ordinary checks anyway. */
 export const SEAT_TURN_WAIT_MS = 25_000;
 
-/** A controller with waiters and no turn on the seat asks the journal this often whether one got it. */
+/**
+ * A controller with waiters and no turn on the seat asks the journal this often whether one got it;
+ * less often while it hears hand-offs (LISTEN), when the poll only catches a freed or unclaimed lease.
+ */
 const POLL_MS = 25;
+const POLL_LISTENING_MS = 100;
 
 /**
  * A lease handed to one of this controller's holders that is not waiting here (its admission's answer
@@ -50,11 +54,15 @@ interface SeatQueue {
   /** Holders handed the lease before they (re)appeared here; see UNCLAIMED_MS. */
   unclaimed: Set<string>;
   polling: boolean;
+  /** Ends the poll's pause now: a hand-off to this controller was heard. */
+  wake?: (() => void) | undefined;
 }
 
 export class SeatTurns {
   private readonly seats = new Map<string, SeatQueue>();
   private readonly prefix: string;
+  private listening: Promise<(() => Promise<void>) | undefined>;
+  private hearing = false;
 
   constructor(
     private readonly db: Db,
@@ -63,6 +71,24 @@ export class SeatTurns {
     private readonly onError: (what: string, e: Error) => void = () => {},
   ) {
     this.prefix = `${instanceId}:`;
+    // A hand-off from another replica wakes this one's poll (ADR 0039); without it, the poll alone.
+    this.listening = listenForTurns(db, instanceId, () => {
+      for (const q of this.seats.values()) q.wake?.();
+    }).then((stop) => {
+      this.hearing = stop !== undefined;
+      return stop;
+    }, (e: Error) => {
+      onError("seat turn hand-offs cannot be heard; polling for them", e);
+      return undefined;
+    });
+  }
+
+  /** Stops hearing hand-offs (the database's close ends it too). */
+  async close(): Promise<void> {
+    const stop = await this.listening;
+    this.listening = Promise.resolve(undefined);
+    this.hearing = false;
+    await stop?.().catch(() => {});
   }
 
   /** Local waiters for a seat (tests and the dashboard). */
@@ -205,13 +231,24 @@ export class SeatTurns {
     q.polling = true;
     let got: string | null = null;
     while (!got && q.current === null && q.waiters.size) {
+      let woken = false;
+      q.wake = () => void (woken = true);
       try {
         got = await pollTurn(this.db, seatId, this.instanceId, this.leaseMs);
       } catch (e) {
         this.onError("seat turn poll failed", e as Error);
       }
-      if (!got) await new Promise((r) => setTimeout(r, POLL_MS));
+      if (!got && !woken) {
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, this.hearing ? POLL_LISTENING_MS : POLL_MS);
+          q.wake = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
+      }
     }
+    q.wake = undefined;
     q.polling = false;
     if (got) this.moved(seatId, null, got);
     else this.pump(seatId, q);

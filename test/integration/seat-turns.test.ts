@@ -36,6 +36,8 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     const order: number[] = [];
     let inTurn = 0;
     const all: Promise<void>[] = [];
+    let joined!: () => void;
+    const allJoined = new Promise<void>((r) => (joined = r));
     for (let i = 0; i < 20; i++) {
       all.push(
         withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
@@ -43,7 +45,8 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
           expect(inTurn).toBe(1);
           expect(turn.held).toBe(true);
           expect(await holderOf("m/fifo")).toBe(`me:${i}`);
-          await new Promise((r) => setTimeout(r, i === 0 ? 200 : 2));
+          // The first keeps the seat until every other one is in the line.
+          await (i === 0 ? allJoined : new Promise((r) => setTimeout(r, 2)));
           order.push(i);
           inTurn--;
         }),
@@ -51,6 +54,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
       // Each joins the line once the one before it is in it (its join statement answered).
       while (i > 0 && turns.waiting("m/fifo") < i) await new Promise((r) => setTimeout(r, 1));
     }
+    joined();
     await Promise.all(all);
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(await holderOf("m/fifo")).toBeUndefined();
@@ -124,7 +128,15 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
         served.push(holder);
         inTurn--;
       });
-    const all = [take(a, "ra:0", 300)];
+    let joinedAll!: () => void;
+    const allJoined = new Promise<void>((r) => (joinedAll = r));
+    const all = [
+      withSeatTurn(a, { seatId: "m/shared", holder: "ra:0" }, async () => {
+        await allJoined;
+        served.push("ra:0");
+      }),
+    ];
+    while (!(await holderOf("m/shared"))) await new Promise((r) => setTimeout(r, 1));
     // Joined alternately, each once the one before it is in the line: a's own waiters never go first.
     const joined: string[] = [];
     for (let i = 1; i <= 8; i++) {
@@ -134,6 +146,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
       joined.push(holder);
       while (a.waiting("m/shared") + b.waiting("m/shared") <= before) await new Promise((r) => setTimeout(r, 1));
     }
+    joinedAll();
     await Promise.all(all);
     expect(served).toEqual(["ra:0", ...joined]);
     expect(await holderOf("m/shared")).toBeUndefined();
