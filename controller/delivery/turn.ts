@@ -49,8 +49,8 @@ export interface SeatTurn {
 interface SeatQueue {
   /** This controller's holder that has the seat's lease (or has been handed it), if any. */
   current: string | null;
-  /** This controller's deliveries in the seat's line, by holder. */
-  waiters: Map<string, (held: boolean) => void>;
+  /** This controller's deliveries in the seat's line, by holder: given the turn, or the journal's error. */
+  waiters: Map<string, (held: boolean | Error) => void>;
   /** Holders handed the lease before they (re)appeared here; see UNCLAIMED_MS. */
   unclaimed: Set<string>;
   polling: boolean;
@@ -158,11 +158,12 @@ export class SeatTurns {
   private wait(seatId: string, q: SeatQueue, holder: string, deadline: number, signal?: AbortSignal): Promise<boolean> {
     // Handed the lease while its admission's answer was on its way.
     if (q.unclaimed.delete(holder)) return Promise.resolve(true);
-    return new Promise<boolean>((resolve) => {
-      const grant = (held: boolean) => {
+    return new Promise<boolean>((resolve, reject) => {
+      const grant = (held: boolean | Error) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", giveUp);
-        resolve(held);
+        if (held instanceof Error) reject(held);
+        else resolve(held);
       };
       const giveUp = () => {
         if (q.waiters.get(holder) !== grant) return;
@@ -236,7 +237,14 @@ export class SeatTurns {
       try {
         got = await pollTurn(this.db, seatId, this.instanceId, this.leaseMs);
       } catch (e) {
+        // The journal is away: the waiters here end now, not sent (nothing reached the agent),
+        // rather than after their 25 s; each leaves the line once the journal answers.
         this.onError("seat turn poll failed", e as Error);
+        for (const [holder, grant] of [...q.waiters]) {
+          q.waiters.delete(holder);
+          grant(e as Error);
+          this.passOn(seatId, holder);
+        }
       }
       if (!got && !woken) {
         await new Promise<void>((r) => {
