@@ -19,6 +19,7 @@ import { setAnswerDeadline } from "./answer-deadline.js";
 import { boundStatements } from "./bounded-statements.js";
 import { boundTransactions } from "./bounded-transactions.js";
 import { whileServerAnswers } from "./migration-watch.js";
+import { redactDatabaseUrl } from "./database-url.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -62,21 +63,11 @@ export async function openDatabase(target: DatabaseTarget, timeouts: JournalTime
   return "url" in target ? openPostgres(target.url, timeouts) : openPglite(target.dataDir);
 }
 
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparseable url)";
-  }
-}
-
 async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Database> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
   const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-  const location = redact(url);
+  const location = redactDatabaseUrl(url);
   const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
   const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
   const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000) });
