@@ -21,7 +21,7 @@ import { startAgentProcess } from "../kit/agent-process.js";
 import { startControllerProcess } from "../kit/controller-process.js";
 import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
-import { pgBinariesAvailable, startStandbyPair } from "../kit/pg-standby-pair.js";
+import { startStandbyPair } from "../kit/pg-standby-pair.js";
 import { available } from "../kit/requirements.js";
 import { tempDir } from "../kit/test-db.js";
 import { until } from "../kit/until.js";
@@ -38,7 +38,7 @@ interface Call {
   answer: string;
 }
 
-describe.runIf(available("postgres") && pgBinariesAvailable())("issue 34 item 5: a PostgreSQL primary failover under a steady stream of message_seat calls", () => {
+describe.runIf(available("postgres") && available("pg-server"))("issue 34 item 5: a PostgreSQL primary failover under a steady stream of message_seat calls", () => {
   const cleanups: (() => unknown)[] = [];
   afterAll(async () => {
     for (const c of cleanups.splice(0).reverse()) await Promise.resolve(c()).catch(() => {});

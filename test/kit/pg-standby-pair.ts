@@ -35,10 +35,6 @@ export interface PgStandbyPair {
   stop(): void;
 }
 
-export function pgBinariesAvailable(): boolean {
-  return existsSync(join(PG_BIN, "initdb")) && existsSync(join(PG_BIN, "pg_basebackup"));
-}
-
 /** A free TCP port on 127.0.0.1, asked of the kernel. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
