@@ -12,7 +12,14 @@
  * direct connection, without `pool_mode`, keeps its startup parameters and single round trip.
  */
 import type { Sql, TransactionSql } from "postgres";
-import type { JournalTimeouts } from "./open.js";
+import { InvalidArgumentError } from "../../shared/errors.js";
+
+// open.ts's JournalTimeouts, by shape: open.ts imports this file.
+interface JournalTimeouts {
+  lockTimeoutMs: number;
+  statementTimeoutMs: number;
+  idleInTransactionMs: number;
+}
 
 /** The parameter that declares a pooler; removed from the URL before postgres.js reads it (it would send it as a startup parameter). */
 export const POOL_MODE_PARAM = "pool_mode";
@@ -29,7 +36,7 @@ export function poolerTarget(url: string): PoolerTarget {
   const params = new URLSearchParams(url.slice(q + 1));
   const mode = params.get(POOL_MODE_PARAM);
   if (mode === null) return { url, poolMode: undefined };
-  if (mode !== "transaction" && mode !== "session") throw new Error(`${POOL_MODE_PARAM} must be transaction or session, not ${JSON.stringify(mode)}`);
+  if (mode !== "transaction" && mode !== "session") throw new InvalidArgumentError(`the database URL's ${POOL_MODE_PARAM} must be transaction or session, not ${JSON.stringify(mode)}`);
   params.delete(POOL_MODE_PARAM);
   const rest = params.toString();
   return { url: url.slice(0, q) + (rest ? `?${rest}` : ""), poolMode: mode };
