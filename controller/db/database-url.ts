@@ -61,3 +61,15 @@ function safeDecode(s: string): string {
     return s;
   }
 }
+
+/**
+ * postgres.js's option for `target_session_attrs=read-write`. postgres.js 3.4.9 decides
+ * read-write from `default_transaction_read_only` alone, which a hot standby of PostgreSQL 14+
+ * reports as `off` (it is read-only by recovery, not by that setting): it took the standby as
+ * writable, and every write there failed "read-only" until the connection closed — also after
+ * the primary was back. `primary` checks `in_hot_standby`, which is what a standby is. A primary
+ * set read-only by default is then taken too; its writes fail as journal_unavailable.
+ */
+export function writableHostOption(url: string): { target_session_attrs?: "primary" } {
+  return parseDatabaseUrl(url)?.params.get("target_session_attrs") === "read-write" ? { target_session_attrs: "primary" } : {};
+}

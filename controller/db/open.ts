@@ -19,7 +19,7 @@ import { setAnswerDeadline } from "./answer-deadline.js";
 import { boundStatements } from "./bounded-statements.js";
 import { boundTransactions } from "./bounded-transactions.js";
 import { whileServerAnswers } from "./migration-watch.js";
-import { redactDatabaseUrl } from "./database-url.js";
+import { redactDatabaseUrl, writableHostOption } from "./database-url.js";
 import { migrateInOneTransaction, poolerTarget, timeoutsPerTransaction } from "./pooled-client.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
@@ -72,9 +72,10 @@ async function openPostgres(given: string, timeouts: JournalTimeouts): Promise<D
   // Behind a pooler (pool_mode=…, pooled-client.ts): nothing session-bound, the timeouts per transaction.
   const { url, poolMode } = poolerTarget(given);
   const pooled = poolMode !== undefined;
+  const hostChoice = writableHostOption(url);
   const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
-  const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, ...(pooled ? { prepare: false } : {}) });
-  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000), ...(pooled ? { prepare: false } : {}) });
+  const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, ...hostChoice, ...(pooled ? { prepare: false } : {}) });
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000), ...hostChoice, ...(pooled ? { prepare: false } : {}) });
   try {
     await whileServerAnswers(probe, deadlineMs, async () => {
       if (pooled) return migrateInOneTransaction(migrator, MIGRATION_LOCK_KEY, (client) => migrate(drizzle(client), { migrationsFolder }));
@@ -94,7 +95,7 @@ async function openPostgres(given: string, timeouts: JournalTimeouts): Promise<D
         idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
         application_name: "clankie-controller",
       };
-  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection, ...(pooled ? { prepare: false } : {}) };
+  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection, ...hostChoice, ...(pooled ? { prepare: false } : {}) };
   const rawClient = postgres(url, { max: WRITE_POOL, ...options });
   const rawReader = postgres(url, { max: READ_POOL, ...options });
   const client = pooled ? timeoutsPerTransaction(rawClient, timeouts) : rawClient;

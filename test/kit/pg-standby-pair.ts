@@ -32,6 +32,8 @@ export interface PgStandbyPair {
   killPrimary(): void;
   /** `pg_ctl promote -w`: returns once the standby accepts writes. */
   promoteStandby(): void;
+  /** Connections the standby has accepted so far (log_connections). */
+  standbyConnections(): number;
   stop(): void;
 }
 
@@ -88,7 +90,7 @@ export async function startStandbyPair(): Promise<PgStandbyPair> {
     asPostgres("pg_basebackup", ["-h", "127.0.0.1", "-p", String(pPort), "-U", "postgres", "-D", standby.dataDir, "-R", "-X", "stream", "--no-sync"]);
     // The copy carries the primary's synchronous_standby_names: once promoted, with no standby of
     // its own, its every commit would wait for ever (each held its row locks: lock timeouts on all).
-    appendFileSync(join(standby.dataDir, "postgresql.conf"), "synchronous_standby_names = ''\n");
+    appendFileSync(join(standby.dataDir, "postgresql.conf"), "synchronous_standby_names = ''\nlog_connections = on\n");
     start(standby);
   } catch (e) {
     const logs = [primary, standby].map((s) => (existsSync(log(s)) ? readFileSync(log(s), "utf8") : "")).join("\n");
@@ -101,6 +103,7 @@ export async function startStandbyPair(): Promise<PgStandbyPair> {
     multiHostUrl: (db) => `postgres://postgres@127.0.0.1:${pPort},127.0.0.1:${sPort}/${db}?target_session_attrs=read-write`,
     killPrimary: () => process.kill(primary.pid(), "SIGKILL"),
     promoteStandby: () => void asPostgres("pg_ctl", ["-D", standby.dataDir, "-w", "-t", "60", "promote"]),
+    standbyConnections: () => (readFileSync(log(standby), "utf8").match(/connection authorized/g) ?? []).length,
     stop,
   };
 }

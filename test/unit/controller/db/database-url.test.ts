@@ -4,7 +4,7 @@
  * "unparseable" for a URL postgres.js accepts.
  */
 import { describe, expect, it } from "vitest";
-import { parseDatabaseUrl, redactDatabaseUrl } from "../../../../controller/db/database-url.js";
+import { parseDatabaseUrl, redactDatabaseUrl, writableHostOption } from "../../../../controller/db/database-url.js";
 
 describe("issue 34 item 5: the database URL in logs", () => {
   it("a multi-host URL with target_session_attrs=read-write shows every host and its parameters, password redacted", () => {
@@ -31,5 +31,11 @@ describe("issue 34 item 5: the database URL in logs", () => {
 
   it("parses the hosts in the order postgres.js tries them", () => {
     expect(parseDatabaseUrl("postgres://u@[::1]:5432,127.0.0.1:5433/clankie")?.hosts).toEqual(["[::1]:5432", "127.0.0.1:5433"]);
+  });
+
+  it("read-write is asked of postgres.js as primary (its read-write check lets a PostgreSQL 14+ hot standby through)", () => {
+    expect(writableHostOption("postgres://u@h1,h2/db?target_session_attrs=read-write")).toEqual({ target_session_attrs: "primary" });
+    expect(writableHostOption("postgres://u@h1,h2/db?target_session_attrs=any")).toEqual({});
+    expect(writableHostOption("postgres://u@h1/db")).toEqual({});
   });
 });
