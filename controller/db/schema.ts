@@ -285,3 +285,17 @@ export const machineCerts = pgTable(
 );
 
 export type MachineCertRow = typeof machineCerts.$inferSelect;
+
+/**
+ * The fleet's shared secrets, one row each (issue 34 item 3, ADR 0037): the owner token and
+ * global-default's lead token (every state directory keeps a copy of both) and the key that signs
+ * MCP session ids. The first replica on a database writes them; every later one adopts them.
+ */
+export const fleetSecrets = pgTable("fleet_secrets", {
+  name: text("name").primaryKey(),
+  // The secret, sealed like fleet_ca's key when the controllers have a passphrase.
+  value: text("value").notNull(),
+  // "plain" or "scrypt-aes256gcm".
+  protection: text("protection").notNull(),
+  updatedAt: at("updated_at").notNull().defaultNow(),
+});

@@ -1,14 +1,15 @@
 /**
  * The leads' MCP endpoint (streamable HTTP, one McpServer per session). Every request
- * carries a lead bearer token; a session is bound to the token's conversation and
- * answers 404 to any other token, so a conversation only ever sees its own receipts.
+ * carries a lead bearer token; a session is bound to the token that opened it (and so to its
+ * conversation) and answers 404 to any other token, so a conversation only ever sees its own
+ * receipts. Session ids are signed for the fleet (session-ids.ts): a replica that did not open a
+ * session resumes it from its id, so any replica serves any session (ADR 0037).
  */
-import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
-import { bearerFrom } from "../../shared/tokens.js";
+import { isInitializeRequest, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import { bearerFrom, tokenHash } from "../../shared/tokens.js";
 import type { Logger } from "../../shared/logger.js";
 import type { ConversationAuth } from "../leads/conversations.js";
 import type { PipelineDeps } from "../delivery/pipeline.js";
@@ -20,6 +21,7 @@ import { registerWorkerReports } from "./tools/worker-reports.js";
 import { registerStopTask } from "./tools/stop-task.js";
 import { readBodyBounded } from "../../shared/read-body.js";
 import { SessionTable } from "./session-table.js";
+import type { SessionIds } from "./session-ids.js";
 import { registerHireAgent } from "./tools/hire-agent.js";
 import { bearerChallenge } from "../http/bearer-discovery.js";
 
@@ -28,6 +30,8 @@ export const MAX_BODY_BYTES = 1 << 20;
 
 interface Session {
   conversationId: string;
+  /** The hash of the lead token that opened it: no other token may use it. */
+  tokenHash: string;
   transport: StreamableHTTPServerTransport;
   server: McpServer;
   close(): Promise<void>;
@@ -52,13 +56,41 @@ export interface McpLimits {
   sessionsPerConversation: number;
 }
 
-export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: StatusDeps; conversations: ConversationAuth; logger: Logger; version: string; hireTimeoutMs?: number | undefined; limits?: McpLimits }): McpEndpoint {
+/**
+ * The SDK opens a session only through an initialize request. A session another replica opened is
+ * resumed by setting the two fields that initialize sets, on the pinned SDK (1.32); the unit test
+ * test/unit/controller/mcp/session-ids.test.ts fails if an SDK upgrade moves them.
+ */
+export function resumeSession(transport: StreamableHTTPServerTransport, id: string): void {
+  const web = (transport as unknown as { _webStandardTransport?: { sessionId?: string; _initialized?: boolean } })._webStandardTransport;
+  if (!web || web._initialized !== false) throw new Error("this MCP SDK's transport cannot resume a session (StreamableHTTPServerTransport internals moved)");
+  web.sessionId = id;
+  web._initialized = true;
+}
+
+/** The version initialize agrees on (the SDK's own rule, Server._oninitialize). */
+function negotiated(body: unknown): string {
+  const asked = (body as { params?: { protocolVersion?: unknown } }).params?.protocolVersion;
+  return typeof asked === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(asked) ? asked : LATEST_PROTOCOL_VERSION;
+}
+
+export function createMcpEndpoint(deps: {
+  pipeline: PipelineDeps;
+  status: StatusDeps;
+  conversations: ConversationAuth;
+  sessionIds: SessionIds;
+  logger: Logger;
+  version: string;
+  hireTimeoutMs?: number | undefined;
+  limits?: McpLimits;
+}): McpEndpoint {
   const limits = deps.limits ?? { sessionIdleMs: 30 * 60_000, sessionsPerConversation: 64 };
   const sessions = new SessionTable<Session>(limits.sessionIdleMs, limits.sessionsPerConversation);
   // Responses still being written; a stop lets them finish so an in-flight call's answer is not lost.
   const open = new Set<ServerResponse>();
 
-  const newSession = (conversationId: string): Session => {
+  // `mint` names the session: a signed new id at initialize, or the id of a session being resumed.
+  const newSession = (conversationId: string, hash: string, mint: () => string): Session => {
     const server = new McpServer({ name: "clankie-fleet", version: deps.version }, { capabilities: { tools: {} } });
     registerMessageSeat(server, deps.pipeline, conversationId);
     registerReconcileSeatCall(server, deps.pipeline, conversationId);
@@ -68,10 +100,11 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
     registerHireAgent(server, { ...deps.pipeline, registry: deps.status.registry, hireTimeoutMs: deps.hireTimeoutMs }, conversationId);
     const session: Session = {
       conversationId,
+      tokenHash: hash,
       server,
       close: () => server.close(),
       transport: new StreamableHTTPServerTransport({
-        sessionIdGenerator: () => randomUUID(),
+        sessionIdGenerator: mint,
         // Each answer is one JSON body, not an SSE stream. The SDK client leaves a call pending
         // until its timeout (60 s by default) when a POST's answer stream ends without the
         // result, as when this controller dies mid-call; with no headers sent before the
@@ -85,8 +118,27 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
       }),
     };
     session.transport.onclose = () => {
-      if (session.transport.sessionId) sessions.delete(session.transport.sessionId);
+      // Only its own slot: a session that lost a resume race closes without touching the winner's.
+      const id = session.transport.sessionId;
+      if (id && sessions.get(id) === session) sessions.delete(id);
     };
+    return session;
+  };
+
+  const tooManySessions = (res: ServerResponse) =>
+    jsonRpcError(res, 429, -32000, `too_many_sessions: this conversation has ${limits.sessionsPerConversation} MCP sessions, all in use`);
+
+  // Two requests may resume one session at once: the first one in the table serves both.
+  const resumed = async (conversationId: string, hash: string, id: string): Promise<Session> => {
+    const session = newSession(conversationId, hash, () => id);
+    resumeSession(session.transport, id);
+    await session.server.connect(session.transport);
+    const raced = sessions.get(id);
+    if (raced) {
+      void session.server.close().catch(() => {});
+      return raced;
+    }
+    sessions.add(id, session);
     return session;
   };
 
@@ -98,8 +150,9 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
         res.once("close", () => open.delete(res));
       }
       let conversationId: string | undefined;
+      const bearer = bearerFrom(req.headers.authorization);
       try {
-        conversationId = await deps.conversations.conversationFor(bearerFrom(req.headers.authorization));
+        conversationId = await deps.conversations.conversationFor(bearer);
       } catch (e) {
         // The token could not be looked up: that is the journal's failure, not the caller's token.
         deps.logger.warn("lead token lookup failed", { error: (e as Error).message });
@@ -122,10 +175,20 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
           return jsonRpcError(res, 400, -32700, `parse error: ${(e as Error).message}`);
         }
       }
+      const hash = tokenHash(bearer!);
       if (sessionId) {
-        const session = sessions.get(sessionId);
-        // Another conversation's session is indistinguishable from an unknown one.
-        if (!session || session.conversationId !== conversationId) return jsonRpcError(res, 404, -32001, "unknown_session: start a new MCP session");
+        let session = sessions.get(sessionId);
+        // Another token's session is indistinguishable from an unknown one.
+        if (session && (session.conversationId !== conversationId || session.tokenHash !== hash)) session = undefined;
+        if (!session && !sessions.get(sessionId)) {
+          // Opened by another replica (or by this one before a restart): resumed from its signed id.
+          const claim = deps.sessionIds.verify(sessionId, hash);
+          if (claim?.conversationId === conversationId) {
+            if (!sessions.makeRoom(conversationId)) return tooManySessions(res);
+            session = await resumed(conversationId, hash, sessionId);
+          }
+        }
+        if (!session) return jsonRpcError(res, 404, -32001, "unknown_session: start a new MCP session");
         // In use until its answer (or stream) is over: an idle sweep never cuts a call short.
         return sessions.use(sessionId, async () => {
           const over = new Promise<void>((r) => (res.writableEnded || res.destroyed ? r() : res.once("close", () => r())));
@@ -136,10 +199,9 @@ export function createMcpEndpoint(deps: { pipeline: PipelineDeps; status: Status
       if (req.method !== "POST" || !isInitializeRequest(body)) {
         return jsonRpcError(res, 400, -32000, "no mcp-session-id: the first request must be initialize");
       }
-      if (!sessions.makeRoom(conversationId)) {
-        return jsonRpcError(res, 429, -32000, `too_many_sessions: this conversation has ${limits.sessionsPerConversation} MCP sessions, all in use`);
-      }
-      const session = newSession(conversationId);
+      if (!sessions.makeRoom(conversationId)) return tooManySessions(res);
+      const claim = { conversationId, protocolVersion: negotiated(body) };
+      const session = newSession(conversationId, hash, () => deps.sessionIds.mint(claim, hash));
       await session.server.connect(session.transport);
       await session.transport.handleRequest(req, res, body);
     },
