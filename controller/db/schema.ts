@@ -299,3 +299,18 @@ export const fleetSecrets = pgTable("fleet_secrets", {
   protection: text("protection").notNull(),
   updatedAt: at("updated_at").notNull().defaultNow(),
 });
+
+/**
+ * An MCP session's fleet-wide life (ADR 0037): a replica that did not open the session resumes it
+ * while its row is here and was used within the idle time; the session table's bounds delete it.
+ */
+export const mcpSessions = pgTable(
+  "mcp_sessions",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id").notNull(),
+    // Touched at most every quarter of the idle time per replica (controller/mcp/fleet-sessions.ts).
+    lastUsedAt: at("last_used_at").notNull().defaultNow(),
+  },
+  (t) => [index("mcp_sessions_conversation_idx").on(t.conversationId, t.lastUsedAt)],
+);

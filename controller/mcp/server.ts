@@ -2,8 +2,9 @@
  * The leads' MCP endpoint (streamable HTTP, one McpServer per session). Every request
  * carries a lead bearer token; a session is bound to the token that opened it (and so to its
  * conversation) and answers 404 to any other token, so a conversation only ever sees its own
- * receipts. Session ids are signed for the fleet (session-ids.ts): a replica that did not open a
- * session resumes it from its id, so any replica serves any session (ADR 0037).
+ * receipts. Session ids are signed for the fleet (session-ids.ts) and each session's life is a
+ * row in the journal (fleet-sessions.ts): a replica that did not open a session resumes it from
+ * its id while the fleet has it, so any replica serves any session (ADR 0037).
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -22,6 +23,7 @@ import { registerStopTask } from "./tools/stop-task.js";
 import { readBodyBounded } from "../../shared/read-body.js";
 import { SessionTable } from "./session-table.js";
 import type { SessionIds } from "./session-ids.js";
+import { EndedSessions, FleetSessions } from "./fleet-sessions.js";
 import { registerHireAgent } from "./tools/hire-agent.js";
 import { bearerChallenge } from "../http/bearer-discovery.js";
 
@@ -85,7 +87,22 @@ export function createMcpEndpoint(deps: {
   limits?: McpLimits;
 }): McpEndpoint {
   const limits = deps.limits ?? { sessionIdleMs: 30 * 60_000, sessionsPerConversation: 64 };
-  const sessions = new SessionTable<Session>(limits.sessionIdleMs, limits.sessionsPerConversation);
+  const fleet = new FleetSessions(deps.pipeline.db, limits.sessionIdleMs, limits.sessionsPerConversation);
+  // The fleet's bookkeeping is off the request's path: a failure costs other replicas the session, never this call.
+  const quietly = (what: string) => (e: unknown) => deps.logger.warn(what, { error: (e as Error).message });
+  const ended = new EndedSessions();
+  const end = (id: string) => {
+    ended.add(id);
+    sessions.drop(id);
+  };
+  const sessions: SessionTable<Session> = new SessionTable<Session>(limits.sessionIdleMs, limits.sessionsPerConversation, undefined, {
+    // Over the cap it is over; idle here, only if no other replica used it meanwhile.
+    closed: (id, why) => {
+      if (why === "cap") ended.add(id);
+      void fleet.closed(id, why).then((over) => over && ended.add(id), quietly("an MCP session's close could not be recorded for the fleet"));
+    },
+    inUse: (ids) => void fleet.touch(ids).then((gone) => gone.forEach(end), quietly("MCP sessions' use could not be recorded for the fleet")),
+  });
   // Responses still being written; a stop lets them finish so an in-flight call's answer is not lost.
   const open = new Set<ServerResponse>();
 
@@ -112,8 +129,14 @@ export function createMcpEndpoint(deps: {
         // No lead tool sends a notification during a call. (verify: 75 of 10,000 calls sat out
         // the leads' 20 s timeout after the controller kills, in a 2026-12-02 run.)
         enableJsonResponse: true,
-        onsessioninitialized: (id) => {
+        onsessioninitialized: async (id) => {
           sessions.add(id, session);
+          // Recorded before its id is answered (a resumed session never comes here: it has no initialize).
+          const over = await fleet.opened(id, conversationId).catch((e: unknown) => {
+            quietly("a new MCP session could not be recorded for the fleet: only this replica serves it")(e);
+            return [];
+          });
+          for (const old of over) end(old);
         },
       }),
     };
@@ -180,21 +203,36 @@ export function createMcpEndpoint(deps: {
         let session = sessions.get(sessionId);
         // Another token's session is indistinguishable from an unknown one.
         if (session && (session.conversationId !== conversationId || session.tokenHash !== hash)) session = undefined;
-        if (!session && !sessions.get(sessionId)) {
+        if (!session && !sessions.get(sessionId) && !ended.has(sessionId)) {
           // Opened by another replica (or by this one before a restart): resumed from its signed id.
           const claim = deps.sessionIds.verify(sessionId, hash);
-          if (claim?.conversationId === conversationId) {
+          let live = false;
+          try {
+            // Only an id this fleet signed for this token costs a query.
+            live = claim?.conversationId === conversationId && (await fleet.live(sessionId)) === conversationId;
+          } catch (e) {
+            deps.logger.warn("an MCP session could not be looked up", { error: (e as Error).message });
+            return jsonRpcError(res, 503, -32000, "journal_unavailable: the session could not be looked up because the journal is unavailable; nothing was dispatched", { "retry-after": "1" });
+          }
+          if (live) {
             if (!sessions.makeRoom(conversationId)) return tooManySessions(res);
             session = await resumed(conversationId, hash, sessionId);
           }
         }
         if (!session) return jsonRpcError(res, 404, -32001, "unknown_session: start a new MCP session");
+        // The client ends its session: over on every replica before the answer says so.
+        if (req.method === "DELETE") {
+          ended.add(sessionId);
+          await fleet.closed(sessionId, "client").catch(quietly("an MCP session's end could not be recorded for the fleet"));
+        }
         // In use until its answer (or stream) is over: an idle sweep never cuts a call short.
-        return sessions.use(sessionId, async () => {
+        const served = session;
+        await sessions.use(sessionId, async () => {
           const over = new Promise<void>((r) => (res.writableEnded || res.destroyed ? r() : res.once("close", () => r())));
-          await session.transport.handleRequest(req, res, body);
+          await served.transport.handleRequest(req, res, body);
           await over;
         });
+        return;
       }
       if (req.method !== "POST" || !isInitializeRequest(body)) {
         return jsonRpcError(res, 400, -32000, "no mcp-session-id: the first request must be initialize");

@@ -129,6 +129,32 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 3: tokens and MCP sessio
     expect(forged.body.error?.data?.reason).toBe("unknown_session");
   });
 
+  it("a session its client ended on A is over on B and C", async () => {
+    const [a, b, c] = replicas;
+    const session = await openSession(a!.mcpUrl, alphaToken);
+    expect((await listSeats(b!.mcpUrl, alphaToken, session)).status).toBe(200);
+    const r = await fetch(a!.mcpUrl, { method: "DELETE", headers: { authorization: `Bearer ${alphaToken}`, "mcp-session-id": session, "mcp-protocol-version": PROTOCOL } });
+    expect(r.status).toBe(200);
+    // C never saw it; B resumed it before the end and learns of it at its next sweep (a quarter of the idle time, at most 60 s).
+    const onC = await listSeats(c!.mcpUrl, alphaToken, session);
+    expect(onC.status).toBe(404);
+    expect(onC.body.error?.data?.reason).toBe("unknown_session");
+    expect((await listSeats(a!.mcpUrl, alphaToken, session)).status).toBe(404);
+  });
+
+  it("the sessions-per-conversation cap holds for the fleet: a session pushed over it on A is unknown on B", async () => {
+    const [a, b] = replicas;
+    const issued = await runCli(["lead", "token", "--conversation", "capped", "--json", "--state-dir", a!.stateDir]);
+    const token = (JSON.parse(issued.stdout) as { token: string }).token;
+    const ids: string[] = [];
+    // 64 sessions per conversation by default (config.ts).
+    for (let i = 0; i < 65; i++) ids.push(await openSession(a!.mcpUrl, token));
+    const first = await listSeats(b!.mcpUrl, token, ids[0]!);
+    expect(first.status).toBe(404);
+    expect(first.body.error?.data?.reason).toBe("unknown_session");
+    expect((await listSeats(b!.mcpUrl, token, ids[64]!)).status).toBe(200);
+  });
+
   it("a lead token rotated through one replica ends its sessions on every replica", async () => {
     const [a, b, c] = replicas;
     const issue = async () => {
