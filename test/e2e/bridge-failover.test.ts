@@ -4,7 +4,8 @@
  * so the call goes once to the next replica; a call in flight on a replica that dies is typed
  * uncertain with its id and never replayed. Real `clankie controller` processes (dist/) on one
  * PostgreSQL, real node agents with mailbox seats; the surviving replica sits behind a recording
- * proxy, so "never replayed" is counted on the wire.
+ * proxy, so "never replayed" is counted on the wire. The first bridge is started from the lines
+ * `clankie lead token --bridge-url` prints.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
@@ -17,6 +18,7 @@ import { startControllerProcess, type ControllerProcess } from "../kit/controlle
 import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
 import { startBridgeProcess, type BridgeProcess } from "../kit/bridge-process.js";
 import { ownerOf } from "../kit/owner.js";
+import { runCli } from "../kit/cli.js";
 import { startMcpFaultProxy, type McpFaultProxy } from "../fixtures/mcp-fault-proxy.js";
 
 async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, limitMs = 30_000): Promise<T> {
@@ -89,8 +91,12 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 3: clankie mcp with seve
 
   it("the first replica killed between two calls: the next call goes to the second replica, once, and is delivered", async () => {
     const a = await startDoomed("a");
-    // The fleet's lead token: every replica's state directory holds it.
-    const bridge = await startBridgeProcess(["--url", `${a.mcpUrl},${proxyB.url}/mcp`, "--token-file", join(b.stateDir, "lead.token")]);
+    // The bridge exactly as `clankie lead token --bridge-url …` prints it for a lead of this fleet.
+    const printed = await runCli(["lead", "token", "--conversation", "failover", "--bridge-url", a.mcpUrl, "--bridge-url", `${proxyB.url}/mcp`, "--json", "--state-dir", b.stateDir]);
+    expect(printed.code, printed.stderr).toBe(0);
+    const { bridge: line } = JSON.parse(printed.stdout) as { bridge: { command: string; args: string[] } };
+    expect(line.args.slice(1)).toEqual(["mcp", "--state-dir", b.stateDir, "--conversation", "failover", "--url", `${a.mcpUrl},${proxyB.url}/mcp`]);
+    const bridge = await startBridgeProcess(line.args.slice(2));
     bridges.push(bridge);
     const first = await bridge.call("message_seat", { seat: "fast/inbox", message: "before the kill" });
     expect(first.structuredContent, JSON.stringify(first)).toMatchObject({ outcome: "delivered" });
