@@ -65,7 +65,7 @@ export interface McpLimits {
  */
 export function resumeSession(transport: StreamableHTTPServerTransport, id: string): void {
   const web = (transport as unknown as { _webStandardTransport?: { sessionId?: string; _initialized?: boolean } })._webStandardTransport;
-  if (!web || web._initialized !== false) throw new Error("this MCP SDK's transport cannot resume a session (StreamableHTTPServerTransport internals moved)");
+  if (web?._initialized !== false) throw new Error("this MCP SDK's transport cannot resume a session (StreamableHTTPServerTransport internals moved)");
   web.sessionId = id;
   web._initialized = true;
 }
