@@ -19,10 +19,13 @@ export interface ControllerFlags extends FrontDoorFlags {
   /** The host agents are told to dial when the agent host is a wildcard. */
   agentAdvertise?: string | undefined;
   caPassphrase?: string | undefined;
+  /** This replica's lease in the journal and its renewal interval (ADR 0036). */
+  instanceLeaseMs?: number | undefined;
+  instanceRenewMs?: number | undefined;
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase, ...frontDoorLimits(f) });
+  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, caPassphrase: f.caPassphrase, instanceLeaseMs: f.instanceLeaseMs, instanceRenewMs: f.instanceRenewMs, ...frontDoorLimits(f) });
   try {
     return await startController(config, logger);
   } catch (e) {

@@ -8,6 +8,7 @@
 import type { Db } from "../db/open.js";
 import { sql } from "drizzle-orm";
 import { p, statement } from "../journal/statements.js";
+import { leaseHeldGuard, type InstanceEpoch } from "../journal/lease-guard.js";
 
 /*
  * Deliveries to one seat take turns (ADR 0207, VUH-2779), in the order this controller
@@ -55,6 +56,8 @@ export class SeatTurns {
     private readonly db: Db,
     private readonly leaseMs: number,
     private readonly onError: (what: string, e: Error) => void = () => {},
+    /** This instance's (id, epoch): every lease statement is refused unless that lease is live (ADR 0036). */
+    private readonly fence: () => InstanceEpoch | undefined = () => undefined,
   ) {}
 
   /** Local waiters for a seat (tests and the dashboard). */
@@ -79,7 +82,7 @@ export class SeatTurns {
     } else {
       // A delivery admitted earlier is still polling for the lease the previous settle released:
       // give it back and take the place in line, so admission order holds.
-      if (leaseTaken) void releaseLease(this.db, seatId, holder).catch(() => this.releaseLater(seatId, holder));
+      if (leaseTaken) void releaseLease(this.db, seatId, holder, this.fence()).catch(() => this.releaseLater(seatId, holder));
       let grant: Grant = "free";
       if (q.busy || q.waiters.length) {
         grant = await new Promise<Grant>((resolve) => {
@@ -105,7 +108,7 @@ export class SeatTurns {
       if (grant === "lease") held = true;
       else if (grant === "free") {
         // First here: another controller may still hold the seat.
-        held = await pollLease(this.db, seatId, holder, this.leaseMs, deadline, signal).catch((e: Error) => {
+        held = await pollLease(this.db, seatId, holder, this.leaseMs, deadline, signal, this.fence).catch((e: Error) => {
           this.handOn(seatId, undefined);
           throw e;
         });
@@ -138,7 +141,7 @@ export class SeatTurns {
     if (turn.finished) return;
     const next = turn.nextHolder();
     try {
-      const handed = next ? await handLease(this.db, turn.seatId, turn.holder, next, this.leaseMs) : (await releaseLease(this.db, turn.seatId, turn.holder), false);
+      const handed = next ? await handLease(this.db, turn.seatId, turn.holder, next, this.leaseMs, this.fence()) : (await releaseLease(this.db, turn.seatId, turn.holder, this.fence()), false);
       turn.settled(handed);
     } catch {
       // Given back once the journal answers again; the next local waiter polls for it.
@@ -176,7 +179,7 @@ export class SeatTurns {
       }
       // Gone after 25 s: the lease is in its name; move it to the new head, or give it back.
       const head = q.waiters.shift();
-      const fix = head ? handLease(this.db, seatId, handedTo, head.holder, this.leaseMs).then((ok) => head.grant(ok ? "lease" : "free")) : releaseLease(this.db, seatId, handedTo);
+      const fix = head ? handLease(this.db, seatId, handedTo, head.holder, this.leaseMs, this.fence()).then((ok) => head.grant(ok ? "lease" : "free")) : releaseLease(this.db, seatId, handedTo, this.fence());
       void fix.catch(() => {
         this.releaseLater(seatId, handedTo, `seat lease of ${from ?? handedTo} could not be moved`);
         head?.grant("free");
@@ -191,7 +194,7 @@ export class SeatTurns {
 
   /** A release the journal refused: retried until it commits, or until the lease has expired anyway. */
   private releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
-    releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e));
+    releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e), this.fence);
   }
 
   private idle(seatId: string, q: SeatQueue): void {
@@ -235,37 +238,42 @@ const POLL_MS = 25;
 // ADR 0033) can still commit later and hand the lease to the next waiter, which then polls
 // for it as for a free seat. It takes it at once; it waited out the 25 s before.
 const takeStatement = statement<Record<string, unknown>>("take_turn", () => sql`
-insert into seat_turns (seat_id, holder, expires_at) values (${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8))
+insert into seat_turns (seat_id, holder, expires_at) select ${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) where ${fenced()}
 on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
 returning holder
 `);
 
+// ADR 0036: each lease statement names its instance's (id, epoch) and does nothing unless that lease
+// is live. Null only for the tests and tools that call these without an instance.
+const fenced = () => sql`(${p("instance")}::text is null or ${leaseHeldGuard()})`;
+const fenceValues = (f: InstanceEpoch | undefined) => ({ instance: f?.instance ?? null, epoch: f?.epoch ?? null });
+
 const releaseStatement = statement<Record<string, unknown>>("release_turn", () => sql`
-delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text
+delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()}
 `);
 
 const handStatement = statement<Record<string, unknown>>("hand_turn", () => sql`
 update seat_turns set holder = ${p("next")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
-where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text returning holder
+where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()} returning holder
 `);
 
 /** One try: true when `holder` now has the seat's lease. */
-export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number): Promise<boolean> {
-  const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000 });
+export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number, fence?: InstanceEpoch): Promise<boolean> {
+  const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000, ...fenceValues(fence) });
   return rows[0]?.holder === holder;
 }
 
 /** Polls for the lease until `deadline` (a `performance.now()` time); false when it stayed held. */
-export async function pollLease(db: Db, seatId: string, holder: string, leaseMs: number, deadline: number, signal?: AbortSignal): Promise<boolean> {
+export async function pollLease(db: Db, seatId: string, holder: string, leaseMs: number, deadline: number, signal?: AbortSignal, fence: () => InstanceEpoch | undefined = () => undefined): Promise<boolean> {
   for (;;) {
-    if (await tryTakeLease(db, seatId, holder, leaseMs)) return true;
+    if (await tryTakeLease(db, seatId, holder, leaseMs, fence())) return true;
     if (performance.now() >= deadline || signal?.aborted) return false;
     await new Promise((r) => setTimeout(r, POLL_MS));
   }
 }
 
-export async function releaseLease(db: Db, seatId: string, holder: string): Promise<void> {
-  await releaseStatement(db).run({ seatId, holder });
+export async function releaseLease(db: Db, seatId: string, holder: string, fence?: InstanceEpoch): Promise<void> {
+  await releaseStatement(db).run({ seatId, holder, ...fenceValues(fence) });
 }
 
 const RELEASE_RETRY_MS = 250;
@@ -276,10 +284,10 @@ const RELEASE_RETRY_MS = 250;
  * after the database came back, though its delivery was over (verify: calls stuck 11-16 s
  * behind such leases at each database restart). Deletes only a lease still in `holder`'s name.
  */
-export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void): void {
+export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void, fence: () => InstanceEpoch | undefined = () => undefined): void {
   const until = performance.now() + leaseMs;
   const attempt = () => {
-    releaseLease(db, seatId, holder).catch((e: Error) => {
+    releaseLease(db, seatId, holder, fence()).catch((e: Error) => {
       if (performance.now() + RELEASE_RETRY_MS >= until) return onGiveUp(e);
       setTimeout(attempt, RELEASE_RETRY_MS).unref();
     });
@@ -288,8 +296,8 @@ export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, lea
 }
 
 /** Moves a lease this process holds to another of its deliveries; false when it was not held. */
-export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number): Promise<boolean> {
-  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000 });
+export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number, fence?: InstanceEpoch): Promise<boolean> {
+  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000, ...fenceValues(fence) });
   return rows.length === 1;
 }
 
