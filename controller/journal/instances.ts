@@ -62,7 +62,7 @@ export async function recoverOrphans(db: Db, self: InstanceEpoch, onlyLiveIsSelf
   const live = onlyLiveIsSelf ? sql`ci.id = ${self.instance} and ci.epoch = ${self.epoch}::bigint` : sql`ci.lease_expires_at > now()`;
   return db.transaction(async (tx) => {
     // Expired rows first, FOR UPDATE: a write that checked its lease in its own transaction commits before this looks.
-    if (!onlyLiveIsSelf) await tx.select({ id: controllerInstances.id }).from(controllerInstances).where(sql`${controllerInstances.leaseExpiresAt} <= now()`).for("update");
+    if (!onlyLiveIsSelf) await tx.select({ id: controllerInstances.id }).from(controllerInstances).where(sql`${controllerInstances.leaseExpiresAt} <= now()`).orderBy(controllerInstances.id).for("update");
     // A dead instance's seat leases are freed at once: its deliveries will never settle them.
     await tx.execute(sql`delete from seat_turns st where not exists (select 1 from controller_instances ci where ci.id = split_part(st.holder, ':', 1) and ${live})`);
     // The epoch is cleared as the call is taken over: its old owner's settle no longer matches it.
