@@ -229,9 +229,15 @@ export async function withSeatTurn<T>(
  * (settle-statements.ts). These are the prepared statements for the other cases: a seat that
  * was busy at admission, a notice, a stop, and a lease given back without a settle. No
  * connection is held while waiting; a lease whose holder died expires and is taken over,
- * and recovery frees a dead controller's leases at once (journal/instances.ts).
+ * and recovery frees at once the leases of a controller whose instance lease expired
+ * (journal/instances.ts, ADR 0036).
  */
 const POLL_MS = 25;
+
+// ADR 0036: each lease statement names its instance's (id, epoch) and does nothing unless that lease
+// is live. Null only for the tests and tools that call these without an instance.
+const fenced = () => sql`(${p("instance")}::text is null or ${leaseHeldGuard()})`;
+const fenceValues = (f: InstanceEpoch | undefined) => ({ instance: f?.instance ?? null, epoch: f?.epoch ?? null });
 
 // A holder names one delivery (or notice, or stop) of one controller, so a lease already in
 // its name is its own: a settle its controller gave up on (no answer within the deadline,
@@ -242,11 +248,6 @@ insert into seat_turns (seat_id, holder, expires_at) select ${p("seatId")}::text
 on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
 returning holder
 `);
-
-// ADR 0036: each lease statement names its instance's (id, epoch) and does nothing unless that lease
-// is live. Null only for the tests and tools that call these without an instance.
-const fenced = () => sql`(${p("instance")}::text is null or ${leaseHeldGuard()})`;
-const fenceValues = (f: InstanceEpoch | undefined) => ({ instance: f?.instance ?? null, epoch: f?.epoch ?? null });
 
 const releaseStatement = statement<Record<string, unknown>>("release_turn", () => sql`
 delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()}
