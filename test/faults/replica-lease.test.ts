@@ -67,6 +67,12 @@ describe.runIf(available("postgres"))("issue 34 item 1: instance liveness is a l
     }
   }, 120_000);
   afterAll(async () => {
+    // A failed step may leave a process stopped: resumed first, so each stops in its own time.
+    for (const resume of [() => process.kill(a.pid, "SIGCONT"), () => agent.thaw()]) {
+      try {
+        resume();
+      } catch {}
+    }
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => {});
   });
 
@@ -128,7 +134,7 @@ describe.runIf(available("postgres"))("issue 34 item 1: instance liveness is a l
     process.kill(a.pid, "SIGSTOP");
     const stoppedAt = performance.now();
     agent.thaw();
-    await until(async () => (await receipt(sentId))?.call_state === "uncertain" || undefined, "B taking over A's call once A's lease expired", 100);
+    await until(async () => (await receipt(sentId))?.call_state === "uncertain" || undefined, "B taking over A's call once A's lease expired", 300);
     const takenAfterMs = performance.now() - stoppedAt;
     // Not before the lease (10 s, judged by the database's clock) ran out.
     expect(takenAfterMs).toBeGreaterThan(8_000);
@@ -166,7 +172,7 @@ describe.runIf(available("postgres"))("issue 34 item 1: instance liveness is a l
     await sleep(SLOW_MS);
     agent.thaw();
     expect((await slow).structuredContent).toMatchObject({ outcome: "delivered" });
-    await until(async () => (await receipt(waitingId))?.call_state === "uncertain" || undefined, "B taking over A's waiting call", 100);
+    await until(async () => (await receipt(waitingId))?.call_state === "uncertain" || undefined, "B taking over A's waiting call", 300);
     process.kill(a.pid, "SIGCONT");
     const answer = await waiting;
     expect(answer.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: waitingId });
