@@ -39,6 +39,8 @@ export async function stopTask(deps: PipelineDeps, conversationId: string, seatR
   if (!machine) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: "the seat's machine is no longer registered; nothing was sent" };
   return withSeatTurn(deps.turns, { seatId: seat.id, holder: `${deps.instanceId}:stop:${conversationId}`, signal: deps.shutdownSignal, waitMs: deps.seatTurnWaitMs }, async (turn) => {
     if (!turn.held) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: `another delivery held the seat for ${(deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000} s; nothing was sent` };
+    // ADR 0036: a replica not surely holding its lease sends no native control.
+    if (!deps.lease.holds()) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: "this controller replica's instance lease was not surely live; nothing was sent — call again" };
     const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
     if (!(await conn.connect())) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: `the agent on ${machine.name} could not be reached; nothing was sent` };
     try {
