@@ -5,6 +5,7 @@
  * flight when a link drops fails (uncertain at the caller) and is never resent here.
  */
 import { EventEmitter } from "node:events";
+import type { ClientHttp2Session } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -15,7 +16,18 @@ import type { AgentConnection } from "../nodes/agent-clients.js";
 import type { PeerIdentity } from "./peer-identity.js";
 import { createUnaryLinkTransport } from "./unary-link-transport.js";
 
+export const LINK_PING_MS = 2_500;
+export const LINK_PING_TIMEOUT_MS = 4_000;
+
+/** The manager's open session, if any (its state object is not public API; absent, a link is not pinged). */
+function sessionOf(m: Http2SessionManager): ClientHttp2Session | undefined {
+  const conn = (m as unknown as { s?: { conn?: unknown } }).s?.conn;
+  return conn && typeof (conn as ClientHttp2Session).ping === "function" ? (conn as ClientHttp2Session) : undefined;
+}
+
 interface Link {
+  /** When the sweep's PING on this link was sent, until it is answered. */
+  pingSentAt?: number | undefined;
   readonly peer: PeerIdentity;
   readonly socket: TLSSocket;
   readonly sessions: Http2SessionManager;
@@ -46,10 +58,7 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     // The authority is only a label: the socket is already connected and authenticated.
     const sessions = new Http2SessionManager(
       `http://${peer.machine}.agent.clankie`,
-      // Pinged while idle too: a frozen or unplugged agent's link is cut within 2.5 + 4 s, which
-      // keeps rule 55 once the fleet's heartbeat interval has grown (registry.isOnline). The agent
-      // answers a PING in nghttp2 without waking its JavaScript.
-      { pingIntervalMs: 2_500, pingTimeoutMs: 4_000, pingIdleConnection: true, idleConnectionTimeoutMs: 2 ** 31 - 1 },
+      { pingIntervalMs: 30_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 2 ** 31 - 1 },
       { createConnection: () => socket },
     );
     const link: Link = { peer, socket, sessions, at: Date.now() };
@@ -68,6 +77,37 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
       }
     });
     this.emit("linked", peer.machine);
+  }
+
+  /**
+   * Pings every link's session each LINK_PING_MS and cuts a link whose PING went unanswered for
+   * LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone within 2.5 + 4 s, which keeps
+   * rule 55 once the fleet's heartbeat interval has grown (registry.isOnline). One sweep for all
+   * links, not a timer each; the agent answers a PING in nghttp2 without waking its JavaScript.
+   * Not the session manager's own idle pings: its timer can fire on a session already destroyed
+   * and throw outside any caller (connect-es #683), which would end the controller.
+   */
+  startPings(): { stop(): void } {
+    const timer = setInterval(() => {
+      const t = Date.now();
+      for (const l of this.byMachine.values()) {
+        if (l.socket.destroyed) continue;
+        if (l.pingSentAt !== undefined) {
+          if (t - l.pingSentAt > LINK_PING_TIMEOUT_MS) l.socket.destroy();
+          continue;
+        }
+        const session = sessionOf(l.sessions);
+        if (!session || session.destroyed || session.closed) continue;
+        try {
+          l.pingSentAt = t;
+          session.ping(() => (l.pingSentAt = undefined));
+        } catch {
+          l.pingSentAt = undefined; // Closing, or too many PINGs in flight: the next sweep tries again.
+        }
+      }
+    }, LINK_PING_MS);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
   }
 
   has(machine: string): boolean {
