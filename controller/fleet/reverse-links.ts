@@ -16,7 +16,7 @@ import type { AgentConnection } from "../nodes/agent-clients.js";
 import type { PeerIdentity } from "./peer-identity.js";
 import { createUnaryLinkTransport } from "./unary-link-transport.js";
 
-export const LINK_PING_MS = 2_500;
+export const LINK_PING_MS = 2_000;
 export const LINK_PING_TIMEOUT_MS = 4_000;
 
 /** The manager's open session, if any (its state object is not public API; absent, a link is not pinged). */
@@ -28,6 +28,7 @@ function sessionOf(m: Http2SessionManager): ClientHttp2Session | undefined {
 interface Link {
   /** When the sweep's PING on this link was sent, until it is answered. */
   pingSentAt?: number | undefined;
+  answeredAt?: number | undefined;
   readonly peer: PeerIdentity;
   readonly socket: TLSSocket;
   readonly sessions: Http2SessionManager;
@@ -80,14 +81,15 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
   }
 
   /**
-   * Pings every link's session each LINK_PING_MS and cuts a link whose PING went unanswered for
-   * LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone within 2.5 + 4 s, which keeps
-   * rule 55 once the fleet's heartbeat interval has grown (registry.isOnline). One sweep for all
-   * links, not a timer each; the agent answers a PING in nghttp2 without waking its JavaScript.
-   * Not the session manager's own idle pings: its timer can fire on a session already destroyed
-   * and throw outside any caller (connect-es #683), which would end the controller.
+   * Pings every link's session LINK_PING_MS after its last answer and cuts a link whose PING went
+   * unanswered for LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone within
+   * 2 + 1 + 4 + 1 = 8 s (sweep granularity included), which keeps rule 55 once the fleet's
+   * heartbeat interval has grown (registry.isOnline). One sweep a second for all links, not a
+   * timer each; the agent answers a PING in nghttp2 without waking its JavaScript. Not the
+   * session manager's own idle pings: its timer can fire on a session already destroyed and
+   * throw outside any caller (connect-es #683), which would end the controller.
    */
-  startPings(): { stop(): void } {
+  startPings(sweepMs = 1_000): { stop(): void } {
     const timer = setInterval(() => {
       const t = Date.now();
       for (const l of this.byMachine.values()) {
@@ -96,16 +98,20 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
           if (t - l.pingSentAt > LINK_PING_TIMEOUT_MS) l.socket.destroy();
           continue;
         }
+        if (t - (l.answeredAt ?? 0) < LINK_PING_MS) continue;
         const session = sessionOf(l.sessions);
         if (!session || session.destroyed || session.closed) continue;
         try {
           l.pingSentAt = t;
-          session.ping(() => (l.pingSentAt = undefined));
+          session.ping((err) => {
+            l.pingSentAt = undefined;
+            if (!err) l.answeredAt = Date.now();
+          });
         } catch {
           l.pingSentAt = undefined; // Closing, or too many PINGs in flight: the next sweep tries again.
         }
       }
-    }, LINK_PING_MS);
+    }, sweepMs);
     timer.unref();
     return { stop: () => clearInterval(timer) };
   }
