@@ -230,8 +230,8 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
 /**
  * One statement for the whole report, which writes only the seats that changed (a seat report
  * repeats every seat; issue 36): a registration is four statements whatever its seat count,
- * where one upsert per seat held a pool connection per round trip, and 600 agents registering
- * at once waited past the journal's answer deadline (JOURNAL_NO_ANSWER).
+ * where one upsert per seat held a pool connection per round trip (with ~300 heartbeat statements
+ * a second, the likely cause of JOURNAL_NO_ANSWER at ~600 agents registering at once).
  */
 async function replaceSeats(db: Db, machine: string, wire: Seat[]): Promise<void> {
   const rows = wire.map((s) => seatRowFromWire(machine, s));

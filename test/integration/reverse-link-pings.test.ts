@@ -66,4 +66,3 @@ describe("issue 36: reverse links are pinged and a silent one is cut (rule 55)",
     expect(links.has("alive")).toBe(true);
   }, 30_000);
 });
-
