@@ -89,13 +89,15 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
    * session manager's own idle pings: its timer can fire on a session already destroyed and
    * throw outside any caller (connect-es #683), which would end the controller.
    */
-  startPings(sweepMs = 1_000): { stop(): void } {
+  startPings(sweepMs = 1_000, cutSilent: () => boolean = () => true): { stop(): void } {
     const timer = setInterval(() => {
       const t = Date.now();
       for (const l of this.byMachine.values()) {
         if (l.socket.destroyed) continue;
         if (l.pingSentAt !== undefined) {
-          if (t - l.pingSentAt > LINK_PING_TIMEOUT_MS) l.socket.destroy();
+          // Only while rule 55 needs it: in a small fleet heartbeats judge liveness, and a call in
+          // flight to a stalled agent ends as "went offline (no heartbeat)", as it always did.
+          if (t - l.pingSentAt > LINK_PING_TIMEOUT_MS && cutSilent()) l.socket.destroy();
           continue;
         }
         if (t - (l.answeredAt ?? 0) < LINK_PING_MS) continue;
