@@ -1,8 +1,7 @@
 /**
  * The HA run's two extra checks, read from the journal after healing (issue 34 goals):
- * - seat_overlaps: two deliveries in flight to one seat at once. Each receipt's flight is
- *   [dispatched_at, settled_at]; per seat, sorted by dispatch, a flight that starts before the
- *   previous ones have all settled is an overlap (the seat's turn was broken).
+ * - seat_overlaps: two deliveries in flight to one seat at once: a message arriving in the seat (the
+ *   agent's mailbox records the time) before the previous one's receipt was settled (the audit below).
  * - paused_writes: a write by a paused replica, after it was continued, to a receipt admitted before
  *   it was stopped (its stale work: fencing must refuse it). Each replica connects as its own
  *   PostgreSQL role (ha-cluster.ts) and a trigger (installWriteAudit) logs every insert and update of
@@ -57,32 +56,41 @@ export interface OverlapResult {
   examples: unknown[];
 }
 
-export async function seatOverlaps(db: postgres.Sql, since?: Date): Promise<OverlapResult> {
-  const rows = await db<{ id: string; seat_id: string; dispatched_at: Date; settled_at: Date | null; state: string }[]>`
-    select id, seat_id, dispatched_at, settled_at, state from delivery_receipts
-    where dispatched_at is not null ${since ? db`and dispatched_at >= ${since}` : db``}
-    order by seat_id, dispatched_at`;
+/** A message as its seat recorded it (the agent's mailbox): when it arrived. */
+export interface Arrival {
+  seat: string;
+  deliveryId: string;
+  atMs: number;
+}
+
+/**
+ * A delivery is in flight at least from its arrival in the seat to its receipt's settle (the first audited
+ * write that moved it out of `dispatching`). The seat's turn is handed on at the settle, so a second
+ * arrival at the seat before the first's settle is two deliveries in flight at once.
+ */
+export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promise<OverlapResult> {
+  const settled = new Map<string, number>();
+  for (const r of await db<{ id: string; at: Date }[]>`select id, min(at) as at from verify_writes where tbl = 'delivery_receipts' and state <> 'dispatching' group by id`) settled.set(r.id, r.at.getTime());
+  const bySeat = new Map<string, Arrival[]>();
+  for (const a of arrivals) bySeat.set(a.seat, [...(bySeat.get(a.seat) ?? []), a]);
   let overlaps = 0;
   let unsettled = 0;
-  let maxInFlight = rows.length ? 1 : 0;
+  let maxInFlight = arrivals.length ? 1 : 0;
   const examples: unknown[] = [];
-  let seat = "";
-  let open: { id: string; end: number }[] = [];
-  for (const r of rows) {
-    if (r.seat_id !== seat) {
-      seat = r.seat_id;
-      open = [];
+  for (const [seat, list] of bySeat) {
+    let open: { id: string; end: number }[] = [];
+    for (const a of list.sort((x, y) => x.atMs - y.atMs)) {
+      open = open.filter((o) => o.end > a.atMs);
+      if (open.length > 0) {
+        overlaps++;
+        if (examples.length < 5) examples.push({ seat, id: a.deliveryId, arrivedAt: new Date(a.atMs), inFlight: open.map((o) => o.id) });
+      }
+      const end = settled.get(a.deliveryId);
+      // Never settled (left dispatching or uncertain): its end is unknown, counted apart, not an overlap forever.
+      if (end === undefined) unsettled++;
+      open.push({ id: a.deliveryId, end: end ?? a.atMs });
+      maxInFlight = Math.max(maxInFlight, open.length);
     }
-    const start = r.dispatched_at.getTime();
-    open = open.filter((o) => o.end > start);
-    if (open.length > 0) {
-      overlaps++;
-      if (examples.length < 5) examples.push({ seat, id: r.id, state: r.state, dispatchedAt: r.dispatched_at, inFlight: open.map((o) => o.id) });
-    }
-    // A receipt never settled (left uncertain) has no known end: counted apart, not as an overlap forever.
-    if (!r.settled_at) unsettled++;
-    open.push({ id: r.id, end: r.settled_at ? r.settled_at.getTime() : start });
-    maxInFlight = Math.max(maxInFlight, open.length);
   }
   return { seat_overlaps: overlaps, max_in_flight_per_seat: maxInFlight, dispatched_unsettled: unsettled, examples };
 }

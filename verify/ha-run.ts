@@ -2,8 +2,8 @@
  * `npm run verify -- --ha [--quick]` (`npm run verify:ha`): the verification run on the HA topology
  * (ha-cluster.ts): three replicas behind HAProxy on a PostgreSQL primary with a streaming standby, two
  * agents with mailbox seats dialing the balancer, and leads calling through the balancer's one MCP URL.
- * The HA nemeses (ha-nemesis.ts) strike in turn until the schedule has run (twice in full mode) and at
- * least --ops first calls were made. After healing, every `info` is reconciled and looked up as in the
+ * The HA nemeses (ha-nemesis.ts) strike in turn until the schedule has run (twice in full mode, then the
+ * standby promoted) and at least --ops first calls were made. After healing, every `info` is reconciled and looked up as in the
  * single-controller run; the checker (checker.ts) reads the history against the mailboxes, and the
  * journal checks (ha-checks.ts) add: never two deliveries in flight to one seat, no write by a paused
  * replica after it resumes to what it held before. Writes verify/results/ha-quick.json or ha-latest.json.
@@ -17,7 +17,7 @@ import { MailboxStore } from "../node-agent/mailbox/store.js";
 import { outcomesByNemesis, type NemesisWindow } from "./attribution.js";
 import { check } from "./checker.js";
 import { startHaCluster } from "./ha-cluster.js";
-import { pausedWrites, seatOverlaps, type PauseWindow } from "./ha-checks.js";
+import { pausedWrites, seatOverlaps, type Arrival, type PauseWindow } from "./ha-checks.js";
 import { applyHaNemesis, HA_NEMESES, HA_SCHEDULE, type HaNemesisName } from "./ha-nemesis.js";
 import type { InfoResolution, Op, SeatRecord } from "./history.js";
 import { connectLead, firstInfos, outcomeTally, startLeads, type Lead } from "./leads.js";
@@ -82,10 +82,10 @@ export async function runHa(args: string[]): Promise<number> {
     const promotions: number[] = [];
     const offlineSeen: { nemesis: string; online: string }[] = [];
     const nemesisLoop = async () => {
-      const strikes = HA_SCHEDULE.length * ROUNDS;
-      for (let i = 0; i < strikes; i++) {
+      const schedule: HaNemesisName[] = [...Array.from({ length: ROUNDS }, () => HA_SCHEDULE).flat(), "promote-standby"];
+      for (let i = 0; i < schedule.length; i++) {
         await sleep(GAP_MS);
-        const name: HaNemesisName = HA_SCHEDULE[i % HA_SCHEDULE.length]!;
+        const name = schedule[i]!;
         log(`nemesis ${name} (${workload.issued()} ops issued)`);
         const startMs = performance.now() - t0;
         // Agents shown offline by the fleet while a replica is down or cut (the goal: none).
@@ -150,17 +150,19 @@ export async function runHa(args: string[]): Promise<number> {
     }
     const infos: InfoResolution[] = [...toReconcile.values()].map((o) => ({ op: o.op, receiptState: states.get(o.deliveryId) ?? "none", listed: listed.has(o.deliveryId) }));
     const records: SeatRecord[] = [];
+    const arrivals: Arrival[] = [];
     for (const m of MACHINES) {
       const store = new MailboxStore(join(c.agents.get(m)!.stateDir, "mailboxes"));
       for (const n of names) {
         for (const e of store.list(n).entries) {
           if (e.conversationId === "clankie-notice") continue;
           records.push({ seat: `${m}/${n}`, deliveryId: e.deliveryId, conversationId: e.conversationId, text: e.text });
+          arrivals.push({ seat: `${m}/${n}`, deliveryId: e.deliveryId, atMs: e.receivedAtMs });
         }
       }
     }
     const result = check(history, records, infos);
-    const overlaps = await seatOverlaps(c.journal);
+    const overlaps = await seatOverlaps(c.journal, arrivals);
     const stale = await pausedWrites(c.journal, pauses);
     const kills = windows.filter((w) => w.name === "kill-replica");
     const report = {

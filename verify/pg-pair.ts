@@ -2,14 +2,15 @@
  * A private PostgreSQL primary with a streaming standby, for the HA run (issue 34 item 5): `initdb`,
  * then `pg_basebackup -R` of it on a second port. The controllers reach them through one multi-host URL
  * with `target_session_attrs=read-write`, so whichever of the two ports is the primary takes the writes.
- * `failover()` crashes the primary (SIGKILL) and promotes the standby (`pg_ctl promote`);
- * `rebuildStandby()` makes a new standby of the new primary on the dead one's port, so a later strike
- * can promote again. Run as the `postgres` user (initdb refuses root), removed at the end.
+ * `failover()` crashes the primary (SIGKILL) and promotes the standby (`pg_ctl promote`). No new standby
+ * is made after it: one of the old primary's port, listed first in the URL, would take the controllers'
+ * connections (see `ports` below), so the HA schedule ends with the promotion. Run as the `postgres` user (initdb refuses root), removed at the end.
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { chownSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import postgres from "postgres";
 import { freePort } from "./ports.js";
 
 const BIN = process.env.PG_BIN ?? "/usr/lib/postgresql/15/bin";
@@ -29,8 +30,6 @@ export interface PgPair {
   primaryPort(): number;
   /** SIGKILL the primary, `pg_ctl promote` the standby; resolves at the promotion (performance.now()). */
   failover(): Promise<{ promotedAt: number }>;
-  /** A new standby of the current primary, on the dead primary's port. */
-  rebuildStandby(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -75,12 +74,25 @@ export async function startPgPair(): Promise<PgPair> {
     return n;
   };
 
+  // Synchronous replication: a commit the primary acknowledged is on the standby too, so a promotion loses
+  // no acknowledged receipt (docs/operations.md). A primary without a standby must not wait for one.
+  const synchronous = async (n: Node, on: boolean) => {
+    const sql = postgres(`postgres://postgres@127.0.0.1:${n.port}/postgres`, { max: 1, onnotice: () => {} });
+    try {
+      await sql.unsafe(on ? "alter system set synchronous_standby_names = '*'" : "alter system reset synchronous_standby_names");
+      await sql.unsafe("select pg_reload_conf()");
+    } finally {
+      await sql.end();
+    }
+  };
   let primary: Node = { port: await freePort(), data: join(dir, "data-0") };
   run("initdb", ["-D", primary.data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
   await start(primary);
   let standby: Node | undefined = await backup(primary, await freePort());
-  const ports = [primary.port, standby.port].sort((a, b) => a - b);
-  let deadPort: number | undefined;
+  await synchronous(primary, true);
+  // The primary first: postgres.js 3.4.9 with target_session_attrs=read-write takes a hot standby listed
+  // before the primary (it reads default_transaction_read_only, which is off on a standby).
+  const ports = [primary.port, standby.port];
 
   return {
     url: (db) => `postgres://postgres@${ports.map((p) => `127.0.0.1:${p}`).join(",")}/${db}?target_session_attrs=read-write`,
@@ -89,28 +101,15 @@ export async function startPgPair(): Promise<PgPair> {
     async failover() {
       if (!standby) throw new Error("no standby to promote");
       await kill(primary, "SIGKILL");
-      deadPort = primary.port;
       const old = primary.data;
       primary = standby;
       standby = undefined;
       run("pg_ctl", ["promote", "-D", primary.data, "-w", "-t", "60"]);
       const promotedAt = performance.now();
+      await synchronous(primary, false);
       // The crashed primary's orphaned backends go with its data.
       setTimeout(() => rmSync(old, { recursive: true, force: true }), 5_000).unref();
       return { promotedAt };
-    },
-    async rebuildStandby() {
-      if (standby || deadPort === undefined) return;
-      // Orphaned backends of the killed primary may hold its port for a moment.
-      for (let i = 0; ; i++) {
-        try {
-          standby = await backup(primary, deadPort);
-          return;
-        } catch (e) {
-          if (i >= 30) throw e;
-          await sleep(500);
-        }
-      }
     },
     async stop() {
       if (standby) await kill(standby, "SIGINT");
