@@ -42,7 +42,7 @@ export function configFor(mode: Mode): BenchConfig {
         proofs: { n: 1_000, warmup: 50, authorityAgeMs: 1 },
         liveness: { rounds: 3 },
         upMemory: { deliveries: 1_000, settleSeconds: 3 },
-        highAvailability: { kills: 5, downMs: 3_000, pauseMs: 60_000, leads: 6, fairCallsEach: 25 },
+        highAvailability: { kills: 5, downMs: 3_000, pauseMs: 60_000, leads: 6, fairCallsEach: 25, settleMs: 10_000 },
       };
     case "quick":
       return {
@@ -56,7 +56,7 @@ export function configFor(mode: Mode): BenchConfig {
         proofs: { n: 100, warmup: 10, authorityAgeMs: 1 },
         liveness: { rounds: 1 },
         upMemory: { deliveries: 1_000, settleSeconds: 1 },
-        highAvailability: { kills: 2, downMs: 2_000, pauseMs: 15_000, leads: 4, fairCallsEach: 10 },
+        highAvailability: { kills: 2, downMs: 2_000, pauseMs: 15_000, leads: 4, fairCallsEach: 10, settleMs: 6_000 },
       };
     case "tiny":
       return {
@@ -69,7 +69,7 @@ export function configFor(mode: Mode): BenchConfig {
         proofs: { n: 20, warmup: 5, authorityAgeMs: 1 },
         liveness: { rounds: 1 },
         upMemory: { deliveries: 5, settleSeconds: 0.3 },
-        highAvailability: { kills: 1, downMs: 1_000, pauseMs: 12_000, leads: 2, fairCallsEach: 3 },
+        highAvailability: { kills: 1, downMs: 1_000, pauseMs: 12_000, leads: 2, fairCallsEach: 3, settleMs: 3_000 },
       };
   }
 }
