@@ -18,6 +18,7 @@ const KEPT_RESULTS = [
   "bench/results/proof-sources.json",
   "bench/results/rpc-clients.json",
   "verify/results/fuzz.json",
+  "verify/results/ha-quick.json",
   "verify/results/latest.json",
   "verify/results/quick.json",
 ];
