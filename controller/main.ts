@@ -30,6 +30,7 @@ import { openDatabase, type Database } from "./db/open.js";
 import { probeJournalWrite } from "./db/write-probe.js";
 import { openStateDir, removeControllerRecord, writeControllerRecord } from "./state-dir.js";
 import { Registry } from "./nodes/registry.js";
+import { startLinkVouch } from "./nodes/link-vouch.js";
 import { AgentClients } from "./nodes/agent-clients.js";
 import { SeatTurns } from "./delivery/turn.js";
 import type { PipelineDeps } from "./delivery/pipeline.js";
@@ -155,6 +156,8 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     reports: { onChange: () => changes.emit("changed"), pipeline: () => pipeline },
   }));
   const agents = new AgentClients(fleet.links);
+  // A machine answering on this replica's link stays online while its heartbeats are late (ADR 0038).
+  const linkVouch = startLinkVouch({ db, agents, linked: () => fleet.links.machines(), heartbeatIntervalMs: config.heartbeatIntervalMs, now, logger: logger.child({ component: "link-vouch" }) });
   const caFile = join(config.stateDir, "fleet-ca.pem");
   writeFileDurably(caFile, fleet.authority.ca.certificatePem, 0o644);
   const conversationAuth = new ConversationAuth(db);
@@ -309,6 +312,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       stopping = true;
       clearInterval(retention);
       clearInterval(liveness);
+      linkVouch.stop();
       health.close();
       machineLiveness.close();
       const settled = Promise.allSettled([...inFlight]);

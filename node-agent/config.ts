@@ -8,8 +8,11 @@ import { quoteInput } from "../shared/public-text.js";
 
 export interface AgentOptions {
   stateDir: string;
-  /** The controller's agent URL (https); from the identity when omitted after joining. */
-  controllerUrl?: string | undefined;
+  /**
+   * The fleet's gateway: one or several controller agent URLs (https), each possibly a comma
+   * list; from the identity when omitted after joining (ADR 0038).
+   */
+  controllerUrl?: string | readonly string[] | undefined;
   /** A join token: join (again) with a fresh key pair; without one, the stored identity is used. */
   joinToken?: string | undefined;
   /** When given, must match the machine of the identity. */
@@ -34,7 +37,10 @@ export type PaneHostConfig =
 export interface AgentConfig {
   stateDir: string;
   mailboxDir: string;
+  /** The first of controllerUrls. */
   controllerUrl: string | undefined;
+  /** The gateway URLs given, in order; empty when none was (the identity's are used). */
+  controllerUrls: string[];
   joinToken: string | undefined;
   machine: string | undefined;
   paneHost: PaneHostConfig;
@@ -71,15 +77,28 @@ function compilePaneHost(o: AgentOptions): PaneHostConfig {
 
 export function compileAgentConfig(o: AgentOptions): AgentConfig {
   const machine = o.machine;
+  const controllerUrls = parseControllerUrls(o.controllerUrl);
   if (machine !== undefined && !isValidName(machine)) throw new InvalidArgumentError(`machine name ${quoteInput(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
   return {
     stateDir: o.stateDir,
     mailboxDir: join(o.stateDir, "mailboxes"),
-    controllerUrl: o.controllerUrl,
+    controllerUrl: controllerUrls[0],
+    controllerUrls,
     joinToken: o.joinToken?.trim() || undefined,
     machine,
     paneHost: compilePaneHost(o),
     statusRefreshMs: o.statusRefreshMs ?? DEFAULT_STATUS_REFRESH_MS,
     hire: o.hire ?? {},
   };
+}
+
+/**
+ * The gateway URLs of `--controller` values: repeated, or comma lists; blanks and repeats are
+ * dropped, the order kept. A name that resolves to several addresses stays one URL: Node's
+ * connect tries each of its addresses in turn (autoSelectFamily), and the fleet then names
+ * every replica by its own URL.
+ */
+export function parseControllerUrls(values: string | readonly string[] | undefined): string[] {
+  const list = (typeof values === "string" ? [values] : (values ?? [])).flatMap((v) => v.split(","));
+  return [...new Set(list.map((u) => u.trim()).filter((u) => u.length > 0))];
 }

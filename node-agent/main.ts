@@ -66,13 +66,14 @@ async function identityFor(config: AgentConfig, logger: Logger): Promise<AgentId
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   let id: AgentIdentity | undefined;
   if (config.joinToken) {
-    if (!config.controllerUrl) throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of the controller)");
-    id = await joinFleet({ stateDir: config.stateDir, controllerUrl: config.controllerUrl, token: config.joinToken, agentVersion: AGENT_VERSION });
+    if (!config.controllerUrls.length) throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of the controller)");
+    id = await joinFleet({ stateDir: config.stateDir, controllerUrl: config.controllerUrls, token: config.joinToken, agentVersion: AGENT_VERSION });
     logger.info("joined the fleet", { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString() });
   } else {
     id = loadIdentity(config.stateDir);
     if (!id) throw new FleetError(ErrorCode.Unauthenticated, `this agent has not joined a fleet (no identity in ${config.stateDir}): run clankie fleet enroll NAME on the controller, then clankie agent --controller URL --join TOKEN`);
-    if (config.controllerUrl && config.controllerUrl !== id.controllerUrl) id = { ...id, controllerUrl: config.controllerUrl };
+    // URLs given now come first; the stored ones (the replicas it learned) stay behind them.
+    if (config.controllerUrls.length) id = { ...id, controllerUrl: config.controllerUrls[0]!, controllerUrls: [...new Set([...config.controllerUrls, ...id.controllerUrls])] };
   }
   if (config.machine && config.machine !== id.machine) throw new InvalidArgumentError(`this agent's certificate is for ${id.machine}, not ${config.machine}`);
   return id;
@@ -82,6 +83,10 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const identity = new IdentityKeeper(await identityFor(config, logger), config.stateDir, logger);
   const machine = identity.identity.machine;
   const controllerUrl = identity.identity.controllerUrl;
+  // The URLs an operator gave (or the one it joined through): always kept in the stored list.
+  const given = config.controllerUrls.length ? config.controllerUrls : [controllerUrl];
+  // The live replicas the fleet named in its last answer (ADR 0038).
+  let replicas: string[] = [];
   mkdirSync(config.mailboxDir, { recursive: true, mode: 0o700 });
   const seats = new SeatBook(config.stateDir);
   const mailboxes = new MailboxStore(config.mailboxDir);
@@ -144,7 +149,9 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     );
 
   const link = startControllerLink({
-    controllerUrl,
+    // A replica this agent holds a live reverse link to is up; then the others the fleet named;
+    // then every URL it knows, the first it was given among them.
+    controllerUrls: () => [...new Set([...dialer.connectedUrls(), ...replicas, ...identity.identity.controllerUrls])],
     tls: () => identity.tls(),
     machine,
     endpoint,
@@ -155,7 +162,11 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     seats: wireSeats,
     logger,
     // Registered first, then linked: the controller knows this process's token before it calls.
-    onReplicas: (urls) => dialer.setUrls(urls.length ? urls : [controllerUrl]),
+    onReplicas: (urls) => {
+      replicas = urls;
+      dialer.setUrls(urls.length ? urls : [link.currentUrl]);
+      identity.rememberControllerUrls([...urls, ...given]);
+    },
     onRevoked: (reason) => {
       // Every replica refuses the same certificate: no link is worth redialing.
       dialer.close();

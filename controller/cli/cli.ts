@@ -116,7 +116,8 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     )
     .addOption(new Option("--state-dir <dir>", "the controller's state directory (tokens, embedded database, controller.json)").env("CLANKIE_STATE_DIR").default(undefined, "~/.clankie"))
     .addOption(new Option("--log-level <level>", "log verbosity on stderr (default: warn for up, info otherwise)").choices(["debug", "info", "warn", "error"]))
-    .addOption(new Option("--controller <url>", "the controller to talk to (default: the one in <state dir>/controller.json)"))
+    // Repeatable, or a comma list: an agent tries each replica (ADR 0038); other commands take one.
+    .addOption(new Option("--controller <url>", "the controller to talk to (default: the one in <state dir>/controller.json); for agent, repeat it or give a comma list").argParser((v: string, prev?: string) => (prev ? `${prev},${v}` : v)))
     .configureHelp({ showGlobalOptions: true, sortSubcommands: false })
     .addHelpText("after", `\n${EXIT_CODES_HELP}\n\nEnvironment: DATABASE_URL (PostgreSQL), CLANKIE_STATE_DIR, CLANKIE_JOIN_TOKEN (agent), CLANKIE_FLEET_CA_PASSPHRASE (controller).\nEach command has its own --help, e.g. clankie up --help.`)
     .exitOverride()
@@ -197,7 +198,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addOption(tmuxSocketOption())
     // Set by `clankie up` on its agent child: stop when the parent's stdin pipe closes.
     .addOption(new Option("--tethered").hideHelp())
-    .addHelpText("after", "\n--controller URL is the controller's agent URL (https://HOST:agent-port, mutual TLS); needed with --join, remembered after it.\nThe agent dials the controller (reverse HTTP/2 links); it listens on no port. The state dir is the agent's own (default <state dir> for this command).")
+    .addHelpText("after", "\n--controller URL is a controller's agent URL (https://HOST:agent-port, mutual TLS); needed with --join, remembered after it.\nGive several (repeat --controller, or a comma list) and the agent uses any that answers; it also learns and remembers every live replica.\nThe agent dials every replica (reverse HTTP/2 links); it listens on no port. The state dir is the agent's own (default <state dir> for this command).")
     .action(
       run(env, "info", async (ctx, o: { join?: string; joinOnly?: boolean; machine?: string; paneHost: string; herdrSocket?: string; tmuxSocket?: string; tethered?: boolean }) => {
         const { runAgent, joinOnly } = await import("./run-agent.js");

@@ -37,13 +37,15 @@ export async function fleetCommand(args: string[], f: FleetFlags, out: OutputOpt
       if (!name) throw new InvalidArgumentError("usage: clankie fleet enroll NAME [--ttl 15m]");
       const res = await fleet.issueJoinToken(create(IssueJoinTokenRequestSchema, { machine: name, ttlMs: f.ttl ? BigInt(parseDuration(f.ttl)) : 0n }));
       const expiresAt = new Date(Number(res.expiresUnixMs)).toISOString();
-      emit(out, { machine: res.machine, token: res.token, expiresAt, agentUrl: res.agentUrl, fleetId: res.fleetId }, () =>
+      // Every live replica's URL (an older controller names only its own): the agent tries each.
+      const agentUrls = res.replicaAgentUrls.length ? res.replicaAgentUrls : [res.agentUrl];
+      emit(out, { machine: res.machine, token: res.token, expiresAt, agentUrl: res.agentUrl, agentUrls, fleetId: res.fleetId }, () =>
         [
           `join token for ${res.machine} (single use, expires ${expiresAt}):`,
           `  ${res.token}`,
           "",
           "On that machine:",
-          `  clankie agent --controller ${res.agentUrl} --join -     (paste the token on stdin)`,
+          `  clankie agent --controller ${agentUrls.join(",")} --join -     (paste the token on stdin)`,
         ].join("\n"),
       );
       return 0;

@@ -4,7 +4,7 @@ import type { Logger } from "../../shared/logger.js";
 
 export interface AgentFlags {
   stateDir: string;
-  /** The controller's agent URL (https); remembered from the join when omitted. */
+  /** The controllers' agent URLs (https), a comma list; remembered from the join when omitted. */
   controllerUrl: string | undefined;
   /** A join token, or "-" to read it from standard input (never put it in a command line you share). */
   join: string | undefined;
@@ -37,8 +37,9 @@ export async function joinOnly(f: AgentFlags, env: NodeJS.ProcessEnv): Promise<{
   const token = await resolveJoinToken(f.join, env);
   if (!token || !f.controllerUrl) throw new FleetError(ErrorCode.InvalidArgument, "clankie agent --join-only needs --controller URL and --join TOKEN (or --join - with the token on stdin)");
   const { joinFleet } = await import("../../node-agent/identity/join.js");
+  const { parseControllerUrls } = await import("../../node-agent/config.js");
   const { AGENT_VERSION } = await import("../../node-agent/version.js");
-  const id = await joinFleet({ stateDir: f.stateDir, controllerUrl: f.controllerUrl, token, agentVersion: AGENT_VERSION });
+  const id = await joinFleet({ stateDir: f.stateDir, controllerUrl: parseControllerUrls(f.controllerUrl), token, agentVersion: AGENT_VERSION });
   if (f.machine && f.machine !== id.machine) throw new FleetError(ErrorCode.InvalidArgument, `the join token was for ${id.machine}, not ${f.machine}`);
   return { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString(), controllerUrl: id.controllerUrl };
 }

@@ -12,6 +12,7 @@ import type { FleetAuthority } from "./authority.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./join-tokens.js";
 import { latestCertificates, revokeMachineCertificates } from "./machine-certs.js";
 import { removeMachine } from "./removals.js";
+import { liveReplicaAgentUrls } from "./replicas.js";
 
 export interface FleetServiceDeps {
   db: Db;
@@ -31,7 +32,9 @@ export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof Flee
       const ttl = req.ttlMs === 0n ? DEFAULT_JOIN_TTL_MS : Number(req.ttlMs);
       const t = await issueJoinToken(d.db, req.machine, ttl, d.authority.ca.fingerprint, d.now());
       d.logger.info("join token issued", { machine: req.machine, expiresAt: t.expiresAt.toISOString() });
-      return create(IssueJoinTokenResponseSchema, { machine: req.machine, token: t.token, expiresUnixMs: BigInt(t.expiresAt.getTime()), agentUrl: d.agentUrl(), fleetId: d.authority.ca.fleetId });
+      // Every live replica, this one first: the agent joins through any that answers (ADR 0038).
+      const replicaAgentUrls = [...new Set([d.agentUrl(), ...(await liveReplicaAgentUrls(d.db))])];
+      return create(IssueJoinTokenResponseSchema, { machine: req.machine, token: t.token, expiresUnixMs: BigInt(t.expiresAt.getTime()), agentUrl: d.agentUrl(), fleetId: d.authority.ca.fleetId, replicaAgentUrls });
     },
     async listFleet() {
       const certs = await latestCertificates(d.db);

@@ -1,7 +1,8 @@
 /**
  * The agent's fleet identity on disk, under <state>/identity: its private key (made here,
  * mode 0600, never sent anywhere), its machine certificate, the fleet CA it pins, and
- * which controller it joined.
+ * where the fleet's gateway is: the URL it joined through and the replicas it learned since
+ * (ADR 0038), so a restart works while the first of them is dead.
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,7 +12,10 @@ import { certificateNotAfter } from "../../shared/pki/x509.js";
 export interface AgentIdentity {
   machine: string;
   fleetId: string;
+  /** The URL first given (joined through, or the last --controller). */
   controllerUrl: string;
+  /** Every gateway URL worth trying, best first; includes controllerUrl. */
+  controllerUrls: string[];
   privateKeyPem: string;
   certificatePem: string;
   caCertificatePem: string;
@@ -22,6 +26,8 @@ interface IdentityRecord {
   machine: string;
   fleetId: string;
   controllerUrl: string;
+  /** Absent in records written before ADR 0038. */
+  controllerUrls?: string[];
 }
 
 export function identityDir(stateDir: string): string {
@@ -34,16 +40,22 @@ export function loadIdentity(stateDir: string): AgentIdentity | undefined {
   if (!files.every((f) => existsSync(f))) return undefined;
   const [rec, key, cert, ca] = files.map((f) => readFileSync(f, "utf8")) as [string, string, string, string];
   const r = JSON.parse(rec) as IdentityRecord;
-  return { ...r, privateKeyPem: key, certificatePem: cert, caCertificatePem: ca, notAfter: certificateNotAfter(cert) };
+  return { ...r, controllerUrls: r.controllerUrls?.length ? r.controllerUrls : [r.controllerUrl], privateKeyPem: key, certificatePem: cert, caCertificatePem: ca, notAfter: certificateNotAfter(cert) };
 }
 
 /** Key and certificate are written before the record, so a half-written identity is never loaded. */
-export function saveIdentity(stateDir: string, id: Omit<AgentIdentity, "notAfter">): void {
+export function saveIdentity(stateDir: string, id: Omit<AgentIdentity, "notAfter" | "controllerUrls"> & { controllerUrls?: string[] }): void {
   const dir = identityDir(stateDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileDurably(join(dir, "key.pem"), id.privateKeyPem, 0o600);
   writeFileDurably(join(dir, "cert.pem"), id.certificatePem, 0o644);
   writeFileDurably(join(dir, "ca.pem"), id.caCertificatePem, 0o644);
-  const rec: IdentityRecord = { machine: id.machine, fleetId: id.fleetId, controllerUrl: id.controllerUrl };
+  writeIdentityRecord(stateDir, id);
+}
+
+/** The record alone (which controllers to try): rewritten when the fleet names other replicas. */
+export function writeIdentityRecord(stateDir: string, id: Pick<AgentIdentity, "machine" | "fleetId" | "controllerUrl"> & { controllerUrls?: string[] }): void {
+  const dir = identityDir(stateDir);
+  const rec: IdentityRecord = { machine: id.machine, fleetId: id.fleetId, controllerUrl: id.controllerUrl, controllerUrls: id.controllerUrls ?? [id.controllerUrl] };
   writeFileDurably(join(dir, "identity.json"), JSON.stringify(rec, null, 2) + "\n", 0o644);
 }

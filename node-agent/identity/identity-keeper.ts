@@ -2,7 +2,8 @@
  * Keeps the agent's certificate current: renews it over mutual TLS once half its life has
  * passed (a new key pair each time), retries with backoff while the controller is away,
  * and tells the links to use the new one. The owner never has to step in while the
- * agent can reach a controller before its certificate expires.
+ * agent can reach a controller before its certificate expires. It also keeps the list of
+ * gateway URLs on disk current with the live replicas the fleet names (ADR 0038).
  */
 import { EventEmitter } from "node:events";
 import { create } from "@bufbuild/protobuf";
@@ -11,7 +12,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { CertificateService, RenewRequestSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { createCsr, generateKeyPair, certificateNotAfter } from "../../shared/pki/x509.js";
 import type { Logger } from "../../shared/logger.js";
-import { saveIdentity, type AgentIdentity } from "./identity-files.js";
+import { saveIdentity, writeIdentityRecord, type AgentIdentity } from "./identity-files.js";
 import { X509Certificate } from "node:crypto";
 
 export interface TlsMaterial {
@@ -38,6 +39,21 @@ export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
 
   tls(): TlsMaterial {
     return { ca: [this.current.caCertificatePem], cert: this.current.certificatePem, key: this.current.privateKeyPem };
+  }
+
+  /**
+   * The gateway URLs to try, best first: written to disk when they changed, so a restart
+   * reaches a live replica while the one it joined through is dead.
+   */
+  rememberControllerUrls(urls: string[]): void {
+    const next = [...new Set(urls)];
+    if (next.length === 0 || next.join("\n") === this.current.controllerUrls.join("\n")) return;
+    this.current = { ...this.current, controllerUrls: next };
+    try {
+      writeIdentityRecord(this.stateDir, this.current);
+    } catch (e) {
+      this.logger.warn("the controller URLs could not be saved; a restart uses the old list", { error: (e as Error).message });
+    }
   }
 
   start(): void {
@@ -67,8 +83,18 @@ export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
     try {
       const { keys, privateKeyPem } = await generateKeyPair();
       const csrPem = await createCsr(this.current.machine, keys);
-      const client = createClient(CertificateService, createGrpcTransport({ baseUrl: this.current.controllerUrl, nodeOptions: this.tls() }));
-      const res = await client.renew(create(RenewRequestSchema, { csrPem }), { timeoutMs: 10_000 });
+      // Any replica renews (they share the CA); one that does not answer is left for the next.
+      let res;
+      let last: unknown;
+      for (const baseUrl of this.current.controllerUrls) {
+        try {
+          res = await createClient(CertificateService, createGrpcTransport({ baseUrl, nodeOptions: this.tls() })).renew(create(RenewRequestSchema, { csrPem }), { timeoutMs: 10_000 });
+          break;
+        } catch (e) {
+          last = e;
+        }
+      }
+      if (!res) throw last;
       const next = { ...this.current, privateKeyPem, certificatePem: res.certificatePem, notAfter: certificateNotAfter(res.certificatePem) };
       saveIdentity(this.stateDir, next);
       this.current = next;

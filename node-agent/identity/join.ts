@@ -56,7 +56,28 @@ export async function fetchPinnedCa(url: string, fingerprint: string, timeoutMs 
   });
 }
 
-export async function joinFleet(o: { stateDir: string; controllerUrl: string; token: string; agentVersion: string }): Promise<AgentIdentity> {
+/**
+ * Joins through the first of `controllerUrls` that answers (ADR 0038): a replica that cannot be
+ * reached is skipped; any other failure (a CA that is not the token's, a refused token) ends the
+ * join, since another replica of the same fleet would answer the same. The token is only ever
+ * sent over TLS verified against the CA the token pins.
+ */
+export async function joinFleet(o: { stateDir: string; controllerUrl: string | readonly string[]; token: string; agentVersion: string }): Promise<AgentIdentity> {
+  const controllerUrls = typeof o.controllerUrl === "string" ? [o.controllerUrl] : [...o.controllerUrl];
+  if (controllerUrls.length === 0) throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of a controller replica)");
+  let last: unknown;
+  for (const url of controllerUrls) {
+    try {
+      return await joinThrough({ ...o, controllerUrl: url, controllerUrls });
+    } catch (e) {
+      last = e;
+      if (!(e instanceof FleetError && e.code === ErrorCode.AgentUnreachable)) throw e;
+    }
+  }
+  throw last;
+}
+
+async function joinThrough(o: { stateDir: string; controllerUrl: string; controllerUrls: string[]; token: string; agentVersion: string }): Promise<AgentIdentity> {
   const m = TOKEN.exec(o.token.trim());
   if (!m) throw new InvalidArgumentError("this is not a clankie join token (expected clankie-join.<id>.<secret>.<ca sha256>; get one with clankie fleet enroll NAME)");
   const caPem = await fetchPinnedCa(o.controllerUrl, m[1]!);
@@ -71,7 +92,9 @@ export async function joinFleet(o: { stateDir: string; controllerUrl: string; to
     const err = ConnectError.from(e);
     throw new FleetError(ErrorCode.Unauthenticated, `the controller refused to enroll this agent: ${err.rawMessage.replace(/^unauthenticated: /, "")}`, { cause: e });
   }
-  const identity = { machine: res.machine, fleetId: res.fleetId, controllerUrl: o.controllerUrl, privateKeyPem, certificatePem: res.certificatePem, caCertificatePem: caPem };
+  // The replica that answered first, then the others given: a restart tries them in this order.
+  const controllerUrls = [...new Set([o.controllerUrl, ...o.controllerUrls])];
+  const identity = { machine: res.machine, fleetId: res.fleetId, controllerUrl: o.controllerUrl, controllerUrls, privateKeyPem, certificatePem: res.certificatePem, caCertificatePem: caPem };
   saveIdentity(o.stateDir, identity);
   return { ...identity, notAfter: certificateNotAfter(res.certificatePem) };
 }

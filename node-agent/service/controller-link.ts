@@ -1,13 +1,20 @@
 /**
- * The agent's link to its controller: register (with backoff until it answers), heartbeat,
- * and report the seat list whenever it changes. A heartbeat the controller does not know
- * triggers a fresh registration, so a controller restart heals by itself. Every call goes
+ * The agent's link to the fleet's gateway: register (with backoff until a replica answers),
+ * heartbeat, and report the seat list whenever it changes. A heartbeat the controller does not
+ * know triggers a fresh registration, so a controller restart heals by itself. Every call goes
  * over mutual TLS with the agent's machine certificate; the controller's is pinned to the
  * fleet CA. Each answer names the live replicas, which the reverse links follow.
- * A typed machine_revoked refusal (issue 37) ends the link for good: retrying cannot succeed.
+ *
+ * Any replica serves these calls (ADR 0038): they all write the same journal, and each call is
+ * idempotent (a registration replaces the machine's row, a heartbeat touches it, a seat report
+ * replaces the seat list, a worker report is kept once by its id). So a call that gets no answer
+ * from one replica is sent to the next at once, instead of waiting out a backoff on a replica
+ * that died: the agent's liveness never depends on the replica it joined through. A replica's
+ * refusal (revoked, invalid, unknown instance) is an answer, the same on every replica, and is
+ * not sent elsewhere. A typed machine_revoked refusal (issue 37) ends the link for good.
  */
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   AgentGatewayService,
@@ -24,7 +31,12 @@ import type { Logger } from "../../shared/logger.js";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 
 export interface ControllerLinkOptions {
-  controllerUrl: string;
+  /**
+   * The gateway URLs worth trying, best first, asked before every attempt: the replicas this
+   * agent holds a live reverse link to, then the live replicas the fleet named, then the ones
+   * it was started with. Never empty.
+   */
+  controllerUrls: () => string[];
   /** The current certificate, key and pinned CA (they change when the certificate is renewed). */
   tls: () => TlsMaterial;
   machine: string;
@@ -44,28 +56,68 @@ export interface ControllerLinkOptions {
 export interface ControllerLink {
   /** Resolves after the first successful registration. */
   readonly registered: Promise<void>;
-  /** Report the current seats now (after a seat was added or changed). */
   /** Reports the seat list: `seats` when given (already inspected), else inspected now. */
   reportSeats(seats?: Seat[]): Promise<void>;
   /** Hands worker reports to the controller; returns the ids it now holds. */
   submitWorkerReports(reports: { id: string; seatName: string; text: string; createdAtMs: number }[]): Promise<string[]>;
   /** Use the current certificate for new connections (after a renewal). */
   reconnect(): void;
-  /** The gateway client and this agent's identity, for the worker endpoint's calls (node-agent/worker-link/); after a renewal, the reconnected one. */
+  /** The gateway client of the replica that answered last, for the worker endpoint's calls (node-agent/worker-link/); never retried elsewhere by this link. */
   readonly gateway: Client<typeof AgentGatewayService>;
+  /** The gateway URL that answered last. */
+  readonly currentUrl: string;
   readonly machine: string;
   readonly instanceId: string;
   stop(): void;
 }
 
+/** Answers that every replica would give alike: sending the call elsewhere cannot change them. */
+const FINAL = new Set<Code>([Code.InvalidArgument, Code.FailedPrecondition, Code.PermissionDenied, Code.Unauthenticated, Code.NotFound, Code.AlreadyExists]);
+
+/** Whether a failed call says nothing about the fleet, only about the replica it went to. */
+export function triesNextReplica(e: unknown): boolean {
+  return !(e instanceof ConnectError && FINAL.has(e.code));
+}
+
 export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
-  const connect = () => createClient(AgentGatewayService, createGrpcTransport({ baseUrl: o.controllerUrl, nodeOptions: o.tls() }));
-  let client = connect();
+  const clients = new Map<string, Client<typeof AgentGatewayService>>();
+  const clientFor = (url: string) => {
+    let c = clients.get(url);
+    if (!c) clients.set(url, (c = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: url, nodeOptions: o.tls() }))));
+    return c;
+  };
+  let current = o.controllerUrls()[0]!;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   let heartbeatMs = 5000;
   let resolveRegistered!: () => void;
   const registered = new Promise<void>((r) => (resolveRegistered = r));
+
+  /** The last replica that answered first, then the others in the caller's order. */
+  const candidates = () => [...new Set([current, ...o.controllerUrls()])];
+
+  /**
+   * One call, sent to the next replica at once when a replica gives no answer. Throws the last
+   * failure when none answered, or a replica's final refusal as soon as one gives it.
+   */
+  const anyReplica = async <T>(what: string, call: (c: Client<typeof AgentGatewayService>, lastTry: boolean) => Promise<T>): Promise<T> => {
+    let last: unknown;
+    const urls = candidates();
+    for (const [i, url] of urls.entries()) {
+      if (stopped) break;
+      try {
+        const res = await call(clientFor(url), i === urls.length - 1);
+        if (url !== current) o.logger.info("the gateway moved to another replica", { from: current, to: url, call: what });
+        current = url;
+        return res;
+      } catch (e) {
+        last = e;
+        if (!triesNextReplica(e)) throw e;
+        o.logger.debug("a replica gave no answer; trying the next", { url, call: what, error: (e as Error).message });
+      }
+    }
+    throw last ?? new FleetError(ErrorCode.Unavailable, "the link has stopped");
+  };
 
   const schedule = (fn: () => Promise<void>, ms: number) => {
     if (stopped) return;
@@ -75,23 +127,26 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
 
   const register = async (backoffMs = 200): Promise<void> => {
     try {
-      const res = await client.register(
-        create(RegisterRequestSchema, {
-          machine: o.machine,
-          endpoint: o.endpoint,
-          agentToken: o.agentToken,
-          capabilityVersion: CAPABILITY_VERSION,
-          platform: o.platform,
-          agentVersion: o.agentVersion,
-          seats: await o.seats(),
-          instanceId: o.instanceId,
-        }),
-        { timeoutMs: 5000 },
+      const seats = await o.seats();
+      const res = await anyReplica("register", (c) =>
+        c.register(
+          create(RegisterRequestSchema, {
+            machine: o.machine,
+            endpoint: o.endpoint,
+            agentToken: o.agentToken,
+            capabilityVersion: CAPABILITY_VERSION,
+            platform: o.platform,
+            agentVersion: o.agentVersion,
+            seats,
+            instanceId: o.instanceId,
+          }),
+          { timeoutMs: 5000 },
+        ),
       );
       heartbeatMs = res.heartbeatIntervalMs || heartbeatMs;
       if (stopped) return;
       o.onReplicas?.(res.replicaAgentUrls);
-      o.logger.info("registered with the controller", { controller: o.controllerUrl, machine: o.machine });
+      o.logger.info("registered with the controller", { controller: current, machine: o.machine });
       resolveRegistered();
       schedule(heartbeat, heartbeatMs);
     } catch (e) {
@@ -101,14 +156,19 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         o.onRevoked?.(err.message);
         return;
       }
-      o.logger.warn("registration failed; retrying", { error: (e as Error).message, retryInMs: backoffMs });
+      o.logger.warn("registration failed on every known replica; retrying", { error: (e as Error).message, replicas: candidates(), retryInMs: backoffMs });
       schedule(() => register(Math.min(backoffMs * 2, 5000)), backoffMs);
     }
   };
 
   const heartbeat = async (): Promise<void> => {
     try {
-      const res = await client.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: 5000 });
+      // A replica that does not answer within one interval is left for the next one, so the
+      // machine's last heartbeat is never more than about two intervals old (offline is three).
+      // The last one left gets the full 5 s: a busy lone controller is not made to take every
+      // agent's registration again on top of its load.
+      const quick = Math.min(5000, Math.max(1000, heartbeatMs));
+      const res = await anyReplica("heartbeat", (c, lastTry) => c.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: lastTry ? 5000 : quick }));
       if (stopped) return;
       if (!res.known) return register();
       o.onReplicas?.(res.replicaAgentUrls);
@@ -124,28 +184,31 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
   return {
     registered,
     get gateway() {
-      return client;
+      return clientFor(current);
+    },
+    get currentUrl() {
+      return current;
     },
     machine: o.machine,
     instanceId: o.instanceId,
     async reportSeats(seats) {
       await registered;
-      await client.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: seats ?? (await o.seats()) }), { timeoutMs: 5000 });
+      const wire = seats ?? (await o.seats());
+      await anyReplica("report seats", (c) => c.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: wire }), { timeoutMs: 5000 }));
     },
     async submitWorkerReports(reports) {
       await registered;
-      const res = await client.submitWorkerReports(
-        create(SubmitWorkerReportsRequestSchema, {
-          machine: o.machine,
-          instanceId: o.instanceId,
-          reports: reports.map((r) => create(WorkerReportSchema, { id: r.id, seatName: r.seatName, text: r.text, createdUnixMs: BigInt(r.createdAtMs) })),
-        }),
-        { timeoutMs: 5000 },
-      );
+      const req = create(SubmitWorkerReportsRequestSchema, {
+        machine: o.machine,
+        instanceId: o.instanceId,
+        reports: reports.map((r) => create(WorkerReportSchema, { id: r.id, seatName: r.seatName, text: r.text, createdUnixMs: BigInt(r.createdAtMs) })),
+      });
+      // Safe to send to another replica: the controller keeps a report once by its id.
+      const res = await anyReplica("worker reports", (c) => c.submitWorkerReports(req, { timeoutMs: 5000 }));
       return res.acceptedIds;
     },
     reconnect() {
-      client = connect();
+      clients.clear();
     },
     stop() {
       stopped = true;

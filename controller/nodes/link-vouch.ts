@@ -1,0 +1,84 @@
+/**
+ * A machine is online while it heartbeats through any replica OR any replica holds a live link
+ * it answers on (ADR 0038). Heartbeats already go through whichever replica answers; this is
+ * the second half. Twice per heartbeat interval, a replica looks at the machines it holds reverse
+ * links to whose last heartbeat is late (more than one and a half intervals old: a heartbeat on
+ * time never is), asks each a question over its link (an InspectSeat of no seat, which the
+ * agent refuses at once without touching a seat), and marks the ones that answered as seen.
+ *
+ * So an agent whose heartbeats are delayed (the replica it sent them through died, and it has
+ * not moved on yet) is not shown offline, and its in-flight deliveries on every replica are not
+ * cut (liveness.ts reads the same row). A frozen or vanished agent answers nothing: its row ages
+ * as before and rule 55's 10 s holds. A late row is looked at within half an interval and the
+ * question takes at most one more second, so it is marked seen before three intervals (offline)
+ * have passed. At idle this is one read per replica per half interval that matches nothing; the
+ * agents are asked only while their heartbeats are late.
+ */
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { and, inArray, lt } from "drizzle-orm";
+import type { Db } from "../db/open.js";
+import { machines } from "../db/schema.js";
+import { InspectSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import type { AgentClients } from "./agent-clients.js";
+import type { Logger } from "../../shared/logger.js";
+
+/** Codes that only the agent's own service gives: it read the request and answered. */
+const ANSWERED = new Set<Code>([Code.NotFound, Code.InvalidArgument, Code.FailedPrecondition, Code.Unauthenticated, Code.PermissionDenied]);
+
+export interface LinkVouchOptions {
+  db: Db;
+  agents: Pick<AgentClients, "get">;
+  /** The machines this replica holds a reverse link to. */
+  linked: () => string[];
+  heartbeatIntervalMs: number;
+  now: () => Date;
+  logger: Logger;
+}
+
+/** Whether the agent answers on this replica's link within `timeoutMs`. */
+export async function answersOnLink(agents: Pick<AgentClients, "get">, m: { name: string; endpoint: string; agentToken: string }, timeoutMs: number): Promise<boolean> {
+  const conn = agents.get(m.name, m.endpoint, m.agentToken);
+  try {
+    await conn.client.inspectSeat(create(InspectSeatRequestSchema, { seatName: "" }), { timeoutMs });
+    return true;
+  } catch (e) {
+    return e instanceof ConnectError && ANSWERED.has(e.code);
+  }
+}
+
+/** One pass: the late machines this replica is linked to that answered, now marked seen. */
+export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
+  const names = o.linked();
+  if (names.length === 0) return [];
+  const late = new Date(o.now().getTime() - o.heartbeatIntervalMs * 1.5);
+  const rows = await o.db
+    .select({ name: machines.name, endpoint: machines.endpoint, agentToken: machines.agentToken })
+    .from(machines)
+    .where(and(inArray(machines.name, names), lt(machines.lastSeenAt, late)));
+  if (rows.length === 0) return [];
+  const timeoutMs = Math.max(200, Math.min(1000, o.heartbeatIntervalMs / 2));
+  const answered = (await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))).filter((n): n is string => !!n);
+  if (answered.length === 0) return [];
+  // Only rows still late: a heartbeat that arrived meanwhile is newer than this answer.
+  await o.db
+    .update(machines)
+    .set({ lastSeenAt: o.now() })
+    .where(and(inArray(machines.name, answered), lt(machines.lastSeenAt, late)));
+  o.logger.info("machines answering on this replica's links are kept online while their heartbeats are late", { machines: answered });
+  return answered;
+}
+
+/** Runs `vouchForLinked` twice per heartbeat interval until stopped. */
+export function startLinkVouch(o: LinkVouchOptions): { stop(): void } {
+  let running = false;
+  const timer = setInterval(() => {
+    if (running) return;
+    running = true;
+    vouchForLinked(o)
+      .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
+      .finally(() => (running = false));
+  }, o.heartbeatIntervalMs / 2);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
+}
