@@ -186,6 +186,23 @@ export const seatTurns = pgTable("seat_turns", {
   expiresAt: at("expires_at").notNull(),
 });
 
+/**
+ * The seats' fleet-wide lines (ADR 0039): one row per delivery (or notice, or stop) of any controller
+ * waiting for a seat's turn, in admission order. A settle hands the seat's lease to the oldest live
+ * row; a row lives until its turn comes or its wait (the 25 s rule) is over, and counts only while
+ * its controller is alive.
+ */
+export const seatWaiters = pgTable(
+  "seat_waiters",
+  {
+    holder: text("holder").primaryKey(),
+    seatId: text("seat_id").notNull(),
+    admittedAt: at("admitted_at").notNull(),
+    expiresAt: at("expires_at").notNull(),
+  },
+  (t) => [index("seat_waiters_line_idx").on(t.seatId, t.admittedAt, t.holder)],
+);
+
 /** Per-fleet settings the owner sets; a missing row means every default (peer messages off). */
 export const fleetSettings = pgTable("fleet_settings", {
   fleet: text("fleet").primaryKey(),

@@ -17,7 +17,8 @@ import { journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
 import { UNATTENDED_RELEASE_AFTER_MS } from "./dispatch.js";
-import type { SeatTurn } from "./turn.js";
+import { SEAT_TURN_WAIT_MS, type SeatTurn } from "./turn.js";
+import { lineIsEmpty } from "./turn-statements.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
@@ -145,7 +146,8 @@ export function onLateAdmission(deps: PipelineDeps, call: { id: string }, admitt
 /**
  * Admission of one message_seat call in ONE statement, one commit (ADR 0013): the operator
  * call receipt, the delivery receipt in "dispatching" (with the occupant it is admitted for, rule
- * 30) and the seat's turn lease are inserted,
+ * 30) and the seat's turn lease (when the seat is free and its line empty) or its place in the
+ * seat's fleet-wide line (ADR 0039) are inserted,
  * and the seat with its machine, the content fence, whether a stale fence waits for the
  * unattended release and the settled originals still to report as `previous` are read.
  * Nothing reaches an agent before this commit. A repeated id inserts nothing (cold path:
@@ -164,6 +166,8 @@ export interface AdmitParams {
   /** The lease holder this delivery would be: `instance:deliveryId`. */
   holder: string;
   leaseSeconds: number;
+  /** How long its place in the seat's line lasts (the 25 s rule, ADR 0039). */
+  turnWaitSeconds: number;
   /** Abandoned originals settled after this still refuse their exact content. */
   abandonedSince: Date;
   /** Open fences opened before this are due for the unattended release. */
@@ -192,8 +196,13 @@ receipt as (
 ),
 lease as (
   insert into seat_turns (seat_id, holder, expires_at)
-  select seat_id, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) from receipt
+  select seat_id, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) from receipt where ${lineIsEmpty(sql`receipt.seat_id`)}
   on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now()
+  returning holder
+),
+queued as (
+  insert into seat_waiters (holder, seat_id, admitted_at, expires_at)
+  select ${p("holder")}::text, seat_id, now(), now() + make_interval(secs => ${p("turnWaitSeconds")}::float8) from receipt where not exists (select 1 from lease)
   returning holder
 ),
 original as (
@@ -232,6 +241,7 @@ export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Ad
     inReplyTo: a.inReplyTo,
     holder: a.holder,
     leaseSeconds: a.leaseSeconds,
+    turnWaitSeconds: a.turnWaitSeconds,
     abandonedSince: ts(a.abandonedSince),
     staleBefore: ts(a.staleBefore),
   }, late && ((rows) => rows[0] && late(admittedOf(rows[0]))));
@@ -300,6 +310,7 @@ export async function admitInOrder(
         inReplyTo: input.inReplyTo ?? null,
         holder,
         leaseSeconds: leaseMsOf(deps) / 1000,
+        turnWaitSeconds: (deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000,
         abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
       }, (late) => onLateAdmission(deps, { id }, late));
@@ -316,7 +327,7 @@ export async function admitInOrder(
     if (a.inserted) admittedHere(deps).add(id);
     // Entering the turn here, before the next admission of this conversation, keeps the order.
     const dispatchable = a.inserted && a.seatsMatched === 1 && a.seat?.machine;
-    const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken, deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
+    const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken ? "lease" : "queued", deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
     return { admitted: a, entered };
   });
 }

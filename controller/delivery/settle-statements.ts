@@ -11,12 +11,13 @@ import { CallState, settleCall } from "../journal/call-receipts.js";
 import { json, p, statement, ts } from "../journal/statements.js";
 import { settlements, type DeliveryReceipt } from "../db/schema.js";
 import { resolveFence } from "../journal/fences.js";
+import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn-statements.js";
 
 /**
  * The settle of one dispatched delivery in ONE statement, one commit (ADR 0013): the call
  * receipt and its lead-facing body, the delivery receipt's outcome, the fence an unresolved
- * outcome leaves, the `previous` originals it reported, and the seat's lease — released, or
- * handed to the next delivery this controller has waiting for the seat. The next delivery
+ * outcome leaves, the `previous` originals it reported, and the seat's lease — handed to the
+ * head of the seat's line, on whichever replica it waits (ADR 0039), or released. The next delivery
  * can only take the turn once this outcome (and its fence) is visible.
  */
 export interface SettleParams {
@@ -29,10 +30,8 @@ export interface SettleParams {
   outcome: DeliveryOutcome;
   /** Settled originals this answer reported as `previous`. */
   previousIds: string[];
-  /** The lease this delivery holds, if any. */
+  /** The lease this delivery holds, if any: it goes to the head of the seat's line, or is released. */
   holder: string | null;
-  /** Hand the lease to this holder instead of deleting it (a local delivery waits for the seat). */
-  nextHolder: string | null;
   leaseSeconds: number;
   now: Date;
 }
@@ -57,20 +56,14 @@ reported as (
   update fences set previous_reported_at = ${p("now")}::timestamptz
   where delivery_id in (select jsonb_array_elements_text(${p("previousIds")}::text::jsonb)) returning delivery_id
 ),
-released as (
-  delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${p("nextHolder")}::text is null returning seat_id
-),
-handed as (
-  update seat_turns set holder = ${p("nextHolder")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
-  where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${p("nextHolder")}::text is not null returning seat_id
-)
+${handOnSql()}
 select (select count(*) from call)::int as calls, (select count(*) from receipt)::int as receipts,
   (select count(*) from released)::int + (select count(*) from handed)::int as lease_moved,
-  (select count(*) from handed)::int as handed
+  (select holder from handed) as handed_to, ${NOTIFIED}
 `);
 
-/** Returns whether the lease went to `nextHolder` (false: released, or it was not ours any more). */
-export async function settleDispatched(db: Db, s: SettleParams): Promise<{ handed: boolean }> {
+/** Returns the holder the lease went to (null: released, or it was not ours any more). */
+export async function settleDispatched(db: Db, s: SettleParams): Promise<{ handedTo: string | null }> {
   const unresolved = isUnresolved(s.outcome.state);
   const [row] = await settleStatement(db).run({
     id: s.id,
@@ -93,11 +86,11 @@ export async function settleDispatched(db: Db, s: SettleParams): Promise<{ hande
     openFence: unresolved,
     previousIds: JSON.stringify(s.previousIds),
     holder: s.holder,
-    nextHolder: s.nextHolder,
     leaseSeconds: s.leaseSeconds,
+    claimSeconds: TURN_CLAIM_MS / 1000,
   });
   if (!row || Number(row.calls) !== 1) throw new Error(`the call receipt ${s.id} was not found to settle`);
-  return { handed: Number(row.handed) === 1 };
+  return { handedTo: row.handed_to ? String(row.handed_to) : null };
 }
 
 /**

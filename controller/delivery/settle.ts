@@ -48,13 +48,12 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
     outcome,
     previousIds,
     holder: turn?.held && !turn.finished ? turn.holder : null,
-    nextHolder: turn?.held && !turn.finished ? turn.nextHolder() : null,
     leaseSeconds: leaseMsOf(deps) / 1000,
     now: deps.now(),
   };
   try {
-    const { handed } = await traceSettle(() => settleDispatched(deps.db, params));
-    turn?.settled(handed);
+    const { handedTo } = await traceSettle(() => settleDispatched(deps.db, params));
+    turn?.settled(handedTo);
     deps.onJournalChange();
     if (isUnresolved(outcome.state)) deps.onFenceChange?.(d.seatId);
     return undefined;
@@ -63,7 +62,7 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
     deps.metrics?.journalError("settle");
     // The retry never touches the lease: the turn passes on now and its lease is given back
     // once the journal answers (a settle that commits late may have handed it on already).
-    deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, { ...params, holder: null, nextHolder: null });
+    deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, { ...params, holder: null });
     if (turn) deps.turns.leaveLater(turn);
     return e;
   }

@@ -1,24 +1,37 @@
 /**
- * message_seat, step two: the seat's turn. Deliveries to one seat take turns (ADR 0207, VUH-2779), in the
- * order this controller admitted them; the turn is an in-process FIFO per seat over the database lease
- * (one row per seat in seat_turns), so the two are one thing here: the FIFO orders the waiters, the lease
- * orders the controllers. The admission statement (admit-statement.ts) takes a free seat's lease, the settle
- * statement (settle-statements.ts) gives it back or hands it on; the statements below cover the rest.
+ * message_seat, step two: the seat's turn. Deliveries to one seat take turns (ADR 0207, VUH-2779) in the
+ * FLEET-WIDE admission order (ADR 0039): the line is in the journal (seat_waiters, one row per waiting
+ * delivery of any replica), the turn is the seat's lease (seat_turns). The admission statement takes a free
+ * seat's lease or joins the line; the settle statement hands the lease to the head of the line, whichever
+ * replica it is on. This file is the in-process side: which of this controller's deliveries waits, and
+ * when one of them got the lease. Its SQL is in turn-statements.ts.
  */
 import type { Db } from "../db/open.js";
-import { sql } from "drizzle-orm";
-import { p, statement } from "../journal/statements.js";
+import { joinTurn, listenForTurns, passTurn, pollTurn, releaseLeaseWhenBack } from "./turn-statements.js";
 
-/*
- * Deliveries to one seat take turns (ADR 0207, VUH-2779), in the order this controller
- * admitted them: a later message waits for the one in flight, bounded at 25 s, then takes
- * the ordinary checks without the turn. Within this process a FIFO per seat orders the
- * waiters and the database lease (below) is handed from one to the next inside the
- * settle statement, so a busy seat costs no extra statement per delivery; across
- * controllers the lease alone decides (whoever polls first after a release).
- */
+export { TURN_CLAIM_MS, handLease, releaseLease, takeSeatLease, tryTakeLease, type SeatLease } from "./turn-statements.js";
+
 /** How long a message waits for the seat's turn before it takes the ordinary checks anyway. */
 export const SEAT_TURN_WAIT_MS = 25_000;
+
+/**
+ * A controller with waiters and no turn on the seat asks the journal this often whether one got it;
+ * less often while it hears hand-offs (LISTEN), when the poll only catches a freed or unclaimed lease.
+ */
+const POLL_MS = 25;
+const POLL_LISTENING_MS = 100;
+
+/**
+ * A lease handed to one of this controller's holders that is not waiting here (its admission's answer
+ * is still on its way, or it gave up, or its admission was refused): kept this long for it, then passed on.
+ */
+const UNCLAIMED_MS = 1_000;
+
+/**
+ * How a delivery comes to the turn: the admission statement took the free seat's lease ("lease") or
+ * put it in the seat's line ("queued"). Notices and stops come without an admission and join here.
+ */
+export type TurnAdmission = "lease" | "queued";
 
 /** The seat's turn as one delivery (or notice, or stop) holds it. */
 export interface SeatTurn {
@@ -27,176 +40,231 @@ export interface SeatTurn {
   /** This holder has the seat's database lease. False after a 25 s wait: it goes on without the turn. */
   readonly held: boolean;
   readonly waitedMs: number;
-  /** The holder the settle statement should hand the lease to (the next local waiter), or null to release it. */
-  nextHolder(): string | null;
-  /** The settle statement moved the lease: `handed` to `nextHolder()`, or released. */
-  settled(handed: boolean): void;
-  /** The lease was moved (or never held): nothing left to give back. */
+  /** The settle statement gave the lease up: to `handedTo` (the head of the line), or released (null). */
+  settled(handedTo: string | null): void;
+  /** The lease was given up (or never held): nothing left to give back. */
   readonly finished: boolean;
 }
 
-type Grant = "lease" | "free" | "timeout";
-
-interface Waiter {
-  holder: string;
-  grant: (g: Grant) => void;
-}
-
 interface SeatQueue {
-  /** A local delivery is in its turn (or polling the lease for it). */
-  busy: boolean;
-  waiters: Waiter[];
+  /** This controller's holder that has the seat's lease (or has been handed it), if any. */
+  current: string | null;
+  /** This controller's deliveries in the seat's line, by holder: given the turn, or the journal's error. */
+  waiters: Map<string, (held: boolean | Error) => void>;
+  /** Holders handed the lease before they (re)appeared here; see UNCLAIMED_MS. */
+  unclaimed: Set<string>;
+  polling: boolean;
+  /** Ends the poll's pause now: a hand-off to this controller was heard. */
+  wake?: (() => void) | undefined;
 }
 
 export class SeatTurns {
   private readonly seats = new Map<string, SeatQueue>();
+  private readonly prefix: string;
+  private listening: Promise<(() => Promise<void>) | undefined>;
+  private hearing = false;
 
   constructor(
     private readonly db: Db,
     private readonly leaseMs: number,
+    private readonly instanceId: string,
     private readonly onError: (what: string, e: Error) => void = () => {},
-  ) {}
+  ) {
+    this.prefix = `${instanceId}:`;
+    // A hand-off from another replica wakes this one's poll (ADR 0039); without it, the poll alone.
+    this.listening = listenForTurns(db, instanceId, () => {
+      for (const q of this.seats.values()) q.wake?.();
+    }).then((stop) => {
+      this.hearing = stop !== undefined;
+      return stop;
+    }, (e: Error) => {
+      onError("seat turn hand-offs cannot be heard; polling for them", e);
+      return undefined;
+    });
+  }
+
+  /** Stops hearing hand-offs (the database's close ends it too). */
+  async close(): Promise<void> {
+    const stop = await this.listening;
+    this.listening = Promise.resolve(undefined);
+    this.hearing = false;
+    await stop?.().catch(() => {});
+  }
 
   /** Local waiters for a seat (tests and the dashboard). */
   waiting(seatId: string): number {
-    return this.seats.get(seatId)?.waiters.length ?? 0;
+    return this.seats.get(seatId)?.waiters.size ?? 0;
   }
 
   /**
-   * Enters the seat's turn. `leaseTaken`: the admission statement already took the lease as
-   * `holder`. Resolves once it is this holder's turn, or after `waitMs` without it.
+   * Enters the seat's turn. Resolves once it is this holder's turn, or after `waitMs` without it.
+   * `admission`: what the admission statement did; absent, the holder joins the line here (one statement).
    */
-  async enter(seatId: string, holder: string, leaseTaken: boolean, waitMs = SEAT_TURN_WAIT_MS, signal?: AbortSignal): Promise<SeatTurn> {
+  async enter(seatId: string, holder: string, admission?: TurnAdmission, waitMs = SEAT_TURN_WAIT_MS, signal?: AbortSignal): Promise<SeatTurn> {
     const started = performance.now();
-    const deadline = started + waitMs;
-    let q = this.seats.get(seatId);
-    if (!q) this.seats.set(seatId, (q = { busy: false, waiters: [] }));
-    let held = false;
-    if (leaseTaken && !q.busy && !q.waiters.length) {
-      // The lease was free at admission and nobody here is ahead of this delivery.
-      q.busy = true;
-      held = true;
-    } else {
-      // A delivery admitted earlier is still polling for the lease the previous settle released:
-      // give it back and take the place in line, so admission order holds.
-      if (leaseTaken) void releaseLease(this.db, seatId, holder).catch(() => this.releaseLater(seatId, holder));
-      let grant: Grant = "free";
-      if (q.busy || q.waiters.length) {
-        grant = await new Promise<Grant>((resolve) => {
-          const w: Waiter = { holder, grant: resolve };
-          q.waiters.push(w);
-          const give = (g: Grant) => {
-            clearTimeout(timer);
-            signal?.removeEventListener("abort", abort);
-            resolve(g);
-          };
-          w.grant = give;
-          const leave = () => {
-            const i = q.waiters.indexOf(w);
-            if (i >= 0) q.waiters.splice(i, 1);
-            give("timeout");
-          };
-          const timer = setTimeout(leave, Math.max(0, deadline - performance.now()));
-          const abort = () => leave();
-          signal?.addEventListener("abort", abort, { once: true });
-        });
-      }
-      q.busy = grant !== "timeout" || q.busy;
-      if (grant === "lease") held = true;
-      else if (grant === "free") {
-        // First here: another controller may still hold the seat.
-        held = await pollLease(this.db, seatId, holder, this.leaseMs, deadline, signal).catch((e: Error) => {
-          this.handOn(seatId, undefined);
-          throw e;
-        });
-        if (!held) this.handOn(seatId, undefined);
-      }
-    }
-    const waitedMs = performance.now() - started;
+    let held = admission === "lease";
+    if (!admission) held = await joinTurn(this.db, seatId, holder, this.leaseMs, waitMs);
+    const q = this.queue(seatId);
+    if (held) q.current = holder;
+    else held = await this.wait(seatId, q, holder, started + waitMs, signal);
     let done = !held;
-    let next: string | null = null;
-    const turn: SeatTurn = {
+    return {
       seatId,
       holder,
       held,
-      waitedMs,
+      waitedMs: performance.now() - started,
       get finished() {
         return done;
       },
-      nextHolder: () => (next = held ? (q.waiters[0]?.holder ?? null) : null),
-      settled: (handed) => {
+      settled: (handedTo) => {
         if (done) return;
         done = true;
-        this.handOn(seatId, handed ? (next ?? undefined) : undefined, holder);
+        this.moved(seatId, holder, handedTo);
       },
     };
-    return turn;
   }
 
-  /** Gives a turn back without a settle statement (a notice, a stop, a failed settle). */
+  /** Gives a turn back without a settle statement (a notice, a stop): one statement. */
   async leave(turn: SeatTurn): Promise<void> {
     if (turn.finished) return;
-    const next = turn.nextHolder();
     try {
-      const handed = next ? await handLease(this.db, turn.seatId, turn.holder, next, this.leaseMs) : (await releaseLease(this.db, turn.seatId, turn.holder), false);
-      turn.settled(handed);
+      const r = await passTurn(this.db, turn.seatId, turn.holder, this.leaseMs);
+      turn.settled(r.handedTo);
     } catch {
-      // Given back once the journal answers again; the next local waiter polls for it.
+      // Given back once the journal answers again; a waiter here polls for it meanwhile.
       this.releaseLater(turn.seatId, turn.holder);
-      turn.settled(false);
+      turn.settled(null);
     }
   }
 
   /**
    * Gives a turn back after its settle statement failed, without waiting for the journal: the
-   * turn passes on now (the next waiter polls for the lease) and the lease is released once the
-   * journal answers, or expires. A journal that answers nothing would otherwise hold the lead's
-   * answer for a second deadline, that of the release statement.
+   * turn passes on now and the lease is released once the journal answers, or expires. A
+   * settle that commits late may have handed it on already; the waiters here poll for it.
    */
   leaveLater(turn: SeatTurn): void {
     if (turn.finished) return;
     this.releaseLater(turn.seatId, turn.holder, "seat lease release after a failed settle failed");
-    turn.settled(false);
+    turn.settled(null);
+  }
+
+  private queue(seatId: string): SeatQueue {
+    let q = this.seats.get(seatId);
+    if (!q) this.seats.set(seatId, (q = { current: null, waiters: new Map(), unclaimed: new Set(), polling: false }));
+    return q;
+  }
+
+  /** Waits in the line until the lease comes to `holder` (true) or the wait is over (false). */
+  private wait(seatId: string, q: SeatQueue, holder: string, deadline: number, signal?: AbortSignal): Promise<boolean> {
+    // Handed the lease while its admission's answer was on its way.
+    if (q.unclaimed.delete(holder)) return Promise.resolve(true);
+    return new Promise<boolean>((resolve, reject) => {
+      const grant = (held: boolean | Error) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", giveUp);
+        if (held instanceof Error) reject(held);
+        else resolve(held);
+      };
+      const giveUp = () => {
+        if (q.waiters.get(holder) !== grant) return;
+        q.waiters.delete(holder);
+        grant(false);
+        // Out of the line; a lease handed to it meanwhile goes on to the next.
+        this.passOn(seatId, holder);
+      };
+      q.waiters.set(holder, grant);
+      const timer = setTimeout(giveUp, Math.max(0, deadline - performance.now()));
+      signal?.addEventListener("abort", giveUp, { once: true });
+      if (signal?.aborted) giveUp();
+      this.pump(seatId, q);
+    });
   }
 
   /**
-   * The turn passed on: to the waiter the lease was handed to (`handedTo`), else to the head
-   * waiter, who then polls the lease itself. A handed-to waiter that already gave up gets its
-   * lease moved on (or released) in the background.
+   * The lease left `from` (null: found by a poll) for `to` (null: released). A holder of this
+   * controller that waits here gets its turn; one that does not is kept for a moment (UNCLAIMED_MS).
    */
-  private handOn(seatId: string, handedTo: string | undefined, from?: string): void {
-    const q = this.seats.get(seatId);
-    if (!q) return;
-    if (handedTo) {
-      const i = q.waiters.findIndex((w) => w.holder === handedTo);
-      if (i >= 0) {
-        const [w] = q.waiters.splice(i, 1);
-        w!.grant("lease");
-        return;
-      }
-      // Gone after 25 s: the lease is in its name; move it to the new head, or give it back.
-      const head = q.waiters.shift();
-      const fix = head ? handLease(this.db, seatId, handedTo, head.holder, this.leaseMs).then((ok) => head.grant(ok ? "lease" : "free")) : releaseLease(this.db, seatId, handedTo);
-      void fix.catch(() => {
-        this.releaseLater(seatId, handedTo, `seat lease of ${from ?? handedTo} could not be moved`);
-        head?.grant("free");
-      });
-      if (!head) this.idle(seatId, q);
-      return;
+  private moved(seatId: string, from: string | null, to: string | null): void {
+    const q = this.queue(seatId);
+    if (from !== null && q.current === from) q.current = null;
+    if (to?.startsWith(this.prefix)) {
+      q.current = to;
+      const grant = q.waiters.get(to);
+      if (grant) {
+        q.waiters.delete(to);
+        grant(true);
+      } else this.keepUnclaimed(seatId, q, to);
     }
-    const head = q.waiters.shift();
-    if (head) head.grant("free");
-    else this.idle(seatId, q);
+    this.pump(seatId, q);
+  }
+
+  private keepUnclaimed(seatId: string, q: SeatQueue, holder: string): void {
+    q.unclaimed.add(holder);
+    setTimeout(() => {
+      if (q.unclaimed.delete(holder)) this.passOn(seatId, holder);
+    }, UNCLAIMED_MS).unref();
+  }
+
+  /** Takes `holder` out of the line and passes its lease (if it has it) to the head of the line. */
+  private passOn(seatId: string, holder: string): void {
+    passTurn(this.db, seatId, holder, this.leaseMs).then(
+      (r) => (r.moved ? this.moved(seatId, holder, r.handedTo) : this.moved(seatId, holder, null)),
+      () => {
+        this.releaseLater(seatId, holder);
+        this.moved(seatId, holder, null);
+      },
+    );
+  }
+
+  /** With waiters and no turn here, polls the journal; with neither, forgets the seat. */
+  private pump(seatId: string, q: SeatQueue): void {
+    if (q.polling || q.current !== null) return;
+    if (q.waiters.size) void this.poll(seatId, q);
+    else if (!q.unclaimed.size && this.seats.get(seatId) === q) this.seats.delete(seatId);
+  }
+
+  /**
+   * Another controller has the turn (or the lease was freed under a waiter): asks until the lease
+   * comes to one of this controller's holders. The poll also moves a free lease to the head of the
+   * line wherever it waits, so a line whose head is elsewhere never stalls.
+   */
+  private async poll(seatId: string, q: SeatQueue): Promise<void> {
+    q.polling = true;
+    let got: string | null = null;
+    while (!got && q.current === null && q.waiters.size) {
+      let woken = false;
+      q.wake = () => void (woken = true);
+      try {
+        got = await pollTurn(this.db, seatId, this.instanceId, this.leaseMs);
+      } catch (e) {
+        // The journal is away: the waiters here end now, not sent (nothing reached the agent),
+        // rather than after their 25 s; each leaves the line once the journal answers.
+        this.onError("seat turn poll failed", e as Error);
+        for (const [holder, grant] of [...q.waiters]) {
+          q.waiters.delete(holder);
+          grant(e as Error);
+          this.passOn(seatId, holder);
+        }
+      }
+      if (!got && !woken) {
+        await new Promise<void>((r) => {
+          const timer = setTimeout(r, this.hearing ? POLL_LISTENING_MS : POLL_MS);
+          q.wake = () => {
+            clearTimeout(timer);
+            r();
+          };
+        });
+      }
+    }
+    q.wake = undefined;
+    q.polling = false;
+    if (got) this.moved(seatId, null, got);
+    else this.pump(seatId, q);
   }
 
   /** A release the journal refused: retried until it commits, or until the lease has expired anyway. */
   private releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
     releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e));
-  }
-
-  private idle(seatId: string, q: SeatQueue): void {
-    q.busy = false;
-    if (!q.waiters.length) this.seats.delete(seatId);
   }
 }
 
@@ -208,104 +276,13 @@ export class SeatTurns {
  */
 export async function withSeatTurn<T>(
   turns: SeatTurns,
-  seat: { seatId: string; holder: string; leaseTaken?: boolean; signal?: AbortSignal | undefined; waitMs?: number | undefined; entered?: Promise<SeatTurn> },
+  seat: { seatId: string; holder: string; signal?: AbortSignal | undefined; waitMs?: number | undefined; entered?: Promise<SeatTurn> },
   fn: (turn: SeatTurn) => Promise<T>,
 ): Promise<T> {
-  const turn = await (seat.entered ?? turns.enter(seat.seatId, seat.holder, seat.leaseTaken ?? false, seat.waitMs ?? SEAT_TURN_WAIT_MS, seat.signal));
+  const turn = await (seat.entered ?? turns.enter(seat.seatId, seat.holder, undefined, seat.waitMs ?? SEAT_TURN_WAIT_MS, seat.signal));
   try {
     return await fn(turn);
   } finally {
     await turns.leave(turn);
   }
-}
-
-/*
- * The lease. One delivery per seat at a time across every controller on the journal (ADR 0207,
- * VUH-2779): a lease row per seat. The hot path takes it inside the admission statement
- * (admit.ts) and gives it back, or hands it on, inside the settle statement
- * (settle-statements.ts). These are the prepared statements for the other cases: a seat that
- * was busy at admission, a notice, a stop, and a lease given back without a settle. No
- * connection is held while waiting; a lease whose holder died expires and is taken over,
- * and recovery frees a dead controller's leases at once (journal/instances.ts).
- */
-const POLL_MS = 25;
-
-// A holder names one delivery (or notice, or stop) of one controller, so a lease already in
-// its name is its own: a settle its controller gave up on (no answer within the deadline,
-// ADR 0033) can still commit later and hand the lease to the next waiter, which then polls
-// for it as for a free seat. It takes it at once; it waited out the 25 s before.
-const takeStatement = statement<Record<string, unknown>>("take_turn", () => sql`
-insert into seat_turns (seat_id, holder, expires_at) values (${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8))
-on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
-returning holder
-`);
-
-const releaseStatement = statement<Record<string, unknown>>("release_turn", () => sql`
-delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text
-`);
-
-const handStatement = statement<Record<string, unknown>>("hand_turn", () => sql`
-update seat_turns set holder = ${p("next")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
-where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text returning holder
-`);
-
-/** One try: true when `holder` now has the seat's lease. */
-export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number): Promise<boolean> {
-  const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000 });
-  return rows[0]?.holder === holder;
-}
-
-/** Polls for the lease until `deadline` (a `performance.now()` time); false when it stayed held. */
-export async function pollLease(db: Db, seatId: string, holder: string, leaseMs: number, deadline: number, signal?: AbortSignal): Promise<boolean> {
-  for (;;) {
-    if (await tryTakeLease(db, seatId, holder, leaseMs)) return true;
-    if (performance.now() >= deadline || signal?.aborted) return false;
-    await new Promise((r) => setTimeout(r, POLL_MS));
-  }
-}
-
-export async function releaseLease(db: Db, seatId: string, holder: string): Promise<void> {
-  await releaseStatement(db).run({ seatId, holder });
-}
-
-const RELEASE_RETRY_MS = 250;
-
-/**
- * Releases a lease whose release failed (the journal was away), retrying until it commits or
- * until the lease has expired by itself. Without it the seat stayed taken for the whole lease
- * after the database came back, though its delivery was over (verify: calls stuck 11-16 s
- * behind such leases at each database restart). Deletes only a lease still in `holder`'s name.
- */
-export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void): void {
-  const until = performance.now() + leaseMs;
-  const attempt = () => {
-    releaseLease(db, seatId, holder).catch((e: Error) => {
-      if (performance.now() + RELEASE_RETRY_MS >= until) return onGiveUp(e);
-      setTimeout(attempt, RELEASE_RETRY_MS).unref();
-    });
-  };
-  setTimeout(attempt, RELEASE_RETRY_MS).unref();
-}
-
-/** Moves a lease this process holds to another of its deliveries; false when it was not held. */
-export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number): Promise<boolean> {
-  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000 });
-  return rows.length === 1;
-}
-
-export interface SeatLease {
-  release(): Promise<void>;
-}
-
-/** Takes the seat's lease, or returns undefined when it stayed held for `waitMs` (tests and tools). */
-export async function takeSeatLease(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number): Promise<SeatLease | undefined> {
-  if (!(await pollLease(db, seatId, holder, leaseMs, performance.now() + waitMs))) return undefined;
-  let released = false;
-  return {
-    release: async () => {
-      if (released) return;
-      await releaseLease(db, seatId, holder);
-      released = true;
-    },
-  };
 }

@@ -111,7 +111,7 @@ export class UnrecordedOutcomes {
 export async function recordSpilled(spillFile: string, write: RecordSettle): Promise<number> {
   if (!existsSync(spillFile)) return 0;
   const all = JSON.parse(readFileSync(spillFile, "utf8")) as (PendingSettle & { now: string })[];
-  for (const p of all) await write(isHireSettle(p) || isRefusedAdmission(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null, nextHolder: null });
+  for (const p of all) await write(isHireSettle(p) || isRefusedAdmission(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null });
   rmSync(spillFile, { force: true });
   return all.length;
 }

@@ -55,6 +55,8 @@ export async function recordRefusedAdmission(db: Db, r: RefusedAdmission): Promi
       where d.id = ${r.id} and d.state = ${ReceiptState.Dispatching}
         and exists (select 1 from operator_call_receipts c where c.id = d.id and c.controller_instance = ${r.controllerInstance} and c.result->>'reason' = ${r.reason} and c.state = ${CallState.Settled})`);
     if (r.holder !== null) {
+      // Its place in the seat's line too (ADR 0039): nothing will ever wait there for it.
+      await tx.execute(sql`delete from seat_waiters where holder = ${r.holder}`);
       await tx.execute(sql`
         delete from seat_turns where holder = ${r.holder}
           and exists (select 1 from operator_call_receipts c where c.id = ${r.id} and c.controller_instance = ${r.controllerInstance} and c.result->>'reason' = ${r.reason} and c.state = ${CallState.Settled})`);

@@ -157,7 +157,7 @@ describe(`crash windows (real processes, ${driver})`, () => {
     const direct = postgres(store.databaseUrl!, { max: 1, onnotice: () => {} });
     cleanups.push(() => direct.end());
     await direct`insert into seat_turns (seat_id, holder, expires_at) values ('crashbox/inbox', 'another-controller:x', now() + interval '3 seconds')`;
-    const wentDown = relay.downWhenClientSends("clankie:take_turn");
+    const wentDown = relay.downWhenClientSends("clankie:poll_turn");
     const id = randomUUID();
     const text = "decided while the journal was away";
     const res = await lead.call("message_seat", { seat: "inbox", message: text }, { "clankie/seat-call": { deliveryId: id } });

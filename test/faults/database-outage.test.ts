@@ -90,7 +90,7 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     // The seat is busy at admission (another controller's lease), so the turn is polled for
     // after the receipt committed: the journal goes away at that poll, before any agent call.
     await fleet.controller.database.db.execute(sql`insert into seat_turns (seat_id, holder, expires_at) values ('testbox/inbox', 'another-controller:x', now() + interval '3 seconds')`);
-    const wentDown = proxy.downWhenClientSends("clankie:take_turn");
+    const wentDown = proxy.downWhenClientSends("clankie:poll_turn");
     const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
     await wentDown;
     expect(res.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });

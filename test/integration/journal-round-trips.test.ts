@@ -54,4 +54,37 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
     expect(Math.min(...trips), detail).toBeGreaterThanOrEqual(2);
     console.log(`journal per delivery: round trips ${detail}`);
   });
+
+  it("issue 34 item 4: a busy seat on one replica costs no more round trips per delivery than a free one (the hand-off rides the settle)", async () => {
+    // Four callers on one seat: every delivery but the first finds the seat busy and waits for its turn.
+    const leads = await Promise.all(Array.from({ length: 4 }, () => connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken)));
+    try {
+      const round = async (n: number, tag: string) =>
+        Promise.all(leads.map(async (l, c) => {
+          for (let i = 0; i < n; i++) expect((await l.call("message_seat", { seat: "inbox", message: `${tag} ${c}.${i}` })).structuredContent).toMatchObject({ outcome: "delivered" });
+        }));
+      await round(5, "busy warm");
+      relay.reset();
+      const t0 = performance.now();
+      await round(25, "busy counted");
+      const ms = performance.now() - t0;
+      const c = relay.counts();
+      const perDelivery = c.roundTrips / 100;
+      const kinds = new Map<string, number>();
+      for (const s of c.statements) {
+        const k = /clankie:(\w+)/.exec(s)?.[1] ?? s.slice(0, 30);
+        kinds.set(k, (kinds.get(k) ?? 0) + 1);
+      }
+      const detail = JSON.stringify({ perDelivery, walCommits: c.walCommits / 100, deliveriesPerS: Math.round(100_000 / ms), kinds: Object.fromEntries(kinds) });
+      console.log(`journal per delivery, one seat with 4 callers: ${detail}`);
+      // admit + recheck (the seat was busy at admission) + settle, and the heartbeats of the window.
+      expect(perDelivery, detail).toBeLessThanOrEqual(4);
+      expect(c.walCommits / 100, detail).toBeLessThanOrEqual(2.2);
+      // The turn passes inside the settle statement: no turn statement of its own on one replica.
+      for (const k of ["join_turn", "poll_turn", "pass_turn", "take_turn", "hand_turn", "release_turn"]) expect(kinds.get(k) ?? 0, detail).toBe(0);
+      for (const k of ["admit", "settle", "recheck"]) expect(kinds.get(k) ?? 0, detail).toBeLessThanOrEqual(100);
+    } finally {
+      await Promise.all(leads.map((l) => l.close()));
+    }
+  });
 });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
-import { SeatTurns, withSeatTurn, handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
+import { SeatTurns, TURN_CLAIM_MS, withSeatTurn, handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
 
 describe.each(DRIVERS)("seat turns on %s", (driver) => {
   let database: Database;
@@ -23,6 +23,8 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     const store = await prepareStore(driver);
     database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
     cleanup = store.cleanup;
+    // The line counts a waiter only while its controller heartbeats (ADR 0039).
+    await database.db.execute(sql`insert into controller_instances (id, pid, host) values ('me', 1, 'test'), ('other', 1, 'test'), ('ra', 1, 'test'), ('rb', 1, 'test')`);
   });
   afterAll(async () => {
     await database?.close();
@@ -30,30 +32,39 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
   });
 
   it("twenty waiters are served one at a time in the order they entered, each holding the lease in its turn", async () => {
-    const turns = new SeatTurns(database.db, 30_000);
+    const turns = new SeatTurns(database.db, 30_000, "me");
     const order: number[] = [];
     let inTurn = 0;
-    const all = Array.from({ length: 20 }, (_, i) =>
-      withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
-        inTurn++;
-        expect(inTurn).toBe(1);
-        expect(turn.held).toBe(true);
-        expect(await holderOf("m/fifo")).toBe(`me:${i}`);
-        await new Promise((r) => setTimeout(r, 2));
-        order.push(i);
-        inTurn--;
-      }),
-    );
+    const all: Promise<void>[] = [];
+    let joined!: () => void;
+    const allJoined = new Promise<void>((r) => (joined = r));
+    for (let i = 0; i < 20; i++) {
+      all.push(
+        withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
+          inTurn++;
+          expect(inTurn).toBe(1);
+          expect(turn.held).toBe(true);
+          expect(await holderOf("m/fifo")).toBe(`me:${i}`);
+          // The first keeps the seat until every other one is in the line.
+          await (i === 0 ? allJoined : new Promise((r) => setTimeout(r, 2)));
+          order.push(i);
+          inTurn--;
+        }),
+      );
+      // Each joins the line once the one before it is in it (its join statement answered).
+      while (i > 0 && turns.waiting("m/fifo") < i) await new Promise((r) => setTimeout(r, 1));
+    }
+    joined();
     await Promise.all(all);
     expect(order).toEqual(Array.from({ length: 20 }, (_, i) => i));
     expect(await holderOf("m/fifo")).toBeUndefined();
   });
 
   it("the wait is bounded: after it the message goes on without the turn, and the holder keeps it", async () => {
-    const turns = new SeatTurns(database.db, 30_000);
-    const first = await turns.enter("m/slow", "me:first", false, 10_000);
+    const turns = new SeatTurns(database.db, 30_000, "me");
+    const first = await turns.enter("m/slow", "me:first", undefined, 10_000);
     expect(first.held).toBe(true);
-    const late = await turns.enter("m/slow", "me:late", false, 60);
+    const late = await turns.enter("m/slow", "me:late", undefined, 60);
     expect(late.held).toBe(false);
     expect(await holderOf("m/slow")).toBe("me:first");
     await turns.leave(late);
@@ -64,10 +75,10 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
 
   it("a lease another controller holds is waited for, then taken once it is given back; other seats never wait", async () => {
     expect(await tryTakeLease(database.db, "m/remote", "other:1", 60_000)).toBe(true);
-    const turns = new SeatTurns(database.db, 30_000);
-    const other = await turns.enter("m/free", "me:b", false, 1000);
+    const turns = new SeatTurns(database.db, 30_000, "me");
+    const other = await turns.enter("m/free", "me:b", undefined, 1000);
     expect(other.held).toBe(true);
-    const waiting = turns.enter("m/remote", "me:a", false, 20_000);
+    const waiting = turns.enter("m/remote", "me:a", undefined, 20_000);
     await new Promise((r) => setTimeout(r, 100));
     expect(await holderOf("m/remote")).toBe("other:1");
     // The other controller settles: its lease is deleted, and the waiter takes it.
@@ -80,10 +91,10 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
   });
 
   it("a settle that commits after its deadline handed the lease to the next waiter: that waiter takes its turn at once, not after the 25 s wait", async () => {
-    const turns = new SeatTurns(database.db, 60_000);
-    const first = await turns.enter("m/late", "me:first", false, 1_000);
+    const turns = new SeatTurns(database.db, 60_000, "me");
+    const first = await turns.enter("m/late", "me:first", undefined, 1_000);
     expect(first.held).toBe(true);
-    const next = turns.enter("m/late", "me:next", false, 3_000);
+    const next = turns.enter("m/late", "me:next", undefined, 3_000);
     await new Promise((r) => setTimeout(r, 50));
     // The first delivery's settle statement, given up on by its controller, commits when the
     // database answers again: it hands the lease to the head waiter, as a settle does.
@@ -101,5 +112,68 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     expect(await tryTakeLease(database.db, "m/late", "me:other", 60_000)).toBe(false);
     await turns.leave(t);
     expect(await holderOf("m/late")).toBeUndefined();
+  });
+
+  it("issue 34 item 4: two controllers' waiters are served in the fleet-wide order they joined the line, not each controller's own first", async () => {
+    const a = new SeatTurns(database.db, 30_000, "ra");
+    const b = new SeatTurns(database.db, 30_000, "rb");
+    const served: string[] = [];
+    let inTurn = 0;
+    const take = (turns: SeatTurns, holder: string, holdMs: number) =>
+      withSeatTurn(turns, { seatId: "m/shared", holder }, async (turn) => {
+        inTurn++;
+        expect(inTurn).toBe(1);
+        expect(turn.held).toBe(true);
+        await new Promise((r) => setTimeout(r, holdMs));
+        served.push(holder);
+        inTurn--;
+      });
+    let joinedAll!: () => void;
+    const allJoined = new Promise<void>((r) => (joinedAll = r));
+    const all = [
+      withSeatTurn(a, { seatId: "m/shared", holder: "ra:0" }, async () => {
+        await allJoined;
+        served.push("ra:0");
+      }),
+    ];
+    while (!(await holderOf("m/shared"))) await new Promise((r) => setTimeout(r, 1));
+    // Joined alternately, each once the one before it is in the line: a's own waiters never go first.
+    const joined: string[] = [];
+    for (let i = 1; i <= 8; i++) {
+      const [turns, holder] = i % 2 ? [b, `rb:${i}`] as const : [a, `ra:${i}`] as const;
+      const before = a.waiting("m/shared") + b.waiting("m/shared");
+      all.push(take(turns, holder, 5));
+      joined.push(holder);
+      while (a.waiting("m/shared") + b.waiting("m/shared") <= before) await new Promise((r) => setTimeout(r, 1));
+    }
+    joinedAll();
+    await Promise.all(all);
+    expect(served).toEqual(["ra:0", ...joined]);
+    expect(await holderOf("m/shared")).toBeUndefined();
+  });
+
+  it("issue 34 item 4: a waiter whose controller is dead does not hold the line: skipped at once when its heartbeat is old, passed over after the claim window when it is not", async () => {
+    // 'dead' stopped heartbeating a minute ago; 'silent' heartbeated just now but is gone (killed a moment ago).
+    await database.db.execute(sql`insert into controller_instances (id, pid, host, heartbeat_at) values ('dead', 1, 'test', now() - interval '60 seconds'), ('silent', 1, 'test', now())`);
+    const live = new SeatTurns(database.db, 30_000, "me");
+    const first = await live.enter("m/dead", "me:first", undefined, 1_000);
+    expect(first.held).toBe(true);
+    // Two waiters of dead controllers joined before this controller's next one.
+    await database.db.execute(sql`insert into seat_waiters (holder, seat_id, admitted_at, expires_at) values
+      ('dead:1', 'm/dead', now() - interval '2 seconds', now() + interval '20 seconds'),
+      ('silent:1', 'm/dead', now() - interval '1 seconds', now() + interval '20 seconds')`);
+    const next = live.enter("m/dead", "me:next", undefined, 20_000);
+    while (live.waiting("m/dead") < 1) await new Promise((r) => setTimeout(r, 5));
+    const t0 = performance.now();
+    await live.leave(first);
+    // The lease went past 'dead' to 'silent' (the head of the live line), which never claims it.
+    expect(await holderOf("m/dead")).toBe("silent:1");
+    const t = await next;
+    const waitedMs = performance.now() - t0;
+    expect(t.held).toBe(true);
+    expect(waitedMs).toBeGreaterThan(TURN_CLAIM_MS - 500);
+    expect(waitedMs).toBeLessThan(TURN_CLAIM_MS + 1_500);
+    await live.leave(t);
+    expect(await holderOf("m/dead")).toBeUndefined();
   });
 });

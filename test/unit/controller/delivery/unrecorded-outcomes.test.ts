@@ -22,7 +22,6 @@ const params = (id: string): SettleParams => ({
   outcome: { state: "not_sent", reason: "journal_unavailable" },
   previousIds: [],
   holder: null,
-  nextHolder: null,
   leaseSeconds: 30,
   now: new Date(1_700_000_000_000),
 });
