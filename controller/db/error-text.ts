@@ -31,6 +31,23 @@ export function dbErrorCode(e: unknown): string | undefined {
   return undefined;
 }
 
+// A statement that failed with one of these may have committed all the same: it was on the
+// wire when the connection went (a primary killed or failed over, a server shutdown), and the
+// commit's answer is what was lost. 08007 is PostgreSQL's own "transaction resolution unknown".
+const COMMIT_UNKNOWN = new Set([NO_ANSWER_CODE, "CONNECTION_CLOSED", "CONNECTION_DESTROYED", "ECONNRESET", "EPIPE", "57P01", "57P02", "08006", "08007"]);
+
+/**
+ * Whether a failed write may still have been applied: the database never answered (ADR 0033), or
+ * the connection was lost while the statement was in flight (issue 34 item 5: a primary's
+ * failover). A caller that must keep its answer true (an admission refused not sent) records
+ * its refusal by id for these, as it does for no answer; for any other failure the statement
+ * was rolled back.
+ */
+export function commitUnknown(e: unknown): boolean {
+  const code = dbErrorCode(e);
+  return code !== undefined && COMMIT_UNKNOWN.has(code);
+}
+
 /** A short, safe description: "lock wait timed out", "the database connection closed", "database error". */
 export function journalCause(e: unknown): string {
   const code = dbErrorCode(e);

@@ -19,6 +19,8 @@ import { setAnswerDeadline } from "./answer-deadline.js";
 import { boundStatements } from "./bounded-statements.js";
 import { boundTransactions } from "./bounded-transactions.js";
 import { whileServerAnswers } from "./migration-watch.js";
+import { redactDatabaseUrl, writableHostOption } from "./database-url.js";
+import { migrateInOneTransaction, poolerTarget, timeoutsPerTransaction } from "./pooled-client.js";
 
 export type Db = PgDatabase<PgQueryResultHKT, typeof schema>;
 export type Tx = Parameters<Parameters<Db["transaction"]>[0]>[0];
@@ -62,26 +64,21 @@ export async function openDatabase(target: DatabaseTarget, timeouts: JournalTime
   return "url" in target ? openPostgres(target.url, timeouts) : openPglite(target.dataDir);
 }
 
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = "***";
-    return u.toString();
-  } catch {
-    return "postgres://(unparseable url)";
-  }
-}
-
-async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Database> {
+async function openPostgres(given: string, timeouts: JournalTimeouts): Promise<Database> {
   const { default: postgres } = await import("postgres");
   const { drizzle } = await import("drizzle-orm/postgres-js");
   const { migrate } = await import("drizzle-orm/postgres-js/migrator");
-  const location = redact(url);
+  const location = redactDatabaseUrl(given);
+  // Behind a pooler (pool_mode=…, pooled-client.ts): nothing session-bound, the timeouts per transaction.
+  const { url, poolMode } = poolerTarget(given);
+  const pooled = poolMode !== undefined;
+  const hostChoice = writableHostOption(url);
   const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
-  const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5 });
-  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000) });
+  const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, ...hostChoice, ...(pooled ? { prepare: false } : {}) });
+  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000), ...hostChoice, ...(pooled ? { prepare: false } : {}) });
   try {
     await whileServerAnswers(probe, deadlineMs, async () => {
+      if (pooled) return migrateInOneTransaction(migrator, MIGRATION_LOCK_KEY, (client) => migrate(drizzle(client), { migrationsFolder }));
       await migrator`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
       await migrate(drizzle(migrator), { migrationsFolder });
     });
@@ -90,14 +87,19 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
     throw new DatabaseUnreachableError(`cannot open PostgreSQL at ${location}: ${(e as Error).message}`, e);
   }
   await migrator.end({ timeout: 5 });
-  const connection = {
-    lock_timeout: timeouts.lockTimeoutMs,
-    statement_timeout: timeouts.statementTimeoutMs,
-    idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
-    application_name: "clankie-controller",
-  };
-  const client = postgres(url, { max: WRITE_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
-  const reader = postgres(url, { max: READ_POOL, onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection });
+  const connection = pooled
+    ? { application_name: "clankie-controller" }
+    : {
+        lock_timeout: timeouts.lockTimeoutMs,
+        statement_timeout: timeouts.statementTimeoutMs,
+        idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
+        application_name: "clankie-controller",
+      };
+  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection, ...hostChoice, ...(pooled ? { prepare: false } : {}) };
+  const rawClient = postgres(url, { max: WRITE_POOL, ...options });
+  const rawReader = postgres(url, { max: READ_POOL, ...options });
+  const client = pooled ? timeoutsPerTransaction(rawClient, timeouts) : rawClient;
+  const reader = pooled ? timeoutsPerTransaction(rawReader, timeouts) : rawReader;
   // A server that answers nothing at all is not bounded by its own timeouts (answer-deadline.ts):
   // the hot path's statements get the deadline where they run, drizzle's statements and
   // transactions here.
@@ -116,7 +118,7 @@ async function openPostgres(url: string, timeouts: JournalTimeouts): Promise<Dat
       await db.execute(sql`select 1`);
     },
     close: async () => {
-      await Promise.all([client.end({ timeout: 5 }), reader.end({ timeout: 5 })]);
+      await Promise.all([rawClient.end({ timeout: 5 }), rawReader.end({ timeout: 5 })]);
     },
   };
 }

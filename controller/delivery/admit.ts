@@ -13,7 +13,7 @@ import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { MESSAGE_SEAT, leaseMsOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import type { DeliveryMode } from "../../shared/verdicts.js";
-import { journalFailure } from "../db/error-text.js";
+import { commitUnknown, journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
 import { UNATTENDED_RELEASE_AFTER_MS } from "./dispatch.js";
@@ -316,7 +316,9 @@ export async function admitInOrder(
       }, (late) => onLateAdmission(deps, { id }, late));
     } catch (e) {
       deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
-      if (e instanceof JournalNoAnswerError) {
+      // Issue 34 item 5: a connection lost mid-admission (a primary killed or failed over) is as
+      // ambiguous as no answer: the commit may have happened and only its answer was lost.
+      if (e instanceof JournalNoAnswerError || commitUnknown(e)) {
         // Recorded (on disk first) before the lead hears it: the admission may still commit later.
         // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
         if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: conversationId, fingerprint, seatRef: input.seat, holder });
