@@ -23,7 +23,7 @@ import { OwnerService } from "../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { Health } from "../shared/gen/grpc/health/v1/health_pb.js";
 import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
 import { fleetErrorBoundary } from "../shared/rpc/error-boundary.js";
-import { tokenHash, tokensEqual } from "../shared/tokens.js";
+import { tokensEqual } from "../shared/tokens.js";
 import type { Logger } from "../shared/logger.js";
 import type { ControllerConfig } from "./config.js";
 import { openDatabase, type Database } from "./db/open.js";
@@ -38,9 +38,10 @@ import { expireOldResults } from "./journal/call-receipts.js";
 import { heartbeatInstance, recoverOrphans, registerInstance, removeInstance } from "./journal/instances.js";
 import { Notifier } from "./delivery/notices.js";
 import { purgeReadReports } from "./reports/worker-reports.js";
-import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken } from "./leads/conversations.js";
-import { conversations } from "./db/schema.js";
-import { eq } from "drizzle-orm";
+import { ConversationAuth } from "./leads/conversations.js";
+import { FleetSecrets, MCP_SESSION_KEY } from "./leads/fleet-secrets.js";
+import { bindStateDirTokens } from "./leads/state-dir-tokens.js";
+import { newSessionKey, SessionIds } from "./mcp/session-ids.js";
 import { startFleetIdentity } from "./fleet/fleet-identity.js";
 import { createFleetService } from "./fleet/fleet-service.js";
 import { createStatusService, type StatusDeps } from "./services/status-service.js";
@@ -130,11 +131,10 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
   logger.info("journal open", { driver: database.driver, location: database.location });
 
-  // The state dir's lead token always opens the default conversation.
-  await booting("issuing the state directory's lead token", async () => {
-    const [existing] = await db.select().from(conversations).where(eq(conversations.id, DEFAULT_CONVERSATION));
-    if (existing?.tokenHash !== tokenHash(state.leadToken)) await issueLeadToken(db, DEFAULT_CONVERSATION, state.leadToken);
-  });
+  // The owner and global-default tokens are the fleet's: a start adopts them, never replaces them (ADR 0037).
+  const secrets = new FleetSecrets(db, config.caPassphrase);
+  const tokens = await booting("adopting the fleet's tokens", () => bindStateDirTokens(db, secrets, state, logger));
+  const sessionKey = await booting("reading the fleet's MCP session key", () => secrets.adopt(MCP_SESSION_KEY, newSessionKey));
 
   const changes = new EventEmitter<{ changed: [] }>();
   const registry = new Registry(db, config.heartbeatIntervalMs, now);
@@ -217,7 +217,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   // Agents have no business on this port: their gateway is the agent port, over mutual TLS.
   const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName, FleetService.typeName]);
   const tokenCheck = (service: string, token: string | undefined) => {
-    if (ownerOnly.has(service)) return tokensEqual(state.ownerToken, token);
+    if (ownerOnly.has(service)) return tokensEqual(tokens.ownerToken, token);
     return undefined;
   };
   const connectRpc = connectNodeAdapter({
@@ -226,7 +226,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     routes: (router) => {
       router.service(FleetService, createFleetService({ db, authority: fleet.authority, registry, now, agentUrl: () => fleet.agentUrl, cut: (m) => fleet.listener.cut(m), logger: logger.child({ component: "fleet" }) }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
       router.service(StatusService, createStatusService(statusDeps), { readMaxBytes: RPC_READ_MAX_BYTES.status });
-      router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
+      router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth, secrets }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
       router.service(Health, createHealthService(health), { readMaxBytes: RPC_READ_MAX_BYTES.health });
       // Reflection is open like health: it describes the contract, every call still checks its token.
       const reflection = new ReflectionIndex([StatusService, OwnerService, FleetService, Health, ReflectionV1, ReflectionV1alpha]);
@@ -242,10 +242,10 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     if (tokenCheck(serviceOfPath(req.url) ?? "", undefined) === undefined && !unauthenticated.admit(req, res)) return;
     connectRpc(req as IncomingMessage, res as ServerResponse);
   }) as typeof connectRpc;
-  const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, logger, version: CONTROLLER_VERSION, hireTimeoutMs: config.hireTimeoutMs, limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation } });
+  const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, sessionIds: new SessionIds(sessionKey), logger, version: CONTROLLER_VERSION, hireTimeoutMs: config.hireTimeoutMs, limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation } });
 
   const dashboard = createDashboard();
-  const metricsEndpoint = createMetricsEndpoint(metrics, state.ownerToken);
+  const metricsEndpoint = createMetricsEndpoint(metrics, tokens.ownerToken);
   const http1 = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (isDashboardPath(path)) return dashboard(req, res, path);
@@ -298,8 +298,8 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     metricsUrl: `${url}${METRICS_PATH}`,
     port: listener.port,
     database,
-    leadToken: state.leadToken,
-    ownerToken: state.ownerToken,
+    leadToken: tokens.leadToken,
+    ownerToken: tokens.ownerToken,
     agentUrl: fleet.agentUrl,
     caCertificatePem: fleet.authority.ca.certificatePem,
     caFile,

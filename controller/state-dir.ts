@@ -1,6 +1,7 @@
 /**
  * The controller's state directory: the embedded database, the owner token (mode 0600), the default lead token, and controller.json, which tells the CLI where the
- * running controller listens. Where lead tokens are kept is leads/token-files.ts's.
+ * running controller listens. Where lead tokens are kept is leads/token-files.ts's. The tokens here are copies of
+ * the fleet's (leads/state-dir-tokens.ts): the first replica's become the fleet's, later replicas' are replaced by them.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
@@ -49,6 +50,13 @@ export function openStateDir(dir: string): StateFiles {
     ownerToken: tokenFile(join(dir, "owner.token"), "owner"),
     leadToken: tokenFile(leadTokenPath(dir, DEFAULT_CONVERSATION), "lead"),
   };
+}
+
+/** Keeps the fleet's owner token in this state directory (mode 0600, crash-safe); returns where. */
+export function storeOwnerToken(dir: string, token: string): string {
+  const path = join(dir, "owner.token");
+  writeFileDurably(path, token + "\n");
+  return path;
 }
 
 export function readToken(dir: string, name: "owner" | "lead"): string | undefined {

@@ -2,9 +2,11 @@
  * One lead tool call through the bridge. The seat-call id (deliveryId for message_seat,
  * hireId for hire_agent) is minted here, before dispatch, and kept for the whole call: a
  * retry and every uncertain answer carry the same one. The call is retried exactly once, in
- * a new session, and only when the controller explicitly refused it as an unknown session
- * before tool admission. A lost answer is typed uncertainty with the original id and is never
- * replayed; a refused connection or an explicit pre-admission refusal is a definite not-sent.
+ * a new session, and only when no controller can have admitted it: the controller explicitly
+ * refused it as an unknown session before tool admission, or (with several replicas' URLs,
+ * ADR 0037) its replica refused the TCP connection, so the request never left this machine; that
+ * retry goes to the next replica. A lost answer is typed uncertainty with the original id and is
+ * never replayed; a refused connection or an explicit pre-admission refusal is a definite not-sent.
  */
 import { randomUUID } from "node:crypto";
 import { CallToolResultSchema, McpError, type CallToolResult } from "@modelcontextprotocol/sdk/types.js";
@@ -100,7 +102,13 @@ export class CallForwarder {
           }
           return notSentResult(name, ids, "unknown_session", "the controller refused the call as an unknown session twice, both before admission");
         case "not_sent":
-          if (verdict.reason === "controller_unreachable") this.gens.retire(gen, verdict.detail);
+          if (verdict.reason === "controller_unreachable") {
+            this.gens.retire(gen, verdict.detail, true);
+            if (attempt === 1 && this.gens.urlCount > 1) {
+              this.logger.info("the replica refused the connection (nothing was sent); retrying once at the next replica", { tool: name, id: ids?.id, generation: gen.n });
+              continue;
+            }
+          }
           // A token refused mid-session: the next session reads the token file again (a re-issued one works).
           if (verdict.reason === "unauthenticated") {
             this.gens.retire(gen, "the lead token was refused (HTTP 401)");
@@ -108,7 +116,8 @@ export class CallForwarder {
           }
           return notSentResult(name, ids, verdict.reason, verdict.detail);
         case "uncertain":
-          this.gens.retire(gen, verdict.detail);
+          // Its replica may be gone: the next call opens its session at the next one (this call is not replayed).
+          this.gens.retire(gen, verdict.detail, true);
           this.logger.warn("a call's answer was lost; it is not replayed", { tool: name, id: ids?.id, detail: verdict.detail });
           return uncertainResult(name, ids, verdict.reason, verdict.detail);
       }

@@ -3,7 +3,9 @@
  * (one session). When that session breaks, the generation is retired: new calls open the
  * next one, while calls still pending on the retired client keep it open until they finish
  * (closing it would end their answer streams after they may already have been dispatched,
- * ADR 0207 VUH-1638). A retired client is closed once its last call is done.
+ * ADR 0207 VUH-1638). A retired client is closed once its last call is done. With several
+ * replicas' URLs, a session that broke on one replica moves the bridge to the next, and a new
+ * session is opened at the first replica that answers (opening one dispatches nothing).
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport, StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -17,6 +19,8 @@ export interface Generation {
   readonly n: number;
   readonly client: Client;
   readonly sessionId: string | undefined;
+  /** The replica it speaks to. */
+  readonly url: string;
   pending: number;
   retired: boolean;
 }
@@ -91,12 +95,22 @@ export class Generations {
     if (gen.retired && gen.pending === 0) this.closeGen(gen);
   }
 
-  /** Retires a generation whose session broke; its pending calls keep it open. */
-  retire(gen: Generation, why: string): void {
+  /** How many replicas' URLs the bridge can use. */
+  get urlCount(): number {
+    return this.target.urlCount;
+  }
+
+  /**
+   * Retires a generation whose session broke; its pending calls keep it open. `moveOn`: its
+   * replica failed (refused, or the answer was lost), so the next session goes to the next URL.
+   */
+  retire(gen: Generation, why: string, moveOn = false): void {
     if (gen.retired) return;
     gen.retired = true;
     if (this.current === gen) this.current = undefined;
-    this.logger.info("session retired; the next call opens a new one", { generation: gen.n, why, stillPending: gen.pending });
+    // Only if no other call has moved it already: two failures on one replica move it once.
+    const moved = moveOn && this.target.currentUrl() !== undefined && new URL(this.target.currentUrl()!).toString() === gen.url && this.target.failover();
+    this.logger.info("session retired; the next call opens a new one", { generation: gen.n, why, stillPending: gen.pending, ...(moved ? { next: this.target.currentUrl() } : {}) });
     if (gen.pending === 0) this.closeGen(gen);
   }
 
@@ -119,7 +133,9 @@ export class Generations {
   /** Connects, waiting out a controller that is not listening yet (nothing is sent until it is). */
   private async connect(): Promise<Generation> {
     const started = Date.now();
-    for (let delay = 100; ; delay = Math.min(delay * 2, 1000)) {
+    // The other replicas still to try before waiting (each round tries every URL once).
+    let untried = this.target.urlCount - 1;
+    for (let delay = 100; ; ) {
       if (this.closed) throw new ControllerUnreachableError("the bridge is closing");
       try {
         const gen = await this.connectOnce();
@@ -127,6 +143,11 @@ export class Generations {
         return gen;
       } catch (e) {
         if (httpStatus(e) === 401) throw new LeadTokenRejectedError(this.target.tokenRejected(401), e);
+        if (untried > 0 && this.target.failover()) {
+          untried--;
+          this.logger.info("a replica did not open a session; trying the next", { error: (e as Error).message, next: this.target.currentUrl() });
+          continue;
+        }
         // Read on every try: a controller may start (or die) while the bridge waits.
         const starting = this.target.controllerStarting();
         const budget = starting ? this.connectBudgetMs : Math.min(this.connectBudgetMs, NOTHING_STARTING_BUDGET_MS);
@@ -138,6 +159,9 @@ export class Generations {
           throw new ControllerUnreachableError(what, { cause: e });
         }
         await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 1000);
+        untried = this.target.urlCount - 1;
+        this.target.failover();
       }
     }
   }
@@ -159,7 +183,7 @@ export class Generations {
       await client.close().catch(() => {});
       throw e;
     }
-    const gen: Generation = { n: ++this.count, client, sessionId: transport.sessionId, pending: 0, retired: false };
+    const gen: Generation = { n: ++this.count, client, sessionId: transport.sessionId, url: url.toString(), pending: 0, retired: false };
     this.logger.info("session opened", { generation: gen.n, url: url.toString() });
     return gen;
   }

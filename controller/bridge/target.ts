@@ -1,7 +1,9 @@
 /**
  * Where `clankie mcp` connects and with which lead token. Both are read again for every new
  * client generation, so a controller restarted on another port (controller.json) or a
- * rotated token file is picked up without restarting the lead's harness.
+ * rotated token file is picked up without restarting the lead's harness. With several URLs
+ * (replicas of one fleet, ADR 0037) the target points at one at a time and moves to the next
+ * when that one fails; any replica accepts the fleet's token and sessions.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -20,7 +22,8 @@ export const FLEET_CA_FILE = "fleet-ca.pem";
 
 export interface BridgeFlags {
   stateDir: string;
-  url?: string | undefined;
+  /** The controllers' MCP URLs (`--url`, repeated or comma-separated); none: the state dir's controller. */
+  urls?: string[] | undefined;
   tokenFile?: string | undefined;
   conversation?: string | undefined;
 }
@@ -30,6 +33,12 @@ export interface BridgeTarget {
   resolve(): { url: URL; token: string; ca?: string | undefined };
   /** For logs: where it points, never the token. */
   describe(): string;
+  /** How many URLs it can point at (1 without --url). */
+  readonly urlCount: number;
+  /** Points at the next URL (round robin); false when there is no other. */
+  failover(): boolean;
+  /** The --url it points at now (undefined without --url). */
+  currentUrl(): string | undefined;
   /**
    * Whether a controller for this state dir is on its way (issue 37 item 5): a controller.json
    * whose process is alive (up, not listening yet), or the embedded database's lock held by a live
@@ -58,7 +67,7 @@ export function reissueCommand(stateDir: string, conversationId: string): string
  * live token elsewhere keeps it, since replacing it would disable the lead using it (issue 32, item 5).
  */
 async function mintFirstToken(f: BridgeFlags, conversationId: string): Promise<void> {
-  const { owner } = ownerClients(f.stateDir, f.url ? new URL(f.url).origin : undefined);
+  const { owner } = ownerClients(f.stateDir, f.urls?.[0] ? new URL(f.urls[0]).origin : undefined);
   try {
     const request = create(IssueLeadTokenRequestSchema, { conversationId, keepLiveToken: true });
     const res = await owner.issueLeadToken(request);
@@ -89,23 +98,38 @@ async function mintFirstToken(f: BridgeFlags, conversationId: string): Promise<v
  * anywhere gets one minted once with the owner token (the owner is on this machine: the state
  * directory is the controller's).
  */
+/** `--url` values as given: each may list several URLs separated by commas. */
+export function parseUrls(values: string[] | undefined): string[] | undefined {
+  const urls = (values ?? []).flatMap((v) => v.split(",")).map((u) => u.trim()).filter(Boolean);
+  return urls.length ? [...new Set(urls)] : undefined;
+}
+
 export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
   const conversation = f.tokenFile ? f.conversation : (f.conversation ?? DEFAULT_CONVERSATION);
   if (conversation) assertConversationId(conversation);
   const tokenPath = f.tokenFile ?? leadTokenPath(f.stateDir, conversation!);
   const named = f.tokenFile === undefined && conversation !== DEFAULT_CONVERSATION ? conversation : undefined;
   if (named && readLeadToken(f.stateDir, named) === undefined) await mintFirstToken(f, named);
-  if (f.url !== undefined) {
+  const urls = f.urls?.length ? f.urls : undefined;
+  for (const url of urls ?? []) {
     try {
-      new URL(f.url);
+      new URL(url);
     } catch {
-      throw new InvalidArgumentError(`--url is not a URL: ${quoteInput(f.url)}`);
+      throw new InvalidArgumentError(`--url is not a URL: ${quoteInput(url)}`);
     }
   }
   readTokenFile(tokenPath);
+  let at = 0;
   return {
+    urlCount: urls?.length ?? 1,
+    currentUrl: () => urls?.[at],
+    failover() {
+      if (!urls || urls.length < 2) return false;
+      at = (at + 1) % urls.length;
+      return true;
+    },
     resolve() {
-      const raw = f.url ?? readControllerRecord(f.stateDir)?.mcpUrl;
+      const raw = urls?.[at] ?? readControllerRecord(f.stateDir)?.mcpUrl;
       if (!raw) throw new FleetError(ErrorCode.AgentUnreachable, `no controller is running for ${f.stateDir} (no controller.json); start clankie up or pass --url`);
       const url = new URL(raw);
       // Off loopback the controller listens with TLS under the fleet CA it wrote beside its state (as the owner tools trust it).
@@ -113,9 +137,9 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
       const ca = url.protocol === "https:" && existsSync(caFile) ? readFileSync(caFile, "utf8") : undefined;
       return { url, token: readTokenFile(tokenPath), ca };
     },
-    describe: () => `${f.url ?? `controller of ${f.stateDir}`} (token ${tokenPath})`,
+    describe: () => `${urls ? urls.join(", ") : `controller of ${f.stateDir}`} (token ${tokenPath})`,
     controllerStarting() {
-      if (f.url !== undefined) return false;
+      if (urls) return false;
       const record = readControllerRecord(f.stateDir);
       if (record && isProcessAlive(record.pid)) return true;
       // The lock beside the embedded database's directory (state-dir.ts pgdata, data-dir-lock.ts).

@@ -280,7 +280,12 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
   program
     .command("mcp")
     .description("the lead's stdio MCP bridge to the controller: no token on a command line (default: this state dir's controller and lead token)")
-    .option("--url <url>", "the controller's MCP URL (default: from <state dir>/controller.json)")
+    .option(
+      "--url <url>",
+      "the controller's MCP URL (default: from <state dir>/controller.json); repeat it or separate with commas " +
+        "for several replicas of one fleet: the bridge moves to the next when one fails",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .option("--token-file <file>", "a file holding the lead's bearer token (default: the state dir's lead token)")
     .option(
       "--conversation <id>",
@@ -289,7 +294,7 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     )
     .addHelpText("after", "\n--state-dir (global) selects the controller's state dir the defaults come from.")
     .action(
-      run(env, "warn", async (ctx, o: { url?: string; tokenFile?: string; conversation?: string }) => {
+      run(env, "warn", async (ctx, o: { url?: string[]; tokenFile?: string; conversation?: string }) => {
         const { runMcpBridge } = await import("./mcp.js");
         await runMcpBridge({ stateDir: ctx.stateDir, url: o.url, tokenFile: o.tokenFile, conversation: o.conversation }, createLogger({ level: ctx.level, fields: { proc: "mcp" } }));
         keepServing = true;

@@ -14,10 +14,16 @@ export function registerLeadCommands(program: Command, action: FleetAction): voi
         "says when it replaces (and so disables) an older token; kept in the state dir, where clankie mcp reads it",
     )
     .requiredOption("--conversation <id>", "the conversation the token opens")
+    .option(
+      "--bridge-url <url>",
+      "a replica's MCP URL for the printed bridge lines (repeat it or separate with commas; default: this state dir's controller)",
+      (v: string, prev: string[] | undefined) => [...(prev ?? []), v],
+    )
     .action(
-      action(async (ctx: FleetCtx, o: { conversation: string }) => {
+      action(async (ctx: FleetCtx, o: { conversation: string; bridgeUrl?: string[] }) => {
         const { leadToken } = await import("./lead.js");
-        await leadToken(ctx.stateDir, ctx.controller, o.conversation, ctx.out);
+        const { parseUrls } = await import("../bridge/target.js");
+        await leadToken(ctx.stateDir, ctx.controller, o.conversation, ctx.out, parseUrls(o.bridgeUrl));
       }),
     );
   lead

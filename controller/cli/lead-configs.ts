@@ -17,10 +17,13 @@ export interface BridgeCommand {
  * it later, from its own environment, where CLANKIE_STATE_DIR is usually not set: so any state
  * dir but ~/.clankie is named on the line, even when this shell chose it through the variable.
  */
-export function bridgeCommand(stateDir: string, home: string = homedir()): BridgeCommand {
+export function bridgeCommand(stateDir: string, home: string = homedir(), fleet: { urls?: string[]; conversation?: string } = {}): BridgeCommand {
   const cli = fileURLToPath(new URL("./main.js", import.meta.url));
   const args = [cli, "mcp"];
   if (resolve(stateDir) !== join(home, ".clankie")) args.push("--state-dir", resolve(stateDir));
+  if (fleet.conversation) args.push("--conversation", fleet.conversation);
+  // Several replicas of one fleet (ADR 0037): the bridge moves to the next when one fails.
+  if (fleet.urls?.length) args.push("--url", fleet.urls.join(","));
   return { command: process.execPath, args };
 }
 

@@ -11,19 +11,22 @@ import { InvalidArgumentError } from "../../shared/errors.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, type OutputOptions } from "./output.js";
 import { leadConfigLines } from "./lead-config.js";
+import { bridgeCommand, leadConfigLines as bridgeConfigLines } from "./lead-configs.js";
 import { storeLeadToken } from "../leads/token-files.js";
 
 export const LEAD_USAGE = "usage: clankie lead token --conversation ID | clankie lead revoke --conversation ID";
 
-export async function leadToken(stateDir: string, controller: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+/** `bridgeUrls`: every replica's MCP URL, for the bridge lines (ADR 0037); none: the state dir's controller. */
+export async function leadToken(stateDir: string, controller: string | undefined, conversation: string | undefined, out: OutputOptions, bridgeUrls?: string[]): Promise<void> {
   if (!conversation) throw new InvalidArgumentError(LEAD_USAGE);
   const { owner, url } = ownerClients(stateDir, controller);
   const res = await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: conversation }));
   const tokenFile = storeLeadToken(stateDir, res.conversationId, res.token);
   const mcpUrl = new URL("/mcp", url).toString();
   const lines = leadConfigLines(mcpUrl, res.token);
+  const bridge = bridgeCommand(stateDir, undefined, { conversation: res.conversationId, ...(bridgeUrls ? { urls: bridgeUrls } : {}) });
   const shown = { conversationId: res.conversationId, token: res.token, replaced: res.replaced, tokenFile, mcpUrl };
-  emit(out, { ...shown, claude: lines.claude, codex: lines.codex }, () =>
+  emit(out, { ...shown, claude: lines.claude, codex: lines.codex, bridge }, () =>
     [
       `conversation ${res.conversationId}`,
       `token        ${res.token}`,
@@ -33,6 +36,9 @@ export async function leadToken(stateDir: string, controller: string | undefined
       "",
       `Claude Code:  ${lines.claude}`,
       `Codex:        ${lines.codex}`,
+      "",
+      `Or through the stdio bridge (it reads the token from ${tokenFile}${bridgeUrls ? `; replicas ${bridgeUrls.join(", ")}` : ""}):`,
+      ...bridgeConfigLines(bridge),
     ].join("\n"),
   );
 }

@@ -302,3 +302,32 @@ export const machineCerts = pgTable(
 );
 
 export type MachineCertRow = typeof machineCerts.$inferSelect;
+
+/**
+ * The fleet's shared secrets, one row each (issue 34 item 3, ADR 0037): the owner token and
+ * global-default's lead token (every state directory keeps a copy of both) and the key that signs
+ * MCP session ids. The first replica on a database writes them; every later one adopts them.
+ */
+export const fleetSecrets = pgTable("fleet_secrets", {
+  name: text("name").primaryKey(),
+  // The secret, sealed like fleet_ca's key when the controllers have a passphrase.
+  value: text("value").notNull(),
+  // "plain" or "scrypt-aes256gcm".
+  protection: text("protection").notNull(),
+  updatedAt: at("updated_at").notNull().defaultNow(),
+});
+
+/**
+ * An MCP session's fleet-wide life (ADR 0037): a replica that did not open the session resumes it
+ * while its row is here and was used within the idle time; the session table's bounds delete it.
+ */
+export const mcpSessions = pgTable(
+  "mcp_sessions",
+  {
+    id: text("id").primaryKey(),
+    conversationId: text("conversation_id").notNull(),
+    // Touched at most every quarter of the idle time per replica (controller/mcp/fleet-sessions.ts).
+    lastUsedAt: at("last_used_at").notNull().defaultNow(),
+  },
+  (t) => [index("mcp_sessions_conversation_idx").on(t.conversationId, t.lastUsedAt)],
+);

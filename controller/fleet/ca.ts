@@ -44,7 +44,8 @@ export async function loadOrCreateCa(db: Db, passphrase: string | undefined): Pr
   return { fleetId: row.fleetId, certificatePem: row.certificatePem, fingerprint: certificateFingerprint(row.certificatePem), keys };
 }
 
-function seal(plain: string, passphrase: string): string {
+/** Seals a secret with the fleet passphrase (scrypt + AES-256-GCM); leads/fleet-secrets.ts seals tokens the same way. */
+export function seal(plain: string, passphrase: string): string {
   const salt = randomBytes(16);
   const iv = randomBytes(12);
   const key = scryptSync(passphrase, salt, 32);
@@ -53,14 +54,14 @@ function seal(plain: string, passphrase: string): string {
   return ["v1", salt, iv, c.getAuthTag(), ct].map((p) => (typeof p === "string" ? p : p.toString("base64"))).join(":");
 }
 
-function unseal(sealed: string, passphrase: string): string {
+export function unseal(sealed: string, passphrase: string, what = "the fleet CA key"): string {
   const [v, salt, iv, tag, ct] = sealed.split(":");
-  if (v !== "v1" || !salt || !iv || !tag || !ct) throw new Error("the sealed fleet CA key is malformed");
+  if (v !== "v1" || !salt || !iv || !tag || !ct) throw new Error(`the sealed ${what.replace(/^the /, "")} is malformed`);
   const d = createDecipheriv("aes-256-gcm", scryptSync(passphrase, Buffer.from(salt, "base64"), 32), Buffer.from(iv, "base64"));
   d.setAuthTag(Buffer.from(tag, "base64"));
   try {
     return Buffer.concat([d.update(Buffer.from(ct, "base64")), d.final()]).toString("utf8");
   } catch {
-    throw new FleetError(ErrorCode.Unauthenticated, "CLANKIE_FLEET_CA_PASSPHRASE does not open the fleet CA key");
+    throw new FleetError(ErrorCode.Unauthenticated, `CLANKIE_FLEET_CA_PASSPHRASE does not open ${what}`);
   }
 }

@@ -11,6 +11,7 @@ import type { Db } from "../db/open.js";
 import { newToken, tokenHash } from "../../shared/tokens.js";
 import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import { quoteInput } from "../../shared/public-text.js";
+import { DEFAULT_LEAD_TOKEN, type FleetSecrets } from "./fleet-secrets.js";
 
 export const DEFAULT_CONVERSATION = "global-default";
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
@@ -24,23 +25,30 @@ export const TOKEN_CACHE_MS = 2_000;
 // A revoked conversation keeps its row (its receipts name it) with a hash no token has.
 const REVOKED = "revoked:";
 
+/** Whether a conversation row's hash is some token's (not revoked, not empty). */
+export function isLiveTokenHash(hash: string | null | undefined): hash is string {
+  return typeof hash === "string" && !hash.startsWith(REVOKED);
+}
+
 /**
  * Binds a fresh token to the conversation and returns it; `replaced` when an older live token stopped working.
  * With `keepLive`, a conversation whose token is live keeps it and the call fails: whoever holds that token
- * is not disabled behind its back (issue 32, item 5).
+ * is not disabled behind its back (issue 32, item 5). global-default's token is also the fleet's copy
+ * (leads/fleet-secrets.ts), replaced in the same transaction so a replica starting meanwhile adopts the new one.
  */
 export async function issueLeadToken(
   db: Db,
   conversationId: string,
   token = newToken("lead"),
   keepLive = false,
+  secrets?: FleetSecrets,
 ): Promise<{ token: string; replaced: boolean }> {
   assertConversationId(conversationId);
   const hash = tokenHash(token);
   return db.transaction(async (tx) => {
     const [before] = await tx.select({ tokenHash: conversations.tokenHash }).from(conversations).where(eq(conversations.id, conversationId)).for("update");
     const old = before?.tokenHash;
-    const live = typeof old === "string" && old !== hash && !old.startsWith(REVOKED);
+    const live = isLiveTokenHash(old) && old !== hash;
     if (live && keepLive) {
       const kept = `conversation ${conversationId} already has a live lead token; it was kept ` +
         "(issuing one would disable the lead using it)";
@@ -50,6 +58,7 @@ export async function issueLeadToken(
       .insert(conversations)
       .values({ id: conversationId, tokenHash: hash })
       .onConflictDoUpdate({ target: conversations.id, set: { tokenHash: hash } });
+    if (conversationId === DEFAULT_CONVERSATION && secrets) await secrets.publish(DEFAULT_LEAD_TOKEN, token, tx);
     return { token, replaced: live };
   });
 }
@@ -59,8 +68,9 @@ export async function revokeLeadToken(db: Db, conversationId: string): Promise<b
   assertConversationId(conversationId);
   if (conversationId === DEFAULT_CONVERSATION) {
     throw new InvalidArgumentError(
-      `${DEFAULT_CONVERSATION}'s token is the state directory's lead.token, restored at every start: ` +
-        `to rotate it, run clankie lead token --conversation ${DEFAULT_CONVERSATION} (it rewrites lead.token)`,
+      `${DEFAULT_CONVERSATION}'s token is the fleet's, copied into every state directory's lead.token: ` +
+        `to rotate it, run clankie lead token --conversation ${DEFAULT_CONVERSATION} (it rewrites this state directory's lead.token; ` +
+        `the other replicas' copies are rewritten at their next start)`,
     );
   }
   const rows = await db

@@ -3,6 +3,8 @@
  * by 1.4 GB for good). A session unused for `idleMs` is closed; a conversation holds at
  * most `perConversation` sessions, and a new one closes that conversation's oldest idle
  * session first. A session with a request in progress is never closed by either rule.
+ * The table is one replica's; the hooks carry its closes and its sessions' use to the fleet
+ * (fleet-sessions.ts, ADR 0037), so the same bounds hold on every replica.
  */
 export interface TableEntry {
   readonly conversationId: string;
@@ -13,6 +15,15 @@ interface Slot<S extends TableEntry> {
   session: S;
   lastUsedMs: number;
   busy: number;
+  /** Used (or busy) since the last sweep: the sweep reports it to the fleet as in use. */
+  used: boolean;
+}
+
+export interface TableHooks {
+  /** A session this table closed by one of its bounds. */
+  closed?(id: string, why: "idle" | "cap"): void;
+  /** Each sweep: the sessions used or busy since the previous one. */
+  inUse?(ids: string[]): void;
 }
 
 export class SessionTable<S extends TableEntry> {
@@ -23,6 +34,7 @@ export class SessionTable<S extends TableEntry> {
     private readonly idleMs: number,
     private readonly perConversation: number,
     private readonly now: () => number = () => performance.now(),
+    private readonly hooks: TableHooks = {},
   ) {
     this.sweeper = setInterval(() => this.sweep(), Math.max(50, Math.min(60_000, idleMs / 4)));
     this.sweeper.unref();
@@ -43,12 +55,17 @@ export class SessionTable<S extends TableEntry> {
     const idle = mine.filter(([, s]) => s.busy === 0).sort((a, b) => a[1].lastUsedMs - b[1].lastUsedMs);
     const excess = mine.length - this.perConversation + 1;
     if (idle.length < excess) return false;
-    for (const [id] of idle.slice(0, excess)) this.evict(id);
+    for (const [id] of idle.slice(0, excess)) this.evict(id, "cap");
     return true;
   }
 
   add(id: string, session: S): void {
-    this.slots.set(id, { session, lastUsedMs: this.now(), busy: 0 });
+    this.slots.set(id, { session, lastUsedMs: this.now(), busy: 0, used: false });
+  }
+
+  /** Closes this replica's copy of a session the fleet ended (unless a request is in progress on it). */
+  drop(id: string): void {
+    if ((this.slots.get(id)?.busy ?? 1) === 0) this.evict(id);
   }
 
   delete(id: string): void {
@@ -58,7 +75,10 @@ export class SessionTable<S extends TableEntry> {
   /** Marks the session in use for the duration of `work`. */
   async use<T>(id: string, work: () => Promise<T>): Promise<T> {
     const slot = this.slots.get(id);
-    if (slot) slot.busy++;
+    if (slot) {
+      slot.busy++;
+      slot.used = true;
+    }
     try {
       return await work();
     } finally {
@@ -71,7 +91,13 @@ export class SessionTable<S extends TableEntry> {
 
   sweep(): void {
     const cutoff = this.now() - this.idleMs;
-    for (const [id, s] of this.slots) if (s.busy === 0 && s.lastUsedMs <= cutoff) this.evict(id);
+    const inUse: string[] = [];
+    for (const [id, s] of this.slots) {
+      if (s.busy > 0 || s.used) inUse.push(id);
+      s.used = false;
+      if (s.busy === 0 && s.lastUsedMs <= cutoff) this.evict(id, "idle");
+    }
+    if (inUse.length) this.hooks.inUse?.(inUse);
   }
 
   /** Every session, removed; the caller closes them. */
@@ -82,10 +108,11 @@ export class SessionTable<S extends TableEntry> {
     return all;
   }
 
-  private evict(id: string): void {
+  private evict(id: string, why?: "idle" | "cap"): void {
     const slot = this.slots.get(id);
     if (!slot) return;
     this.slots.delete(id);
+    if (why) this.hooks.closed?.(id, why);
     void slot.session.close().catch(() => {});
   }
 }

@@ -10,6 +10,7 @@ import type { AgentClients } from "../nodes/agent-clients.js";
 import type { Registry } from "../nodes/registry.js";
 import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken, revokeLeadToken } from "../leads/conversations.js";
 import type { PipelineDeps } from "../delivery/pipeline.js";
+import type { FleetSecrets } from "../leads/fleet-secrets.js";
 import { ownerSettle } from "../delivery/owner-settle.js";
 import { ownerHireMethods } from "../hire/owner-hire-service.js";
 
@@ -24,6 +25,8 @@ export interface OwnerDeps {
   registry: Registry;
   agents: AgentClients;
   conversations: ConversationAuth;
+  /** Where global-default's rotated token is kept for every replica (ADR 0037). */
+  secrets?: FleetSecrets;
 }
 
 export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerService> {
@@ -60,7 +63,7 @@ export function createOwnerService(d: OwnerDeps): ServiceImpl<typeof OwnerServic
       return create(ReconcileDeliveryResponseSchema, { outcome: body.outcome ?? r.state, detail: body.detail ?? "", bodyJson: JSON.stringify(r.body) });
     },
     async issueLeadToken(req) {
-      const { token, replaced } = await issueLeadToken(d.db, req.conversationId, undefined, req.keepLiveToken);
+      const { token, replaced } = await issueLeadToken(d.db, req.conversationId, undefined, req.keepLiveToken, d.secrets);
       d.conversations.forget();
       return create(IssueLeadTokenResponseSchema, { conversationId: req.conversationId, token, replaced });
     },

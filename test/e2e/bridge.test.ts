@@ -206,7 +206,7 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
     expect(copies(inbox(), "inbox", "answered before the crash")).toBe(1);
   });
 
-  it("a controller restart between two calls is invisible to the lead: one explicit unknown_session, one retry in a new session, delivered once (no flags: the state dir's controller and lead token)", async () => {
+  it("a controller restart between two calls is invisible to the lead: the session outlives it (its id is signed for the fleet, ADR 0037), delivered once, no retry (no flags: the state dir's controller and lead token)", async () => {
     const bridge = await startBridge([], { CLANKIE_STATE_DIR: store.stateDir });
     try {
       expect((await bridge.call("message_seat", { seat: "fast/inbox", message: "before the restart" })).structuredContent).toMatchObject({ outcome: "delivered" });
@@ -215,12 +215,24 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
       await bothOnline();
       const after = await bridge.call("message_seat", { seat: "fast/inbox", message: "after the restart" });
       expect(after.structuredContent, JSON.stringify(after)).toMatchObject({ outcome: "delivered" });
-      expect(bridge.stderr()).toContain("retrying once in a new session");
+      expect(bridge.stderr()).not.toContain("retrying once");
       expect(copies(inbox(), "inbox", "after the restart")).toBe(1);
       expect((await owner().receipts()).filter((r) => r.deliveryId === after.structuredContent!.deliveryId)).toHaveLength(1);
     } finally {
       await bridge.close();
     }
+  });
+
+  it("an explicit unknown_session before admission: one retry in a new session, delivered once, one call past the refusal", async () => {
+    proxy.rules = [{ tool: "message_seat", fault: "unknown_session_before_admission" }];
+    const r = await viaProxy.call("message_seat", { seat: "fast/inbox", message: "refused once as an unknown session" });
+    expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ outcome: "delivered" });
+    const id = r.structuredContent!.deliveryId as string;
+    // Two on the wire: the refused one (never forwarded) and the retry.
+    expect(proxy.callsWithId(id)).toBe(2);
+    expect(viaProxy.stderr()).toContain("retrying once in a new session");
+    expect(copies(inbox(), "inbox", "refused once as an unknown session")).toBe(1);
+    expect((await owner().receipts()).filter((x) => x.deliveryId === id)).toHaveLength(1);
   });
 
   it("an unknown_session that arrives after admission is not retried: typed uncertainty with the original id, one call on the wire, one copy", async () => {
