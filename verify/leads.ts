@@ -30,6 +30,8 @@ export interface Workload {
   /** performance.now() at the run's start: every `atMs` is relative to it. */
   t0: number;
   stopped: () => boolean;
+  /** The first op number: a second workload recording into the same history starts past the first's. */
+  firstOp?: number;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -72,7 +74,7 @@ export function startLeads(leads: Lead[], w: Workload): { done: Promise<void>; i
         continue;
       }
       if (issued >= w.ops) break;
-      const op = issued++;
+      const op = (w.firstOp ?? 0) + issued++;
       const deliveryId = randomUUID();
       const seat = w.seatOf(op);
       const text = `verify op ${op} ${deliveryId}`;

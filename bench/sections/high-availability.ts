@@ -88,9 +88,10 @@ async function fairness(c: HaCluster, callsEach: number): Promise<Record<string,
     callers.map(async (l, i) => {
       const url = `${c.replicas[i % 2]!.url}/mcp`;
       for (let k = 0; k < callsEach; k++) {
-        const t = performance.now();
         try {
+          // The session is opened before the clock starts: the wait is the call's alone.
           l.client ??= await connectLead(url, l);
+          const t = performance.now();
           await l.client.callTool({ name: "message_seat", arguments: { seat, message: `fair ${i} ${k}` } }, undefined, { timeout: 60_000 });
           waits.push(performance.now() - t);
         } catch {
@@ -161,12 +162,21 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
 
     const victim = c.replicas[1]!;
     log(`high_availability: SIGSTOP of replica 2 for ${cfg.pauseMs / 1000} s`);
+    // Two more leads call replica 2 itself (not through the balancer), so it has calls in flight when it stops.
+    let pinnedStop = false;
+    const pinnedLeads: Lead[] = [];
+    for (let i = 0; i < 2; i++) pinnedLeads.push({ name: `bench-ha-pinned-${i}`, token: await c.issueLeadToken(`bench-ha-pinned-${i}`) });
+    const pinned = startLeads(pinnedLeads, { mcpUrl: `${victim.url}/mcp`, ops: Number.MAX_SAFE_INTEGER, replayEvery: 1_000_000, seatOf: (op) => seats[op % seats.length]!, record: (o) => history.push(o), t0, stopped: () => pinnedStop, firstOp: 1_000_000_000 });
+    await sleep(1_000);
     const pausedAt = new Date();
     victim.process.pause();
     await sleep(cfg.pauseMs);
     victim.process.resume();
     const resumedAt = new Date();
     await sleep(cfg.settleMs);
+    pinnedStop = true;
+    await pinned.done;
+    leads.push(...pinnedLeads);
     const stale = await pausedWrites(c.journal, [{ role: "replica2", pausedAt, resumedAt }]);
 
     log("high_availability: the primary killed, the standby promoted");
