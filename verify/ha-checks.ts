@@ -2,8 +2,9 @@
  * The HA run's two extra checks, read from the journal after healing (issue 34 goals):
  * - seat_overlaps: two deliveries in flight to one seat at once: a message arriving in the seat (the
  *   agent's mailbox records the time) before the previous one's receipt was settled (the audit below).
- * - paused_writes: a write by a paused replica, after it was continued, to a receipt admitted before
- *   it was stopped (its stale work: fencing must refuse it). Each replica connects as its own
+ * - paused_writes: a state change by a paused replica, after it was continued, of a receipt admitted
+ *   before it was stopped (its stale work: fencing must refuse it). Updates that keep the state
+ *   (retention dropping old result bodies) are not its stale work. Each replica connects as its own
  *   PostgreSQL role (ha-cluster.ts) and a trigger (installWriteAudit) logs every insert and update of
  *   delivery_receipts and operator_call_receipts with the role and the database's clock.
  */
@@ -11,10 +12,10 @@ import type postgres from "postgres";
 
 export async function installWriteAudit(db: postgres.Sql): Promise<void> {
   await db.unsafe(`
-    create table if not exists verify_writes (at timestamptz not null default clock_timestamp(), tbl text not null, op text not null, id text not null, state text, who text not null default session_user, created_at timestamptz);
+    create table if not exists verify_writes (at timestamptz not null default clock_timestamp(), tbl text not null, op text not null, id text not null, old_state text, state text, who text not null default session_user, created_at timestamptz);
     create or replace function verify_log_write() returns trigger language plpgsql as $$
     begin
-      insert into verify_writes (tbl, op, id, state, created_at) values (TG_TABLE_NAME, TG_OP, NEW.id, NEW.state, NEW.created_at);
+      insert into verify_writes (tbl, op, id, old_state, state, created_at) values (TG_TABLE_NAME, TG_OP, NEW.id, case when TG_OP = 'UPDATE' then OLD.state end, NEW.state, NEW.created_at);
       return NEW;
     end $$;
     drop trigger if exists verify_log_write on delivery_receipts;
@@ -41,7 +42,7 @@ export async function pausedWrites(db: postgres.Sql, windows: PauseWindow[]): Pr
     const until = new Date(w.resumedAt.getTime() + STALE_WINDOW_MS);
     const rows = await db<{ tbl: string; op: string; id: string; state: string | null; at: Date; created_at: Date | null }[]>`
       select tbl, op, id, state, at, created_at from verify_writes
-      where who = ${w.role} and at >= ${w.resumedAt} and at < ${until} and op = 'UPDATE' and created_at < ${w.pausedAt}`;
+      where who = ${w.role} and at >= ${w.resumedAt} and at < ${until} and op = 'UPDATE' and old_state is distinct from state and created_at < ${w.pausedAt}`;
     count += rows.length;
     for (const r of rows.slice(0, 5 - examples.length)) examples.push({ role: w.role, ...r, resumedAt: w.resumedAt });
   }

@@ -53,13 +53,15 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal 
     expect(r.examples).toEqual([expect.objectContaining({ seat: "s2", id: "d", inFlight: ["c"] })]);
   });
 
-  it("a paused replica's update after it resumes, to a receipt admitted before the pause, is counted", async () => {
+  it("a paused replica's state change after it resumes, of a receipt admitted before the pause, is counted once", async () => {
     const pausedAt = new Date(Date.now() - 60_000);
     await db`insert into operator_call_receipts (id, state, created_at) values ('old', 'in_flight', ${new Date(pausedAt.getTime() - 1_000)}), ('new', 'in_flight', now())`;
     const resumedAt = new Date(Date.now() - 100);
     await db.begin(async (tx) => {
       await tx.unsafe("set local session authorization verify_paused_replica");
       await tx`update operator_call_receipts set state = 'settled' where id in ('old', 'new')`;
+      // Retention-like: the row is written, its state stays.
+      await tx`update operator_call_receipts set state = 'settled' where id = 'old'`;
     });
     const r = await pausedWrites(db, [{ role: "verify_paused_replica", pausedAt, resumedAt }]);
     expect(r.count).toBe(1);
