@@ -1,5 +1,4 @@
 /** The issue's goals judged against a result file, and the readable (Markdown) table the runner prints. */
-import { judgeHaGoals } from "./ha-report.js";
 
 export interface Goal {
   goal: string;
@@ -59,7 +58,6 @@ export function judgeGoals(r: Json): Goal[] {
     judge("(17) proof age at the write, p99, 16 callers at once", "≤ 25 ms", num(r, "proof_age.c16.p99_ms"), (v) => v <= 25, " ms"),
     judge("(17) `clankie up` controller RSS after the deliveries (PGlite)", "≤ 200 MB", num(r, "memory.up_controller_rss_mb"), (v) => v <= 200, " MB"),
   );
-  goals.push(...judgeHaGoals(r));
   return goals;
 }
 
