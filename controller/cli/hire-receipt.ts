@@ -1,5 +1,5 @@
 /**
- * `clankie hire-receipt list [--all] [--json]` and
+ * `clankie hire-receipt list [--all] [--state S] [--json]` and
  * `clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C]`.
  */
 import { create } from "@bufbuild/protobuf";
@@ -7,6 +7,7 @@ import { ListHireReceiptsRequestSchema, SettleHireReceiptRequestSchema } from ".
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { parseUuid } from "../../shared/ids.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
+import { HIRE_STATES } from "../hire/list.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
 
@@ -17,21 +18,29 @@ const SETTLE_HINT =
   "clankie hire-receipt settle ID not-launched|abandoned-unknown [--conversation C])";
 
 const COLUMNS = ["id", "conversation", "machine", "harness", "state", "seat", "age"];
+/** Every hire's table also says why one failed or is unresolved: a failed hire's reason is the point. */
+const ALL_COLUMNS = [...COLUMNS, "reason"];
 
 export async function hireReceiptList(
   stateDir: string,
   controller: string | undefined,
   out: OutputOptions,
   all = false,
+  state?: string,
 ): Promise<void> {
+  if (state !== undefined && !HIRE_STATES.includes(state)) {
+    throw new InvalidArgumentError(`--state must be one of ${HIRE_STATES.join(", ")}; got ${JSON.stringify(state)}`);
+  }
+  // A state filter looks at every hire: asking for failed ones must not answer "none" because they are resolved.
+  const every = all || state !== undefined;
   const { owner } = ownerClients(stateDir, controller);
-  const res = await owner.listHireReceipts(create(ListHireReceiptsRequestSchema, { includeSettled: all }));
-  const rows = res.receipts.map((r) => ({ id: r.hireId, conversation: r.conversationId, machine: r.machine, harness: r.harness, state: r.state, seat: r.seatId, ageMs: Number(r.ageMs) }));
+  const res = await owner.listHireReceipts(create(ListHireReceiptsRequestSchema, { includeSettled: every, state: state ?? "" }));
+  const rows = res.receipts.map((r) => ({ id: r.hireId, conversation: r.conversationId, machine: r.machine, harness: r.harness, state: r.state, seat: r.seatId, ageMs: Number(r.ageMs), reason: r.reason }));
   // --all lists settled hires too, under their own key: "unresolved" keeps meaning what it says.
-  emit(out, all ? { hires: rows } : { unresolved: rows }, () =>
+  emit(out, every ? { hires: rows } : { unresolved: rows }, () =>
     rows.length === 0
-      ? all ? "no hires" : "no unresolved hires"
-      : table(rows.map((r) => ({ ...r, age: `${Math.round(r.ageMs / 1000)} s` })), COLUMNS) + (all ? "" : SETTLE_HINT),
+      ? every ? (state ? `no ${state} hires` : "no hires") : "no unresolved hires (clankie hire-receipt list --all shows every hire)"
+      : table(rows.map((r) => ({ ...r, age: `${Math.round(r.ageMs / 1000)} s` })), every ? ALL_COLUMNS : COLUMNS) + (every ? "" : SETTLE_HINT),
   );
 }
 

@@ -73,10 +73,11 @@ export function registerOwnerCommands(program: Command, action: FleetAction): vo
     .command("list")
     .description("unresolved hires with id, conversation, machine, harness and age (--all: settled ones too)")
     .option("--all", "every hire, spawned, failed and settled too (the newest 1000)")
+    .option("--state <state>", "only hires in this state (looks at every hire): reserved, launching, spawned, failed, start_unconfirmed, delivery_unconfirmed, settled-not-launched, abandoned-unknown")
     .action(
-      action(async (ctx: FleetCtx, o: { all?: boolean }) => {
+      action(async (ctx: FleetCtx, o: { all?: boolean; state?: string }) => {
         const { hireReceiptList } = await import("./hire-receipt.js");
-        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out, o.all === true);
+        await hireReceiptList(ctx.stateDir, ctx.controller, ctx.out, o.all === true, o.state);
         return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
       }),
     );

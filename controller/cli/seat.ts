@@ -26,7 +26,8 @@ export async function seatList(stateDir: string, controller: string | undefined,
     kind: seatKindWire.decode(s.seat?.kind ?? 0) ?? "unknown",
     status: s.online ? (seatStatusWire.decode(s.seat?.status ?? 0) ?? "unknown") : "offline",
     online: s.online,
-    modes: (s.seat?.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m)).join(",") || "send",
+    // Exactly list_seats's deliveryModes: a seat that reports none shows none, never a guessed "send".
+    modes: (s.seat?.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m)).join(",") || "none",
     unresolved: s.unresolvedReceipts,
   }));
   emit(out, { seats: rows }, () =>

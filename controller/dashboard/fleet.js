@@ -25,7 +25,8 @@ export function renderSeats(seats) {
       const status = stale ? "unknown (stale)" : r.online ? words(s.status, "SEAT_STATUS_") : "offline";
       const caps = s.inputCapabilities ?? {};
       const modes = (caps.deliveryModes ?? []).map((d) => words(d, "DELIVERY_MODE_"));
-      const accepts = [...(modes.length ? modes : ["send"]), ...(caps.interrupt ? ["stop"] : [])].join(", ");
+      // Exactly list_seats's deliveryModes (a seat reporting none shows none), then stop when it can be interrupted.
+      const accepts = [...(modes.length ? modes : ["none"]), ...(caps.interrupt ? ["stop"] : [])].join(", ");
       return [
         cell(r.id),
         cell(words(s.kind, "SEAT_KIND_")),

@@ -10,7 +10,7 @@ export function ownerHireMethods(pipeline: PipelineDeps) {
   return {
     async listHireReceipts(req: ListHireReceiptsRequest): Promise<ListHireReceiptsResponse> {
       const now = pipeline.now().getTime();
-      const rows = await listHireReceipts(pipeline.db, req.includeSettled);
+      const rows = await listHireReceipts(pipeline.db, req.includeSettled, req.state);
       return create(ListHireReceiptsResponseSchema, {
         receipts: rows.map((r) =>
           create(HireReceiptRowSchema, { hireId: r.id, conversationId: r.conversationId, machine: r.machine, harness: r.harness, state: r.state, seatId: r.seatId ?? "", ageMs: BigInt(Math.max(0, now - r.createdAt.getTime())), reason: r.reason ?? "" }),

@@ -88,8 +88,12 @@ export default function clankiePiExtension(pi: PiApi): void {
         const deliveryId = typeof cmd.deliveryId === "string" && cmd.deliveryId ? cmd.deliveryId : undefined;
         if (deliveryId) binder.expect(deliveryId, cmd.message);
         try {
-          pi.sendUserMessage(cmd.message, { deliverAs: cmd.streamingBehavior === "steer" ? "steer" : "followUp" });
-          return reply(cmd.id, "prompt", { success: true });
+          const steer = cmd.streamingBehavior === "steer";
+          // Pi 0.73's sendUserMessage answers nothing, so the disposition is Pi's own state at the
+          // send: idle starts a turn; streaming steers it or queues the message for its end.
+          const disposition = c.isIdle() ? "started" : steer ? "steered" : "queued";
+          pi.sendUserMessage(cmd.message, { deliverAs: steer ? "steer" : "followUp" });
+          return reply(cmd.id, "prompt", { success: true, data: { disposition } });
         } catch (e) {
           if (deliveryId) binder.forget(deliveryId);
           return reply(cmd.id, "prompt", { success: false, error: (e as Error).message });

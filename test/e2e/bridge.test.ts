@@ -171,6 +171,36 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
     expect(inbox().list("inbox").entries.find((e) => e.text === "minted by the bridge")?.deliveryId).toBe(id);
   });
 
+  it("rule 5: the bridge mints the hireId for hire_agent before dispatch; the controller's receipt is under that id", async () => {
+    const work = tempDir("hire-work");
+    mkdirSync(work, { recursive: true });
+    const r = await viaProxy.call("hire_agent", { machine: "fast", harness: "codex", workingDirectory: work, title: "w", role: "r" });
+    const sent = proxy.calls.filter((c) => c.tool === "hire_agent").at(-1)!;
+    // Without the bridge's id, the wire carries none and the controller mints its own.
+    expect(sent.seatCallId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ hireId: sent.seatCallId });
+    expect(proxy.callsWithId(sent.seatCallId!)).toBe(1);
+  });
+
+  it("rule 10: a retired generation drains: a call pending on it keeps its answer stream while the next call opens a new session", async () => {
+    expect((await viaProxy.call("list_seats", {})).isError).toBeFalsy();
+    slow.freeze();
+    const pending = viaProxy.call("message_seat", { seat: "slow/stuck", message: "pending across the retirement" });
+    const pendingId = await until("the pending receipt", async () => (await owner().receipts()).find((r) => r.seatId === "slow/stuck" && r.state === "dispatching")?.deliveryId);
+    const oldSession = proxy.calls.find((c) => c.seatCallId === pendingId)!.session;
+    // The controller refuses the next call as an unknown session: the bridge retires the generation.
+    proxy.rules = [{ tool: "message_seat", fault: "unknown_session_before_admission" }];
+    const next = await viaProxy.call("message_seat", { seat: "fast/inbox", message: "after the retirement" });
+    expect(next.structuredContent, JSON.stringify(next)).toMatchObject({ outcome: "delivered" });
+    expect(proxy.calls.filter((c) => c.seatCallId === next.structuredContent!.deliveryId).at(-1)!.session).not.toBe(oldSession);
+    slow.thaw();
+    // Closing the retired client would have ended this call's stream: uncertain instead of its answer.
+    const r = await pending;
+    expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ outcome: "delivered", deliveryId: pendingId });
+    expect(proxy.callsWithId(pendingId)).toBe(1);
+    expect(copies(stuck(), "stuck", "pending across the retirement")).toBe(1);
+  });
+
   it("two overlapping calls share one session; the controller dies mid-flight: the answered one stands, the other is typed uncertain with its id, and nothing is replayed", async () => {
     slow.freeze();
     const pending = viaProxy.call("message_seat", { seat: "slow/stuck", message: "in flight at the crash" });

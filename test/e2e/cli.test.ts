@@ -158,7 +158,10 @@ describe("the clankie CLI", () => {
       expect((await cli("seat", "add", "mailbox", "inbox")).code).toBe(0);
       const table = await cli("seat", "list");
       expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+KIND\s+STATUS\s+ONLINE\s+MODES\s+UNRESOLVED$/);
-      expect(table.stdout).toMatch(/cli\/inbox\s+mailbox\s+idle\s+true\s+send\s+0/);
+      // Issue 35 item 1: the modes column is exactly list_seats's deliveryModes; a mailbox reports
+      // none, so it shows none (it used to show a guessed "send").
+      expect(table.stdout).toMatch(/cli\/inbox\s+mailbox\s+idle\s+true\s+none\s+0/);
+      expect(JSON.parse((await cli("seat", "list", "--json")).stdout).seats[0].modes).toBe("none");
       // --json before or after the command.
       expect(JSON.parse((await runCli(["--json", "seat", "list", "--state-dir", stateDir], EMBEDDED)).stdout).seats).toHaveLength(1);
       expect(JSON.parse((await cli("seat", "list", "--json")).stdout).seats).toHaveLength(1);

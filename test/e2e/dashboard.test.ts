@@ -43,6 +43,8 @@ describe.runIf(available("chromium"))("the owner's dashboard in Chromium", () =>
     expect(seatRow).toContain("mailbox");
     expect(seatRow).toContain("idle");
     expect(seatRow).toContain("Release notes for 0.4");
+    // Issue 35 item 1: "accepts" is exactly list_seats's deliveryModes; a mailbox reports none.
+    expect(seatRow.split("\t")[3]).toBe("none");
     expect(await page.locator("#machines tbody").innerText()).toContain(MACHINE);
     await page.locator("#receipts tbody tr", { hasText: s.deliveryId }).waitFor();
     expect(await page.locator("#receipts tbody tr", { hasText: s.deliveryId }).innerText()).toContain("delivered");

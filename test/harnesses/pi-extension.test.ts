@@ -113,6 +113,23 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
     expect(mock.userMessagesContaining(idleSteer.text)).toBe(0);
   });
 
+  it("issue 35 item 2: the prompt's answer carries Pi's disposition at the send; a Pi busy since the last inspect queues the message at once", async () => {
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    const hold = msg(`hold ${randomUUID()}`);
+    expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
+    await mock.waitForRequest(hold.text);
+    // No inspect since: the adapter's last state says idle while Pi streams the held turn.
+    const queued = msg(`queued while busy ${randomUUID()}`);
+    const started = Date.now();
+    const v = await adapter.write(seat, queued);
+    // Without the disposition the adapter waited 30 s for a start that cannot come, then said "not yet seen starting".
+    expect(v).toMatchObject({ result: AgentResult.Queued, detail: expect.stringContaining("queued_until_turn_end") });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    mock.release();
+    await mock.waitForRequest(queued.text);
+    expect(mock.userMessagesContaining(queued.text)).toBe(1);
+  });
+
   it("stop aborts the TUI's running turn through the extension", async () => {
     for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);

@@ -96,4 +96,23 @@ describe.each(DRIVERS)("hires in view on %s", (driver) => {
     const unresolved = await runCli(["hire-receipt", "list", "--json", "--state-dir", t.stateDir]);
     expect(JSON.parse(unresolved.stdout)).toEqual({ unresolved: [] });
   });
+
+  it("issue 35 item 1: hire-receipt list --state filters every hire; --all's table says why one failed", async () => {
+    const failed = await runCli(["hire-receipt", "list", "--state", "failed", "-o", "json", "--state-dir", t.stateDir]);
+    expect(failed.code).toBe(0);
+    const rows = (JSON.parse(failed.stdout) as { hires: { id: string; state: string; reason: string }[] }).hires;
+    expect(rows.map((r) => [r.id, r.state, r.reason])).toEqual([[refusedId, "failed", "harness_unavailable"]]);
+    const spawned = await runCli(["hire-receipt", "list", "--state", "spawned", "--state-dir", t.stateDir]);
+    expect(spawned.stdout).toContain(spawnedId);
+    expect(spawned.stdout).not.toContain(refusedId);
+    const none = await runCli(["hire-receipt", "list", "--state", "abandoned-unknown", "--state-dir", t.stateDir]);
+    expect(none.stdout.trim()).toBe("no abandoned-unknown hires");
+    const table = (await runCli(["hire-receipt", "list", "--all", "--state-dir", t.stateDir])).stdout.split("\n");
+    expect(table[0]).toMatch(/^ID\s+CONVERSATION\s+MACHINE\s+HARNESS\s+STATE\s+SEAT\s+AGE\s+REASON$/);
+    expect(table.find((l) => l.startsWith(refusedId))).toMatch(/failed\s+.*harness_unavailable$/);
+    const bad = await runCli(["hire-receipt", "list", "--state", "gone", "--state-dir", t.stateDir]);
+    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/^clankie: invalid_argument: --state must be one of reserved, launching, spawned/)]);
+    // Nothing unresolved: the empty answer says how to see every hire.
+    expect((await runCli(["hire-receipt", "list", "--state-dir", t.stateDir])).stdout.trim()).toBe("no unresolved hires (clankie hire-receipt list --all shows every hire)");
+  });
 });

@@ -172,7 +172,10 @@ export class PiAdapter implements HarnessAdapter {
       }
       if (r.kind === "refused") return { result: AgentResult.NotSent, reason: "refused_by_pi", detail: `Pi refused the prompt: ${r.error}` };
       const receipt = `${before.sessionId}#clankie-${message.deliveryId}`;
-      if (before.isStreaming) {
+      // The extension's disposition is Pi's state when it took the message; the last inspect's may be stale.
+      const disposition = r.data.disposition;
+      const streaming = disposition === "steered" || disposition === "queued" ? true : disposition === "started" ? false : before.isStreaming;
+      if (streaming) {
         const how = queuedAs ? ` (Pi's ${queuedAs} queue shows it)` : "";
         return behaviour === "steer"
           ? { result: AgentResult.Steered, nativeReceiptId: receipt, ...path, detail: `accepted as steer${how}; joins after the current tool calls` }

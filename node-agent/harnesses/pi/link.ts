@@ -54,7 +54,8 @@ export class StreamPiLink implements PiLink {
   private open = true;
   /** Headless until a handshake (pi-extension-link.ts) proves otherwise. */
   origin: PiLinkOrigin = { kind: "headless-rpc" };
-  private readonly pending = new Map<string, (r: PiReply) => void>();
+  /** Each command in flight by our id, with the command type its response must echo. */
+  private readonly pending = new Map<string, { command: string; resolve: (r: PiReply) => void }>();
   private readonly listeners = new Set<(e: PiEvent) => void>();
 
   constructor(
@@ -84,10 +85,16 @@ export class StreamPiLink implements PiLink {
       return; // Not ours to judge: Pi may print non-protocol lines; they answer nothing.
     }
     if (msg.type === "response" && typeof msg.id === "string") {
-      const resolve = this.pending.get(msg.id);
-      if (!resolve) return;
+      const p = this.pending.get(msg.id);
+      if (!p) return;
       this.pending.delete(msg.id);
-      resolve(msg.success === true ? { kind: "ok", data: (msg.data as Record<string, unknown>) ?? {} } : { kind: "refused", error: String(msg.error ?? "refused") });
+      // Pi echoes both our id and the command's type. An answer under our id for another command
+      // is not this command's answer: what happened to it is unknown, never refused or accepted.
+      if (msg.command !== p.command) {
+        p.resolve({ kind: "lost", detail: `the response under id ${msg.id} echoed command ${JSON.stringify(msg.command)}, not ${p.command}` });
+        return;
+      }
+      p.resolve(msg.success === true ? { kind: "ok", data: (msg.data as Record<string, unknown>) ?? {} } : { kind: "refused", error: String(msg.error ?? "refused") });
       return;
     }
     if (typeof msg.type === "string") for (const l of this.listeners) l(msg as PiEvent);
@@ -96,9 +103,9 @@ export class StreamPiLink implements PiLink {
   private shut(detail: string): void {
     if (!this.open) return;
     this.open = false;
-    for (const [id, resolve] of this.pending) {
+    for (const [id, p] of this.pending) {
       this.pending.delete(id);
-      resolve({ kind: "lost", detail });
+      p.resolve({ kind: "lost", detail });
     }
   }
 
@@ -109,9 +116,12 @@ export class StreamPiLink implements PiLink {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) resolve({ kind: "lost", detail: `no response within ${timeoutMs} ms` });
       }, timeoutMs);
-      this.pending.set(id, (r) => {
-        clearTimeout(timer);
-        resolve(r);
+      this.pending.set(id, {
+        command: command.type,
+        resolve: (r) => {
+          clearTimeout(timer);
+          resolve(r);
+        },
       });
       try {
         this.output.write(JSON.stringify({ ...command, id }) + "\n");

@@ -20,9 +20,26 @@ describe("pi-link.StreamPiLink", () => {
     const link = new StreamPiLink(fromPi, toPi);
     const a = link.request({ type: "get_state" }, "id-a", 5000);
     const b = link.request({ type: "get_state" }, "id-b", 5000);
-    fromPi.write('{"type":"response","id":"id-b","success":true,"data":{"n":2}}\n{"type":"response","id":"id-a","success":false,"error":"no"}\n');
+    fromPi.write('{"type":"response","id":"id-b","command":"get_state","success":true,"data":{"n":2}}\n{"type":"response","id":"id-a","command":"get_state","success":false,"error":"no"}\n');
     expect(await b).toEqual({ kind: "ok", data: { n: 2 } });
     expect(await a).toEqual({ kind: "refused", error: "no" });
+  });
+
+  it("issue 35 item 2: Pi's echo is checked: an answer under our id for another command is lost, never the prompt's verdict", async () => {
+    const fromPi = new PassThrough();
+    const toPi = new PassThrough();
+    const link = new StreamPiLink(fromPi, toPi);
+    const deliveryId = "0b1c2d3e-0000-4000-8000-000000000001";
+    const sent: string[] = [];
+    toPi.on("data", (c: Buffer) => sent.push(c.toString()));
+    const prompt = link.request({ type: "prompt", message: "hi" }, `clankie-${deliveryId}`, 5000);
+    const state = link.request({ type: "get_state" }, "s1", 5000);
+    // The delivery id is the command id Pi echoes.
+    await new Promise((r) => setImmediate(r));
+    expect(JSON.parse(sent[0]!)).toMatchObject({ type: "prompt", id: `clankie-${deliveryId}` });
+    fromPi.write(`{"type":"response","id":"clankie-${deliveryId}","command":"steer","success":true}\n{"type":"response","id":"s1","success":true,"data":{}}\n`);
+    expect(await prompt).toEqual({ kind: "lost", detail: `the response under id clankie-${deliveryId} echoed command "steer", not prompt` });
+    expect((await state).kind).toBe("lost");
   });
 
   it("a link that closes after the write turns the pending command into lost, and later ones into not_sent", async () => {
