@@ -1,6 +1,8 @@
 /** The controller's configuration, compiled once; nothing below main.ts reads the environment. */
 import { DEFAULT_LISTENER_LIMITS, type ListenerLimits } from "./http/listener.js";
 import type { FaultPoint } from "./delivery/faults.js";
+import { DEFAULT_INSTANCE_LEASE_MS, DEFAULT_INSTANCE_RENEW_MS } from "./journal/instances.js";
+import { InvalidArgumentError } from "../shared/errors.js";
 import { DEFAULT_UNAUTHENTICATED_LIMITS, type UnauthenticatedLimits } from "./http/unauthenticated-budget.js";
 
 export interface ControllerConfig {
@@ -38,6 +40,13 @@ export interface ControllerConfig {
   mcpSessionIdleMs: number;
   /** Open MCP sessions one conversation may hold; a new one closes its oldest idle one. */
   mcpSessionsPerConversation: number;
+  /**
+   * This instance's lease in the journal (ADR 0036): a peer takes over its in-flight calls once it has
+   * gone unrenewed this long (by the database's clock), and its own writes are refused from then on.
+   */
+  instanceLeaseMs: number;
+  /** How often the lease is renewed; a few renewals fit in one lease, so one slow renewal loses nothing. */
+  instanceRenewMs: number;
 }
 
 export const DEFAULT_PORT = 7420;
@@ -73,5 +82,13 @@ export function compileControllerConfig(
     unauthenticatedLimits: { ...DEFAULT_UNAUTHENTICATED_LIMITS, ...o.unauthenticatedLimits },
     mcpSessionIdleMs: o.mcpSessionIdleMs ?? 30 * 60_000,
     mcpSessionsPerConversation: o.mcpSessionsPerConversation ?? 64,
+    ...instanceLease(o.instanceLeaseMs, o.instanceRenewMs),
   };
+}
+
+/** The lease and its renewal: a renewal must come well inside the lease, or one slow renewal loses it. */
+function instanceLease(leaseMs = DEFAULT_INSTANCE_LEASE_MS, renewMs?: number): { instanceLeaseMs: number; instanceRenewMs: number } {
+  const renew = renewMs ?? Math.min(DEFAULT_INSTANCE_RENEW_MS, Math.floor(leaseMs / 3));
+  if (renew * 2 > leaseMs) throw new InvalidArgumentError(`the instance lease (${leaseMs} ms) must be at least twice its renewal interval (${renew} ms)`);
+  return { instanceLeaseMs: leaseMs, instanceRenewMs: renew };
 }

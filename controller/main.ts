@@ -35,7 +35,8 @@ import { AgentClients } from "./nodes/agent-clients.js";
 import { SeatTurns } from "./delivery/turn.js";
 import type { PipelineDeps } from "./delivery/pipeline.js";
 import { expireOldResults } from "./journal/call-receipts.js";
-import { heartbeatInstance, recoverOrphans, registerInstance, removeInstance } from "./journal/instances.js";
+import { recoverOrphans } from "./journal/instances.js";
+import { InstanceLease } from "./fleet/instance-lease.js";
 import { Notifier } from "./delivery/notices.js";
 import { purgeReadReports } from "./reports/worker-reports.js";
 import { ConversationAuth } from "./leads/conversations.js";
@@ -74,7 +75,6 @@ export function isLoopbackHost(host: string): boolean {
   return host === "localhost" || host === "::1" || host.startsWith("127.");
 }
 const RETENTION_INTERVAL_MS = 60_000;
-const INSTANCE_HEARTBEAT_MS = 5_000;
 
 export interface RunningController {
   readonly url: string;
@@ -121,13 +121,18 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     void database.close().catch(() => {});
     throw e;
   });
-  await booting("registering itself", () => registerInstance(db, instanceId, process.pid, hostname()));
+  // The lease, not a pid or a host name, says this instance is alive (ADR 0036); pid and host are for display.
+  const lease = await booting("registering itself", () =>
+    InstanceLease.acquire({ db, id: instanceId, pid: process.pid, host: hostname(), leaseMs: config.instanceLeaseMs, renewMs: config.instanceRenewMs, onlyLiveIsSelf: database.driver === "pglite", logger, now }),
+  );
   // Outcomes a previous process decided but could not record go in first: recovery must not turn them into others.
   const spillFile = join(config.stateDir, "unrecorded-outcomes.json");
-  const recordOutcome: RecordSettle = (p) => (isHireSettle(p) ? settleHireOutcome(db, p) : isRefusedAdmission(p) ? recordRefusedAdmission(db, p) : settleDispatched(db, p));
-  const replayed = await booting("recording the outcomes a stopped controller had decided", () => recordSpilled(spillFile, recordOutcome));
+  const recordOutcome: RecordSettle = (p, writer) => (isHireSettle(p) ? settleHireOutcome(db, p, writer) : isRefusedAdmission(p) ? recordRefusedAdmission(db, p) : settleDispatched(db, p, writer));
+  // Written by this instance, for the stopped one's calls it still owns (a call a peer took over is left as it is).
+  const replayed = await booting("recording the outcomes a stopped controller had decided", () => recordSpilled(spillFile, (p) => recordOutcome(p, lease.fence()), logger));
   if (replayed) logger.warn("recorded outcomes a stopped controller had decided but not yet recorded", { count: replayed });
-  const recovered = await booting("recovering the calls a stopped controller left in flight", () => recoverOrphans(db, instanceId, database.driver === "pglite", now()));
+  const recovered = await booting("recovering the calls a stopped controller left in flight", () => recoverOrphans(db, lease.fence(), database.driver === "pglite", now()));
+  lease.start();
   if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
   logger.info("journal open", { driver: database.driver, location: database.location });
 
@@ -175,7 +180,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     db,
     metrics,
     agents,
-    turns: new SeatTurns(db, leaseMsOf({ deliverTimeoutMs: config.deliverTimeoutMs }), instanceId, (what, e) => logger.warn(what, { error: e.message })),
+    turns: new SeatTurns(db, leaseMsOf({ deliverTimeoutMs: config.deliverTimeoutMs }), instanceId, (what, e) => logger.warn(what, { error: e.message }), () => lease.fence()),
     logger: logger.child({ component: "delivery" }),
     now,
     isStopping: () => stopping,
@@ -185,6 +190,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     deliverTimeoutMs: config.deliverTimeoutMs,
     seatTurnWaitMs: config.seatTurnWaitMs,
     instanceId,
+    lease,
     faults: hooks.faults ?? parkingFaults(config.fault, shutdown.signal),
     onDelivered: (seatId) => notifier.delivered(seatId),
     onFenceChange: (seatId) => notifier.fenceChanged(seatId),
@@ -275,14 +281,6 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     purgeReadReports(db, now()).catch((e: Error) => logger.warn("report retention pass failed", { error: e.message }));
   }, RETENTION_INTERVAL_MS);
   retention.unref();
-  // Heartbeat this instance, and recover the in-flight calls of replicas that died.
-  const liveness = setInterval(() => {
-    heartbeatInstance(db, instanceId)
-      .then(() => (database.driver === "postgres" ? recoverOrphans(db, instanceId, false, now()) : []))
-      .then((ids) => ids.length && logger.warn("a stopped replica's in-flight calls are now uncertain", { deliveryIds: ids }))
-      .catch((e: Error) => logger.warn("instance heartbeat failed", { error: e.message }));
-  }, INSTANCE_HEARTBEAT_MS);
-  liveness.unref();
   // Notices that never reached their seat get one more try once the seat's agent is back.
   registry.on("registered", () => notifier.sweep());
   // An agent registers before its reverse link is up (ADR 0021): sweep again once it is.
@@ -311,7 +309,6 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       if (stopping) return;
       stopping = true;
       clearInterval(retention);
-      clearInterval(liveness);
       linkVouch.stop();
       health.close();
       machineLiveness.close();
@@ -329,7 +326,7 @@ export async function startController(config: ControllerConfig, logger: Logger, 
       // A last try for outcomes the journal missed; what still fails, boot recovery marks uncertain.
       await Promise.race([pipeline.unrecorded.flush(), new Promise((r) => setTimeout(r, 1000).unref())]);
       pipeline.unrecorded.close();
-      await removeInstance(db, instanceId).catch(() => {});
+      await lease.close();
       await database.close();
       removeControllerRecord(config.stateDir, process.pid);
     },

@@ -23,7 +23,9 @@ export type ControllerReason =
   | "controller_stopped"
   | "recipient_gone"
   | "binding_stale"
-  | "peers_off";
+  | "peers_off"
+  /** The replica's instance lease was not surely live just before the send (ADR 0036): nothing was sent. */
+  | "lease_lost";
 
 /** A reason the agent's adapter gave (proof_stale, delivery_mode_unsupported, …): kept verbatim. */
 export type AgentReason = string & { readonly agentReason?: never };

@@ -46,6 +46,7 @@ const int = (name: string, min: number, max: number) => (value: string) => {
   return n;
 };
 const [port, agentPort, ms] = [int("--port", 0, 65535), int("--agent-port", 0, 65535), int("--deliver-timeout-ms", 1, 3_600_000)];
+const [leaseMs, renewMs] = [int("--instance-lease-ms", 1_000, 600_000), int("--instance-renew-ms", 100, 300_000)];
 
 /** Set by a command that keeps serving on stdio after its action returns. */
 let keepServing = false;
@@ -170,15 +171,17 @@ export function buildProgram(env: NodeJS.ProcessEnv, json = false): Command {
     .addOption(new Option("--agent-port <n>", "the agent port agents dial (0: any free one)").argParser(port))
     .addOption(new Option("--agent-advertise <host>", "the host name agents reach the agent port by (goes into join tokens and the server certificate)"))
     .addOption(new Option("--tls-name <host>", "one more name the server certificates carry, e.g. a load balancer's in front of several replicas (repeatable)").argParser((v: string, prev: string[] = []) => [...prev, v]))
+    .addOption(new Option("--instance-lease-ms <ms>", "this replica's lease in the journal: peers take over its in-flight calls once it goes unrenewed this long (ADR 0036)").argParser(leaseMs))
+    .addOption(new Option("--instance-renew-ms <ms>", "how often the lease is renewed (default: 2000, at most a third of the lease)").argParser(renewMs))
     .addHelpText("after", "\nAgents dial https://HOST:agent-port with mutual TLS. CLANKIE_FLEET_CA_PASSPHRASE seals the fleet CA's key.")
     .action(
-      run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string; tlsName?: string[] } & FrontDoorFlags) => {
+      run(env, "info", async (ctx, o: { port: number; host: string; databaseUrl?: string; deliverTimeoutMs: number; agentHost?: string; agentPort?: number; agentAdvertise?: string; tlsName?: string[]; instanceLeaseMs?: number; instanceRenewMs?: number } & FrontDoorFlags) => {
         const { assertPortsFree, controllerPorts } = await import("./port-check.js");
         await assertPortsFree(controllerPorts({ host: o.host, port: o.port, agentHost: o.agentHost, agentPort: o.agentPort }));
         const { startFromFlags } = await import("./run-controller.js");
         const { untilSignal } = await import("./until-signal.js");
         const c = await startFromFlags(
-          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentHost: o.agentHost, agentPort: o.agentPort, agentAdvertise: o.agentAdvertise, tlsName: o.tlsName, caPassphrase: env.CLANKIE_FLEET_CA_PASSPHRASE, ...frontDoorFlagsOf(o) },
+          { stateDir: ctx.stateDir, host: o.host, port: o.port, databaseUrl: o.databaseUrl, deliverTimeoutMs: o.deliverTimeoutMs, fault: faultFrom(env), agentHost: o.agentHost, agentPort: o.agentPort, agentAdvertise: o.agentAdvertise, tlsName: o.tlsName, caPassphrase: env.CLANKIE_FLEET_CA_PASSPHRASE, instanceLeaseMs: o.instanceLeaseMs, instanceRenewMs: o.instanceRenewMs, ...frontDoorFlagsOf(o) },
           ctx.logger,
         );
         if (ctx.out.json) process.stdout.write(JSON.stringify({ url: c.url, mcpUrl: c.mcpUrl, statusUrl: c.statusUrl, metricsUrl: c.metricsUrl, agentUrl: c.agentUrl, caFile: c.caFile, database: c.database.driver }) + "\n");

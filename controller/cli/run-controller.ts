@@ -21,10 +21,13 @@ export interface ControllerFlags extends FrontDoorFlags {
   caPassphrase?: string | undefined;
   /** More names the server certificates carry (a load balancer's). */
   tlsName?: string[] | undefined;
+  /** This replica's lease in the journal and its renewal interval (ADR 0036). */
+  instanceLeaseMs?: number | undefined;
+  instanceRenewMs?: number | undefined;
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, tlsNames: f.tlsName, caPassphrase: f.caPassphrase, ...frontDoorLimits(f) });
+  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, tlsNames: f.tlsName, caPassphrase: f.caPassphrase, instanceLeaseMs: f.instanceLeaseMs, instanceRenewMs: f.instanceRenewMs, ...frontDoorLimits(f) });
   try {
     return await startController(config, logger);
   } catch (e) {

@@ -3,7 +3,7 @@
  * The receipt text is never stored: only fingerprints (ADR 0207, VUH-1638).
  */
 import { sql } from "drizzle-orm";
-import { boolean, index, integer, jsonb, pgTable, serial, text, timestamp } from "drizzle-orm/pg-core";
+import { bigint, boolean, index, integer, jsonb, pgSequence, pgTable, serial, text, timestamp } from "drizzle-orm/pg-core";
 
 const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
 
@@ -61,6 +61,9 @@ export const callReceipts = pgTable(
     resultExpired: boolean("result_expired").notNull().default(false),
     // The controller process that admitted the call; a dead one's in-flight calls become uncertain.
     controllerInstance: text("controller_instance"),
+    // The admitting instance's lease epoch (ADR 0036): only that (instance, epoch) may settle the call;
+    // a peer that takes the call over clears it, so a replica that wakes from a pause writes nothing.
+    controllerEpoch: bigint("controller_epoch", { mode: "number" }),
     createdAt: at("created_at").notNull().defaultNow(),
     settledAt: at("settled_at"),
   },
@@ -164,16 +167,27 @@ export const workerReports = pgTable(
   (t) => [index("worker_reports_conversation_idx").on(t.conversationId, t.state)],
 );
 
-/** Controller processes alive on this journal; their heartbeats tell whose in-flight calls are orphans. */
+/** Every controller instance's lease epoch comes from here: new at each start and each re-acquire (ADR 0036). */
+export const controllerInstanceEpochs = pgSequence("controller_instance_epochs");
+
+/**
+ * Controller instances on this journal, each holding a lease (ADR 0036): renewed every few seconds,
+ * judged by the database's clock. A peer takes over an instance's in-flight calls and seat leases
+ * only once its lease has expired; every write made for a delivery names (id, epoch) and is refused
+ * unless that lease is live with that epoch.
+ */
 export const controllerInstances = pgTable("controller_instances", {
   id: text("id").primaryKey(),
+  // pid and host are for display only: liveness is the lease, never a process id or a host name.
   pid: integer("pid").notNull(),
-  // With pid, lets a controller on the same host tell at once that a predecessor is dead.
   host: text("host").notNull().default(""),
   startedAt: at("started_at").notNull().defaultNow(),
   heartbeatAt: at("heartbeat_at").notNull().defaultNow(),
   // The https address agents dial to reach this replica (null before it listens).
   agentUrl: text("agent_url"),
+  epoch: bigint("epoch", { mode: "number" }).notNull().default(sql`nextval('controller_instance_epochs')`),
+  // Set from the database's now() at every renewal; a row past it is expired, whatever its process does.
+  leaseExpiresAt: at("lease_expires_at").notNull().defaultNow(),
 });
 
 /**
@@ -190,7 +204,7 @@ export const seatTurns = pgTable("seat_turns", {
  * The seats' fleet-wide lines (ADR 0039): one row per delivery (or notice, or stop) of any controller
  * waiting for a seat's turn, in admission order. A settle hands the seat's lease to the oldest live
  * row; a row lives until its turn comes or its wait (the 25 s rule) is over, and counts only while
- * its controller is alive.
+ * its controller's instance lease is live (ADR 0036).
  */
 export const seatWaiters = pgTable(
   "seat_waiters",

@@ -23,6 +23,8 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { p, statement, ts, type Row } from "../journal/statements.js";
+import { FencedWriteError, isFencedWrite, leaseHeldGuard, type InstanceEpoch } from "../journal/instances.js";
+import { leaseLostRefusal } from "../fleet/instance-lease.js";
 
 /**
  * Calls of one conversation are admitted one after another, in the order they reached the
@@ -114,6 +116,8 @@ export interface UnansweredAdmission {
   fingerprint: string;
   seatRef: string;
   holder: string;
+  /** The epoch the admission was tried under. */
+  epoch: number;
 }
 
 export const UNANSWERED_DETAIL = "the receipt journal did not answer this call's admission in time, so it was refused; nothing was dispatched, and nothing will be for this id";
@@ -128,6 +132,7 @@ export function recordUnansweredRefusal(deps: PipelineDeps, call: UnansweredAdmi
     conversationId: call.conversationId,
     fingerprint: call.fingerprint,
     controllerInstance: deps.instanceId,
+    controllerEpoch: call.epoch,
     body: body as unknown as Record<string, unknown>,
     reason: "journal_unavailable",
     detail: UNANSWERED_DETAIL,
@@ -159,6 +164,8 @@ export interface AdmitParams {
   conversationId: string;
   fingerprint: string;
   controllerInstance: string;
+  /** The admitting instance's epoch: the statement inserts nothing unless its lease is live (ADR 0036). */
+  controllerEpoch: number;
   seatRef: string;
   contentFingerprint: string;
   mode: string;
@@ -183,8 +190,9 @@ with seat as (
 ),
 one as (select * from seat where (select count(*) from seat) = 1),
 call as (
-  insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance)
-  values (${p("id")}::text, ${p("tool")}::text, ${p("conversationId")}::text, ${p("fingerprint")}::text, ${sql.raw(`'${CallState.InFlight}'`)}, ${p("instance")}::text)
+  insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance, controller_epoch)
+  select ${p("id")}::text, ${p("tool")}::text, ${p("conversationId")}::text, ${p("fingerprint")}::text, ${sql.raw(`'${CallState.InFlight}'`)}, ${p("instance")}::text, ${p("epoch")}::bigint
+  where ${leaseHeldGuard()}
   on conflict do nothing
   returning id
 ),
@@ -213,6 +221,7 @@ original as (
 )
 select
   (select count(*) from call)::int as inserted,
+  ${leaseHeldGuard()} as live,
   (select count(*) from seat)::int as seats,
   one.id as seat_id, one.name as seat_name, one.occupant_id, one.m_name, one.m_endpoint, one.m_agent_token,
   (select count(*) from lease)::int as lease_taken,
@@ -235,6 +244,7 @@ export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Ad
     conversationId: a.conversationId,
     fingerprint: a.fingerprint,
     instance: a.controllerInstance,
+    epoch: a.controllerEpoch,
     seatRef: a.seatRef,
     contentFingerprint: a.contentFingerprint,
     mode: a.mode,
@@ -246,8 +256,11 @@ export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Ad
     staleBefore: ts(a.staleBefore),
   }, late && ((rows) => rows[0] && late(admittedOf(rows[0]))));
   if (!rows[0]) throw new Error("the admission statement returned no row");
+  if (!isTrue(rows[0].live)) throw new FencedWriteError({ instance: a.controllerInstance, epoch: a.controllerEpoch }, `the admission of ${a.id}`);
   return admittedOf(rows[0]);
 }
+
+const isTrue = (v: unknown) => v === true || v === "t";
 
 function admittedOf(r: Row): Admitted {
   const seat: AdmittedSeat | undefined = r.seat_id
@@ -264,7 +277,7 @@ function admittedOf(r: Row): Admitted {
     seat,
     leaseTaken: Number(r.lease_taken) === 1,
     original: r.original_id ? { id: String(r.original_id), state: String(r.original_state) } : undefined,
-    staleFence: r.stale_fence === true || r.stale_fence === "t",
+    staleFence: isTrue(r.stale_fence),
     previous: JSON.parse(String(r.previous ?? "[]")) as { deliveryId: string; state: string }[],
   };
 }
@@ -288,7 +301,7 @@ const order = new WeakMap<PipelineDeps, AdmissionOrder>();
 export async function admitInOrder(
   deps: PipelineDeps,
   call: AdmissionCall,
-): Promise<{ admitted: Admitted; entered: Promise<SeatTurn> | undefined }> {
+): Promise<{ admitted: Admitted; entered: Promise<SeatTurn> | undefined; fence: InstanceEpoch }> {
   const { id, conversationId, fingerprint, input, mode, holder } = call;
   let queue = order.get(deps);
   if (!queue) order.set(deps, (queue = new AdmissionOrder()));
@@ -297,13 +310,15 @@ export async function admitInOrder(
   return queue.admit(conversationId, async () => {
     const now = deps.now();
     let a: Admitted;
+    const fence = deps.lease.fence();
     try {
       a = await admitDelivery(deps.db, {
         id,
         tool: MESSAGE_SEAT,
         conversationId: conversationId,
         fingerprint,
-        controllerInstance: deps.instanceId,
+        controllerInstance: fence.instance,
+        controllerEpoch: fence.epoch,
         seatRef: input.seat,
         contentFingerprint: contentFingerprint(input.message),
         mode,
@@ -315,13 +330,15 @@ export async function admitInOrder(
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
       }, (late) => onLateAdmission(deps, { id }, late));
     } catch (e) {
+      // A lost lease refuses the admission inside its own statement: nothing was written or sent.
+      if (isFencedWrite(e)) throw leaseLostRefusal("admitted or sent");
       deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
       // Issue 34 item 5: a connection lost mid-admission (a primary killed or failed over) is as
       // ambiguous as no answer: the commit may have happened and only its answer was lost.
       if (e instanceof JournalNoAnswerError || commitUnknown(e)) {
         // Recorded (on disk first) before the lead hears it: the admission may still commit later.
         // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
-        if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: conversationId, fingerprint, seatRef: input.seat, holder });
+        if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: conversationId, fingerprint, seatRef: input.seat, holder, epoch: fence.epoch });
         throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
       }
       throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
@@ -330,6 +347,6 @@ export async function admitInOrder(
     // Entering the turn here, before the next admission of this conversation, keeps the order.
     const dispatchable = a.inserted && a.seatsMatched === 1 && a.seat?.machine;
     const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken ? "lease" : "queued", deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
-    return { admitted: a, entered };
+    return { admitted: a, entered, fence };
   });
 }

@@ -27,6 +27,7 @@ import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { p, statement, ts } from "../journal/statements.js";
 import { findDelivery, type DeliveryOutcome } from "../journal/delivery-receipts.js";
+import type { InstanceEpoch } from "../journal/instances.js";
 
 export interface Admitted {
   conversationId: string;
@@ -39,6 +40,8 @@ export interface Admitted {
   entered: Promise<SeatTurn>;
   /** A peer message's sender authority, re-read just before the agent call (rule 26). */
   senderRecheck?: SenderRecheck | undefined;
+  /** The (instance, epoch) the call was admitted under: the send and the settle happen under it or not at all. */
+  fence: InstanceEpoch;
 }
 
 /**
@@ -50,7 +53,7 @@ export type Phase = "waiting_turn" | "checking" | "calling_agent" | "answered";
 
 export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<ToolOutcome> {
   const seat = a.admitted.seat!;
-  const d: DispatchRecord = { id: a.id, conversationId: a.conversationId, seatId: seat.id, message: a.input.message };
+  const d: DispatchRecord = { id: a.id, conversationId: a.conversationId, seatId: seat.id, message: a.input.message, fence: a.fence };
   const base: BodyBase = { schemaVersion: 1, deliveryId: a.id, seat: seat.id };
   const state: { phase: Phase; turn?: SeatTurn } = { phase: "waiting_turn" };
   const notSent = (reason: MessageSeatBody["reason"] & string, detail: string, stage: MessageSeatBody["deliveryStage"] = "unavailable") =>
@@ -68,7 +71,7 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
   }
 }
 
-type NotSent = (reason: "seat_gone" | "occupant_changed" | "agent_refused" | "journal_unavailable" | "service_stopping" | "binding_stale" | "peers_off", detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>;
+type NotSent = (reason: "seat_gone" | "occupant_changed" | "agent_refused" | "journal_unavailable" | "service_stopping" | "binding_stale" | "peers_off" | "lease_lost", detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>;
 
 async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, base: BodyBase, d: DispatchRecord, state: { phase: Phase; turn?: SeatTurn }, notSent: NotSent): Promise<ToolOutcome> {
   await deps.faults?.at("hang_after_admit");
@@ -127,6 +130,12 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
     return settleDispatch(deps, d, state.turn, body, { state: ReceiptState.NotSent, reason: "agent_unreachable", detail: body.detail });
   }
   if (deps.shutdownSignal.aborted) return notSent("service_stopping", "the controller stopped before this message reached the agent; nothing was sent");
+  // ADR 0036: sent only while this instance surely still holds the lease epoch the call was admitted
+  // under; a replica that wakes from a pause past its lease finds it untrusted here and sends nothing.
+  if (!deps.lease.holds(a.fence.epoch)) {
+    deps.logger.error("delivery refused before the send: this replica's instance lease is not surely live", { deliveryId: a.id, epoch: a.fence.epoch });
+    return notSent("lease_lost", "this controller replica's instance lease was not surely live when the message was about to be sent (it paused, or lost the journal, past its lease); nothing was sent", "unavailable");
+  }
 
   let res: DeliverResponse;
   state.phase = "calling_agent";

@@ -16,11 +16,16 @@ import { MESSAGE_SEAT, type CallScope, type MessageSeatInput, type PipelineDeps 
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import { dispatchInTurn } from "./dispatch.js";
 import { admitInOrder, admittedHere, replayAdmission } from "./admit.js";
+import { answerAsRecorded } from "./settle.js";
+import { isFencedWrite } from "../journal/instances.js";
+import { leaseLostRefusal } from "../fleet/instance-lease.js";
 
 export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
 
 export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: MessageSeatInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
+  // A replica that lost its lease serves nothing until it has re-registered with a new epoch (ADR 0036).
+  if (!deps.lease.isServing()) throw leaseLostRefusal("admitted or sent");
   // The edge (issue 32 items 4, 7): ids in their canonical case before the fingerprint, the
   // journal or a file name sees them; a seat or a text the journal or the write would change is refused here.
   const id = parseUuid(`_meta["clankie/seat-call"].deliveryId`, scope.deliveryId ?? newDeliveryId());
@@ -32,7 +37,7 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
   const mode: DeliveryMode = input.delivery ?? "auto";
   const fingerprint = callFingerprint(MESSAGE_SEAT, input);
   const holder = `${deps.instanceId}:${id}`;
-  const { admitted, entered } = await admitInOrder(deps, { id, conversationId: scope.conversationId, fingerprint, input, mode, holder });
+  const { admitted, entered, fence } = await admitInOrder(deps, { id, conversationId: scope.conversationId, fingerprint, input, mode, holder });
   deps.onJournalChange();
 
   if (!admitted.inserted) {
@@ -54,14 +59,17 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
             reason: admitted.seatsMatched === 0 ? "unknown_seat" : "ambiguous_seat",
             detail: admitted.seatsMatched === 0 ? `no seat is named ${input.seat}; nothing was sent` : `${admitted.seatsMatched} seats are named ${input.seat}; use machine/name; nothing was sent`,
           };
-    await settleCall(deps.db, id, CallState.Settled, body as unknown as Record<string, unknown>, deps.now())
+    const refused = await settleCall(deps.db, id, CallState.Settled, body as unknown as Record<string, unknown>, deps.now(), { owner: fence, writer: fence })
+      .then(() => false)
       .catch((e: Error) => {
+        if (isFencedWrite(e)) return true;
         deps.logger.warn("journal settle failed", { deliveryId: id, error: e.message });
         throw journalFailure(e, "the receipt journal could not be written");
       })
       .finally(() => admittedHere(deps).delete(id));
+    if (refused) return answerAsRecorded(deps, id, `its outcome (${body.outcome}, nothing was sent) was not recorded`);
     return { id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
   }
-  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered!, senderRecheck: scope.senderRecheck }).finally(() => admittedHere(deps).delete(id));
+  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered!, senderRecheck: scope.senderRecheck, fence }).finally(() => admittedHere(deps).delete(id));
   return deps.track ? deps.track(dispatched) : dispatched;
 }

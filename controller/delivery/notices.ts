@@ -15,6 +15,7 @@ import { fencesNeedingNotice } from "../journal/fences.js";
 import { withSeatTurn } from "./turn.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { checkNoticeAuthority } from "./notice-authority.js";
+import { leaseHeld } from "../journal/lease-guard.js";
 
 /** The process that opened the fence tries once; the next process may try once more. */
 export const MAX_NOTICE_ATTEMPTS = 2;
@@ -90,7 +91,8 @@ export class Notifier {
       const authority = await checkNoticeAuthority(db, fence.deliveryId, seat);
       if (!authority.ok) return void this.deps.logger.info("notice not sent", { deliveryId: fence.deliveryId, why: authority.why });
       // Rule 17: the attempt is claimed atomically, re-checked in the seat's turn: not if acknowledged or
-      // resolved meanwhile (another replica sent it), and at most once per controller process.
+      // resolved meanwhile (another replica sent it), at most once per controller process, and only
+      // while this instance's lease is live (ADR 0036): a replica woken from a pause claims nothing.
       const claimed = await db
         .update(fences)
         .set({ noticeAttempts: sql`${fences.noticeAttempts} + 1`, noticeSentAt: this.deps.now(), noticeClaimedBy: this.deps.instanceId })
@@ -101,10 +103,11 @@ export class Notifier {
             isNull(fences.noticeAcknowledgedAt),
             lt(fences.noticeAttempts, MAX_NOTICE_ATTEMPTS),
             or(isNull(fences.noticeClaimedBy), ne(fences.noticeClaimedBy, this.deps.instanceId)),
+            leaseHeld(this.deps.lease.fence()),
           ),
         )
         .returning({ deliveryId: fences.deliveryId });
-      if (claimed.length === 0) return;
+      if (claimed.length === 0 || !this.deps.lease.holds()) return;
       const res = await conn.client.deliver(
         create(DeliverRequestSchema, {
           seatName: seat.name,
@@ -119,7 +122,7 @@ export class Notifier {
       );
       const result = agentResultWire.decode(res.result);
       if (result === AgentResult.Delivered || result === AgentResult.Queued || result === AgentResult.Started || result === AgentResult.Steered) {
-        await db.update(fences).set({ noticeAcknowledgedAt: this.deps.now() }).where(eq(fences.deliveryId, fence.deliveryId));
+        await db.update(fences).set({ noticeAcknowledgedAt: this.deps.now() }).where(and(eq(fences.deliveryId, fence.deliveryId), leaseHeld(this.deps.lease.fence())));
         this.deps.onJournalChange();
       }
     });

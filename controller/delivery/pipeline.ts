@@ -11,6 +11,7 @@ import type { Liveness } from "../nodes/liveness.js";
 import type { SeatTurns } from "./turn.js";
 import type { UnrecordedOutcomes } from "./unrecorded-outcomes.js";
 import type { FaultPoints } from "./faults.js";
+import type { InstanceLease } from "../fleet/instance-lease.js";
 
 export const MESSAGE_SEAT = "message_seat";
 /** How long the controller waits for an agent's answer before the delivery is uncertain. */
@@ -56,6 +57,11 @@ export interface PipelineDeps {
   onJournalChange: () => void;
   /** This controller process; its in-flight receipts and leases are recovered if it dies. */
   instanceId: string;
+  /**
+   * Its lease and epoch (ADR 0036): every journal write for a delivery carries `fence()`, and a
+   * native write is sent only while `holds(epoch)` for the epoch the call was admitted under.
+   */
+  lease: Pick<InstanceLease, "fence" | "holds" | "isServing">;
   deliverTimeoutMs?: number | undefined;
   /** The one wait budget for a seat's turn (deliveries, notices, stops); SEAT_TURN_WAIT_MS unless a test shortens it. */
   seatTurnWaitMs?: number | undefined;

@@ -5,6 +5,7 @@
  */
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";
+import type { InstanceEpoch } from "../journal/instances.js";
 
 /** The receipt states whose content is still unresolved, so it fences a resend of the same text. */
 export const UNRESOLVED = sql.raw(`'${ReceiptState.Dispatching}', '${ReceiptState.Unconfirmed}', '${ReceiptState.Uncertain}'`);
@@ -36,6 +37,8 @@ export interface DispatchRecord {
   conversationId: string;
   seatId: string;
   message: string;
+  /** The (instance, epoch) that admitted it: its settle is written under that epoch or not at all (ADR 0036). */
+  fence: InstanceEpoch;
 }
 
 /** What every message_seat body starts with. */

@@ -12,6 +12,7 @@ import { json, p, statement, ts } from "../journal/statements.js";
 import { settlements, type DeliveryReceipt } from "../db/schema.js";
 import { resolveFence } from "../journal/fences.js";
 import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn-statements.js";
+import { FencedWriteError, assertLeaseHeld, leaseHeldGuard, type InstanceEpoch } from "../journal/instances.js";
 
 /**
  * The settle of one dispatched delivery in ONE statement, one commit (ADR 0013): the call
@@ -34,18 +35,27 @@ export interface SettleParams {
   holder: string | null;
   leaseSeconds: number;
   now: Date;
+  /**
+   * The (instance, epoch) that admitted the call (ADR 0036): the settle applies only while the call
+   * is still theirs (a peer's takeover clears its epoch) and the writer's lease is live. Absent only
+   * in a spill file written before epochs: then it settles as it did before them.
+   */
+  fence?: InstanceEpoch | undefined;
 }
 
 const settleStatement = statement<Record<string, unknown>>("settle", () => sql`
 with call as (
   update operator_call_receipts set state = ${p("callState")}::text, result = ${p("body")}::text::jsonb, settled_at = ${p("callSettledAt")}::timestamptz
-  where id = ${p("id")}::text returning id
+  where id = ${p("id")}::text
+    and (${p("ownerInstance")}::text is null or (controller_instance = ${p("ownerInstance")}::text and controller_epoch = ${p("ownerEpoch")}::bigint))
+    and (${p("instance")}::text is null or ${leaseHeldGuard()})
+  returning id
 ),
 receipt as (
   update delivery_receipts set state = ${p("state")}::text, reason = ${p("reason")}::text, detail = ${p("detail")}::text,
     native_receipt_id = ${p("nativeReceiptId")}::text, native_message_id = ${p("nativeMessageId")}::text, native_session_path = ${p("nativeSessionPath")}::text, proof_age_ms = ${p("proofAgeMs")}::int, proofs = ${p("proofs")}::text::jsonb,
     settled_at = ${p("receiptSettledAt")}::timestamptz
-  where id = ${p("id")}::text returning id
+  where id = ${p("id")}::text and exists (select 1 from call) returning id
 ),
 fence as (
   insert into fences (delivery_id, seat_id, content_fingerprint, conversation_id, opened_at)
@@ -54,16 +64,22 @@ fence as (
 ),
 reported as (
   update fences set previous_reported_at = ${p("now")}::timestamptz
-  where delivery_id in (select jsonb_array_elements_text(${p("previousIds")}::text::jsonb)) returning delivery_id
+  where delivery_id in (select jsonb_array_elements_text(${p("previousIds")}::text::jsonb)) and exists (select 1 from call) returning delivery_id
 ),
-${handOnSql()}
+${handOnSql(sql`exists (select 1 from call)`)}
 select (select count(*) from call)::int as calls, (select count(*) from receipt)::int as receipts,
   (select count(*) from released)::int + (select count(*) from handed)::int as lease_moved,
   (select holder from handed) as handed_to, ${NOTIFIED}
 `);
 
-/** Returns the holder the lease went to (null: released, or it was not ours any more). */
-export async function settleDispatched(db: Db, s: SettleParams): Promise<{ handedTo: string | null }> {
+/**
+ * Returns the holder the lease went to (null: released, or it was not ours any more).
+ * `writer` is the instance writing (the admitting one, or at boot the one replaying a stopped
+ * instance's decided outcome); a FencedWriteError when its lease is not live or the call is no
+ * longer the admitting epoch's: nothing was written (the seat's lease and line included), and
+ * retrying cannot change that.
+ */
+export async function settleDispatched(db: Db, s: SettleParams, writer: InstanceEpoch | undefined = s.fence): Promise<{ handedTo: string | null }> {
   const unresolved = isUnresolved(s.outcome.state);
   const [row] = await settleStatement(db).run({
     id: s.id,
@@ -88,8 +104,12 @@ export async function settleDispatched(db: Db, s: SettleParams): Promise<{ hande
     holder: s.holder,
     leaseSeconds: s.leaseSeconds,
     claimSeconds: TURN_CLAIM_MS / 1000,
+    ownerInstance: s.fence?.instance ?? null,
+    ownerEpoch: s.fence?.epoch ?? null,
+    instance: writer?.instance ?? null,
+    epoch: writer?.epoch ?? null,
   });
-  if (!row || Number(row.calls) !== 1) throw new Error(`the call receipt ${s.id} was not found to settle`);
+  if (!row || Number(row.calls) !== 1) throw new FencedWriteError(writer ?? { instance: "(none)", epoch: 0 }, `the settle of ${s.id}`);
   return { handedTo: row.handed_to ? String(row.handed_to) : null };
 }
 
@@ -107,6 +127,8 @@ export interface AbandonInput {
   conversationId: string | null;
   evidence: Record<string, unknown>;
   now: Date;
+  /** The writing instance: refused unless its lease is live (ADR 0036). */
+  fence: InstanceEpoch;
 }
 
 /** Records the original as abandoned-unknown; its id and content stay refused. */
@@ -127,6 +149,7 @@ export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<s
     detail,
   };
   await db.transaction(async (tx) => {
+    await assertLeaseHeld(tx, a.fence, `the settle of ${a.delivery.id}`);
     await settleDelivery(tx, a.delivery.id, { state: ReceiptState.AbandonedUnknown, reason: `${a.settledBy}_settled`, detail }, a.now);
     await tx.insert(settlements).values({
       deliveryId: a.delivery.id,
@@ -143,7 +166,7 @@ export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<s
 }
 
 /** Records the original as delivered because the recipient's session holds it (evidence, not a send). */
-export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date, by: "session" | "acknowledgment" = "session"): Promise<Record<string, unknown>> {
+export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date, fence: InstanceEpoch, by: "session" | "acknowledgment" = "session"): Promise<Record<string, unknown>> {
   const body = {
     schemaVersion: 1,
     outcome: "delivered",
@@ -157,6 +180,7 @@ export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, na
         : "the recipient's native channel acknowledged the original's exact id (transport only); recorded as delivered at the settle, never resent",
   };
   await db.transaction(async (tx) => {
+    await assertLeaseHeld(tx, fence, `the settle of ${delivery.id}`);
     await settleDelivery(tx, delivery.id, { state: ReceiptState.Delivered, reason: by === "session" ? "found_in_session" : "exact_acknowledgment", detail: body.detail, nativeReceiptId }, now);
     await settleCall(tx, delivery.id, CallState.Settled, body, now);
     await resolveFence(tx, delivery.id, ReceiptState.Delivered, now);
@@ -174,6 +198,7 @@ export async function recordProvenAbsent(
   conversationId: string,
   proof: Record<string, unknown>,
   now: Date,
+  fence: InstanceEpoch,
 ): Promise<Record<string, unknown> | undefined> {
   const detail =
     "the recipient's mailbox does not hold the original, no write of it was in progress, " +
@@ -190,6 +215,7 @@ export async function recordProvenAbsent(
     proof,
   };
   const settled = await db.transaction(async (tx) => {
+    await assertLeaseHeld(tx, fence, `the settle of ${delivery.id}`);
     const outcome = { state: ReceiptState.NotSent, reason: "proven_absent", detail };
     if (!(await settleIfUnresolved(tx, delivery.id, outcome, now))) return false;
     await tx.insert(settlements).values({

@@ -12,7 +12,8 @@ import { contentFingerprint } from "../../shared/fingerprint.js";
 import { traceSettle } from "../../shared/rpc/trace-context.js";
 import { ReceiptState, isUnresolved, seatStatusWire, type SeatStatus } from "../../shared/verdicts.js";
 import { type DeliveryReceipt, machines, seats } from "../db/schema.js";
-import { CallState } from "../journal/call-receipts.js";
+import { CallState, findCallById } from "../journal/call-receipts.js";
+import { isFencedWrite } from "../journal/instances.js";
 import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
 import {
   abandonDelivery, recordFoundInSession, recordProvenAbsent, settleDispatched, type SettledBy, type SettleParams,
@@ -50,6 +51,7 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
     holder: turn?.held && !turn.finished ? turn.holder : null,
     leaseSeconds: leaseMsOf(deps) / 1000,
     now: deps.now(),
+    fence: d.fence,
   };
   try {
     const { handedTo } = await traceSettle(() => settleDispatched(deps.db, params));
@@ -58,6 +60,12 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
     if (isUnresolved(outcome.state)) deps.onFenceChange?.(d.seatId);
     return undefined;
   } catch (e) {
+    if (isFencedWrite(e)) {
+      // Refused for good (ADR 0036): never retried; the seat's turn passes on, its lease is the fleet's to free.
+      deps.logger.error("settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it", { deliveryId: d.id, state: outcome.state, epoch: d.fence.epoch });
+      if (turn) deps.turns.leaveLater(turn);
+      return e;
+    }
     deps.logger.error("settle failed", { deliveryId: d.id, state: outcome.state, error: (e as Error).message });
     deps.metrics?.journalError("settle");
     // The retry never touches the lease: the turn passes on now and its lease is given back
@@ -71,6 +79,7 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
 /** Settles a dispatch with a definite outcome: the lead hears the truth when nothing was sent, uncertainty when something was and it is not on record. */
 export async function settleDispatch(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | undefined, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[] = []): Promise<ToolOutcome> {
   const failed = await record(deps, d, turn, CallState.Settled, body as unknown as Record<string, unknown>, outcome, previousIds);
+  if (isFencedWrite(failed)) return answerAsRecorded(deps, d.id, `the outcome (${body.outcome}) was not recorded`);
   if (failed) {
     if (outcome.state === ReceiptState.NotSent) {
       const pending: MessageSeatBody = { ...body, detail: `${body.detail}; the journal could not record this yet (${journalError(failed)}) and will when it is back` };
@@ -85,13 +94,27 @@ export async function settleDispatch(deps: PipelineDeps, d: DispatchRecord, turn
 /** A lost answer: uncertain on the receipt and to the lead, fenced, never resent. */
 export async function settleUncertain(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | undefined, detail: string, reason: "answer_lost" | "controller_stopped" = "answer_lost"): Promise<ToolOutcome> {
   const body = uncertainBody(MESSAGE_SEAT, d.id, detail);
-  await record(deps, d, turn, CallState.Uncertain, body as unknown as Record<string, unknown>, { state: ReceiptState.Uncertain, reason, detail }, []);
+  const failed = await record(deps, d, turn, CallState.Uncertain, body as unknown as Record<string, unknown>, { state: ReceiptState.Uncertain, reason, detail }, []);
+  if (isFencedWrite(failed)) return answerAsRecorded(deps, d.id, "the uncertain outcome was not recorded");
   return { id: d.id, tool: MESSAGE_SEAT, state: "uncertain", body, isError: true };
+}
+
+/**
+ * The answer of a call whose own record was refused (its instance's lease epoch is no longer live,
+ * ADR 0036): the receipt as the fleet now records it — uncertain after a peer's takeover — never
+ * the outcome this replica saw, which it may no longer write.
+ */
+export async function answerAsRecorded(deps: PipelineDeps, id: string, what: string): Promise<ToolOutcome> {
+  const detail = `this controller replica lost its instance lease while the call was in flight, so ${what}; the receipt is as the fleet records it`;
+  const call = await findCallById(deps.db, id).catch(() => undefined);
+  if (call?.state === CallState.Settled && call.result) return { id, tool: MESSAGE_SEAT, state: "settled", body: call.result as unknown as MessageSeatBody, isError: false };
+  if (call?.state === CallState.Uncertain && call.result) return { id, tool: MESSAGE_SEAT, state: "uncertain", body: call.result as unknown as MessageSeatBody, isError: true };
+  return { id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, id, `${detail} (still in flight: recovery will mark it uncertain); it will not be resent — reconcile it`), isError: true };
 }
 
 /** An unresolved original, kept as abandoned-unknown evidence (lead, owner, unattended). */
 export async function settleAbandoned(deps: PipelineDeps, delivery: DeliveryReceipt, settledBy: Exclude<SettledBy, "reconcile">, conversationId: string | null, evidence: Record<string, unknown>): Promise<SettledOriginalBody> {
-  const body = (await abandonDelivery(deps.db, { delivery, settledBy, conversationId, evidence, now: deps.now() })) as unknown as SettledOriginalBody;
+  const body = (await abandonDelivery(deps.db, { delivery, settledBy, conversationId, evidence, now: deps.now(), fence: deps.lease.fence() })) as unknown as SettledOriginalBody;
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);
   return body;
@@ -99,7 +122,7 @@ export async function settleAbandoned(deps: PipelineDeps, delivery: DeliveryRece
 
 /** An unresolved original the seat's session holds: recorded as delivered (evidence, not a send). */
 export async function settleFoundInSession(deps: PipelineDeps, delivery: DeliveryReceipt, nativeReceiptId: string, by: "session" | "acknowledgment" = "session"): Promise<SettledOriginalBody> {
-  const body = (await recordFoundInSession(deps.db, delivery, nativeReceiptId, deps.now(), by)) as unknown as SettledOriginalBody;
+  const body = (await recordFoundInSession(deps.db, delivery, nativeReceiptId, deps.now(), deps.lease.fence(), by)) as unknown as SettledOriginalBody;
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);
   return body;
@@ -112,7 +135,7 @@ export async function settleProvenAbsent(
   conversationId: string,
   proof: Record<string, unknown>,
 ): Promise<SettledOriginalBody | undefined> {
-  const recorded = await recordProvenAbsent(deps.db, delivery, conversationId, proof, deps.now());
+  const recorded = await recordProvenAbsent(deps.db, delivery, conversationId, proof, deps.now(), deps.lease.fence());
   const body = recorded as unknown as SettledOriginalBody | undefined;
   if (!body) return undefined;
   deps.onJournalChange();

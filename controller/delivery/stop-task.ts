@@ -12,6 +12,7 @@ import { SEAT_TURN_WAIT_MS, withSeatTurn } from "./turn.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { mayStopSeat } from "../leads/seat-authority.js";
 import { assertSeatRef } from "../../shared/ids.js";
+import { isFencedWrite } from "../journal/lease-guard.js";
 
 export interface StopOutcome extends Record<string, unknown> {
   schemaVersion: 1;
@@ -37,8 +38,11 @@ export async function stopTask(deps: PipelineDeps, conversationId: string, seatR
   }
   const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
   if (!machine) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: "the seat's machine is no longer registered; nothing was sent" };
-  return withSeatTurn(deps.turns, { seatId: seat.id, holder: `${deps.instanceId}:stop:${conversationId}`, signal: deps.shutdownSignal, waitMs: deps.seatTurnWaitMs }, async (turn) => {
+  const leaseLost: StopOutcome = { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: "this controller replica's instance lease was not surely live; nothing was sent — call again" };
+  return withSeatTurn<StopOutcome>(deps.turns, { seatId: seat.id, holder: `${deps.instanceId}:stop:${conversationId}`, signal: deps.shutdownSignal, waitMs: deps.seatTurnWaitMs }, async (turn) => {
     if (!turn.held) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: `another delivery held the seat for ${(deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000} s; nothing was sent` };
+    // ADR 0036: a replica not surely holding its lease sends no native control.
+    if (!deps.lease.holds()) return leaseLost;
     const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
     if (!(await conn.connect())) return { schemaVersion: 1, seat: seat.id, outcome: "unavailable", detail: `the agent on ${machine.name} could not be reached; nothing was sent` };
     try {
@@ -48,5 +52,9 @@ export async function stopTask(deps: PipelineDeps, conversationId: string, seatR
     } catch (e) {
       return { schemaVersion: 1, seat: seat.id, outcome: "uncertain", detail: `the stop may have reached the agent but its answer was lost (${(e as Error).message}); it is never repeated` };
     }
+  }).catch((e: unknown) => {
+    // The journal refused this replica's place in the seat's line (its lease is lost, ADR 0036): nothing was sent.
+    if (isFencedWrite(e)) return leaseLost;
+    throw e;
   });
 }

@@ -4,11 +4,14 @@
  * seat's lease or joins the line, the settle statement (settle-statements.ts) hands the lease to the head of
  * the line through `handOnSql`; the statements below cover the rest (notices, stops, a remote turn, a turn
  * given back without a settle). Apart from turn.ts so the statements and the in-process side each stay readable.
+ * Every statement here that writes carries the writing instance's lease fence (ADR 0036), as the admission
+ * and the settle statements do: a replica whose lease expired or whose epoch is stale changes no seat's
+ * lease and no line.
  */
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { p, statement } from "../journal/statements.js";
-import { INSTANCE_DEAD_AFTER_MS } from "../journal/instances.js";
+import { FencedWriteError, leaseHeldGuard, type InstanceEpoch } from "../journal/lease-guard.js";
 
 /**
  * How long a lease handed to another controller's waiter waits to be claimed (its controller polls every
@@ -18,14 +21,23 @@ export const TURN_CLAIM_MS = 3_000;
 
 /**
  * Whether the waiter row `w` may still take its turn: its own wait is not over (the 25 s rule, counted
- * from its admission) and its controller is alive. The one place that judges a waiter's controller, so
- * it can move to the instance lease (issue 34 item 1) in one edit.
+ * from its admission) and its controller's instance lease is live by the database's clock (ADR 0036).
+ * The one place that judges a waiter's controller: a replica whose lease expired is skipped at once.
  */
 export function waiterIsLive(w: string): SQL {
   return sql.raw(
-    `(${w}.expires_at > now() and exists (select 1 from controller_instances i where i.id = split_part(${w}.holder, ':', 1) and i.heartbeat_at > now() - interval '${INSTANCE_DEAD_AFTER_MS / 1000} seconds'))`,
+    `(${w}.expires_at > now() and exists (select 1 from controller_instances i where i.id = split_part(${w}.holder, ':', 1) and i.lease_expires_at > now()))`,
   );
 }
+
+/*
+ * ADR 0036: each statement names its instance's (id, epoch) in the placeholders `instance` and `epoch`
+ * and writes nothing unless that lease is live. Null only for the tests and tools that call these
+ * without an instance.
+ */
+const fenced = () => sql`(${p("instance")}::text is null or ${leaseHeldGuard()})`;
+const fenceValues = (f: InstanceEpoch | undefined) => ({ instance: f?.instance ?? null, epoch: f?.epoch ?? null });
+const isTrue = (v: unknown) => v === true || v === "t";
 
 /** The seat's line, oldest admission first (the fleet-wide order). */
 const inLine = (w: string) => sql.raw(`order by ${w}.admitted_at, ${w}.holder`);
@@ -38,20 +50,21 @@ const handedExpiry = (next: string, from: SQL) =>
  * CTEs `next`, `released`, `handed`, `dequeued` for a statement that gives up `holder`'s lease on
  * `seatId`: to the head of the line (its row leaves the line), or released when nobody waits, and
  * `notified`, which tells another controller its holder got the lease (select NOTIFIED so it runs).
- * Parameters: seatId, holder, leaseSeconds, claimSeconds. `handed` returns the new holder.
+ * Parameters: seatId, holder, leaseSeconds, claimSeconds. `handed` returns the new holder. `fence`:
+ * the statement's lease fence (ADR 0036); the lease moves only where it holds.
  */
-export function handOnSql(): SQL {
+export function handOnSql(fence: SQL): SQL {
   return sql`
 next as (
   select w.holder from seat_waiters w
   where w.seat_id = ${p("seatId")}::text and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
 ),
 released as (
-  delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and not exists (select 1 from next) returning seat_id
+  delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and not exists (select 1 from next) and ${fence} returning seat_id
 ),
 handed as (
   update seat_turns set holder = next.holder, expires_at = ${handedExpiry("next.holder", sql`${p("holder")}::text`)}
-  from next where seat_turns.seat_id = ${p("seatId")}::text and seat_turns.holder = ${p("holder")}::text returning next.holder as holder
+  from next where seat_turns.seat_id = ${p("seatId")}::text and seat_turns.holder = ${p("holder")}::text and ${fence} returning next.holder as holder
 ),
 dequeued as (
   delete from seat_waiters where holder in (select holder from handed) returning holder
@@ -108,17 +121,17 @@ const joinStatement = statement<Record<string, unknown>>("join_turn", () => sql`
 with lease as (
   insert into seat_turns (seat_id, holder, expires_at)
   select ${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8)
-  where not exists (select 1 from seat_waiters w where w.seat_id = ${p("seatId")}::text and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")})
+  where not exists (select 1 from seat_waiters w where w.seat_id = ${p("seatId")}::text and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")}) and ${fenced()}
   on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
   where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
   returning holder
 ),
 queued as (
   insert into seat_waiters (holder, seat_id, admitted_at, expires_at)
-  select ${p("holder")}::text, ${p("seatId")}::text, now(), now() + make_interval(secs => ${p("waitSeconds")}::float8) where not exists (select 1 from lease)
+  select ${p("holder")}::text, ${p("seatId")}::text, now(), now() + make_interval(secs => ${p("waitSeconds")}::float8) where not exists (select 1 from lease) and ${fenced()}
   on conflict (holder) do nothing returning holder
 )
-select (select count(*) from lease)::int as taken
+select (select count(*) from lease)::int as taken, ${fenced()} as live
 `);
 
 /**
@@ -129,7 +142,7 @@ select (select count(*) from lease)::int as taken
  */
 const pollStatement = statement<Record<string, unknown>>("poll_turn", () => sql`
 with ours as (
-  select holder from seat_turns where seat_id = ${p("seatId")}::text and split_part(holder, ':', 1) = ${p("instance")}::text
+  select holder from seat_turns where seat_id = ${p("seatId")}::text and split_part(holder, ':', 1) = ${p("self")}::text
 ),
 head as (
   select w.holder from seat_waiters w where w.seat_id = ${p("seatId")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
@@ -139,7 +152,7 @@ cand as (
 ),
 moved as (
   insert into seat_turns (seat_id, holder, expires_at)
-  select ${p("seatId")}::text, holder, ${handedExpiry("holder", sql`${p("instance")}::text`)} from cand
+  select ${p("seatId")}::text, holder, ${handedExpiry("holder", sql`${p("self")}::text`)} from cand where ${fenced()}
   on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
   where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
   returning holder
@@ -148,40 +161,48 @@ dequeued as (
   delete from seat_waiters where holder in (select holder from moved) returning holder
 ),
 swept as (
-  delete from seat_waiters where seat_id = ${p("seatId")}::text and expires_at < now() returning holder
+  delete from seat_waiters where seat_id = ${p("seatId")}::text and expires_at < now() and ${fenced()} returning holder
 ),
 notified as (
-  select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("instance")}::text
+  select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("self")}::text
 )
-select (select holder from moved where split_part(holder, ':', 1) = ${p("instance")}::text) as holder, ${NOTIFIED}
+select (select holder from moved where split_part(holder, ':', 1) = ${p("self")}::text) as holder, ${NOTIFIED}, ${fenced()} as live
 `);
 
 // Gives `holder`'s turn up: leaves the line, and its lease (if it has it) goes to the head of the line.
 const passStatement = statement<Record<string, unknown>>("pass_turn", () => sql`
 with mine as (
-  delete from seat_waiters where holder = ${p("holder")}::text returning holder
+  delete from seat_waiters where holder = ${p("holder")}::text and ${fenced()} returning holder
 ),
-${handOnSql()}
+${handOnSql(fenced())}
 select (select count(*) from released)::int + (select count(*) from handed)::int as moved, (select holder from handed) as handed_to, ${NOTIFIED}
 `);
 
 const leaseParams = (leaseMs: number) => ({ leaseSeconds: leaseMs / 1000, claimSeconds: TURN_CLAIM_MS / 1000 });
 
-/** True when `holder` took the free seat; false: it is in the seat's line. */
-export async function joinTurn(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number): Promise<boolean> {
-  const [row] = await joinStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000, waitSeconds: waitMs / 1000 });
+/**
+ * True when `holder` took the free seat; false: it is in the seat's line. A FencedWriteError when
+ * `fence`'s lease is not live: it neither took the seat nor joined the line.
+ */
+export async function joinTurn(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number, fence?: InstanceEpoch): Promise<boolean> {
+  const [row] = await joinStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000, waitSeconds: waitMs / 1000, ...fenceValues(fence) });
+  if (fence && !isTrue(row?.live)) throw new FencedWriteError(fence, `the seat turn of ${holder}`);
   return Number(row?.taken) === 1;
 }
 
-/** The holder of `instance` that now has the seat's lease, or null. */
-export async function pollTurn(db: Db, seatId: string, instance: string, leaseMs: number): Promise<string | null> {
-  const [row] = await pollStatement(db).run({ seatId, instance, ...leaseParams(leaseMs) });
+/**
+ * The holder of `instance` that now has the seat's lease, or null. A FencedWriteError when `fence`'s
+ * lease is not live: no lease was moved and no waiter swept.
+ */
+export async function pollTurn(db: Db, seatId: string, instance: string, leaseMs: number, fence?: InstanceEpoch): Promise<string | null> {
+  const [row] = await pollStatement(db).run({ seatId, self: instance, ...leaseParams(leaseMs), ...fenceValues(fence) });
+  if (fence && !isTrue(row?.live)) throw new FencedWriteError(fence, `the seat turn poll of ${instance}`);
   return row?.holder ? String(row.holder) : null;
 }
 
-/** `moved`: the lease was `holder`'s and now is `handedTo`'s (null: released). */
-export async function passTurn(db: Db, seatId: string, holder: string, leaseMs: number): Promise<{ moved: boolean; handedTo: string | null }> {
-  const [row] = await passStatement(db).run({ seatId, holder, ...leaseParams(leaseMs) });
+/** `moved`: the lease was `holder`'s and now is `handedTo`'s (null: released). Nothing moves under a stale `fence`. */
+export async function passTurn(db: Db, seatId: string, holder: string, leaseMs: number, fence?: InstanceEpoch): Promise<{ moved: boolean; handedTo: string | null }> {
+  const [row] = await passStatement(db).run({ seatId, holder, ...leaseParams(leaseMs), ...fenceValues(fence) });
   return { moved: Number(row?.moved) === 1, handedTo: row?.handed_to ? String(row.handed_to) : null };
 }
 
@@ -191,33 +212,33 @@ export async function passTurn(db: Db, seatId: string, holder: string, leaseMs: 
  * settle its controller gave up on (ADR 0033) can still commit later and hand it on.
  */
 const takeStatement = statement<Record<string, unknown>>("take_turn", () => sql`
-insert into seat_turns (seat_id, holder, expires_at) values (${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8))
+insert into seat_turns (seat_id, holder, expires_at) select ${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) where ${fenced()}
 on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
 returning holder
 `);
 
 const releaseStatement = statement<Record<string, unknown>>("release_turn", () => sql`
-delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text
+delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()}
 `);
 
 const handStatement = statement<Record<string, unknown>>("hand_turn", () => sql`
 update seat_turns set holder = ${p("next")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
-where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text returning holder
+where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()} returning holder
 `);
 
 /** One try: true when `holder` now has the seat's lease (the line is not consulted). */
-export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number): Promise<boolean> {
-  const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000 });
+export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number, fence?: InstanceEpoch): Promise<boolean> {
+  const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000, ...fenceValues(fence) });
   return rows[0]?.holder === holder;
 }
 
-export async function releaseLease(db: Db, seatId: string, holder: string): Promise<void> {
-  await releaseStatement(db).run({ seatId, holder });
+export async function releaseLease(db: Db, seatId: string, holder: string, fence?: InstanceEpoch): Promise<void> {
+  await releaseStatement(db).run({ seatId, holder, ...fenceValues(fence) });
 }
 
-/** Moves a lease `holder` has to `next`; false when it was not held. */
-export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number): Promise<boolean> {
-  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000 });
+/** Moves a lease `holder` has to `next`; false when it was not held (or `fence`'s lease is not live). */
+export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number, fence?: InstanceEpoch): Promise<boolean> {
+  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000, ...fenceValues(fence) });
   return rows.length === 1;
 }
 
@@ -229,10 +250,10 @@ const RELEASE_RETRY_MS = 250;
  * after the database came back, though its delivery was over (verify: calls stuck 11-16 s
  * behind such leases at each database restart). Deletes only a lease still in `holder`'s name.
  */
-export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void): void {
+export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void, fence: () => InstanceEpoch | undefined = () => undefined): void {
   const until = performance.now() + leaseMs;
   const attempt = () => {
-    releaseLease(db, seatId, holder).catch((e: Error) => {
+    releaseLease(db, seatId, holder, fence()).catch((e: Error) => {
       if (performance.now() + RELEASE_RETRY_MS >= until) return onGiveUp(e);
       setTimeout(attempt, RELEASE_RETRY_MS).unref();
     });
@@ -244,10 +265,13 @@ export interface SeatLease {
   release(): Promise<void>;
 }
 
-/** Takes the seat's lease, polling until `waitMs` pass; undefined when it stayed held (tests and tools). */
-export async function takeSeatLease(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number): Promise<SeatLease | undefined> {
+/**
+ * Takes the seat's lease, polling until `waitMs` pass; undefined when it stayed held (tests and tools),
+ * or when `fence`'s lease is not live (then nothing was taken). Its release carries the same fence.
+ */
+export async function takeSeatLease(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number, fence?: InstanceEpoch): Promise<SeatLease | undefined> {
   const deadline = performance.now() + waitMs;
-  while (!(await tryTakeLease(db, seatId, holder, leaseMs))) {
+  while (!(await tryTakeLease(db, seatId, holder, leaseMs, fence))) {
     if (performance.now() >= deadline) return undefined;
     await new Promise((r) => setTimeout(r, 25));
   }
@@ -255,7 +279,7 @@ export async function takeSeatLease(db: Db, seatId: string, holder: string, leas
   return {
     release: async () => {
       if (released) return;
-      await releaseLease(db, seatId, holder);
+      await releaseLease(db, seatId, holder, fence);
       released = true;
     },
   };

@@ -7,6 +7,7 @@
  * when one of them got the lease. Its SQL is in turn-statements.ts.
  */
 import type { Db } from "../db/open.js";
+import type { InstanceEpoch } from "../journal/lease-guard.js";
 import { joinTurn, listenForTurns, passTurn, pollTurn, releaseLeaseWhenBack } from "./turn-statements.js";
 
 export { TURN_CLAIM_MS, handLease, releaseLease, takeSeatLease, tryTakeLease, type SeatLease } from "./turn-statements.js";
@@ -69,6 +70,8 @@ export class SeatTurns {
     private readonly leaseMs: number,
     private readonly instanceId: string,
     private readonly onError: (what: string, e: Error) => void = () => {},
+    /** This instance's (id, epoch): every seat-turn statement is refused unless that lease is live (ADR 0036). */
+    private readonly fence: () => InstanceEpoch | undefined = () => undefined,
   ) {
     this.prefix = `${instanceId}:`;
     // A hand-off from another replica wakes this one's poll (ADR 0039); without it, the poll alone.
@@ -103,7 +106,7 @@ export class SeatTurns {
   async enter(seatId: string, holder: string, admission?: TurnAdmission, waitMs = SEAT_TURN_WAIT_MS, signal?: AbortSignal): Promise<SeatTurn> {
     const started = performance.now();
     let held = admission === "lease";
-    if (!admission) held = await joinTurn(this.db, seatId, holder, this.leaseMs, waitMs);
+    if (!admission) held = await joinTurn(this.db, seatId, holder, this.leaseMs, waitMs, this.fence());
     const q = this.queue(seatId);
     if (held) q.current = holder;
     else held = await this.wait(seatId, q, holder, started + waitMs, signal);
@@ -128,7 +131,7 @@ export class SeatTurns {
   async leave(turn: SeatTurn): Promise<void> {
     if (turn.finished) return;
     try {
-      const r = await passTurn(this.db, turn.seatId, turn.holder, this.leaseMs);
+      const r = await passTurn(this.db, turn.seatId, turn.holder, this.leaseMs, this.fence());
       turn.settled(r.handedTo);
     } catch {
       // Given back once the journal answers again; a waiter here polls for it meanwhile.
@@ -207,7 +210,7 @@ export class SeatTurns {
 
   /** Takes `holder` out of the line and passes its lease (if it has it) to the head of the line. */
   private passOn(seatId: string, holder: string): void {
-    passTurn(this.db, seatId, holder, this.leaseMs).then(
+    passTurn(this.db, seatId, holder, this.leaseMs, this.fence()).then(
       (r) => (r.moved ? this.moved(seatId, holder, r.handedTo) : this.moved(seatId, holder, null)),
       () => {
         this.releaseLater(seatId, holder);
@@ -235,7 +238,7 @@ export class SeatTurns {
       let woken = false;
       q.wake = () => void (woken = true);
       try {
-        got = await pollTurn(this.db, seatId, this.instanceId, this.leaseMs);
+        got = await pollTurn(this.db, seatId, this.instanceId, this.leaseMs, this.fence());
       } catch (e) {
         // The journal is away: the waiters here end now, not sent (nothing reached the agent),
         // rather than after their 25 s; each leaves the line once the journal answers.
@@ -264,7 +267,7 @@ export class SeatTurns {
 
   /** A release the journal refused: retried until it commits, or until the lease has expired anyway. */
   private releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
-    releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e));
+    releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e), this.fence);
   }
 }
 

@@ -16,6 +16,7 @@ import { writeFileDurably } from "../../shared/durable-file.js";
 import type { HireSettleParams } from "../journal/hire-outcome.js";
 import type { SettleParams } from "./settle-statements.js";
 import { isRefusedAdmission, type RefusedAdmission } from "../journal/refused-admission.js";
+import { isFencedWrite, type InstanceEpoch } from "../journal/lease-guard.js";
 
 /** A dispatch's settle, a hire's (`kind: "hire"`), or a refused admission's (`kind: "refused_admission"`). */
 export type PendingSettle = SettleParams | HireSettleParams | RefusedAdmission;
@@ -25,7 +26,8 @@ interface Pending {
   params: PendingSettle;
 }
 
-export type RecordSettle = (p: PendingSettle) => Promise<unknown>;
+/** Records one outcome; `writer` is the instance writing it when it is not the one that admitted the call (a boot replay). */
+export type RecordSettle = (p: PendingSettle, writer?: InstanceEpoch) => Promise<unknown>;
 
 export function isHireSettle(p: PendingSettle): p is HireSettleParams {
   return "kind" in p && p.kind === "hire";
@@ -64,8 +66,14 @@ export class UnrecordedOutcomes {
         const next = this.pending[0]!;
         try {
           await this.write(next.params);
-        } catch {
-          return;
+        } catch (e) {
+          if (!isFencedWrite(e)) return;
+          // Refused for good (ADR 0036): this replica lost the lease the call was admitted under, and the
+          // fleet has taken the call over or will; retrying could never land it.
+          this.pending.shift();
+          this.spill();
+          this.logger.error("an outcome this replica decided was refused by the journal: its instance lease epoch is no longer live; the receipt stays as the fleet records it", { what: next.what });
+          continue;
         }
         this.pending.shift();
         this.spill();
@@ -108,10 +116,18 @@ export class UnrecordedOutcomes {
  * At boot, before orphan recovery: records the outcomes a previous process decided but could
  * not record. Returns how many; throws (the boot fails) if the journal refuses them.
  */
-export async function recordSpilled(spillFile: string, write: RecordSettle): Promise<number> {
+export async function recordSpilled(spillFile: string, write: RecordSettle, logger?: Logger): Promise<number> {
   if (!existsSync(spillFile)) return 0;
   const all = JSON.parse(readFileSync(spillFile, "utf8")) as (PendingSettle & { now: string })[];
-  for (const p of all) await write(isHireSettle(p) || isRefusedAdmission(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null });
+  for (const p of all) {
+    try {
+      await write(isHireSettle(p) || isRefusedAdmission(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null });
+    } catch (e) {
+      // A call a peer took over when the stopped process's lease expired stays as the fleet recorded it (ADR 0036).
+      if (!isFencedWrite(e)) throw e;
+      logger?.warn("a stopped controller's decided outcome was not recorded: its call was taken over by a peer", { id: p.id });
+    }
+  }
   rmSync(spillFile, { force: true });
   return all.length;
 }

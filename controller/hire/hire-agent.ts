@@ -18,7 +18,9 @@ import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { transactionLate } from "../db/transaction-late.js";
 import { hireReceipts, machines, type Machine } from "../db/schema.js";
-import { admitCall, CallState, settleCall } from "../journal/call-receipts.js";
+import { admitCall, CallState, findCallById, settleCall } from "../journal/call-receipts.js";
+import { isFencedWrite, leaseHeld, type InstanceEpoch } from "../journal/lease-guard.js";
+import { leaseLostRefusal } from "../fleet/instance-lease.js";
 import { settleHireOutcome, type HireSettleParams } from "../journal/hire-outcome.js";
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import type { Registry } from "../nodes/registry.js";
@@ -87,6 +89,7 @@ async function chooseMachine(tx: Parameters<Parameters<Db["transaction"]>[0]>[0]
 
 export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAgentInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
+  if (!deps.lease.isServing()) throw leaseLostRefusal("reserved or launched");
   // The edge (issue 32 items 4, 7): ids canonical before the fingerprint and the journal; text
   // the launch would change is refused.
   const hireId = parseOptionalUuid(`_meta["clankie/seat-call"].hireId`, scope.hireId);
@@ -109,6 +112,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
   const id = hireId ?? input.freshIntent?.id ?? newDeliveryId();
   const fingerprint = callFingerprint(HIRE_AGENT, input);
   const now = deps.now();
+  const fence = deps.lease.fence();
 
   let plan: Plan;
   try {
@@ -117,7 +121,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
     // lead hears it), so a reservation the database commits after that — before this process
     // dies or after — is settled failed, never launched (the lead was told nothing would be).
     plan = await transactionLate(deps.db, async (tx) => {
-      const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, controllerInstance: deps.instanceId });
+      const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, fence });
       if (admission.kind !== "admitted") {
         const replay = replayAdmission(HIRE_AGENT, id, admission);
         return { kind: "replay", outcome: { ...replay, body: namedByHire(replay.body, id) } } as const;
@@ -159,6 +163,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
       void deps.unrecorded.flush().then(() => deps.onJournalChange());
     });
   } catch (e) {
+    if (isFencedWrite(e)) throw leaseLostRefusal("reserved or launched");
     if (e instanceof JournalNoAnswerError) {
       // Not for a replay of an id admitted here and still launching: it reserved nothing of its own.
       if (!admittedHere(deps).has(id)) deps.unrecorded.add(`refused hire ${id} (failed)`, unansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint }, input));
@@ -170,7 +175,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
   if (plan.kind === "replay") return plan.outcome;
   if (plan.kind === "settled") return settledOutcome(id, plan.body);
   admittedHere(deps).add(id);
-  const launched = launch(deps, scope, id, fingerprint, input, plan.machine).finally(() => admittedHere(deps).delete(id));
+  const launched = launch(deps, scope, id, fingerprint, input, plan.machine, fence).finally(() => admittedHere(deps).delete(id));
   return deps.track ? deps.track(launched) : launched;
 }
 
@@ -197,19 +202,28 @@ function unansweredRefusal(deps: PipelineDeps, key: { id: string; conversationId
   };
 }
 
-async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint: string, input: HireAgentInput, machine: Machine): Promise<ToolOutcome> {
+async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint: string, input: HireAgentInput, machine: Machine, fence: InstanceEpoch): Promise<ToolOutcome> {
   const base = { schemaVersion: 1 as const, hireId: id, machine: machine.name, harness: input.harness };
+  const settle = (body: HireBody, state: HireState, committed = false) => record(deps, id, body, state, committed, fence);
   // Reserved and not yet launching: where the suites park a hire in flight.
   await deps.faults?.at("hang_after_hire_admit");
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
-    return record(deps, id, { ...base, outcome: "failed", reason: "machine_offline", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`, launchCommitted: false }, HireState.Failed);
+    return settle({ ...base, outcome: "failed", reason: "machine_offline", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`, launchCommitted: false }, HireState.Failed);
   }
   try {
-    // Only from reserved: this write, if it lands after the settle below, must not undo it.
-    await deps.db.update(hireReceipts).set({ state: HireState.Launching, updatedAt: deps.now() }).where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved)));
+    // Only from reserved: this write, if it lands after the settle below, must not undo it. Fenced
+    // (ADR 0036): nothing is launched unless this instance still surely holds the admitting epoch.
+    const launching = await deps.db
+      .update(hireReceipts)
+      .set({ state: HireState.Launching, updatedAt: deps.now() })
+      .where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved), leaseHeld(fence)))
+      .returning({ id: hireReceipts.id });
+    if (launching.length === 0 || !deps.lease.holds(fence.epoch)) {
+      return settle({ ...base, outcome: "failed", reason: "journal_unavailable", detail: "this controller replica no longer surely held its instance lease (or the reservation was settled meanwhile), so nothing was launched", launchCommitted: false }, HireState.Failed);
+    }
   } catch (e) {
-    return record(deps, id, { ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${journalCause(e)}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
+    return settle({ ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${journalCause(e)}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
   }
   let res: HireSeatResponse;
   try {
@@ -233,17 +247,17 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
   } catch (e) {
     const err = ConnectError.from(e);
     if (REFUSED_BEFORE_LAUNCH.has(err.code)) {
-      return record(deps, id, { ...base, outcome: "failed", reason: "agent_refused", detail: `the agent refused the hire before launching anything: ${err.rawMessage}`, launchCommitted: false }, HireState.Failed);
+      return settle({ ...base, outcome: "failed", reason: "agent_refused", detail: `the agent refused the hire before launching anything: ${err.rawMessage}`, launchCommitted: false }, HireState.Failed);
     }
     deps.logger.warn("hire unconfirmed", { hireId: id, machine: machine.name, error: err.message });
     const body = unconfirmedBody(base, "start_unconfirmed", `the hire may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will never be launched again. Reconcile it with reconcile_seat_call({hireId}).`);
-    return record(deps, id, body, HireState.StartUnconfirmed);
+    return settle(body, HireState.StartUnconfirmed);
   }
   const body = bodyFromAgent(base, res);
   const state = body.outcome === "spawned" ? HireState.Spawned : body.reason === "delivery_unconfirmed" ? HireState.DeliveryUnconfirmed : body.reason === "start_unconfirmed" ? HireState.StartUnconfirmed : HireState.Failed;
   // Bounded like every journal write (a late one is harmless): the agent's own seat reports bring the seat in too.
   if (res.seat) await deps.registry.upsertSeat(machine.name, res.seat).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
-  return record(deps, id, body, state, res.launchCommitted);
+  return settle(body, state, res.launchCommitted);
 }
 
 /** The agent's answer in the lead's words. */
@@ -265,15 +279,26 @@ export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | 
   return { ...base, outcome: "failed", reason: res.reason || "launch_failed", detail: res.detail, ...extra };
 }
 
-/** Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead. */
-export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState, launchCommittedByAgent = false): Promise<ToolOutcome> {
+/**
+ * Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead.
+ * `fence`: the epoch that admitted a launch (its settle is that epoch's or nothing); absent when an
+ * unresolved hire is settled by reconcile, which only needs this instance's lease live.
+ */
+export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState, launchCommittedByAgent = false, fence?: InstanceEpoch): Promise<ToolOutcome> {
   const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
-  const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now(), launchCommittedByAgent };
+  const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now(), launchCommittedByAgent, fence };
   try {
     // Bounded (ADR 0033): a settle that commits after its deadline is the same idempotent settle the retry makes.
-    await settleHireOutcome(deps.db, params);
+    await settleHireOutcome(deps.db, params, fence ?? deps.lease?.fence());
     deps.onJournalChange();
   } catch (e) {
+    if (isFencedWrite(e)) {
+      deps.logger.error("hire settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it", { hireId: id, state });
+      const call = await findCallById(deps.db, id).catch(() => undefined);
+      const recorded = call && call.state !== CallState.InFlight && call.result ? (call.result as unknown as HireBody) : undefined;
+      if (recorded) return { id, tool: HIRE_AGENT, state: call!.state === CallState.Settled ? "settled" : "uncertain", body: recorded, isError: recorded.outcome !== "spawned" };
+      return { id, tool: HIRE_AGENT, state: "uncertain", isError: true, body: unconfirmedBody(body, "start_unconfirmed", "this controller replica lost its instance lease while the hire was in flight, so its outcome was not recorded; recovery marks it uncertain, and it is never launched again") };
+    }
     deps.logger.error("hire settle failed", { hireId: id, state, error: (e as Error).message });
     // Kept, spilled and retried with the dispatches' settles; nothing is launched again meanwhile.
     deps.unrecorded.add(`hire ${id} (${state})`, params);

@@ -8,6 +8,7 @@
 import { and, eq } from "drizzle-orm";
 import { hireReceipts } from "../db/schema.js";
 import { CallState, findCall, settleCall } from "../journal/call-receipts.js";
+import { assertLeaseHeld } from "../journal/lease-guard.js";
 import type { PipelineDeps } from "../delivery/message-seat.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { parseUuid } from "../../shared/ids.js";
@@ -58,6 +59,8 @@ export async function settleHire(deps: PipelineDeps, givenId: string, conversati
   }
   const body: HireBody = { ...base, outcome: "failed", reason: state === HireState.SettledNotLaunched ? "settled_not_launched" : "abandoned_unknown", detail, freshIntentAllowed: true, ...(hire.seatId ? { seat: hire.seatId } : {}) };
   await deps.db.transaction(async (tx) => {
+    // Written only while this replica's lease is live (ADR 0036).
+    await assertLeaseHeld(tx, deps.lease.fence(), `the owner's settle of hire ${id}`);
     await tx.update(hireReceipts).set({ state, evidence: { ...(hire.evidence ?? {}), settle: evidence }, updatedAt: now, settledAt: now }).where(eq(hireReceipts.id, id));
     await settleCall(tx, id, CallState.Settled, body, now);
   });

@@ -6,6 +6,7 @@
 import { and, desc, eq, lt, sql } from "drizzle-orm";
 import { callReceipts, type CallReceipt } from "../db/schema.js";
 import type { Db, Tx } from "../db/open.js";
+import { FencedWriteError, assertLeaseHeld, leaseHeld, type InstanceEpoch } from "./lease-guard.js";
 
 export const CallState = { InFlight: "in_flight", Uncertain: "uncertain", Settled: "settled" } as const;
 export type CallState = (typeof CallState)[keyof typeof CallState];
@@ -28,13 +29,16 @@ export interface CallKey {
   fingerprint: string;
   /** The controller process admitting the call (for orphan recovery). */
   controllerInstance?: string | undefined;
+  /** Its lease epoch: the admission is refused unless that lease is live, and the call is that epoch's to settle (ADR 0036). */
+  fence?: InstanceEpoch | undefined;
 }
 
 /** Admit a call inside the caller's transaction: insert it, or explain why it is not new. */
 export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
+  if (key.fence) await assertLeaseHeld(tx, key.fence, `the admission of ${key.id}`);
   const inserted = await tx
     .insert(callReceipts)
-    .values({ id: key.id, tool: key.tool, conversationId: key.conversationId, fingerprint: key.fingerprint, state: CallState.InFlight, controllerInstance: key.controllerInstance ?? null })
+    .values({ id: key.id, tool: key.tool, conversationId: key.conversationId, fingerprint: key.fingerprint, state: CallState.InFlight, controllerInstance: key.fence?.instance ?? key.controllerInstance ?? null, controllerEpoch: key.fence?.epoch ?? null })
     .onConflictDoNothing()
     .returning({ id: callReceipts.id });
   if (inserted.length === 1) return { kind: "admitted" };
@@ -63,11 +67,25 @@ export async function existingCall(db: Db, key: CallKey): Promise<Exclude<Admiss
   });
 }
 
-export async function settleCall(db: Db | Tx, id: string, state: Exclude<CallState, "in_flight">, result: Record<string, unknown>, now: Date): Promise<void> {
-  await db
+/**
+ * Settles a call. With `fence`, only while the call is still `owner`'s (a peer's takeover clears its
+ * epoch) and, when given, `writer`'s lease is live (ADR 0036); else a FencedWriteError, nothing written.
+ * A transaction that already holds the writer's lease (assertLeaseHeld) passes the owner alone.
+ */
+export async function settleCall(db: Db | Tx, id: string, state: Exclude<CallState, "in_flight">, result: Record<string, unknown>, now: Date, fence?: { owner: InstanceEpoch; writer?: InstanceEpoch }): Promise<void> {
+  const owned = fence ? and(eq(callReceipts.controllerInstance, fence.owner.instance), eq(callReceipts.controllerEpoch, fence.owner.epoch), fence.writer ? leaseHeld(fence.writer) : undefined) : undefined;
+  const rows = await db
     .update(callReceipts)
     .set({ state, result, settledAt: state === CallState.Settled ? now : null })
-    .where(eq(callReceipts.id, id));
+    .where(and(eq(callReceipts.id, id), owned))
+    .returning({ id: callReceipts.id });
+  if (fence && rows.length === 0) throw new FencedWriteError(fence.writer ?? fence.owner, `the settle of ${id}`);
+}
+
+/** A call receipt by id alone: the answer of a call whose own settle was refused (its conversation is the caller's). */
+export async function findCallById(db: Db, id: string): Promise<CallReceipt | undefined> {
+  const [row] = await db.select().from(callReceipts).where(eq(callReceipts.id, id));
+  return row;
 }
 
 /** A receipt in its owning conversation, or undefined: other conversations never see it. */

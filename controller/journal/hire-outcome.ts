@@ -8,6 +8,7 @@ import type { HireBody } from "../../shared/delivery-bodies.js";
 import type { Db } from "../db/open.js";
 import { hireReceipts } from "../db/schema.js";
 import { CallState, settleCall } from "./call-receipts.js";
+import { assertLeaseHeld, type InstanceEpoch } from "./lease-guard.js";
 
 export interface HireSettleParams {
   kind: "hire";
@@ -23,10 +24,23 @@ export interface HireSettleParams {
    * receipt's evidence, so a host journal reset later can never make the hire not-launched.
    */
   launchCommittedByAgent?: boolean;
+  /**
+   * The (instance, epoch) that admitted the hire (ADR 0036): the settle of a launch applies only while
+   * the call is still theirs. Absent for the settle of an unresolved hire (reconcile), which no epoch owns.
+   */
+  fence?: InstanceEpoch | undefined;
 }
 
-export async function settleHireOutcome(db: Db, s: HireSettleParams): Promise<void> {
+
+/**
+ * `writer`: the admitting instance, or at boot the one replaying a stopped instance's decided outcome.
+ * The call receipt goes first, fenced: a hire a peer took over (or a writer whose lease is not live)
+ * writes nothing, the hire receipt included, and throws FencedWriteError.
+ */
+export async function settleHireOutcome(db: Db, s: HireSettleParams, writer: InstanceEpoch | undefined = s.fence): Promise<void> {
   await db.transaction(async (tx) => {
+    if (writer) await assertLeaseHeld(tx, writer, `the settle of hire ${s.id}`);
+    await settleCall(tx, s.id, s.unresolved ? CallState.Uncertain : CallState.Settled, s.body, s.now, s.fence && { owner: s.fence });
     await tx
       .update(hireReceipts)
       .set({
@@ -40,6 +54,5 @@ export async function settleHireOutcome(db: Db, s: HireSettleParams): Promise<vo
         ...(s.launchCommittedByAgent ? { evidence: sql`coalesce(${hireReceipts.evidence}, '{}'::jsonb) || '{"launchCommitted": true}'::jsonb` } : {}),
       })
       .where(eq(hireReceipts.id, s.id));
-    await settleCall(tx, s.id, s.unresolved ? CallState.Uncertain : CallState.Settled, s.body, s.now);
   });
 }

@@ -1,70 +1,95 @@
 /**
- * Controller processes on this journal. Each heartbeats; an in-flight call whose
- * controller stopped heartbeating died mid-call: its receipt becomes uncertain (never
- * replayed) and its delivery gets a fence, so only a settle path frees it (scenario 2).
+ * Controller instances on this journal and their leases (ADR 0036). Each instance holds a lease
+ * row renewed every few seconds; expiry is judged by the database's clock (now()), never by a
+ * process id, a host name or a local clock. An in-flight call whose instance's lease expired (or
+ * whose epoch is stale) is an orphan: its receipt becomes uncertain (never replayed) and its
+ * delivery gets a fence, so only a settle path frees it (scenario 2). Every write made for a
+ * delivery names (instance, epoch) and is refused unless that lease is live: the guards are here.
  */
-import { isProcessAlive } from "../../shared/process-alive.js";
-import { hostname } from "node:os";
-import { and, eq, inArray, lt, notInArray, sql } from "drizzle-orm";
-import { callReceipts, controllerInstances, deliveryReceipts, seatTurns } from "../db/schema.js";
+import { and, eq, inArray, sql } from "drizzle-orm";
+import { callReceipts, controllerInstances, deliveryReceipts } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { CallState } from "./call-receipts.js";
 import { openFence } from "./fences.js";
+import type { InstanceEpoch } from "./lease-guard.js";
 
-/** A controller silent this long is dead (heartbeats come every 5 s). */
-export const INSTANCE_DEAD_AFTER_MS = 30_000;
+export { FencedWriteError, assertLeaseHeld, isFencedWrite, leaseHeld, leaseHeldGuard, type InstanceEpoch } from "./lease-guard.js";
 
-export async function registerInstance(db: Db, id: string, pid: number, host: string): Promise<void> {
-  await db.insert(controllerInstances).values({ id, pid, host });
+/** How long a lease lasts past its last renewal, and how often it is renewed (ADR 0036). */
+export const DEFAULT_INSTANCE_LEASE_MS = 10_000;
+export const DEFAULT_INSTANCE_RENEW_MS = 2_000;
+/** An instance row expired this long is deleted (its calls were taken over long before). */
+const FORGET_AFTER_S = 300;
+
+const leaseEnd = (leaseMs: number) => sql`now() + make_interval(secs => ${leaseMs / 1000}::float8)`;
+
+/** Registers (or re-registers) the instance with a new epoch and a fresh lease; returns the epoch. */
+export async function registerInstance(db: Db, id: string, pid: number, host: string, leaseMs = DEFAULT_INSTANCE_LEASE_MS): Promise<number> {
+  const [row] = await db
+    .insert(controllerInstances)
+    .values({ id, pid, host, leaseExpiresAt: leaseEnd(leaseMs) })
+    .onConflictDoUpdate({ target: controllerInstances.id, set: { epoch: sql`excluded.epoch`, leaseExpiresAt: sql`excluded.lease_expires_at`, heartbeatAt: sql`now()`, pid, host } })
+    .returning({ epoch: controllerInstances.epoch });
+  return Number(row!.epoch);
 }
 
-
-export async function heartbeatInstance(db: Db, id: string): Promise<void> {
-  await db.update(controllerInstances).set({ heartbeatAt: sql`now()` }).where(eq(controllerInstances.id, id));
+/** Renews the lease; false when it had expired (or the epoch is stale): it is lost and must be re-acquired. */
+export async function renewLease(db: Db, f: InstanceEpoch, leaseMs = DEFAULT_INSTANCE_LEASE_MS): Promise<boolean> {
+  const rows = await db
+    .update(controllerInstances)
+    .set({ leaseExpiresAt: leaseEnd(leaseMs), heartbeatAt: sql`now()` })
+    .where(and(eq(controllerInstances.id, f.instance), eq(controllerInstances.epoch, f.epoch), sql`${controllerInstances.leaseExpiresAt} > now()`))
+    .returning({ id: controllerInstances.id });
+  return rows.length === 1;
 }
 
-export async function removeInstance(db: Db, id: string): Promise<void> {
-  await db.delete(controllerInstances).where(eq(controllerInstances.id, id));
+export async function removeInstance(db: Db, f: InstanceEpoch): Promise<void> {
+  await db.delete(controllerInstances).where(and(eq(controllerInstances.id, f.instance), eq(controllerInstances.epoch, f.epoch)));
+}
+
+/** The seat leases this instance took under earlier epochs: freed when it re-acquires, before it serves again. */
+export async function releaseOwnSeatLeases(db: Db, instance: string): Promise<void> {
+  await db.execute(sql`delete from seat_turns where split_part(holder, ':', 1) = ${instance}`);
 }
 
 /**
- * Marks the in-flight calls of dead controllers uncertain and frees their seat leases. `onlyLiveIsSelf` is true for
- * the embedded database, which only one process can open: every other instance is dead.
+ * Marks the in-flight calls of instances whose lease expired (or whose epoch is stale) uncertain,
+ * and frees their seat leases. `onlyLiveIsSelf` is true for the embedded database, which only one
+ * process can open: every other instance is dead.
  */
-export async function recoverOrphans(db: Db, selfId: string, onlyLiveIsSelf: boolean, now: Date, host = hostname()): Promise<string[]> {
-  const live = onlyLiveIsSelf
-    ? [selfId]
-    : (
-        await db
-          .select({ id: controllerInstances.id, pid: controllerInstances.pid, host: controllerInstances.host })
-          .from(controllerInstances)
-          .where(sql`${controllerInstances.heartbeatAt} > now() - make_interval(secs => ${INSTANCE_DEAD_AFTER_MS / 1000})`)
-      )
-        // A recent heartbeat from a process on this host that no longer exists is a crash.
-        .filter((r) => r.id === selfId || r.host !== host || isProcessAlive(r.pid))
-        .map((r) => r.id);
-  const recovered = await db.transaction(async (tx) => {
-    // A dead controller's seat leases are freed at once: its deliveries will never settle them.
-    await tx.delete(seatTurns).where(sql`split_part(${seatTurns.holder}, ':', 1) not in (${sql.join((live.length ? live : [selfId]).map((id) => sql`${id}`), sql`, `)})`);
+export async function recoverOrphans(db: Db, self: InstanceEpoch, onlyLiveIsSelf: boolean, now: Date): Promise<string[]> {
+  const live = onlyLiveIsSelf ? sql`ci.id = ${self.instance} and ci.epoch = ${self.epoch}::bigint` : sql`ci.lease_expires_at > now()`;
+  return db.transaction(async (tx) => {
+    // Expired rows first, FOR UPDATE: a write that checked its lease in its own transaction commits before this looks.
+    if (!onlyLiveIsSelf) await tx.select({ id: controllerInstances.id }).from(controllerInstances).where(sql`${controllerInstances.leaseExpiresAt} <= now()`).orderBy(controllerInstances.id).for("update");
+    // A dead instance's seat leases are freed at once: its deliveries will never settle them.
+    await tx.execute(sql`delete from seat_turns st where not exists (select 1 from controller_instances ci where ci.id = split_part(st.holder, ':', 1) and ${live})`);
+    // The epoch is cleared as the call is taken over: its old owner's settle no longer matches it.
     const orphans = await tx
       .update(callReceipts)
       .set({
         state: CallState.Uncertain,
-        result: sql`jsonb_build_object('schemaVersion', 1, 'outcome', 'uncertain', 'deliveryStage', 'uncertain', 'deliveryId', ${callReceipts.id}, 'tool', ${callReceipts.tool}, 'detail', 'the controller stopped while this call was in flight; it was not replayed — reconcile it', 'reconcileTool', 'reconcile_seat_call')`,
+        controllerEpoch: null,
+        result: sql`jsonb_build_object('schemaVersion', 1, 'outcome', 'uncertain', 'deliveryStage', 'uncertain', 'deliveryId', ${callReceipts.id}, 'tool', ${callReceipts.tool}, 'detail', 'the controller instance that admitted this call lost its lease (it stopped, or paused past it) while the call was in flight; it was not replayed — reconcile it', 'reconcileTool', 'reconcile_seat_call')`,
       })
-      .where(and(eq(callReceipts.state, CallState.InFlight), sql`(${callReceipts.controllerInstance} is null or ${notInArray(callReceipts.controllerInstance, live)})`))
+      .where(
+        and(
+          eq(callReceipts.state, CallState.InFlight),
+          sql`not exists (select 1 from controller_instances ci where ci.id = ${callReceipts.controllerInstance} and ci.epoch = ${callReceipts.controllerEpoch} and ${live})`,
+        ),
+      )
       .returning({ id: callReceipts.id });
     const ids = orphans.map((o) => o.id);
-    if (ids.length === 0) return [];
-    const dispatching = await tx
-      .update(deliveryReceipts)
-      .set({ state: ReceiptState.Uncertain, reason: "controller_stopped", detail: "the controller stopped while this delivery was in flight" })
-      .where(and(inArray(deliveryReceipts.id, ids), eq(deliveryReceipts.state, ReceiptState.Dispatching)))
-      .returning();
-    for (const d of dispatching) await openFence(tx, d, now);
+    if (ids.length) {
+      const dispatching = await tx
+        .update(deliveryReceipts)
+        .set({ state: ReceiptState.Uncertain, reason: "controller_stopped", detail: "the controller instance lost its lease while this delivery was in flight" })
+        .where(and(inArray(deliveryReceipts.id, ids), eq(deliveryReceipts.state, ReceiptState.Dispatching)))
+        .returning();
+      for (const d of dispatching) await openFence(tx, d, now);
+    }
+    await tx.delete(controllerInstances).where(sql`${controllerInstances.leaseExpiresAt} < now() - make_interval(secs => ${FORGET_AFTER_S}::float8)`);
     return ids;
   });
-  await db.delete(controllerInstances).where(and(lt(controllerInstances.heartbeatAt, sql`now() - make_interval(secs => ${(INSTANCE_DEAD_AFTER_MS * 10) / 1000})`)));
-  return recovered;
 }

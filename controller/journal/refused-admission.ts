@@ -14,7 +14,8 @@
  * an admission the first waited for (same id, not yet committed) is visible to the second. Each
  * touches only what this controller's own refused attempt wrote (its instance, the call's
  * conversation and fingerprint); a replay of an id admitted here and still in flight records no
- * refusal at all (delivery/admit.ts), since it inserted nothing of its own.
+ * refusal at all (delivery/admit.ts), since it inserted nothing of its own. A call a peer took
+ * over (this instance's lease expired, ADR 0036) is uncertain, no longer in flight: the refusal leaves it.
  */
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
@@ -29,6 +30,8 @@ export interface RefusedAdmission {
   /** The call's fingerprint, so a replay of the id with other arguments is still told apart. */
   fingerprint: string;
   controllerInstance: string;
+  /** The epoch the admission was tried under (absent in a spill file written before epochs). */
+  controllerEpoch?: number | undefined;
   body: Record<string, unknown>;
   reason: string;
   detail: string;
@@ -44,8 +47,8 @@ export async function recordRefusedAdmission(db: Db, r: RefusedAdmission): Promi
   const body = JSON.stringify(r.body);
   await db.transaction(async (tx) => {
     await tx.execute(sql`
-      insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance, result, settled_at)
-      values (${r.id}, ${r.tool}, ${r.conversationId}, ${r.fingerprint}, ${CallState.Settled}, ${r.controllerInstance}, ${body}::jsonb, ${now}::timestamptz)
+      insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance, controller_epoch, result, settled_at)
+      values (${r.id}, ${r.tool}, ${r.conversationId}, ${r.fingerprint}, ${CallState.Settled}, ${r.controllerInstance}, ${r.controllerEpoch ?? null}::bigint, ${body}::jsonb, ${now}::timestamptz)
       on conflict (id) do update set state = excluded.state, result = excluded.result, settled_at = excluded.settled_at
       where operator_call_receipts.state = ${CallState.InFlight} and operator_call_receipts.controller_instance = excluded.controller_instance
         and operator_call_receipts.conversation_id = excluded.conversation_id and operator_call_receipts.fingerprint = excluded.fingerprint`);

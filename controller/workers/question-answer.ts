@@ -26,9 +26,11 @@ import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { admittedHere, replayAdmission } from "../delivery/admit.js";
 import { machines, seats } from "../db/schema.js";
-import { admitCall, CallState, settleCall, type Admission } from "../journal/call-receipts.js";
+import { admitCall, CallState, findCallById, settleCall, type Admission } from "../journal/call-receipts.js";
+import { isFencedWrite, type InstanceEpoch } from "../journal/lease-guard.js";
+import { leaseLostRefusal } from "../fleet/instance-lease.js";
 import { MESSAGE_SEAT, type CallScope, type PipelineDeps } from "../delivery/pipeline.js";
-import { RECONCILE_TOOL, type LeadBody, type ToolOutcome } from "../delivery/result-bodies.js";
+import { RECONCILE_TOOL, uncertainBody, type LeadBody, type ToolOutcome } from "../delivery/result-bodies.js";
 import { hiredBy } from "../hire/hiring-conversation.js";
 
 export interface QuestionAnswerArgs {
@@ -50,13 +52,14 @@ export interface AnswerBody extends Record<string, unknown> {
 /** The answer as one seat call: admitted in the journal first, settled with what the agent proved. */
 export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope, args: QuestionAnswerArgs): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
+  if (!deps.lease.isServing()) throw leaseLostRefusal("admitted or sent");
   const id = parseUuid(`_meta["clankie/seat-call"].deliveryId`, scope.deliveryId ?? newDeliveryId());
   assertSeatRef("seat", args.seat);
   for (const [question, { answers }] of Object.entries(args.questionAnswer.answers)) {
     answers.forEach((a, i) => assertWellFormedText(`answer ${i + 1} to question ${quoteInput(question)}`, a));
   }
   // The fingerprint covers the whole request: the same id with another answer is a conflict, never a second answer.
-  const key = { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint: callFingerprint(MESSAGE_SEAT, { seat: args.seat, questionAnswer: args.questionAnswer }), controllerInstance: deps.instanceId };
+  const key = { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint: callFingerprint(MESSAGE_SEAT, { seat: args.seat, questionAnswer: args.questionAnswer }), fence: deps.lease.fence() };
   let admission: Admission;
   try {
     // Bounded like every admission (ADR 0033). The database may commit it after the refusal,
@@ -66,6 +69,7 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
       void deps.unrecorded.flush().then(() => deps.onJournalChange());
     });
   } catch (e) {
+    if (isFencedWrite(e)) throw leaseLostRefusal("admitted or sent");
     deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message });
     // On disk before the lead hears it, and retried until the journal has it.
     // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
@@ -77,21 +81,30 @@ export async function answerWorkerQuestion(deps: PipelineDeps, scope: CallScope,
   if (admission.kind !== "admitted") return replayAdmission(MESSAGE_SEAT, id, admission);
   admittedHere(deps).add(id);
   try {
-    return await answerAdmitted(deps, scope, id, args);
+    return await answerAdmitted(deps, scope, id, args, key.fence);
   } finally {
     admittedHere(deps).delete(id);
   }
 }
 
-async function answerAdmitted(deps: PipelineDeps, scope: CallScope, id: string, args: QuestionAnswerArgs): Promise<ToolOutcome> {
-  const body = await askAgent(deps, scope.conversationId, id, args);
+async function answerAdmitted(deps: PipelineDeps, scope: CallScope, id: string, args: QuestionAnswerArgs, fence: InstanceEpoch): Promise<ToolOutcome> {
+  // ADR 0036: the answer is sent only while this instance surely holds the epoch it was admitted under.
+  const body: AnswerBody = deps.lease.holds(fence.epoch)
+    ? await askAgent(deps, scope.conversationId, id, args)
+    : { schemaVersion: 1, seat: args.seat, outcome: "undelivered", reason: "lease_lost", detail: "this controller replica's instance lease was not surely live when the answer was about to be sent; nothing was sent", requestId: args.questionAnswer.requestId, deliveryId: id };
   if (body.outcome === "uncertain") body.reconcileTool = RECONCILE_TOOL;
   // Only a lost answer stays open (uncertain): every other outcome is final for this id.
   const state = body.outcome === "uncertain" ? CallState.Uncertain : CallState.Settled;
   try {
-    await settleCall(deps.db, id, state, body, deps.now());
+    await settleCall(deps.db, id, state, body, deps.now(), { owner: fence, writer: fence });
     deps.onJournalChange();
   } catch (e) {
+    if (isFencedWrite(e)) {
+      // Refused for good: the lead hears the receipt as the fleet records it, never this replica's outcome over it.
+      const call = await findCallById(deps.db, id).catch(() => undefined);
+      if (call && call.state !== CallState.InFlight && call.result) return { id, tool: MESSAGE_SEAT, state: call.state === CallState.Settled ? "settled" : "uncertain", body: call.result as unknown as LeadBody, isError: true };
+      return { id, tool: MESSAGE_SEAT, state: "uncertain", isError: true, body: uncertainBody(MESSAGE_SEAT, id, "this controller replica lost its instance lease while the answer was in flight, so its outcome was not recorded; recovery marks it uncertain, and it is never resent") };
+    }
     // The answer's fate is known but unrecorded: the receipt stays in flight (a replay answers
     // receipt_in_use, reconcile uncertain; the next start marks it uncertain). Never resent.
     deps.logger.warn("journal settle failed for a question answer", { deliveryId: id, error: (e as Error).message });

@@ -66,8 +66,10 @@ describe(`crash windows (real processes, ${driver})`, () => {
     cleanups.push(() => second.stop());
     const lead2 = await connectLead(second.ready.mcpUrl, second.ready.token);
     cleanups.push(() => lead2.close());
-    // Recovery at boot frees the dead controller's seat lease at once (PostgreSQL: read it here).
-    const leases = store.databaseUrl ? await leasesOfAdmitter(store.databaseUrl, id) : undefined;
+    // The restarted controller takes over the dead one's call and frees its seat lease once the dead
+    // one's instance lease has expired (ADR 0036: 10-12 s after its last renewal, never by its pid).
+    // PostgreSQL: read it here; the embedded database frees it at boot (one process opens it).
+    const leases = store.databaseUrl ? await until("the takeover of the dead controller's seat lease", async () => ((await leasesOfAdmitter(store.databaseUrl!, id)).length ? undefined : [])) : undefined;
     await new Promise((r) => setTimeout(r, 1000));
     return { id, lead: lead2, read, leases, owner: ownerOf(second.ready.statusUrl, readToken(store.stateDir, "owner")!) };
   }
@@ -99,7 +101,7 @@ describe(`crash windows (real processes, ${driver})`, () => {
   it("killed after the receipt commit and before the agent call: never replayed at boot; reconcile proves it " +
     "absent from the mailbox and settles it not sent, with the proof (issue 32 item 6)", async () => {
     const { id, lead, read, owner, leases } = await crashAt("hang_after_admit", "written but never sent");
-    // The killed controller held the seat's lease: the restarted one freed it at boot, so no message waits 25 s for it.
+    // The killed controller held the seat's lease: the restarted one freed it once its instance lease expired, so no message waits 25 s for it.
     if (leases) expect(leases).toEqual([]);
     expect((await read()).filter((m) => m.deliveryId === id)).toHaveLength(0);
     expect((await owner.receipts()).find((r) => r.deliveryId === id)?.state).toBe("uncertain");

@@ -23,8 +23,8 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     const store = await prepareStore(driver);
     database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
     cleanup = store.cleanup;
-    // The line counts a waiter only while its controller heartbeats (ADR 0039).
-    await database.db.execute(sql`insert into controller_instances (id, pid, host) values ('me', 1, 'test'), ('other', 1, 'test'), ('ra', 1, 'test'), ('rb', 1, 'test')`);
+    // The line counts a waiter only while its controller's instance lease is live (ADR 0039, ADR 0036).
+    await database.db.execute(sql`insert into controller_instances (id, pid, host, lease_expires_at) select id, 1, 'test', now() + interval '1 hour' from unnest(array['me', 'other', 'ra', 'rb']) id`);
   });
   afterAll(async () => {
     await database?.close();
@@ -152,9 +152,9 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     expect(await holderOf("m/shared")).toBeUndefined();
   });
 
-  it("issue 34 item 4: a waiter whose controller is dead does not hold the line: skipped at once when its heartbeat is old, passed over after the claim window when it is not", async () => {
-    // 'dead' stopped heartbeating a minute ago; 'silent' heartbeated just now but is gone (killed a moment ago).
-    await database.db.execute(sql`insert into controller_instances (id, pid, host, heartbeat_at) values ('dead', 1, 'test', now() - interval '60 seconds'), ('silent', 1, 'test', now())`);
+  it("issue 34 item 4: a waiter whose controller is dead does not hold the line: skipped at once when its instance lease expired, passed over after the claim window when it has not", async () => {
+    // 'dead''s lease expired a second ago (its last heartbeat is recent: the lease decides); 'silent''s lease is live but it is gone (killed a moment ago).
+    await database.db.execute(sql`insert into controller_instances (id, pid, host, heartbeat_at, lease_expires_at) values ('dead', 1, 'test', now(), now() - interval '1 second'), ('silent', 1, 'test', now(), now() + interval '10 seconds')`);
     const live = new SeatTurns(database.db, 30_000, "me");
     const first = await live.enter("m/dead", "me:first", undefined, 1_000);
     expect(first.held).toBe(true);

@@ -43,8 +43,8 @@ describe.each(DRIVERS)("seat turns through the pipeline on %s", (driver) => {
   it("after the turn budget a message takes the ordinary checks and is delivered, not refused seat_busy", async () => {
     const t = await startControllerUnderTest(driver, { deliverTimeoutMs: 5000, seatTurnWaitMs: 1000 });
     cleanups.push(() => t.close());
-    // Another live controller holds the seat for a minute (its delivery is stuck).
-    await t.controller.database.db.execute(sql`insert into controller_instances (id, pid, host) values ('another-controller', 1, 'another-host')`);
+    // Another live controller (its lease renewed for a minute) holds the seat (its delivery is stuck).
+    await t.controller.database.db.execute(sql`insert into controller_instances (id, pid, host, lease_expires_at) values ('another-controller', 1, 'another-host', now() + interval '60 seconds')`);
     await t.controller.database.db.execute(sql`insert into seat_turns (seat_id, holder, expires_at) values ('box/inbox', 'another-controller:stuck', now() + interval '60 seconds') on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at`);
     const res = await t.lead.call("message_seat", { seat: "inbox", message: "after waiting out the turn" });
     expect(res.structuredContent).toMatchObject({ outcome: "delivered" });

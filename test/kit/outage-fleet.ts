@@ -23,7 +23,10 @@ export interface OutageFleet {
 export async function startOutageFleet(hooks?: ControllerHooks): Promise<OutageFleet> {
   const target = new URL(process.env.DATABASE_URL!);
   const proxy = await startPgWireRelay(target.hostname, Number(target.port || 5432));
-  const fleet = await startFleet("postgres", {}, {
+  // These suites hold the journal frozen past the default 10 s instance lease (two 7 s answer
+  // deadlines); their subject is what a late commit does (ADR 0033), so the lease outlasts their
+  // outages. A lease lost in an outage is ADR 0036's (test/faults/replica-lease.test.ts).
+  const fleet = await startFleet("postgres", { instanceLeaseMs: 60_000 }, {
     ...(hooks ? { hooks } : {}),
     databaseUrlVia: (url) => {
       const u = new URL(url);
