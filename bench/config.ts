@@ -6,6 +6,7 @@ import type { MemoryConfig } from "./sections/memory.js";
 import type { ProofsConfig } from "./sections/proofs.js";
 import type { LivenessConfig } from "./sections/liveness.js";
 import type { UpMemoryConfig } from "./sections/up-memory.js";
+import type { HaConfig } from "./sections/high-availability.js";
 
 export type Mode = "full" | "quick" | "tiny";
 
@@ -18,6 +19,7 @@ export interface BenchConfig {
   proofs: ProofsConfig;
   liveness: LivenessConfig;
   upMemory: UpMemoryConfig;
+  highAvailability: HaConfig;
   /** Seats on the peer/journal agent: one per caller at the highest concurrency. */
   seats: number;
 }
@@ -40,6 +42,7 @@ export function configFor(mode: Mode): BenchConfig {
         proofs: { n: 1_000, warmup: 50, authorityAgeMs: 1 },
         liveness: { rounds: 3 },
         upMemory: { deliveries: 1_000, settleSeconds: 3 },
+        highAvailability: { kills: 5, downMs: 3_000, pauseMs: 60_000, leads: 6, fairCallsEach: 25, settleMs: 10_000 },
       };
     case "quick":
       return {
@@ -53,6 +56,7 @@ export function configFor(mode: Mode): BenchConfig {
         proofs: { n: 100, warmup: 10, authorityAgeMs: 1 },
         liveness: { rounds: 1 },
         upMemory: { deliveries: 1_000, settleSeconds: 1 },
+        highAvailability: { kills: 2, downMs: 2_000, pauseMs: 15_000, leads: 4, fairCallsEach: 10, settleMs: 6_000 },
       };
     case "tiny":
       return {
@@ -65,6 +69,7 @@ export function configFor(mode: Mode): BenchConfig {
         proofs: { n: 20, warmup: 5, authorityAgeMs: 1 },
         liveness: { rounds: 1 },
         upMemory: { deliveries: 5, settleSeconds: 0.3 },
+        highAvailability: { kills: 1, downMs: 1_000, pauseMs: 12_000, leads: 2, fairCallsEach: 3, settleMs: 3_000 },
       };
   }
 }

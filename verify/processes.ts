@@ -13,6 +13,8 @@ export const CLI = fileURLToPath(new URL("../controller/cli/main.js", import.met
 export interface Managed {
   readonly name: string;
   running(): boolean;
+  /** The live process's id (the HA run maps it to the replica's controller_instances row). */
+  pid(): number | undefined;
   start(): Promise<void>;
   kill(): Promise<void>;
   pause(): void;
@@ -20,12 +22,13 @@ export interface Managed {
   stop(): Promise<void>;
 }
 
-function managed(name: string, args: () => string[], readyLine: RegExp, logFile: string, env: () => NodeJS.ProcessEnv = () => ({}), onReady: () => void = () => {}): Managed {
+export function managed(name: string, args: () => string[], readyLine: RegExp, logFile: string, env: () => NodeJS.ProcessEnv = () => ({}), onReady: () => void = () => {}): Managed {
   let child: ChildProcess | undefined;
   const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
   return {
     name,
     running: alive,
+    pid: () => (alive() ? child!.pid : undefined),
     async start() {
       const c = spawn(process.execPath, [CLI, ...args()], { env: { ...process.env, ...env() }, stdio: ["ignore", "pipe", "pipe"] });
       child = c;
@@ -88,15 +91,15 @@ export function controllerProcess(stateDir: string, port: number, agentPort: num
  * its certificate and get no token (a used token given again is refused, and the agent would not start).
  */
 /** With `tmuxSocket`, harness seats are discovered (and hired) in that private tmux server; `env` reaches the harnesses it launches. */
-export function agentProcess(stateDir: string, agentUrl: string, joinToken: string, logDir: string, panes?: { tmuxSocket: string; env: NodeJS.ProcessEnv }): Managed {
+export function agentProcess(stateDir: string, agentUrl: string, joinToken: string, logDir: string, panes?: { tmuxSocket: string; env: NodeJS.ProcessEnv }, machine = "vbox"): Managed {
   mkdirSync(stateDir, { recursive: true });
   const paneArgs = panes ? ["--pane-host", "tmux", "--tmux-socket", panes.tmuxSocket] : [];
   let joined = false;
   return managed(
-    "agent",
-    () => ["agent", "--json", "--state-dir", stateDir, "--controller", agentUrl, "--machine", "vbox", ...paneArgs, "--log-level", "warn"],
+    machine === "vbox" ? "agent" : `agent ${machine}`,
+    () => ["agent", "--json", "--state-dir", stateDir, "--controller", agentUrl, "--machine", machine, ...paneArgs, "--log-level", "warn"],
     /\n/,
-    join(logDir, "agent.log"),
+    join(logDir, machine === "vbox" ? "agent.log" : `agent-${machine}.log`),
     () => ({ ...panes?.env, ...(joined ? {} : { CLANKIE_JOIN_TOKEN: joinToken }) }),
     () => (joined = true),
   );

@@ -1,5 +1,5 @@
 /**
- * `npm run verify [-- --quick]`: a Jepsen-style run over real processes on a real
+ * `npm run verify [-- --quick] [-- --ha]`: a Jepsen-style run over real processes on a real
  * PostgreSQL. A private PostgreSQL cluster, a `clankie controller` and a `clankie agent`
  * with mailbox seats and a real Pi seat (pi-seat.ts); many concurrent leads (the official MCP client, one conversation
  * each) send unique messages and replay some ids; the nemeses (nemesis.ts) strike in turn.
@@ -8,7 +8,6 @@
  * the checker (checker.ts) reads the history against the seats' own records.
  * Writes verify/results/latest.json (full, ≥10,000 ops) or quick.json (--quick, ≥2,000).
  */
-import { randomUUID } from "node:crypto";
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
@@ -17,8 +16,6 @@ import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import postgres from "postgres";
 import { AddSeatRequestSchema, IssueLeadTokenRequestSchema, OwnerService } from "../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { ListMachinesRequestSchema, StatusService } from "../shared/gen/clankie/fleet/v1/status_pb.js";
@@ -32,7 +29,8 @@ import { startPgCluster } from "./pg-cluster.js";
 import { freePort } from "./ports.js";
 import { agentProcess, CLI, controllerProcess, token } from "./processes.js";
 import { applyNemesis, NEMESES, SCHEDULE, type NemesisName } from "./nemesis.js";
-import { classify, type InfoResolution, type Op, type SeatRecord } from "./history.js";
+import type { InfoResolution, Op, SeatRecord } from "./history.js";
+import { connectLead, firstInfos, outcomeTally, startLeads, type Lead } from "./leads.js";
 import { check } from "./checker.js";
 
 const args = process.argv.slice(2);
@@ -58,18 +56,6 @@ const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : join
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => process.stderr.write(`[verify ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
-
-interface Lead {
-  name: string;
-  token: string;
-  client?: Client;
-}
-
-async function connectLead(mcpUrl: string, lead: Lead): Promise<Client> {
-  const client = new Client({ name: `verify-${lead.name}`, version: "0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { authorization: `Bearer ${lead.token}` } } }));
-  return client;
-}
 
 async function main(): Promise<void> {
   const started = Date.now();
@@ -135,58 +121,9 @@ async function main(): Promise<void> {
     history.push(o);
     historyFile.write(JSON.stringify(o) + "\n");
   };
-  let issued = 0;
   let stop = false;
   const t0 = performance.now();
-  const replayable = new Map<string, { op: number; deliveryId: string; seat: string; text: string }[]>();
-
-  const callSeat = async (lead: Lead, deliveryId: string, seat: string, text: string): Promise<{ body?: Record<string, unknown>; error?: string }> => {
-    try {
-      lead.client ??= await connectLead(mcpUrl, lead);
-      const res = (await lead.client.callTool({ name: "message_seat", arguments: { seat, message: text }, _meta: { "clankie/seat-call": { deliveryId } } }, undefined, { timeout: 20_000 })) as { structuredContent?: Record<string, unknown> };
-      return { body: res.structuredContent };
-    } catch (e) {
-      // The session or the controller is gone: a new session next time.
-      const old = lead.client;
-      lead.client = undefined;
-      void old?.close().catch(() => {});
-      return { error: (e as Error).message.slice(0, 200) };
-    }
-  };
-
-  const leadLoop = async (lead: Lead) => {
-    let mine = 0;
-    while (!stop) {
-      const candidates = replayable.get(lead.name) ?? [];
-      const replay = mine > 0 && mine % REPLAY_EVERY === 0 && candidates.length > 0 ? candidates[Math.floor(Math.random() * candidates.length)] : undefined;
-      mine++;
-      if (replay) {
-        const atMs = performance.now() - t0;
-        record({ type: "invoke", op: replay.op, lead: lead.name, deliveryId: replay.deliveryId, seat: replay.seat, text: replay.text, replayOf: replay.op, atMs });
-        const r = await callSeat(lead, replay.deliveryId, replay.seat, replay.text);
-        const c = classify(r.body, r.error);
-        record({ type: c.type, op: replay.op, lead: lead.name, deliveryId: replay.deliveryId, seat: replay.seat, text: replay.text, replayOf: replay.op, outcome: c.outcome, ...(c.reason ? { reason: c.reason } : {}), atMs: performance.now() - t0 });
-        continue;
-      }
-      if (issued >= OPS) break;
-      const op = issued++;
-      const deliveryId = randomUUID();
-      const seat = seatOf(op);
-      const text = `verify op ${op} ${deliveryId}`;
-      record({ type: "invoke", op, lead: lead.name, deliveryId, seat, text, atMs: performance.now() - t0 });
-      const r = await callSeat(lead, deliveryId, seat, text);
-      const c = classify(r.body, r.error);
-      record({ type: c.type, op, lead: lead.name, deliveryId, seat, text, outcome: c.outcome, ...(c.reason ? { reason: c.reason } : {}), atMs: performance.now() - t0 });
-      // Only an answer that names its receipt can be replayed: a refusal before admission left none.
-      if (c.type !== "info" && r.body?.deliveryId === deliveryId) {
-        const list = replayable.get(lead.name) ?? [];
-        list.push({ op, deliveryId, seat, text });
-        replayable.set(lead.name, list);
-      }
-      // While the controller is down, do not spin.
-      if (r.error) await sleep(1_000);
-    }
-  };
+  let workload: ReturnType<typeof startLeads> | undefined;
 
   const nemesisCounts: Record<string, number> = Object.fromEntries(NEMESES.map((n) => [n, 0]));
   const targets = { controller, agent, pg, agentLinkRelay: relay };
@@ -196,7 +133,7 @@ async function main(): Promise<void> {
       await sleep(GAP_MS);
       if (stop) break;
       const name: NemesisName = SCHEDULE[i % SCHEDULE.length]!;
-      log(`nemesis ${name} (${issued}/${OPS} ops issued)`);
+      log(`nemesis ${name} (${workload?.issued() ?? 0}/${OPS} ops issued)`);
       const startMs = performance.now() - t0;
       try {
         await applyNemesis(name, targets, DOWN_MS);
@@ -222,7 +159,8 @@ async function main(): Promise<void> {
 
   try {
     const nemesis = nemesisLoop();
-    await Promise.all(leads.map(leadLoop));
+    workload = startLeads(leads, { mcpUrl, ops: OPS, replayEvery: REPLAY_EVERY, seatOf, record, t0, stopped: () => stop });
+    await workload.done;
     stop = true;
     await nemesis;
     const runMs = performance.now() - t0;
@@ -236,14 +174,8 @@ async function main(): Promise<void> {
     await sleep(6_000);
 
     // Each indeterminate op: the lead reconciles it, then the journal and the owner's list are read.
-    const firstInfos = new Map<number, Op>();
-    const firstDone = new Set<number>();
-    for (const o of history) {
-      if (o.type === "invoke" || o.replayOf !== undefined || firstDone.has(o.op)) continue;
-      firstDone.add(o.op);
-      if (o.type === "info") firstInfos.set(o.op, o);
-    }
-    for (const o of firstInfos.values()) {
+    const infosToReconcile = firstInfos(history);
+    for (const o of infosToReconcile.values()) {
       const lead = leads.find((l) => l.name === o.lead)!;
       lead.client ??= await connectLead(mcpUrl, lead);
       await lead.client.callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, { timeout: 30_000 }).catch(() => undefined);
@@ -252,13 +184,13 @@ async function main(): Promise<void> {
       (JSON.parse(execFileSync(process.execPath, [CLI, "seat-delivery", "list", "--json", "--state-dir", stateDir], { encoding: "utf8" })) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id),
     );
     const journal = postgres(dbUrl, { max: 1, onnotice: () => {} });
-    const ids = [...firstInfos.values()].map((o) => o.deliveryId);
+    const ids = [...infosToReconcile.values()].map((o) => o.deliveryId);
     const states = new Map<string, string>();
     for (let i = 0; i < ids.length; i += 500) {
       for (const row of await journal<{ id: string; state: string }[]>`select id, state from delivery_receipts where id in ${journal(ids.slice(i, i + 500))}`) states.set(row.id, row.state);
     }
     await journal.end();
-    const infos: InfoResolution[] = [...firstInfos.values()].map((o) => ({ op: o.op, receiptState: states.get(o.deliveryId) ?? "none", listed: listed.has(o.deliveryId) }));
+    const infos: InfoResolution[] = [...infosToReconcile.values()].map((o) => ({ op: o.op, receiptState: states.get(o.deliveryId) ?? "none", listed: listed.has(o.deliveryId) }));
 
     const store = new MailboxStore(join(agentStateDir, "mailboxes"));
     const records: SeatRecord[] = [];
@@ -298,11 +230,7 @@ async function main(): Promise<void> {
       run_seconds: Math.round(runMs / 1000),
       total_seconds: Math.round((Date.now() - started) / 1000),
       ops_per_second: Math.round((result.ops / (runMs / 1000)) * 10) / 10,
-      outcomes: Object.fromEntries(
-        Object.entries(
-          history.filter((o) => o.type !== "invoke" && o.replayOf === undefined).reduce<Record<string, number>>((acc, o) => ((acc[`${o.type}:${o.outcome}${o.reason ? `/${o.reason}` : ""}`] = (acc[`${o.type}:${o.outcome}${o.reason ? `/${o.reason}` : ""}`] ?? 0) + 1), acc), {}),
-        ).sort((a, b) => b[1] - a[1]),
-      ),
+      outcomes: outcomeTally(history),
       examples: result.examples,
       finished_at: new Date().toISOString(),
     };
@@ -319,7 +247,8 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((e) => {
+// `--ha`: the same kind of run on three replicas behind a load balancer (ha-run.ts).
+(args.includes("--ha") ? import("./ha-run.js").then(async (m) => void (process.exitCode = await m.runHa(args))) : main()).catch((e) => {
   process.stderr.write(`verify failed: ${(e as Error).stack}\n`);
   process.exit(2);
 });

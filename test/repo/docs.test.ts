@@ -14,10 +14,12 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEPT_RESULTS = [
   "bench/results/fleet-scale.json",
   "bench/results/front-door.json",
+  "bench/results/high-availability.json",
   "bench/results/latest.json",
   "bench/results/proof-sources.json",
   "bench/results/rpc-clients.json",
   "verify/results/fuzz.json",
+  "verify/results/ha-quick.json",
   "verify/results/latest.json",
   "verify/results/quick.json",
 ];

@@ -1,0 +1,258 @@
+/**
+ * Section: high_availability (issue 34's goals), measured side by side in one run on the HA topology of
+ * the verification run (verify/ha-cluster.ts): three `clankie controller` replicas behind HAProxy (TCP),
+ * a PostgreSQL primary with a streaming standby behind one multi-host URL, two agents dialing the
+ * balancer. Leads (the verify run's, verify/leads.ts) call message_seat through the balancer the whole
+ * time; in turn:
+ * - tokens: every state directory's lead and owner token tried on every replica (`tokens_valid` of `tokens_checked`);
+ * - kill: SIGKILL of replica k mod 3, restarted after a while, `kills` times: the longest wait between
+ *   two delivered answers the leads saw from the kill until `settleMs` after the restart (`kill_gap_p99_ms` over
+ *   the kills) and samples of the fleet's online list (`agents_shown_offline`);
+ * - pause: SIGSTOP of one replica for `pauseMs`: writes by it after SIGCONT to receipts admitted before
+ *   (`paused_writes_after_resume`), and the most deliveries in flight to one seat (`max_in_flight_per_seat`);
+ * - promote: the primary SIGKILLed and the standby promoted: the time from the promotion to the next
+ *   delivered answer (`resume_after_promotion_ms`);
+ * - fairness: 4 callers on each of 2 replicas to one seat: max wait ÷ mean wait, and turns skipped
+ *   (a delivery dispatched before one admitted earlier to the same seat).
+ * At the end, the mailboxes against every answer: `lost` (told delivered, not there once), `duplicates`.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { check } from "../../verify/checker.js";
+import { startHaCluster, type HaCluster } from "../../verify/ha-cluster.js";
+import { pausedWrites, seatOverlaps, type Arrival } from "../../verify/ha-checks.js";
+import type { Op, SeatRecord } from "../../verify/history.js";
+import { connectLead, firstInfos, startLeads, type Lead } from "../../verify/leads.js";
+import { deliveryGapMs } from "../../verify/ha-run.js";
+import { MailboxStore } from "../../node-agent/mailbox/store.js";
+import { percentile, round } from "../stats.js";
+import { create } from "@bufbuild/protobuf";
+import { ListMachinesRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
+
+export interface HaConfig {
+  kills: number;
+  downMs: number;
+  pauseMs: number;
+  leads: number;
+  fairCallsEach: number;
+  /** How long after a restart (or a SIGCONT) the leads go on before the next fault. */
+  settleMs: number;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const MACHINES = ["a1", "a2"];
+const SEATS = ["m0", "m1"];
+
+async function tokensOnEveryReplica(c: HaCluster): Promise<{ valid: number; checked: number; failures: string[] }> {
+  let valid = 0;
+  let checked = 0;
+  const failures: string[] = [];
+  for (const from of c.replicas) {
+    const lead = readFileSync(join(from.stateDir, "lead.token"), "utf8").trim();
+    for (const on of c.replicas) {
+      checked += 2;
+      const l: Lead = { name: "token-check", token: lead };
+      try {
+        l.client = await connectLead(`${on.url}/mcp`, l);
+        const r = await l.client.callTool({ name: "list_seats", arguments: {} });
+        if (r.isError) throw new Error("list_seats isError");
+        valid++;
+      } catch (e) {
+        failures.push(`lead token of replica ${from.index + 1} on replica ${on.index + 1}: ${(e as Error).message.slice(0, 80)}`);
+      } finally {
+        await l.client?.close().catch(() => {});
+      }
+      try {
+        // Replica `from`'s owner token, on replica `on`.
+        await c.owner(from.index, on.url).status.listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 5_000 });
+        valid++;
+      } catch (e) {
+        failures.push(`owner token of replica ${from.index + 1} on replica ${on.index + 1}: ${(e as Error).message.slice(0, 80)}`);
+      }
+    }
+  }
+  return { valid, checked, failures: failures.slice(0, 6) };
+}
+
+/** 4 callers on each of 2 replicas (straight to each, not through the balancer) to one seat. */
+async function fairness(c: HaCluster, callsEach: number): Promise<Record<string, unknown>> {
+  const seat = "a1/fair";
+  await c.addMailboxes("a1", ["fair"]);
+  const waits: number[] = [];
+  const callers: Lead[] = [];
+  for (let i = 0; i < 8; i++) callers.push({ name: `fair-${i}`, token: await c.issueLeadToken(`bench-ha-fair-${i}`) });
+  const since = new Date();
+  let errors = 0;
+  await Promise.all(
+    callers.map(async (l, i) => {
+      const url = `${c.replicas[i % 2]!.url}/mcp`;
+      for (let k = 0; k < callsEach; k++) {
+        try {
+          // The session is opened before the clock starts: the wait is the call's alone.
+          l.client ??= await connectLead(url, l);
+          const t = performance.now();
+          await l.client.callTool({ name: "message_seat", arguments: { seat, message: `fair ${i} ${k}` } }, undefined, { timeout: 60_000 });
+          waits.push(performance.now() - t);
+        } catch {
+          errors++;
+          l.client = undefined;
+        }
+      }
+      await l.client?.close().catch(() => {});
+    }),
+  );
+  // Delivery order is the seat's own (the mailbox, in arrival order); admission order is the receipts' created_at.
+  const arrived = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes")).list("fair").entries.filter((e) => e.receivedAtMs >= since.getTime());
+  const admitted = new Map<string, number>();
+  const ids = arrived.map((e) => e.deliveryId);
+  for (let i = 0; i < ids.length; i += 500) {
+    for (const r of await c.journal<{ id: string; created_at: Date }[]>`select id, created_at from delivery_receipts where id in ${c.journal(ids.slice(i, i + 500))}`) admitted.set(r.id, r.created_at.getTime());
+  }
+  // A turn is skipped when a delivery arrives after one admitted later than it.
+  let skipped = 0;
+  let latest = 0;
+  for (const e of arrived.sort((x, y) => x.receivedAtMs - y.receivedAtMs)) {
+    const at = admitted.get(e.deliveryId);
+    if (at === undefined) continue;
+    if (at < latest) skipped++;
+    latest = Math.max(latest, at);
+  }
+  const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
+  return { calls: waits.length, errors, mean_wait_ms: round(mean), max_wait_ms: round(Math.max(...waits)), max_over_mean: round(Math.max(...waits) / mean), skipped_turns: skipped };
+}
+
+export async function runHighAvailability(cfg: HaConfig, log: (l: string) => void): Promise<Record<string, unknown>> {
+  const work = mkdtempSync(join(tmpdir(), "clankie-bench-ha-"));
+  const c = await startHaCluster({ work, agents: MACHINES, log: (l) => log(`high_availability: ${l}`) });
+  const history: Op[] = [];
+  let stop = false;
+  try {
+    for (const m of MACHINES) await c.addMailboxes(m, SEATS);
+    const seats = MACHINES.flatMap((m) => SEATS.map((s) => `${m}/${s}`));
+    const tokens = await tokensOnEveryReplica(c);
+    const leads: Lead[] = [];
+    for (let i = 0; i < cfg.leads; i++) leads.push({ name: `bench-ha-${i}`, token: await c.issueLeadToken(`bench-ha-${i}`) });
+    const t0 = performance.now();
+    const now = () => performance.now() - t0;
+    const workload = startLeads(leads, { mcpUrl: c.mcpUrl, ops: Number.MAX_SAFE_INTEGER, replayEvery: 1_000_000, seatOf: (op) => seats[op % seats.length]!, record: (o) => history.push(o), t0, stopped: () => stop });
+    let watching = true;
+    const offline: string[] = [];
+    const watch = (async () => {
+      while (watching) {
+        const on = await c.online();
+        if (on && on.join() !== MACHINES.join()) offline.push(`${Math.round(now())} ms: ${on.join() || "none"}`);
+        await sleep(500);
+      }
+    })();
+    await sleep(3_000);
+
+    const gaps: number[] = [];
+    for (let k = 0; k < cfg.kills; k++) {
+      const r = c.replicas[k % c.replicas.length]!;
+      log(`high_availability: kill -9 of replica ${r.index + 1} (${k + 1}/${cfg.kills})`);
+      const at = now();
+      await r.process.kill();
+      await sleep(cfg.downMs);
+      await r.process.start();
+      await sleep(cfg.settleMs);
+      gaps.push(deliveryGapMs(history, at, now()));
+    }
+    const offlineDuringKills = offline.length;
+
+    const victim = c.replicas[1]!;
+    log(`high_availability: SIGSTOP of replica 2 for ${cfg.pauseMs / 1000} s`);
+    // Two more leads call replica 2 itself (not through the balancer), so it has calls in flight when it stops.
+    let pinnedStop = false;
+    const pinnedLeads: Lead[] = [];
+    for (let i = 0; i < 2; i++) pinnedLeads.push({ name: `bench-ha-pinned-${i}`, token: await c.issueLeadToken(`bench-ha-pinned-${i}`) });
+    const pinned = startLeads(pinnedLeads, { mcpUrl: `${victim.url}/mcp`, ops: Number.MAX_SAFE_INTEGER, replayEvery: 1_000_000, seatOf: (op) => seats[op % seats.length]!, record: (o) => history.push(o), t0, stopped: () => pinnedStop, firstOp: 1_000_000_000 });
+    await sleep(1_000);
+    const pausedAt = new Date();
+    victim.process.pause();
+    await sleep(cfg.pauseMs);
+    victim.process.resume();
+    const resumedAt = new Date();
+    await sleep(cfg.settleMs);
+    pinnedStop = true;
+    await pinned.done;
+    leads.push(...pinnedLeads);
+    const stale = await pausedWrites(c.journal, [{ role: "replica2", pausedAt, resumedAt }]);
+
+    log("high_availability: the primary killed, the standby promoted");
+    const { promotedAt } = await c.pg.failover();
+    let resumeMs: number | null = null;
+    for (let end = performance.now() + 90_000; performance.now() < end; await sleep(100)) {
+      const next = history.find((o) => o.type === "ok" && o.replayOf === undefined && o.atMs + t0 > promotedAt);
+      if (next) {
+        resumeMs = Math.round(next.atMs + t0 - promotedAt);
+        break;
+      }
+    }
+    await sleep(3_000);
+    stop = true;
+    await workload.done;
+    watching = false;
+    await watch;
+
+    log("high_availability: fairness, 4 callers on each of 2 replicas to one seat");
+    const fair = await fairness(c, cfg.fairCallsEach);
+
+    // Every answer against the mailboxes; an unclear one is reconciled first.
+    for (const o of firstInfos(history).values()) {
+      const l = leads.find((x) => x.name === o.lead)!;
+      try {
+        l.client ??= await connectLead(c.mcpUrl, l);
+        await l.client.callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, { timeout: 30_000 });
+      } catch {
+        l.client = undefined;
+      }
+    }
+    for (const l of leads) await l.client?.close().catch(() => {});
+    const records: SeatRecord[] = [];
+    const arrivals: Arrival[] = [];
+    for (const m of MACHINES) {
+      const store = new MailboxStore(join(c.agents.get(m)!.stateDir, "mailboxes"));
+      for (const s of m === "a1" ? [...SEATS, "fair"] : SEATS) {
+        for (const e of store.list(s).entries) {
+          if (e.conversationId === "clankie-notice") continue;
+          arrivals.push({ seat: `${m}/${s}`, deliveryId: e.deliveryId, atMs: e.receivedAtMs });
+          if (s !== "fair") records.push({ seat: `${m}/${s}`, deliveryId: e.deliveryId, conversationId: e.conversationId, text: e.text });
+        }
+      }
+    }
+    const overlaps = await seatOverlaps(c.journal, arrivals);
+    const result = check(history, records, []);
+    return {
+      kills: gaps.length,
+      kill_gap_p99_ms: round(percentile(gaps, 99), 0),
+      kill_gap_samples_ms: gaps,
+      agents_shown_offline: offlineDuringKills,
+      agents_shown_offline_all_faults: offline.length,
+      offline_examples: offline.slice(0, 5),
+      pause_seconds: cfg.pauseMs / 1000,
+      paused_writes_after_resume: stale.count,
+      max_in_flight_per_seat: overlaps.max_in_flight_per_seat,
+      seat_overlaps: overlaps.seat_overlaps,
+      resume_after_promotion_ms: resumeMs,
+      fair_max_over_mean: fair.max_over_mean,
+      fair_skipped_turns: fair.skipped_turns,
+      fairness: fair,
+      tokens_valid: tokens.valid,
+      tokens_checked: tokens.checked,
+      token_failures: tokens.failures,
+      calls: result.ops,
+      delivered: result.ok,
+      uncertain: result.info,
+      lost: result.lost_acknowledged,
+      duplicates: result.duplicates,
+      failed_with_effect: result.failed_with_effect,
+      examples: { ...result.examples, seat_overlaps: overlaps.examples, paused_writes: stale.examples },
+      note: "3 replicas behind HAProxy (TCP, /readyz checks every 500 ms), PostgreSQL primary + streaming standby via a multi-host URL; leads call through the balancer throughout; gaps are the longest wait between two delivered answers from a kill to settleMs after the restart",
+    };
+  } finally {
+    stop = true;
+    await c.stop();
+    rmSync(work, { recursive: true, force: true });
+  }
+}
