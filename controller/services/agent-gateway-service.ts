@@ -61,8 +61,7 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
     },
     async heartbeat(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
-      const known = await registry.periodicHeartbeat(req.machine, req.instanceId);
-      return create(HeartbeatResponseSchema, { known, replicaAgentUrls: await replicas.agentUrls(), heartbeatIntervalMs: registry.heartbeatIntervalMs });
+      return create(HeartbeatResponseSchema, { known: await registry.periodicHeartbeat(req.machine, req.instanceId), replicaAgentUrls: await replicas.agentUrls() });
     },
     async reportSeats(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };

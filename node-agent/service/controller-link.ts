@@ -119,9 +119,6 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
     throw last ?? new FleetError(ErrorCode.Unavailable, "the link has stopped");
   };
 
-  /** `ms` less a random part of up to `spread` of it. */
-  const jittered = (ms: number, spread: number) => Math.round(ms * (1 - spread * Math.random()));
-
   const schedule = (fn: () => Promise<void>, ms: number) => {
     if (stopped) return;
     timer = setTimeout(() => void fn(), ms);
@@ -151,9 +148,7 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
       o.onReplicas?.(res.replicaAgentUrls);
       o.logger.info("registered with the controller", { controller: current, machine: o.machine });
       resolveRegistered();
-      // The first heartbeat at a random point of the interval: agents that registered together
-      // (a restarted controller's fleet) do not heartbeat together ever after.
-      schedule(heartbeat, jittered(heartbeatMs, 0.5));
+      schedule(heartbeat, heartbeatMs);
     } catch (e) {
       const err = FleetError.from(e);
       if (err.code === ErrorCode.MachineRevoked) {
@@ -162,8 +157,7 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         return;
       }
       o.logger.warn("registration failed on every known replica; retrying", { error: (e as Error).message, replicas: candidates(), retryInMs: backoffMs });
-      // Jittered: a fleet whose controller restarted does not come back as one wave every backoff.
-      schedule(() => register(Math.min(backoffMs * 2, 5000)), jittered(backoffMs, 0.5));
+      schedule(() => register(Math.min(backoffMs * 2, 5000)), backoffMs);
     }
   };
 
@@ -177,8 +171,6 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
       const res = await anyReplica("heartbeat", (c, lastTry) => c.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: lastTry ? 5000 : quick }));
       if (stopped) return;
       if (!res.known) return register();
-      // The interval grows with the fleet (issue 36); 0 is an older controller's answer.
-      heartbeatMs = res.heartbeatIntervalMs || heartbeatMs;
       o.onReplicas?.(res.replicaAgentUrls);
       schedule(heartbeat, heartbeatMs);
     } catch (e) {
