@@ -55,7 +55,9 @@ function redact(url: string): string {
 
 function version(pkg: string): string {
   try {
-    return (JSON.parse(readFileSync(join(REPO_ROOT, "node_modules", pkg, "package.json"), "utf8")) as { version: string }).version;
+    return (
+      JSON.parse(readFileSync(join(REPO_ROOT, "node_modules", pkg, "package.json"), "utf8")) as { version: string }
+    ).version;
   } catch {
     return "unknown";
   }
@@ -75,7 +77,8 @@ export async function runBench(o: BenchOptions): Promise<Result> {
     postgres: pg ? `PostgreSQL ${pg} at ${redact(postgresBaseUrl())}` : "skipped: no PostgreSQL",
     pglite: `@electric-sql/pglite ${version("@electric-sql/pglite")}`,
     loadavg_start: load(),
-    shared: "2 cores shared with other engineers' builds and tests during the run: figures are noisy; compare ratios measured side by side",
+    shared:
+      "2 cores shared with other engineers' builds and tests during the run: figures are noisy; compare ratios measured side by side",
   };
   const r: Result = { when: new Date().toISOString(), mode: o.mode, machine, sizes: cfg };
   const errors: Record<string, string> = {};
@@ -215,7 +218,8 @@ export async function runBench(o: BenchOptions): Promise<Result> {
 
   // The default start as a new user tries it: `clankie up` on PGlite after N deliveries.
   const upMem = await section("memory.up", () => runUpMemory(cfg.upMemory));
-  if (typeof r.memory === "object" && r.memory !== null && typeof upMem === "object") Object.assign(r.memory as Result, upMem);
+  if (typeof r.memory === "object" && r.memory !== null && typeof upMem === "object")
+    Object.assign(r.memory as Result, upMem);
   else if (typeof upMem === "object") r.memory = { ...upMem, pg_memory: r.memory };
   else if (typeof r.memory === "object" && r.memory !== null) (r.memory as Result).up_controller_rss_mb = upMem;
 
@@ -234,7 +238,12 @@ export async function runBench(o: BenchOptions): Promise<Result> {
   });
 
   // Issue 34: three replicas behind HAProxy on a primary and standby (its own private PostgreSQL pair).
-  r.high_availability = o.mode === "tiny" ? "skipped: tiny mode (npm run bench:ha -- --tiny runs it alone)" : existsSync(HAPROXY) ? await section("high_availability", () => runHighAvailability(cfg.highAvailability, log)) : `skipped: no HAProxy at ${HAPROXY}`;
+  r.high_availability =
+    o.mode === "tiny"
+      ? "skipped: tiny mode (npm run bench:ha -- --tiny runs it alone)"
+      : existsSync(HAPROXY)
+        ? await section("high_availability", () => runHighAvailability(cfg.highAvailability, log))
+        : `skipped: no HAProxy at ${HAPROXY}`;
 
   machine.loadavg_end = load();
   r.duration_s = Math.round((performance.now() - started) / 100) / 10;

@@ -24,25 +24,62 @@ interface Side {
   name: string;
   fleet: BenchFleet;
   db: ScratchDatabase;
-  acc: Record<string, { calls: number; delivered: number; controllerCpu: number; agentCpu: number; ms: number; refused: Record<string, number> }>;
+  acc: Record<
+    string,
+    {
+      calls: number;
+      delivered: number;
+      controllerCpu: number;
+      agentCpu: number;
+      ms: number;
+      refused: Record<string, number>;
+    }
+  >;
 }
 
 let sent = 0;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { base: { type: "string" }, seconds: { type: "string" }, rounds: { type: "string" }, "after-node-options": { type: "string" }, "after-agent-node-options": { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      base: { type: "string" },
+      seconds: { type: "string" },
+      rounds: { type: "string" },
+      "after-node-options": { type: "string" },
+      "after-agent-node-options": { type: "string" },
+      out: { type: "string" },
+    },
+  });
   if (!values.base) throw new Error("--base PATH/dist/controller/cli/main.js is required");
   const seconds = Number(values.seconds ?? 3);
   const rounds = Number(values.rounds ?? 4);
   const sides: Side[] = [];
-  for (const [name, cli] of [["before", values.base], ["after", CLI]] as const) {
+  for (const [name, cli] of [
+    ["before", values.base],
+    ["after", CLI],
+  ] as const) {
     const db = await createScratchDatabase();
-    const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 16, cli, ...(name === "after" && values["after-node-options"] ? { controllerNodeOptions: values["after-node-options"] } : {}), ...(name === "after" && values["after-agent-node-options"] ? { agentNodeOptions: values["after-agent-node-options"] } : {}) });
+    const fleet = await startBenchFleet({
+      databaseUrl: db.url,
+      seats: 16,
+      cli,
+      ...(name === "after" && values["after-node-options"]
+        ? { controllerNodeOptions: values["after-node-options"] }
+        : {}),
+      ...(name === "after" && values["after-agent-node-options"]
+        ? { agentNodeOptions: values["after-agent-node-options"] }
+        : {}),
+    });
     await fleet.openCallers(16);
     sides.push({ name, fleet, db, acc: {} });
   }
   try {
-    for (const s of sides) await loopFor(1000, 2, async (c) => (await s.fleet.deliver(s.fleet.seatIds[c % 16]!, `warm ${++sent}`, c)).outcome === "delivered");
+    for (const s of sides)
+      await loopFor(
+        1000,
+        2,
+        async (c) => (await s.fleet.deliver(s.fleet.seatIds[c % 16]!, `warm ${++sent}`, c)).outcome === "delivered",
+      );
     for (const callers of [1, 16]) {
       for (let r = 0; r < rounds; r++) {
         const order = r % 2 === 0 ? sides : [...sides].reverse();
@@ -55,7 +92,8 @@ async function main(): Promise<void> {
           const f = await loopFor((seconds * 1000) / rounds, callers, async (caller) => {
             const d = await s.fleet.deliver(s.fleet.seatIds[caller % 16]!, `compare ${++sent}`, caller);
             calls++;
-            if (d.outcome !== "delivered") a.refused[`${d.outcome}:${d.reason ?? ""}`] = (a.refused[`${d.outcome}:${d.reason ?? ""}`] ?? 0) + 1;
+            if (d.outcome !== "delivered")
+              a.refused[`${d.outcome}:${d.reason ?? ""}`] = (a.refused[`${d.outcome}:${d.reason ?? ""}`] ?? 0) + 1;
             return d.outcome === "delivered";
           });
           a.controllerCpu += cpuMsOf(s.fleet.controller.child.pid!) - c0;
@@ -66,7 +104,13 @@ async function main(): Promise<void> {
         }
       }
     }
-    const result: Record<string, unknown> = { when: new Date().toISOString(), base: values.base, seconds_per_level: seconds, rounds, note: "CPU per call counts every completed call (delivered or refused by the agent's 250 ms gate): each one ran the whole controller path" };
+    const result: Record<string, unknown> = {
+      when: new Date().toISOString(),
+      base: values.base,
+      seconds_per_level: seconds,
+      rounds,
+      note: "CPU per call counts every completed call (delivered or refused by the agent's 250 ms gate): each one ran the whole controller path",
+    };
     for (const s of sides) {
       const out: Record<string, unknown> = {};
       for (const [k, a] of Object.entries(s.acc)) {

@@ -35,12 +35,17 @@ async function journalOnce(cli: string): Promise<Record<string, unknown>> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { base: { type: "string" }, repeats: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { base: { type: "string" }, repeats: { type: "string" }, out: { type: "string" } },
+  });
   if (!values.base) throw new Error("--base PATH/dist/controller/cli/main.js is required");
   const repeats = Number(values.repeats ?? 2);
   const runs: { before: Record<string, unknown>[]; after: Record<string, unknown>[] } = { before: [], after: [] };
   for (let r = 0; r < repeats; r++) {
-    const order: ["before" | "after", string][] = [["before", values.base], ["after", CLI]];
+    const order: ["before" | "after", string][] = [
+      ["before", values.base],
+      ["after", CLI],
+    ];
     if (r % 2 === 1) order.reverse();
     for (const [side, cli] of order) {
       const j = await journalOnce(cli);
@@ -48,7 +53,13 @@ async function main(): Promise<void> {
       process.stdout.write(`${JSON.stringify({ repeat: r, side, ...j })}\n`);
     }
   }
-  const result = { when: new Date().toISOString(), base: values.base, repeats, note: "the full bench's journal section (PostgreSQL), each side on its own fleet and database, alternating; CPU per delivery divides by delivered calls", ...runs };
+  const result = {
+    when: new Date().toISOString(),
+    base: values.base,
+    repeats,
+    note: "the full bench's journal section (PostgreSQL), each side on its own fleet and database, alternating; CPU per delivery divides by delivered calls",
+    ...runs,
+  };
   const file = values.out ?? join(REPO_ROOT, "bench", "results", "compare-journal.json");
   mkdirSync(join(REPO_ROOT, "bench", "results"), { recursive: true });
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);

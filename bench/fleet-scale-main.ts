@@ -41,23 +41,37 @@ function openFiles(): string {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, sizes: { type: "string" }, out: { type: "string" } }, strict: true });
+  const { values } = parseArgs({
+    options: { quick: { type: "boolean" }, sizes: { type: "string" }, out: { type: "string" } },
+    strict: true,
+  });
   const mode = values.quick ? "quick" : "full";
   const cfg: FleetScaleConfig = { ...FLEET_SCALE_CONFIG[mode] };
   if (values.sizes) {
     const sizes = values.sizes.split(",").map(Number);
-    if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 5000)) throw new Error(`--sizes takes whole numbers from 1 to 5000, got ${values.sizes}`);
+    if (sizes.some((n) => !Number.isInteger(n) || n < 1 || n > 5000))
+      throw new Error(`--sizes takes whole numbers from 1 to 5000, got ${values.sizes}`);
     cfg.sizes = [...new Set(sizes)].sort((a, b) => a - b);
   }
   const pg = await postgresVersion();
   if (!pg) throw new Error("fleet_scale needs PostgreSQL (DATABASE_URL, or the local server at 127.0.0.1:5432)");
-  const out = resolve(values.out ?? join(REPO_ROOT, "bench", "results", mode === "full" ? "fleet-scale.json" : "fleet-scale-quick.json"));
+  const out = resolve(
+    values.out ?? join(REPO_ROOT, "bench", "results", mode === "full" ? "fleet-scale.json" : "fleet-scale-quick.json"),
+  );
   const started = performance.now();
   const r: Record<string, unknown> = {
     when: new Date().toISOString(),
     mode,
     commit: commit(),
-    machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? "unknown", memory_gb: Math.round(totalmem() / 2 ** 30), node: process.version, postgres: pg, open_files_limit: openFiles(), loadavg_start: loadavg().map((v) => round(v, 2)) },
+    machine: {
+      cpus: cpus().length,
+      cpu: cpus()[0]?.model ?? "unknown",
+      memory_gb: Math.round(totalmem() / 2 ** 30),
+      node: process.version,
+      postgres: pg,
+      open_files_limit: openFiles(),
+      loadavg_start: loadavg().map((v) => round(v, 2)),
+    },
     sizes: cfg,
   };
   mkdirSync(dirname(out), { recursive: true });
@@ -74,7 +88,10 @@ async function main(): Promise<number> {
   } catch (e) {
     // The sizes measured before the failure stay, with why the run stopped.
     if (r.fleet_scale) {
-      r.fleet_scale = { ...(r.fleet_scale as Record<string, unknown>), partial: `stopped: ${(e as Error).message.slice(0, 300)}` };
+      r.fleet_scale = {
+        ...(r.fleet_scale as Record<string, unknown>),
+        partial: `stopped: ${(e as Error).message.slice(0, 300)}`,
+      };
       write();
     }
     throw e;

@@ -80,7 +80,8 @@ export class SimProcess {
     });
     child.stderr?.on("data", (d: Buffer) => (this.stderr = (this.stderr + d.toString()).slice(-4000)));
     child.once("exit", (code, signal) => {
-      for (const w of this.waiting.values()) w.reject(new Error(`simulator exited (${code ?? signal}): ${this.stderr}`));
+      for (const w of this.waiting.values())
+        w.reject(new Error(`simulator exited (${code ?? signal}): ${this.stderr}`));
       this.waiting.clear();
     });
   }
@@ -90,7 +91,11 @@ export class SimProcess {
     const file = fileURLToPath(import.meta.url);
     // Compiled (npm run bench:fleet-scale) it runs as is; from the sources (vitest) through tsx.
     const execArgv = file.endsWith(".ts") ? ["--import", "tsx"] : [];
-    const child = fork(file, [baseDir], { execArgv, stdio: ["ignore", "ignore", "pipe", "ipc"], env: { ...process.env, DATABASE_URL: "" } });
+    const child = fork(file, [baseDir], {
+      execArgv,
+      stdio: ["ignore", "ignore", "pipe", "ipc"],
+      env: { ...process.env, DATABASE_URL: "" },
+    });
     track(child);
     return new SimProcess(child);
   }
@@ -154,7 +159,13 @@ async function childMain(baseDir: string): Promise<void> {
     const unlinked: string[] = [];
     await pool(r.identities, ENROLL_CONCURRENCY, async ({ machine, joinToken }) => {
       const stateDir = simStateDir(baseDir, machine);
-      const config = compileAgentConfig({ stateDir, controllerUrl: r.controllerUrl, machine, joinToken, paneHost: "none" });
+      const config = compileAgentConfig({
+        stateDir,
+        controllerUrl: r.controllerUrl,
+        machine,
+        joinToken,
+        paneHost: "none",
+      });
       mkdirSync(config.mailboxDir, { recursive: true, mode: 0o700 });
       const book = new SeatBook(stateDir);
       const mailboxes = new MailboxStore(config.mailboxDir);

@@ -62,7 +62,13 @@ export interface BenchFleet {
  * `cli`: another build's CLI (controller and agent), for a side-by-side comparison (bench/compare-controllers.ts);
  * `controllerNodeOptions`, `agentNodeOptions`: NODE_OPTIONS for that process only (a V8 flag measured side by side).
  */
-export async function startBenchFleet(o: { databaseUrl: string | undefined; seats: number; cli?: string; controllerNodeOptions?: string; agentNodeOptions?: string }): Promise<BenchFleet> {
+export async function startBenchFleet(o: {
+  databaseUrl: string | undefined;
+  seats: number;
+  cli?: string;
+  controllerNodeOptions?: string;
+  agentNodeOptions?: string;
+}): Promise<BenchFleet> {
   const stateDir = scratchDir("fleet");
   const env = { ...process.env };
   if (o.controllerNodeOptions) env.NODE_OPTIONS = o.controllerNodeOptions;
@@ -76,7 +82,11 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
     removeScratch(stateDir);
   };
   try {
-    const controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], env, o.cli);
+    const controller = await spawnClankie(
+      ["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"],
+      env,
+      o.cli,
+    );
     started.push(controller);
     const url = controller.ready.url!;
     const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
@@ -84,7 +94,21 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
     delete agentEnv.DATABASE_URL;
     if (o.agentNodeOptions) agentEnv.NODE_OPTIONS = o.agentNodeOptions;
     // The agent enrolls and dials the controller's agent port (mutual TLS, reverse link).
-    const agent = await spawnClankie(["agent", "--controller", controller.ready.agentUrl!, "--state-dir", join(stateDir, "agent"), "--machine", BENCH_MACHINE, "--log-level", "error"], agentEnv, o.cli);
+    const agent = await spawnClankie(
+      [
+        "agent",
+        "--controller",
+        controller.ready.agentUrl!,
+        "--state-dir",
+        join(stateDir, "agent"),
+        "--machine",
+        BENCH_MACHINE,
+        "--log-level",
+        "error",
+      ],
+      agentEnv,
+      o.cli,
+    );
     started.push(agent);
     // The agent listens nowhere: its link (and the proxy that delays it) is the controller's agent port.
     const agentEndpoint = controller.ready.agentUrl!;
@@ -97,7 +121,11 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
     const leads: Client[] = [];
     const openLead = async () => {
       const lead = new Client({ name: "clankie-bench-lead", version: "0.0.0" });
-      await lead.connect(new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      await lead.connect(
+        new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
       leads.push(lead);
       closers.push(() => lead.close());
     };
@@ -120,7 +148,12 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
         const res = await lead.callTool({ name: "message_seat", arguments: { seat: seatId, message } });
         const ms = performance.now() - t0;
         const body = (res.structuredContent ?? {}) as { outcome?: string; reason?: string; proofAgeMs?: number };
-        return { ms, outcome: String(body.outcome ?? (res.isError ? "error" : "unknown")), reason: body.reason, proofAgeMs: body.proofAgeMs };
+        return {
+          ms,
+          outcome: String(body.outcome ?? (res.isError ? "error" : "unknown")),
+          reason: body.reason,
+          proofAgeMs: body.proofAgeMs,
+        };
       },
       close: closeAll,
     };
@@ -139,7 +172,8 @@ export async function startBenchFleet(o: { databaseUrl: string | undefined; seat
         current = next;
         // The agent follows at its next heartbeat (every 5 s): wait until it dialed through.
         const deadline = Date.now() + 20_000;
-        while (via !== own.replace(/^https:/, "http:") && accepted && accepted() === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+        while (via !== own.replace(/^https:/, "http:") && accepted && accepted() === 0 && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 100));
         await new Promise((r) => setTimeout(r, 500));
       };
     }

@@ -124,8 +124,8 @@ async function checkFlood(port: number, windowMs: number, z: AttackSizes): Promi
         } catch (e) {
           return resolve((e as NodeJS.ErrnoException).code ?? "request_failed");
         }
-        stream.on("response", (h) => (grpcStatus = h["grpc-status"] as string | undefined ?? grpcStatus));
-        stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string | undefined ?? grpcStatus));
+        stream.on("response", (h) => (grpcStatus = (h["grpc-status"] as string | undefined) ?? grpcStatus));
+        stream.on("trailers", (t) => (grpcStatus = (t["grpc-status"] as string | undefined) ?? grpcStatus));
         stream.on("error", () => {});
         stream.on("data", () => {});
         stream.on("close", () => resolve(grpcStatus !== undefined ? `grpc_${grpcStatus}` : `rst_${stream.rstCode}`));
@@ -183,7 +183,7 @@ async function watchFlood(port: number, windowMs: number, z: AttackSizes): Promi
         accepted++;
       }
     });
-    stream.on("trailers", (t) => (grpcStatus = t["grpc-status"] as string | undefined ?? grpcStatus));
+    stream.on("trailers", (t) => (grpcStatus = (t["grpc-status"] as string | undefined) ?? grpcStatus));
     stream.on("data", () => {});
     stream.on("error", () => {});
     stream.on("close", () => {

@@ -12,22 +12,84 @@ export function judgeHaGoals(r: Json): Goal[] {
   const tokensChecked = num(r, `${at}.tokens_checked`);
   const goals = [
     kills >= 5
-      ? judge("(34) kill -9 of one of three replicas: gap in delivered messages, p99", "≤ 5 s", num(r, `${at}.kill_gap_p99_ms`), (v) => v <= 5_000, " ms", why)
-      : { goal: "(34) kill -9 of one of three replicas: gap in delivered messages, p99", target: "≤ 5 s", measured: `${num(r, `${at}.kill_gap_p99_ms`) ?? "?"} ms over ${kills} kills (the goal needs ≥ 5)`, met: null },
-    judge("(34) kill -9 of a replica: agents shown offline", "0", num(r, `${at}.agents_shown_offline`), (v) => v === 0, "", why),
+      ? judge(
+          "(34) kill -9 of one of three replicas: gap in delivered messages, p99",
+          "≤ 5 s",
+          num(r, `${at}.kill_gap_p99_ms`),
+          (v) => v <= 5_000,
+          " ms",
+          why,
+        )
+      : {
+          goal: "(34) kill -9 of one of three replicas: gap in delivered messages, p99",
+          target: "≤ 5 s",
+          measured: `${num(r, `${at}.kill_gap_p99_ms`) ?? "?"} ms over ${kills} kills (the goal needs ≥ 5)`,
+          met: null,
+        },
+    judge(
+      "(34) kill -9 of a replica: agents shown offline",
+      "0",
+      num(r, `${at}.agents_shown_offline`),
+      (v) => v === 0,
+      "",
+      why,
+    ),
     judge("(34) lost + duplicates across every fault", "0", why ? undefined : lossless, (v) => v === 0, "", why),
-    judge("(34) SIGSTOP of a replica: its writes after it resumes", "0", num(r, `${at}.paused_writes_after_resume`), (v) => v === 0, "", why),
-    judge("(34) most deliveries in flight to one seat", "1", num(r, `${at}.max_in_flight_per_seat`), (v) => v <= 1, "", why),
-    judge("(34) standby promoted: deliveries resume after the promotion", "≤ 30 s", num(r, `${at}.resume_after_promotion_ms`), (v) => v <= 30_000, " ms", why),
-    judge("(34) 4 callers on each of 2 replicas, one seat: max wait ÷ mean wait", "≤ 2×", num(r, `${at}.fair_max_over_mean`), (v) => v <= 2, "×", why),
+    judge(
+      "(34) SIGSTOP of a replica: its writes after it resumes",
+      "0",
+      num(r, `${at}.paused_writes_after_resume`),
+      (v) => v === 0,
+      "",
+      why,
+    ),
+    judge(
+      "(34) most deliveries in flight to one seat",
+      "1",
+      num(r, `${at}.max_in_flight_per_seat`),
+      (v) => v <= 1,
+      "",
+      why,
+    ),
+    judge(
+      "(34) standby promoted: deliveries resume after the promotion",
+      "≤ 30 s",
+      num(r, `${at}.resume_after_promotion_ms`),
+      (v) => v <= 30_000,
+      " ms",
+      why,
+    ),
+    judge(
+      "(34) 4 callers on each of 2 replicas, one seat: max wait ÷ mean wait",
+      "≤ 2×",
+      num(r, `${at}.fair_max_over_mean`),
+      (v) => v <= 2,
+      "×",
+      why,
+    ),
     judge("(34) … turns skipped (delivery order against admission order)", "0", skipped, (v) => v === 0, "", why),
-    judge("(34) lead and owner tokens valid on every replica", `${tokensChecked ?? "all"} of ${tokensChecked ?? "all"}`, num(r, `${at}.tokens_valid`), (v) => v === tokensChecked, "", why),
+    judge(
+      "(34) lead and owner tokens valid on every replica",
+      `${tokensChecked ?? "all"} of ${tokensChecked ?? "all"}`,
+      num(r, `${at}.tokens_valid`),
+      (v) => v === tokensChecked,
+      "",
+      why,
+    ),
   ];
   return goals;
 }
 
 export function renderHaTable(r: Json, goals: Goal[]): string {
-  const lines = [`high_availability (${String(r.mode)}) at ${String(r.when)}`, "", "| goal | target | measured | met |", "|---|---|---|---|"];
-  for (const g of goals) lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`);
+  const lines = [
+    `high_availability (${String(r.mode)}) at ${String(r.when)}`,
+    "",
+    "| goal | target | measured | met |",
+    "|---|---|---|---|",
+  ];
+  for (const g of goals)
+    lines.push(
+      `| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`,
+    );
   return lines.join("\n");
 }

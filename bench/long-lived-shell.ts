@@ -23,7 +23,10 @@ const COMMANDS: [string, readonly string[]][] = [
 ];
 
 export async function measureShellHost(samples: number): Promise<ShellHostFigures[]> {
-  const sh = spawn("/bin/sh", [], { stdio: ["pipe", "pipe", "ignore"], env: { ...process.env, LC_ALL: "C", LANG: "C", TZ: "UTC" } });
+  const sh = spawn("/bin/sh", [], {
+    stdio: ["pipe", "pipe", "ignore"],
+    env: { ...process.env, LC_ALL: "C", LANG: "C", TZ: "UTC" },
+  });
   const marker = `__clankie_bench_${process.pid}_done`;
   let buffered = "";
   let waiter: (() => void) | undefined;

@@ -26,7 +26,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function measureRepeatReader(samples: number): Promise<RepeatReaderFigures> {
   const args = ["-r1", ...LSOF_SOCKETS_ARGS];
-  const child = spawn("lsof", args, { stdio: ["ignore", "pipe", "ignore"], env: { ...process.env, LC_ALL: "C", LANG: "C", TZ: "UTC" } });
+  const child = spawn("lsof", args, {
+    stdio: ["ignore", "pipe", "ignore"],
+    env: { ...process.env, LC_ALL: "C", LANG: "C", TZ: "UTC" },
+  });
   const markers: number[] = [];
   const waiters: ((at: number) => void)[] = [];
   createInterface({ input: child.stdout }).on("line", (line) => {

@@ -31,23 +31,42 @@ const BODY = JSON.stringify({
   jsonrpc: "2.0",
   id: 7,
   method: "tools/call",
-  params: { name: "message_seat", arguments: { seat: "machine-a/seat-1", text: "x".repeat(600), idempotency_key: "k".repeat(36), meta: Array.from({ length: 24 }, (_, i) => ({ i, tag: `t${i}` })) } },
+  params: {
+    name: "message_seat",
+    arguments: {
+      seat: "machine-a/seat-1",
+      text: "x".repeat(600),
+      idempotency_key: "k".repeat(36),
+      meta: Array.from({ length: 24 }, (_, i) => ({ i, tag: `t${i}` })),
+    },
+  },
 });
-const MAP = new Map<string, { n: number; s: string }>(Array.from({ length: 20_000 }, (_, i) => [`key-${i}`, { n: i, s: `value-${i}` }]));
+const MAP = new Map<string, { n: number; s: string }>(
+  Array.from({ length: 20_000 }, (_, i) => [`key-${i}`, { n: i, s: `value-${i}` }]),
+);
 
 let sink = 0;
 function jsWork(): number {
   const t = performance.now();
   for (let r = 0; r < 40; r++) {
     const o = JSON.parse(BODY) as { params: { arguments: { meta: { i: number; tag: string }[] } } };
-    for (const m of o.params.arguments.meta) sink += m.tag.length + (MAP.get(`key-${(m.i * 7919 + r * 104_729) % 20_000}`)?.n ?? 0);
+    for (const m of o.params.arguments.meta)
+      sink += m.tag.length + (MAP.get(`key-${(m.i * 7919 + r * 104_729) % 20_000}`)?.n ?? 0);
     sink += JSON.stringify(o).length;
   }
   return performance.now() - t;
 }
 
 // 600 functions, each its own compiled code, and 32 MB of objects: the wide work walks them all.
-const WIDE_FUNCTIONS = Array.from({ length: 600 }, (_, i) => new Function("o", "k", `let s = ${i}; for (const x of o.list) s += (x.n * ${i + 1}) ^ k; return s + o.name.length;`) as (o: { list: { n: number }[]; name: string }, k: number) => number);
+const WIDE_FUNCTIONS = Array.from(
+  { length: 600 },
+  (_, i) =>
+    new Function(
+      "o",
+      "k",
+      `let s = ${i}; for (const x of o.list) s += (x.n * ${i + 1}) ^ k; return s + o.name.length;`,
+    ) as (o: { list: { n: number }[]; name: string }, k: number) => number,
+);
 const WIDE_HEAP = Array.from({ length: 400_000 }, (_, i) => ({ list: [{ n: i }, { n: i + 1 }], name: `object-${i}` }));
 function jsWideWork(): number {
   const t = performance.now();
@@ -64,7 +83,9 @@ function jsWideWork(): number {
 async function startEcho(): Promise<{ sock: Socket; stop: () => void }> {
   const code = `const s=require("node:net").createServer(c=>{c.setNoDelay(true);c.on("data",d=>c.write(d))});s.listen(0,"127.0.0.1",()=>console.log(s.address().port))`;
   const child = spawn(process.execPath, ["-e", code], { stdio: ["ignore", "pipe", "inherit"] });
-  const port = await new Promise<number>((resolve) => child.stdout!.once("data", (d: Buffer) => resolve(Number(d.toString().trim()))));
+  const port = await new Promise<number>((resolve) =>
+    child.stdout!.once("data", (d: Buffer) => resolve(Number(d.toString().trim()))),
+  );
   const sock = connect({ host: "127.0.0.1", port });
   sock.setNoDelay(true);
   await new Promise<void>((r) => sock.once("connect", () => r()));
@@ -83,12 +104,19 @@ function ping(sock: Socket): Promise<number> {
 const FLUSH = new Float64Array(8 * 1024 * 1024);
 function flushCaches(): void {
   let x = 0;
-  for (let i = 0; i < FLUSH.length; i += 8) x += (FLUSH[i] = FLUSH[i]! + 1);
+  for (let i = 0; i < FLUSH.length; i += 8) x += FLUSH[i] = FLUSH[i]! + 1;
   sink = (sink + x) % 1_000_003;
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { n: { type: "string" }, pauses: { type: "string" }, "hot-ms": { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      n: { type: "string" },
+      pauses: { type: "string" },
+      "hot-ms": { type: "string" },
+      out: { type: "string" },
+    },
+  });
   const n = Number(values.n ?? 60);
   const hotMs = Number(values["hot-ms"] ?? 150);
   const pauses = (values.pauses ?? "25,475").split(",").map(Number);
@@ -110,7 +138,7 @@ async function main(): Promise<void> {
     [() => ping(echo.sock), pings],
   ];
   try {
-    for (let i = 0; i < 30; i++) (jsWork(), jsWideWork(), await ping(echo.sock)); // warm the JIT and the socket
+    for (let i = 0; i < 30; i++) jsWork(), jsWideWork(), await ping(echo.sock); // warm the JIT and the socket
     for (let i = 0; i < n; i++) {
       // Rotate which condition comes first, so none always follows the same one.
       for (let k = 0; k < labels.length; k++) {
@@ -129,7 +157,9 @@ async function main(): Promise<void> {
   }
   const figures = (x: Record<string, number[]>) => {
     const hot = summarize(x.hot!).p50_ms;
-    return Object.fromEntries(labels.map((l) => [l, { ...summarize(x[l]!), p50_vs_hot: round(summarize(x[l]!).p50_ms / hot) }]));
+    return Object.fromEntries(
+      labels.map((l) => [l, { ...summarize(x[l]!), p50_vs_hot: round(summarize(x[l]!).p50_ms / hot) }]),
+    );
   };
   const result = {
     at: new Date().toISOString(),
@@ -139,7 +169,8 @@ async function main(): Promise<void> {
     js_work: figures(js),
     js_wide_work: figures(wide),
     loopback_ping_to_another_process: figures(pings),
-    method: "one process; the js work is fixed (JSON parse/walk/stringify of a 1 kB body ×40, 20,000-entry map lookups), the wide work 600 distinct functions over a 32 MB heap ×3; the ping is one byte to a child node process over loopback TCP and back; each sample comes after `hot_ms` of the same work, then at once (hot), after reading and writing 64 MB of other memory (after_cache_flush: the caches lost, no idle) or after a pause; conditions rotate",
+    method:
+      "one process; the js work is fixed (JSON parse/walk/stringify of a 1 kB body ×40, 20,000-entry map lookups), the wide work 600 distinct functions over a 32 MB heap ×3; the ping is one byte to a child node process over loopback TCP and back; each sample comes after `hot_ms` of the same work, then at once (hot), after reading and writing 64 MB of other memory (after_cache_flush: the caches lost, no idle) or after a pause; conditions rotate",
     hot_ms: hotMs,
     sink,
   };

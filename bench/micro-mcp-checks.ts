@@ -25,7 +25,16 @@ const body = {
     { kind: "mailbox", outcome: "ok", detail: "exists", ageAtWriteMs: 1 },
   ],
 };
-const request = { jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "message_seat", arguments: { seat: "m1/inbox", message: "hello world" }, _meta: { "clankie/seat-call": { deliveryId: id } } } };
+const request = {
+  jsonrpc: "2.0",
+  id: 5,
+  method: "tools/call",
+  params: {
+    name: "message_seat",
+    arguments: { seat: "m1/inbox", message: "hello world" },
+    _meta: { "clankie/seat-call": { deliveryId: id } },
+  },
+};
 
 function cpuMicrosPerCall(n: number, f: () => unknown): number {
   for (let i = 0; i < 2000; i++) f();

@@ -18,7 +18,14 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { AgentService, AuthoritySchema, DeliverRequestSchema, DeliverResponseSchema, type DeliverRequest, type DeliverResponse } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
+import {
+  AgentService,
+  AuthoritySchema,
+  DeliverRequestSchema,
+  DeliverResponseSchema,
+  type DeliverRequest,
+  type DeliverResponse,
+} from "../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { DeliveryResult } from "../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
 import { createUnaryLinkTransport } from "../controller/fleet/unary-link-transport.js";
@@ -38,24 +45,43 @@ async function main(): Promise<void> {
   const { values } = parseArgs({ options: { n: { type: "string" }, rounds: { type: "string" } } });
   const n = Number(values.n ?? 300);
   const rounds = Number(values.rounds ?? 6);
-  const server = spawn(process.execPath, [join(REPO_ROOT, "dist", "bench", "rpc-agent-server.js")], { stdio: ["pipe", "pipe", "inherit"] });
+  const server = spawn(process.execPath, [join(REPO_ROOT, "dist", "bench", "rpc-agent-server.js")], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
   track(server);
-  const ready = JSON.parse(await new Promise<string>((resolve, reject) => {
-    createInterface({ input: server.stdout! }).once("line", resolve);
-    server.once("exit", (code) => reject(new Error(`rpc-agent-server exited (${code}) before it was ready`)));
-  })) as { port: number; token: string; seat: string };
+  const ready = JSON.parse(
+    await new Promise<string>((resolve, reject) => {
+      createInterface({ input: server.stdout! }).once("line", resolve);
+      server.once("exit", (code) => reject(new Error(`rpc-agent-server exited (${code}) before it was ready`)));
+    }),
+  ) as { port: number; token: string; seat: string };
   try {
     const token = ready.token;
     const endpoint = `http://127.0.0.1:${ready.port}`;
     const seatName = ready.seat;
 
     const sessionManager = new Http2SessionManager(endpoint, { pingIntervalMs: 30_000 });
-    const connect = createClient(AgentService, createGrpcTransport({ baseUrl: endpoint, sessionManager, interceptors: [bearerHeaderInterceptor(() => token)] }));
+    const connect = createClient(
+      AgentService,
+      createGrpcTransport({ baseUrl: endpoint, sessionManager, interceptors: [bearerHeaderInterceptor(() => token)] }),
+    );
     const connectCall: Call = (req) => connect.deliver(req, { timeoutMs: 20_000 });
     // The controller's own client on a link: its lean unary transport over a session manager.
     const leanSessions = new Http2SessionManager(endpoint, { pingIntervalMs: 30_000 });
-    const leanFallback = createGrpcTransport({ baseUrl: endpoint, sessionManager: leanSessions, interceptors: [bearerHeaderInterceptor(() => token)] });
-    const lean = createClient(AgentService, createUnaryLinkTransport({ baseUrl: endpoint, sessions: leanSessions, interceptors: [bearerHeaderInterceptor(() => token)], fallback: leanFallback }));
+    const leanFallback = createGrpcTransport({
+      baseUrl: endpoint,
+      sessionManager: leanSessions,
+      interceptors: [bearerHeaderInterceptor(() => token)],
+    });
+    const lean = createClient(
+      AgentService,
+      createUnaryLinkTransport({
+        baseUrl: endpoint,
+        sessions: leanSessions,
+        interceptors: [bearerHeaderInterceptor(() => token)],
+        fallback: leanFallback,
+      }),
+    );
     const leanCall: Call = (req) => lean.deliver(req, { timeoutMs: 20_000 });
 
     const Generic = grpc.makeGenericClientConstructor(
@@ -74,15 +100,28 @@ async function main(): Promise<void> {
     );
     const target = new URL(endpoint).host;
     const g = new Generic(target, grpc.credentials.createInsecure()) as unknown as grpc.Client & {
-      deliver(req: DeliverRequest, md: grpc.Metadata, opts: grpc.CallOptions, cb: (e: grpc.ServiceError | null, r?: DeliverResponse) => void): void;
+      deliver(
+        req: DeliverRequest,
+        md: grpc.Metadata,
+        opts: grpc.CallOptions,
+        cb: (e: grpc.ServiceError | null, r?: DeliverResponse) => void,
+      ): void;
     };
     const md = new grpc.Metadata();
     md.set("authorization", `Bearer ${token}`);
     const grpcCall: Call = (req) =>
-      new Promise((resolve, reject) => g.deliver(req, md, { deadline: Date.now() + 20_000 }, (e, r) => (e ? reject(e) : resolve(r!))));
+      new Promise((resolve, reject) =>
+        g.deliver(req, md, { deadline: Date.now() + 20_000 }, (e, r) => (e ? reject(e) : resolve(r!))),
+      );
 
     const request = (): DeliverRequest =>
-      create(DeliverRequestSchema, { seatName, deliveryId: randomUUID(), text: `rpc client bench ${randomUUID()}`, conversationId: "bench-rpc", authority: create(AuthoritySchema, { ageMs: 0, caller: "bench-rpc" }) });
+      create(DeliverRequestSchema, {
+        seatName,
+        deliveryId: randomUUID(),
+        text: `rpc client bench ${randomUUID()}`,
+        conversationId: "bench-rpc",
+        authority: create(AuthoritySchema, { ageMs: 0, caller: "bench-rpc" }),
+      });
     const clients: Record<string, Call> = { connect: connectCall, lean_unary: leanCall, grpc_js: grpcCall };
     const names = Object.keys(clients);
     const agentPid = server.pid!;
@@ -109,9 +148,19 @@ async function main(): Promise<void> {
     }
     g.close();
     sessionManager.abort();
-    const result: Record<string, unknown> = { when: new Date().toISOString(), n, rounds, note: "client CPU is this process's user+system per call (noise-proof); agent CPU is the agent process per call; latency is noisy on a shared box" };
+    const result: Record<string, unknown> = {
+      when: new Date().toISOString(),
+      n,
+      rounds,
+      note: "client CPU is this process's user+system per call (noise-proof); agent CPU is the agent process per call; latency is noisy on a shared box",
+    };
     for (const [name, s] of Object.entries(stats)) {
-      result[name] = { client_cpu_ms_per_call: Math.round((s.cpu / s.calls) * 1000) / 1000, agent_cpu_ms_per_call: Math.round((s.agentCpu / s.calls) * 1000) / 1000, latency: summarize(s.times), failed: s.failed };
+      result[name] = {
+        client_cpu_ms_per_call: Math.round((s.cpu / s.calls) * 1000) / 1000,
+        agent_cpu_ms_per_call: Math.round((s.agentCpu / s.calls) * 1000) / 1000,
+        latency: summarize(s.times),
+        failed: s.failed,
+      };
     }
     const out = join(REPO_ROOT, "bench", "results", "rpc-clients.json");
     mkdirSync(join(REPO_ROOT, "bench", "results"), { recursive: true });

@@ -55,7 +55,10 @@ async function main(): Promise<void> {
       await pause();
       commit.afterPause.push(await timeCommit());
     }
-    const figures = (x: { busy: number[]; afterPause: number[] }) => ({ busy: summarize(x.busy), [`after_${pauseMs}ms_idle`]: summarize(x.afterPause) });
+    const figures = (x: { busy: number[]; afterPause: number[] }) => ({
+      busy: summarize(x.busy),
+      [`after_${pauseMs}ms_idle`]: summarize(x.afterPause),
+    });
     const w = figures(write);
     const c = figures(commit);
     const floor = (k: "busy" | "after") => {
@@ -64,7 +67,14 @@ async function main(): Promise<void> {
     };
     console.log(
       JSON.stringify(
-        { load_before: loadBefore, load_after: load(), pause_ms: pauseMs, durable_mailbox_write: w, postgres_commit: c, per_delivery_sync_floor_p50_ms: { busy: floor("busy"), [`after_${pauseMs}ms_idle`]: floor("after") } },
+        {
+          load_before: loadBefore,
+          load_after: load(),
+          pause_ms: pauseMs,
+          durable_mailbox_write: w,
+          postgres_commit: c,
+          per_delivery_sync_floor_p50_ms: { busy: floor("busy"), [`after_${pauseMs}ms_idle`]: floor("after") },
+        },
         null,
         1,
       ),

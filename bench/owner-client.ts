@@ -11,8 +11,14 @@ import { FleetService, IssueJoinTokenRequestSchema } from "../shared/gen/clankie
 const REGISTRATION_WAIT_MS = 60_000;
 
 export function ownerClient(url: string, ownerToken: string) {
-  const owner = createClient(OwnerService, createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }));
-  const fleet = createClient(FleetService, createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }));
+  const owner = createClient(
+    OwnerService,
+    createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }),
+  );
+  const fleet = createClient(
+    FleetService,
+    createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }),
+  );
   return {
     /** A join token for a bench agent (it goes in the agent's environment, never argv). */
     async enroll(machine: string): Promise<string> {

@@ -66,11 +66,18 @@ export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv, cli =
 export function rssOf(pid: number): { rss_mb: number; peak_rss_mb: number } {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kb = (key: string) => Number(new RegExp(`^${key}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? Number.NaN);
-  return { rss_mb: Math.round((kb("VmRSS") / 1024) * 10) / 10, peak_rss_mb: Math.round((kb("VmHWM") / 1024) * 10) / 10 };
+  return {
+    rss_mb: Math.round((kb("VmRSS") / 1024) * 10) / 10,
+    peak_rss_mb: Math.round((kb("VmHWM") / 1024) * 10) / 10,
+  };
 }
 
 /** Samples RSS every `everyMs` for `forMs`; returns the largest current RSS seen and the kernel's peak. */
-export async function sampleRss(pid: number, forMs: number, everyMs = 250): Promise<{ rss_mb: number; max_rss_mb: number; peak_rss_mb: number }> {
+export async function sampleRss(
+  pid: number,
+  forMs: number,
+  everyMs = 250,
+): Promise<{ rss_mb: number; max_rss_mb: number; peak_rss_mb: number }> {
   let max = 0;
   let last = rssOf(pid);
   const end = Date.now() + forMs;
@@ -118,7 +125,10 @@ export function postgresCpuMs(): number {
 export function boxCpuMs(): { busy: number; stolen: number } {
   const cpu = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
   // user nice system idle iowait irq softirq steal
-  return { busy: ((cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]!) * 1000) / CLOCK_TICKS, stolen: ((cpu[7] ?? 0) * 1000) / CLOCK_TICKS };
+  return {
+    busy: ((cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]!) * 1000) / CLOCK_TICKS,
+    stolen: ((cpu[7] ?? 0) * 1000) / CLOCK_TICKS,
+  };
 }
 
 // USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
@@ -126,7 +136,9 @@ const CLOCK_TICKS = 100;
 
 /** The box's count of connections dropped because a listener's accept queue was full (/proc/net/netstat). */
 export function listenOverflows(): number {
-  const lines = readFileSync("/proc/net/netstat", "utf8").split("\n").filter((l) => l.startsWith("TcpExt:"));
+  const lines = readFileSync("/proc/net/netstat", "utf8")
+    .split("\n")
+    .filter((l) => l.startsWith("TcpExt:"));
   const [names, values] = lines.map((l) => l.trim().split(/\s+/));
   const i = names?.indexOf("ListenOverflows") ?? -1;
   return i < 0 ? Number.NaN : Number(values?.[i]);

@@ -32,10 +32,20 @@ const seats = new SeatBook(dir);
 seats.add(SEAT, SeatKind.Mailbox, "rpc client bench");
 mailboxes.create(SEAT);
 const roundTrips = new LinkRoundTrips();
-const impl = createAgentService({ seats, adapters: new AdapterRegistry().register(new MailboxAdapter(mailboxes, systemMonotonicClock)), clock: systemMonotonicClock, mailboxes, roundTrips, locks: new SeatLocks() });
+const impl = createAgentService({
+  seats,
+  adapters: new AdapterRegistry().register(new MailboxAdapter(mailboxes, systemMonotonicClock)),
+  clock: systemMonotonicClock,
+  mailboxes,
+  roundTrips,
+  locks: new SeatLocks(),
+});
 const token = newToken("agent");
 const matches = tokenMatcher(token);
-const server = createServer({ maxSessionMemory: 16 }, createAgentRpcHandler(impl, (_service, t) => matches(t)));
+const server = createServer(
+  { maxSessionMemory: 16 },
+  createAgentRpcHandler(impl, (_service, t) => matches(t)),
+);
 roundTrips.watch(server);
 // As the agent does on its links: small frames must not wait on Nagle.
 server.on("connection", (s: Socket) => s.setNoDelay(true));

@@ -32,7 +32,13 @@ import { runTool } from "./tool-main.js";
 type Mark = { at: number; leg: string; released: number };
 
 /** A relay that notes each chunk's arrival on `leg` + ">" (client to target) or "<", holding each `hold()` ms. */
-async function relay(host: string, port: number, leg: string, marks: { list: Mark[] | undefined }, hold: () => number): Promise<{ port: number; close: () => Promise<void>; accepted: () => number }> {
+async function relay(
+  host: string,
+  port: number,
+  leg: string,
+  marks: { list: Mark[] | undefined },
+  hold: () => number,
+): Promise<{ port: number; close: () => Promise<void>; accepted: () => number }> {
   let accepted = 0;
   const sockets = new Set<Socket>();
   const server = createServer((down) => {
@@ -78,17 +84,36 @@ async function relay(host: string, port: number, leg: string, marks: { list: Mar
   });
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   // A server's close waits for its connections to end: the relayed ones are cut first.
-  const close = () => new Promise<void>((r) => {
-    server.close(() => r());
-    sockets.forEach((s) => s.destroy());
-  });
+  const close = () =>
+    new Promise<void>((r) => {
+      server.close(() => r());
+      sockets.forEach((s) => s.destroy());
+    });
   return { port: (server.address() as AddressInfo).port, close, accepted: () => accepted };
 }
 
-const PHASES = ["client_sending", "controller_before_deliver", "agent", "agent_answer_spread", "controller_after_verdict", "client_reading", "total_minus_held", "relay_hold_lateness"] as const;
+const PHASES = [
+  "client_sending",
+  "controller_before_deliver",
+  "agent",
+  "agent_answer_spread",
+  "controller_after_verdict",
+  "client_reading",
+  "total_minus_held",
+  "relay_hold_lateness",
+] as const;
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { n: { type: "string" }, "one-way-ms": { type: "string" }, "gap-ms": { type: "string" }, cli: { type: "string" }, out: { type: "string" }, windows: { type: "string" } } });
+  const { values } = parseArgs({
+    options: {
+      n: { type: "string" },
+      "one-way-ms": { type: "string" },
+      "gap-ms": { type: "string" },
+      cli: { type: "string" },
+      out: { type: "string" },
+      windows: { type: "string" },
+    },
+  });
   const n = Number(values.n ?? 400);
   const windows: { from: number; to: number; held: number }[] = [];
   const oneWay = Number(values["one-way-ms"] ?? 25);
@@ -108,14 +133,22 @@ async function main(): Promise<void> {
     closers.push(linkRelay.close);
     await fleet.routeAgentVia!(`http://127.0.0.1:${linkRelay.port}`, linkRelay.accepted);
     const lead = new Client({ name: "clankie-bench-rtt-phases", version: "0.0.0" });
-    await lead.connect(new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcpRelay.port}${mcp.pathname}`), { requestInit: { headers: { authorization: `Bearer ${fleet.leadToken}` } } }));
+    await lead.connect(
+      new StreamableHTTPClientTransport(new URL(`http://127.0.0.1:${mcpRelay.port}${mcp.pathname}`), {
+        requestInit: { headers: { authorization: `Bearer ${fleet.leadToken}` } },
+      }),
+    );
     closers.unshift(() => lead.close());
     const seat = fleet.seatIds[0]!;
     let sent = 0;
     const send = () => lead.callTool({ name: "message_seat", arguments: { seat, message: `rtt phases ${++sent}` } });
     for (let i = 0; i < 20; i++) await send();
     const sides = new Map<number, Record<(typeof PHASES)[number], number[]>>();
-    for (const d of [0, oneWay]) sides.set(d, Object.fromEntries(PHASES.map((p) => [p, []])) as unknown as Record<(typeof PHASES)[number], number[]>);
+    for (const d of [0, oneWay])
+      sides.set(
+        d,
+        Object.fromEntries(PHASES.map((p) => [p, []])) as unknown as Record<(typeof PHASES)[number], number[]>,
+      );
     let failed = 0;
     const failures: Record<string, number> = {};
     // Which deliveries failed (their index in the run, the first 50), so a run says when they came.
@@ -133,13 +166,29 @@ async function main(): Promise<void> {
       marks.list = undefined;
       const first = (leg: string) => list.find((m) => m.leg === leg);
       const last = (leg: string) => list.filter((m) => m.leg === leg).at(-1);
-      const [mcpIn, linkOut, agentOut, linkBack, mcpBack] = [last("mcp>"), first("link<"), first("link>"), last("link>"), last("mcp<")];
-      if ((res.structuredContent as { outcome?: string } | undefined)?.outcome !== "delivered" || !mcpIn || !linkOut || !agentOut || !linkBack || !mcpBack) {
+      const [mcpIn, linkOut, agentOut, linkBack, mcpBack] = [
+        last("mcp>"),
+        first("link<"),
+        first("link>"),
+        last("link>"),
+        last("mcp<"),
+      ];
+      if (
+        (res.structuredContent as { outcome?: string } | undefined)?.outcome !== "delivered" ||
+        !mcpIn ||
+        !linkOut ||
+        !agentOut ||
+        !linkBack ||
+        !mcpBack
+      ) {
         failed++;
         if (failedAt.length < 50) failedAt.push(i);
         // Why, so a run with failures says whether the delivery failed or a relay missed a chunk.
         const body = res.structuredContent as { outcome?: string; reason?: string } | undefined;
-        const why = body?.outcome !== "delivered" ? `${body?.outcome ?? "no body"}: ${body?.reason ?? "no reason"}` : "a relay saw no chunk on a leg";
+        const why =
+          body?.outcome !== "delivered"
+            ? `${body?.outcome ?? "no body"}: ${body?.reason ?? "no reason"}`
+            : "a relay saw no chunk on a leg";
         failures[why] = (failures[why] ?? 0) + 1;
         continue;
       }
@@ -171,7 +220,8 @@ async function main(): Promise<void> {
       gap_before_each_ms: gapMs,
       p50_ms: { no_hold: loop, [`held_${oneWay}ms_each_way`]: held50 },
       difference_ms: Object.fromEntries(PHASES.map((p) => [p, round(held50[p]! - loop[p]!)])),
-      method: "alternating blocks of 10 deliveries; phases cut where chunks pass the two relays (MCP leg unheld, agent link held or not); the relays' own hops are in both sides; the held side subtracts the hold each chunk really had (relay_hold_lateness: how much later than asked its timers let them go)",
+      method:
+        "alternating blocks of 10 deliveries; phases cut where chunks pass the two relays (MCP leg unheld, agent link held or not); the relays' own hops are in both sides; the held side subtracts the hold each chunk really had (relay_hold_lateness: how much later than asked its timers let them go)",
     };
     writeFileSync(out, JSON.stringify(result, null, 2) + "\n");
     if (values.windows) writeFileSync(values.windows, JSON.stringify(windows) + "\n");

@@ -11,14 +11,27 @@ import { REPO_ROOT } from "./paths.js";
 import { runHighAvailability } from "./sections/high-availability.js";
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, out: { type: "string" } }, strict: true });
+  const { values } = parseArgs({
+    options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, out: { type: "string" } },
+    strict: true,
+  });
   const mode = values.tiny ? "tiny" : values.quick ? "quick" : "full";
-  const out = resolve(values.out ?? join(REPO_ROOT, "bench", "results", mode === "full" ? "high-availability.json" : `high-availability-${mode}.json`));
+  const out = resolve(
+    values.out ??
+      join(
+        REPO_ROOT,
+        "bench",
+        "results",
+        mode === "full" ? "high-availability.json" : `high-availability-${mode}.json`,
+      ),
+  );
   const started = performance.now();
   const r: Record<string, unknown> = { when: new Date().toISOString(), mode };
   let failed = false;
   try {
-    r.high_availability = await runHighAvailability(configFor(mode).highAvailability, (l) => process.stderr.write(`[bench:ha] ${l}\n`));
+    r.high_availability = await runHighAvailability(configFor(mode).highAvailability, (l) =>
+      process.stderr.write(`[bench:ha] ${l}\n`),
+    );
   } catch (e) {
     failed = true;
     r.high_availability = `error: ${(e as Error).message}`;

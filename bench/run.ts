@@ -20,9 +20,14 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, out: { type: "string" } }, strict: true });
+  const { values } = parseArgs({
+    options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, out: { type: "string" } },
+    strict: true,
+  });
   const mode = values.tiny ? "tiny" : values.quick ? "quick" : "full";
-  const out = resolve(values.out ?? join(REPO_ROOT, "bench", "results", mode === "full" ? "latest.json" : `${mode}.json`));
+  const out = resolve(
+    values.out ?? join(REPO_ROOT, "bench", "results", mode === "full" ? "latest.json" : `${mode}.json`),
+  );
   const result = await runBench({ mode, log: (l) => process.stderr.write(`[bench] ${l}\n`) });
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, JSON.stringify(result, null, 2) + "\n");

@@ -21,7 +21,16 @@ import { percentile, round } from "./stats.js";
 import { runTool } from "./tool-main.js";
 
 /** One `perf sched timehist` line: a task's run ending at `end` (s) on `cpu`. */
-interface Run { end: number; cpu: number; comm: string; tid: number; pid: number; waitMs: number; delayMs: number; runMs: number }
+interface Run {
+  end: number;
+  cpu: number;
+  comm: string;
+  tid: number;
+  pid: number;
+  waitMs: number;
+  delayMs: number;
+  runMs: number;
+}
 
 function parseTimehist(text: string): Run[] {
   const runs: Run[] = [];
@@ -30,7 +39,16 @@ function parseTimehist(text: string): Run[] {
     if (!m) continue;
     const task = /^(.*)\[(\d+)(?:\/(\d+))?\]$/.exec(m[3]!);
     const tid = task ? Number(task[2]) : -1;
-    runs.push({ end: Number(m[1]), cpu: Number(m[2]), comm: task ? task[1]! : m[3]!, tid, pid: task?.[3] ? Number(task[3]) : tid, waitMs: Number(m[4]), delayMs: Number(m[5]), runMs: Number(m[6]) });
+    runs.push({
+      end: Number(m[1]),
+      cpu: Number(m[2]),
+      comm: task ? task[1]! : m[3]!,
+      tid,
+      pid: task?.[3] ? Number(task[3]) : tid,
+      waitMs: Number(m[4]),
+      delayMs: Number(m[5]),
+      runMs: Number(m[6]),
+    });
   }
   return runs;
 }
@@ -38,7 +56,8 @@ function parseTimehist(text: string): Run[] {
 /** Time (ms) in [from, to] (s) during which every CPU was idle. */
 function allIdleMs(idle: Map<number, [number, number][]>, from: number, to: number): number {
   const edges: [number, number][] = [];
-  for (const spans of idle.values()) for (const [s, e] of spans) if (e > from && s < to) edges.push([Math.max(s, from), 1], [Math.min(e, to), -1]);
+  for (const spans of idle.values())
+    for (const [s, e] of spans) if (e > from && s < to) edges.push([Math.max(s, from), 1], [Math.min(e, to), -1]);
   edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let open = 0;
   let last = from;
@@ -57,11 +76,23 @@ function windowsOf(runs: Run[], deliveries: { from: number; to: number }[]) {
   for (const r of runs) if ((r.comm === "node" || r.comm === "perf-exec") && !order.includes(r.pid)) order.push(r.pid);
   const [tool, controller, agent] = order;
   const role = (r: Run): string => {
-    const who = r.pid === tool ? "tool" : r.pid === controller ? "controller" : r.pid === agent ? "agent" : r.comm.startsWith("postgres") ? "postgres" : "other";
-    return who === "tool" || who === "controller" || who === "agent" ? `${who}.${r.tid === r.pid ? "main" : "threads"}` : who;
+    const who =
+      r.pid === tool
+        ? "tool"
+        : r.pid === controller
+          ? "controller"
+          : r.pid === agent
+            ? "agent"
+            : r.comm.startsWith("postgres")
+              ? "postgres"
+              : "other";
+    return who === "tool" || who === "controller" || who === "agent"
+      ? `${who}.${r.tid === r.pid ? "main" : "threads"}`
+      : who;
   };
   const idle = new Map<number, [number, number][]>();
-  for (const r of runs) if (r.comm === "<idle>") (idle.get(r.cpu) ?? idle.set(r.cpu, []).get(r.cpu)!).push([r.end - r.runMs / 1000, r.end]);
+  for (const r of runs)
+    if (r.comm === "<idle>") (idle.get(r.cpu) ?? idle.set(r.cpu, []).get(r.cpu)!).push([r.end - r.runMs / 1000, r.end]);
   const busy = runs.filter((r) => r.comm !== "<idle>").sort((a, b) => a.end - b.end);
   const per: Record<string, { cpu: number; delay: number }> = {};
   const walls: number[] = [];
@@ -88,15 +119,22 @@ function windowsOf(runs: Run[], deliveries: { from: number; to: number }[]) {
     all_cpus_idle_mean_ms: round(allIdle / n),
     cpu_mean_ms: round(Object.values(per).reduce((a, v) => a + v.cpu, 0) / n),
     scheduling_delay_mean_ms: round(Object.values(per).reduce((a, v) => a + v.delay, 0) / n),
-    per_process_mean_ms: Object.fromEntries(Object.entries(per).sort().map(([k, v]) => [k, { cpu: round(v.cpu / n), scheduling_delay: round(v.delay / n) }])),
+    per_process_mean_ms: Object.fromEntries(
+      Object.entries(per)
+        .sort()
+        .map(([k, v]) => [k, { cpu: round(v.cpu / n), scheduling_delay: round(v.delay / n) }]),
+    ),
   };
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { gaps: { type: "string" }, n: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { gaps: { type: "string" }, n: { type: "string" }, out: { type: "string" } },
+  });
   const gaps = (values.gaps ?? "0,25,475").split(",").map(Number);
   if (gaps.some((g) => !(g >= 0))) throw new Error("--gaps: each gap is a number of ms, 0 or more");
-  if (spawnSync("perf", ["--version"]).status !== 0) throw new Error("perf is not installed (Debian: apt-get install linux-perf)");
+  if (spawnSync("perf", ["--version"]).status !== 0)
+    throw new Error("perf is not installed (Debian: apt-get install linux-perf)");
   const n = values.n ?? "60";
   const dir = mkdtempSync(join(tmpdir(), "clankie-sched-"));
   const result: Record<string, unknown> = { at: new Date().toISOString(), n: Number(n) };
@@ -105,8 +143,37 @@ async function main(): Promise<void> {
       const data = join(dir, `gap-${gap}.data`);
       const phases = join(dir, `gap-${gap}.json`);
       const marks = join(dir, `gap-${gap}-windows.json`);
-      execFileSync("perf", ["sched", "record", "-k", "CLOCK_MONOTONIC", "-q", "-a", "-o", data, "--", process.execPath, join(REPO_ROOT, "dist", "bench", "rtt-phases.js"), "--n", n, "--gap-ms", String(gap), "--one-way-ms", "0", "--out", phases, "--windows", marks], { stdio: ["ignore", "ignore", "inherit"] });
-      const text = execFileSync("perf", ["sched", "timehist", "-i", data], { maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "ignore"] }).toString();
+      execFileSync(
+        "perf",
+        [
+          "sched",
+          "record",
+          "-k",
+          "CLOCK_MONOTONIC",
+          "-q",
+          "-a",
+          "-o",
+          data,
+          "--",
+          process.execPath,
+          join(REPO_ROOT, "dist", "bench", "rtt-phases.js"),
+          "--n",
+          n,
+          "--gap-ms",
+          String(gap),
+          "--one-way-ms",
+          "0",
+          "--out",
+          phases,
+          "--windows",
+          marks,
+        ],
+        { stdio: ["ignore", "ignore", "inherit"] },
+      );
+      const text = execFileSync("perf", ["sched", "timehist", "-i", data], {
+        maxBuffer: 1 << 30,
+        stdio: ["ignore", "pipe", "ignore"],
+      }).toString();
       const deliveries = JSON.parse(readFileSync(marks, "utf8")) as { from: number; to: number }[];
       result[gap === 0 ? "back_to_back" : `after_${gap}ms_idle`] = windowsOf(parseTimehist(text), deliveries);
       process.stderr.write(`[sched-windows] gap ${gap} ms done\n`);
@@ -114,7 +181,8 @@ async function main(): Promise<void> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-  result.method = "perf sched record -a -k CLOCK_MONOTONIC around rtt-phases --one-way-ms 0 --gap-ms GAP, which writes each delivery's start and end on that clock; per delivery (the first 5 left out) and process, the CPU time of the runs inside the window and the scheduling delay of those that began in it; all_cpus_idle: time in the window when every CPU was idle; means over the deliveries";
+  result.method =
+    "perf sched record -a -k CLOCK_MONOTONIC around rtt-phases --one-way-ms 0 --gap-ms GAP, which writes each delivery's start and end on that clock; per delivery (the first 5 left out) and process, the CPU time of the runs inside the window and the scheduling delay of those that began in it; all_cpus_idle: time in the window when every CPU was idle; means over the deliveries";
   const text = JSON.stringify(result, null, 1);
   console.log(text);
   if (values.out) writeFileSync(values.out, `${text}\n`);

@@ -29,7 +29,11 @@ export interface LegacySsh {
   close(): void;
 }
 
-function exec(conn: ssh2.Client, command: string, stdin?: string): Promise<{ code: number | undefined; stdout: string }> {
+function exec(
+  conn: ssh2.Client,
+  command: string,
+  stdin?: string,
+): Promise<{ code: number | undefined; stdout: string }> {
   return new Promise((resolve, reject) => {
     conn.exec(command, (err: Error | undefined, stream: ClientChannel) => {
       if (err) return reject(err);
@@ -74,7 +78,11 @@ export async function connectLegacy(t: SshTarget): Promise<LegacySsh> {
       const file = `'${t.inbox}/${deliveryId}.json'`;
       const body = JSON.stringify({ deliveryId, text: message, receivedAt: new Date().toISOString() });
       // As durable as the agent's mailbox file: temp file, fsync, rename, fsync the directory.
-      const w = await exec(conn, `f=${file}; cat > "$f.tmp" && sync "$f.tmp" && mv "$f.tmp" "$f" && sync '${t.inbox}'`, body);
+      const w = await exec(
+        conn,
+        `f=${file}; cat > "$f.tmp" && sync "$f.tmp" && mv "$f.tmp" "$f" && sync '${t.inbox}'`,
+        body,
+      );
       return { ok: w.code === 0, proofAgeMs };
     },
     close: () => conn.end(),

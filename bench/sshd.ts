@@ -41,9 +41,12 @@ function unpacked(): string {
   mkdirSync(debs, { recursive: true });
   try {
     execFileSync("apt-get", ["download", "openssh-server", "libwrap0"], { cwd: debs, stdio: "pipe", timeout: 120_000 });
-    for (const f of readdirSync(debs).filter((n) => n.endsWith(".deb"))) execFileSync("dpkg-deb", ["-x", join(debs, f), join(root, "x")], { stdio: "pipe" });
+    for (const f of readdirSync(debs).filter((n) => n.endsWith(".deb")))
+      execFileSync("dpkg-deb", ["-x", join(debs, f), join(root, "x")], { stdio: "pipe" });
   } catch (e) {
-    throw new SkipError(`no OpenSSH sshd: apt-get download openssh-server libwrap0 failed (${(e as Error).message.split("\n")[0]})`);
+    throw new SkipError(
+      `no OpenSSH sshd: apt-get download openssh-server libwrap0 failed (${(e as Error).message.split("\n")[0]})`,
+    );
   }
   if (!existsSync(sshd)) throw new SkipError("no OpenSSH sshd: the unpacked package has no usr/sbin/sshd");
   return root;
@@ -62,10 +65,15 @@ function runAs(): RunAs {
     return { name: me?.name ?? process.env.USER ?? "nobody", uid, gid: process.getgid?.() ?? uid };
   }
   const wanted = process.env.CLANKIE_BENCH_SSH_USER;
-  const loginable = users.filter((u) => u.uid > 0 && !/(nologin|false|sync)$/.test(u.shell) && (wanted ? u.name === wanted : true));
+  const loginable = users.filter(
+    (u) => u.uid > 0 && !/(nologin|false|sync)$/.test(u.shell) && (wanted ? u.name === wanted : true),
+  );
   loginable.sort((a, b) => Number(b.uid >= 1000) - Number(a.uid >= 1000));
   const pick = loginable[0];
-  if (!pick) throw new SkipError("running as root and no non-root user with a login shell exists for an unprivileged sshd (set CLANKIE_BENCH_SSH_USER)");
+  if (!pick)
+    throw new SkipError(
+      "running as root and no non-root user with a login shell exists for an unprivileged sshd (set CLANKIE_BENCH_SSH_USER)",
+    );
   return pick;
 }
 
@@ -133,16 +141,22 @@ export async function startSshd(): Promise<RunningSshd> {
       "",
     ].join("\n"),
   );
-  if ((process.getuid?.() ?? 0) === 0) for (const p of [dir, inbox, ...Object.values(files).filter(existsSync)]) chownSync(p, user.uid, user.gid);
+  if ((process.getuid?.() ?? 0) === 0)
+    for (const p of [dir, inbox, ...Object.values(files).filter(existsSync)]) chownSync(p, user.uid, user.gid);
   const bin = join(root, "x", "usr", "sbin", "sshd");
   // sshd 9.2 has no -V; the package file name carries the exact version.
   const deb = readdirSync(join(root, "debs")).find((n) => n.startsWith("openssh-server_"));
-  const version = deb ? `OpenSSH ${decodeURIComponent(deb.split("_")[1] ?? "").replace(/^1:/, "")} (Debian openssh-server)` : "OpenSSH (version unknown)";
+  const version = deb
+    ? `OpenSSH ${decodeURIComponent(deb.split("_")[1] ?? "").replace(/^1:/, "")} (Debian openssh-server)`
+    : "OpenSSH (version unknown)";
   // sshd re-executes itself by absolute path for every connection, so it must be given one.
   const child = spawn(bin, ["-D", "-e", "-f", files.config], {
     uid: user.uid,
     gid: user.gid,
-    env: { LD_LIBRARY_PATH: `${join(root, "x", "usr", "lib", "x86_64-linux-gnu")}:${join(root, "x", "lib", "x86_64-linux-gnu")}`, PATH: "/usr/bin:/bin" },
+    env: {
+      LD_LIBRARY_PATH: `${join(root, "x", "usr", "lib", "x86_64-linux-gnu")}:${join(root, "x", "lib", "x86_64-linux-gnu")}`,
+      PATH: "/usr/bin:/bin",
+    },
     stdio: ["ignore", "ignore", "pipe"],
   });
   track(child);

@@ -7,7 +7,17 @@ const { startBenchFleet } = await import("../dist/bench/fleet.js");
 const { runTlsHandshake } = await import("../dist/bench/sections/tls-handshake.js");
 const fleet = await startBenchFleet({ databaseUrl: url, seats: 1 });
 try {
-  console.log(JSON.stringify({ when: new Date().toISOString(), loadavg: (await import("node:os")).loadavg(), ...(await runTlsHandshake(fleet, Number(n))) }, null, 2));
+  console.log(
+    JSON.stringify(
+      {
+        when: new Date().toISOString(),
+        loadavg: (await import("node:os")).loadavg(),
+        ...(await runTlsHandshake(fleet, Number(n))),
+      },
+      null,
+      2,
+    ),
+  );
 } finally {
   await fleet.close();
 }

@@ -87,8 +87,14 @@ export function compileControllerConfig(
 }
 
 /** The lease and its renewal: a renewal must come well inside the lease, or one slow renewal loses it. */
-function instanceLease(leaseMs = DEFAULT_INSTANCE_LEASE_MS, renewMs?: number): { instanceLeaseMs: number; instanceRenewMs: number } {
+function instanceLease(
+  leaseMs = DEFAULT_INSTANCE_LEASE_MS,
+  renewMs?: number,
+): { instanceLeaseMs: number; instanceRenewMs: number } {
   const renew = renewMs ?? Math.min(DEFAULT_INSTANCE_RENEW_MS, Math.floor(leaseMs / 3));
-  if (renew * 2 > leaseMs) throw new InvalidArgumentError(`the instance lease (${leaseMs} ms) must be at least twice its renewal interval (${renew} ms)`);
+  if (renew * 2 > leaseMs)
+    throw new InvalidArgumentError(
+      `the instance lease (${leaseMs} ms) must be at least twice its renewal interval (${renew} ms)`,
+    );
   return { instanceLeaseMs: leaseMs, instanceRenewMs: renew };
 }

@@ -97,7 +97,14 @@ export interface RunningController {
   /** True while `machine` has a live reverse link to this replica. */
   linked(machine: string): boolean;
   /** What the front door has refused or closed so far, and what it holds now (ADR 0034). */
-  frontDoor(): { evicted: number; h2Abuse: number; h2StreamsAdmitted: number; watches: number; refused: number; connections: number };
+  frontDoor(): {
+    evicted: number;
+    h2Abuse: number;
+    h2StreamsAdmitted: number;
+    watches: number;
+    refused: number;
+    connections: number;
+  };
   /** A single-use join token for `machine` (what `clankie fleet enroll` prints). */
   issueJoinToken(machine: string, ttlMs?: number): Promise<string>;
   close(): Promise<void>;
@@ -110,59 +117,98 @@ export interface ControllerHooks {
   faults?: FaultPoints;
 }
 
-export async function startController(config: ControllerConfig, logger: Logger, hooks: ControllerHooks = {}): Promise<RunningController> {
+export async function startController(
+  config: ControllerConfig,
+  logger: Logger,
+  hooks: ControllerHooks = {},
+): Promise<RunningController> {
   const state = openStateDir(config.stateDir);
   const database = await openDatabase(config.databaseUrl ? { url: config.databaseUrl } : { dataDir: state.dataDir });
   const { db } = database;
   const now = hooks.now ?? (() => new Date());
   const instanceId = randomUUID();
   // A database that fails or stops answering now ends the start with database_unreachable, and its pools close.
-  const booting = <T>(step: string, f: () => Promise<T>) => bootStep(step, f).catch((e: unknown) => {
-    void database.close().catch(() => {});
-    throw e;
-  });
+  const booting = <T>(step: string, f: () => Promise<T>) =>
+    bootStep(step, f).catch((e: unknown) => {
+      void database.close().catch(() => {});
+      throw e;
+    });
   // The lease, not a pid or a host name, says this instance is alive (ADR 0036); pid and host are for display.
   const lease = await booting("registering itself", () =>
-    InstanceLease.acquire({ db, id: instanceId, pid: process.pid, host: hostname(), leaseMs: config.instanceLeaseMs, renewMs: config.instanceRenewMs, onlyLiveIsSelf: database.driver === "pglite", logger, now }),
+    InstanceLease.acquire({
+      db,
+      id: instanceId,
+      pid: process.pid,
+      host: hostname(),
+      leaseMs: config.instanceLeaseMs,
+      renewMs: config.instanceRenewMs,
+      onlyLiveIsSelf: database.driver === "pglite",
+      logger,
+      now,
+    }),
   );
   // Outcomes a previous process decided but could not record go in first: recovery must not turn them into others.
   const spillFile = join(config.stateDir, "unrecorded-outcomes.json");
-  const recordOutcome: RecordSettle = (p, writer) => (isHireSettle(p) ? settleHireOutcome(db, p, writer) : isRefusedAdmission(p) ? recordRefusedAdmission(db, p) : settleDispatched(db, p, writer));
+  const recordOutcome: RecordSettle = (p, writer) =>
+    isHireSettle(p)
+      ? settleHireOutcome(db, p, writer)
+      : isRefusedAdmission(p)
+        ? recordRefusedAdmission(db, p)
+        : settleDispatched(db, p, writer);
   // Written by this instance, for the stopped one's calls it still owns (a call a peer took over is left as it is).
-  const replayed = await booting("recording the outcomes a stopped controller had decided", () => recordSpilled(spillFile, (p) => recordOutcome(p, lease.fence()), logger));
-  if (replayed) logger.warn("recorded outcomes a stopped controller had decided but not yet recorded", { count: replayed });
-  const recovered = await booting("recovering the calls a stopped controller left in flight", () => recoverOrphans(db, lease.fence(), database.driver === "pglite", now()));
+  const replayed = await booting("recording the outcomes a stopped controller had decided", () =>
+    recordSpilled(spillFile, (p) => recordOutcome(p, lease.fence()), logger),
+  );
+  if (replayed)
+    logger.warn("recorded outcomes a stopped controller had decided but not yet recorded", { count: replayed });
+  const recovered = await booting("recovering the calls a stopped controller left in flight", () =>
+    recoverOrphans(db, lease.fence(), database.driver === "pglite", now()),
+  );
   lease.start();
-  if (recovered.length) logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", { deliveryIds: recovered });
+  if (recovered.length)
+    logger.warn("calls left in flight by a stopped controller are now uncertain; none was replayed", {
+      deliveryIds: recovered,
+    });
   logger.info("journal open", { driver: database.driver, location: database.location });
 
   // The owner and global-default tokens are the fleet's: a start adopts them, never replaces them (ADR 0037).
   const secrets = new FleetSecrets(db, config.caPassphrase);
   const tokens = await booting("adopting the fleet's tokens", () => bindStateDirTokens(db, secrets, state, logger));
-  const sessionKey = await booting("reading the fleet's MCP session key", () => secrets.adopt(MCP_SESSION_KEY, newSessionKey));
+  const sessionKey = await booting("reading the fleet's MCP session key", () =>
+    secrets.adopt(MCP_SESSION_KEY, newSessionKey),
+  );
 
   const changes = new EventEmitter<{ changed: [] }>();
   const registry = new Registry(db, config.heartbeatIntervalMs, now);
   const machineLiveness = new Liveness(registry);
   registry.on("changed", () => changes.emit("changed"));
-  const fleet = await booting("opening the fleet's identity", () => startFleetIdentity({
-    db,
-    registry,
-    instanceId,
-    host: config.agentHost,
-    port: config.agentPort,
-    advertiseHost: config.agentAdvertiseHost,
-    tlsNames: config.tlsNames,
-    caPassphrase: config.caPassphrase,
-    machineCertTtlMs: config.machineCertTtlMs,
-    now,
-    logger: logger.child({ component: "fleet" }),
-    // Peer messages from workers go through the pipeline, which exists from below on.
-    reports: { onChange: () => changes.emit("changed"), pipeline: () => pipeline },
-  }));
+  const fleet = await booting("opening the fleet's identity", () =>
+    startFleetIdentity({
+      db,
+      registry,
+      instanceId,
+      host: config.agentHost,
+      port: config.agentPort,
+      advertiseHost: config.agentAdvertiseHost,
+      tlsNames: config.tlsNames,
+      caPassphrase: config.caPassphrase,
+      machineCertTtlMs: config.machineCertTtlMs,
+      now,
+      logger: logger.child({ component: "fleet" }),
+      // Peer messages from workers go through the pipeline, which exists from below on.
+      reports: { onChange: () => changes.emit("changed"), pipeline: () => pipeline },
+    }),
+  );
   const agents = new AgentClients(fleet.links);
   // A machine answering on this replica's link stays online while its heartbeats are late (ADR 0038).
-  const linkVouch = startLinkVouch({ db, agents, linked: () => fleet.links.machines(), heartbeatIntervalMs: config.heartbeatIntervalMs, now, logger: logger.child({ component: "link-vouch" }) });
+  const linkVouch = startLinkVouch({
+    db,
+    agents,
+    linked: () => fleet.links.machines(),
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    now,
+    logger: logger.child({ component: "link-vouch" }),
+  });
   const caFile = join(config.stateDir, "fleet-ca.pem");
   writeFileDurably(caFile, fleet.authority.ca.certificatePem, 0o644);
   const conversationAuth = new ConversationAuth(db);
@@ -180,7 +226,13 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     db,
     metrics,
     agents,
-    turns: new SeatTurns(db, leaseMsOf({ deliverTimeoutMs: config.deliverTimeoutMs }), instanceId, (what, e) => logger.warn(what, { error: e.message }), () => lease.fence()),
+    turns: new SeatTurns(
+      db,
+      leaseMsOf({ deliverTimeoutMs: config.deliverTimeoutMs }),
+      instanceId,
+      (what, e) => logger.warn(what, { error: e.message }),
+      () => lease.fence(),
+    ),
     logger: logger.child({ component: "delivery" }),
     now,
     isStopping: () => stopping,
@@ -210,7 +262,8 @@ export async function startController(config: ControllerConfig, logger: Logger, 
   // alone would pass on a full disk or a read-only replica).
   const health = new HealthMonitor([StatusService.typeName, OwnerService.typeName, FleetService.typeName], {
     probeJournal: () => probeJournalWrite(db, instanceId, database.driver),
-    agentsOnline: async () => (await registry.machines()).filter((m) => registry.isOnline(m) && fleet.links.has(m.name)).length,
+    agentsOnline: async () =>
+      (await registry.machines()).filter((m) => registry.isOnline(m) && fleet.links.has(m.name)).length,
     isStopping: () => stopping,
   });
   await health.start();
@@ -230,12 +283,35 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     // Each service reads at most its own limit; a longer body is RESOURCE_EXHAUSTED before it is buffered.
     readMaxBytes: RPC_READ_MAX_BYTES.default,
     routes: (router) => {
-      router.service(FleetService, createFleetService({ db, authority: fleet.authority, registry, now, agentUrl: () => fleet.agentUrl, cut: (m) => fleet.listener.cut(m), logger: logger.child({ component: "fleet" }) }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
+      router.service(
+        FleetService,
+        createFleetService({
+          db,
+          authority: fleet.authority,
+          registry,
+          now,
+          agentUrl: () => fleet.agentUrl,
+          cut: (m) => fleet.listener.cut(m),
+          logger: logger.child({ component: "fleet" }),
+        }),
+        { readMaxBytes: RPC_READ_MAX_BYTES.owner },
+      );
       router.service(StatusService, createStatusService(statusDeps), { readMaxBytes: RPC_READ_MAX_BYTES.status });
-      router.service(OwnerService, createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth, secrets }), { readMaxBytes: RPC_READ_MAX_BYTES.owner });
+      router.service(
+        OwnerService,
+        createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth, secrets }),
+        { readMaxBytes: RPC_READ_MAX_BYTES.owner },
+      );
       router.service(Health, createHealthService(health), { readMaxBytes: RPC_READ_MAX_BYTES.health });
       // Reflection is open like health: it describes the contract, every call still checks its token.
-      const reflection = new ReflectionIndex([StatusService, OwnerService, FleetService, Health, ReflectionV1, ReflectionV1alpha]);
+      const reflection = new ReflectionIndex([
+        StatusService,
+        OwnerService,
+        FleetService,
+        Health,
+        ReflectionV1,
+        ReflectionV1alpha,
+      ]);
       router.service(ReflectionV1, createReflectionV1(reflection));
       router.service(ReflectionV1alpha, createReflectionV1alpha(reflection));
     },
@@ -248,7 +324,16 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     if (tokenCheck(serviceOfPath(req.url) ?? "", undefined) === undefined && !unauthenticated.admit(req, res)) return;
     connectRpc(req as IncomingMessage, res as ServerResponse);
   }) as typeof connectRpc;
-  const mcp = createMcpEndpoint({ pipeline, status: statusDeps, conversations: conversationAuth, sessionIds: new SessionIds(sessionKey), logger, version: CONTROLLER_VERSION, hireTimeoutMs: config.hireTimeoutMs, limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation } });
+  const mcp = createMcpEndpoint({
+    pipeline,
+    status: statusDeps,
+    conversations: conversationAuth,
+    sessionIds: new SessionIds(sessionKey),
+    logger,
+    version: CONTROLLER_VERSION,
+    hireTimeoutMs: config.hireTimeoutMs,
+    limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation },
+  });
 
   const dashboard = createDashboard();
   const metricsEndpoint = createMetricsEndpoint(metrics, tokens.ownerToken);
@@ -269,11 +354,21 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     rpc(req, res);
   };
   // Leads and the owner stay on plain HTTP on loopback; off loopback the port is TLS (fleet CA).
-  const tls = isLoopbackHost(config.host) ? undefined : { cert: fleet.serverCertificatePem + fleet.authority.ca.certificatePem, key: fleet.serverPrivateKeyPem };
+  const tls = isLoopbackHost(config.host)
+    ? undefined
+    : { cert: fleet.serverCertificatePem + fleet.authority.ca.certificatePem, key: fleet.serverPrivateKeyPem };
   const listener = await listen(config.host, config.port, http1, rpc, config.listenerLimits, tls);
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `${tls ? "https" : "http"}://${host}:${listener.port}`;
-  const record = { pid: process.pid, url, mcpUrl: `${url}${MCP_PATH}`, statusUrl: url, agentUrl: fleet.agentUrl, database: database.location, startedAt: new Date().toISOString() };
+  const record = {
+    pid: process.pid,
+    url,
+    mcpUrl: `${url}${MCP_PATH}`,
+    statusUrl: url,
+    agentUrl: fleet.agentUrl,
+    database: database.location,
+    startedAt: new Date().toISOString(),
+  };
   writeControllerRecord(config.stateDir, record);
 
   const retention = setInterval(() => {
@@ -303,8 +398,13 @@ export async function startController(config: ControllerConfig, logger: Logger, 
     caFile,
     fleetId: fleet.authority.ca.fleetId,
     linked: (machine) => fleet.links.has(machine),
-    frontDoor: () => ({ ...listener.closedForCause(), ...unauthenticated.counts(), connections: listener.connections() }),
-    issueJoinToken: async (machine, ttlMs = DEFAULT_JOIN_TTL_MS) => (await issueJoinToken(db, machine, ttlMs, fleet.authority.ca.fingerprint, now())).token,
+    frontDoor: () => ({
+      ...listener.closedForCause(),
+      ...unauthenticated.counts(),
+      connections: listener.connections(),
+    }),
+    issueJoinToken: async (machine, ttlMs = DEFAULT_JOIN_TTL_MS) =>
+      (await issueJoinToken(db, machine, ttlMs, fleet.authority.ca.fingerprint, now())).token,
     async close() {
       if (stopping) return;
       stopping = true;

@@ -51,7 +51,10 @@ export interface AgentConfig {
 export const DEFAULT_STATUS_REFRESH_MS = 5000;
 
 export function defaultMachineName(): string {
-  const name = hostname().split(".")[0]?.replace(/[^A-Za-z0-9._-]/g, "-") ?? "";
+  const name =
+    hostname()
+      .split(".")[0]
+      ?.replace(/[^A-Za-z0-9._-]/g, "-") ?? "";
   return isValidName(name) ? name : "local";
 }
 
@@ -78,7 +81,8 @@ function compilePaneHost(o: AgentOptions): PaneHostConfig {
 export function compileAgentConfig(o: AgentOptions): AgentConfig {
   const machine = o.machine;
   const controllerUrls = parseControllerUrls(o.controllerUrl);
-  if (machine !== undefined && !isValidName(machine)) throw new InvalidArgumentError(`machine name ${quoteInput(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
+  if (machine !== undefined && !isValidName(machine))
+    throw new InvalidArgumentError(`machine name ${quoteInput(machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
   return {
     stateDir: o.stateDir,
     mailboxDir: join(o.stateDir, "mailboxes"),

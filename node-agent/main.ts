@@ -66,20 +66,40 @@ async function identityFor(config: AgentConfig, logger: Logger): Promise<AgentId
   mkdirSync(config.stateDir, { recursive: true, mode: 0o700 });
   let id: AgentIdentity | undefined;
   if (config.joinToken) {
-    if (!config.controllerUrls.length) throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of the controller)");
-    id = await joinFleet({ stateDir: config.stateDir, controllerUrl: config.controllerUrls, token: config.joinToken, agentVersion: AGENT_VERSION });
+    if (!config.controllerUrls.length)
+      throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of the controller)");
+    id = await joinFleet({
+      stateDir: config.stateDir,
+      controllerUrl: config.controllerUrls,
+      token: config.joinToken,
+      agentVersion: AGENT_VERSION,
+    });
     logger.info("joined the fleet", { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString() });
   } else {
     id = loadIdentity(config.stateDir);
-    if (!id) throw new FleetError(ErrorCode.Unauthenticated, `this agent has not joined a fleet (no identity in ${config.stateDir}): run clankie fleet enroll NAME on the controller, then clankie agent --controller URL --join TOKEN`);
+    if (!id)
+      throw new FleetError(
+        ErrorCode.Unauthenticated,
+        `this agent has not joined a fleet (no identity in ${config.stateDir}): run clankie fleet enroll NAME on the controller, then clankie agent --controller URL --join TOKEN`,
+      );
     // URLs given now come first; the stored ones (the replicas it learned) stay behind them.
-    if (config.controllerUrls.length) id = { ...id, controllerUrl: config.controllerUrls[0]!, controllerUrls: [...new Set([...config.controllerUrls, ...id.controllerUrls])] };
+    if (config.controllerUrls.length)
+      id = {
+        ...id,
+        controllerUrl: config.controllerUrls[0]!,
+        controllerUrls: [...new Set([...config.controllerUrls, ...id.controllerUrls])],
+      };
   }
-  if (config.machine && config.machine !== id.machine) throw new InvalidArgumentError(`this agent's certificate is for ${id.machine}, not ${config.machine}`);
+  if (config.machine && config.machine !== id.machine)
+    throw new InvalidArgumentError(`this agent's certificate is for ${id.machine}, not ${config.machine}`);
   return id;
 }
 
-export async function startAgent(config: AgentConfig, logger: Logger, clock: MonotonicClock = systemMonotonicClock): Promise<RunningAgent> {
+export async function startAgent(
+  config: AgentConfig,
+  logger: Logger,
+  clock: MonotonicClock = systemMonotonicClock,
+): Promise<RunningAgent> {
   const identity = new IdentityKeeper(await identityFor(config, logger), config.stateDir, logger);
   const machine = identity.identity.machine;
   const controllerUrl = identity.identity.controllerUrl;
@@ -115,10 +135,24 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
   const tokenCheck = (_service: string, token: string | undefined) => agentTokenMatches(token);
   let hirer: Hirer | undefined;
   let questions: QuestionDesk | undefined;
-  const impl = createAgentService({ seats, adapters, clock, mailboxes, roundTrips, locks, hirer: () => hirer, get questions() { return questions; } });
+  const impl = createAgentService({
+    seats,
+    adapters,
+    clock,
+    mailboxes,
+    roundTrips,
+    locks,
+    hirer: () => hirer,
+    get questions() {
+      return questions;
+    },
+  });
   // The token is checked from the headers before a byte of the body is read (service/rpc-handler.ts).
   const handler = createAgentRpcHandler(impl, tokenCheck);
-  const server: Http2Server = createServer({ maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } }, handler);
+  const server: Http2Server = createServer(
+    { maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } },
+    handler,
+  );
   roundTrips.watch(server);
   const sockets = new Set<Socket>();
   server.on("connection", (socket: Socket) => {
@@ -143,7 +177,11 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
         const adapter = adapters.get(s.kind);
         const snapshot = adapter
           ? (await locks.run(s.name, () => adapter.inspect(s))).snapshot
-          : { status: "unknown" as const, occupantId: s.occupantId, inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false } };
+          : {
+              status: "unknown" as const,
+              occupantId: s.occupantId,
+              inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false },
+            };
         return toWireSeat(s, snapshot);
       }),
     );
@@ -183,8 +221,14 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
     watch.reported(wire);
   };
   // Workers' questions: a watcher on each Codex seat's thread, filed with the controller.
-  questions = new QuestionDesk({ seats, ledgerDir: join(config.stateDir, "questions"), link, logger: logger.child({ component: "questions" }) });
-  const syncQuestions = () => void questions!.sync().catch((e: Error) => logger.warn("question watchers failed", { error: e.message }));
+  questions = new QuestionDesk({
+    seats,
+    ledgerDir: join(config.stateDir, "questions"),
+    link,
+    logger: logger.child({ component: "questions" }),
+  });
+  const syncQuestions = () =>
+    void questions!.sync().catch((e: Error) => logger.warn("question watchers failed", { error: e.message }));
   // A thread is resumable only once it has a rollout (its first turn): retry until attached.
   const questionTimer = setInterval(syncQuestions, config.statusRefreshMs);
   questionTimer.unref();
@@ -195,17 +239,42 @@ export async function startAgent(config: AgentConfig, logger: Logger, clock: Mon
       .catch((e: Error) => logger.warn("seat report failed", { error: e.message }));
   });
   // Status and capabilities change without the seat book changing (a turn ends, control is lost).
-  const watch = startSeatStatusWatch({ inspect: wireSeats, report: (wire) => link.reportSeats(wire), intervalMs: config.statusRefreshMs, logger });
+  const watch = startSeatStatusWatch({
+    inspect: wireSeats,
+    report: (wire) => link.reportSeats(wire),
+    intervalMs: config.statusRefreshMs,
+    logger,
+  });
   // Worker reports (message_clankie) wait in the outbox until the controller holds them.
   const forwarder = startReportForwarder(new Outbox(join(config.stateDir, "outbox")), link, logger);
   // Seats in panes: every registered adapter's discover() is asked about every pane.
-  const discovery: SeatDiscovery | undefined = paneHost ? await startSeatDiscovery({ host: paneHost, adapters, seats, logger }) : undefined;
+  const discovery: SeatDiscovery | undefined = paneHost
+    ? await startSeatDiscovery({ host: paneHost, adapters, seats, logger })
+    : undefined;
   // Without it (a socket path over the OS limit, say) workers in panes get a refused connection: not sent, never guessed.
-  const workers = await startWorkerEndpoint({ dir: join(config.stateDir, "worker"), seats, paneHost, proofs, link, logger, questions }).catch((e: Error) => {
+  const workers = await startWorkerEndpoint({
+    dir: join(config.stateDir, "worker"),
+    seats,
+    paneHost,
+    proofs,
+    link,
+    logger,
+    questions,
+  }).catch((e: Error) => {
     logger.warn("the worker endpoint did not start; message_clankie from panes is refused", { error: e.message });
     return undefined;
   });
-  hirer = createHirer({ config, seats, adapters, clock, proofs, locks, native, scanNow: () => discovery?.scanNow() ?? Promise.resolve(), logger: logger.child({ component: "hire" }) });
+  hirer = createHirer({
+    config,
+    seats,
+    adapters,
+    clock,
+    proofs,
+    locks,
+    native,
+    scanNow: () => discovery?.scanNow() ?? Promise.resolve(),
+    logger: logger.child({ component: "hire" }),
+  });
 
   return {
     endpoint,

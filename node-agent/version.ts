@@ -5,7 +5,10 @@ function packageVersion(): string {
   // dist/node-agent/version.js and node-agent/version.ts are both two levels below the package root.
   for (const rel of ["../../package.json", "../package.json"]) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), "utf8")) as { name?: string; version?: string };
+      const pkg = JSON.parse(readFileSync(new URL(rel, import.meta.url), "utf8")) as {
+        name?: string;
+        version?: string;
+      };
       if (pkg.name === "clankie-fleet" && pkg.version) return pkg.version;
     } catch {
       // Try the next candidate.

@@ -20,16 +20,27 @@ if (lint.status !== 0) fail(`buf lint failed:\n${lint.stdout}${lint.stderr}`);
 
 const out = mkdtempSync(join(tmpdir(), "clankie-proto-"));
 try {
-  const template = JSON.stringify({ version: "v2", plugins: [{ local: "protoc-gen-es", out, opt: ["target=ts", "import_extension=js"] }] });
+  const template = JSON.stringify({
+    version: "v2",
+    plugins: [{ local: "protoc-gen-es", out, opt: ["target=ts", "import_extension=js"] }],
+  });
   const gen = run(["generate", "--template", template]);
   if (gen.status !== 0) fail(`buf generate failed:\n${gen.stderr}`);
-  const list = (dir) => readdirSync(dir, { recursive: true }).filter((f) => statSync(join(dir, f)).isFile()).map(String).sort();
+  const list = (dir) =>
+    readdirSync(dir, { recursive: true })
+      .filter((f) => statSync(join(dir, f)).isFile())
+      .map(String)
+      .sort();
   const committed = join(root, "shared/gen");
   const a = list(out);
   const b = list(committed);
-  if (a.join() !== b.join()) fail(`shared/gen has other files than buf generates (run npm run proto): ${JSON.stringify({ generated: a, committed: b })}`);
+  if (a.join() !== b.join())
+    fail(
+      `shared/gen has other files than buf generates (run npm run proto): ${JSON.stringify({ generated: a, committed: b })}`,
+    );
   for (const f of a) {
-    if (b.includes(f) && readFileSync(join(out, f), "utf8") !== readFileSync(join(committed, f), "utf8")) fail(`shared/gen/${f} is stale: run npm run proto and commit`);
+    if (b.includes(f) && readFileSync(join(out, f), "utf8") !== readFileSync(join(committed, f), "utf8"))
+      fail(`shared/gen/${f} is stale: run npm run proto and commit`);
   }
 } finally {
   rmSync(out, { recursive: true, force: true });

@@ -26,7 +26,22 @@ async function startController() {
   const stateDir = mkdtempSync(join(tmpdir(), "clankie-figures-"));
   const env = { ...process.env };
   delete env.DATABASE_URL;
-  const child = spawn(process.execPath, ["--max-old-space-size=2048", CLI, "controller", "--json", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(
+    process.execPath,
+    [
+      "--max-old-space-size=2048",
+      CLI,
+      "controller",
+      "--json",
+      "--state-dir",
+      stateDir,
+      "--port",
+      "0",
+      "--log-level",
+      "error",
+    ],
+    { env, stdio: ["ignore", "pipe", "pipe"] },
+  );
   child.stderr.resume();
   const ready = await new Promise((res, rej) => {
     createInterface({ input: child.stdout }).once("line", (l) => res(JSON.parse(l)));
@@ -40,7 +55,15 @@ async function startController() {
       return NaN;
     }
   };
-  return { child, url: ready.url, mcpUrl: ready.mcpUrl, agentUrl: ready.agentUrl, token, rss, alive: () => child.exitCode === null && child.signalCode === null };
+  return {
+    child,
+    url: ready.url,
+    mcpUrl: ready.mcpUrl,
+    agentUrl: ready.agentUrl,
+    token,
+    rss,
+    alive: () => child.exitCode === null && child.signalCode === null,
+  };
 }
 
 function sampler(c) {
@@ -62,10 +85,23 @@ function floodHttp1(c, path, headers, total, limitMs = 60_000) {
       done = true;
       clearTimeout(timer);
       req.destroy();
-      res({ ...r, sentMiB: sent / MiB, ms: Math.round(performance.now() - t0), peakRssGrowthMiB: Math.round((stop() - base) / MiB), controllerAlive: c.alive() });
+      res({
+        ...r,
+        sentMiB: sent / MiB,
+        ms: Math.round(performance.now() - t0),
+        peakRssGrowthMiB: Math.round((stop() - base) / MiB),
+        controllerAlive: c.alive(),
+      });
     };
     const timer = setTimeout(() => finish({ status: "no answer" }), limitMs);
-    const req = request({ host: u.hostname, port: u.port, path, method: "POST", headers: { ...headers, "transfer-encoding": "chunked" }, agent: false });
+    const req = request({
+      host: u.hostname,
+      port: u.port,
+      path,
+      method: "POST",
+      headers: { ...headers, "transfer-encoding": "chunked" },
+      agent: false,
+    });
     const pump = () => {
       while (!done && sent < total) {
         sent += MiB;
@@ -97,10 +133,22 @@ function floodGrpc(c, path, token, total, limitMs = 60_000, via = undefined) {
       done = true;
       clearTimeout(timer);
       session.destroy();
-      res({ ...r, sentMiB: sent / MiB, ms: Math.round(performance.now() - t0), peakRssGrowthMiB: Math.round((stop() - base) / MiB), controllerAlive: c.alive() });
+      res({
+        ...r,
+        sentMiB: sent / MiB,
+        ms: Math.round(performance.now() - t0),
+        peakRssGrowthMiB: Math.round((stop() - base) / MiB),
+        controllerAlive: c.alive(),
+      });
     };
     const timer = setTimeout(() => finish({ grpcStatus: "no answer" }), limitMs);
-    const s = session.request({ [constants.HTTP2_HEADER_METHOD]: "POST", [constants.HTTP2_HEADER_PATH]: path, "content-type": "application/grpc+proto", te: "trailers", ...(token ? { authorization: `Bearer ${token}` } : {}) });
+    const s = session.request({
+      [constants.HTTP2_HEADER_METHOD]: "POST",
+      [constants.HTTP2_HEADER_PATH]: path,
+      "content-type": "application/grpc+proto",
+      te: "trailers",
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+    });
     s.write(Buffer.from([0, (total >>> 24) & 255, (total >>> 16) & 255, (total >>> 8) & 255, total & 255]));
     const pump = () => {
       while (!done && sent < total) {
@@ -109,7 +157,11 @@ function floodGrpc(c, path, token, total, limitMs = 60_000, via = undefined) {
       }
     };
     // A plain HTTP answer (404 for a route this port does not serve) is an answer too.
-    s.on("response", (h) => (h["grpc-status"] !== undefined ? finish({ grpcStatus: Number(h["grpc-status"]) }) : h[":status"] !== 200 && finish({ grpcStatus: `none (HTTP ${h[":status"]})` })));
+    s.on("response", (h) =>
+      h["grpc-status"] !== undefined
+        ? finish({ grpcStatus: Number(h["grpc-status"]) })
+        : h[":status"] !== 200 && finish({ grpcStatus: `none (HTTP ${h[":status"]})` }),
+    );
     s.on("trailers", (t) => finish({ grpcStatus: Number(t["grpc-status"]) }));
     s.on("data", () => {});
     s.on("error", (e) => finish({ grpcStatus: `error ${e.code ?? e.message}` }));
@@ -119,17 +171,38 @@ function floodGrpc(c, path, token, total, limitMs = 60_000, via = undefined) {
 
 async function sessionFlood(c, n) {
   const before = c.rss();
-  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${c.token("lead")}` };
-  const body = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "flood", version: "0" } } });
+  const headers = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+    authorization: `Bearer ${c.token("lead")}`,
+  };
+  const body = JSON.stringify({
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "flood", version: "0" } },
+  });
   const t0 = performance.now();
   let ok = 0;
   for (let i = 0; i < n; i += 50) {
-    const batch = await Promise.all(Array.from({ length: Math.min(50, n - i) }, () => fetch(c.mcpUrl, { method: "POST", headers, body }).then(async (r) => (await r.text(), r.status)).catch(() => 0)));
+    const batch = await Promise.all(
+      Array.from({ length: Math.min(50, n - i) }, () =>
+        fetch(c.mcpUrl, { method: "POST", headers, body })
+          .then(async (r) => (await r.text(), r.status))
+          .catch(() => 0),
+      ),
+    );
     ok += batch.filter((s) => s === 200).length;
   }
   global.gc?.();
   await new Promise((r) => setTimeout(r, 2000));
-  return { initialize: n, ok, ms: Math.round(performance.now() - t0), rssBeforeMiB: Math.round(before / MiB), rssAfterMiB: Math.round(c.rss() / MiB) };
+  return {
+    initialize: n,
+    ok,
+    ms: Math.round(performance.now() - t0),
+    rssBeforeMiB: Math.round(before / MiB),
+    rssAfterMiB: Math.round(c.rss() / MiB),
+  };
 }
 
 async function idleSockets(c, n, waitMs) {
@@ -143,11 +216,22 @@ async function idleSockets(c, n, waitMs) {
   }
   await new Promise((r) => setTimeout(r, waitMs));
   const open = socks.filter((s) => !s.destroyed && s.readyState === "open").length;
-  const health = await fetch(`${c.url}/grpc.health.v1.Health/Check`, { method: "POST", headers: { "content-type": "application/json" }, body: "{}", signal: AbortSignal.timeout(5000) })
+  const health = await fetch(`${c.url}/grpc.health.v1.Health/Check`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: "{}",
+    signal: AbortSignal.timeout(5000),
+  })
     .then(async (r) => `${r.status} ${await r.text()}`)
     .catch((e) => `error ${e.cause?.code ?? e.message}`);
   for (const s of socks) s.destroy();
-  return { sockets: n, stillOpenAfterMs: waitMs, stillOpen: open, errors: refused, healthFromAnotherConnection: health };
+  return {
+    sockets: n,
+    stillOpenAfterMs: waitMs,
+    stillOpen: open,
+    errors: refused,
+    healthFromAnotherConnection: health,
+  };
 }
 
 const figures = { checkout, measuredAt: new Date().toISOString(), node: process.version };
@@ -164,13 +248,40 @@ const run = async (name, f) => {
   }
   console.error(name, JSON.stringify(figures[name]));
 };
-await run("connect_300MB_no_token", (c) => floodHttp1(c, "/clankie.fleet.v1.OwnerService/AddSeat", { "content-type": "application/json" }, 300 * MiB));
+await run("connect_300MB_no_token", (c) =>
+  floodHttp1(c, "/clankie.fleet.v1.OwnerService/AddSeat", { "content-type": "application/json" }, 300 * MiB),
+);
 // Since ADR 0021 the gateway is on the mutual-TLS agent port; on the main port this path is now just an unknown route.
-await run("grpc_register_400MB_no_token", (c) => floodGrpc(c, "/clankie.fleet.v1.AgentGatewayService/Register", undefined, 400 * MiB));
+await run("grpc_register_400MB_no_token", (c) =>
+  floodGrpc(c, "/clankie.fleet.v1.AgentGatewayService/Register", undefined, 400 * MiB),
+);
 // The agent port's one route for a connection without a certificate (joining), 300 MB to it.
-await run("agent_port_join_300MB_no_cert", (c) => floodGrpc(c, "/clankie.fleet.v1.EnrollmentService/Join", undefined, 300 * MiB, 60_000, { url: c.agentUrl, tls: { rejectUnauthorized: false } }));
-await run("mcp_300MB_no_token", (c) => floodHttp1(c, "/mcp", { "content-type": "application/json", accept: "application/json, text/event-stream" }, 300 * MiB));
-await run("mcp_300MB_with_token", (c) => floodHttp1(c, "/mcp", { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${c.token("lead")}` }, 300 * MiB));
+await run("agent_port_join_300MB_no_cert", (c) =>
+  floodGrpc(c, "/clankie.fleet.v1.EnrollmentService/Join", undefined, 300 * MiB, 60_000, {
+    url: c.agentUrl,
+    tls: { rejectUnauthorized: false },
+  }),
+);
+await run("mcp_300MB_no_token", (c) =>
+  floodHttp1(
+    c,
+    "/mcp",
+    { "content-type": "application/json", accept: "application/json, text/event-stream" },
+    300 * MiB,
+  ),
+);
+await run("mcp_300MB_with_token", (c) =>
+  floodHttp1(
+    c,
+    "/mcp",
+    {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${c.token("lead")}`,
+    },
+    300 * MiB,
+  ),
+);
 await run("initialize_flood_20000", (c) => sessionFlood(c, 20_000));
 await run("idle_sockets_1100", (c) => idleSockets(c, 1100, 15_000));
 if (out) writeFileSync(out, JSON.stringify(figures, null, 2) + "\n");

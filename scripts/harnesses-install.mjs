@@ -18,15 +18,23 @@ for (const name of wanted) {
   const dir = join(root, ".harnesses", name);
   const marker = join(dir, "installed.json");
   const spec = `${pin.package}@${pin.version}`;
-  if (existsSync(marker) && JSON.parse(readFileSync(marker, "utf8")).spec === spec && existsSync(join(dir, "node_modules/.bin", pin.bin))) {
+  if (
+    existsSync(marker) &&
+    JSON.parse(readFileSync(marker, "utf8")).spec === spec &&
+    existsSync(join(dir, "node_modules/.bin", pin.bin))
+  ) {
     console.log(`${name}: ${spec} already installed`);
     continue;
   }
   mkdirSync(dir, { recursive: true });
-  if (!existsSync(join(dir, "package.json"))) writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `clankie-harness-${name}`, private: true }) + "\n");
+  if (!existsSync(join(dir, "package.json")))
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `clankie-harness-${name}`, private: true }) + "\n");
   console.log(`${name}: installing ${spec} into ${dir}`);
   const started = Date.now();
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--save-exact", "--loglevel=error", spec], { cwd: dir, stdio: "inherit" });
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--save-exact", "--loglevel=error", spec], {
+    cwd: dir,
+    stdio: "inherit",
+  });
   writeFileSync(marker, JSON.stringify({ spec, installedAt: new Date().toISOString() }) + "\n");
   console.log(`${name}: done in ${Math.round((Date.now() - started) / 1000)} s`);
 }

@@ -15,8 +15,15 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 // TypeScript 7 exposes its compiler (Program, Checker) through this API; the package's main entry is only a version.
 import { API, SymbolFlags } from "typescript/unstable/sync";
-import { isArrowFunction, isCallExpression, isFunctionDeclaration, isFunctionExpression, isMethodDeclaration,
-  isPropertyAccessExpression, isVariableDeclaration } from "typescript/unstable/ast/is";
+import {
+  isArrowFunction,
+  isCallExpression,
+  isFunctionDeclaration,
+  isFunctionExpression,
+  isMethodDeclaration,
+  isPropertyAccessExpression,
+  isVariableDeclaration,
+} from "typescript/unstable/ast/is";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const start = path.join(root, "controller/delivery/message-seat.ts");
@@ -41,8 +48,12 @@ function calleeOf(call) {
     const d = handle.resolve(project);
     if (!d) continue;
     if (isFunctionDeclaration(d) || isMethodDeclaration(d)) return d.body ? d : undefined;
-    if (isVariableDeclaration(d) && d.initializer &&
-      (isArrowFunction(d.initializer) || isFunctionExpression(d.initializer))) return d.initializer;
+    if (
+      isVariableDeclaration(d) &&
+      d.initializer &&
+      (isArrowFunction(d.initializer) || isFunctionExpression(d.initializer))
+    )
+      return d.initializer;
   }
   return undefined;
 }
@@ -53,7 +64,10 @@ const trail = [];
 const byCall = [];
 function step(file, call = false) {
   const rel = path.relative(root, file);
-  if (trail.at(-1) !== rel) { trail.push(rel); byCall.push(call); }
+  if (trail.at(-1) !== rel) {
+    trail.push(rel);
+    byCall.push(call);
+  }
 }
 
 function walk(fn) {
@@ -78,7 +92,9 @@ function walk(fn) {
 
 const source = program.getSourceFile(start);
 let entry;
-source.forEachChild((n) => { if (isFunctionDeclaration(n) && n.name?.text === "messageSeat") entry = n; });
+source.forEachChild((n) => {
+  if (isFunctionDeclaration(n) && n.name?.text === "messageSeat") entry = n;
+});
 if (!entry) throw new Error("messageSeat not found in " + start);
 walk(entry);
 
@@ -86,12 +102,17 @@ let returns = 0;
 let reenteredByCall = 0;
 const left = new Set();
 for (let i = 0; i < trail.length; i++) {
-  if (left.has(trail[i])) { returns++; if (byCall[i]) reenteredByCall++; }
+  if (left.has(trail[i])) {
+    returns++;
+    if (byCall[i]) reenteredByCall++;
+  }
   if (i > 0) left.add(trail[i - 1]);
 }
 const distinct = new Set(trail);
 if (!process.argv.includes("--quiet")) for (const f of trail) console.log(f);
 console.log(`functions walked: ${seen.size}`);
 console.log(`files entered (distinct): ${distinct.size}`);
-console.log(`steps: ${trail.length}, returns: ${returns} (of them by a call, not back to a caller: ${reenteredByCall})`);
+console.log(
+  `steps: ${trail.length}, returns: ${returns} (of them by a call, not back to a caller: ${reenteredByCall})`,
+);
 api.close();

@@ -171,5 +171,13 @@ export type HireBody = {
 export type LeadBody = MessageSeatBody | UncertainBody | RefusedBody | SettledOriginalBody | HireBody;
 
 export function uncertainBody(tool: string, id: string, detail: string): UncertainBody {
-  return { schemaVersion: 1, outcome: "uncertain", deliveryStage: "uncertain", deliveryId: id, tool, detail, reconcileTool: RECONCILE_TOOL };
+  return {
+    schemaVersion: 1,
+    outcome: "uncertain",
+    deliveryStage: "uncertain",
+    deliveryId: id,
+    tool,
+    detail,
+    reconcileTool: RECONCILE_TOOL,
+  };
 }

@@ -57,13 +57,24 @@ export class FleetError extends Error {
     }
     const message = reason instanceof Error ? reason.message : String(reason);
     // A port someone else holds is the user's to fix, not an internal fault.
-    if ((reason as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE") return new FleetError(ErrorCode.AddressInUse, `${message}: another process is listening there; stop it or choose another --port`, { cause: reason });
+    if ((reason as NodeJS.ErrnoException | undefined)?.code === "EADDRINUSE")
+      return new FleetError(
+        ErrorCode.AddressInUse,
+        `${message}: another process is listening there; stop it or choose another --port`,
+        { cause: reason },
+      );
     return new FleetError(ErrorCode.Internal, message, { cause: reason });
   }
 
   /** The single mapping from our codes to gRPC/Connect codes. */
   toConnectError(): ConnectError {
-    return new ConnectError(`${this.code}: ${publicErrorText(this.message)}`, toConnectCode(this.code), undefined, undefined, this);
+    return new ConnectError(
+      `${this.code}: ${publicErrorText(this.message)}`,
+      toConnectCode(this.code),
+      undefined,
+      undefined,
+      this,
+    );
   }
 }
 
@@ -166,7 +177,14 @@ function fromConnectCode(code: Code): ErrorCode {
 }
 
 /** Codes the agent raises only before touching the seat: the message was not written. */
-const REFUSED_BEFORE_WRITE = new Set([Code.InvalidArgument, Code.Unauthenticated, Code.PermissionDenied, Code.NotFound, Code.FailedPrecondition, Code.Unimplemented]);
+const REFUSED_BEFORE_WRITE = new Set([
+  Code.InvalidArgument,
+  Code.Unauthenticated,
+  Code.PermissionDenied,
+  Code.NotFound,
+  Code.FailedPrecondition,
+  Code.Unimplemented,
+]);
 
 /** A failed call to a node agent, typed for the pipeline: whether it was refused before any write. */
 export class AgentCallError extends FleetError {

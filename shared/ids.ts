@@ -47,7 +47,9 @@ export function isValidName(value: string): boolean {
 
 export function assertValidName(what: string, value: string): void {
   if (!isValidName(value)) {
-    throw new InvalidArgumentError(`${what} must be 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit; got ${quoteInput(value)}`);
+    throw new InvalidArgumentError(
+      `${what} must be 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit; got ${quoteInput(value)}`,
+    );
   }
 }
 

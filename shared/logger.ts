@@ -11,7 +11,9 @@ export interface Logger {
 
 const ORDER: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-export function createLogger(options: { level?: LogLevel; fields?: Record<string, unknown>; write?: (line: string) => void } = {}): Logger {
+export function createLogger(
+  options: { level?: LogLevel; fields?: Record<string, unknown>; write?: (line: string) => void } = {},
+): Logger {
   const threshold = ORDER[options.level ?? "info"];
   const base = options.fields ?? {};
   const write = options.write ?? ((line: string) => process.stderr.write(line + "\n"));

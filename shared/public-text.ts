@@ -4,7 +4,8 @@
  * by a fixed sentence; the caller logs the original. Inputs are echoed through quoteInput, so
  * a 10,000-character seat name costs an error 100 characters (issue 32 item 7).
  */
-const SQLISH = /failed query|params:|\bSQLSTATE\b|\b(select|insert\s+into|update|delete\s+from)\b[\s\S]*("[a-z_]+"|\bfrom\b|\bset\b|\bvalues\b)/i;
+const SQLISH =
+  /failed query|params:|\bSQLSTATE\b|\b(select|insert\s+into|update|delete\s+from)\b[\s\S]*("[a-z_]+"|\bfrom\b|\bset\b|\bvalues\b)/i;
 
 /** How much of one input an error text quotes. */
 export const QUOTED_INPUT_CHARS = 100;

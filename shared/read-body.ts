@@ -9,12 +9,19 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { Readable } from "node:stream";
 
-export type BodyRead = { kind: "ok"; bytes: Buffer } | { kind: "too_large" } | { kind: "aborted"; error: Error | undefined };
+export type BodyRead =
+  | { kind: "ok"; bytes: Buffer }
+  | { kind: "too_large" }
+  | { kind: "aborted"; error: Error | undefined };
 
 /** What both `IncomingMessage` and `Http2ServerRequest` are. */
 export type BodySource = Readable & { readonly headers: IncomingHttpHeaders };
 
-export function readBodyBounded(req: BodySource, maxBytes: number, overflow: "pause" | "drain" = "pause"): Promise<BodyRead> {
+export function readBodyBounded(
+  req: BodySource,
+  maxBytes: number,
+  overflow: "pause" | "drain" = "pause",
+): Promise<BodyRead> {
   const declared = Number(req.headers["content-length"]);
   if (Number.isFinite(declared) && declared > maxBytes) {
     if (overflow === "drain") req.resume();

@@ -7,8 +7,10 @@
  * output never goes through here: it keeps the exact text.
  */
 // C0 except tab and newline, DEL, C1, bidi marks/embeddings/overrides/isolates, ALM, line/paragraph separators, BOM.
-const UNSAFE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]/g;
-const UNSAFE_ANY = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]/;
+const UNSAFE =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]/g;
+const UNSAFE_ANY =
+  /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ufeff]/;
 
 function escapeOne(ch: string): string {
   const code = ch.codePointAt(0)!;

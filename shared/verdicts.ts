@@ -2,16 +2,32 @@
  * The domain's words as string literals, and the one place that converts them to and
  * from the protobuf enums, so `*_UNSPECIFIED = 0` never reaches domain code.
  */
-import { DeliveryMode as PbDeliveryMode, SeatKind as PbSeatKind, SeatStatus as PbSeatStatus } from "./gen/clankie/fleet/v1/seat_pb.js";
+import {
+  DeliveryMode as PbDeliveryMode,
+  SeatKind as PbSeatKind,
+  SeatStatus as PbSeatStatus,
+} from "./gen/clankie/fleet/v1/seat_pb.js";
 import { DeliveryResult as PbDeliveryResult } from "./gen/clankie/fleet/v1/delivery_pb.js";
 
-export const SeatKind = { Mailbox: "mailbox", Codex: "codex", Claude: "claude", OpenCode: "opencode", Pi: "pi" } as const;
+export const SeatKind = {
+  Mailbox: "mailbox",
+  Codex: "codex",
+  Claude: "claude",
+  OpenCode: "opencode",
+  Pi: "pi",
+} as const;
 export type SeatKind = (typeof SeatKind)[keyof typeof SeatKind];
 
 export const DeliveryMode = { Auto: "auto", Steer: "steer", Queue: "queue" } as const;
 export type DeliveryMode = (typeof DeliveryMode)[keyof typeof DeliveryMode];
 
-export const SeatStatus = { Idle: "idle", Working: "working", Blocked: "blocked", Offline: "offline", Unknown: "unknown" } as const;
+export const SeatStatus = {
+  Idle: "idle",
+  Working: "working",
+  Blocked: "blocked",
+  Offline: "offline",
+  Unknown: "unknown",
+} as const;
 export type SeatStatus = (typeof SeatStatus)[keyof typeof SeatStatus];
 
 /** The node agent's verdict on one native write. */
@@ -42,7 +58,11 @@ export const ReceiptState = {
 export type ReceiptState = (typeof ReceiptState)[keyof typeof ReceiptState];
 
 /** States that leave the receipt unresolved: the message may or may not be in the seat. */
-export const UNRESOLVED_STATES: readonly ReceiptState[] = [ReceiptState.Dispatching, ReceiptState.Unconfirmed, ReceiptState.Uncertain];
+export const UNRESOLVED_STATES: readonly ReceiptState[] = [
+  ReceiptState.Dispatching,
+  ReceiptState.Unconfirmed,
+  ReceiptState.Uncertain,
+];
 
 export function isUnresolved(state: string): boolean {
   return (UNRESOLVED_STATES as readonly string[]).includes(state);

@@ -22,7 +22,10 @@ export function keepYoungGenerationSmall(): void {
  * values of the global options that take one. Undefined when an unknown option comes first,
  * since its value could be mistaken for the command.
  */
-export function commandIn(argv: readonly string[], globalsWithValue: readonly string[]): { command: string; databaseUrl: string | undefined } | undefined {
+export function commandIn(
+  argv: readonly string[],
+  globalsWithValue: readonly string[],
+): { command: string; databaseUrl: string | undefined } | undefined {
   let command: string | undefined;
   let databaseUrl: string | undefined;
   for (let i = 0; i < argv.length; i++) {
@@ -41,5 +44,6 @@ export function commandIn(argv: readonly string[], globalsWithValue: readonly st
 
 /** The CLI's hook before a command's action: the budgeted long-running processes get the cap. */
 export function budgetMemoryFor(command: string, opts: { databaseUrl?: string | undefined }): void {
-  if (command === "agent" || ((command === "up" || command === "controller") && !opts.databaseUrl)) keepYoungGenerationSmall();
+  if (command === "agent" || ((command === "up" || command === "controller") && !opts.databaseUrl))
+    keepYoungGenerationSmall();
 }

@@ -42,8 +42,8 @@ export function check(history: Op[], records: SeatRecord[], infos: InfoResolutio
     byText.set(r.text, (byText.get(r.text) ?? 0) + 1);
   }
   let duplicates = 0;
-  for (const [id, n] of byId) if (n > 1) (duplicates++, note("duplicates", { deliveryId: id, copies: n }));
-  for (const [text, n] of byText) if (n > 1 && !byId.has(text)) (duplicates++, note("duplicates", { text, copies: n }));
+  for (const [id, n] of byId) if (n > 1) duplicates++, note("duplicates", { deliveryId: id, copies: n });
+  for (const [text, n] of byText) if (n > 1 && !byId.has(text)) duplicates++, note("duplicates", { text, copies: n });
 
   const completions = history.filter((o) => o.type !== "invoke");
   const first = new Map<number, Op>();
@@ -52,8 +52,10 @@ export function check(history: Op[], records: SeatRecord[], infos: InfoResolutio
   let failedWithEffect = 0;
   for (const o of first.values()) {
     const copies = byId.get(o.deliveryId) ?? 0;
-    if (o.type === "ok" && copies !== 1) (lost++, note("lost_acknowledged", { op: o.op, deliveryId: o.deliveryId, copies }));
-    if (o.type === "fail" && copies > 0) (failedWithEffect++, note("failed_with_effect", { op: o.op, deliveryId: o.deliveryId, copies }));
+    if (o.type === "ok" && copies !== 1)
+      lost++, note("lost_acknowledged", { op: o.op, deliveryId: o.deliveryId, copies });
+    if (o.type === "fail" && copies > 0)
+      failedWithEffect++, note("failed_with_effect", { op: o.op, deliveryId: o.deliveryId, copies });
   }
   let reconciled = 0;
   let listed = 0;
@@ -61,10 +63,14 @@ export function check(history: Op[], records: SeatRecord[], infos: InfoResolutio
   for (const r of infos) {
     const o = first.get(r.op)!;
     const copies = byId.get(o.deliveryId) ?? 0;
-    const agrees = (DELIVERED.has(r.receiptState) && copies === 1) || (NOT_SENT.has(r.receiptState) && copies === 0) || (r.receiptState === "abandoned-unknown" && copies <= 1);
+    const agrees =
+      (DELIVERED.has(r.receiptState) && copies === 1) ||
+      (NOT_SENT.has(r.receiptState) && copies === 0) ||
+      (r.receiptState === "abandoned-unknown" && copies <= 1);
     if (agrees) reconciled++;
     else if (r.listed) listed++;
-    else (unlisted++, note("info_unlisted", { op: r.op, deliveryId: o.deliveryId, receiptState: r.receiptState, copies }));
+    else
+      unlisted++, note("info_unlisted", { op: r.op, deliveryId: o.deliveryId, receiptState: r.receiptState, copies });
   }
   const replay = checkReplays(history);
   return {
@@ -86,7 +92,12 @@ export function check(history: Op[], records: SeatRecord[], infos: InfoResolutio
 }
 
 /** The replay half of the check: it needs the history only. */
-export function checkReplays(history: Op[]): { replays: number; replay_expired: number; replay_changed: number; examples: Record<string, unknown[]> } {
+export function checkReplays(history: Op[]): {
+  replays: number;
+  replay_expired: number;
+  replay_changed: number;
+  examples: Record<string, unknown[]>;
+} {
   const examples: Record<string, unknown[]> = { replay_changed: [] };
   const first = new Map<number, Op>();
   for (const o of history) if (o.type !== "invoke" && o.replayOf === undefined) first.set(o.op, o);
@@ -106,7 +117,13 @@ export function checkReplays(history: Op[]): { replays: number; replay_expired: 
     const same = orig.type === o.type && orig.outcome === o.outcome && (orig.reason ?? "") === (o.reason ?? "");
     if (!same) {
       changed++;
-      if (examples.replay_changed!.length < 5) examples.replay_changed!.push({ op: o.replayOf, deliveryId: o.deliveryId, first: [orig.type, orig.outcome, orig.reason], replay: [o.type, o.outcome, o.reason] });
+      if (examples.replay_changed!.length < 5)
+        examples.replay_changed!.push({
+          op: o.replayOf,
+          deliveryId: o.deliveryId,
+          first: [orig.type, orig.outcome, orig.reason],
+          replay: [o.type, o.outcome, o.reason],
+        });
     }
   }
   return { replays, replay_expired: expired, replay_changed: changed, examples };

@@ -35,12 +35,17 @@ export interface PauseWindow {
 /** Writes after resume count within this long of it: later ones are the replica's new work (reconciles, new calls on rows it may now own). */
 const STALE_WINDOW_MS = 30_000;
 
-export async function pausedWrites(db: postgres.Sql, windows: PauseWindow[]): Promise<{ count: number; examples: unknown[] }> {
+export async function pausedWrites(
+  db: postgres.Sql,
+  windows: PauseWindow[],
+): Promise<{ count: number; examples: unknown[] }> {
   let count = 0;
   const examples: unknown[] = [];
   for (const w of windows) {
     const until = new Date(w.resumedAt.getTime() + STALE_WINDOW_MS);
-    const rows = await db<{ tbl: string; op: string; id: string; state: string | null; at: Date; created_at: Date | null }[]>`
+    const rows = await db<
+      { tbl: string; op: string; id: string; state: string | null; at: Date; created_at: Date | null }[]
+    >`
       select tbl, op, id, state, at, created_at from verify_writes
       where who = ${w.role} and at >= ${w.resumedAt} and at < ${until} and op = 'UPDATE' and old_state is distinct from state and created_at < ${w.pausedAt}`;
     count += rows.length;
@@ -71,7 +76,10 @@ export interface Arrival {
  */
 export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promise<OverlapResult> {
   const settled = new Map<string, number>();
-  for (const r of await db<{ id: string; at: Date }[]>`select id, min(at) as at from verify_writes where tbl = 'delivery_receipts' and state <> 'dispatching' group by id`) settled.set(r.id, r.at.getTime());
+  for (const r of await db<
+    { id: string; at: Date }[]
+  >`select id, min(at) as at from verify_writes where tbl = 'delivery_receipts' and state <> 'dispatching' group by id`)
+    settled.set(r.id, r.at.getTime());
   const bySeat = new Map<string, Arrival[]>();
   for (const a of arrivals) bySeat.set(a.seat, [...(bySeat.get(a.seat) ?? []), a]);
   let overlaps = 0;
@@ -84,7 +92,8 @@ export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promi
       open = open.filter((o) => o.end > a.atMs);
       if (open.length > 0) {
         overlaps++;
-        if (examples.length < 5) examples.push({ seat, id: a.deliveryId, arrivedAt: new Date(a.atMs), inFlight: open.map((o) => o.id) });
+        if (examples.length < 5)
+          examples.push({ seat, id: a.deliveryId, arrivedAt: new Date(a.atMs), inFlight: open.map((o) => o.id) });
       }
       const end = settled.get(a.deliveryId);
       // Never settled (left dispatching or uncertain): its end is unknown, counted apart, not an overlap forever.

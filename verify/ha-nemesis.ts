@@ -14,7 +14,12 @@ import type { PauseWindow } from "./ha-checks.js";
 export const HA_NEMESES = ["kill-replica", "pause-replica", "partition-replica", "promote-standby"] as const;
 export type HaNemesisName = (typeof HA_NEMESES)[number];
 /** One round; the run repeats it and ends with promote-standby (pg-pair.ts makes no second standby). */
-export const HA_SCHEDULE: readonly HaNemesisName[] = ["kill-replica", "pause-replica", "partition-replica", "kill-replica"];
+export const HA_SCHEDULE: readonly HaNemesisName[] = [
+  "kill-replica",
+  "pause-replica",
+  "partition-replica",
+  "kill-replica",
+];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -24,7 +29,12 @@ export interface HaStrike {
   promotedAt?: number;
 }
 
-export async function applyHaNemesis(name: HaNemesisName, c: HaCluster, strike: number, o: { downMs: number; pauseMs: number; log: (l: string) => void }): Promise<HaStrike> {
+export async function applyHaNemesis(
+  name: HaNemesisName,
+  c: HaCluster,
+  strike: number,
+  o: { downMs: number; pauseMs: number; log: (l: string) => void },
+): Promise<HaStrike> {
   const victim = strike % c.replicas.length;
   const r = c.replicas[victim]!;
   switch (name) {

@@ -40,7 +40,8 @@ export function deliveryGapMs(history: Op[], fromMs: number, toMs: number): numb
 }
 
 export async function runHa(args: string[]): Promise<number> {
-  const flag = (name: string, fallback: number) => (args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback);
+  const flag = (name: string, fallback: number) =>
+    args.includes(`--${name}`) ? Number(args[args.indexOf(`--${name}`) + 1]) : fallback;
   const quick = args.includes("--quick");
   const MODE = quick ? "quick" : "full";
   const OPS = flag("ops", quick ? 1_500 : 6_000);
@@ -51,11 +52,15 @@ export async function runHa(args: string[]): Promise<number> {
   const PAUSE_MS = flag("pause-ms", quick ? 20_000 : 30_000);
   const ROUNDS = flag("rounds", quick ? 1 : 2);
   const resultsDir = fileURLToPath(new URL("../../verify/results/", import.meta.url));
-  const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : join(resultsDir, `ha-${quick ? "quick" : "latest"}.json`);
+  const outFile = args.includes("--out")
+    ? args[args.indexOf("--out") + 1]!
+    : join(resultsDir, `ha-${quick ? "quick" : "latest"}.json`);
   const started = Date.now();
   const work = mkdtempSync(join(tmpdir(), "c34-verify-ha-"));
   mkdirSync(resultsDir, { recursive: true });
-  log(`mode ${MODE}: ≥${OPS} ops, ${LEADS} leads, ${SEATS_PER_MACHINE} mailbox seats on each of ${MACHINES.join(", ")}, pause ${PAUSE_MS} ms, work dir ${work}`);
+  log(
+    `mode ${MODE}: ≥${OPS} ops, ${LEADS} leads, ${SEATS_PER_MACHINE} mailbox seats on each of ${MACHINES.join(", ")}, pause ${PAUSE_MS} ms, work dir ${work}`,
+  );
 
   const c = await startHaCluster({ work, agents: MACHINES, log });
   process.once("SIGINT", () => void c.stop().finally(() => process.exit(130)));
@@ -66,7 +71,8 @@ export async function runHa(args: string[]): Promise<number> {
     for (const m of MACHINES) await c.addMailboxes(m, names);
     const seats = MACHINES.flatMap((m) => names.map((n) => `${m}/${n}`));
     const leads: Lead[] = [];
-    for (let i = 0; i < LEADS; i++) leads.push({ name: `verify-ha-lead-${i}`, token: await c.issueLeadToken(`verify-ha-lead-${i}`) });
+    for (let i = 0; i < LEADS; i++)
+      leads.push({ name: `verify-ha-lead-${i}`, token: await c.issueLeadToken(`verify-ha-lead-${i}`) });
     const record = (o: Op) => {
       history.push(o);
       historyFile.write(JSON.stringify(o) + "\n");
@@ -75,14 +81,25 @@ export async function runHa(args: string[]): Promise<number> {
     let stop = false;
     let scheduleDone = false;
     const t0 = performance.now();
-    const workload = startLeads(leads, { mcpUrl: c.mcpUrl, ops: Number.MAX_SAFE_INTEGER, replayEvery: 10, seatOf: (op) => seats[op % seats.length]!, record, t0, stopped: () => stop });
+    const workload = startLeads(leads, {
+      mcpUrl: c.mcpUrl,
+      ops: Number.MAX_SAFE_INTEGER,
+      replayEvery: 10,
+      seatOf: (op) => seats[op % seats.length]!,
+      record,
+      t0,
+      stopped: () => stop,
+    });
     const counts: Record<string, number> = Object.fromEntries(HA_NEMESES.map((n) => [n, 0]));
     const windows: NemesisWindow[] = [];
     const pauses: PauseWindow[] = [];
     const promotions: number[] = [];
     const offlineSeen: { nemesis: string; online: string }[] = [];
     const nemesisLoop = async () => {
-      const schedule: HaNemesisName[] = [...Array.from({ length: ROUNDS }, () => HA_SCHEDULE).flat(), "promote-standby"];
+      const schedule: HaNemesisName[] = [
+        ...Array.from({ length: ROUNDS }, () => HA_SCHEDULE).flat(),
+        "promote-standby",
+      ];
       for (let i = 0; i < schedule.length; i++) {
         await sleep(GAP_MS);
         const name = schedule[i]!;
@@ -108,7 +125,11 @@ export async function runHa(args: string[]): Promise<number> {
         } finally {
           watching = false;
           await watch;
-          for (const r of c.replicas) if (!r.process.running()) await r.process.start().catch((e: Error) => log(`restart of replica ${r.index + 1} failed: ${e.message}`));
+          for (const r of c.replicas)
+            if (!r.process.running())
+              await r.process
+                .start()
+                .catch((e: Error) => log(`restart of replica ${r.index + 1} failed: ${e.message}`));
         }
       }
       scheduleDone = true;
@@ -126,7 +147,8 @@ export async function runHa(args: string[]): Promise<number> {
       if (!r.process.running()) await r.process.start();
     }
     for (const a of c.agents.values()) if (!a.process.running()) await a.process.start();
-    for (let t = Date.now(); (await c.online())?.join() !== MACHINES.join() && Date.now() - t < 60_000; ) await sleep(500);
+    for (let t = Date.now(); (await c.online())?.join() !== MACHINES.join() && Date.now() - t < 60_000; )
+      await sleep(500);
     // Outcomes the journal missed during an outage are recorded once it is back.
     await sleep(6_000);
 
@@ -135,20 +157,39 @@ export async function runHa(args: string[]): Promise<number> {
       const lead = leads.find((l) => l.name === o.lead)!;
       try {
         lead.client ??= await connectLead(c.mcpUrl, lead);
-        await lead.client.callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, { timeout: 30_000 });
+        await lead.client.callTool(
+          { name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } },
+          undefined,
+          { timeout: 30_000 },
+        );
       } catch {
         lead.client = undefined;
       }
     }
     const listed = new Set<string>(
-      (JSON.parse(execFileSync(process.execPath, [CLI, "seat-delivery", "list", "--json", "--state-dir", c.replicas[0]!.stateDir], { encoding: "utf8" })) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id),
+      (
+        JSON.parse(
+          execFileSync(
+            process.execPath,
+            [CLI, "seat-delivery", "list", "--json", "--state-dir", c.replicas[0]!.stateDir],
+            { encoding: "utf8" },
+          ),
+        ) as { unresolved: { id: string }[] }
+      ).unresolved.map((r) => r.id),
     );
     const ids = [...toReconcile.values()].map((o) => o.deliveryId);
     const states = new Map<string, string>();
     for (let i = 0; i < ids.length; i += 500) {
-      for (const row of await c.journal<{ id: string; state: string }[]>`select id, state from delivery_receipts where id in ${c.journal(ids.slice(i, i + 500))}`) states.set(row.id, row.state);
+      for (const row of await c.journal<
+        { id: string; state: string }[]
+      >`select id, state from delivery_receipts where id in ${c.journal(ids.slice(i, i + 500))}`)
+        states.set(row.id, row.state);
     }
-    const infos: InfoResolution[] = [...toReconcile.values()].map((o) => ({ op: o.op, receiptState: states.get(o.deliveryId) ?? "none", listed: listed.has(o.deliveryId) }));
+    const infos: InfoResolution[] = [...toReconcile.values()].map((o) => ({
+      op: o.op,
+      receiptState: states.get(o.deliveryId) ?? "none",
+      listed: listed.has(o.deliveryId),
+    }));
     const records: SeatRecord[] = [];
     const arrivals: Arrival[] = [];
     for (const m of MACHINES) {
@@ -167,7 +208,8 @@ export async function runHa(args: string[]): Promise<number> {
     const kills = windows.filter((w) => w.name === "kill-replica");
     const report = {
       mode: MODE,
-      topology: "3 replicas behind HAProxy (TCP), PostgreSQL primary + streaming standby (multi-host URL, target_session_attrs=read-write), 2 agents via the balancer",
+      topology:
+        "3 replicas behind HAProxy (TCP), PostgreSQL primary + streaming standby (multi-host URL, target_session_attrs=read-write), 2 agents via the balancer",
       ops: result.ops,
       duplicates: result.duplicates,
       lost_acknowledged: result.lost_acknowledged,
@@ -194,7 +236,10 @@ export async function runHa(args: string[]): Promise<number> {
       replays: result.replays,
       replay_expired: result.replay_expired,
       seat_records: records.length,
-      pauses: pauses.map((p) => ({ role: p.role, seconds: Math.round((p.resumedAt.getTime() - p.pausedAt.getTime()) / 1000) })),
+      pauses: pauses.map((p) => ({
+        role: p.role,
+        seconds: Math.round((p.resumedAt.getTime() - p.pausedAt.getTime()) / 1000),
+      })),
       outcomes_by_nemesis: outcomesByNemesis(history, windows),
       leads: LEADS,
       seats: seats.length,
@@ -202,12 +247,24 @@ export async function runHa(args: string[]): Promise<number> {
       total_seconds: Math.round((Date.now() - started) / 1000),
       ops_per_second: Math.round((result.ops / (runMs / 1000)) * 10) / 10,
       outcomes: outcomeTally(history),
-      examples: { ...result.examples, seat_overlaps: overlaps.examples, paused_writes: stale.examples, agents_shown_offline: offlineSeen.slice(0, 5) },
+      examples: {
+        ...result.examples,
+        seat_overlaps: overlaps.examples,
+        paused_writes: stale.examples,
+        agents_shown_offline: offlineSeen.slice(0, 5),
+      },
       finished_at: new Date().toISOString(),
     };
     writeFileSync(outFile, JSON.stringify(report, null, 2) + "\n");
     process.stdout.write(JSON.stringify(report, null, 2) + "\n");
-    const bad = report.duplicates + report.lost_acknowledged + report.info_unlisted + report.replay_changed + report.failed_with_effect + report.seat_overlaps + report.paused_writes_after_resume;
+    const bad =
+      report.duplicates +
+      report.lost_acknowledged +
+      report.info_unlisted +
+      report.replay_changed +
+      report.failed_with_effect +
+      report.seat_overlaps +
+      report.paused_writes_after_resume;
     return bad === 0 && report.ops >= OPS ? 0 : 1;
   } finally {
     historyFile.end();

@@ -37,12 +37,21 @@ export interface InfoResolution {
 }
 
 /** How a message_seat answer (or a failed call) is classified. */
-export function classify(body: Record<string, unknown> | undefined, transportError: string | undefined): { type: "ok" | "fail" | "info"; outcome: string; reason?: string } {
+export function classify(
+  body: Record<string, unknown> | undefined,
+  transportError: string | undefined,
+): { type: "ok" | "fail" | "info"; outcome: string; reason?: string } {
   if (transportError !== undefined) return { type: "info", outcome: "transport_error", reason: transportError };
   const outcome = String(body?.outcome ?? "none");
   const reason = body?.reason === undefined ? undefined : String(body.reason);
   if (outcome === "delivered") return { type: "ok", outcome, ...(reason ? { reason } : {}) };
-  if (outcome === "undelivered" || outcome === "seat_offline" || outcome === "unknown_seat" || outcome === "invalid_argument") return { type: "fail", outcome, ...(reason ? { reason } : {}) };
+  if (
+    outcome === "undelivered" ||
+    outcome === "seat_offline" ||
+    outcome === "unknown_seat" ||
+    outcome === "invalid_argument"
+  )
+    return { type: "fail", outcome, ...(reason ? { reason } : {}) };
   if (outcome === "refused" && reason === "service_stopping") return { type: "fail", outcome, reason };
   // The journal could not admit the call: nothing was dispatched by it; about an earlier use of the id it says nothing.
   if (outcome === "unavailable") return { type: "fail", outcome, ...(reason ? { reason } : {}) };

@@ -17,7 +17,11 @@ export interface Lead {
 
 export async function connectLead(mcpUrl: string, lead: Lead): Promise<Client> {
   const client = new Client({ name: `verify-${lead.name}`, version: "0" });
-  await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { authorization: `Bearer ${lead.token}` } } }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(mcpUrl), {
+      requestInit: { headers: { authorization: `Bearer ${lead.token}` } },
+    }),
+  );
   return client;
 }
 
@@ -41,10 +45,20 @@ export function startLeads(leads: Lead[], w: Workload): { done: Promise<void>; i
   let issued = 0;
   const replayable = new Map<string, { op: number; deliveryId: string; seat: string; text: string }[]>();
 
-  const callSeat = async (lead: Lead, deliveryId: string, seat: string, text: string, retried = false): Promise<{ body?: Record<string, unknown>; error?: string }> => {
+  const callSeat = async (
+    lead: Lead,
+    deliveryId: string,
+    seat: string,
+    text: string,
+    retried = false,
+  ): Promise<{ body?: Record<string, unknown>; error?: string }> => {
     try {
       lead.client ??= await connectLead(w.mcpUrl, lead);
-      const res = (await lead.client.callTool({ name: "message_seat", arguments: { seat, message: text }, _meta: { "clankie/seat-call": { deliveryId } } }, undefined, { timeout: 20_000 })) as { structuredContent?: Record<string, unknown> };
+      const res = (await lead.client.callTool(
+        { name: "message_seat", arguments: { seat, message: text }, _meta: { "clankie/seat-call": { deliveryId } } },
+        undefined,
+        { timeout: 20_000 },
+      )) as { structuredContent?: Record<string, unknown> };
       return { body: res.structuredContent };
     } catch (e) {
       // The session or the controller is gone: a new session next time.
@@ -63,14 +77,37 @@ export function startLeads(leads: Lead[], w: Workload): { done: Promise<void>; i
     let mine = 0;
     while (!w.stopped()) {
       const candidates = replayable.get(lead.name) ?? [];
-      const replay = mine > 0 && mine % w.replayEvery === 0 && candidates.length > 0 ? candidates[Math.floor(Math.random() * candidates.length)] : undefined;
+      const replay =
+        mine > 0 && mine % w.replayEvery === 0 && candidates.length > 0
+          ? candidates[Math.floor(Math.random() * candidates.length)]
+          : undefined;
       mine++;
       if (replay) {
         const atMs = performance.now() - w.t0;
-        w.record({ type: "invoke", op: replay.op, lead: lead.name, deliveryId: replay.deliveryId, seat: replay.seat, text: replay.text, replayOf: replay.op, atMs });
+        w.record({
+          type: "invoke",
+          op: replay.op,
+          lead: lead.name,
+          deliveryId: replay.deliveryId,
+          seat: replay.seat,
+          text: replay.text,
+          replayOf: replay.op,
+          atMs,
+        });
         const r = await callSeat(lead, replay.deliveryId, replay.seat, replay.text);
         const c = classify(r.body, r.error);
-        w.record({ type: c.type, op: replay.op, lead: lead.name, deliveryId: replay.deliveryId, seat: replay.seat, text: replay.text, replayOf: replay.op, outcome: c.outcome, ...(c.reason ? { reason: c.reason } : {}), atMs: performance.now() - w.t0 });
+        w.record({
+          type: c.type,
+          op: replay.op,
+          lead: lead.name,
+          deliveryId: replay.deliveryId,
+          seat: replay.seat,
+          text: replay.text,
+          replayOf: replay.op,
+          outcome: c.outcome,
+          ...(c.reason ? { reason: c.reason } : {}),
+          atMs: performance.now() - w.t0,
+        });
         continue;
       }
       if (issued >= w.ops) break;
@@ -81,7 +118,17 @@ export function startLeads(leads: Lead[], w: Workload): { done: Promise<void>; i
       w.record({ type: "invoke", op, lead: lead.name, deliveryId, seat, text, atMs: performance.now() - w.t0 });
       const r = await callSeat(lead, deliveryId, seat, text);
       const c = classify(r.body, r.error);
-      w.record({ type: c.type, op, lead: lead.name, deliveryId, seat, text, outcome: c.outcome, ...(c.reason ? { reason: c.reason } : {}), atMs: performance.now() - w.t0 });
+      w.record({
+        type: c.type,
+        op,
+        lead: lead.name,
+        deliveryId,
+        seat,
+        text,
+        outcome: c.outcome,
+        ...(c.reason ? { reason: c.reason } : {}),
+        atMs: performance.now() - w.t0,
+      });
       // Only an answer that names its receipt can be replayed: a refusal before admission left none.
       if (c.type !== "info" && r.body?.deliveryId === deliveryId) {
         const list = replayable.get(lead.name) ?? [];

@@ -15,14 +15,28 @@
 import type { Managed } from "./processes.js";
 import type { PgCluster } from "./pg-cluster.js";
 
-export const NEMESES = ["kill-controller", "kill-agent", "pause-agent", "database-restart", "partition", "pause-database"] as const;
+export const NEMESES = [
+  "kill-controller",
+  "kill-agent",
+  "pause-agent",
+  "database-restart",
+  "partition",
+  "pause-database",
+] as const;
 export type NemesisName = (typeof NEMESES)[number];
 /**
  * The order they strike in, round and round. A partition right after a database restart met no
  * calls while the journal still sat out postgres.js's reconnect backoff after a restart (fixed by
  * ADR 0032), so it follows kill-agent, after which calls flow again at once.
  */
-export const SCHEDULE: readonly NemesisName[] = ["kill-controller", "database-restart", "kill-agent", "partition", "pause-agent", "pause-database"];
+export const SCHEDULE: readonly NemesisName[] = [
+  "kill-controller",
+  "database-restart",
+  "kill-agent",
+  "partition",
+  "pause-agent",
+  "pause-database",
+];
 /** How long pause-database holds the server: past the 7 s answer deadline, within the leads' 20 s timeout. */
 export const DATABASE_PAUSE_MS = 9_000;
 

@@ -34,12 +34,33 @@ export async function startPgCluster(): Promise<PgCluster> {
   const dir = mkdtempSync(join(tmpdir(), "c11-verify-pg-"));
   chownSync(dir, user.uid, user.gid);
   const data = join(dir, "data");
-  const init = spawnSync(join(BIN, "initdb"), ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"], { uid: user.uid, gid: user.gid, encoding: "utf8" });
+  const init = spawnSync(
+    join(BIN, "initdb"),
+    ["-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+    { uid: user.uid, gid: user.gid, encoding: "utf8" },
+  );
   if (init.status !== 0) throw new Error(`initdb failed: ${init.stderr}`);
   const port = await freePort();
   let server: ChildProcess | undefined;
   const start = async () => {
-    server = spawn(join(BIN, "postgres"), ["-D", data, "-p", String(port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "shared_buffers=64MB"], { uid: user.uid, gid: user.gid, stdio: "ignore" });
+    server = spawn(
+      join(BIN, "postgres"),
+      [
+        "-D",
+        data,
+        "-p",
+        String(port),
+        "-k",
+        dir,
+        "-c",
+        "listen_addresses=127.0.0.1",
+        "-c",
+        "max_connections=200",
+        "-c",
+        "shared_buffers=64MB",
+      ],
+      { uid: user.uid, gid: user.gid, stdio: "ignore" },
+    );
     const started = server;
     for (let i = 0; i < 300; i++) {
       if (started.exitCode !== null) throw new Error(`private PostgreSQL exited with ${started.exitCode}`);
@@ -81,7 +102,10 @@ export async function startPgCluster(): Promise<PgCluster> {
       if (!pid || server?.exitCode !== null) throw new Error("private PostgreSQL is not running");
       // The postmaster first, so it forks no new backend while its children are being stopped.
       process.kill(pid, "SIGSTOP");
-      const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+      const children = spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" })
+        .stdout.split("\n")
+        .filter(Boolean)
+        .map(Number);
       const signal = (sig: NodeJS.Signals) => {
         for (const child of children) {
           try {

@@ -48,7 +48,26 @@ export async function startPgPair(): Promise<PgPair> {
   };
   let generation = 0;
   const start = async (n: Node) => {
-    const args = ["-D", n.data, "-p", String(n.port), "-k", dir, "-c", "listen_addresses=127.0.0.1", "-c", "max_connections=300", "-c", "shared_buffers=64MB", "-c", "fsync=off", "-c", "hot_standby=on", "-c", "wal_keep_size=256MB"];
+    const args = [
+      "-D",
+      n.data,
+      "-p",
+      String(n.port),
+      "-k",
+      dir,
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "max_connections=300",
+      "-c",
+      "shared_buffers=64MB",
+      "-c",
+      "fsync=off",
+      "-c",
+      "hot_standby=on",
+      "-c",
+      "wal_keep_size=256MB",
+    ];
     const s = spawn(join(BIN, "postgres"), args, { uid: user.uid, gid: user.gid, stdio: "ignore" });
     n.server = s;
     for (let i = 0; i < 300; i++) {
@@ -68,7 +87,20 @@ export async function startPgPair(): Promise<PgPair> {
   };
   const backup = async (from: Node, port: number): Promise<Node> => {
     const data = join(dir, `data-${++generation}`);
-    run("pg_basebackup", ["-h", "127.0.0.1", "-p", String(from.port), "-U", "postgres", "-D", data, "-R", "-X", "stream", "--no-sync"]);
+    run("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(from.port),
+      "-U",
+      "postgres",
+      "-D",
+      data,
+      "-R",
+      "-X",
+      "stream",
+      "--no-sync",
+    ]);
     const n: Node = { port, data };
     await start(n);
     return n;
@@ -79,7 +111,9 @@ export async function startPgPair(): Promise<PgPair> {
   const synchronous = async (n: Node, on: boolean) => {
     const sql = postgres(`postgres://postgres@127.0.0.1:${n.port}/postgres`, { max: 1, onnotice: () => {} });
     try {
-      await sql.unsafe(on ? "alter system set synchronous_standby_names = '*'" : "alter system reset synchronous_standby_names");
+      await sql.unsafe(
+        on ? "alter system set synchronous_standby_names = '*'" : "alter system reset synchronous_standby_names",
+      );
       await sql.unsafe("select pg_reload_conf()");
     } finally {
       await sql.end();
@@ -95,7 +129,8 @@ export async function startPgPair(): Promise<PgPair> {
   const ports = [primary.port, standby.port];
 
   return {
-    url: (db) => `postgres://postgres@${ports.map((p) => `127.0.0.1:${p}`).join(",")}/${db}?target_session_attrs=read-write`,
+    url: (db) =>
+      `postgres://postgres@${ports.map((p) => `127.0.0.1:${p}`).join(",")}/${db}?target_session_attrs=read-write`,
     primaryUrl: (db) => `postgres://postgres@127.0.0.1:${primary.port}/${db}`,
     primaryPort: () => primary.port,
     async failover() {

@@ -37,12 +37,20 @@ export function piBinary(): string | undefined {
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map((b) => (b && typeof b === "object" && typeof (b as { text?: unknown }).text === "string" ? (b as { text: string }).text : "")).join("\n");
+  return content
+    .map((b) =>
+      b && typeof b === "object" && typeof (b as { text?: unknown }).text === "string"
+        ? (b as { text: string }).text
+        : "",
+    )
+    .join("\n");
 }
 
 function jsonlFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? jsonlFiles(join(dir, e.name)) : e.name.endsWith(".jsonl") ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? jsonlFiles(join(dir, e.name)) : e.name.endsWith(".jsonl") ? [join(dir, e.name)] : [],
+  );
 }
 
 export async function startPiSeat(work: string, bin: string): Promise<PiSeat> {
@@ -52,7 +60,14 @@ export async function startPiSeat(work: string, bin: string): Promise<PiSeat> {
   const agentDir = join(home, ".pi/agent");
   const cwd = join(root, "work");
   for (const d of [agentDir, cwd]) mkdirSync(d, { recursive: true });
-  writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] } } }));
+  writeFileSync(
+    join(agentDir, "models.json"),
+    JSON.stringify({
+      providers: {
+        mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
+      },
+    }),
+  );
   const tmuxSocket = join(work, "tmux.sock");
   const binDir = join(bin, "..");
   const agentEnv: NodeJS.ProcessEnv = {
@@ -72,10 +87,21 @@ export async function startPiSeat(work: string, bin: string): Promise<PiSeat> {
     mock,
     async hire(lead) {
       const hireId = randomUUID();
-      const args = { harness: "pi", workingDirectory: cwd, title: "pi verify seat", role: "verification seat", brief: "verification seat: answer each message briefly", model: "mock/mock-model" };
+      const args = {
+        harness: "pi",
+        workingDirectory: cwd,
+        title: "pi verify seat",
+        role: "verification seat",
+        brief: "verification seat: answer each message briefly",
+        model: "mock/mock-model",
+      };
       let body: Record<string, unknown> | undefined;
       for (let i = 0; i < 5; i++) {
-        const r = (await lead.callTool({ name: "hire_agent", arguments: args, _meta: { "clankie/seat-call": { hireId } } }, undefined, { timeout: 180_000 })) as { structuredContent?: Record<string, unknown> };
+        const r = (await lead.callTool(
+          { name: "hire_agent", arguments: args, _meta: { "clankie/seat-call": { hireId } } },
+          undefined,
+          { timeout: 180_000 },
+        )) as { structuredContent?: Record<string, unknown> };
         body = r.structuredContent;
         if (body?.outcome === "spawned" && typeof body.seat === "string") return body.seat;
         // The same hireId again: the hire's own answer once it is settled, never a second pane.
@@ -95,7 +121,8 @@ export async function startPiSeat(work: string, bin: string): Promise<PiSeat> {
             continue;
           }
           if (e.type !== "message" || e.message?.role !== "user") continue;
-          for (const m of textOf(e.message.content).matchAll(OP_TEXT)) out.push({ seat, deliveryId: m[0].slice(-36), conversationId: "", text: m[0] });
+          for (const m of textOf(e.message.content).matchAll(OP_TEXT))
+            out.push({ seat, deliveryId: m[0].slice(-36), conversationId: "", text: m[0] });
         }
       }
       return out;

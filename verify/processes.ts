@@ -22,7 +22,14 @@ export interface Managed {
   stop(): Promise<void>;
 }
 
-export function managed(name: string, args: () => string[], readyLine: RegExp, logFile: string, env: () => NodeJS.ProcessEnv = () => ({}), onReady: () => void = () => {}): Managed {
+export function managed(
+  name: string,
+  args: () => string[],
+  readyLine: RegExp,
+  logFile: string,
+  env: () => NodeJS.ProcessEnv = () => ({}),
+  onReady: () => void = () => {},
+): Managed {
   let child: ChildProcess | undefined;
   const alive = () => child !== undefined && child.exitCode === null && child.signalCode === null;
   return {
@@ -30,7 +37,10 @@ export function managed(name: string, args: () => string[], readyLine: RegExp, l
     running: alive,
     pid: () => (alive() ? child!.pid : undefined),
     async start() {
-      const c = spawn(process.execPath, [CLI, ...args()], { env: { ...process.env, ...env() }, stdio: ["ignore", "pipe", "pipe"] });
+      const c = spawn(process.execPath, [CLI, ...args()], {
+        env: { ...process.env, ...env() },
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       child = c;
       let out = "";
       c.stderr!.on("data", (d: Buffer) => writeFileSync(logFile, d, { flag: "a" }));
@@ -81,9 +91,40 @@ export function managed(name: string, args: () => string[], readyLine: RegExp, l
  * and the replica list the agent's reverse link follows) as `advertiseHost`, where the partition
  * relay listens on the same port: every connection of the agent link goes through the relay.
  */
-export function controllerProcess(stateDir: string, port: number, agentPort: number, advertiseHost: string, databaseUrl: string, logDir: string): Managed {
+export function controllerProcess(
+  stateDir: string,
+  port: number,
+  agentPort: number,
+  advertiseHost: string,
+  databaseUrl: string,
+  logDir: string,
+): Managed {
   mkdirSync(stateDir, { recursive: true });
-  return managed("controller", () => ["controller", "--json", "--state-dir", stateDir, "--port", String(port), "--agent-host", "127.0.0.1", "--agent-port", String(agentPort), "--agent-advertise", advertiseHost, "--database-url", databaseUrl, "--deliver-timeout-ms", "3000", "--log-level", "warn"], /\n/, join(logDir, "controller.log"));
+  return managed(
+    "controller",
+    () => [
+      "controller",
+      "--json",
+      "--state-dir",
+      stateDir,
+      "--port",
+      String(port),
+      "--agent-host",
+      "127.0.0.1",
+      "--agent-port",
+      String(agentPort),
+      "--agent-advertise",
+      advertiseHost,
+      "--database-url",
+      databaseUrl,
+      "--deliver-timeout-ms",
+      "3000",
+      "--log-level",
+      "warn",
+    ],
+    /\n/,
+    join(logDir, "controller.log"),
+  );
 }
 
 /**
@@ -91,13 +132,32 @@ export function controllerProcess(stateDir: string, port: number, agentPort: num
  * its certificate and get no token (a used token given again is refused, and the agent would not start).
  */
 /** With `tmuxSocket`, harness seats are discovered (and hired) in that private tmux server; `env` reaches the harnesses it launches. */
-export function agentProcess(stateDir: string, agentUrl: string, joinToken: string, logDir: string, panes?: { tmuxSocket: string; env: NodeJS.ProcessEnv }, machine = "vbox"): Managed {
+export function agentProcess(
+  stateDir: string,
+  agentUrl: string,
+  joinToken: string,
+  logDir: string,
+  panes?: { tmuxSocket: string; env: NodeJS.ProcessEnv },
+  machine = "vbox",
+): Managed {
   mkdirSync(stateDir, { recursive: true });
   const paneArgs = panes ? ["--pane-host", "tmux", "--tmux-socket", panes.tmuxSocket] : [];
   let joined = false;
   return managed(
     machine === "vbox" ? "agent" : `agent ${machine}`,
-    () => ["agent", "--json", "--state-dir", stateDir, "--controller", agentUrl, "--machine", machine, ...paneArgs, "--log-level", "warn"],
+    () => [
+      "agent",
+      "--json",
+      "--state-dir",
+      stateDir,
+      "--controller",
+      agentUrl,
+      "--machine",
+      machine,
+      ...paneArgs,
+      "--log-level",
+      "warn",
+    ],
     /\n/,
     join(logDir, machine === "vbox" ? "agent.log" : `agent-${machine}.log`),
     () => ({ ...panes?.env, ...(joined ? {} : { CLANKIE_JOIN_TOKEN: joinToken }) }),

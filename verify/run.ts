@@ -17,7 +17,11 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
-import { AddSeatRequestSchema, IssueLeadTokenRequestSchema, OwnerService } from "../shared/gen/clankie/fleet/v1/owner_pb.js";
+import {
+  AddSeatRequestSchema,
+  IssueLeadTokenRequestSchema,
+  OwnerService,
+} from "../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { ListMachinesRequestSchema, StatusService } from "../shared/gen/clankie/fleet/v1/status_pb.js";
 import { SeatKind } from "../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
@@ -52,7 +56,9 @@ const WITH_HARNESS = !args.includes("--no-harness");
 /** Where the agent link is advertised and the partition relay listens (the real listener is on 127.0.0.1). */
 const LINK_HOST = "127.0.0.2";
 const resultsDir = fileURLToPath(new URL("../../verify/results/", import.meta.url));
-const outFile = args.includes("--out") ? args[args.indexOf("--out") + 1]! : join(resultsDir, quick ? "quick.json" : "latest.json");
+const outFile = args.includes("--out")
+  ? args[args.indexOf("--out") + 1]!
+  : join(resultsDir, quick ? "quick.json" : "latest.json");
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (msg: string) => process.stderr.write(`[verify ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
@@ -62,7 +68,10 @@ async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), "c11-verify-"));
   mkdirSync(resultsDir, { recursive: true });
   const piBin = WITH_HARNESS ? piBinary() : undefined;
-  if (WITH_HARNESS && !piBin) throw new Error("the Pi harness is not installed (.harnesses/pi): run npm run harnesses:install -- pi, or pass --no-harness");
+  if (WITH_HARNESS && !piBin)
+    throw new Error(
+      "the Pi harness is not installed (.harnesses/pi): run npm run harnesses:install -- pi, or pass --no-harness",
+    );
   log(`mode ${MODE}: ${OPS} ops, ${LEADS} leads, ${SEATS} mailbox seats, work dir ${work}`);
 
   const pg = await startPgCluster();
@@ -81,18 +90,35 @@ async function main(): Promise<void> {
   const mcpUrl = `${url}/mcp`;
   // The agent dials the controller's mutual-TLS agent port (ADR 0021) at its advertised URL, the
   // relay; the replica list its reverse link follows names that URL too, so the whole link is cut there.
-  const joinToken = (JSON.parse(execFileSync(process.execPath, [CLI, "fleet", "enroll", "vbox", "--json", "--state-dir", stateDir], { encoding: "utf8" })) as { token: string }).token;
+  const joinToken = (
+    JSON.parse(
+      execFileSync(process.execPath, [CLI, "fleet", "enroll", "vbox", "--json", "--state-dir", stateDir], {
+        encoding: "utf8",
+      }),
+    ) as { token: string }
+  ).token;
   const pi: PiSeat | undefined = piBin ? await startPiSeat(work, piBin) : undefined;
-  const agent = agentProcess(agentStateDir, `https://${LINK_HOST}:${agentPort}`, joinToken, work, pi ? { tmuxSocket: pi.tmuxSocket, env: pi.agentEnv } : undefined);
+  const agent = agentProcess(
+    agentStateDir,
+    `https://${LINK_HOST}:${agentPort}`,
+    joinToken,
+    work,
+    pi ? { tmuxSocket: pi.tmuxSocket, env: pi.agentEnv } : undefined,
+  );
   await agent.start();
 
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => token(stateDir, "owner"))] });
+  const transport = createGrpcTransport({
+    baseUrl: url,
+    interceptors: [bearerHeaderInterceptor(() => token(stateDir, "owner"))],
+  });
   const owner = createClient(OwnerService, transport);
   const status = createClient(StatusService, transport);
   const agentOnline = async (limitMs: number) => {
     const t0 = Date.now();
     while (Date.now() - t0 < limitMs) {
-      const ms = await status.listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 2000 }).catch(() => undefined);
+      const ms = await status
+        .listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 2000 })
+        .catch(() => undefined);
       if (ms?.machines.some((m) => m.name === "vbox" && m.online)) return true;
       await sleep(200);
     }
@@ -100,11 +126,15 @@ async function main(): Promise<void> {
   };
   if (!(await agentOnline(30_000))) throw new Error("the agent never came online");
   const seats = Array.from({ length: SEATS }, (_, i) => `m${i}`);
-  for (const s of seats) await owner.addSeat(create(AddSeatRequestSchema, { machine: "vbox", name: s, kind: SeatKind.MAILBOX }));
+  for (const s of seats)
+    await owner.addSeat(create(AddSeatRequestSchema, { machine: "vbox", name: s, kind: SeatKind.MAILBOX }));
   const leads: Lead[] = [];
   for (let i = 0; i < LEADS; i++) {
     const name = `verify-lead-${i}`;
-    leads.push({ name, token: (await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: name }))).token });
+    leads.push({
+      name,
+      token: (await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: name }))).token,
+    });
   }
   let piSeatId: string | undefined;
   if (pi) {
@@ -113,7 +143,8 @@ async function main(): Promise<void> {
     piSeatId = await pi.hire(hirer.client);
     log(`hired the Pi seat ${piSeatId}`);
   }
-  const seatOf = (op: number) => (piSeatId && op % HARNESS_EVERY === HARNESS_EVERY - 1 ? piSeatId : seats[op % seats.length]!);
+  const seatOf = (op: number) =>
+    piSeatId && op % HARNESS_EVERY === HARNESS_EVERY - 1 ? piSeatId : seats[op % seats.length]!;
 
   const history: Op[] = [];
   const historyFile = createWriteStream(join(resultsDir, `history-${MODE}.jsonl`));
@@ -159,7 +190,15 @@ async function main(): Promise<void> {
 
   try {
     const nemesis = nemesisLoop();
-    workload = startLeads(leads, { mcpUrl, ops: OPS, replayEvery: REPLAY_EVERY, seatOf, record, t0, stopped: () => stop });
+    workload = startLeads(leads, {
+      mcpUrl,
+      ops: OPS,
+      replayEvery: REPLAY_EVERY,
+      seatOf,
+      record,
+      t0,
+      stopped: () => stop,
+    });
     await workload.done;
     stop = true;
     await nemesis;
@@ -178,19 +217,36 @@ async function main(): Promise<void> {
     for (const o of infosToReconcile.values()) {
       const lead = leads.find((l) => l.name === o.lead)!;
       lead.client ??= await connectLead(mcpUrl, lead);
-      await lead.client.callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, { timeout: 30_000 }).catch(() => undefined);
+      await lead.client
+        .callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, {
+          timeout: 30_000,
+        })
+        .catch(() => undefined);
     }
     const listed = new Set<string>(
-      (JSON.parse(execFileSync(process.execPath, [CLI, "seat-delivery", "list", "--json", "--state-dir", stateDir], { encoding: "utf8" })) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id),
+      (
+        JSON.parse(
+          execFileSync(process.execPath, [CLI, "seat-delivery", "list", "--json", "--state-dir", stateDir], {
+            encoding: "utf8",
+          }),
+        ) as { unresolved: { id: string }[] }
+      ).unresolved.map((r) => r.id),
     );
     const journal = postgres(dbUrl, { max: 1, onnotice: () => {} });
     const ids = [...infosToReconcile.values()].map((o) => o.deliveryId);
     const states = new Map<string, string>();
     for (let i = 0; i < ids.length; i += 500) {
-      for (const row of await journal<{ id: string; state: string }[]>`select id, state from delivery_receipts where id in ${journal(ids.slice(i, i + 500))}`) states.set(row.id, row.state);
+      for (const row of await journal<
+        { id: string; state: string }[]
+      >`select id, state from delivery_receipts where id in ${journal(ids.slice(i, i + 500))}`)
+        states.set(row.id, row.state);
     }
     await journal.end();
-    const infos: InfoResolution[] = [...infosToReconcile.values()].map((o) => ({ op: o.op, receiptState: states.get(o.deliveryId) ?? "none", listed: listed.has(o.deliveryId) }));
+    const infos: InfoResolution[] = [...infosToReconcile.values()].map((o) => ({
+      op: o.op,
+      receiptState: states.get(o.deliveryId) ?? "none",
+      listed: listed.has(o.deliveryId),
+    }));
 
     const store = new MailboxStore(join(agentStateDir, "mailboxes"));
     const records: SeatRecord[] = [];
@@ -222,7 +278,18 @@ async function main(): Promise<void> {
       replays: result.replays,
       replay_expired: result.replay_expired,
       seat_records: records.length,
-      harness_seats: piSeatId ? [{ seat: piSeatId, harness: "pi", ops: history.filter((o) => o.type !== "invoke" && o.replayOf === undefined && o.seat === piSeatId).length, ok: history.filter((o) => o.type === "ok" && o.replayOf === undefined && o.seat === piSeatId).length, records: records.filter((r) => r.seat === piSeatId).length, model_requests: pi!.mock.requests.length }] : [],
+      harness_seats: piSeatId
+        ? [
+            {
+              seat: piSeatId,
+              harness: "pi",
+              ops: history.filter((o) => o.type !== "invoke" && o.replayOf === undefined && o.seat === piSeatId).length,
+              ok: history.filter((o) => o.type === "ok" && o.replayOf === undefined && o.seat === piSeatId).length,
+              records: records.filter((r) => r.seat === piSeatId).length,
+              model_requests: pi!.mock.requests.length,
+            },
+          ]
+        : [],
       agent_link_relay: relay.stats(),
       outcomes_by_nemesis: outcomesByNemesis(history, windows),
       leads: LEADS,
@@ -236,7 +303,12 @@ async function main(): Promise<void> {
     };
     writeFileSync(outFile, JSON.stringify(report, null, 2) + "\n");
     process.stdout.write(JSON.stringify(report, null, 2) + "\n");
-    const bad = report.duplicates + report.lost_acknowledged + report.info_unlisted + report.replay_changed + report.failed_with_effect;
+    const bad =
+      report.duplicates +
+      report.lost_acknowledged +
+      report.info_unlisted +
+      report.replay_changed +
+      report.failed_with_effect;
     process.exitCode = bad === 0 && report.ops >= OPS ? 0 : 1;
   } finally {
     historyFile.end();
@@ -248,7 +320,10 @@ async function main(): Promise<void> {
 }
 
 // `--ha`: the same kind of run on three replicas behind a load balancer (ha-run.ts).
-(args.includes("--ha") ? import("./ha-run.js").then(async (m) => void (process.exitCode = await m.runHa(args))) : main()).catch((e) => {
+(args.includes("--ha")
+  ? import("./ha-run.js").then(async (m) => void (process.exitCode = await m.runHa(args)))
+  : main()
+).catch((e) => {
   process.stderr.write(`verify failed: ${(e as Error).stack}\n`);
   process.exit(2);
 });

@@ -34,7 +34,19 @@ async function main(): Promise<void> {
     for (let i = 0; i < n; i++) await pg.query("insert into t (v) values ($1)", [`row ${i} ${"x".repeat(200)}`]);
     for (let i = 0; i < n / 40; i++) await pg.query("select count(*) from t");
     const cpu = process.cpuUsage(cpu0);
-    console.log(JSON.stringify({ execArgv: process.execArgv, v8_flags: process.env.CLANKIE_V8_FLAGS ?? "", conf, statements: n + n / 40, rss_mb_before: before, rss_mb_open: open, rss_mb_after: rssMb(), cpu_ms: Math.round((cpu.user + cpu.system) / 1000), load_average: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ") }));
+    console.log(
+      JSON.stringify({
+        execArgv: process.execArgv,
+        v8_flags: process.env.CLANKIE_V8_FLAGS ?? "",
+        conf,
+        statements: n + n / 40,
+        rss_mb_before: before,
+        rss_mb_open: open,
+        rss_mb_after: rssMb(),
+        cpu_ms: Math.round((cpu.user + cpu.system) / 1000),
+        load_average: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
+      }),
+    );
     await pg.close();
   } finally {
     removeScratch(dir);

@@ -17,7 +17,14 @@ import { CACHE_DIR, REPO_ROOT } from "../paths.js";
 import { cpuMsOf } from "../processes.js";
 import { loopFor } from "../sections/ceiling.js";
 import { round } from "../stats.js";
-import { byFunction, byPlace, type CpuProfile, type HeapProfile, cpuByPlace, allocatedByPlace } from "./profile-summary.js";
+import {
+  byFunction,
+  byPlace,
+  type CpuProfile,
+  type HeapProfile,
+  cpuByPlace,
+  allocatedByPlace,
+} from "./profile-summary.js";
 import { runTool } from "../tool-main.js";
 
 // CPU per call is the process's (from /proc, with the profilers' own overhead in it); the
@@ -29,14 +36,20 @@ async function waitForFile(path: string): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { callers: { type: "string" }, seconds: { type: "string" }, out: { type: "string" } } });
+  const { values } = parseArgs({
+    options: { callers: { type: "string" }, seconds: { type: "string" }, out: { type: "string" } },
+  });
   const levels = (values.callers ?? "1,16").split(",").map(Number);
   const seconds = Number(values.seconds ?? 8);
   const out = values.out ?? join(REPO_ROOT, "bench", "results", "profile-delivery.json");
   // The raw profiles are large: kept out of git, beside the downloaded sshd.
   const profileDir = join(CACHE_DIR, "profiles");
   mkdirSync(profileDir, { recursive: true });
-  const result: Record<string, unknown> = { when: new Date().toISOString(), seconds_per_level: seconds, load_average: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ") };
+  const result: Record<string, unknown> = {
+    when: new Date().toISOString(),
+    seconds_per_level: seconds,
+    load_average: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
+  };
   let sent = 0;
   for (const callers of levels) {
     const dir = join(profileDir, `c${callers}`);
@@ -46,7 +59,8 @@ async function main(): Promise<void> {
     const fleet = await startBenchFleet({ databaseUrl: db.url, seats: 16, cli: WRAPPER });
     try {
       await fleet.openCallers(callers);
-      const call = async (c: number, tag: string) => (await fleet.deliver(fleet.seatIds[c % 16]!, `${tag} ${++sent}`, c)).outcome === "delivered";
+      const call = async (c: number, tag: string) =>
+        (await fleet.deliver(fleet.seatIds[c % 16]!, `${tag} ${++sent}`, c)).outcome === "delivered";
       await loopFor(2000, callers, (c) => call(c, "warm"));
       const pids = { controller: fleet.controller.child.pid!, agent: fleet.agent.child.pid! };
       const cpu0 = { controller: cpuMsOf(pids.controller), agent: cpuMsOf(pids.agent) };
@@ -57,7 +71,11 @@ async function main(): Promise<void> {
         return call(c, "profile");
       });
       for (const pid of Object.values(pids)) process.kill(pid, "SIGUSR2");
-      const level: Record<string, unknown> = { calls, delivered: f.ok, delivered_per_s: round(f.ok / (f.elapsedMs / 1000), 1) };
+      const level: Record<string, unknown> = {
+        calls,
+        delivered: f.ok,
+        delivered_per_s: round(f.ok / (f.elapsedMs / 1000), 1),
+      };
       for (const [role, pid] of Object.entries(pids)) {
         const cpuMs = cpuMsOf(pid) - cpu0[role as keyof typeof cpu0];
         const base = join(dir, `${role}-${pid}`);
@@ -68,7 +86,10 @@ async function main(): Promise<void> {
         const places = byPlace(cpuByPlace(cpu), allocatedByPlace(heap), calls, cpuPerCall);
         level[role] = {
           cpu_ms_per_call: round(cpuPerCall, 2),
-          allocated_kb_per_call: round(places.reduce((s, p) => s + p.allocated_kb_per_call, 0), 1),
+          allocated_kb_per_call: round(
+            places.reduce((s, p) => s + p.allocated_kb_per_call, 0),
+            1,
+          ),
           by_place: places.slice(0, 24),
           top_functions: byFunction(cpu, cpuPerCall).slice(0, 20),
         };

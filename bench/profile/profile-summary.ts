@@ -37,8 +37,16 @@ export function placeOf(frame: CallFrame): string {
     const parts = url.slice(nm + "node_modules/".length).split("/");
     return parts[0]!.startsWith("@") ? `${parts[0]}/${parts[1]}` : parts[0]!;
   }
-  if (url.startsWith("node:")) return url.split("/").slice(0, 2).join("/").replace(/^node:internal\//, "node:");
-  const path = url.replace(/^file:\/\//, "").replace(`${REPO_ROOT}/`, "").replace(/^dist\//, "");
+  if (url.startsWith("node:"))
+    return url
+      .split("/")
+      .slice(0, 2)
+      .join("/")
+      .replace(/^node:internal\//, "node:");
+  const path = url
+    .replace(/^file:\/\//, "")
+    .replace(`${REPO_ROOT}/`, "")
+    .replace(/^dist\//, "");
   return path.split("/").slice(0, 2).join("/");
 }
 
@@ -72,25 +80,45 @@ export interface PlaceFigure {
 }
 
 /** `cpuMsPerCall`: the process's measured CPU per call, shared out by sample count. */
-export function byPlace(cpu: Map<string, number>, heap: Map<string, number>, calls: number, cpuMsPerCall: number): PlaceFigure[] {
+export function byPlace(
+  cpu: Map<string, number>,
+  heap: Map<string, number>,
+  calls: number,
+  cpuMsPerCall: number,
+): PlaceFigure[] {
   const places = new Set([...cpu.keys(), ...heap.keys()]);
   const n = Math.max(1, calls);
-  const samples = Math.max(1, [...cpu.values()].reduce((a, b) => a + b, 0));
+  const samples = Math.max(
+    1,
+    [...cpu.values()].reduce((a, b) => a + b, 0),
+  );
   return [...places]
     .filter((p) => p !== "(idle)")
-    .map((place) => ({ place, cpu_ms_per_call: round(((cpu.get(place) ?? 0) / samples) * cpuMsPerCall, 3), allocated_kb_per_call: round((heap.get(place) ?? 0) / 1024 / n, 2) }))
+    .map((place) => ({
+      place,
+      cpu_ms_per_call: round(((cpu.get(place) ?? 0) / samples) * cpuMsPerCall, 3),
+      allocated_kb_per_call: round((heap.get(place) ?? 0) / 1024 / n, 2),
+    }))
     .sort((a, b) => b.cpu_ms_per_call - a.cpu_ms_per_call);
 }
 
 /** The functions with the most self time, per call (shared out as in byPlace). */
 export function byFunction(p: CpuProfile, cpuMsPerCall: number): { fn: string; ms_per_call: number }[] {
-  const nameById = new Map(p.nodes.map((n) => [n.id, `${n.callFrame.functionName || "(anonymous)"} ${placeOf(n.callFrame)}:${n.callFrame.lineNumber + 1}`]));
+  const nameById = new Map(
+    p.nodes.map((n) => [
+      n.id,
+      `${n.callFrame.functionName || "(anonymous)"} ${placeOf(n.callFrame)}:${n.callFrame.lineNumber + 1}`,
+    ]),
+  );
   const out = new Map<string, number>();
   for (const id of p.samples) {
     const name = nameById.get(id)!;
     if (!name.startsWith("(idle)")) out.set(name, (out.get(name) ?? 0) + 1);
   }
-  const samples = Math.max(1, [...out.values()].reduce((a, b) => a + b, 0));
+  const samples = Math.max(
+    1,
+    [...out.values()].reduce((a, b) => a + b, 0),
+  );
   return [...out.entries()]
     .map(([fn, count]) => ({ fn, ms_per_call: round((count / samples) * cpuMsPerCall, 3) }))
     .sort((a, b) => b.ms_per_call - a.ms_per_call);

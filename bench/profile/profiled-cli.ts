@@ -33,7 +33,11 @@ process.on("SIGUSR2", () => {
     post("Profiler.setSamplingInterval", { interval: 200 });
     post("Profiler.start");
     post("HeapProfiler.enable");
-    post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    post("HeapProfiler.startSampling", {
+      samplingInterval: 4096,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
     running = true;
     return;
   }

@@ -13,7 +13,11 @@ const INSERT = `insert into delivery_receipts (id, conversation_id, seat_id, con
 const SETTLE = `update delivery_receipts set state = 'delivered', settled_at = now() where id = $1`;
 
 /** Runs `callers` loops of `tx` until `ms` elapse; returns how many committed. */
-export async function loopFor(ms: number, callers: number, tx: (caller: number) => Promise<boolean>): Promise<{ ok: number; failed: number; elapsedMs: number }> {
+export async function loopFor(
+  ms: number,
+  callers: number,
+  tx: (caller: number) => Promise<boolean>,
+): Promise<{ ok: number; failed: number; elapsedMs: number }> {
   const start = performance.now();
   const end = start + ms;
   let ok = 0;

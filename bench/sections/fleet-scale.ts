@@ -42,8 +42,28 @@ export interface FleetScaleConfig {
 }
 
 export const FLEET_SCALE_CONFIG = {
-  full: { sizes: [10, 100, 1000], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 25, settleS: 10, deliveries: 100, warmup: 20, readSamples: 5, relinkTimeoutS: 180 },
-  quick: { sizes: [100], seatsPerAgent: 10, simProcesses: 4, idleWindowS: 20, settleS: 8, deliveries: 40, warmup: 20, readSamples: 3, relinkTimeoutS: 120 },
+  full: {
+    sizes: [10, 100, 1000],
+    seatsPerAgent: 10,
+    simProcesses: 4,
+    idleWindowS: 25,
+    settleS: 10,
+    deliveries: 100,
+    warmup: 20,
+    readSamples: 5,
+    relinkTimeoutS: 180,
+  },
+  quick: {
+    sizes: [100],
+    seatsPerAgent: 10,
+    simProcesses: 4,
+    idleWindowS: 20,
+    settleS: 8,
+    deliveries: 40,
+    warmup: 20,
+    readSamples: 3,
+    relinkTimeoutS: 120,
+  },
 } satisfies Record<string, FleetScaleConfig>;
 
 type Json = Record<string, unknown>;
@@ -62,7 +82,11 @@ class Lead {
   private async session(): Promise<Client> {
     if (this.client) return this.client;
     const c = new Client({ name: "clankie-bench-fleet-scale", version: "0.0.0" });
-    await c.connect(new StreamableHTTPClientTransport(new URL(this.mcpUrl()), { requestInit: { headers: { authorization: `Bearer ${this.token}` } } }));
+    await c.connect(
+      new StreamableHTTPClientTransport(new URL(this.mcpUrl()), {
+        requestInit: { headers: { authorization: `Bearer ${this.token}` } },
+      }),
+    );
     this.client = c;
     return c;
   }
@@ -76,7 +100,9 @@ class Lead {
       throw Object.assign(new Error(`connect: ${(e as Error).message}`), { notSent: true });
     }
     try {
-      const res = await c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, { timeout: 60_000 });
+      const res = await c.callTool({ name, arguments: args, ...(meta ? { _meta: meta } : {}) }, undefined, {
+        timeout: 60_000,
+      });
       return (res.structuredContent ?? { outcome: res.isError ? "error" : "unknown" }) as Json;
     } catch (e) {
       this.drop();
@@ -95,7 +121,9 @@ async function pgSample(admin: postgres.Sql, db: string) {
   const [s] = await admin<{ xacts: string; writes: string }[]>`
     select xact_commit::text as xacts, (tup_inserted + tup_updated + tup_deleted)::text as writes
     from pg_stat_database where datname = ${db}`;
-  const pids = (await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${db}`).map((r) => r.pid);
+  const pids = (await admin<{ pid: number }[]>`select pid from pg_stat_activity where datname = ${db}`).map(
+    (r) => r.pid,
+  );
   const cpu = new Map<number, number>();
   for (const pid of pids) {
     try {
@@ -115,7 +143,11 @@ function backendCpuMs(a: Map<number, number>, b: Map<number, number>): number {
 }
 
 /** `onSize`: the result so far, after the baseline and after each size (a run cut short keeps what it measured). */
-export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) => void = () => {}, onSize: (partial: Json) => void = () => {}) {
+export async function runFleetScale(
+  cfg: FleetScaleConfig,
+  log: (line: string) => void = () => {},
+  onSize: (partial: Json) => void = () => {},
+) {
   const db = await createScratchDatabase();
   const dbName = new URL(db.url).pathname.slice(1);
   const stateDir = scratchDir("fleet-scale");
@@ -126,7 +158,10 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
   let controller: ClankieProcess | undefined;
   let lead: Lead | undefined;
   try {
-    controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--agent-port", "0", "--log-level", "error"], env);
+    controller = await spawnClankie(
+      ["controller", "--state-dir", stateDir, "--port", "0", "--agent-port", "0", "--log-level", "error"],
+      env,
+    );
     const ports = { port: new URL(controller.ready.url!).port, agent: new URL(controller.ready.agentUrl!).port };
     const token = (f: string) => readFileSync(join(stateDir, f), "utf8").trim();
     const ownerToken = token("owner.token");
@@ -170,13 +205,22 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       for (let round = 0; pending.length && round < 5; round++) {
         const ids = await tokens(pending.map(machineName));
         const byMachine = new Map(pending.map((i) => [machineName(i), i]));
-        const added = await Promise.all(sims.map((s, k) => s.add(controller!.ready.agentUrl!, ids.filter((id) => byMachine.get(id.machine)! % sims.length === k), cfg.seatsPerAgent)));
+        const added = await Promise.all(
+          sims.map((s, k) =>
+            s.add(
+              controller!.ready.agentUrl!,
+              ids.filter((id) => byMachine.get(id.machine)! % sims.length === k),
+              cfg.seatsPerAgent,
+            ),
+          ),
+        );
         const failed = added.flatMap((a) => a.failed);
         unlinkedAfterJoin += added.reduce((x, a) => x + a.unlinked.length, 0);
         for (const f of failed) joinRefusals[f.error.slice(0, 160)] = (joinRefusals[f.error.slice(0, 160)] ?? 0) + 1;
         pending = failed.map((f) => byMachine.get(f.machine)!);
       }
-      if (pending.length) throw new Error(`${pending.length} agents could not join after 5 tries: ${JSON.stringify(joinRefusals)}`);
+      if (pending.length)
+        throw new Error(`${pending.length} agents could not join after 5 tries: ${JSON.stringify(joinRefusals)}`);
       linked = n;
     };
     const seat0 = `${machineName(0)}/${simSeatName(0)}`;
@@ -223,7 +267,10 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       const pg1 = await pgSample(admin, dbName);
       const windowS = (pg1.at - pg0.at) / 1000;
       at.controller_idle_cpu_pct = round(((cpuMsOf(pid) - cpu0) / (windowS * 1000)) * 100, 2);
-      at.sim_cpu_pct = round(((sims.reduce((a, s) => a + cpuMsOf(s.child.pid!), 0) - sim0) / (windowS * 1000)) * 100, 1);
+      at.sim_cpu_pct = round(
+        ((sims.reduce((a, s) => a + cpuMsOf(s.child.pid!), 0) - sim0) / (windowS * 1000)) * 100,
+        1,
+      );
       at.pg_writes_per_s = round((pg1.writes - pg0.writes) / windowS, 1);
       at.pg_xacts_per_s = round((pg1.xacts - pg0.xacts) / windowS, 1);
       at.pg_cpu_pct = round((backendCpuMs(pg0.cpu, pg1.cpu) / (windowS * 1000)) * 100, 2);
@@ -236,12 +283,17 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       const listMs: number[] = [];
       for (let i = 0; i < cfg.readSamples; i++) {
         const t0 = performance.now();
-        const body = await leadOf.call("list_seats", {}).catch((e: Error) => ({ outcome: `error: ${e.message.slice(0, 120)}` }) as Json);
+        const body = await leadOf
+          .call("list_seats", {})
+          .catch((e: Error) => ({ outcome: `error: ${e.message.slice(0, 120)}` }) as Json);
         if (Array.isArray(body.seats)) listMs.push(performance.now() - t0);
         at.seats_listed = Array.isArray(body.seats) ? body.seats.length : body.outcome;
       }
       at.list_seats_ms = round(percentile(listMs, 50), 1);
-      at.watch_first_ms = round(percentile(await watchFirst(controller.ready.url!, ownerToken, cfg.readSamples), 50), 1);
+      at.watch_first_ms = round(
+        percentile(await watchFirst(controller.ready.url!, ownerToken, cfg.readSamples), 50),
+        1,
+      );
 
       log(`fleet_scale: n=${n} deliveries`);
       const d = await deliveryP50(cfg.warmup);
@@ -272,7 +324,11 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
           const deliveryId = randomUUID();
           let outcome: string;
           try {
-            const body = await leadOf.call("message_seat", { seat: `${machineName(m)}/${seat}`, message: `during restart ${i}` }, { [SEAT_CALL_META_KEY]: { deliveryId } });
+            const body = await leadOf.call(
+              "message_seat",
+              { seat: `${machineName(m)}/${seat}`, message: `during restart ${i}` },
+              { [SEAT_CALL_META_KEY]: { deliveryId } },
+            );
             outcome = String(body.outcome);
           } catch (e) {
             outcome = (e as { notSent?: boolean }).notSent ? "not_sent_no_session" : "transport_error";
@@ -289,7 +345,20 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       const tTerm = Date.now();
       await controller!.stop();
       const tDown = Date.now();
-      controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", ports.port, "--agent-port", ports.agent, "--log-level", "error"], env);
+      controller = await spawnClankie(
+        [
+          "controller",
+          "--state-dir",
+          stateDir,
+          "--port",
+          ports.port,
+          "--agent-port",
+          ports.agent,
+          "--log-level",
+          "error",
+        ],
+        env,
+      );
       const tReady = Date.now();
       const cpuAtReady = cpuMsOf(controller.child.pid!);
       const pgAtReady = await pgSample(admin, dbName);
@@ -316,7 +385,8 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
       const pgAtBack = await pgSample(admin, dbName);
       // Whether the controller was the bottleneck while the fleet came back: its CPU over that time.
       const relinkCpuPct = ((cpuMsOf(controller.child.pid!) - cpuAtReady) / Math.max(1, Date.now() - tReady)) * 100;
-      const relinkSimCpuPct = ((sims.reduce((a, s) => a + cpuMsOf(s.child.pid!), 0) - simAtReady) / Math.max(1, Date.now() - tReady)) * 100;
+      const relinkSimCpuPct =
+        ((sims.reduce((a, s) => a + cpuMsOf(s.child.pid!), 0) - simAtReady) / Math.max(1, Date.now() - tReady)) * 100;
       await sleep(1000);
       sending = false;
       await sender;
@@ -337,12 +407,21 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
         relink_p99_s: round(percentile(fromReady, 99), 2),
         relink_max_s: round(Math.max(...fromReady), 2),
         relink_not_back: missing.length,
-        relink_back_within_s: Object.fromEntries([5, 10, 30, 60, 120].map((t) => [t, fromReady.filter((x) => x <= t).length])),
+        relink_back_within_s: Object.fromEntries(
+          [5, 10, 30, 60, 120].map((t) => [t, fromReady.filter((x) => x <= t).length]),
+        ),
         relink_controller_cpu_pct: round(relinkCpuPct, 1),
         relink_listen_overflows: listenOverflows() - overflowsBefore,
         ...(stuck ? { relink_agent_port_sockets_at_timeout: stuck } : {}),
         relink_sim_cpu_pct: round(relinkSimCpuPct, 1),
-        relink_pg: { ...pgSeen, cpu_pct: round((backendCpuMs(pgAtReady.cpu, pgAtBack.cpu) / Math.max(1, pgAtBack.at - pgAtReady.at)) * 100, 1), xacts_per_s: round((pgAtBack.xacts - pgAtReady.xacts) / ((pgAtBack.at - pgAtReady.at) / 1000), 1) },
+        relink_pg: {
+          ...pgSeen,
+          cpu_pct: round(
+            (backendCpuMs(pgAtReady.cpu, pgAtBack.cpu) / Math.max(1, pgAtBack.at - pgAtReady.at)) * 100,
+            1,
+          ),
+          xacts_per_s: round((pgAtBack.xacts - pgAtReady.xacts) / ((pgAtBack.at - pgAtReady.at) / 1000), 1),
+        },
         // The restarted controller's own error log (--log-level error), its last lines.
         controller_errors_tail: controller!.stderr().slice(-1500),
         controller_stop_s: round((tDown - tTerm) / 1000, 2),
@@ -364,14 +443,20 @@ export async function runFleetScale(cfg: FleetScaleConfig, log: (line: string) =
 
 /** Opens the owner's Watch stream `samples` times; the ms until its first answer each time. */
 async function watchFirst(url: string, ownerToken: string, samples: number): Promise<number[]> {
-  const status = createClient(StatusService, createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }));
+  const status = createClient(
+    StatusService,
+    createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => ownerToken)] }),
+  );
   const out: number[] = [];
   for (let i = 0; i < samples; i++) {
     const abort = new AbortController();
     const t0 = performance.now();
     try {
       // Bounded: a controller that never answers leaves this figure empty (NaN), not the run hanging.
-      for await (const _first of status.watch(create(WatchRequestSchema, {}), { signal: abort.signal, timeoutMs: 60_000 })) {
+      for await (const _first of status.watch(create(WatchRequestSchema, {}), {
+        signal: abort.signal,
+        timeoutMs: 60_000,
+      })) {
         out.push(performance.now() - t0);
         break;
       }

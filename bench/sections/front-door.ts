@@ -182,7 +182,10 @@ function figures(calls: LeadCall[], samples: RssSample[], t: Marks): Record<stri
   const before = startedIn(t.before, t.attack);
   const during = startedIn(t.attack, t.end);
   const after = startedIn(t.end, Number.POSITIVE_INFINITY);
-  const rssBefore = percentile(samples.filter((s) => s.t >= t.before && s.t < t.attack).map((s) => s.mb), 50);
+  const rssBefore = percentile(
+    samples.filter((s) => s.t >= t.before && s.t < t.attack).map((s) => s.mb),
+    50,
+  );
   let peak: RssSample | undefined;
   for (const s of samples) if (s.t >= t.attack && (!peak || s.mb > peak.mb)) peak = s;
   const rssAfter = samples.at(-1)?.mb ?? Number.NaN;

@@ -59,16 +59,22 @@ async function tokensOnEveryReplica(c: HaCluster): Promise<{ valid: number; chec
         if (r.isError) throw new Error("list_seats isError");
         valid++;
       } catch (e) {
-        failures.push(`lead token of replica ${from.index + 1} on replica ${on.index + 1}: ${(e as Error).message.slice(0, 80)}`);
+        failures.push(
+          `lead token of replica ${from.index + 1} on replica ${on.index + 1}: ${(e as Error).message.slice(0, 80)}`,
+        );
       } finally {
         await l.client?.close().catch(() => {});
       }
       try {
         // Replica `from`'s owner token, on replica `on`.
-        await c.owner(from.index, on.url).status.listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 5_000 });
+        await c
+          .owner(from.index, on.url)
+          .status.listMachines(create(ListMachinesRequestSchema, {}), { timeoutMs: 5_000 });
         valid++;
       } catch (e) {
-        failures.push(`owner token of replica ${from.index + 1} on replica ${on.index + 1}: ${(e as Error).message.slice(0, 80)}`);
+        failures.push(
+          `owner token of replica ${from.index + 1} on replica ${on.index + 1}: ${(e as Error).message.slice(0, 80)}`,
+        );
       }
     }
   }
@@ -92,7 +98,9 @@ async function fairness(c: HaCluster, callsEach: number): Promise<Record<string,
           // The session is opened before the clock starts: the wait is the call's alone.
           l.client ??= await connectLead(url, l);
           const t = performance.now();
-          await l.client.callTool({ name: "message_seat", arguments: { seat, message: `fair ${i} ${k}` } }, undefined, { timeout: 60_000 });
+          await l.client.callTool({ name: "message_seat", arguments: { seat, message: `fair ${i} ${k}` } }, undefined, {
+            timeout: 60_000,
+          });
           waits.push(performance.now() - t);
         } catch {
           errors++;
@@ -103,11 +111,16 @@ async function fairness(c: HaCluster, callsEach: number): Promise<Record<string,
     }),
   );
   // Delivery order is the seat's own (the mailbox, in arrival order); admission order is the receipts' created_at.
-  const arrived = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes")).list("fair").entries.filter((e) => e.receivedAtMs >= since.getTime());
+  const arrived = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes"))
+    .list("fair")
+    .entries.filter((e) => e.receivedAtMs >= since.getTime());
   const admitted = new Map<string, number>();
   const ids = arrived.map((e) => e.deliveryId);
   for (let i = 0; i < ids.length; i += 500) {
-    for (const r of await c.journal<{ id: string; created_at: Date }[]>`select id, created_at from delivery_receipts where id in ${c.journal(ids.slice(i, i + 500))}`) admitted.set(r.id, r.created_at.getTime());
+    for (const r of await c.journal<
+      { id: string; created_at: Date }[]
+    >`select id, created_at from delivery_receipts where id in ${c.journal(ids.slice(i, i + 500))}`)
+      admitted.set(r.id, r.created_at.getTime());
   }
   // A turn is skipped when a delivery arrives after one admitted later than it.
   let skipped = 0;
@@ -119,7 +132,14 @@ async function fairness(c: HaCluster, callsEach: number): Promise<Record<string,
     latest = Math.max(latest, at);
   }
   const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
-  return { calls: waits.length, errors, mean_wait_ms: round(mean), max_wait_ms: round(Math.max(...waits)), max_over_mean: round(Math.max(...waits) / mean), skipped_turns: skipped };
+  return {
+    calls: waits.length,
+    errors,
+    mean_wait_ms: round(mean),
+    max_wait_ms: round(Math.max(...waits)),
+    max_over_mean: round(Math.max(...waits) / mean),
+    skipped_turns: skipped,
+  };
 }
 
 export async function runHighAvailability(cfg: HaConfig, log: (l: string) => void): Promise<Record<string, unknown>> {
@@ -132,10 +152,19 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
     const seats = MACHINES.flatMap((m) => SEATS.map((s) => `${m}/${s}`));
     const tokens = await tokensOnEveryReplica(c);
     const leads: Lead[] = [];
-    for (let i = 0; i < cfg.leads; i++) leads.push({ name: `bench-ha-${i}`, token: await c.issueLeadToken(`bench-ha-${i}`) });
+    for (let i = 0; i < cfg.leads; i++)
+      leads.push({ name: `bench-ha-${i}`, token: await c.issueLeadToken(`bench-ha-${i}`) });
     const t0 = performance.now();
     const now = () => performance.now() - t0;
-    const workload = startLeads(leads, { mcpUrl: c.mcpUrl, ops: Number.MAX_SAFE_INTEGER, replayEvery: 1_000_000, seatOf: (op) => seats[op % seats.length]!, record: (o) => history.push(o), t0, stopped: () => stop });
+    const workload = startLeads(leads, {
+      mcpUrl: c.mcpUrl,
+      ops: Number.MAX_SAFE_INTEGER,
+      replayEvery: 1_000_000,
+      seatOf: (op) => seats[op % seats.length]!,
+      record: (o) => history.push(o),
+      t0,
+      stopped: () => stop,
+    });
     let watching = true;
     const offline: string[] = [];
     const watch = (async () => {
@@ -165,8 +194,18 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
     // Two more leads call replica 2 itself (not through the balancer), so it has calls in flight when it stops.
     let pinnedStop = false;
     const pinnedLeads: Lead[] = [];
-    for (let i = 0; i < 2; i++) pinnedLeads.push({ name: `bench-ha-pinned-${i}`, token: await c.issueLeadToken(`bench-ha-pinned-${i}`) });
-    const pinned = startLeads(pinnedLeads, { mcpUrl: `${victim.url}/mcp`, ops: Number.MAX_SAFE_INTEGER, replayEvery: 1_000_000, seatOf: (op) => seats[op % seats.length]!, record: (o) => history.push(o), t0, stopped: () => pinnedStop, firstOp: 1_000_000_000 });
+    for (let i = 0; i < 2; i++)
+      pinnedLeads.push({ name: `bench-ha-pinned-${i}`, token: await c.issueLeadToken(`bench-ha-pinned-${i}`) });
+    const pinned = startLeads(pinnedLeads, {
+      mcpUrl: `${victim.url}/mcp`,
+      ops: Number.MAX_SAFE_INTEGER,
+      replayEvery: 1_000_000,
+      seatOf: (op) => seats[op % seats.length]!,
+      record: (o) => history.push(o),
+      t0,
+      stopped: () => pinnedStop,
+      firstOp: 1_000_000_000,
+    });
     await sleep(1_000);
     const pausedAt = new Date();
     victim.process.pause();
@@ -203,7 +242,9 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
       const l = leads.find((x) => x.name === o.lead)!;
       try {
         l.client ??= await connectLead(c.mcpUrl, l);
-        await l.client.callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, { timeout: 30_000 });
+        await l.client.callTool({ name: "reconcile_seat_call", arguments: { deliveryId: o.deliveryId } }, undefined, {
+          timeout: 30_000,
+        });
       } catch {
         l.client = undefined;
       }
@@ -217,7 +258,13 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
         for (const e of store.list(s).entries) {
           if (e.conversationId === "clankie-notice") continue;
           arrivals.push({ seat: `${m}/${s}`, deliveryId: e.deliveryId, atMs: e.receivedAtMs });
-          if (s !== "fair") records.push({ seat: `${m}/${s}`, deliveryId: e.deliveryId, conversationId: e.conversationId, text: e.text });
+          if (s !== "fair")
+            records.push({
+              seat: `${m}/${s}`,
+              deliveryId: e.deliveryId,
+              conversationId: e.conversationId,
+              text: e.text,
+            });
         }
       }
     }

@@ -62,12 +62,21 @@ export interface JournalLevel {
 let sent = 0;
 const message = () => `journal bench message ${++sent}`;
 
-export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling: CeilingRunner, journal: "postgres" | "pglite" = "postgres"): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
+export async function runJournal(
+  cfg: JournalConfig,
+  fleet: BenchFleet,
+  ceiling: CeilingRunner,
+  journal: "postgres" | "pglite" = "postgres",
+): Promise<{ levels: Record<string, JournalLevel>; refused: number }> {
   const levels: Record<string, JournalLevel> = {};
   let refused = 0;
   await fleet.openCallers(Math.max(...cfg.callers));
   // Warm both sides: JIT, connections, the agent's HTTP/2 session.
-  await loopFor(300, 2, async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, message(), c)).outcome === "delivered");
+  await loopFor(
+    300,
+    2,
+    async (c) => (await fleet.deliver(fleet.seatIds[c % fleet.seatIds.length]!, message(), c)).outcome === "delivered",
+  );
   await ceiling.run(2, 300);
   for (const callers of cfg.callers) {
     const roundMs = (cfg.secondsPerLevel * 1000) / cfg.rounds;
@@ -82,7 +91,13 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
     for (let r = 0; r < cfg.rounds; r++) {
       const c = await ceiling.run(callers, roundMs);
       raw = { ok: raw.ok + c.ok, ms: raw.ms + c.elapsedMs };
-      const before = { controller: cpuMsOf(ctlPid), agent: cpuMsOf(agentPid), database: journal === "postgres" ? postgresCpuMs() : 0, leads: process.cpuUsage(), box: boxCpuMs() };
+      const before = {
+        controller: cpuMsOf(ctlPid),
+        agent: cpuMsOf(agentPid),
+        database: journal === "postgres" ? postgresCpuMs() : 0,
+        leads: process.cpuUsage(),
+        box: boxCpuMs(),
+      };
       const f = await loopFor(roundMs, callers, async (caller) => {
         const d = await fleet.deliver(fleet.seatIds[caller % fleet.seatIds.length]!, message(), caller);
         if (d.outcome === "delivered") {
@@ -105,15 +120,24 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       cpu.stolen += box.stolen - before.box.stolen;
       const direct = fleet.deliverDirect;
       if (direct) {
-        const a = await loopFor(roundMs, callers, async (caller) => (await direct(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, message())).ok);
+        const a = await loopFor(
+          roundMs,
+          callers,
+          async (caller) => (await direct(fleet.seatIds[caller % fleet.seatIds.length]!.split("/")[1]!, message())).ok,
+        );
         agentOnly = { ok: agentOnly.ok + a.ok, ms: agentOnly.ms + a.elapsedMs };
       }
     }
     const delivered = full.ok / (full.ms / 1000);
     const ceil = raw.ok / (raw.ms / 1000);
     const perDelivery = (ms: number) => ms / Math.max(1, full.ok);
-    const boundOf = (cpuMs: number) => (journal === "postgres" && cpuMs > 0 ? round((availableParallelism() * 1000) / perDelivery(cpuMs) / ceil) : null);
-    levels[`c${callers}`] = { delivered_per_s: round(delivered, 1), ceiling_per_s: round(ceil, 1), ratio: round(delivered / ceil), agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
+    const boundOf = (cpuMs: number) =>
+      journal === "postgres" && cpuMs > 0 ? round((availableParallelism() * 1000) / perDelivery(cpuMs) / ceil) : null;
+    levels[`c${callers}`] = {
+      delivered_per_s: round(delivered, 1),
+      ceiling_per_s: round(ceil, 1),
+      ratio: round(delivered / ceil),
+      agent_only_per_s: agentOnly.ms ? round(agentOnly.ok / (agentOnly.ms / 1000), 1) : null,
       controller_cpu_ms_per_delivery: round(cpu.controller / Math.max(1, full.ok), 1),
       agent_cpu_ms_per_delivery: round(cpu.agent / Math.max(1, full.ok), 1),
       database_cpu_ms_per_delivery: journal === "postgres" ? round(cpu.database / Math.max(1, full.ok), 1) : null,
@@ -123,7 +147,10 @@ export async function runJournal(cfg: JournalConfig, fleet: BenchFleet, ceiling:
       cores: availableParallelism(),
       ratio_bound_without_controller: boundOf(cpu.agent + cpu.database + cpu.leads),
       ratio_bound_without_controller_or_leads: boundOf(cpu.agent + cpu.database),
-      delivered: full.ok, not_delivered: notDelivered, proof_age_ms: proofAges.length ? summarize(proofAges) : null };
+      delivered: full.ok,
+      not_delivered: notDelivered,
+      proof_age_ms: proofAges.length ? summarize(proofAges) : null,
+    };
   }
   return { levels, refused };
 }

@@ -30,14 +30,23 @@ export async function runMcp(cfg: McpConfig, databaseUrl: string | undefined) {
   try {
     await run(process.execPath, [CLI, "seat", "add", "mailbox", "inbox", "--state-dir", stateDir, "--json"], { env });
     client = new Client({ name: "clankie-bench-lead", version: "0.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(up.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${up.ready.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(up.ready.mcpUrl!), {
+        requestInit: { headers: { authorization: `Bearer ${up.ready.token}` } },
+      }),
+    );
     const times: number[] = [];
     const outcomes: Record<string, number> = {};
     for (let i = 0; i < cfg.warmup + cfg.n; i++) {
       const t0 = performance.now();
-      const res = await client.callTool({ name: "message_seat", arguments: { seat: "inbox", message: `mcp bench message ${i}` } });
+      const res = await client.callTool({
+        name: "message_seat",
+        arguments: { seat: "inbox", message: `mcp bench message ${i}` },
+      });
       const ms = performance.now() - t0;
-      const outcome = String((res.structuredContent as { outcome?: string } | undefined)?.outcome ?? (res.isError ? "error" : "unknown"));
+      const outcome = String(
+        (res.structuredContent as { outcome?: string } | undefined)?.outcome ?? (res.isError ? "error" : "unknown"),
+      );
       if (i < cfg.warmup) continue;
       outcomes[outcome] = (outcomes[outcome] ?? 0) + 1;
       if (outcome === "delivered") times.push(ms);

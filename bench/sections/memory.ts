@@ -15,7 +15,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import postgres from "postgres";
 import { AgentGatewayService, RegisterRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
-import { InputCapabilitiesSchema, SeatKind, SeatSchema, SeatStatus } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import {
+  InputCapabilitiesSchema,
+  SeatKind,
+  SeatSchema,
+  SeatStatus,
+} from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import { openDatabase } from "../../controller/db/open.js";
@@ -83,7 +88,10 @@ export async function runMemory(cfg: MemoryConfig, databaseUrl: string) {
   const bulkMs = await bulkInsert(databaseUrl, cfg.receipts);
   const stateDir = scratchDir("memory");
   const env = { ...process.env, DATABASE_URL: databaseUrl };
-  const controller = await spawnClankie(["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"], env);
+  const controller = await spawnClankie(
+    ["controller", "--state-dir", stateDir, "--port", "0", "--log-level", "error"],
+    env,
+  );
   let agent: ClankieProcess | undefined;
   let lead: Client | undefined;
   try {
@@ -93,17 +101,37 @@ export async function runMemory(cfg: MemoryConfig, databaseUrl: string) {
     const owner = ownerClient(url, readFileSync(join(stateDir, "owner.token"), "utf8").trim());
     const agentEnv: NodeJS.ProcessEnv = { ...process.env, CLANKIE_JOIN_TOKEN: await owner.enroll("memagent") };
     delete agentEnv.DATABASE_URL;
-    agent = await spawnClankie(["agent", "--controller", controller.ready.agentUrl!, "--state-dir", join(stateDir, "agent"), "--machine", "memagent", "--log-level", "error"], agentEnv);
+    agent = await spawnClankie(
+      [
+        "agent",
+        "--controller",
+        controller.ready.agentUrl!,
+        "--state-dir",
+        join(stateDir, "agent"),
+        "--machine",
+        "memagent",
+        "--log-level",
+        "error",
+      ],
+      agentEnv,
+    );
     await owner.addMailbox("memagent", "inbox");
     const agentIdle = await sampleRss(agent.child.pid!, cfg.settleSeconds * 1000);
 
     lead = new Client({ name: "clankie-bench-memory", version: "0.0.0" });
     const token = readFileSync(join(stateDir, "lead.token"), "utf8").trim();
-    await lead.connect(new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+    await lead.connect(
+      new StreamableHTTPClientTransport(new URL(controller.ready.mcpUrl!), {
+        requestInit: { headers: { authorization: `Bearer ${token}` } },
+      }),
+    );
     for (let i = 0; i < 3; i++) await lead.callTool({ name: "list_seats", arguments: {} });
     let delivered = 0;
     for (let i = 0; i < cfg.deliveries; i++) {
-      const res = await lead.callTool({ name: "message_seat", arguments: { seat: "memagent/inbox", message: `memory bench ${i}` } });
+      const res = await lead.callTool({
+        name: "message_seat",
+        arguments: { seat: "memagent/inbox", message: `memory bench ${i}` },
+      });
       if ((res.structuredContent as { outcome?: string } | undefined)?.outcome === "delivered") delivered++;
     }
     const ctl = await sampleRss(controller.child.pid!, cfg.settleSeconds * 1000);
@@ -113,8 +141,17 @@ export async function runMemory(cfg: MemoryConfig, databaseUrl: string) {
       agent_rss_mb: agentIdle.rss_mb,
       receipts: cfg.receipts,
       registered_seats: seats + 1,
-      controller: { at_start_rss_mb: startRss.rss_mb, after_work_rss_mb: ctl.rss_mb, max_sampled_rss_mb: ctl.max_rss_mb, peak_rss_mb: ctl.peak_rss_mb },
-      agent: { idle_rss_mb: agentIdle.rss_mb, idle_peak_rss_mb: agentIdle.peak_rss_mb, after_deliveries_rss_mb: agentAfter.rss_mb },
+      controller: {
+        at_start_rss_mb: startRss.rss_mb,
+        after_work_rss_mb: ctl.rss_mb,
+        max_sampled_rss_mb: ctl.max_rss_mb,
+        peak_rss_mb: ctl.peak_rss_mb,
+      },
+      agent: {
+        idle_rss_mb: agentIdle.rss_mb,
+        idle_peak_rss_mb: agentIdle.peak_rss_mb,
+        after_deliveries_rss_mb: agentAfter.rss_mb,
+      },
       deliveries: { asked: cfg.deliveries, delivered },
       bulk_insert_s: Math.round(bulkMs / 100) / 10,
       note: "controller_rss_mb_1m_receipts is the controller's peak RSS (VmHWM) over startup, registration of the seats and the deliveries; agent_rss_mb is an idle agent's current RSS (VmRSS).",

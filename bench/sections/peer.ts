@@ -44,10 +44,22 @@ interface PathRun {
 
 // Unique text per call: identical content to a seat with an unresolved receipt is fenced (ADR 0207).
 let sent = 0;
-const message = () => `Please run the tests and report. (bench message ${++sent}, about one line like a real lead writes)`;
+const message = () =>
+  `Please run the tests and report. (bench message ${++sent}, about one line like a real lead writes)`;
 
 function newRun(): PathRun {
-  return { agent: [], agentRpc: [], ssh: [], agentAfterSsh: [], agentAfterAgent: [], agentFailures: {}, sshFailures: 0, proofAges: [], refused: 0, sshProofAges: [] };
+  return {
+    agent: [],
+    agentRpc: [],
+    ssh: [],
+    agentAfterSsh: [],
+    agentAfterAgent: [],
+    agentFailures: {},
+    sshFailures: 0,
+    proofAges: [],
+    refused: 0,
+    sshProofAges: [],
+  };
 }
 
 function recordAgent(run: PathRun, r: DeliveryResult, afterSsh: boolean): void {
@@ -62,7 +74,13 @@ function recordAgent(run: PathRun, r: DeliveryResult, afterSsh: boolean): void {
   if (r.reason === "proof_stale") run.refused++;
 }
 
-async function alternate(n: number, run: PathRun | undefined, fleet: BenchFleet, seat: string, ssh: LegacySsh | undefined): Promise<void> {
+async function alternate(
+  n: number,
+  run: PathRun | undefined,
+  fleet: BenchFleet,
+  seat: string,
+  ssh: LegacySsh | undefined,
+): Promise<void> {
   let last = "";
   for (let i = 0; i < n; i++) {
     // Swap who goes first each iteration so neither path always runs on a warmer cache.
@@ -139,18 +157,31 @@ function pathFigures(run: PathRun, sshSkipped: string | undefined) {
     // The agent's half alone (Deliver straight to the agent, no receipt journal): transport vs transport.
     // Gone with the agent's port (reverse links, ADR 0021): the agent's half is no longer callable alone.
     agent_rpc_only: run.agentRpc.length ? summarize(run.agentRpc) : "skipped: agents listen on no port (reverse links)",
-    ratio_p50_rpc_only: typeof ssh === "string" || !run.agentRpc.length ? null : round(ssh.p50_ms / summarize(run.agentRpc).p50_ms),
+    ratio_p50_rpc_only:
+      typeof ssh === "string" || !run.agentRpc.length ? null : round(ssh.p50_ms / summarize(run.agentRpc).p50_ms),
     agent_failures: run.agentFailures,
     ssh_failures: run.sshFailures,
   };
 }
 
 export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningSshd | string) {
-  if (!fleet.routeAgentVia) throw new Error("skipped: the peer section needs PostgreSQL (the delay proxy is set through the controller_instances row)");
+  if (!fleet.routeAgentVia)
+    throw new Error(
+      "skipped: the peer section needs PostgreSQL (the delay proxy is set through the controller_instances row)",
+    );
   const route = fleet.routeAgentVia;
   const seat = fleet.seatIds[0]!;
   const sshSkipped = typeof sshd === "string" ? sshd : undefined;
-  const target = typeof sshd === "string" ? undefined : { host: "127.0.0.1", username: sshd.username, privateKey: sshd.privateKey, inbox: sshd.inbox, subjectPid: sshd.pid };
+  const target =
+    typeof sshd === "string"
+      ? undefined
+      : {
+          host: "127.0.0.1",
+          username: sshd.username,
+          privateKey: sshd.privateKey,
+          inbox: sshd.inbox,
+          subjectPid: sshd.pid,
+        };
 
   const direct = newRun();
   const ssh0 = target ? await connectLegacy({ ...target, port: (sshd as RunningSshd).port }) : undefined;
@@ -180,20 +211,30 @@ export async function runPeer(cfg: PeerConfig, fleet: BenchFleet, sshd: RunningS
   const tlsHandshake = await runTlsHandshake(fleet, Math.max(5, cfg.n));
   const loopback = pathFigures(direct, sshSkipped);
   const rtt50 = pathFigures(delayed, sshSkipped);
-  const sshAges = (run: PathRun) => (run.sshProofAges.length ? { ...summarize(run.sshProofAges), over_250ms: run.sshProofAges.filter((a) => a > 250).length } : sshSkipped ?? "no samples");
+  const sshAges = (run: PathRun) =>
+    run.sshProofAges.length
+      ? { ...summarize(run.sshProofAges), over_250ms: run.sshProofAges.filter((a) => a > 250).length }
+      : (sshSkipped ?? "no samples");
   return {
     peer: {
       ...loopback,
-      rtt50: { ...rtt50, added_rtt_ms: cfg.oneWayMs * 2, measured_rtt_p50_ms: rtt, agent_p50_minus_rtt_ms: round(rtt50.agent.p50_ms - rtt) },
+      rtt50: {
+        ...rtt50,
+        added_rtt_ms: cfg.oneWayMs * 2,
+        measured_rtt_p50_ms: rtt,
+        agent_p50_minus_rtt_ms: round(rtt50.agent.p50_ms - rtt),
+      },
       after_idle: {
         idle_ms: cfg.idleGapMs,
         agent: summarize(idle.agent),
         agent_failures: idle.agentFailures,
-        method: "agent deliveries on loopback (no delay proxy), one at a time, each after this long with nothing running: the idle spell half the 50 ms RTT calls come after",
+        method:
+          "agent deliveries on loopback (no delay proxy), one at a time, each after this long with nothing running: the idle spell half the 50 ms RTT calls come after",
       },
       ssh_server: typeof sshd === "string" ? sshd : sshd.version,
       tls_handshake: tlsHandshake,
-      method: "alternating iterations on one warm connection per path; agent path = MCP message_seat from this process → `clankie controller` process (admission statement, Deliver, settle statement) → `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
+      method:
+        "alternating iterations on one warm connection per path; agent path = MCP message_seat from this process → `clankie controller` process (admission statement, Deliver, settle statement) → `clankie agent` process; SSH path = 3 proof execs + 1 write exec on one ssh2 connection to OpenSSH sshd",
     },
     proof_age: {
       ...summarize(direct.proofAges),

@@ -14,12 +14,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LinuxProofProvider } from "../../node-agent/proofs/linux.js";
 import { provePane, type PaneProofRequest } from "../../node-agent/proofs/pane-proof.js";
-import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS, UNMEASURED_TRANSIT_BOUND_MS } from "../../node-agent/proofs/freshness.js";
+import {
+  judgeFreshness,
+  passGate,
+  sleep,
+  FRESHNESS_LIMIT_MS,
+  UNMEASURED_TRANSIT_BOUND_MS,
+} from "../../node-agent/proofs/freshness.js";
 import { LinkRoundTrips } from "../../node-agent/service/link-round-trips.js";
 import { systemMonotonicClock } from "../../node-agent/proofs/proof.js";
 import { TmuxPaneHost } from "../../node-agent/panes/tmux.js";
 import type { ProcessIdentity } from "../../node-agent/proofs/provider.js";
-
 
 export interface ProofsConfig {
   /** Iterations per measurement (≥ 1,000 for the published figures). */
@@ -59,9 +64,16 @@ export const DEFAULT_PROOFS_CONFIG: ProofsConfig = { n: 1_000, warmup: 50, autho
 
 function summarize(samples: number[]): Summary {
   const sorted = [...samples].sort((a, b) => a - b);
-  const at = (p: number) => sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1] ?? Number.NaN;
+  const at = (p: number) =>
+    sorted[Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length))) - 1] ?? Number.NaN;
   const r = (x: number) => Math.round(x * 100) / 100;
-  return { p50_ms: r(at(50)), p99_ms: r(at(99)), mean_ms: r(samples.reduce((a, b) => a + b, 0) / (samples.length || 1)), max_ms: r(sorted.at(-1) ?? Number.NaN), n: samples.length };
+  return {
+    p50_ms: r(at(50)),
+    p99_ms: r(at(99)),
+    mean_ms: r(samples.reduce((a, b) => a + b, 0) / (samples.length || 1)),
+    max_ms: r(sorted.at(-1) ?? Number.NaN),
+    n: samples.length,
+  };
 }
 
 /** Setup only (a session, the launch line): the measured queries go through the product's TmuxPaneHost. */
@@ -84,7 +96,14 @@ async function loopbackLink(): Promise<{ roundTrips: LinkRoundTrips; close: () =
   roundTrips.watch(server);
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const controller = spawn(process.execPath, ["-e", `const c=require("node:http2").connect(${JSON.stringify(url)});c.on("error",()=>process.exit(0));c.on("close",()=>process.exit(0))`], { stdio: "ignore" });
+  const controller = spawn(
+    process.execPath,
+    [
+      "-e",
+      `const c=require("node:http2").connect(${JSON.stringify(url)});c.on("error",()=>process.exit(0));c.on("close",()=>process.exit(0))`,
+    ],
+    { stdio: "ignore" },
+  );
   for (let i = 0; i < 200 && roundTrips.transitBoundMs() === UNMEASURED_TRANSIT_BOUND_MS; i++) await sleep(10);
   return {
     roundTrips,
@@ -109,8 +128,12 @@ async function identity(provider: LinuxProofProvider, pid: number): Promise<Proc
   return { pid, startTime: f.value.startTime };
 }
 
-export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: (line: string) => void = () => {}): Promise<ProofsResult> {
-  if (process.platform !== "linux") throw new Error(`the proofs section runs on Linux (real /proc and tmux); this is ${process.platform}`);
+export async function runProofs(
+  cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG,
+  log: (line: string) => void = () => {},
+): Promise<ProofsResult> {
+  if (process.platform !== "linux")
+    throw new Error(`the proofs section runs on Linux (real /proc and tmux); this is ${process.platform}`);
   const setup = new BenchTmux();
   const link = await loopbackLink();
   const host = new TmuxPaneHost({ socketName: setup.socket });
@@ -120,7 +143,20 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
   let socket: Socket | undefined;
   const launched: number[] = [];
   try {
-    const paneId = setup.tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", "bench", "-x", "160", "-y", "40", "exec /bin/sh -i");
+    const paneId = setup.tmux(
+      "new-session",
+      "-d",
+      "-P",
+      "-F",
+      "#{pane_id}",
+      "-s",
+      "bench",
+      "-x",
+      "160",
+      "-y",
+      "40",
+      "exec /bin/sh -i",
+    );
     const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
     const line = `CODEX_HOME=${q(home)} sh -c ${q(`node -e ${q(BACKEND_JS)} ${join(dir, "b.json")} & node -e ${q(TUI_JS)} ${join(dir, "t.json")}; wait`)}`;
     setup.tmux("send-keys", "-t", paneId, "-l", line);
@@ -143,7 +179,12 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
       order: "backend_first",
       harness: "codex",
       home,
-      connection: { localAddress: socket.localAddress!, localPort: socket.localPort!, remoteAddress: socket.remoteAddress!, remotePort: socket.remotePort! },
+      connection: {
+        localAddress: socket.localAddress!,
+        localPort: socket.localPort!,
+        remoteAddress: socket.remoteAddress!,
+        remotePort: socket.remotePort!,
+      },
     };
     const shell = await identity(provider, Number(setup.tmux("display-message", "-p", "-t", paneId, "#{pane_pid}")));
     const calls = {
@@ -156,9 +197,13 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
     };
     const first = await provePane({ host, provider, clock: systemMonotonicClock }, req);
     const failed = first.filter((p) => p.outcome !== "proven");
-    if (failed.length) throw new Error(`the bench pane does not prove: ${failed.map((p) => `${p.kind}: ${p.detail}`).join("; ")}`);
+    if (failed.length)
+      throw new Error(`the bench pane does not prove: ${failed.map((p) => `${p.kind}: ${p.detail}`).join("; ")}`);
 
-    const providerMs = Object.fromEntries(Object.keys(calls).map((k) => [k, [] as number[]])) as Record<keyof typeof calls, number[]>;
+    const providerMs = Object.fromEntries(Object.keys(calls).map((k) => [k, [] as number[]])) as Record<
+      keyof typeof calls,
+      number[]
+    >;
     for (const [name, call] of Object.entries(calls) as [keyof typeof calls, () => Promise<{ known: boolean }>][]) {
       for (let i = 0; i < cfg.warmup + cfg.n; i++) {
         const t0 = performance.now();
@@ -197,7 +242,11 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
         readers: [{ name: "pane", read: () => provePane({ host, provider, clock: systemMonotonicClock }, req) }],
       });
       const atWrite = judgeFreshness(systemMonotonicClock, gate.proofs, undefined);
-      const local = judgeFreshness(systemMonotonicClock, gate.proofs.filter((p) => p.kind !== "controller_authority"), undefined);
+      const local = judgeFreshness(
+        systemMonotonicClock,
+        gate.proofs.filter((p) => p.kind !== "controller_authority"),
+        undefined,
+      );
       const fullMs = performance.now() - arrivedAtMs;
       if (i < cfg.warmup) continue;
       paneMs.push(fullMs);
@@ -212,16 +261,23 @@ export async function runProofs(cfg: ProofsConfig = DEFAULT_PROOFS_CONFIG, log: 
     const GOAL_P99_MS = 25;
     return {
       platform: process.platform,
-      processes: execFileSync("ps", ["-e", "-o", "pid="], { encoding: "utf8" }).split("\n").filter((l) => l.trim()).length,
+      processes: execFileSync("ps", ["-e", "-o", "pid="], { encoding: "utf8" })
+        .split("\n")
+        .filter((l) => l.trim()).length,
       n: cfg.n,
-      provider_ms: Object.fromEntries(Object.entries(providerMs).map(([k, v]) => [k, summarize(v)])) as ProofsResult["provider_ms"],
+      provider_ms: Object.fromEntries(
+        Object.entries(providerMs).map(([k, v]) => [k, summarize(v)]),
+      ) as ProofsResult["provider_ms"],
       pane_host_ms: summarize(hostMs),
       pane_proof_ms: summarize(paneMs),
       proof_age_at_write_ms: age,
       local_proof_age_at_write_ms: summarize(localAges),
       authority_transit_bound_ms: summarize(transitBounds),
       refused,
-      goal: { proof_age_at_write_p99_ms: GOAL_P99_MS, met: age.n === cfg.n && age.p99_ms <= GOAL_P99_MS && age.p99_ms <= FRESHNESS_LIMIT_MS },
+      goal: {
+        proof_age_at_write_p99_ms: GOAL_P99_MS,
+        met: age.n === cfg.n && age.p99_ms <= GOAL_P99_MS && age.p99_ms <= FRESHNESS_LIMIT_MS,
+      },
     };
   } finally {
     link.close();

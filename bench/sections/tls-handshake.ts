@@ -17,14 +17,22 @@ import type { BenchFleet } from "../fleet.js";
 export async function runTlsHandshake(fleet: BenchFleet, n: number) {
   const dir = scratchDir("tls-identity");
   try {
-    const id = await joinFleet({ stateDir: dir, controllerUrl: fleet.agentEndpoint, token: await fleet.enroll("bench-tls"), agentVersion: "bench" });
+    const id = await joinFleet({
+      stateDir: dir,
+      controllerUrl: fleet.agentEndpoint,
+      token: await fleet.enroll("bench-tls"),
+      agentVersion: "bench",
+    });
     const tls = { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem };
     const heartbeat = create(HeartbeatRequestSchema, { machine: "bench-tls", instanceId: "bench" });
     const check = create(HealthCheckRequestSchema, { service: "" });
     // Own session managers, so every fresh connection is closed after its one call.
     const open = <S extends typeof AgentGatewayService | typeof Health>(svc: S, baseUrl: string, opts?: typeof tls) => {
       const sessions = new Http2SessionManager(baseUrl, undefined, opts);
-      return { client: createClient(svc, createGrpcTransport({ baseUrl, sessionManager: sessions })), close: () => sessions.abort() };
+      return {
+        client: createClient(svc, createGrpcTransport({ baseUrl, sessionManager: sessions })),
+        close: () => sessions.abort(),
+      };
     };
     const once = async <T>(c: { close(): void }, f: () => Promise<T>) => {
       try {
@@ -37,7 +45,12 @@ export async function runTlsHandshake(fleet: BenchFleet, n: number) {
     const warmPlain = open(Health, fleet.url).client;
     await warmTls.heartbeat(heartbeat);
     await warmPlain.check(check);
-    const s = { tlsWarm: [] as number[], tlsFresh: [] as number[], plainWarm: [] as number[], plainFresh: [] as number[] };
+    const s = {
+      tlsWarm: [] as number[],
+      tlsFresh: [] as number[],
+      plainWarm: [] as number[],
+      plainFresh: [] as number[],
+    };
     const time = async (into: number[], f: () => Promise<unknown>) => {
       const t0 = performance.now();
       await f();
@@ -57,7 +70,8 @@ export async function runTlsHandshake(fleet: BenchFleet, n: number) {
       mtls_fresh: summarize(s.tlsFresh),
       h2c_warm: summarize(s.plainWarm),
       h2c_fresh: summarize(s.plainFresh),
-      method: "one unary call per sample: Heartbeat on the agent port (TLS 1.3, ECDSA P-256 client certificate) vs Health.Check on the plaintext h2c port; warm = one reused HTTP/2 connection, fresh = a new connection (TCP + handshake + HTTP/2 SETTINGS) per call",
+      method:
+        "one unary call per sample: Heartbeat on the agent port (TLS 1.3, ECDSA P-256 client certificate) vs Health.Check on the plaintext h2c port; warm = one reused HTTP/2 connection, fresh = a new connection (TCP + handshake + HTTP/2 SETTINGS) per call",
     };
   } finally {
     removeScratch(dir);

@@ -27,10 +27,17 @@ export async function runUpMemory(cfg: UpMemoryConfig) {
     const atStart = rssOf(up.child.pid!);
     await run(process.execPath, [CLI, "seat", "add", "mailbox", "inbox", "--state-dir", stateDir, "--json"], { env });
     client = new Client({ name: "clankie-bench-up-memory", version: "0.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(new URL(up.ready.mcpUrl!), { requestInit: { headers: { authorization: `Bearer ${up.ready.token}` } } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(up.ready.mcpUrl!), {
+        requestInit: { headers: { authorization: `Bearer ${up.ready.token}` } },
+      }),
+    );
     let delivered = 0;
     for (let i = 0; i < cfg.deliveries; i++) {
-      const res = await client.callTool({ name: "message_seat", arguments: { seat: "inbox", message: `up memory bench ${i}` } });
+      const res = await client.callTool({
+        name: "message_seat",
+        arguments: { seat: "inbox", message: `up memory bench ${i}` },
+      });
       if ((res.structuredContent as { outcome?: string } | undefined)?.outcome === "delivered") delivered++;
     }
     const after = await sampleRss(up.child.pid!, cfg.settleSeconds * 1000);
@@ -39,7 +46,8 @@ export async function runUpMemory(cfg: UpMemoryConfig) {
       up_controller_peak_rss_mb: after.peak_rss_mb,
       up_controller_at_start_rss_mb: atStart.rss_mb,
       up_deliveries: { asked: cfg.deliveries, delivered },
-      up_note: "`clankie up` on its default embedded PGlite: the up process is the controller (the agent is its child); RSS after the deliveries (VmRSS), peak over its life (VmHWM)",
+      up_note:
+        "`clankie up` on its default embedded PGlite: the up process is the controller (the agent is its child); RSS after the deliveries (VmRSS), peak over its life (VmHWM)",
     };
   } finally {
     await client?.close().catch(() => {});

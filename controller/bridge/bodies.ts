@@ -15,12 +15,29 @@ export interface SeatCallIds {
 }
 
 function result(body: Record<string, unknown>, meta?: Record<string, unknown>): CallToolResult {
-  return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true, ...(meta ? { _meta: meta } : {}) };
+  return {
+    content: [{ type: "text", text: JSON.stringify(body) }],
+    structuredContent: body,
+    isError: true,
+    ...(meta ? { _meta: meta } : {}),
+  };
 }
 
 /** The call may have reached the controller and its answer was lost. */
-export function uncertainResult(tool: string, ids: SeatCallIds | undefined, reason: string, detail: string): CallToolResult {
-  if (!ids) return result({ schemaVersion: 1, outcome: "uncertain", tool, reason, detail: `${detail}; the answer was lost, so whether it ran is unknown` });
+export function uncertainResult(
+  tool: string,
+  ids: SeatCallIds | undefined,
+  reason: string,
+  detail: string,
+): CallToolResult {
+  if (!ids)
+    return result({
+      schemaVersion: 1,
+      outcome: "uncertain",
+      tool,
+      reason,
+      detail: `${detail}; the answer was lost, so whether it ran is unknown`,
+    });
   const body = {
     schemaVersion: 1,
     outcome: "uncertain",
@@ -35,8 +52,20 @@ export function uncertainResult(tool: string, ids: SeatCallIds | undefined, reas
 }
 
 /** The call provably never reached tool admission: nothing was dispatched. */
-export function notSentResult(tool: string, ids: SeatCallIds | undefined, reason: string, detail: string): CallToolResult {
-  const body: Record<string, unknown> = { schemaVersion: 1, outcome: "undelivered", tool, reason, detail: `${detail}; nothing was dispatched`, dispatched: false };
+export function notSentResult(
+  tool: string,
+  ids: SeatCallIds | undefined,
+  reason: string,
+  detail: string,
+): CallToolResult {
+  const body: Record<string, unknown> = {
+    schemaVersion: 1,
+    outcome: "undelivered",
+    tool,
+    reason,
+    detail: `${detail}; nothing was dispatched`,
+    dispatched: false,
+  };
   if (ids) body[ids.field] = ids.id;
   return result(body);
 }

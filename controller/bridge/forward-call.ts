@@ -20,7 +20,10 @@ import type { Generation, Generations } from "./generations.js";
 import { notSentResult, uncertainResult, type SeatCallIds } from "./bodies.js";
 
 /** Tools whose calls carry a bridge-minted id, by the field that names it. */
-export const SEAT_CALL_TOOLS: Record<string, SeatCallIds["field"]> = { message_seat: "deliveryId", hire_agent: "hireId" };
+export const SEAT_CALL_TOOLS: Record<string, SeatCallIds["field"]> = {
+  message_seat: "deliveryId",
+  hire_agent: "hireId",
+};
 
 /** Long enough for a delivery that waits its seat's turn (25 s) and its agent (20 s); past it the answer is lost. */
 export const CALL_TIMEOUT_MS = 10 * 60_000;
@@ -46,19 +49,41 @@ function explicitRefusal(body: string): { reason: string; message: string } | un
 /** Judges one attempt from what the wire showed, never from the SDK's exception text alone. */
 function judge(fate: PostFate | undefined, error: unknown): Verdict {
   if (error instanceof McpError && fate?.kind === "answered") return { kind: "mcp_error", error };
-  if (!fate) return { kind: "uncertain", reason: "result_lost", detail: `no answer came back: ${(error as Error)?.message ?? String(error)}` };
+  if (!fate)
+    return {
+      kind: "uncertain",
+      reason: "result_lost",
+      detail: `no answer came back: ${(error as Error)?.message ?? String(error)}`,
+    };
   switch (fate.kind) {
     case "answered":
-      return { kind: "uncertain", reason: "result_lost", detail: `the answer could not be read: ${(error as Error)?.message ?? String(error)}` };
+      return {
+        kind: "uncertain",
+        reason: "result_lost",
+        detail: `the answer could not be read: ${(error as Error)?.message ?? String(error)}`,
+      };
     case "refused":
-      return { kind: "not_sent", reason: "controller_unreachable", detail: `the controller refused the connection (${fate.detail})` };
+      return {
+        kind: "not_sent",
+        reason: "controller_unreachable",
+        detail: `the controller refused the connection (${fate.detail})`,
+      };
     case "lost":
       return { kind: "uncertain", reason: "result_lost", detail: fate.detail };
     case "rejected": {
       const refusal = explicitRefusal(fate.body);
-      if (!refusal) return { kind: "uncertain", reason: "result_lost", detail: `HTTP ${fate.status} without the controller's not-admitted marker` };
+      if (!refusal)
+        return {
+          kind: "uncertain",
+          reason: "result_lost",
+          detail: `HTTP ${fate.status} without the controller's not-admitted marker`,
+        };
       if (fate.status === 404 && refusal.reason === "unknown_session") return { kind: "unknown_session" };
-      return { kind: "not_sent", reason: refusal.reason, detail: `the controller refused the call before admission (HTTP ${fate.status}: ${refusal.message})` };
+      return {
+        kind: "not_sent",
+        reason: refusal.reason,
+        detail: `the controller refused the call before admission (HTTP ${fate.status}: ${refusal.message})`,
+      };
     }
   }
 }
@@ -71,21 +96,31 @@ export class CallForwarder {
     private readonly timeoutMs = CALL_TIMEOUT_MS,
   ) {}
 
-  async call(name: string, args: Record<string, unknown> | undefined, meta: Record<string, unknown> | undefined): Promise<CallToolResult> {
+  async call(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    meta: Record<string, unknown> | undefined,
+  ): Promise<CallToolResult> {
     const ids = this.mint(name, meta);
-    const seatMeta = ids ? { ...(meta?.[SEAT_CALL_META_KEY] as Record<string, unknown> | undefined), [ids.field]: ids.id } : undefined;
+    const seatMeta = ids
+      ? { ...(meta?.[SEAT_CALL_META_KEY] as Record<string, unknown> | undefined), [ids.field]: ids.id }
+      : undefined;
     for (let attempt = 1; ; attempt++) {
       let gen: Generation;
       try {
         gen = await this.gens.acquire();
       } catch (e) {
         if (e instanceof LeadTokenRejectedError) return notSentResult(name, ids, "unauthenticated", e.message);
-        const detail = e instanceof ControllerUnreachableError ? e.message : `could not open a session: ${(e as Error).message}`;
+        const detail =
+          e instanceof ControllerUnreachableError ? e.message : `could not open a session: ${(e as Error).message}`;
         return notSentResult(name, ids, "controller_unreachable", detail);
       }
       let verdict: Verdict;
       try {
-        verdict = await this.attempt(gen, name, args, { ...meta, ...(seatMeta ? { [SEAT_CALL_META_KEY]: seatMeta } : {}) });
+        verdict = await this.attempt(gen, name, args, {
+          ...meta,
+          ...(seatMeta ? { [SEAT_CALL_META_KEY]: seatMeta } : {}),
+        });
       } finally {
         this.gens.release(gen);
       }
@@ -97,15 +132,27 @@ export class CallForwarder {
         case "unknown_session":
           this.gens.retire(gen, "unknown_session before admission");
           if (attempt === 1) {
-            this.logger.info("the controller no longer knows the session; retrying once in a new session", { tool: name, id: ids?.id, generation: gen.n });
+            this.logger.info("the controller no longer knows the session; retrying once in a new session", {
+              tool: name,
+              id: ids?.id,
+              generation: gen.n,
+            });
             continue;
           }
-          return notSentResult(name, ids, "unknown_session", "the controller refused the call as an unknown session twice, both before admission");
+          return notSentResult(
+            name,
+            ids,
+            "unknown_session",
+            "the controller refused the call as an unknown session twice, both before admission",
+          );
         case "not_sent":
           if (verdict.reason === "controller_unreachable") {
             this.gens.retire(gen, verdict.detail, true);
             if (attempt === 1 && this.gens.urlCount > 1) {
-              this.logger.info("the replica refused the connection (nothing was sent); retrying once at the next replica", { tool: name, id: ids?.id, generation: gen.n });
+              this.logger.info(
+                "the replica refused the connection (nothing was sent); retrying once at the next replica",
+                { tool: name, id: ids?.id, generation: gen.n },
+              );
               continue;
             }
           }
@@ -118,7 +165,11 @@ export class CallForwarder {
         case "uncertain":
           // Its replica may be gone: the next call opens its session at the next one (this call is not replayed).
           this.gens.retire(gen, verdict.detail, true);
-          this.logger.warn("a call's answer was lost; it is not replayed", { tool: name, id: ids?.id, detail: verdict.detail });
+          this.logger.warn("a call's answer was lost; it is not replayed", {
+            tool: name,
+            id: ids?.id,
+            detail: verdict.detail,
+          });
           return uncertainResult(name, ids, verdict.reason, verdict.detail);
       }
     }
@@ -134,13 +185,25 @@ export class CallForwarder {
     return { tool: name, field, id: typeof given === "string" && given ? canonicalRef(given) : randomUUID() };
   }
 
-  private async attempt(gen: Generation, name: string, args: Record<string, unknown> | undefined, meta: Record<string, unknown>): Promise<Verdict> {
+  private async attempt(
+    gen: Generation,
+    name: string,
+    args: Record<string, unknown> | undefined,
+    meta: Record<string, unknown>,
+  ): Promise<Verdict> {
     const tag = randomUUID();
     const fate = this.watch.expect(tag);
     let seen: PostFate | undefined;
     void fate.then((f) => (seen = f));
     const sdk = gen.client
-      .request({ method: "tools/call", params: { name, ...(args ? { arguments: args } : {}), _meta: { ...meta, [ATTEMPT_META_KEY]: tag } } }, CallToolResultSchema, { timeout: this.timeoutMs })
+      .request(
+        {
+          method: "tools/call",
+          params: { name, ...(args ? { arguments: args } : {}), _meta: { ...meta, [ATTEMPT_META_KEY]: tag } },
+        },
+        CallToolResultSchema,
+        { timeout: this.timeoutMs },
+      )
       .then(
         (result) => ({ ok: true as const, result: result as CallToolResult }),
         (error: unknown) => ({ ok: false as const, error }),

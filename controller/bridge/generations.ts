@@ -109,8 +109,17 @@ export class Generations {
     gen.retired = true;
     if (this.current === gen) this.current = undefined;
     // Only if no other call has moved it already: two failures on one replica move it once.
-    const moved = moveOn && this.target.currentUrl() !== undefined && new URL(this.target.currentUrl()!).toString() === gen.url && this.target.failover();
-    this.logger.info("session retired; the next call opens a new one", { generation: gen.n, why, stillPending: gen.pending, ...(moved ? { next: this.target.currentUrl() } : {}) });
+    const moved =
+      moveOn &&
+      this.target.currentUrl() !== undefined &&
+      new URL(this.target.currentUrl()!).toString() === gen.url &&
+      this.target.failover();
+    this.logger.info("session retired; the next call opens a new one", {
+      generation: gen.n,
+      why,
+      stillPending: gen.pending,
+      ...(moved ? { next: this.target.currentUrl() } : {}),
+    });
     if (gen.pending === 0) this.closeGen(gen);
   }
 
@@ -145,7 +154,10 @@ export class Generations {
         if (httpStatus(e) === 401) throw new LeadTokenRejectedError(this.target.tokenRejected(401), e);
         if (untried > 0 && this.target.failover()) {
           untried--;
-          this.logger.info("a replica did not open a session; trying the next", { error: (e as Error).message, next: this.target.currentUrl() });
+          this.logger.info("a replica did not open a session; trying the next", {
+            error: (e as Error).message,
+            next: this.target.currentUrl(),
+          });
           continue;
         }
         // Read on every try: a controller may start (or die) while the bridge waits.
@@ -175,7 +187,12 @@ export class Generations {
       fetch: ca ? this.watch.fetchVia(fetchTrusting(ca)) : this.watch.fetch,
       requestInit: { headers: { authorization: `Bearer ${token}` } },
       // The bridge needs no server-initiated stream; each call is judged by its own answer.
-      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+      reconnectionOptions: {
+        maxRetries: 0,
+        initialReconnectionDelay: 1000,
+        maxReconnectionDelay: 1000,
+        reconnectionDelayGrowFactor: 1,
+      },
     });
     try {
       await client.connect(transport);
@@ -183,7 +200,14 @@ export class Generations {
       await client.close().catch(() => {});
       throw e;
     }
-    const gen: Generation = { n: ++this.count, client, sessionId: transport.sessionId, url: url.toString(), pending: 0, retired: false };
+    const gen: Generation = {
+      n: ++this.count,
+      client,
+      sessionId: transport.sessionId,
+      url: url.toString(),
+      pending: 0,
+      retired: false,
+    };
     this.logger.info("session opened", { generation: gen.n, url: url.toString() });
     return gen;
   }

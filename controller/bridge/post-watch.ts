@@ -44,7 +44,11 @@ function describe(e: unknown): string {
 function taggedCall(body: unknown): { attempt: string; requestId: string | number } | undefined {
   if (typeof body !== "string" || !body.includes(ATTEMPT_META_KEY)) return undefined;
   try {
-    const msg = JSON.parse(body) as { method?: string; id?: string | number; params?: { _meta?: Record<string, unknown> } };
+    const msg = JSON.parse(body) as {
+      method?: string;
+      id?: string | number;
+      params?: { _meta?: Record<string, unknown> };
+    };
     const attempt = msg.params?._meta?.[ATTEMPT_META_KEY];
     if (msg.method !== "tools/call" || typeof attempt !== "string" || msg.id === undefined) return undefined;
     return { attempt, requestId: msg.id };
@@ -54,7 +58,8 @@ function taggedCall(body: unknown): { attempt: string; requestId: string | numbe
 }
 
 function isResponseTo(data: unknown, id: string | number): boolean {
-  const one = (m: unknown) => typeof m === "object" && m !== null && (m as { id?: unknown }).id === id && ("result" in m || "error" in m);
+  const one = (m: unknown) =>
+    typeof m === "object" && m !== null && (m as { id?: unknown }).id === id && ("result" in m || "error" in m);
   return Array.isArray(data) ? data.some(one) : one(data);
 }
 
@@ -71,14 +76,19 @@ export class PostWatch {
   }
 
   /** A fetch for StreamableHTTPClientTransport, over the global fetch. */
-  readonly fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> => this.watched(globalThis.fetch, input, init);
+  readonly fetch = (input: string | URL | Request, init?: RequestInit): Promise<Response> =>
+    this.watched(globalThis.fetch, input, init);
 
   /** The same, over BASE (e.g. one that trusts the fleet CA off loopback). */
   fetchVia(base: typeof fetch): typeof fetch {
     return ((input: string | URL | Request, init?: RequestInit) => this.watched(base, input, init)) as typeof fetch;
   }
 
-  private readonly watched = async (fetch: typeof globalThis.fetch, input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  private readonly watched = async (
+    fetch: typeof globalThis.fetch,
+    input: string | URL | Request,
+    init?: RequestInit,
+  ): Promise<Response> => {
     const tag = taggedCall(init?.body);
     const resolve = tag && this.waiting.get(tag.attempt);
     if (!tag || !resolve) return fetch(input, init);
@@ -88,7 +98,11 @@ export class PostWatch {
     try {
       res = await fetch(input, init);
     } catch (e) {
-      w.settle(errorCode(e) === "ECONNREFUSED" ? { kind: "refused", detail: describe(e) } : { kind: "lost", detail: `the request failed on the way: ${describe(e)}` });
+      w.settle(
+        errorCode(e) === "ECONNREFUSED"
+          ? { kind: "refused", detail: describe(e) }
+          : { kind: "lost", detail: `the request failed on the way: ${describe(e)}` },
+      );
       throw e;
     }
     if (!res.ok) {
@@ -109,7 +123,12 @@ export class PostWatch {
         .clone()
         .json()
         .then(
-          (data) => w.settle(isResponseTo(data, w.requestId) ? { kind: "answered" } : { kind: "lost", detail: "the answer did not carry this call's result" }),
+          (data) =>
+            w.settle(
+              isResponseTo(data, w.requestId)
+                ? { kind: "answered" }
+                : { kind: "lost", detail: "the answer did not carry this call's result" },
+            ),
           (e) => w.settle({ kind: "lost", detail: `the answer broke off: ${describe(e)}` }),
         );
       return res;
@@ -124,7 +143,10 @@ export class PostWatch {
   };
 
   private async readStream(stream: ReadableStream<Uint8Array>, w: Watcher): Promise<void> {
-    const reader = stream.pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>).pipeThrough(new EventSourceParserStream()).getReader();
+    const reader = stream
+      .pipeThrough(new TextDecoderStream() as unknown as ReadableWritablePair<string, Uint8Array>)
+      .pipeThrough(new EventSourceParserStream())
+      .getReader();
     try {
       for (;;) {
         const { value, done } = await reader.read();

@@ -5,7 +5,12 @@
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, ListToolsResultSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
+import {
+  CallToolRequestSchema,
+  ListToolsRequestSchema,
+  ListToolsResultSchema,
+  McpError,
+} from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../shared/logger.js";
 import { bridgeTarget, type BridgeFlags } from "./target.js";
 import { PostWatch } from "./post-watch.js";
@@ -43,7 +48,9 @@ export async function serveBridge(flags: BridgeFlags, logger: Logger, version: s
       }
     }
   });
-  server.setRequestHandler(CallToolRequestSchema, async (req) => forwarder.call(req.params.name, req.params.arguments, req.params._meta));
+  server.setRequestHandler(CallToolRequestSchema, async (req) =>
+    forwarder.call(req.params.name, req.params.arguments, req.params._meta),
+  );
 
   // Open the first session now, so the harness's first tools/list does not wait for it.
   void gens

@@ -100,7 +100,10 @@ async function mintFirstToken(f: BridgeFlags, conversationId: string): Promise<v
  */
 /** `--url` values as given: each may list several URLs separated by commas. */
 export function parseUrls(values: string[] | undefined): string[] | undefined {
-  const urls = (values ?? []).flatMap((v) => v.split(",")).map((u) => u.trim()).filter(Boolean);
+  const urls = (values ?? [])
+    .flatMap((v) => v.split(","))
+    .map((u) => u.trim())
+    .filter(Boolean);
   return urls.length ? [...new Set(urls)] : undefined;
 }
 
@@ -130,7 +133,11 @@ export async function bridgeTarget(f: BridgeFlags): Promise<BridgeTarget> {
     },
     resolve() {
       const raw = urls?.[at] ?? readControllerRecord(f.stateDir)?.mcpUrl;
-      if (!raw) throw new FleetError(ErrorCode.AgentUnreachable, `no controller is running for ${f.stateDir} (no controller.json); start clankie up or pass --url`);
+      if (!raw)
+        throw new FleetError(
+          ErrorCode.AgentUnreachable,
+          `no controller is running for ${f.stateDir} (no controller.json); start clankie up or pass --url`,
+        );
       const url = new URL(raw);
       // Off loopback the controller listens with TLS under the fleet CA it wrote beside its state (as the owner tools trust it).
       const caFile = join(f.stateDir, FLEET_CA_FILE);

@@ -9,7 +9,9 @@ export function registerClaudeCommands(program: Command, action: FleetAction): v
   const claude = program.command("claude").description("owner: Claude Code integration");
   claude
     .command("install-plugin")
-    .description("install the clankie-worker plugin (Clankie's seat channel and hooks) from the clankie marketplace shipped with Clankie, with Claude Code's own `claude plugin` commands")
+    .description(
+      "install the clankie-worker plugin (Clankie's seat channel and hooks) from the clankie marketplace shipped with Clankie, with Claude Code's own `claude plugin` commands",
+    )
     .option("--config-dir <dir>", "the CLAUDE_CONFIG_DIR to install into (default: Claude's own, ~/.claude)")
     .option("--claude-bin <path>", "the claude binary (default: claude on PATH)")
     .action(

@@ -19,9 +19,17 @@ const run = promisify(execFile);
 /** The shipped marketplace folder (dist/integrations/claude in a build). */
 export const claudeMarketplaceDir = () => installedFile("integrations/claude");
 
-export async function installClaudePlugin(o: { configDir?: string | undefined; claudeBin?: string | undefined; env: NodeJS.ProcessEnv; out: OutputOptions }): Promise<void> {
+export async function installClaudePlugin(o: {
+  configDir?: string | undefined;
+  claudeBin?: string | undefined;
+  env: NodeJS.ProcessEnv;
+  out: OutputOptions;
+}): Promise<void> {
   const marketplace = claudeMarketplaceDir();
-  if (!existsSync(resolve(marketplace, ".claude-plugin/marketplace.json"))) throw new Error(`the clankie marketplace is missing at ${marketplace}: rebuild Clankie (npm run build copies integrations/)`);
+  if (!existsSync(resolve(marketplace, ".claude-plugin/marketplace.json")))
+    throw new Error(
+      `the clankie marketplace is missing at ${marketplace}: rebuild Clankie (npm run build copies integrations/)`,
+    );
   const env = { ...o.env, ...(o.configDir ? { CLAUDE_CONFIG_DIR: resolve(o.configDir) } : {}) };
   const claude = o.claudeBin ?? "claude";
   const step = async (args: string[]) => {
@@ -30,13 +38,20 @@ export async function installClaudePlugin(o: { configDir?: string | undefined; c
       return (await run(claude, args, { env, timeout: 120_000 })).stdout.trim();
     } catch (e) {
       const err = e as { code?: string; stderr?: string; stdout?: string; message: string };
-      if (err.code === "ENOENT") throw new InvalidArgumentError(`Claude Code is not installed here (no ${claude} on PATH): install it, or pass --claude-bin`);
+      if (err.code === "ENOENT")
+        throw new InvalidArgumentError(
+          `Claude Code is not installed here (no ${claude} on PATH): install it, or pass --claude-bin`,
+        );
       throw new Error(`\`claude ${args.join(" ")}\` failed: ${(err.stderr || err.stdout || err.message).trim()}`);
     }
   };
   const added = await step(["plugin", "marketplace", "add", marketplace]);
   const installed = await step(["plugin", "install", CLAUDE_PLUGIN]);
   emit(o.out, { plugin: CLAUDE_PLUGIN, marketplace, configDir: env.CLAUDE_CONFIG_DIR ?? null, installed: true }, () =>
-    [added, installed, `Hires now launch Claude with --channels plugin:${CLAUDE_PLUGIN}. Claude takes it only when the plugin is on its channel allowlist; otherwise a hire answers not_ready (channel_plugin_not_allowed): see docs/hire-agent.md.`].join("\n"),
+    [
+      added,
+      installed,
+      `Hires now launch Claude with --channels plugin:${CLAUDE_PLUGIN}. Claude takes it only when the plugin is on its channel allowlist; otherwise a hire answers not_ready (channel_plugin_not_allowed): see docs/hire-agent.md.`,
+    ].join("\n"),
   );
 }

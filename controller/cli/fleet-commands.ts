@@ -14,10 +14,14 @@ export interface FleetCtx {
 }
 
 /** Wraps a command's body (main.ts: typed errors and exit codes). */
-export type FleetAction = <A extends unknown[]>(body: (ctx: FleetCtx, ...args: A) => Promise<number | void>) => Parameters<Command["action"]>[0];
+export type FleetAction = <A extends unknown[]>(
+  body: (ctx: FleetCtx, ...args: A) => Promise<number | void>,
+) => Parameters<Command["action"]>[0];
 
 export function registerFleetCommands(program: Command, action: FleetAction): void {
-  const fleet = program.command("fleet").description("owner: the fleet's machine identities (join tokens, certificates) and deploying agents over SSH");
+  const fleet = program
+    .command("fleet")
+    .description("owner: the fleet's machine identities (join tokens, certificates) and deploying agents over SSH");
   const fleetFlags = (ctx: FleetCtx, o: Partial<Omit<FleetFlags, "stateDir" | "controller">>): FleetFlags => ({
     stateDir: ctx.stateDir,
     controller: ctx.controller,
@@ -90,13 +94,34 @@ export function registerFleetCommands(program: Command, action: FleetAction): vo
     .option("--accept-new", "trust an unknown host key on first contact (then pinned)")
     .option("--rollback", "go back to the previous agent version on the target")
     .option("--known-hosts <file>", "the known_hosts file to check and pin host keys in")
-    .option("--remote-dir <dir>", "where the agent is installed on the target (default ~/.clankie-agent; on Windows %LOCALAPPDATA%\\clankie-agent)")
+    .option(
+      "--remote-dir <dir>",
+      "where the agent is installed on the target (default ~/.clankie-agent; on Windows %LOCALAPPDATA%\\clankie-agent)",
+    )
     .option("--controller-agent-url <url>", "the agent URL the target dials, when it differs from the controller's own")
-    .addHelpText("after", "\nThe service follows the target's OS: a systemd user unit on Linux (a supervisor script without a user systemd), a launchd LaunchAgent on macOS, a Scheduled Task at the user's logon on Windows (deploy/README.md says what has run where).\nProgress is printed one step at a time (on stderr with --json, whose report is the one stdout line).")
+    .addHelpText(
+      "after",
+      "\nThe service follows the target's OS: a systemd user unit on Linux (a supervisor script without a user systemd), a launchd LaunchAgent on macOS, a Scheduled Task at the user's logon on Windows (deploy/README.md says what has run where).\nProgress is printed one step at a time (on stderr with --json, whose report is the one stdout line).",
+    )
     .action(
-      action(async (ctx, target: string, o: { machine: string; identity?: string; port?: string; acceptNew?: boolean; rollback?: boolean; knownHosts?: string; remoteDir?: string; controllerAgentUrl?: string }) => {
-        const { fleetCommand } = await import("./fleet.js");
-        return fleetCommand(["deploy", target], fleetFlags(ctx, { ...o, agentUrl: o.controllerAgentUrl }), ctx.out);
-      }),
+      action(
+        async (
+          ctx,
+          target: string,
+          o: {
+            machine: string;
+            identity?: string;
+            port?: string;
+            acceptNew?: boolean;
+            rollback?: boolean;
+            knownHosts?: string;
+            remoteDir?: string;
+            controllerAgentUrl?: string;
+          },
+        ) => {
+          const { fleetCommand } = await import("./fleet.js");
+          return fleetCommand(["deploy", target], fleetFlags(ctx, { ...o, agentUrl: o.controllerAgentUrl }), ctx.out);
+        },
+      ),
     );
 }

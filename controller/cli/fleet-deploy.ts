@@ -25,13 +25,24 @@ function defaultIdentity(): string {
 }
 
 export async function fleetDeploy(targetText: string | undefined, f: FleetFlags, out: OutputOptions): Promise<number> {
-  if (!targetText || !f.machine) throw new InvalidArgumentError("usage: clankie fleet deploy SSH_TARGET --machine NAME [--identity FILE] [--port P] [--accept-new] [--rollback]");
-  if (!isValidName(f.machine)) throw new InvalidArgumentError(`machine name ${quoteInput(f.machine)} must be 1-64 letters, digits, '.', '-' or '_'`);
+  if (!targetText || !f.machine)
+    throw new InvalidArgumentError(
+      "usage: clankie fleet deploy SSH_TARGET --machine NAME [--identity FILE] [--port P] [--accept-new] [--rollback]",
+    );
+  if (!isValidName(f.machine))
+    throw new InvalidArgumentError(
+      `machine name ${quoteInput(f.machine)} must be 1-64 letters, digits, '.', '-' or '_'`,
+    );
   const port = f.port === undefined ? undefined : Number(f.port);
-  if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536)) throw new InvalidArgumentError(`--port must be 1-65535, got ${f.port}`);
+  if (port !== undefined && !(Number.isInteger(port) && port > 0 && port < 65536))
+    throw new InvalidArgumentError(`--port must be 1-65535, got ${f.port}`);
   const { fleet } = ownerClients(f.stateDir, f.controller);
   const agentUrl = f.agentUrl ?? readControllerRecord(f.stateDir)?.agentUrl;
-  if (!agentUrl) throw new FleetError(ErrorCode.InvalidArgument, "the controller's agent URL is unknown: pass --controller-agent-url https://HOST:PORT (an address the target can reach)");
+  if (!agentUrl)
+    throw new FleetError(
+      ErrorCode.InvalidArgument,
+      "the controller's agent URL is unknown: pass --controller-agent-url https://HOST:PORT (an address the target can reach)",
+    );
   const machine = f.machine;
   const log = (line: string) => (out.json ? process.stderr : process.stdout).write(line + "\n");
   const report = await deploy({
@@ -49,7 +60,11 @@ export async function fleetDeploy(targetText: string | undefined, f: FleetFlags,
       for (;;) {
         const m = (await fleet.listFleet(create(ListFleetRequestSchema, {}))).machines.find((x) => x.name === machine);
         if (m?.status === "online" && Number(m.lastSeenUnixMs) >= since) return { agentVersion: m.agentVersion };
-        if (Date.now() > deadline) throw new FleetError(ErrorCode.AgentUnreachable, `${machine} did not come online within ${ONLINE_TIMEOUT_MS / 1000} s (status ${m?.status ?? "unknown"}); see the agent's log on the target (systemd: journalctl --user -u clankie-agent; supervisor: agent.log, macOS: agent.err.log, in the install directory; Windows: the task runs only while the user is logged on)`);
+        if (Date.now() > deadline)
+          throw new FleetError(
+            ErrorCode.AgentUnreachable,
+            `${machine} did not come online within ${ONLINE_TIMEOUT_MS / 1000} s (status ${m?.status ?? "unknown"}); see the agent's log on the target (systemd: journalctl --user -u clankie-agent; supervisor: agent.log, macOS: agent.err.log, in the install directory; Windows: the task runs only while the user is logged on)`,
+          );
         await new Promise((r) => setTimeout(r, 250));
       }
     },
@@ -58,6 +73,11 @@ export async function fleetDeploy(targetText: string | undefined, f: FleetFlags,
       else log(`[${i}/${total}] ${text}: ${status === "ok" ? "ok" : "FAILED"}${detail ? ` (${detail})` : ""}`);
     },
   });
-  emit(out, report, () => `${report.machine} on ${report.host}: release ${report.release}${report.previous ? ` (previous ${report.previous})` : ""}, identity ${report.identityKept ? "kept" : "new"}, service ${report.service}, agent ${report.agentVersion}`);
+  emit(
+    out,
+    report,
+    () =>
+      `${report.machine} on ${report.host}: release ${report.release}${report.previous ? ` (previous ${report.previous})` : ""}, identity ${report.identityKept ? "kept" : "new"}, service ${report.service}, agent ${report.agentVersion}`,
+  );
   return 0;
 }

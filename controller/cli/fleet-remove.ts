@@ -45,9 +45,12 @@ export async function fleetRemove(name: string | undefined, f: FleetFlags, out: 
   }
   const res = await fleet.removeMachine(create(RemoveMachineRequestSchema, { machine: name }));
   const seats = res.seatIds.length ? `: ${res.seatIds.map(visibleInline).join(", ")}` : "";
-  emit(out, { machine: res.machine, was: res.was, seatIds: res.seatIds, connectionsCut: res.connectionsCut }, () =>
-    `${visibleInline(res.machine)} removed (it was ${res.was}), with ${res.seatIds.length} seat(s)${seats}; ` +
-    "its receipts stay (clankie receipts list)",
+  emit(
+    out,
+    { machine: res.machine, was: res.was, seatIds: res.seatIds, connectionsCut: res.connectionsCut },
+    () =>
+      `${visibleInline(res.machine)} removed (it was ${res.was}), with ${res.seatIds.length} seat(s)${seats}; ` +
+      "its receipts stay (clankie receipts list)",
   );
   return 0;
 }

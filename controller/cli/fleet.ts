@@ -1,6 +1,10 @@
 /** `clankie fleet enroll|list|revoke|remove|deploy`: the owner's view of the fleet's identities. */
 import { create } from "@bufbuild/protobuf";
-import { IssueJoinTokenRequestSchema, ListFleetRequestSchema, RevokeMachineRequestSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
+import {
+  IssueJoinTokenRequestSchema,
+  ListFleetRequestSchema,
+  RevokeMachineRequestSchema,
+} from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
@@ -35,18 +39,23 @@ export async function fleetCommand(args: string[], f: FleetFlags, out: OutputOpt
   switch (sub) {
     case "enroll": {
       if (!name) throw new InvalidArgumentError("usage: clankie fleet enroll NAME [--ttl 15m]");
-      const res = await fleet.issueJoinToken(create(IssueJoinTokenRequestSchema, { machine: name, ttlMs: f.ttl ? BigInt(parseDuration(f.ttl)) : 0n }));
+      const res = await fleet.issueJoinToken(
+        create(IssueJoinTokenRequestSchema, { machine: name, ttlMs: f.ttl ? BigInt(parseDuration(f.ttl)) : 0n }),
+      );
       const expiresAt = new Date(Number(res.expiresUnixMs)).toISOString();
       // Every live replica's URL (an older controller names only its own): the agent tries each.
       const agentUrls = res.replicaAgentUrls.length ? res.replicaAgentUrls : [res.agentUrl];
-      emit(out, { machine: res.machine, token: res.token, expiresAt, agentUrl: res.agentUrl, agentUrls, fleetId: res.fleetId }, () =>
-        [
-          `join token for ${res.machine} (single use, expires ${expiresAt}):`,
-          `  ${res.token}`,
-          "",
-          "On that machine:",
-          `  clankie agent --controller ${agentUrls.join(",")} --join -     (paste the token on stdin)`,
-        ].join("\n"),
+      emit(
+        out,
+        { machine: res.machine, token: res.token, expiresAt, agentUrl: res.agentUrl, agentUrls, fleetId: res.fleetId },
+        () =>
+          [
+            `join token for ${res.machine} (single use, expires ${expiresAt}):`,
+            `  ${res.token}`,
+            "",
+            "On that machine:",
+            `  clankie agent --controller ${agentUrls.join(",")} --join -     (paste the token on stdin)`,
+          ].join("\n"),
       );
       return 0;
     }
@@ -60,13 +69,24 @@ export async function fleetCommand(args: string[], f: FleetFlags, out: OutputOpt
         certExpires: new Date(Number(m.certificateNotAfterUnixMs)).toISOString(),
         lastSeen: m.lastSeenUnixMs ? new Date(Number(m.lastSeenUnixMs)).toISOString() : "",
       }));
-      emit(out, { fleetId: res.fleetId, machines: rows }, () => table(rows, ["machine", "status", "agentVersion", "platform", "certExpires", "lastSeen"], "no machines yet: add one with `clankie fleet deploy USER@HOST --machine NAME`, or `clankie fleet enroll NAME` and `clankie agent --join -` on it"));
+      emit(out, { fleetId: res.fleetId, machines: rows }, () =>
+        table(
+          rows,
+          ["machine", "status", "agentVersion", "platform", "certExpires", "lastSeen"],
+          "no machines yet: add one with `clankie fleet deploy USER@HOST --machine NAME`, or `clankie fleet enroll NAME` and `clankie agent --join -` on it",
+        ),
+      );
       return 0;
     }
     case "revoke": {
       if (!name) throw new InvalidArgumentError("usage: clankie fleet revoke NAME");
       const res = await fleet.revokeMachine(create(RevokeMachineRequestSchema, { machine: name }));
-      emit(out, { machine: name, revokedCertificates: res.revokedCertificates, connectionsCut: res.connectionsCut }, () => `${name} revoked: ${res.revokedCertificates} certificate(s), ${res.connectionsCut} live connection(s) cut here; other replicas cut theirs within seconds`);
+      emit(
+        out,
+        { machine: name, revokedCertificates: res.revokedCertificates, connectionsCut: res.connectionsCut },
+        () =>
+          `${name} revoked: ${res.revokedCertificates} certificate(s), ${res.connectionsCut} live connection(s) cut here; other replicas cut theirs within seconds`,
+      );
       return 0;
     }
     default:

@@ -20,7 +20,8 @@ export interface FrontDoorFlags {
 function positiveInt(flag: string): (v: string) => number {
   return (v) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 1) throw new Error(`${flag} takes a whole number of at least 1, got ${JSON.stringify(v.slice(0, 100))}`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new Error(`${flag} takes a whole number of at least 1, got ${JSON.stringify(v.slice(0, 100))}`);
     return n;
   };
 }
@@ -29,21 +30,45 @@ export function addFrontDoorOptions(cmd: Command): Command {
   const L = DEFAULT_LISTENER_LIMITS;
   const U = DEFAULT_UNAUTHENTICATED_LIMITS;
   const options: [string, string, number][] = [
-    ["--max-connections <n>", "open connections in all; when full, one that never sent a complete request gives way", L.maxConnections],
+    [
+      "--max-connections <n>",
+      "open connections in all; when full, one that never sent a complete request gives way",
+      L.maxConnections,
+    ],
     ["--max-connections-per-peer <n>", "open connections one peer address may hold", L.maxConnectionsPerPeer],
-    ["--max-unproven-per-peer <n>", "connections one address may hold before they send a complete request", L.maxUnprovenPerPeer],
-    ["--headers-timeout-ms <ms>", "time for a connection's first byte and for a request's complete headers", L.headersTimeoutMs],
+    [
+      "--max-unproven-per-peer <n>",
+      "connections one address may hold before they send a complete request",
+      L.maxUnprovenPerPeer,
+    ],
+    [
+      "--headers-timeout-ms <ms>",
+      "time for a connection's first byte and for a request's complete headers",
+      L.headersTimeoutMs,
+    ],
     ["--max-watch-streams <n>", "open unauthenticated Health/Watch streams in all", U.watchesTotal],
     ["--max-watch-streams-per-peer <n>", "open Health/Watch streams from one address", U.watchesPerPeer],
-    ["--unauthenticated-rate <n>", "calls without a token (health, reflection) one address may make per second", U.callsPerPeerPerSecond],
+    [
+      "--unauthenticated-rate <n>",
+      "calls without a token (health, reflection) one address may make per second",
+      U.callsPerPeerPerSecond,
+    ],
   ];
   for (const [flags, description, fallback] of options) {
-    cmd.addOption(new Option(flags, description).argParser(positiveInt(flags.split(" ")[0]!)).default(fallback).helpGroup("Front door (ADR 0034):"));
+    cmd.addOption(
+      new Option(flags, description)
+        .argParser(positiveInt(flags.split(" ")[0]!))
+        .default(fallback)
+        .helpGroup("Front door (ADR 0034):"),
+    );
   }
   return cmd;
 }
 
-export function frontDoorLimits(f: FrontDoorFlags): { listenerLimits: Partial<ListenerLimits>; unauthenticatedLimits: Partial<UnauthenticatedLimits> } {
+export function frontDoorLimits(f: FrontDoorFlags): {
+  listenerLimits: Partial<ListenerLimits>;
+  unauthenticatedLimits: Partial<UnauthenticatedLimits>;
+} {
   const listenerLimits: Partial<ListenerLimits> = {};
   if (f.maxConnections !== undefined) listenerLimits.maxConnections = f.maxConnections;
   if (f.maxConnectionsPerPeer !== undefined) listenerLimits.maxConnectionsPerPeer = f.maxConnectionsPerPeer;
@@ -61,6 +86,22 @@ export function frontDoorLimits(f: FrontDoorFlags): { listenerLimits: Partial<Li
 
 /** The front-door flags out of a command's parsed options. */
 export function frontDoorFlagsOf(o: FrontDoorFlags): FrontDoorFlags {
-  const { maxConnections, maxConnectionsPerPeer, maxUnprovenPerPeer, headersTimeoutMs, maxWatchStreams, maxWatchStreamsPerPeer, unauthenticatedRate } = o;
-  return { maxConnections, maxConnectionsPerPeer, maxUnprovenPerPeer, headersTimeoutMs, maxWatchStreams, maxWatchStreamsPerPeer, unauthenticatedRate };
+  const {
+    maxConnections,
+    maxConnectionsPerPeer,
+    maxUnprovenPerPeer,
+    headersTimeoutMs,
+    maxWatchStreams,
+    maxWatchStreamsPerPeer,
+    unauthenticatedRate,
+  } = o;
+  return {
+    maxConnections,
+    maxConnectionsPerPeer,
+    maxUnprovenPerPeer,
+    headersTimeoutMs,
+    maxWatchStreams,
+    maxWatchStreamsPerPeer,
+    unauthenticatedRate,
+  };
 }

@@ -28,7 +28,9 @@ export function registerLeadCommands(program: Command, action: FleetAction): voi
     );
   lead
     .command("revoke")
-    .description("revoke the conversation's bearer token: every controller refuses it within seconds (its token cache lives 2 s)")
+    .description(
+      "revoke the conversation's bearer token: every controller refuses it within seconds (its token cache lives 2 s)",
+    )
     .requiredOption("--conversation <id>", "the conversation whose token stops working")
     .action(
       action(async (ctx: FleetCtx, o: { conversation: string }) => {

@@ -17,7 +17,11 @@ export interface BridgeCommand {
  * it later, from its own environment, where CLANKIE_STATE_DIR is usually not set: so any state
  * dir but ~/.clankie is named on the line, even when this shell chose it through the variable.
  */
-export function bridgeCommand(stateDir: string, home: string = homedir(), fleet: { urls?: string[]; conversation?: string } = {}): BridgeCommand {
+export function bridgeCommand(
+  stateDir: string,
+  home: string = homedir(),
+  fleet: { urls?: string[]; conversation?: string } = {},
+): BridgeCommand {
   const cli = fileURLToPath(new URL("./main.js", import.meta.url));
   const args = [cli, "mcp"];
   if (resolve(stateDir) !== join(home, ".clankie")) args.push("--state-dir", resolve(stateDir));

@@ -6,7 +6,10 @@
  * `clankie lead revoke --conversation C`: make the conversation's token unusable everywhere.
  */
 import { create } from "@bufbuild/protobuf";
-import { IssueLeadTokenRequestSchema, RevokeLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import {
+  IssueLeadTokenRequestSchema,
+  RevokeLeadTokenRequestSchema,
+} from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, type OutputOptions } from "./output.js";
@@ -17,14 +20,23 @@ import { storeLeadToken } from "../leads/token-files.js";
 export const LEAD_USAGE = "usage: clankie lead token --conversation ID | clankie lead revoke --conversation ID";
 
 /** `bridgeUrls`: every replica's MCP URL, for the bridge lines (ADR 0037); none: the state dir's controller. */
-export async function leadToken(stateDir: string, controller: string | undefined, conversation: string | undefined, out: OutputOptions, bridgeUrls?: string[]): Promise<void> {
+export async function leadToken(
+  stateDir: string,
+  controller: string | undefined,
+  conversation: string | undefined,
+  out: OutputOptions,
+  bridgeUrls?: string[],
+): Promise<void> {
   if (!conversation) throw new InvalidArgumentError(LEAD_USAGE);
   const { owner, url } = ownerClients(stateDir, controller);
   const res = await owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: conversation }));
   const tokenFile = storeLeadToken(stateDir, res.conversationId, res.token);
   const mcpUrl = new URL("/mcp", url).toString();
   const lines = leadConfigLines(mcpUrl, res.token);
-  const bridge = bridgeCommand(stateDir, undefined, { conversation: res.conversationId, ...(bridgeUrls ? { urls: bridgeUrls } : {}) });
+  const bridge = bridgeCommand(stateDir, undefined, {
+    conversation: res.conversationId,
+    ...(bridgeUrls ? { urls: bridgeUrls } : {}),
+  });
   const shown = { conversationId: res.conversationId, token: res.token, replaced: res.replaced, tokenFile, mcpUrl };
   emit(out, { ...shown, claude: lines.claude, codex: lines.codex, bridge }, () =>
     [
@@ -43,11 +55,18 @@ export async function leadToken(stateDir: string, controller: string | undefined
   );
 }
 
-export async function leadRevoke(stateDir: string, controller: string | undefined, conversation: string | undefined, out: OutputOptions): Promise<void> {
+export async function leadRevoke(
+  stateDir: string,
+  controller: string | undefined,
+  conversation: string | undefined,
+  out: OutputOptions,
+): Promise<void> {
   if (!conversation) throw new InvalidArgumentError(LEAD_USAGE);
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.revokeLeadToken(create(RevokeLeadTokenRequestSchema, { conversationId: conversation }));
   emit(out, { conversationId: res.conversationId, revoked: res.revoked }, () =>
-    res.revoked ? `conversation ${res.conversationId}: token revoked (every controller refuses it within seconds)` : `conversation ${res.conversationId} had no live token; nothing changed`,
+    res.revoked
+      ? `conversation ${res.conversationId}: token revoked (every controller refuses it within seconds)`
+      : `conversation ${res.conversationId} had no live token; nothing changed`,
   );
 }

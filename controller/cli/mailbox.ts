@@ -17,13 +17,27 @@ function store(agentStateDir: string, name: string | undefined): { store: Mailbo
 export function mailboxRead(agentStateDir: string, name: string | undefined, peek: boolean, out: OutputOptions): void {
   const m = store(agentStateDir, name);
   const { entries, unreadable } = m.store.readUnread(m.name, { peek });
-  const messages = entries.map((e) => ({ deliveryId: e.deliveryId, seq: e.seq, from: e.conversationId, inReplyTo: e.inReplyTo, receivedAt: new Date(e.receivedAtMs).toISOString(), text: e.text }));
+  const messages = entries.map((e) => ({
+    deliveryId: e.deliveryId,
+    seq: e.seq,
+    from: e.conversationId,
+    inReplyTo: e.inReplyTo,
+    receivedAt: new Date(e.receivedAtMs).toISOString(),
+    text: e.text,
+  }));
   emit(out, { seat: m.name, messages, unreadableFiles: unreadable }, () => {
     if (messages.length === 0) return `no unread messages in ${m.name}`;
     // Every field came from a sender or a file: escaped for the terminal, the text indented under its header.
     return (
-      messages.map((x) => `#${x.seq} ${x.receivedAt} from ${visibleInline(x.from)} (${visibleInline(x.deliveryId)})${x.inReplyTo ? ` in reply to ${visibleInline(x.inReplyTo)}` : ""}\n${visibleBlock(x.text)}`).join("\n\n") +
-      (unreadable.length ? `\n\n(${unreadable.length} unreadable file(s): ${unreadable.map(visibleInline).join(", ")})` : "")
+      messages
+        .map(
+          (x) =>
+            `#${x.seq} ${x.receivedAt} from ${visibleInline(x.from)} (${visibleInline(x.deliveryId)})${x.inReplyTo ? ` in reply to ${visibleInline(x.inReplyTo)}` : ""}\n${visibleBlock(x.text)}`,
+        )
+        .join("\n\n") +
+      (unreadable.length
+        ? `\n\n(${unreadable.length} unreadable file(s): ${unreadable.map(visibleInline).join(", ")})`
+        : "")
     );
   });
 }

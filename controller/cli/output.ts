@@ -21,16 +21,26 @@ const header = (key: string) => key.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpp
  */
 export function table(rows: Record<string, string | number | boolean>[], columns: string[], empty = "(none)"): string {
   if (rows.length === 0) return empty;
-  rows = rows.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === "string" ? visibleInline(v) : v])));
+  rows = rows.map((r) =>
+    Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === "string" ? visibleInline(v) : v])),
+  );
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "").length)));
-  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join("  ").trimEnd();
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
   return [line(columns.map(header)), ...rows.map((r) => line(columns.map((c) => String(r[c] ?? ""))))].join("\n");
 }
 
 /** Types a CLI failure: a transport error talking to the controller is "controller_unreachable", not an agent's. */
 export function cliError(e: unknown): FleetError {
   if (e instanceof ConnectError && e.code === Code.Unavailable && !/^[a-z_]+: /.test(e.rawMessage)) {
-    return new FleetError(ErrorCode.ControllerUnreachable, `the controller does not answer (${e.rawMessage}); is 'clankie up' running for this --state-dir, or is --controller right?`, { cause: e });
+    return new FleetError(
+      ErrorCode.ControllerUnreachable,
+      `the controller does not answer (${e.rawMessage}); is 'clankie up' running for this --state-dir, or is --controller right?`,
+      { cause: e },
+    );
   }
   return FleetError.from(e);
 }

@@ -21,7 +21,11 @@ export interface OwnerClients {
 
 export function controllerUrl(stateDir: string, override: string | undefined): string {
   const url = override ?? readControllerRecord(stateDir)?.url;
-  if (!url) throw new FleetError(ErrorCode.ControllerUnreachable, `no controller is running for state dir ${stateDir} (no controller.json); start one with 'clankie up' or pass --controller URL`);
+  if (!url)
+    throw new FleetError(
+      ErrorCode.ControllerUnreachable,
+      `no controller is running for state dir ${stateDir} (no controller.json); start one with 'clankie up' or pass --controller URL`,
+    );
   return url;
 }
 
@@ -31,7 +35,18 @@ export function ownerClients(stateDir: string, override?: string): OwnerClients 
   if (!token) throw new FleetError(ErrorCode.Unauthenticated, `no owner token in ${stateDir}/owner.token`);
   // Off loopback the controller's port is TLS with a certificate from the fleet CA.
   const caFile = join(stateDir, "fleet-ca.pem");
-  const nodeOptions = url.startsWith("https:") && existsSync(caFile) ? { ca: [readFileSync(caFile, "utf8")] } : undefined;
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearerHeaderInterceptor(() => token)], ...(nodeOptions ? { nodeOptions } : {}) });
-  return { url, owner: createClient(OwnerService, transport), status: createClient(StatusService, transport), health: createClient(Health, transport), fleet: createClient(FleetService, transport) };
+  const nodeOptions =
+    url.startsWith("https:") && existsSync(caFile) ? { ca: [readFileSync(caFile, "utf8")] } : undefined;
+  const transport = createGrpcTransport({
+    baseUrl: url,
+    interceptors: [bearerHeaderInterceptor(() => token)],
+    ...(nodeOptions ? { nodeOptions } : {}),
+  });
+  return {
+    url,
+    owner: createClient(OwnerService, transport),
+    status: createClient(StatusService, transport),
+    health: createClient(Health, transport),
+    fleet: createClient(FleetService, transport),
+  };
 }

@@ -32,7 +32,6 @@ export function registerOwnerCommands(program: Command, action: FleetAction): vo
       }),
     );
 
-
   seat
     .command("rm")
     .alias("remove")
@@ -73,7 +72,10 @@ export function registerOwnerCommands(program: Command, action: FleetAction): vo
     .command("list")
     .description("unresolved hires with id, conversation, machine, harness and age (--all: settled ones too)")
     .option("--all", "every hire, spawned, failed and settled too (the newest 1000)")
-    .option("--state <state>", "only hires in this state (looks at every hire): reserved, launching, spawned, failed, start_unconfirmed, delivery_unconfirmed, settled-not-launched, abandoned-unknown")
+    .option(
+      "--state <state>",
+      "only hires in this state (looks at every hire): reserved, launching, spawned, failed, start_unconfirmed, delivery_unconfirmed, settled-not-launched, abandoned-unknown",
+    )
     .action(
       action(async (ctx: FleetCtx, o: { all?: boolean; state?: string }) => {
         const { hireReceiptList } = await import("./hire-receipt.js");
@@ -85,7 +87,10 @@ export function registerOwnerCommands(program: Command, action: FleetAction): vo
     .command("settle")
     .description("settle one unresolved hire; its hire id stays refused either way")
     .argument("<id>", "the hire id")
-    .argument("<disposition>", "not-launched (only with a fresh census proving nothing from the hire exists) | abandoned-unknown (keeps the evidence)")
+    .argument(
+      "<disposition>",
+      "not-launched (only with a fresh census proving nothing from the hire exists) | abandoned-unknown (keeps the evidence)",
+    )
     .option("--conversation <id>", "the hire's conversation (default: the one on record)")
     .action(
       action(async (ctx: FleetCtx, id: string, disposition: string, o: { conversation?: string }) => {
@@ -94,7 +99,6 @@ export function registerOwnerCommands(program: Command, action: FleetAction): vo
         return process.exitCode === 1 ? ExitCode.Failed : ExitCode.Ok;
       }),
     );
-
 
   program
     .command("peers")

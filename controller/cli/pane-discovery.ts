@@ -25,13 +25,23 @@ function isSocket(path: string): boolean {
 
 function tmuxAnswers(tmuxSocket: string | undefined, env: NodeJS.ProcessEnv): Promise<boolean> {
   return new Promise((resolve) => {
-    execFile("tmux", [...(tmuxSocket ? ["-S", tmuxSocket] : []), "list-sessions"], { env, timeout: 3000 }, (error) => resolve(!error));
+    execFile("tmux", [...(tmuxSocket ? ["-S", tmuxSocket] : []), "list-sessions"], { env, timeout: 3000 }, (error) =>
+      resolve(!error),
+    );
   });
 }
 
-export async function discoverPaneHost(o: { herdrSocket?: string | undefined; tmuxSocket?: string | undefined; env: NodeJS.ProcessEnv }): Promise<Discovered> {
+export async function discoverPaneHost(o: {
+  herdrSocket?: string | undefined;
+  tmuxSocket?: string | undefined;
+  env: NodeJS.ProcessEnv;
+}): Promise<Discovered> {
   const herdr = o.herdrSocket ?? defaultHerdrSocket(o.env).socketPath;
   if (isSocket(herdr)) return { paneHost: "herdr", reason: `Herdr's socket exists at ${herdr}` };
-  if (await tmuxAnswers(o.tmuxSocket, o.env)) return { paneHost: "tmux", reason: `a tmux server answers${o.tmuxSocket ? ` on ${o.tmuxSocket}` : ""}` };
-  return { paneHost: "none", reason: "no Herdr socket and no tmux server: only mailbox seats until one runs (or pass --pane-host)" };
+  if (await tmuxAnswers(o.tmuxSocket, o.env))
+    return { paneHost: "tmux", reason: `a tmux server answers${o.tmuxSocket ? ` on ${o.tmuxSocket}` : ""}` };
+  return {
+    paneHost: "none",
+    reason: "no Herdr socket and no tmux server: only mailbox seats until one runs (or pass --pane-host)",
+  };
 }

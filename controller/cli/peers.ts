@@ -5,7 +5,12 @@ import { InvalidArgumentError } from "../../shared/errors.js";
 import { ownerClients } from "./owner-client.js";
 import { emit, type OutputOptions } from "./output.js";
 
-export async function peersSwitch(stateDir: string, controller: string | undefined, setting: string | undefined, out: OutputOptions): Promise<void> {
+export async function peersSwitch(
+  stateDir: string,
+  controller: string | undefined,
+  setting: string | undefined,
+  out: OutputOptions,
+): Promise<void> {
   if (setting !== "on" && setting !== "off") throw new InvalidArgumentError("usage: clankie peers on|off");
   const { owner } = ownerClients(stateDir, controller);
   const res = await owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled: setting === "on" }));

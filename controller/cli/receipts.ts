@@ -96,7 +96,10 @@ export async function receiptsList(
   emit(out, { receipts: rows, total: res.total, nextPageToken: res.nextPageToken }, () => {
     if (rows.length === 0 && f.pageToken) return "no more receipts";
     if (rows.length === 0) return "no receipts match (clankie receipts list --help shows the filters)";
-    const shown = table(rows.map((r) => ({ ...r, age: age(r.ageMs) })), ["id", "seat", "conversation", "state", "age"]);
+    const shown = table(
+      rows.map((r) => ({ ...r, age: age(r.ageMs) })),
+      ["id", "seat", "conversation", "state", "age"],
+    );
     if (!res.nextPageToken) return shown;
     return `${shown}\n(${res.total} match; next page: the same command with --page-token ${res.nextPageToken})`;
   });

@@ -23,7 +23,11 @@ async function readStdinLine(): Promise<string> {
     if (text.includes("\n") || text.length > 4096) break;
   }
   const token = Buffer.concat(chunks).toString("utf8").split("\n")[0]!.trim();
-  if (!token) throw new FleetError(ErrorCode.InvalidArgument, "--join - reads the join token from standard input, which was empty");
+  if (!token)
+    throw new FleetError(
+      ErrorCode.InvalidArgument,
+      "--join - reads the join token from standard input, which was empty",
+    );
   return token;
 }
 
@@ -33,15 +37,33 @@ export async function resolveJoinToken(join: string | undefined, env: NodeJS.Pro
 }
 
 /** Joins only: makes the key pair, gets the certificate, stores the identity, and returns. */
-export async function joinOnly(f: AgentFlags, env: NodeJS.ProcessEnv): Promise<{ machine: string; fleetId: string; notAfter: string; controllerUrl: string }> {
+export async function joinOnly(
+  f: AgentFlags,
+  env: NodeJS.ProcessEnv,
+): Promise<{ machine: string; fleetId: string; notAfter: string; controllerUrl: string }> {
   const token = await resolveJoinToken(f.join, env);
-  if (!token || !f.controllerUrl) throw new FleetError(ErrorCode.InvalidArgument, "clankie agent --join-only needs --controller URL and --join TOKEN (or --join - with the token on stdin)");
+  if (!token || !f.controllerUrl)
+    throw new FleetError(
+      ErrorCode.InvalidArgument,
+      "clankie agent --join-only needs --controller URL and --join TOKEN (or --join - with the token on stdin)",
+    );
   const { joinFleet } = await import("../../node-agent/identity/join.js");
   const { parseControllerUrls } = await import("../../node-agent/config.js");
   const { AGENT_VERSION } = await import("../../node-agent/version.js");
-  const id = await joinFleet({ stateDir: f.stateDir, controllerUrl: parseControllerUrls(f.controllerUrl), token, agentVersion: AGENT_VERSION });
-  if (f.machine && f.machine !== id.machine) throw new FleetError(ErrorCode.InvalidArgument, `the join token was for ${id.machine}, not ${f.machine}`);
-  return { machine: id.machine, fleetId: id.fleetId, notAfter: id.notAfter.toISOString(), controllerUrl: id.controllerUrl };
+  const id = await joinFleet({
+    stateDir: f.stateDir,
+    controllerUrl: parseControllerUrls(f.controllerUrl),
+    token,
+    agentVersion: AGENT_VERSION,
+  });
+  if (f.machine && f.machine !== id.machine)
+    throw new FleetError(ErrorCode.InvalidArgument, `the join token was for ${id.machine}, not ${f.machine}`);
+  return {
+    machine: id.machine,
+    fleetId: id.fleetId,
+    notAfter: id.notAfter.toISOString(),
+    controllerUrl: id.controllerUrl,
+  };
 }
 
 export interface StartedAgent {
@@ -58,7 +80,16 @@ export async function runAgent(f: AgentFlags, logger: Logger, env: NodeJS.Proces
   const joinToken = await resolveJoinToken(f.join, env);
   const { compileAgentConfig } = await import("../../node-agent/config.js");
   const { startAgent } = await import("../../node-agent/main.js");
-  const config = compileAgentConfig({ stateDir: f.stateDir, controllerUrl: f.controllerUrl, joinToken, machine: f.machine, paneHost: f.paneHost, herdrSocket: f.herdrSocket, tmuxSocket: f.tmuxSocket, env });
+  const config = compileAgentConfig({
+    stateDir: f.stateDir,
+    controllerUrl: f.controllerUrl,
+    joinToken,
+    machine: f.machine,
+    paneHost: f.paneHost,
+    herdrSocket: f.herdrSocket,
+    tmuxSocket: f.tmuxSocket,
+    env,
+  });
   const agent = await startAgent(config, logger);
   // Revoked: it idles rather than exits. Every service manager it runs under (systemd
   // Restart=on-failure, launchd KeepAlive, supervise.sh, the Windows task) would restart an

@@ -27,7 +27,22 @@ export interface ControllerFlags extends FrontDoorFlags {
 }
 
 export async function startFromFlags(f: ControllerFlags, logger: Logger): Promise<RunningController> {
-  const config = compileControllerConfig({ stateDir: f.stateDir, host: f.host, port: f.port, databaseUrl: f.databaseUrl, ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}), fault: f.fault, ...(f.agentHost ? { agentHost: f.agentHost } : {}), ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}), agentAdvertiseHost: f.agentAdvertise, tlsNames: f.tlsName, caPassphrase: f.caPassphrase, instanceLeaseMs: f.instanceLeaseMs, instanceRenewMs: f.instanceRenewMs, ...frontDoorLimits(f) });
+  const config = compileControllerConfig({
+    stateDir: f.stateDir,
+    host: f.host,
+    port: f.port,
+    databaseUrl: f.databaseUrl,
+    ...(f.deliverTimeoutMs ? { deliverTimeoutMs: f.deliverTimeoutMs } : {}),
+    fault: f.fault,
+    ...(f.agentHost ? { agentHost: f.agentHost } : {}),
+    ...(f.agentPort !== undefined ? { agentPort: f.agentPort } : {}),
+    agentAdvertiseHost: f.agentAdvertise,
+    tlsNames: f.tlsName,
+    caPassphrase: f.caPassphrase,
+    instanceLeaseMs: f.instanceLeaseMs,
+    instanceRenewMs: f.instanceRenewMs,
+    ...frontDoorLimits(f),
+  });
   try {
     return await startController(config, logger);
   } catch (e) {
@@ -40,8 +55,11 @@ function namePortFlag(e: unknown, agentPort: number): unknown {
   const err = e as NodeJS.ErrnoException & { port?: number; address?: string };
   const listen = err instanceof FleetError ? (err.cause as typeof err | undefined) : err;
   if (!listen || listen.code !== "EADDRINUSE" || agentPort === 0 || listen.port !== agentPort) return e;
-  return new FleetError(ErrorCode.AddressInUse, `the agent port ${listen.address ?? ""}:${agentPort} is taken by another process (another clankie?); stop it or choose another --agent-port`, { cause: listen });
+  return new FleetError(
+    ErrorCode.AddressInUse,
+    `the agent port ${listen.address ?? ""}:${agentPort} is taken by another process (another clankie?); stop it or choose another --agent-port`,
+    { cause: listen },
+  );
 }
-
 
 export { DEFAULT_PORT };

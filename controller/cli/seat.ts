@@ -9,13 +9,34 @@ import { ownerClients } from "./owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
 import { visibleInline } from "../../shared/terminal-text.js";
 
-export async function seatAdd(stateDir: string, controller: string | undefined, kind: string | undefined, name: string | undefined, opts: { machine?: string | undefined; title?: string | undefined }, out: OutputOptions): Promise<void> {
-  if (kind !== SeatKind.Mailbox) throw new InvalidArgumentError(`usage: clankie seat add mailbox NAME (other seat kinds are discovered from their panes)`);
+export async function seatAdd(
+  stateDir: string,
+  controller: string | undefined,
+  kind: string | undefined,
+  name: string | undefined,
+  opts: { machine?: string | undefined; title?: string | undefined },
+  out: OutputOptions,
+): Promise<void> {
+  if (kind !== SeatKind.Mailbox)
+    throw new InvalidArgumentError(
+      `usage: clankie seat add mailbox NAME (other seat kinds are discovered from their panes)`,
+    );
   if (!name) throw new InvalidArgumentError("usage: clankie seat add mailbox NAME");
   assertValidName("seat name", name);
   const { owner } = ownerClients(stateDir, controller);
-  const res = await owner.addSeat(create(AddSeatRequestSchema, { name, kind: seatKindWire.encode(kind), machine: opts.machine ?? "", title: opts.title ?? "" }));
-  emit(out, { seatId: res.seatId, created: res.created, kind, occupantId: res.seat?.occupantId }, () => `${res.created ? "added" : "already present:"} mailbox seat ${res.seatId}`);
+  const res = await owner.addSeat(
+    create(AddSeatRequestSchema, {
+      name,
+      kind: seatKindWire.encode(kind),
+      machine: opts.machine ?? "",
+      title: opts.title ?? "",
+    }),
+  );
+  emit(
+    out,
+    { seatId: res.seatId, created: res.created, kind, occupantId: res.seat?.occupantId },
+    () => `${res.created ? "added" : "already present:"} mailbox seat ${res.seatId}`,
+  );
 }
 
 export async function seatList(stateDir: string, controller: string | undefined, out: OutputOptions): Promise<void> {
@@ -31,7 +52,11 @@ export async function seatList(stateDir: string, controller: string | undefined,
     unresolved: s.unresolvedReceipts,
   }));
   emit(out, { seats: rows }, () =>
-    table(rows, ["id", "kind", "status", "online", "modes", "unresolved"], "no seats yet: add a mailbox with `clankie seat add mailbox NAME`, or open Codex, Claude Code, OpenCode or Pi in a tmux or Herdr pane on a machine whose agent watches panes (clankie up finds them by itself)"),
+    table(
+      rows,
+      ["id", "kind", "status", "online", "modes", "unresolved"],
+      "no seats yet: add a mailbox with `clankie seat add mailbox NAME`, or open Codex, Claude Code, OpenCode or Pi in a tmux or Herdr pane on a machine whose agent watches panes (clankie up finds them by itself)",
+    ),
   );
 }
 

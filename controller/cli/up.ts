@@ -37,11 +37,18 @@ const AGENT_READY_TIMEOUT_MS = 30_000;
 async function choosePaneHost(f: UpFlags, env: NodeJS.ProcessEnv): Promise<Discovered> {
   const chosen = f.paneHost ?? "auto";
   if (chosen === "auto") return discoverPaneHost({ herdrSocket: f.herdrSocket, tmuxSocket: f.tmuxSocket, env });
-  if (chosen === "tmux" || chosen === "herdr" || chosen === "none") return { paneHost: chosen, reason: "chosen with --pane-host" };
+  if (chosen === "tmux" || chosen === "herdr" || chosen === "none")
+    return { paneHost: chosen, reason: "chosen with --pane-host" };
   throw new InvalidArgumentError(`--pane-host must be auto, tmux, herdr or none, got ${JSON.stringify(chosen)}`);
 }
 
-export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLevel: string, env: NodeJS.ProcessEnv = process.env): Promise<() => Promise<void>> {
+export async function up(
+  f: UpFlags,
+  out: OutputOptions,
+  logger: Logger,
+  logLevel: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<() => Promise<void>> {
   const shown = progress(out);
   const panes = await choosePaneHost(f, env);
   shown.step("opening the journal (the first start initialises the embedded database, about 10 s)");
@@ -61,13 +68,29 @@ export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLeve
   // environment, never its command line), its own key pair and certificate, mutual TLS.
   const agentDir = join(f.stateDir, "agent");
   const known = loadIdentity(agentDir);
-  let joinToken: string | undefined = known && known.fleetId === controller.fleetId && known.machine === f.machine ? undefined : await controller.issueJoinToken(f.machine);
+  let joinToken: string | undefined =
+    known && known.fleetId === controller.fleetId && known.machine === f.machine
+      ? undefined
+      : await controller.issueJoinToken(f.machine);
   const spawnAgent = () => {
     const env = { ...process.env, ...(joinToken ? { CLANKIE_JOIN_TOKEN: joinToken } : {}) };
     joinToken = undefined;
     child = spawn(
       process.execPath,
-      [cliPath, "agent", "--state-dir", agentDir, "--controller", controller.agentUrl, "--machine", f.machine, "--log-level", logLevel, ...paneArgs, "--tethered"],
+      [
+        cliPath,
+        "agent",
+        "--state-dir",
+        agentDir,
+        "--controller",
+        controller.agentUrl,
+        "--machine",
+        f.machine,
+        "--log-level",
+        logLevel,
+        ...paneArgs,
+        "--tethered",
+      ],
       { stdio: ["pipe", "ignore", "inherit"], env },
     );
     child.once("exit", (code, signal) => {
@@ -99,10 +122,19 @@ export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLeve
   try {
     for (;;) {
       const res = await clients.status.listMachines(create(ListMachinesRequestSchema, {}));
-      if (res.machines.some((m) => m.name === f.machine && m.online && Number(m.lastSeenAgeMs) < Date.now() - startedAt) && controller.linked(f.machine)) break;
+      if (
+        res.machines.some(
+          (m) => m.name === f.machine && m.online && Number(m.lastSeenAgeMs) < Date.now() - startedAt,
+        ) &&
+        controller.linked(f.machine)
+      )
+        break;
       if (Date.now() > deadline) {
         await close();
-        throw new FleetError(ErrorCode.AgentUnreachable, `the local agent did not register within ${AGENT_READY_TIMEOUT_MS / 1000} s`);
+        throw new FleetError(
+          ErrorCode.AgentUnreachable,
+          `the local agent did not register within ${AGENT_READY_TIMEOUT_MS / 1000} s`,
+        );
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -112,7 +144,15 @@ export async function up(f: UpFlags, out: OutputOptions, logger: Logger, logLeve
 
   // The JSON line keeps its documented fields; the dashboard's URL carries no token there.
   // Off loopback, agents and owner tools verify the controller with the fleet CA in caFile.
-  const ready = { mcpUrl: controller.mcpUrl, token: controller.leadToken, statusUrl: controller.statusUrl, dashboardUrl: controller.dashboardUrl, agentUrl: controller.agentUrl, ...(isLoopbackHost(f.host) ? {} : { caFile: controller.caFile }), bridge: bridgeCommand(f.stateDir) };
+  const ready = {
+    mcpUrl: controller.mcpUrl,
+    token: controller.leadToken,
+    statusUrl: controller.statusUrl,
+    dashboardUrl: controller.dashboardUrl,
+    agentUrl: controller.agentUrl,
+    ...(isLoopbackHost(f.host) ? {} : { caFile: controller.caFile }),
+    bridge: bridgeCommand(f.stateDir),
+  };
   const lines = leadConfigLines(ready.mcpUrl, ready.token);
   const me = selfCommand(env);
   const stateFlag = f.stateDir === defaultStateDir(env) ? "" : ` --state-dir ${f.stateDir}`;

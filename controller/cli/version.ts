@@ -7,7 +7,11 @@ export function packageRoot(): string {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = join(dir, "package.json");
-    if (existsSync(candidate) && (JSON.parse(readFileSync(candidate, "utf8")) as { name?: string }).name === "clankie-fleet") return dir;
+    if (
+      existsSync(candidate) &&
+      (JSON.parse(readFileSync(candidate, "utf8")) as { name?: string }).name === "clankie-fleet"
+    )
+      return dir;
     const up = dirname(dir);
     if (up === dir) throw new Error("clankie-fleet's package.json was not found above the CLI");
     dir = up;

@@ -15,7 +15,10 @@ export const view = {
 
 export const UNRESOLVED = new Set(["uncertain", "unconfirmed", "dispatching"]);
 
-export const words = (v, prefix) => String(v ?? "").replace(prefix, "").toLowerCase() || "unknown";
+export const words = (v, prefix) =>
+  String(v ?? "")
+    .replace(prefix, "")
+    .toLowerCase() || "unknown";
 
 export const age = (ms) => {
   const s = Number(ms ?? 0) / 1000;

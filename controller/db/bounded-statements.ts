@@ -29,7 +29,11 @@ interface PendingStatement extends PromiseLike<unknown> {
 /** The same client for drizzle, with the deadline on each statement it sends on its own. */
 export function boundStatements(client: Sql, deadlineMs: number): Sql {
   const unsafe = (query: string, params?: unknown[], options?: unknown): unknown => {
-    const pending = (client.unsafe as (q: string, p?: unknown[], o?: unknown) => PendingStatement)(query, params, options);
+    const pending = (client.unsafe as (q: string, p?: unknown[], o?: unknown) => PendingStatement)(
+      query,
+      params,
+      options,
+    );
     return DRIZZLE_STATEMENT.test(query) ? bounded(pending, deadlineMs) : pending;
   };
   return new Proxy(client, { get: (target, prop) => (prop === "unsafe" ? unsafe : Reflect.get(target, prop, target)) });

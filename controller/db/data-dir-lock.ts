@@ -11,7 +11,6 @@ export interface DataDirLock {
   release(): void;
 }
 
-
 export function lockDataDir(lockPath: string): DataDirLock {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -31,7 +30,9 @@ export function lockDataDir(lockPath: string): DataDirLock {
       if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
       const holder = Number.parseInt(readFileSync(lockPath, "utf8"), 10);
       if (Number.isFinite(holder) && holder !== process.pid && isProcessAlive(holder)) {
-        throw new StateDirLockedError(`the embedded database at ${lockPath.replace(/\.lock$/, "")} is open in process ${holder}; stop it or use another --state-dir`);
+        throw new StateDirLockedError(
+          `the embedded database at ${lockPath.replace(/\.lock$/, "")} is open in process ${holder}; stop it or use another --state-dir`,
+        );
       }
       rmSync(lockPath, { force: true });
     }

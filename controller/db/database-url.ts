@@ -71,5 +71,7 @@ function safeDecode(s: string): string {
  * set read-only by default is then taken too; its writes fail as journal_unavailable.
  */
 export function writableHostOption(url: string): { target_session_attrs?: "primary" } {
-  return parseDatabaseUrl(url)?.params.get("target_session_attrs") === "read-write" ? { target_session_attrs: "primary" } : {};
+  return parseDatabaseUrl(url)?.params.get("target_session_attrs") === "read-write"
+    ? { target_session_attrs: "primary" }
+    : {};
 }

@@ -4,7 +4,12 @@
  * the query and its parameters; issue 32 item 7: nor the SQLSTATE). The full error, code
  * included, goes to the controller's log instead.
  */
-import { DatabaseUnreachableError, FleetError, InvalidArgumentError, JournalUnavailableError } from "../../shared/errors.js";
+import {
+  DatabaseUnreachableError,
+  FleetError,
+  InvalidArgumentError,
+  JournalUnavailableError,
+} from "../../shared/errors.js";
 import { NO_ANSWER_CODE } from "./answer-deadline.js";
 
 const KINDS: Record<string, string> = {
@@ -34,7 +39,17 @@ export function dbErrorCode(e: unknown): string | undefined {
 // A statement that failed with one of these may have committed all the same: it was on the
 // wire when the connection went (a primary killed or failed over, a server shutdown), and the
 // commit's answer is what was lost. 08007 is PostgreSQL's own "transaction resolution unknown".
-const COMMIT_UNKNOWN = new Set([NO_ANSWER_CODE, "CONNECTION_CLOSED", "CONNECTION_DESTROYED", "ECONNRESET", "EPIPE", "57P01", "57P02", "08006", "08007"]);
+const COMMIT_UNKNOWN = new Set([
+  NO_ANSWER_CODE,
+  "CONNECTION_CLOSED",
+  "CONNECTION_DESTROYED",
+  "ECONNRESET",
+  "EPIPE",
+  "57P01",
+  "57P02",
+  "08006",
+  "08007",
+]);
 
 /**
  * Whether a failed write may still have been applied: the database never answered (ADR 0033), or
@@ -78,14 +93,21 @@ export function readFailure(e: unknown, what = "the receipt journal could not be
  */
 export function databaseFailure(e: unknown): unknown {
   if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
-  if (dbErrorCode(e) === NO_ANSWER_CODE) return new JournalUnavailableError(`${journalCause(e)}; a change asked for may still be applied when it answers, so look before repeating it`, e);
+  if (dbErrorCode(e) === NO_ANSWER_CODE)
+    return new JournalUnavailableError(
+      `${journalCause(e)}; a change asked for may still be applied when it answers, so look before repeating it`,
+      e,
+    );
   return journalFailure(e, "the journal failed");
 }
 
 /** A database failure while the controller starts, as the start's typed error (database_unreachable, never internal), naming the step. */
 export function bootFailure(e: unknown, step: string): unknown {
   if (e instanceof FleetError || dbErrorCode(e) === undefined) return e;
-  return new DatabaseUnreachableError(`the database failed while the controller was ${step} (${journalCause(e)}); the controller did not start`, e);
+  return new DatabaseUnreachableError(
+    `the database failed while the controller was ${step} (${journalCause(e)}); the controller did not start`,
+    e,
+  );
 }
 
 /** `f()`, with a database failure typed as the start's (bootFailure). */

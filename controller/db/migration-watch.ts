@@ -17,7 +17,10 @@ export const MIGRATION_PROBE_EVERY_MS = 2_000;
 export class MigrationsUnansweredError extends Error {
   override readonly name = "MigrationsUnansweredError";
   constructor(readonly probeError: Error) {
-    super(`the server stopped answering while the migrations ran (a second connection's select 1: ${probeError.message})`, { cause: probeError });
+    super(
+      `the server stopped answering while the migrations ran (a second connection's select 1: ${probeError.message})`,
+      { cause: probeError },
+    );
   }
 }
 
@@ -26,7 +29,12 @@ export class MigrationsUnansweredError extends Error {
  * here) gets no answer within `deadlineMs`. `run()` is not cancelled here; the caller ends its
  * connection, and the server rolls back what it had not committed.
  */
-export async function whileServerAnswers<T>(probe: Sql, deadlineMs: number, run: () => Promise<T>, everyMs = MIGRATION_PROBE_EVERY_MS): Promise<T> {
+export async function whileServerAnswers<T>(
+  probe: Sql,
+  deadlineMs: number,
+  run: () => Promise<T>,
+  everyMs = MIGRATION_PROBE_EVERY_MS,
+): Promise<T> {
   const stop = new AbortController();
   const watch = (async (): Promise<never> => {
     for (;;) {

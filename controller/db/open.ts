@@ -54,13 +54,20 @@ export interface JournalTimeouts {
   statementTimeoutMs: number;
   idleInTransactionMs: number;
 }
-export const DEFAULT_JOURNAL_TIMEOUTS: JournalTimeouts = { lockTimeoutMs: 2_000, statementTimeoutMs: 5_000, idleInTransactionMs: 10_000 };
+export const DEFAULT_JOURNAL_TIMEOUTS: JournalTimeouts = {
+  lockTimeoutMs: 2_000,
+  statementTimeoutMs: 5_000,
+  idleInTransactionMs: 10_000,
+};
 /** Past the server's statement timeout, how long more the controller waits for any answer. */
 const ANSWER_SLACK_MS = 2_000;
 const WRITE_POOL = 16;
 const READ_POOL = 4;
 
-export async function openDatabase(target: DatabaseTarget, timeouts: JournalTimeouts = DEFAULT_JOURNAL_TIMEOUTS): Promise<Database> {
+export async function openDatabase(
+  target: DatabaseTarget,
+  timeouts: JournalTimeouts = DEFAULT_JOURNAL_TIMEOUTS,
+): Promise<Database> {
   return "url" in target ? openPostgres(target.url, timeouts) : openPglite(target.dataDir);
 }
 
@@ -74,11 +81,26 @@ async function openPostgres(given: string, timeouts: JournalTimeouts): Promise<D
   const pooled = poolMode !== undefined;
   const hostChoice = writableHostOption(url);
   const deadlineMs = timeouts.statementTimeoutMs + ANSWER_SLACK_MS;
-  const migrator = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: 5, ...hostChoice, ...(pooled ? { prepare: false } : {}) });
-  const probe = postgres(url, { max: 1, onnotice: () => {}, connect_timeout: Math.ceil(deadlineMs / 1000), ...hostChoice, ...(pooled ? { prepare: false } : {}) });
+  const migrator = postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: 5,
+    ...hostChoice,
+    ...(pooled ? { prepare: false } : {}),
+  });
+  const probe = postgres(url, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: Math.ceil(deadlineMs / 1000),
+    ...hostChoice,
+    ...(pooled ? { prepare: false } : {}),
+  });
   try {
     await whileServerAnswers(probe, deadlineMs, async () => {
-      if (pooled) return migrateInOneTransaction(migrator, MIGRATION_LOCK_KEY, (client) => migrate(drizzle(client), { migrationsFolder }));
+      if (pooled)
+        return migrateInOneTransaction(migrator, MIGRATION_LOCK_KEY, (client) =>
+          migrate(drizzle(client), { migrationsFolder }),
+        );
       await migrator`select pg_advisory_lock(${MIGRATION_LOCK_KEY})`;
       await migrate(drizzle(migrator), { migrationsFolder });
     });
@@ -95,7 +117,15 @@ async function openPostgres(given: string, timeouts: JournalTimeouts): Promise<D
         idle_in_transaction_session_timeout: timeouts.idleInTransactionMs,
         application_name: "clankie-controller",
       };
-  const options = { onnotice: () => {}, connect_timeout: 5, idle_timeout: 60, backoff: reconnectBackoffSeconds, connection, ...hostChoice, ...(pooled ? { prepare: false } : {}) };
+  const options = {
+    onnotice: () => {},
+    connect_timeout: 5,
+    idle_timeout: 60,
+    backoff: reconnectBackoffSeconds,
+    connection,
+    ...hostChoice,
+    ...(pooled ? { prepare: false } : {}),
+  };
   const rawClient = postgres(url, { max: WRITE_POOL, ...options });
   const rawReader = postgres(url, { max: READ_POOL, ...options });
   const client = pooled ? timeoutsPerTransaction(rawClient, timeouts) : rawClient;

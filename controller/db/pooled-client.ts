@@ -36,7 +36,10 @@ export function poolerTarget(url: string): PoolerTarget {
   const params = new URLSearchParams(url.slice(q + 1));
   const mode = params.get(POOL_MODE_PARAM);
   if (mode === null) return { url, poolMode: undefined };
-  if (mode !== "transaction" && mode !== "session") throw new InvalidArgumentError(`the database URL's ${POOL_MODE_PARAM} must be transaction or session, not ${JSON.stringify(mode)}`);
+  if (mode !== "transaction" && mode !== "session")
+    throw new InvalidArgumentError(
+      `the database URL's ${POOL_MODE_PARAM} must be transaction or session, not ${JSON.stringify(mode)}`,
+    );
   params.delete(POOL_MODE_PARAM);
   const rest = params.toString();
   return { url: url.slice(0, q) + (rest ? `?${rest}` : ""), poolMode: mode };
@@ -80,7 +83,10 @@ export function timeoutsPerTransaction(client: Sql, timeouts: JournalTimeouts): 
     const thenable = { then: (ok?: (v: unknown) => unknown, fail?: (e: unknown) => unknown) => run().then(ok, fail) };
     return { ...thenable, values: () => ((asValues = true), thenable) };
   };
-  return new Proxy(client, { get: (target, prop) => (prop === "unsafe" ? unsafe : prop === "begin" ? beginWith : Reflect.get(target, prop, target)) });
+  return new Proxy(client, {
+    get: (target, prop) =>
+      prop === "unsafe" ? unsafe : prop === "begin" ? beginWith : Reflect.get(target, prop, target),
+  });
 }
 
 /**
@@ -90,12 +96,21 @@ export function timeoutsPerTransaction(client: Sql, timeouts: JournalTimeouts): 
  * and its read of the applied migrations comes after the lock, so a second controller waits
  * and then finds them applied.
  */
-export async function migrateInOneTransaction(client: Sql, lockKey: number, migrate: (client: Sql) => Promise<void>): Promise<void> {
+export async function migrateInOneTransaction(
+  client: Sql,
+  lockKey: number,
+  migrate: (client: Sql) => Promise<void>,
+): Promise<void> {
   await client.begin(async (t) => {
     await t.unsafe(`select pg_advisory_xact_lock(${Math.trunc(lockKey)})`);
     // drizzle reads the client's type parsers from `options`, which only the outer client has.
     const nested = new Proxy(t, {
-      get: (target, prop) => (prop === "begin" ? (fn: (s: TransactionSql) => unknown) => target.savepoint(fn) : prop === "options" ? client.options : Reflect.get(target, prop, target)),
+      get: (target, prop) =>
+        prop === "begin"
+          ? (fn: (s: TransactionSql) => unknown) => target.savepoint(fn)
+          : prop === "options"
+            ? client.options
+            : Reflect.get(target, prop, target),
     });
     await migrate(nested as unknown as Sql);
   });

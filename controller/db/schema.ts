@@ -3,7 +3,18 @@
  * The receipt text is never stored: only fingerprints (ADR 0207, VUH-1638).
  */
 import { sql } from "drizzle-orm";
-import { bigint, boolean, index, integer, jsonb, pgSequence, pgTable, serial, text, timestamp } from "drizzle-orm/pg-core";
+import {
+  bigint,
+  boolean,
+  index,
+  integer,
+  jsonb,
+  pgSequence,
+  pgTable,
+  serial,
+  text,
+  timestamp,
+} from "drizzle-orm/pg-core";
 
 const at = (name: string) => timestamp(name, { withTimezone: true, mode: "date" });
 
@@ -67,7 +78,10 @@ export const callReceipts = pgTable(
     createdAt: at("created_at").notNull().defaultNow(),
     settledAt: at("settled_at"),
   },
-  (t) => [index("operator_call_receipts_settled_idx").on(t.state, t.settledAt), index("operator_call_receipts_in_flight_idx").on(t.controllerInstance).where(sql`${t.state} = 'in_flight'`)],
+  (t) => [
+    index("operator_call_receipts_settled_idx").on(t.state, t.settledAt),
+    index("operator_call_receipts_in_flight_idx").on(t.controllerInstance).where(sql`${t.state} = 'in_flight'`),
+  ],
 );
 
 export const deliveryReceipts = pgTable(

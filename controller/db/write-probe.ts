@@ -21,7 +21,10 @@ export async function probeJournalWrite(db: Db, instanceId: string, driver: "pgl
         await tx.execute(sql`set local statement_timeout = 2000`);
         await tx.execute(sql`lock table ${callReceipts}, ${deliveryReceipts}, ${seatTurns} in row exclusive mode`);
       }
-      await tx.update(controllerInstances).set({ heartbeatAt: sql`${controllerInstances.heartbeatAt}` }).where(eq(controllerInstances.id, instanceId));
+      await tx
+        .update(controllerInstances)
+        .set({ heartbeatAt: sql`${controllerInstances.heartbeatAt}` })
+        .where(eq(controllerInstances.id, instanceId));
       throw new ProbeDone();
     });
   } catch (e) {

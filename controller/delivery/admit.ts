@@ -72,10 +72,26 @@ export const FOREIGN_ID =
   "no receipt with this id exists in this conversation, and this id cannot be admitted; nothing was dispatched. " +
   "Call again with a new id";
 
-export function replayAdmission(tool: string, id: string, admission: Exclude<Admission, { kind: "admitted" }>): ToolOutcome {
+export function replayAdmission(
+  tool: string,
+  id: string,
+  admission: Exclude<Admission, { kind: "admitted" }>,
+): ToolOutcome {
   switch (admission.kind) {
     case "conflict":
-      return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_conflict", deliveryId: id, detail: admission.detail } };
+      return {
+        id,
+        tool,
+        state: "settled",
+        isError: true,
+        body: {
+          schemaVersion: 1,
+          outcome: "refused",
+          reason: "receipt_conflict",
+          deliveryId: id,
+          detail: admission.detail,
+        },
+      };
     case "foreign":
       // Another conversation's id: the call is still refused, but the answer is the one for an id this
       // conversation has no receipt of (no seat-call _meta, no hint that the id exists anywhere).
@@ -87,12 +103,45 @@ export function replayAdmission(tool: string, id: string, admission: Exclude<Adm
         body: { schemaVersion: 1, outcome: "refused", reason: NO_MATCHING_RECEIPT, deliveryId: id, detail: FOREIGN_ID },
       };
     case "in_use":
-      return { id, tool, state: "uncertain", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_in_use", deliveryId: id, detail: "this id is being dispatched right now; it was not dispatched again. Reconcile it with reconcile_seat_call." } };
+      return {
+        id,
+        tool,
+        state: "uncertain",
+        isError: true,
+        body: {
+          schemaVersion: 1,
+          outcome: "refused",
+          reason: "receipt_in_use",
+          deliveryId: id,
+          detail:
+            "this id is being dispatched right now; it was not dispatched again. Reconcile it with reconcile_seat_call.",
+        },
+      };
     case "repeat": {
       const r = admission.receipt;
-      if (r.state === CallState.Uncertain) return { id, tool, state: "uncertain", isError: true, body: (r.result as unknown as LeadBody | null) ?? uncertainBody(tool, id, "the original's outcome is unknown; it was not dispatched again") };
+      if (r.state === CallState.Uncertain)
+        return {
+          id,
+          tool,
+          state: "uncertain",
+          isError: true,
+          body:
+            (r.result as unknown as LeadBody | null) ??
+            uncertainBody(tool, id, "the original's outcome is unknown; it was not dispatched again"),
+        };
       if (r.resultExpired || !r.result) {
-        return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "expired", deliveryId: id, detail: "this id was settled long ago and its result body has expired; it is not replayed" } };
+        return {
+          id,
+          tool,
+          state: "settled",
+          isError: true,
+          body: {
+            schemaVersion: 1,
+            outcome: "expired",
+            deliveryId: id,
+            detail: "this id was settled long ago and its result body has expired; it is not replayed",
+          },
+        };
       }
       return { id, tool, state: "settled", isError: false, body: r.result as unknown as LeadBody };
     }
@@ -120,11 +169,20 @@ export interface UnansweredAdmission {
   epoch: number;
 }
 
-export const UNANSWERED_DETAIL = "the receipt journal did not answer this call's admission in time, so it was refused; nothing was dispatched, and nothing will be for this id";
+export const UNANSWERED_DETAIL =
+  "the receipt journal did not answer this call's admission in time, so it was refused; nothing was dispatched, and nothing will be for this id";
 
 /** Keeps the refusal until the journal has it; call before the lead is answered. */
 export function recordUnansweredRefusal(deps: PipelineDeps, call: UnansweredAdmission): void {
-  const body: MessageSeatBody = { schemaVersion: 1, deliveryId: call.id, seat: call.seatRef, outcome: "undelivered", deliveryStage: "unavailable", reason: "journal_unavailable", detail: UNANSWERED_DETAIL };
+  const body: MessageSeatBody = {
+    schemaVersion: 1,
+    deliveryId: call.id,
+    seat: call.seatRef,
+    outcome: "undelivered",
+    deliveryStage: "unavailable",
+    reason: "journal_unavailable",
+    detail: UNANSWERED_DETAIL,
+  };
   const refusal: RefusedAdmission = {
     kind: "refused_admission",
     id: call.id,
@@ -144,7 +202,11 @@ export function recordUnansweredRefusal(deps: PipelineDeps, call: UnansweredAdmi
 
 /** The refused admission's result came after all: the database answers again, so record the refusal now. */
 export function onLateAdmission(deps: PipelineDeps, call: { id: string }, admitted: Admitted): void {
-  if (admitted.inserted) deps.logger.warn("an admission committed after its call was refused; settling it not sent", { deliveryId: call.id, tool: MESSAGE_SEAT });
+  if (admitted.inserted)
+    deps.logger.warn("an admission committed after its call was refused; settling it not sent", {
+      deliveryId: call.id,
+      tool: MESSAGE_SEAT,
+    });
   void deps.unrecorded.flush().then(() => deps.onJournalChange());
 }
 
@@ -181,8 +243,9 @@ export interface AdmitParams {
   staleBefore: Date;
 }
 
-
-const admitStatement = statement<Record<string, unknown>>("admit", () => sql`
+const admitStatement = statement<Record<string, unknown>>(
+  "admit",
+  () => sql`
 with seat as (
   select s.id, s.name, s.occupant_id, m.name as m_name, m.endpoint as m_endpoint, m.agent_token as m_agent_token
   from seats s left join machines m on m.name = s.machine
@@ -231,32 +294,40 @@ select
   (select coalesce(jsonb_agg(jsonb_build_object('deliveryId', f.delivery_id, 'state', coalesce(f.disposition, 'settled')) order by f.resolved_at desc), '[]'::jsonb)::text
      from fences f where f.seat_id = one.id and f.conversation_id = ${p("conversationId")}::text and f.resolved_at is not null and f.previous_reported_at is null) as previous
 from (select 1) x left join one on true
-`);
+`,
+);
 
 /**
  * `late`: the admission's result when it comes after the answer deadline (the statement may
  * still commit once a frozen database answers), so the caller can settle what it already refused.
  */
 export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Admitted) => void): Promise<Admitted> {
-  const rows = await admitStatement(db).run({
-    id: a.id,
-    tool: a.tool,
-    conversationId: a.conversationId,
-    fingerprint: a.fingerprint,
-    instance: a.controllerInstance,
-    epoch: a.controllerEpoch,
-    seatRef: a.seatRef,
-    contentFingerprint: a.contentFingerprint,
-    mode: a.mode,
-    inReplyTo: a.inReplyTo,
-    holder: a.holder,
-    leaseSeconds: a.leaseSeconds,
-    turnWaitSeconds: a.turnWaitSeconds,
-    abandonedSince: ts(a.abandonedSince),
-    staleBefore: ts(a.staleBefore),
-  }, late && ((rows) => rows[0] && late(admittedOf(rows[0]))));
+  const rows = await admitStatement(db).run(
+    {
+      id: a.id,
+      tool: a.tool,
+      conversationId: a.conversationId,
+      fingerprint: a.fingerprint,
+      instance: a.controllerInstance,
+      epoch: a.controllerEpoch,
+      seatRef: a.seatRef,
+      contentFingerprint: a.contentFingerprint,
+      mode: a.mode,
+      inReplyTo: a.inReplyTo,
+      holder: a.holder,
+      leaseSeconds: a.leaseSeconds,
+      turnWaitSeconds: a.turnWaitSeconds,
+      abandonedSince: ts(a.abandonedSince),
+      staleBefore: ts(a.staleBefore),
+    },
+    late && ((rows) => rows[0] && late(admittedOf(rows[0]))),
+  );
   if (!rows[0]) throw new Error("the admission statement returned no row");
-  if (!isTrue(rows[0].live)) throw new FencedWriteError({ instance: a.controllerInstance, epoch: a.controllerEpoch }, `the admission of ${a.id}`);
+  if (!isTrue(rows[0].live))
+    throw new FencedWriteError(
+      { instance: a.controllerInstance, epoch: a.controllerEpoch },
+      `the admission of ${a.id}`,
+    );
   return admittedOf(rows[0]);
 }
 
@@ -268,7 +339,9 @@ function admittedOf(r: Row): Admitted {
         id: String(r.seat_id),
         name: String(r.seat_name),
         occupantId: String(r.occupant_id),
-        machine: r.m_name ? { name: String(r.m_name), endpoint: String(r.m_endpoint), agentToken: String(r.m_agent_token) } : null,
+        machine: r.m_name
+          ? { name: String(r.m_name), endpoint: String(r.m_endpoint), agentToken: String(r.m_agent_token) }
+          : null,
       }
     : undefined;
   return {
@@ -312,41 +385,68 @@ export async function admitInOrder(
     let a: Admitted;
     const fence = deps.lease.fence();
     try {
-      a = await admitDelivery(deps.db, {
-        id,
-        tool: MESSAGE_SEAT,
-        conversationId: conversationId,
-        fingerprint,
-        controllerInstance: fence.instance,
-        controllerEpoch: fence.epoch,
-        seatRef: input.seat,
-        contentFingerprint: contentFingerprint(input.message),
-        mode,
-        inReplyTo: input.inReplyTo ?? null,
-        holder,
-        leaseSeconds: leaseMsOf(deps) / 1000,
-        turnWaitSeconds: (deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000,
-        abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
-        staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
-      }, (late) => onLateAdmission(deps, { id }, late));
+      a = await admitDelivery(
+        deps.db,
+        {
+          id,
+          tool: MESSAGE_SEAT,
+          conversationId: conversationId,
+          fingerprint,
+          controllerInstance: fence.instance,
+          controllerEpoch: fence.epoch,
+          seatRef: input.seat,
+          contentFingerprint: contentFingerprint(input.message),
+          mode,
+          inReplyTo: input.inReplyTo ?? null,
+          holder,
+          leaseSeconds: leaseMsOf(deps) / 1000,
+          turnWaitSeconds: (deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000,
+          abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
+          staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
+        },
+        (late) => onLateAdmission(deps, { id }, late),
+      );
     } catch (e) {
       // A lost lease refuses the admission inside its own statement: nothing was written or sent.
       if (isFencedWrite(e)) throw leaseLostRefusal("admitted or sent");
-      deps.logger.warn("journal admission failed", { deliveryId: id, error: (e as Error).message, cause: String((e as { cause?: unknown }).cause ?? "") });
+      deps.logger.warn("journal admission failed", {
+        deliveryId: id,
+        error: (e as Error).message,
+        cause: String((e as { cause?: unknown }).cause ?? ""),
+      });
       // Issue 34 item 5: a connection lost mid-admission (a primary killed or failed over) is as
       // ambiguous as no answer: the commit may have happened and only its answer was lost.
       if (e instanceof JournalNoAnswerError || commitUnknown(e)) {
         // Recorded (on disk first) before the lead hears it: the admission may still commit later.
         // Not for a replay of an id admitted here and still in flight: it inserted nothing of its own.
-        if (!admittedHere(deps).has(id)) recordUnansweredRefusal(deps, { id, conversationId: conversationId, fingerprint, seatRef: input.seat, holder, epoch: fence.epoch });
-        throw journalFailure(e, "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id");
+        if (!admittedHere(deps).has(id))
+          recordUnansweredRefusal(deps, {
+            id,
+            conversationId: conversationId,
+            fingerprint,
+            seatRef: input.seat,
+            holder,
+            epoch: fence.epoch,
+          });
+        throw journalFailure(
+          e,
+          "the receipt journal did not answer, so nothing was dispatched, and nothing will be for this id",
+        );
       }
       throw journalFailure(e, "the receipt journal could not be written, so nothing was dispatched");
     }
     if (a.inserted) admittedHere(deps).add(id);
     // Entering the turn here, before the next admission of this conversation, keeps the order.
     const dispatchable = a.inserted && a.seatsMatched === 1 && a.seat?.machine;
-    const entered = dispatchable ? deps.turns.enter(a.seat!.id, holder, a.leaseTaken ? "lease" : "queued", deps.seatTurnWaitMs, deps.shutdownSignal) : undefined;
+    const entered = dispatchable
+      ? deps.turns.enter(
+          a.seat!.id,
+          holder,
+          a.leaseTaken ? "lease" : "queued",
+          deps.seatTurnWaitMs,
+          deps.shutdownSignal,
+        )
+      : undefined;
     return { admitted: a, entered, fence };
   });
 }

@@ -7,20 +7,37 @@
  */
 import { MachineOfflineError } from "../nodes/liveness.js";
 import { create } from "@bufbuild/protobuf";
-import { AuthoritySchema, DeliverRequestSchema, type DeliverResponse } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
+import {
+  AuthoritySchema,
+  DeliverRequestSchema,
+  type DeliverResponse,
+} from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
 import { AgentCallError, agentCallError } from "../../shared/errors.js";
 import {
-  AgentResult, ReceiptState, agentResultWire, deliveryModeWire, type DeliveryMode,
+  AgentResult,
+  ReceiptState,
+  agentResultWire,
+  deliveryModeWire,
+  type DeliveryMode,
 } from "../../shared/verdicts.js";
 import {
-  UNRESOLVED, type Admitted as AdmittedRow, type AdmittedSeat, type BodyBase, type DispatchRecord,
+  UNRESOLVED,
+  type Admitted as AdmittedRow,
+  type AdmittedSeat,
+  type BodyBase,
+  type DispatchRecord,
 } from "./receipt-types.js";
 import { ABANDONED_CONTENT_FENCE_MS, openFencesOlderThan } from "../journal/fences.js";
 import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import {
-  journalError, sessionEvidence, settleAbandoned, settleDispatch, settleFoundInSession, settleUncertain,
+  journalError,
+  sessionEvidence,
+  settleAbandoned,
+  settleDispatch,
+  settleFoundInSession,
+  settleUncertain,
 } from "./settle.js";
 import { withSeatTurn, type SeatTurn } from "./turn.js";
 import { sql } from "drizzle-orm";
@@ -53,11 +70,27 @@ export type Phase = "waiting_turn" | "checking" | "calling_agent" | "answered";
 
 export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<ToolOutcome> {
   const seat = a.admitted.seat!;
-  const d: DispatchRecord = { id: a.id, conversationId: a.conversationId, seatId: seat.id, message: a.input.message, fence: a.fence };
+  const d: DispatchRecord = {
+    id: a.id,
+    conversationId: a.conversationId,
+    seatId: seat.id,
+    message: a.input.message,
+    fence: a.fence,
+  };
   const base: BodyBase = { schemaVersion: 1, deliveryId: a.id, seat: seat.id };
   const state: { phase: Phase; turn?: SeatTurn } = { phase: "waiting_turn" };
-  const notSent = (reason: MessageSeatBody["reason"] & string, detail: string, stage: MessageSeatBody["deliveryStage"] = "unavailable") =>
-    settleDispatch(deps, d, state.turn, { ...base, outcome: "undelivered", deliveryStage: stage, reason, detail }, { state: ReceiptState.NotSent, reason, detail });
+  const notSent = (
+    reason: MessageSeatBody["reason"] & string,
+    detail: string,
+    stage: MessageSeatBody["deliveryStage"] = "unavailable",
+  ) =>
+    settleDispatch(
+      deps,
+      d,
+      state.turn,
+      { ...base, outcome: "undelivered", deliveryStage: stage, reason, detail },
+      { state: ReceiptState.NotSent, reason, detail },
+    );
   try {
     return await withSeatTurn(deps.turns, { seatId: seat.id, holder: a.holder, entered: a.entered }, (turn) => {
       state.turn = turn;
@@ -67,16 +100,43 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
     if (state.phase === "calling_agent" || state.phase === "answered") throw e;
     // Before the request existed: definite, even if it cannot be recorded yet.
     deps.logger.warn("journal failed before dispatch", { deliveryId: a.id, error: (e as Error).message });
-    return notSent("journal_unavailable", `the receipt journal failed after this receipt was committed and before anything was sent (${journalError(e)})`);
+    return notSent(
+      "journal_unavailable",
+      `the receipt journal failed after this receipt was committed and before anything was sent (${journalError(e)})`,
+    );
   }
 }
 
-type NotSent = (reason: "seat_gone" | "occupant_changed" | "agent_refused" | "journal_unavailable" | "service_stopping" | "binding_stale" | "peers_off" | "lease_lost", detail: string, stage?: MessageSeatBody["deliveryStage"]) => Promise<ToolOutcome>;
+type NotSent = (
+  reason:
+    | "seat_gone"
+    | "occupant_changed"
+    | "agent_refused"
+    | "journal_unavailable"
+    | "service_stopping"
+    | "binding_stale"
+    | "peers_off"
+    | "lease_lost",
+  detail: string,
+  stage?: MessageSeatBody["deliveryStage"],
+) => Promise<ToolOutcome>;
 
-async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, base: BodyBase, d: DispatchRecord, state: { phase: Phase; turn?: SeatTurn }, notSent: NotSent): Promise<ToolOutcome> {
+async function run(
+  deps: PipelineDeps,
+  a: Admitted,
+  admittedSeat: AdmittedSeat,
+  base: BodyBase,
+  d: DispatchRecord,
+  state: { phase: Phase; turn?: SeatTurn },
+  notSent: NotSent,
+): Promise<ToolOutcome> {
   await deps.faults?.at("hang_after_admit");
   state.phase = "checking";
-  if (deps.shutdownSignal.aborted) return notSent("service_stopping", "the controller stopped before this message reached the agent; nothing was sent");
+  if (deps.shutdownSignal.aborted)
+    return notSent(
+      "service_stopping",
+      "the controller stopped before this message reached the agent; nothing was sent",
+    );
 
   let seat = admittedSeat;
   let original = a.admitted.original;
@@ -97,9 +157,15 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
       });
       // Losing the seat at the dispatch recheck is a definite not-sent, never uncertain.
-      if (!r.seat || !r.seat.present) return notSent("seat_gone", `${admittedSeat.id} is no longer registered; nothing was sent`);
-      if (r.seat.occupantId !== admittedSeat.occupantId) return notSent("occupant_changed", `${admittedSeat.id} has a different occupant than when the message was admitted; nothing was sent`);
-      if (!r.seat.machine) return notSent("seat_gone", `the machine of ${admittedSeat.id} is no longer registered; nothing was sent`);
+      if (!r.seat || !r.seat.present)
+        return notSent("seat_gone", `${admittedSeat.id} is no longer registered; nothing was sent`);
+      if (r.seat.occupantId !== admittedSeat.occupantId)
+        return notSent(
+          "occupant_changed",
+          `${admittedSeat.id} has a different occupant than when the message was admitted; nothing was sent`,
+        );
+      if (!r.seat.machine)
+        return notSent("seat_gone", `the machine of ${admittedSeat.id} is no longer registered; nothing was sent`);
       seat = r.seat;
       original = r.original;
       previous = r.previous;
@@ -112,8 +178,20 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
   }
   if (original) {
     const detail = fenceRefusal(seat.id, original.id, original.state);
-    const body: MessageSeatBody = { ...base, outcome: "undelivered", deliveryStage: "rejected", reason: "fenced_by_unresolved_original", detail, originalDeliveryId: original.id, originalState: original.state };
-    return settleDispatch(deps, d, state.turn, body, { state: ReceiptState.NotSent, reason: "fenced_by_unresolved_original", detail });
+    const body: MessageSeatBody = {
+      ...base,
+      outcome: "undelivered",
+      deliveryStage: "rejected",
+      reason: "fenced_by_unresolved_original",
+      detail,
+      originalDeliveryId: original.id,
+      originalState: original.state,
+    };
+    return settleDispatch(deps, d, state.turn, body, {
+      state: ReceiptState.NotSent,
+      reason: "fenced_by_unresolved_original",
+      detail,
+    });
   }
 
   const machine = seat.machine!;
@@ -122,19 +200,45 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
   if (a.senderRecheck) {
     // Rule 26: the remote parts of a peer message's authority are read with the final observation.
     const refused = await a.senderRecheck();
-    if (refused) return notSent(refused.reason, `${refused.detail} when the message was about to be sent; nothing was sent`, "rejected");
+    if (refused)
+      return notSent(
+        refused.reason,
+        `${refused.detail} when the message was about to be sent; nothing was sent`,
+        "rejected",
+      );
   }
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
-    const body: MessageSeatBody = { ...base, outcome: "seat_offline", deliveryStage: "unavailable", reason: "agent_unreachable", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was sent` };
-    return settleDispatch(deps, d, state.turn, body, { state: ReceiptState.NotSent, reason: "agent_unreachable", detail: body.detail });
+    const body: MessageSeatBody = {
+      ...base,
+      outcome: "seat_offline",
+      deliveryStage: "unavailable",
+      reason: "agent_unreachable",
+      detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was sent`,
+    };
+    return settleDispatch(deps, d, state.turn, body, {
+      state: ReceiptState.NotSent,
+      reason: "agent_unreachable",
+      detail: body.detail,
+    });
   }
-  if (deps.shutdownSignal.aborted) return notSent("service_stopping", "the controller stopped before this message reached the agent; nothing was sent");
+  if (deps.shutdownSignal.aborted)
+    return notSent(
+      "service_stopping",
+      "the controller stopped before this message reached the agent; nothing was sent",
+    );
   // ADR 0036: sent only while this instance surely still holds the lease epoch the call was admitted
   // under; a replica that wakes from a pause past its lease finds it untrusted here and sends nothing.
   if (!deps.lease.holds(a.fence.epoch)) {
-    deps.logger.error("delivery refused before the send: this replica's instance lease is not surely live", { deliveryId: a.id, epoch: a.fence.epoch });
-    return notSent("lease_lost", "this controller replica's instance lease was not surely live when the message was about to be sent (it paused, or lost the journal, past its lease); nothing was sent", "unavailable");
+    deps.logger.error("delivery refused before the send: this replica's instance lease is not surely live", {
+      deliveryId: a.id,
+      epoch: a.fence.epoch,
+    });
+    return notSent(
+      "lease_lost",
+      "this controller replica's instance lease was not surely live when the message was about to be sent (it paused, or lost the journal, past its lease); nothing was sent",
+      "unavailable",
+    );
   }
 
   let res: DeliverResponse;
@@ -150,28 +254,54 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
         mode: deliveryModeWire.encode(a.mode),
         conversationId: a.conversationId,
         inReplyTo: a.input.inReplyTo ?? "",
-        authority: create(AuthoritySchema, { ageMs: Math.ceil(performance.now() - checkedAt), caller: a.conversationId, occupantId: seat.occupantId }),
+        authority: create(AuthoritySchema, {
+          ageMs: Math.ceil(performance.now() - checkedAt),
+          caller: a.conversationId,
+          occupantId: seat.occupantId,
+        }),
       }),
       { timeoutMs: deliverTimeoutOf(deps), signal: watch?.signal ?? deps.shutdownSignal },
     );
   } catch (e) {
     const err: AgentCallError = agentCallError(e);
-    if (err.refusedBeforeWrite) return notSent("agent_refused", `the agent refused the request before writing: ${err.message}`, "rejected");
+    if (err.refusedBeforeWrite)
+      return notSent("agent_refused", `the agent refused the request before writing: ${err.message}`, "rejected");
     deps.logger.warn("delivery uncertain", { deliveryId: a.id, seat: seat.id, error: err.message });
-    const offline = watch?.signal.reason instanceof MachineOfflineError ? `the agent on ${machine.name} went offline (no heartbeat) while the request was in flight` : undefined;
-    return settleUncertain(deps, d, state.turn, `${offline ?? `the request may have reached the agent on ${machine.name} but its answer was lost (${err.grpcCode}: ${err.message})`}; it will not be resent`);
+    const offline =
+      watch?.signal.reason instanceof MachineOfflineError
+        ? `the agent on ${machine.name} went offline (no heartbeat) while the request was in flight`
+        : undefined;
+    return settleUncertain(
+      deps,
+      d,
+      state.turn,
+      `${offline ?? `the request may have reached the agent on ${machine.name} but its answer was lost (${err.grpcCode}: ${err.message})`}; it will not be resent`,
+    );
   } finally {
     watch?.done();
   }
   state.phase = "answered";
   await deps.faults?.at("hang_after_agent_reply");
   if (deps.shutdownSignal.aborted && deps.faults) {
-    return settleUncertain(deps, d, state.turn, "the controller stopped after the agent answered but before it recorded the answer; reconcile it", "controller_stopped");
+    return settleUncertain(
+      deps,
+      d,
+      state.turn,
+      "the controller stopped after the agent answered but before it recorded the answer; reconcile it",
+      "controller_stopped",
+    );
   }
   const body = bodyFromAgent(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) body.previous = previous;
-  return settleDispatch(deps, d, state.turn, body, outcomeFromAgent(res), sent ? previous.map((p) => p.deliveryId) : []);
+  return settleDispatch(
+    deps,
+    d,
+    state.turn,
+    body,
+    outcomeFromAgent(res),
+    sent ? previous.map((p) => p.deliveryId) : [],
+  );
 }
 
 /**
@@ -179,7 +309,9 @@ async function run(deps: PipelineDeps, a: Admitted, admittedSeat: AdmittedSeat, 
  * busy) or that must look again after the unattended release: the seat and its machine, the
  * content fence and `previous`, as of now, in one read-only statement.
  */
-const recheckStatement = statement<Record<string, unknown>>("recheck", () => sql`
+const recheckStatement = statement<Record<string, unknown>>(
+  "recheck",
+  () => sql`
 with one as (
   select s.id, s.name, s.occupant_id, s.present, m.name as m_name, m.endpoint as m_endpoint, m.agent_token as m_agent_token
   from seats s left join machines m on m.name = s.machine where s.id = ${p("seatId")}::text
@@ -196,7 +328,8 @@ select one.id as seat_id, one.name as seat_name, one.occupant_id, one.present, o
   (select coalesce(jsonb_agg(jsonb_build_object('deliveryId', f.delivery_id, 'state', coalesce(f.disposition, 'settled')) order by f.resolved_at desc), '[]'::jsonb)::text
      from fences f where f.seat_id = ${p("seatId")}::text and f.conversation_id = ${p("conversationId")}::text and f.resolved_at is not null and f.previous_reported_at is null) as previous
 from (select 1) x left join one on true
-`);
+`,
+);
 
 export interface Recheck {
   seat: (AdmittedSeat & { present: boolean }) | undefined;
@@ -205,7 +338,17 @@ export interface Recheck {
   previous: { deliveryId: string; state: string }[];
 }
 
-export async function recheckDelivery(db: Db, r: { id: string; seatId: string; conversationId: string; contentFingerprint: string; abandonedSince: Date; staleBefore: Date }): Promise<Recheck> {
+export async function recheckDelivery(
+  db: Db,
+  r: {
+    id: string;
+    seatId: string;
+    conversationId: string;
+    contentFingerprint: string;
+    abandonedSince: Date;
+    staleBefore: Date;
+  },
+): Promise<Recheck> {
   const [row] = await recheckStatement(db).run({
     id: r.id,
     seatId: r.seatId,
@@ -220,7 +363,9 @@ export async function recheckDelivery(db: Db, r: { id: string; seatId: string; c
         name: String(row.seat_name),
         occupantId: String(row.occupant_id),
         present: row.present === true || row.present === "t",
-        machine: row.m_name ? { name: String(row.m_name), endpoint: String(row.m_endpoint), agentToken: String(row.m_agent_token) } : null,
+        machine: row.m_name
+          ? { name: String(row.m_name), endpoint: String(row.m_endpoint), agentToken: String(row.m_agent_token) }
+          : null,
       }
     : undefined;
   return {
@@ -246,14 +391,25 @@ export async function releaseStaleFences(deps: PipelineDeps, seat: { id: string 
   for (const fence of stale) {
     const delivery = await findDelivery(deps.db, fence.deliveryId);
     if (!delivery) continue;
-    const evidence = await sessionEvidence(deps.db, deps.agents, seat.id, delivery.id, delivery.createdAt.getTime(), delivery);
+    const evidence = await sessionEvidence(
+      deps.db,
+      deps.agents,
+      seat.id,
+      delivery.id,
+      delivery.createdAt.getTime(),
+      delivery,
+    );
     if (evidence.kind === "found") {
       await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
     } else if (delivery.nativeReceiptId) {
       // The channel acknowledged the exact id (rule 21): that is never abandoned as unknown.
       await settleFoundInSession(deps, delivery, delivery.nativeReceiptId, "acknowledgment");
     } else if (evidence.kind === "absent" && evidence.status === "idle") {
-      await settleAbandoned(deps, delivery, "unattended", null, { session: "read in full without the original", seatStatus: evidence.status, openedAt: fence.openedAt.toISOString() });
+      await settleAbandoned(deps, delivery, "unattended", null, {
+        session: "read in full without the original",
+        seatStatus: evidence.status,
+        openedAt: fence.openedAt.toISOString(),
+      });
       deps.logger.info("unattended release", { deliveryId: delivery.id, seat: seat.id });
     }
   }
@@ -264,8 +420,15 @@ export function fenceRefusal(seatId: string, originalId: string, originalState: 
   const scope =
     `refused, nothing was sent: this text to ${seatId} matches delivery ${originalId}, which is ${originalState}. ` +
     `Blocked: only this same text to ${seatId}; other messages to ${seatId}, and this text to other seats, go through. `;
-  if (originalState === "abandoned-unknown") return scope + "It stays blocked: an abandoned original may be in the seat, so its text is never resent there; word the message differently.";
-  return scope + `To lift it: reconcile_seat_call {"deliveryId":"${originalId}"} (reads what the seat's session proves), or settle it with {"deliveryId":"${originalId}","settle":"not_delivered"}.`;
+  if (originalState === "abandoned-unknown")
+    return (
+      scope +
+      "It stays blocked: an abandoned original may be in the seat, so its text is never resent there; word the message differently."
+    );
+  return (
+    scope +
+    `To lift it: reconcile_seat_call {"deliveryId":"${originalId}"} (reads what the seat's session proves), or settle it with {"deliveryId":"${originalId}","settle":"not_delivered"}.`
+  );
 }
 
 /** Turns the agent's DeliverResponse into the lead's body and the receipt's outcome. */
@@ -276,7 +439,12 @@ export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeat
     ...(res.reason ? { reason: res.reason } : {}),
     ...(res.nativeReceiptId ? { nativeReceiptId: res.nativeReceiptId } : {}),
     proofAgeMs: res.proofAgeMs,
-    proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })),
+    proofs: res.proofs.map((p) => ({
+      kind: p.kind,
+      outcome: p.outcome,
+      detail: p.detail,
+      ageAtWriteMs: p.ageAtWriteMs,
+    })),
   };
   // A harness's own stage (OpenCode, rule 41) is taken only where it agrees with the result.
   const admitted = res.deliveryStage === "stored" || res.deliveryStage === "consumed" ? res.deliveryStage : "delivered";
@@ -284,7 +452,14 @@ export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeat
     case AgentResult.Delivered:
       return { ...base, outcome: "delivered", deliveryStage: admitted, ...evidence };
     case AgentResult.Queued:
-      return { ...base, outcome: "delivered", deliveryStage: admitted, state: "queued", status: "queued_until_turn_end", ...evidence };
+      return {
+        ...base,
+        outcome: "delivered",
+        deliveryStage: admitted,
+        state: "queued",
+        status: "queued_until_turn_end",
+        ...evidence,
+      };
     case AgentResult.Steered:
       return { ...base, outcome: "delivered", deliveryStage: admitted, state: "steered", ...evidence };
     case AgentResult.Started:
@@ -296,7 +471,13 @@ export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeat
     case AgentResult.NotSent:
       return { ...base, outcome: "undelivered", deliveryStage: "unavailable", ...evidence };
     default:
-      return { ...base, outcome: "unconfirmed", deliveryStage: "uncertain", ...evidence, detail: `the agent answered with an unknown result ${res.result}; treated as unconfirmed` };
+      return {
+        ...base,
+        outcome: "unconfirmed",
+        deliveryStage: "uncertain",
+        ...evidence,
+        detail: `the agent answered with an unknown result ${res.result}; treated as unconfirmed`,
+      };
   }
 }
 
@@ -320,6 +501,11 @@ export function outcomeFromAgent(res: DeliverResponse): DeliveryOutcome {
     nativeMessageId: res.nativeMessageId || undefined,
     nativeSessionPath: res.nativeSessionPath || undefined,
     proofAgeMs: res.proofAgeMs,
-    proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })),
+    proofs: res.proofs.map((p) => ({
+      kind: p.kind,
+      outcome: p.outcome,
+      detail: p.detail,
+      ageAtWriteMs: p.ageAtWriteMs,
+    })),
   };
 }

@@ -5,7 +5,13 @@ export type ParkPoint = "hang_after_admit" | "hang_after_agent_reply" | "hang_af
 /** Points where a suite drops an answer that did arrive, exactly as a link cut after the agent acted would. */
 export type DropPoint = "drop_hire_answer" | "drop_question_answer";
 export type FaultPoint = ParkPoint | DropPoint;
-export const FAULT_POINTS: readonly FaultPoint[] = ["hang_after_admit", "hang_after_agent_reply", "hang_after_hire_admit", "drop_hire_answer", "drop_question_answer"];
+export const FAULT_POINTS: readonly FaultPoint[] = [
+  "hang_after_admit",
+  "hang_after_agent_reply",
+  "hang_after_hire_admit",
+  "drop_hire_answer",
+  "drop_question_answer",
+];
 
 /** A worker-link call that reaches the controller's gateway: a report, a peer send, or their reconciles. */
 export interface WorkerCall {

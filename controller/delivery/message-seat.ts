@@ -37,11 +37,23 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
   const mode: DeliveryMode = input.delivery ?? "auto";
   const fingerprint = callFingerprint(MESSAGE_SEAT, input);
   const holder = `${deps.instanceId}:${id}`;
-  const { admitted, entered, fence } = await admitInOrder(deps, { id, conversationId: scope.conversationId, fingerprint, input, mode, holder });
+  const { admitted, entered, fence } = await admitInOrder(deps, {
+    id,
+    conversationId: scope.conversationId,
+    fingerprint,
+    input,
+    mode,
+    holder,
+  });
   deps.onJournalChange();
 
   if (!admitted.inserted) {
-    const existing = await existingCall(deps.db, { id, tool: MESSAGE_SEAT, conversationId: scope.conversationId, fingerprint }).catch((e: Error) => {
+    const existing = await existingCall(deps.db, {
+      id,
+      tool: MESSAGE_SEAT,
+      conversationId: scope.conversationId,
+      fingerprint,
+    }).catch((e: Error) => {
       deps.logger.warn("journal read failed", { deliveryId: id, error: e.message });
       throw journalFailure(e, "the receipt journal could not be read");
     });
@@ -51,15 +63,31 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
   if (admitted.seatsMatched !== 1 || !admitted.seat?.machine) {
     const body: MessageSeatBody =
       admitted.seatsMatched === 1
-        ? { ...base, outcome: "undelivered", deliveryStage: "unavailable", reason: "seat_gone", detail: `the machine of ${input.seat} is no longer registered; nothing was sent` }
+        ? {
+            ...base,
+            outcome: "undelivered",
+            deliveryStage: "unavailable",
+            reason: "seat_gone",
+            detail: `the machine of ${input.seat} is no longer registered; nothing was sent`,
+          }
         : {
             ...base,
             outcome: "unknown_seat",
             deliveryStage: "rejected",
             reason: admitted.seatsMatched === 0 ? "unknown_seat" : "ambiguous_seat",
-            detail: admitted.seatsMatched === 0 ? `no seat is named ${input.seat}; nothing was sent` : `${admitted.seatsMatched} seats are named ${input.seat}; use machine/name; nothing was sent`,
+            detail:
+              admitted.seatsMatched === 0
+                ? `no seat is named ${input.seat}; nothing was sent`
+                : `${admitted.seatsMatched} seats are named ${input.seat}; use machine/name; nothing was sent`,
           };
-    const refused = await settleCall(deps.db, id, CallState.Settled, body as unknown as Record<string, unknown>, deps.now(), { owner: fence, writer: fence })
+    const refused = await settleCall(
+      deps.db,
+      id,
+      CallState.Settled,
+      body as unknown as Record<string, unknown>,
+      deps.now(),
+      { owner: fence, writer: fence },
+    )
       .then(() => false)
       .catch((e: Error) => {
         if (isFencedWrite(e)) return true;
@@ -70,6 +98,16 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
     if (refused) return answerAsRecorded(deps, id, `its outcome (${body.outcome}, nothing was sent) was not recorded`);
     return { id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
   }
-  const dispatched = dispatchInTurn(deps, { conversationId: scope.conversationId, id, mode, input, admitted, holder, entered: entered!, senderRecheck: scope.senderRecheck, fence }).finally(() => admittedHere(deps).delete(id));
+  const dispatched = dispatchInTurn(deps, {
+    conversationId: scope.conversationId,
+    id,
+    mode,
+    input,
+    admitted,
+    holder,
+    entered: entered!,
+    senderRecheck: scope.senderRecheck,
+    fence,
+  }).finally(() => admittedHere(deps).delete(id));
   return deps.track ? deps.track(dispatched) : dispatched;
 }

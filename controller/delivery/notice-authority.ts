@@ -12,13 +12,18 @@ import { fences, seats, type SeatRowDb } from "../db/schema.js";
 
 export type NoticeAuthority = { ok: true; seat: SeatRowDb; checkedAt: number } | { ok: false; why: string };
 
-export async function checkNoticeAuthority(db: Db, deliveryId: string, planned: Pick<SeatRowDb, "id" | "occupantId">): Promise<NoticeAuthority> {
+export async function checkNoticeAuthority(
+  db: Db,
+  deliveryId: string,
+  planned: Pick<SeatRowDb, "id" | "occupantId">,
+): Promise<NoticeAuthority> {
   const [fence] = await db.select().from(fences).where(eq(fences.deliveryId, deliveryId));
   if (!fence) return { ok: false, why: "the fence is gone" };
   if (fence.resolvedAt) return { ok: false, why: "the receipt was resolved meanwhile" };
   if (fence.noticeAcknowledgedAt) return { ok: false, why: "another process's notice was acknowledged meanwhile" };
   const [seat] = await db.select().from(seats).where(eq(seats.id, planned.id));
   if (!seat?.present) return { ok: false, why: "the seat is no longer present" };
-  if (seat.occupantId !== planned.occupantId) return { ok: false, why: `the seat's occupant changed from ${planned.occupantId} to ${seat.occupantId}` };
+  if (seat.occupantId !== planned.occupantId)
+    return { ok: false, why: `the seat's occupant changed from ${planned.occupantId} to ${seat.occupantId}` };
   return { ok: true, seat, checkedAt: performance.now() };
 }

@@ -65,7 +65,9 @@ export class Notifier {
         else this.due.clear();
         for (const f of pending) this.due.add(f.seatId);
         for (const fence of pending) {
-          await this.send(fence).catch((e: Error) => this.deps.logger.warn("notice failed", { deliveryId: fence.deliveryId, error: e.message }));
+          await this.send(fence).catch((e: Error) =>
+            this.deps.logger.warn("notice failed", { deliveryId: fence.deliveryId, error: e.message }),
+          );
         }
       })
       .catch((e: Error) => this.deps.logger.warn("notice sweep failed", { error: e.message }));
@@ -81,50 +83,76 @@ export class Notifier {
     if (!seat?.present) return;
     const [machine] = await db.select().from(machines).where(eq(machines.name, seat.machine));
     if (!machine) return;
-    await withSeatTurn(this.deps.turns, { seatId: seat.id, holder: `${this.deps.instanceId}:notice:${fence.deliveryId}`, signal: this.deps.shutdownSignal, waitMs: this.deps.seatTurnWaitMs }, async (turn) => {
-      if (!turn.held) return;
-      // No link to the agent yet (it registers before its reverse link is up): nothing can be sent,
-      // so no attempt is spent; the sweep on "linked" tries again.
-      const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
-      if (!(await conn.connect())) return;
-      // Checked inside the seat's turn, so nothing can change the occupant between the check and the send.
-      const authority = await checkNoticeAuthority(db, fence.deliveryId, seat);
-      if (!authority.ok) return void this.deps.logger.info("notice not sent", { deliveryId: fence.deliveryId, why: authority.why });
-      // Rule 17: the attempt is claimed atomically, re-checked in the seat's turn: not if acknowledged or
-      // resolved meanwhile (another replica sent it), at most once per controller process, and only
-      // while this instance's lease is live (ADR 0036): a replica woken from a pause claims nothing.
-      const claimed = await db
-        .update(fences)
-        .set({ noticeAttempts: sql`${fences.noticeAttempts} + 1`, noticeSentAt: this.deps.now(), noticeClaimedBy: this.deps.instanceId })
-        .where(
-          and(
-            eq(fences.deliveryId, fence.deliveryId),
-            isNull(fences.resolvedAt),
-            isNull(fences.noticeAcknowledgedAt),
-            lt(fences.noticeAttempts, MAX_NOTICE_ATTEMPTS),
-            or(isNull(fences.noticeClaimedBy), ne(fences.noticeClaimedBy, this.deps.instanceId)),
-            leaseHeld(this.deps.lease.fence()),
-          ),
-        )
-        .returning({ deliveryId: fences.deliveryId });
-      if (claimed.length === 0 || !this.deps.lease.holds()) return;
-      const res = await conn.client.deliver(
-        create(DeliverRequestSchema, {
-          seatName: seat.name,
-          // One id per fence: a retried notice that did arrive is recognised by the seat, not stored twice.
-          deliveryId: noticeDeliveryId(fence.deliveryId),
-          text: noticeText(fence),
-          conversationId: NOTICE_SENDER,
-          inReplyTo: fence.deliveryId,
-          authority: create(AuthoritySchema, { ageMs: Math.ceil(performance.now() - authority.checkedAt), caller: NOTICE_SENDER, occupantId: authority.seat.occupantId }),
-        }),
-        { timeoutMs: 5_000, signal: this.deps.shutdownSignal },
-      );
-      const result = agentResultWire.decode(res.result);
-      if (result === AgentResult.Delivered || result === AgentResult.Queued || result === AgentResult.Started || result === AgentResult.Steered) {
-        await db.update(fences).set({ noticeAcknowledgedAt: this.deps.now() }).where(and(eq(fences.deliveryId, fence.deliveryId), leaseHeld(this.deps.lease.fence())));
-        this.deps.onJournalChange();
-      }
-    });
+    await withSeatTurn(
+      this.deps.turns,
+      {
+        seatId: seat.id,
+        holder: `${this.deps.instanceId}:notice:${fence.deliveryId}`,
+        signal: this.deps.shutdownSignal,
+        waitMs: this.deps.seatTurnWaitMs,
+      },
+      async (turn) => {
+        if (!turn.held) return;
+        // No link to the agent yet (it registers before its reverse link is up): nothing can be sent,
+        // so no attempt is spent; the sweep on "linked" tries again.
+        const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
+        if (!(await conn.connect())) return;
+        // Checked inside the seat's turn, so nothing can change the occupant between the check and the send.
+        const authority = await checkNoticeAuthority(db, fence.deliveryId, seat);
+        if (!authority.ok)
+          return void this.deps.logger.info("notice not sent", { deliveryId: fence.deliveryId, why: authority.why });
+        // Rule 17: the attempt is claimed atomically, re-checked in the seat's turn: not if acknowledged or
+        // resolved meanwhile (another replica sent it), at most once per controller process, and only
+        // while this instance's lease is live (ADR 0036): a replica woken from a pause claims nothing.
+        const claimed = await db
+          .update(fences)
+          .set({
+            noticeAttempts: sql`${fences.noticeAttempts} + 1`,
+            noticeSentAt: this.deps.now(),
+            noticeClaimedBy: this.deps.instanceId,
+          })
+          .where(
+            and(
+              eq(fences.deliveryId, fence.deliveryId),
+              isNull(fences.resolvedAt),
+              isNull(fences.noticeAcknowledgedAt),
+              lt(fences.noticeAttempts, MAX_NOTICE_ATTEMPTS),
+              or(isNull(fences.noticeClaimedBy), ne(fences.noticeClaimedBy, this.deps.instanceId)),
+              leaseHeld(this.deps.lease.fence()),
+            ),
+          )
+          .returning({ deliveryId: fences.deliveryId });
+        if (claimed.length === 0 || !this.deps.lease.holds()) return;
+        const res = await conn.client.deliver(
+          create(DeliverRequestSchema, {
+            seatName: seat.name,
+            // One id per fence: a retried notice that did arrive is recognised by the seat, not stored twice.
+            deliveryId: noticeDeliveryId(fence.deliveryId),
+            text: noticeText(fence),
+            conversationId: NOTICE_SENDER,
+            inReplyTo: fence.deliveryId,
+            authority: create(AuthoritySchema, {
+              ageMs: Math.ceil(performance.now() - authority.checkedAt),
+              caller: NOTICE_SENDER,
+              occupantId: authority.seat.occupantId,
+            }),
+          }),
+          { timeoutMs: 5_000, signal: this.deps.shutdownSignal },
+        );
+        const result = agentResultWire.decode(res.result);
+        if (
+          result === AgentResult.Delivered ||
+          result === AgentResult.Queued ||
+          result === AgentResult.Started ||
+          result === AgentResult.Steered
+        ) {
+          await db
+            .update(fences)
+            .set({ noticeAcknowledgedAt: this.deps.now() })
+            .where(and(eq(fences.deliveryId, fence.deliveryId), leaseHeld(this.deps.lease.fence())));
+          this.deps.onJournalChange();
+        }
+      },
+    );
   }
 }

@@ -85,4 +85,3 @@ export function deliverTimeoutOf(deps: Pick<PipelineDeps, "deliverTimeoutMs">): 
 export function leaseMsOf(deps: Pick<PipelineDeps, "deliverTimeoutMs">): number {
   return deliverTimeoutOf(deps) + LEASE_SLACK_MS;
 }
-

@@ -8,7 +8,9 @@ import { ReceiptState } from "../../shared/verdicts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
 
 /** The receipt states whose content is still unresolved, so it fences a resend of the same text. */
-export const UNRESOLVED = sql.raw(`'${ReceiptState.Dispatching}', '${ReceiptState.Unconfirmed}', '${ReceiptState.Uncertain}'`);
+export const UNRESOLVED = sql.raw(
+  `'${ReceiptState.Dispatching}', '${ReceiptState.Unconfirmed}', '${ReceiptState.Uncertain}'`,
+);
 
 export interface AdmittedSeat {
   id: string;

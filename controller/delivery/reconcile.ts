@@ -29,7 +29,11 @@ export interface ReconcileInput {
   settle?: "not_delivered" | undefined;
 }
 
-export async function reconcileSeatCall(deps: PipelineDeps, conversationId: string, input: ReconcileInput): Promise<ToolOutcome> {
+export async function reconcileSeatCall(
+  deps: PipelineDeps,
+  conversationId: string,
+  input: ReconcileInput,
+): Promise<ToolOutcome> {
   const given = [input.deliveryId, input.hireId, input.nativeId].filter((x) => x !== undefined).length;
   if (given !== 1) throw new InvalidArgumentError("give exactly one of deliveryId, hireId or nativeId");
   if (input.nativeId !== undefined) {
@@ -42,7 +46,10 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
   const id = parseUuid(input.deliveryId !== undefined ? "deliveryId" : "hireId", (input.deliveryId ?? input.hireId)!);
   const tool = input.deliveryId !== undefined ? "message_seat" : "hire_agent";
   if (tool === "hire_agent") {
-    if (input.settle) throw new InvalidArgumentError("settle applies to deliveries; an unresolved hire is settled by the owner (clankie hire-receipt settle)");
+    if (input.settle)
+      throw new InvalidArgumentError(
+        "settle applies to deliveries; an unresolved hire is settled by the owner (clankie hire-receipt settle)",
+      );
     return reconcileHire(deps, conversationId, id);
   }
   const noMatch = noMatchingReceipt(id, tool);
@@ -53,21 +60,71 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
 
   if (call.state === CallState.Settled && (!delivery || !isUnresolved(delivery.state))) {
     if (input.settle) {
-      return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "already_settled", deliveryId: id, detail: `this receipt is already settled (${delivery?.state ?? "settled"}); nothing was changed` } };
+      return {
+        id,
+        tool,
+        state: "settled",
+        isError: true,
+        body: {
+          schemaVersion: 1,
+          outcome: "refused",
+          reason: "already_settled",
+          deliveryId: id,
+          detail: `this receipt is already settled (${delivery?.state ?? "settled"}); nothing was changed`,
+        },
+      };
     }
     if (call.resultExpired || !call.result) {
-      return { id, tool, state: "settled", isError: true, body: { schemaVersion: 1, outcome: "expired", deliveryId: id, detail: "this receipt was settled and its result body has expired; it is not replayed" } };
+      return {
+        id,
+        tool,
+        state: "settled",
+        isError: true,
+        body: {
+          schemaVersion: 1,
+          outcome: "expired",
+          deliveryId: id,
+          detail: "this receipt was settled and its result body has expired; it is not replayed",
+        },
+      };
     }
     return { id, tool, state: "settled", isError: false, body: call.result as unknown as LeadBody };
   }
   // An uncertain question answer has no delivery receipt: the agent re-reads its native receipt (controller/workers/).
-  if (!delivery && call.state === CallState.Uncertain && isQuestionAnswer(call)) return reconcileQuestionAnswer(deps, conversationId, call);
-  if (!delivery) return { id, tool, state: "uncertain", isError: true, body: (call.result as unknown as LeadBody | null) ?? uncertainBody(tool, id, "the original's outcome is unknown") };
+  if (!delivery && call.state === CallState.Uncertain && isQuestionAnswer(call))
+    return reconcileQuestionAnswer(deps, conversationId, call);
+  if (!delivery)
+    return {
+      id,
+      tool,
+      state: "uncertain",
+      isError: true,
+      body: (call.result as unknown as LeadBody | null) ?? uncertainBody(tool, id, "the original's outcome is unknown"),
+    };
   if (call.state === CallState.InFlight && input.settle) {
-    return { id, tool, state: "uncertain", isError: true, body: { schemaVersion: 1, outcome: "refused", reason: "receipt_in_use", deliveryId: id, detail: "this delivery is still in flight; it cannot be settled yet" } };
+    return {
+      id,
+      tool,
+      state: "uncertain",
+      isError: true,
+      body: {
+        schemaVersion: 1,
+        outcome: "refused",
+        reason: "receipt_in_use",
+        deliveryId: id,
+        detail: "this delivery is still in flight; it cannot be settled yet",
+      },
+    };
   }
 
-  const evidence = await sessionEvidence(deps.db, deps.agents, delivery.seatId, id, delivery.createdAt.getTime(), delivery);
+  const evidence = await sessionEvidence(
+    deps.db,
+    deps.agents,
+    delivery.seatId,
+    id,
+    delivery.createdAt.getTime(),
+    delivery,
+  );
   if (evidence.kind === "found") {
     const body = await settleFoundInSession(deps, delivery, evidence.nativeReceiptId);
     return { id, tool, state: "settled", isError: false, body };
@@ -97,7 +154,10 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
     return { id, tool, state: "settled", isError: false, body };
   }
   if (input.settle === "not_delivered") {
-    const body = await settleAbandoned(deps, delivery, "lead", conversationId, { session: evidence.kind, ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}) });
+    const body = await settleAbandoned(deps, delivery, "lead", conversationId, {
+      session: evidence.kind,
+      ...(evidence.kind === "unreadable" ? { sessionDetail: evidence.detail } : {}),
+    });
     return { id, tool, state: "settled", isError: false, body };
   }
   const detail =
@@ -106,8 +166,21 @@ export async function reconcileSeatCall(deps: PipelineDeps, conversationId: stri
         "its fate is still unknown and it will not be resent"
       : `the recipient's session could not be read (${evidence.detail}); the original's fate is unknown and it will not be resent`;
   // A settled call whose native write stayed unconfirmed: the original result, with what the session showed.
-  if (call.state === CallState.Settled && call.result) return { id, tool, state: "settled", isError: call.result.outcome !== "delivered", body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody };
-  return { id, tool, state: "uncertain", isError: true, body: { ...uncertainBody(tool, id, detail), seat: delivery.seatId, receiptState: delivery.state } };
+  if (call.state === CallState.Settled && call.result)
+    return {
+      id,
+      tool,
+      state: "settled",
+      isError: call.result.outcome !== "delivered",
+      body: { ...(call.result as unknown as LeadBody), sessionCheck: detail } as LeadBody,
+    };
+  return {
+    id,
+    tool,
+    state: "uncertain",
+    isError: true,
+    body: { ...uncertainBody(tool, id, detail), seat: delivery.seatId, receiptState: delivery.state },
+  };
 }
 
 function noMatchingReceipt(id: string, tool: "message_seat" | "hire_agent"): ToolOutcome {
@@ -117,6 +190,10 @@ function noMatchingReceipt(id: string, tool: "message_seat" | "hire_agent"): Too
     // No receipt: no seat-call _meta at all (a `settled` state would claim one exists).
     state: "none",
     isError: true,
-    body: { schemaVersion: 1, outcome: "no_matching_receipt", detail: "no receipt with this id exists in this conversation; nothing was changed" },
+    body: {
+      schemaVersion: 1,
+      outcome: "no_matching_receipt",
+      detail: "no receipt with this id exists in this conversation; nothing was changed",
+    },
   };
 }

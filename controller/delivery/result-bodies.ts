@@ -4,7 +4,16 @@
  */
 import { SEAT_CALL_META_KEY, type LeadBody } from "../../shared/delivery-bodies.js";
 
-export { RECONCILE_TOOL, SEAT_CALL_META_KEY, uncertainBody, type MessageSeatBody, type UncertainBody, type LeadBody, type DeliveryReason, type SettledOriginalBody } from "../../shared/delivery-bodies.js";
+export {
+  RECONCILE_TOOL,
+  SEAT_CALL_META_KEY,
+  uncertainBody,
+  type MessageSeatBody,
+  type UncertainBody,
+  type LeadBody,
+  type DeliveryReason,
+  type SettledOriginalBody,
+} from "../../shared/delivery-bodies.js";
 
 export interface ToolOutcome {
   id: string;

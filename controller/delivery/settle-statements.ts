@@ -43,7 +43,9 @@ export interface SettleParams {
   fence?: InstanceEpoch | undefined;
 }
 
-const settleStatement = statement<Record<string, unknown>>("settle", () => sql`
+const settleStatement = statement<Record<string, unknown>>(
+  "settle",
+  () => sql`
 with call as (
   update operator_call_receipts set state = ${p("callState")}::text, result = ${p("body")}::text::jsonb, settled_at = ${p("callSettledAt")}::timestamptz
   where id = ${p("id")}::text
@@ -70,7 +72,8 @@ ${handOnSql(sql`exists (select 1 from call)`)}
 select (select count(*) from call)::int as calls, (select count(*) from receipt)::int as receipts,
   (select count(*) from released)::int + (select count(*) from handed)::int as lease_moved,
   (select holder from handed) as handed_to, ${NOTIFIED}
-`);
+`,
+);
 
 /**
  * Returns the holder the lease went to (null: released, or it was not ours any more).
@@ -79,7 +82,11 @@ select (select count(*) from call)::int as calls, (select count(*) from receipt)
  * longer the admitting epoch's: nothing was written (the seat's lease and line included), and
  * retrying cannot change that.
  */
-export async function settleDispatched(db: Db, s: SettleParams, writer: InstanceEpoch | undefined = s.fence): Promise<{ handedTo: string | null }> {
+export async function settleDispatched(
+  db: Db,
+  s: SettleParams,
+  writer: InstanceEpoch | undefined = s.fence,
+): Promise<{ handedTo: string | null }> {
   const unresolved = isUnresolved(s.outcome.state);
   const [row] = await settleStatement(db).run({
     id: s.id,
@@ -109,7 +116,8 @@ export async function settleDispatched(db: Db, s: SettleParams, writer: Instance
     instance: writer?.instance ?? null,
     epoch: writer?.epoch ?? null,
   });
-  if (!row || Number(row.calls) !== 1) throw new FencedWriteError(writer ?? { instance: "(none)", epoch: 0 }, `the settle of ${s.id}`);
+  if (!row || Number(row.calls) !== 1)
+    throw new FencedWriteError(writer ?? { instance: "(none)", epoch: 0 }, `the settle of ${s.id}`);
   return { handedTo: row.handed_to ? String(row.handed_to) : null };
 }
 
@@ -150,7 +158,12 @@ export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<s
   };
   await db.transaction(async (tx) => {
     await assertLeaseHeld(tx, a.fence, `the settle of ${a.delivery.id}`);
-    await settleDelivery(tx, a.delivery.id, { state: ReceiptState.AbandonedUnknown, reason: `${a.settledBy}_settled`, detail }, a.now);
+    await settleDelivery(
+      tx,
+      a.delivery.id,
+      { state: ReceiptState.AbandonedUnknown, reason: `${a.settledBy}_settled`, detail },
+      a.now,
+    );
     await tx.insert(settlements).values({
       deliveryId: a.delivery.id,
       disposition: ReceiptState.AbandonedUnknown,
@@ -166,7 +179,14 @@ export async function abandonDelivery(db: Db, a: AbandonInput): Promise<Record<s
 }
 
 /** Records the original as delivered because the recipient's session holds it (evidence, not a send). */
-export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, nativeReceiptId: string, now: Date, fence: InstanceEpoch, by: "session" | "acknowledgment" = "session"): Promise<Record<string, unknown>> {
+export async function recordFoundInSession(
+  db: Db,
+  delivery: DeliveryReceipt,
+  nativeReceiptId: string,
+  now: Date,
+  fence: InstanceEpoch,
+  by: "session" | "acknowledgment" = "session",
+): Promise<Record<string, unknown>> {
   const body = {
     schemaVersion: 1,
     outcome: "delivered",
@@ -181,7 +201,17 @@ export async function recordFoundInSession(db: Db, delivery: DeliveryReceipt, na
   };
   await db.transaction(async (tx) => {
     await assertLeaseHeld(tx, fence, `the settle of ${delivery.id}`);
-    await settleDelivery(tx, delivery.id, { state: ReceiptState.Delivered, reason: by === "session" ? "found_in_session" : "exact_acknowledgment", detail: body.detail, nativeReceiptId }, now);
+    await settleDelivery(
+      tx,
+      delivery.id,
+      {
+        state: ReceiptState.Delivered,
+        reason: by === "session" ? "found_in_session" : "exact_acknowledgment",
+        detail: body.detail,
+        nativeReceiptId,
+      },
+      now,
+    );
     await settleCall(tx, delivery.id, CallState.Settled, body, now);
     await resolveFence(tx, delivery.id, ReceiptState.Delivered, now);
   });

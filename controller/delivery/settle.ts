@@ -16,7 +16,12 @@ import { CallState, findCallById } from "../journal/call-receipts.js";
 import { isFencedWrite } from "../journal/instances.js";
 import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
 import {
-  abandonDelivery, recordFoundInSession, recordProvenAbsent, settleDispatched, type SettledBy, type SettleParams,
+  abandonDelivery,
+  recordFoundInSession,
+  recordProvenAbsent,
+  settleDispatched,
+  type SettledBy,
+  type SettleParams,
 } from "./settle-statements.js";
 import { MESSAGE_SEAT, leaseMsOf, type PipelineDeps } from "./pipeline.js";
 import { journalCause } from "../db/error-text.js";
@@ -38,7 +43,15 @@ export function journalError(e: unknown): string {
  * Records a dispatch's outcome, body, fence, `previous` and the turn in one statement.
  * Returns the journal's error when it could not (the outcome is then kept and retried).
  */
-async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | undefined, callState: SettleParams["callState"], body: SettleParams["body"], outcome: DeliveryOutcome, previousIds: string[]): Promise<unknown> {
+async function record(
+  deps: PipelineDeps,
+  d: DispatchRecord,
+  turn: SeatTurn | undefined,
+  callState: SettleParams["callState"],
+  body: SettleParams["body"],
+  outcome: DeliveryOutcome,
+  previousIds: string[],
+): Promise<unknown> {
   const params: SettleParams = {
     id: d.id,
     seatId: d.seatId,
@@ -62,7 +75,10 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
   } catch (e) {
     if (isFencedWrite(e)) {
       // Refused for good (ADR 0036): never retried; the seat's turn passes on, its lease is the fleet's to free.
-      deps.logger.error("settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it", { deliveryId: d.id, state: outcome.state, epoch: d.fence.epoch });
+      deps.logger.error(
+        "settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it",
+        { deliveryId: d.id, state: outcome.state, epoch: d.fence.epoch },
+      );
       if (turn) deps.turns.leaveLater(turn);
       return e;
     }
@@ -77,24 +93,66 @@ async function record(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | un
 }
 
 /** Settles a dispatch with a definite outcome: the lead hears the truth when nothing was sent, uncertainty when something was and it is not on record. */
-export async function settleDispatch(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | undefined, body: MessageSeatBody, outcome: DeliveryOutcome, previousIds: string[] = []): Promise<ToolOutcome> {
-  const failed = await record(deps, d, turn, CallState.Settled, body as unknown as Record<string, unknown>, outcome, previousIds);
+export async function settleDispatch(
+  deps: PipelineDeps,
+  d: DispatchRecord,
+  turn: SeatTurn | undefined,
+  body: MessageSeatBody,
+  outcome: DeliveryOutcome,
+  previousIds: string[] = [],
+): Promise<ToolOutcome> {
+  const failed = await record(
+    deps,
+    d,
+    turn,
+    CallState.Settled,
+    body as unknown as Record<string, unknown>,
+    outcome,
+    previousIds,
+  );
   if (isFencedWrite(failed)) return answerAsRecorded(deps, d.id, `the outcome (${body.outcome}) was not recorded`);
   if (failed) {
     if (outcome.state === ReceiptState.NotSent) {
-      const pending: MessageSeatBody = { ...body, detail: `${body.detail}; the journal could not record this yet (${journalError(failed)}) and will when it is back` };
+      const pending: MessageSeatBody = {
+        ...body,
+        detail: `${body.detail}; the journal could not record this yet (${journalError(failed)}) and will when it is back`,
+      };
       return { id: d.id, tool: MESSAGE_SEAT, state: "settled", body: pending, isError: false };
     }
-    return { id: d.id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, d.id, `the outcome (${body.outcome}) could not be recorded (${journalError(failed)}); it will be when the journal is back, and nothing is resent`), isError: true };
+    return {
+      id: d.id,
+      tool: MESSAGE_SEAT,
+      state: "uncertain",
+      body: uncertainBody(
+        MESSAGE_SEAT,
+        d.id,
+        `the outcome (${body.outcome}) could not be recorded (${journalError(failed)}); it will be when the journal is back, and nothing is resent`,
+      ),
+      isError: true,
+    };
   }
   if (body.outcome === "delivered") deps.onDelivered?.(d.seatId);
   return { id: d.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
 
 /** A lost answer: uncertain on the receipt and to the lead, fenced, never resent. */
-export async function settleUncertain(deps: PipelineDeps, d: DispatchRecord, turn: SeatTurn | undefined, detail: string, reason: "answer_lost" | "controller_stopped" = "answer_lost"): Promise<ToolOutcome> {
+export async function settleUncertain(
+  deps: PipelineDeps,
+  d: DispatchRecord,
+  turn: SeatTurn | undefined,
+  detail: string,
+  reason: "answer_lost" | "controller_stopped" = "answer_lost",
+): Promise<ToolOutcome> {
   const body = uncertainBody(MESSAGE_SEAT, d.id, detail);
-  const failed = await record(deps, d, turn, CallState.Uncertain, body as unknown as Record<string, unknown>, { state: ReceiptState.Uncertain, reason, detail }, []);
+  const failed = await record(
+    deps,
+    d,
+    turn,
+    CallState.Uncertain,
+    body as unknown as Record<string, unknown>,
+    { state: ReceiptState.Uncertain, reason, detail },
+    [],
+  );
   if (isFencedWrite(failed)) return answerAsRecorded(deps, d.id, "the uncertain outcome was not recorded");
   return { id: d.id, tool: MESSAGE_SEAT, state: "uncertain", body, isError: true };
 }
@@ -107,22 +165,71 @@ export async function settleUncertain(deps: PipelineDeps, d: DispatchRecord, tur
 export async function answerAsRecorded(deps: PipelineDeps, id: string, what: string): Promise<ToolOutcome> {
   const detail = `this controller replica lost its instance lease while the call was in flight, so ${what}; the receipt is as the fleet records it`;
   const call = await findCallById(deps.db, id).catch(() => undefined);
-  if (call?.state === CallState.Settled && call.result) return { id, tool: MESSAGE_SEAT, state: "settled", body: call.result as unknown as MessageSeatBody, isError: false };
-  if (call?.state === CallState.Uncertain && call.result) return { id, tool: MESSAGE_SEAT, state: "uncertain", body: call.result as unknown as MessageSeatBody, isError: true };
-  return { id, tool: MESSAGE_SEAT, state: "uncertain", body: uncertainBody(MESSAGE_SEAT, id, `${detail} (still in flight: recovery will mark it uncertain); it will not be resent — reconcile it`), isError: true };
+  if (call?.state === CallState.Settled && call.result)
+    return {
+      id,
+      tool: MESSAGE_SEAT,
+      state: "settled",
+      body: call.result as unknown as MessageSeatBody,
+      isError: false,
+    };
+  if (call?.state === CallState.Uncertain && call.result)
+    return {
+      id,
+      tool: MESSAGE_SEAT,
+      state: "uncertain",
+      body: call.result as unknown as MessageSeatBody,
+      isError: true,
+    };
+  return {
+    id,
+    tool: MESSAGE_SEAT,
+    state: "uncertain",
+    body: uncertainBody(
+      MESSAGE_SEAT,
+      id,
+      `${detail} (still in flight: recovery will mark it uncertain); it will not be resent — reconcile it`,
+    ),
+    isError: true,
+  };
 }
 
 /** An unresolved original, kept as abandoned-unknown evidence (lead, owner, unattended). */
-export async function settleAbandoned(deps: PipelineDeps, delivery: DeliveryReceipt, settledBy: Exclude<SettledBy, "reconcile">, conversationId: string | null, evidence: Record<string, unknown>): Promise<SettledOriginalBody> {
-  const body = (await abandonDelivery(deps.db, { delivery, settledBy, conversationId, evidence, now: deps.now(), fence: deps.lease.fence() })) as unknown as SettledOriginalBody;
+export async function settleAbandoned(
+  deps: PipelineDeps,
+  delivery: DeliveryReceipt,
+  settledBy: Exclude<SettledBy, "reconcile">,
+  conversationId: string | null,
+  evidence: Record<string, unknown>,
+): Promise<SettledOriginalBody> {
+  const body = (await abandonDelivery(deps.db, {
+    delivery,
+    settledBy,
+    conversationId,
+    evidence,
+    now: deps.now(),
+    fence: deps.lease.fence(),
+  })) as unknown as SettledOriginalBody;
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);
   return body;
 }
 
 /** An unresolved original the seat's session holds: recorded as delivered (evidence, not a send). */
-export async function settleFoundInSession(deps: PipelineDeps, delivery: DeliveryReceipt, nativeReceiptId: string, by: "session" | "acknowledgment" = "session"): Promise<SettledOriginalBody> {
-  const body = (await recordFoundInSession(deps.db, delivery, nativeReceiptId, deps.now(), deps.lease.fence(), by)) as unknown as SettledOriginalBody;
+export async function settleFoundInSession(
+  deps: PipelineDeps,
+  delivery: DeliveryReceipt,
+  nativeReceiptId: string,
+  by: "session" | "acknowledgment" = "session",
+): Promise<SettledOriginalBody> {
+  const body = (await recordFoundInSession(
+    deps.db,
+    delivery,
+    nativeReceiptId,
+    deps.now(),
+    deps.lease.fence(),
+    by,
+  )) as unknown as SettledOriginalBody;
   deps.onJournalChange();
   deps.onFenceChange?.(delivery.seatId);
   return body;
@@ -166,20 +273,37 @@ export interface OriginalCheck {
  * admitted for (the recipient binding is the seat read). A
  * matching body under another id never counts, and a mismatch is a gap, not an absence.
  */
-export async function sessionEvidence(db: Db, agents: AgentClients, seatIdValue: string, deliveryId: string, sinceMs: number, original?: OriginalCheck): Promise<SessionEvidence> {
+export async function sessionEvidence(
+  db: Db,
+  agents: AgentClients,
+  seatIdValue: string,
+  deliveryId: string,
+  sinceMs: number,
+  original?: OriginalCheck,
+): Promise<SessionEvidence> {
   const [seat] = await db.select().from(seats).where(eq(seats.id, seatIdValue));
   if (!seat) return { kind: "unreadable", detail: "the seat is no longer registered" };
   const [machine] = await db.select().from(machines).where(eq(machines.name, seat.machine));
   if (!machine) return { kind: "unreadable", detail: "the seat's machine is no longer registered" };
   try {
     const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
-    const res = await conn.client.readSession(create(ReadSessionRequestSchema, { seatName: seat.name, sinceUnixMs: BigInt(Math.max(0, sinceMs - 60_000)) }), { timeoutMs: 10_000 });
+    const res = await conn.client.readSession(
+      create(ReadSessionRequestSchema, { seatName: seat.name, sinceUnixMs: BigInt(Math.max(0, sinceMs - 60_000)) }),
+      { timeoutMs: 10_000 },
+    );
     const status = seatStatusWire.decode(res.status) ?? "unknown";
-    if (res.occupantId && res.occupantId !== seat.occupantId) return { kind: "unreadable", detail: `the session read belongs to occupant ${res.occupantId}, not ${seat.occupantId}` };
+    if (res.occupantId && res.occupantId !== seat.occupantId)
+      return {
+        kind: "unreadable",
+        detail: `the session read belongs to occupant ${res.occupantId}, not ${seat.occupantId}`,
+      };
     // A later occupant's session is not the recipient's: it proves neither presence nor absence.
     const wrote = original?.occupantId;
     if (wrote && wrote !== (res.occupantId || seat.occupantId)) {
-      return { kind: "unreadable", detail: `the original was written to occupant ${wrote}; the seat now has occupant ${res.occupantId || seat.occupantId}, whose session proves nothing about it` };
+      return {
+        kind: "unreadable",
+        detail: `the original was written to occupant ${wrote}; the seat now has occupant ${res.occupantId || seat.occupantId}, whose session proves nothing about it`,
+      };
     }
     // A mailbox written before ids were canonical may name it in upper case (issue 32 item 4).
     const hit = res.entries.find((e) => e.deliveryId.toLowerCase() === deliveryId.toLowerCase());
@@ -188,13 +312,21 @@ export async function sessionEvidence(db: Db, agents: AgentClients, seatIdValue:
     }
     // Rule 42: a receipt that kept its native message id and session file is found only at that entry in that file.
     if (hit && original?.nativeSessionPath && res.sessionPath !== original.nativeSessionPath) {
-      return { kind: "unreadable", detail: `the session read was ${res.sessionPath || "not a session file"}, not the recorded ${original.nativeSessionPath}` };
+      return {
+        kind: "unreadable",
+        detail: `the session read was ${res.sessionPath || "not a session file"}, not the recorded ${original.nativeSessionPath}`,
+      };
     }
     if (hit && original?.nativeMessageId && hit.nativeReceiptId !== original.nativeMessageId) {
-      return { kind: "unreadable", detail: `the session holds this delivery under entry ${hit.nativeReceiptId}, not the recorded ${original.nativeMessageId}: it is not the original` };
+      return {
+        kind: "unreadable",
+        detail: `the session holds this delivery under entry ${hit.nativeReceiptId}, not the recorded ${original.nativeMessageId}: it is not the original`,
+      };
     }
     if (hit) return { kind: "found", nativeReceiptId: hit.nativeReceiptId, status };
-    return res.complete ? { kind: "absent", status } : { kind: "unreadable", detail: "the session was read only in part" };
+    return res.complete
+      ? { kind: "absent", status }
+      : { kind: "unreadable", detail: "the session was read only in part" };
   } catch (e) {
     return { kind: "unreadable", detail: (e as Error).message };
   }

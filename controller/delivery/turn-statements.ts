@@ -101,13 +101,18 @@ interface Listener {
  * Both drivers' clients can listen (postgres.js on a connection of its own, PGlite in process);
  * resolves to a stop function, or undefined when the client cannot.
  */
-export async function listenForTurns(db: Db, instance: string, onTurn: () => void): Promise<(() => Promise<void>) | undefined> {
+export async function listenForTurns(
+  db: Db,
+  instance: string,
+  onTurn: () => void,
+): Promise<(() => Promise<void>) | undefined> {
   const client = (db as unknown as { $client?: Partial<Listener> }).$client;
   if (typeof client?.listen !== "function") return undefined;
   const sub: unknown = await client.listen(turnChannel(instance), () => onTurn());
   return async () => {
     if (typeof sub === "function") await (sub as () => Promise<void>)();
-    else if (sub && typeof (sub as { unlisten?: unknown }).unlisten === "function") await (sub as { unlisten: () => Promise<void> }).unlisten();
+    else if (sub && typeof (sub as { unlisten?: unknown }).unlisten === "function")
+      await (sub as { unlisten: () => Promise<void> }).unlisten();
   };
 }
 
@@ -117,7 +122,9 @@ export function lineIsEmpty(seat: SQL): SQL {
 }
 
 // A notice or a stop: takes a free seat whose line is empty, else joins the line.
-const joinStatement = statement<Record<string, unknown>>("join_turn", () => sql`
+const joinStatement = statement<Record<string, unknown>>(
+  "join_turn",
+  () => sql`
 with lease as (
   insert into seat_turns (seat_id, holder, expires_at)
   select ${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8)
@@ -132,7 +139,8 @@ queued as (
   on conflict (holder) do nothing returning holder
 )
 select (select count(*) from lease)::int as taken, ${fenced()} as live
-`);
+`,
+);
 
 /**
  * A controller with waiters and no turn of its own on the seat: claims a lease handed to one of its
@@ -140,7 +148,9 @@ select (select count(*) from lease)::int as taken, ${fenced()} as live
  * controller's, who then has the claim window to take it up. Returns this controller's holder that
  * now holds the lease, if any. Also sweeps the seat's expired waiters.
  */
-const pollStatement = statement<Record<string, unknown>>("poll_turn", () => sql`
+const pollStatement = statement<Record<string, unknown>>(
+  "poll_turn",
+  () => sql`
 with ours as (
   select holder from seat_turns where seat_id = ${p("seatId")}::text and split_part(holder, ':', 1) = ${p("self")}::text
 ),
@@ -167,16 +177,20 @@ notified as (
   select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("self")}::text
 )
 select (select holder from moved where split_part(holder, ':', 1) = ${p("self")}::text) as holder, ${NOTIFIED}, ${fenced()} as live
-`);
+`,
+);
 
 // Gives `holder`'s turn up: leaves the line, and its lease (if it has it) goes to the head of the line.
-const passStatement = statement<Record<string, unknown>>("pass_turn", () => sql`
+const passStatement = statement<Record<string, unknown>>(
+  "pass_turn",
+  () => sql`
 with mine as (
   delete from seat_waiters where holder = ${p("holder")}::text and ${fenced()} returning holder
 ),
 ${handOnSql(fenced())}
 select (select count(*) from released)::int + (select count(*) from handed)::int as moved, (select holder from handed) as handed_to, ${NOTIFIED}
-`);
+`,
+);
 
 const leaseParams = (leaseMs: number) => ({ leaseSeconds: leaseMs / 1000, claimSeconds: TURN_CLAIM_MS / 1000 });
 
@@ -184,8 +198,21 @@ const leaseParams = (leaseMs: number) => ({ leaseSeconds: leaseMs / 1000, claimS
  * True when `holder` took the free seat; false: it is in the seat's line. A FencedWriteError when
  * `fence`'s lease is not live: it neither took the seat nor joined the line.
  */
-export async function joinTurn(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number, fence?: InstanceEpoch): Promise<boolean> {
-  const [row] = await joinStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000, waitSeconds: waitMs / 1000, ...fenceValues(fence) });
+export async function joinTurn(
+  db: Db,
+  seatId: string,
+  holder: string,
+  leaseMs: number,
+  waitMs: number,
+  fence?: InstanceEpoch,
+): Promise<boolean> {
+  const [row] = await joinStatement(db).run({
+    seatId,
+    holder,
+    leaseSeconds: leaseMs / 1000,
+    waitSeconds: waitMs / 1000,
+    ...fenceValues(fence),
+  });
   if (fence && !isTrue(row?.live)) throw new FencedWriteError(fence, `the seat turn of ${holder}`);
   return Number(row?.taken) === 1;
 }
@@ -194,14 +221,26 @@ export async function joinTurn(db: Db, seatId: string, holder: string, leaseMs: 
  * The holder of `instance` that now has the seat's lease, or null. A FencedWriteError when `fence`'s
  * lease is not live: no lease was moved and no waiter swept.
  */
-export async function pollTurn(db: Db, seatId: string, instance: string, leaseMs: number, fence?: InstanceEpoch): Promise<string | null> {
+export async function pollTurn(
+  db: Db,
+  seatId: string,
+  instance: string,
+  leaseMs: number,
+  fence?: InstanceEpoch,
+): Promise<string | null> {
   const [row] = await pollStatement(db).run({ seatId, self: instance, ...leaseParams(leaseMs), ...fenceValues(fence) });
   if (fence && !isTrue(row?.live)) throw new FencedWriteError(fence, `the seat turn poll of ${instance}`);
   return row?.holder ? String(row.holder) : null;
 }
 
 /** `moved`: the lease was `holder`'s and now is `handedTo`'s (null: released). Nothing moves under a stale `fence`. */
-export async function passTurn(db: Db, seatId: string, holder: string, leaseMs: number, fence?: InstanceEpoch): Promise<{ moved: boolean; handedTo: string | null }> {
+export async function passTurn(
+  db: Db,
+  seatId: string,
+  holder: string,
+  leaseMs: number,
+  fence?: InstanceEpoch,
+): Promise<{ moved: boolean; handedTo: string | null }> {
   const [row] = await passStatement(db).run({ seatId, holder, ...leaseParams(leaseMs), ...fenceValues(fence) });
   return { moved: Number(row?.moved) === 1, handedTo: row?.handed_to ? String(row.handed_to) : null };
 }
@@ -211,23 +250,38 @@ export async function passTurn(db: Db, seatId: string, holder: string, leaseMs: 
  * delivery (or notice, or stop) of one controller, so a lease already in its name is its own: a
  * settle its controller gave up on (ADR 0033) can still commit later and hand it on.
  */
-const takeStatement = statement<Record<string, unknown>>("take_turn", () => sql`
+const takeStatement = statement<Record<string, unknown>>(
+  "take_turn",
+  () => sql`
 insert into seat_turns (seat_id, holder, expires_at) select ${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) where ${fenced()}
 on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
 returning holder
-`);
+`,
+);
 
-const releaseStatement = statement<Record<string, unknown>>("release_turn", () => sql`
+const releaseStatement = statement<Record<string, unknown>>(
+  "release_turn",
+  () => sql`
 delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()}
-`);
+`,
+);
 
-const handStatement = statement<Record<string, unknown>>("hand_turn", () => sql`
+const handStatement = statement<Record<string, unknown>>(
+  "hand_turn",
+  () => sql`
 update seat_turns set holder = ${p("next")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
 where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()} returning holder
-`);
+`,
+);
 
 /** One try: true when `holder` now has the seat's lease (the line is not consulted). */
-export async function tryTakeLease(db: Db, seatId: string, holder: string, leaseMs: number, fence?: InstanceEpoch): Promise<boolean> {
+export async function tryTakeLease(
+  db: Db,
+  seatId: string,
+  holder: string,
+  leaseMs: number,
+  fence?: InstanceEpoch,
+): Promise<boolean> {
   const rows = await takeStatement(db).run({ seatId, holder, leaseSeconds: leaseMs / 1000, ...fenceValues(fence) });
   return rows[0]?.holder === holder;
 }
@@ -237,8 +291,21 @@ export async function releaseLease(db: Db, seatId: string, holder: string, fence
 }
 
 /** Moves a lease `holder` has to `next`; false when it was not held (or `fence`'s lease is not live). */
-export async function handLease(db: Db, seatId: string, holder: string, next: string, leaseMs: number, fence?: InstanceEpoch): Promise<boolean> {
-  const rows = await handStatement(db).run({ seatId, holder, next, leaseSeconds: leaseMs / 1000, ...fenceValues(fence) });
+export async function handLease(
+  db: Db,
+  seatId: string,
+  holder: string,
+  next: string,
+  leaseMs: number,
+  fence?: InstanceEpoch,
+): Promise<boolean> {
+  const rows = await handStatement(db).run({
+    seatId,
+    holder,
+    next,
+    leaseSeconds: leaseMs / 1000,
+    ...fenceValues(fence),
+  });
   return rows.length === 1;
 }
 
@@ -250,7 +317,14 @@ const RELEASE_RETRY_MS = 250;
  * after the database came back, though its delivery was over (verify: calls stuck 11-16 s
  * behind such leases at each database restart). Deletes only a lease still in `holder`'s name.
  */
-export function releaseLeaseWhenBack(db: Db, seatId: string, holder: string, leaseMs: number, onGiveUp: (e: Error) => void, fence: () => InstanceEpoch | undefined = () => undefined): void {
+export function releaseLeaseWhenBack(
+  db: Db,
+  seatId: string,
+  holder: string,
+  leaseMs: number,
+  onGiveUp: (e: Error) => void,
+  fence: () => InstanceEpoch | undefined = () => undefined,
+): void {
   const until = performance.now() + leaseMs;
   const attempt = () => {
     releaseLease(db, seatId, holder, fence()).catch((e: Error) => {
@@ -269,7 +343,14 @@ export interface SeatLease {
  * Takes the seat's lease, polling until `waitMs` pass; undefined when it stayed held (tests and tools),
  * or when `fence`'s lease is not live (then nothing was taken). Its release carries the same fence.
  */
-export async function takeSeatLease(db: Db, seatId: string, holder: string, leaseMs: number, waitMs: number, fence?: InstanceEpoch): Promise<SeatLease | undefined> {
+export async function takeSeatLease(
+  db: Db,
+  seatId: string,
+  holder: string,
+  leaseMs: number,
+  waitMs: number,
+  fence?: InstanceEpoch,
+): Promise<SeatLease | undefined> {
   const deadline = performance.now() + waitMs;
   while (!(await tryTakeLease(db, seatId, holder, leaseMs, fence))) {
     if (performance.now() >= deadline) return undefined;

@@ -10,7 +10,14 @@ import type { Db } from "../db/open.js";
 import type { InstanceEpoch } from "../journal/lease-guard.js";
 import { joinTurn, listenForTurns, passTurn, pollTurn, releaseLeaseWhenBack } from "./turn-statements.js";
 
-export { TURN_CLAIM_MS, handLease, releaseLease, takeSeatLease, tryTakeLease, type SeatLease } from "./turn-statements.js";
+export {
+  TURN_CLAIM_MS,
+  handLease,
+  releaseLease,
+  takeSeatLease,
+  tryTakeLease,
+  type SeatLease,
+} from "./turn-statements.js";
 
 /** How long a message waits for the seat's turn before it takes the ordinary checks anyway. */
 export const SEAT_TURN_WAIT_MS = 25_000;
@@ -77,13 +84,16 @@ export class SeatTurns {
     // A hand-off from another replica wakes this one's poll (ADR 0039); without it, the poll alone.
     this.listening = listenForTurns(db, instanceId, () => {
       for (const q of this.seats.values()) q.wake?.();
-    }).then((stop) => {
-      this.hearing = stop !== undefined;
-      return stop;
-    }, (e: Error) => {
-      onError("seat turn hand-offs cannot be heard; polling for them", e);
-      return undefined;
-    });
+    }).then(
+      (stop) => {
+        this.hearing = stop !== undefined;
+        return stop;
+      },
+      (e: Error) => {
+        onError("seat turn hand-offs cannot be heard; polling for them", e);
+        return undefined;
+      },
+    );
   }
 
   /** Stops hearing hand-offs (the database's close ends it too). */
@@ -103,7 +113,13 @@ export class SeatTurns {
    * Enters the seat's turn. Resolves once it is this holder's turn, or after `waitMs` without it.
    * `admission`: what the admission statement did; absent, the holder joins the line here (one statement).
    */
-  async enter(seatId: string, holder: string, admission?: TurnAdmission, waitMs = SEAT_TURN_WAIT_MS, signal?: AbortSignal): Promise<SeatTurn> {
+  async enter(
+    seatId: string,
+    holder: string,
+    admission?: TurnAdmission,
+    waitMs = SEAT_TURN_WAIT_MS,
+    signal?: AbortSignal,
+  ): Promise<SeatTurn> {
     const started = performance.now();
     let held = admission === "lease";
     if (!admission) held = await joinTurn(this.db, seatId, holder, this.leaseMs, waitMs, this.fence());
@@ -267,7 +283,14 @@ export class SeatTurns {
 
   /** A release the journal refused: retried until it commits, or until the lease has expired anyway. */
   private releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
-    releaseLeaseWhenBack(this.db, seatId, holder, this.leaseMs, (e) => this.onError(`${what}; it expired instead`, e), this.fence);
+    releaseLeaseWhenBack(
+      this.db,
+      seatId,
+      holder,
+      this.leaseMs,
+      (e) => this.onError(`${what}; it expired instead`, e),
+      this.fence,
+    );
   }
 }
 
@@ -279,10 +302,17 @@ export class SeatTurns {
  */
 export async function withSeatTurn<T>(
   turns: SeatTurns,
-  seat: { seatId: string; holder: string; signal?: AbortSignal | undefined; waitMs?: number | undefined; entered?: Promise<SeatTurn> },
+  seat: {
+    seatId: string;
+    holder: string;
+    signal?: AbortSignal | undefined;
+    waitMs?: number | undefined;
+    entered?: Promise<SeatTurn>;
+  },
   fn: (turn: SeatTurn) => Promise<T>,
 ): Promise<T> {
-  const turn = await (seat.entered ?? turns.enter(seat.seatId, seat.holder, undefined, seat.waitMs ?? SEAT_TURN_WAIT_MS, seat.signal));
+  const turn = await (seat.entered ??
+    turns.enter(seat.seatId, seat.holder, undefined, seat.waitMs ?? SEAT_TURN_WAIT_MS, seat.signal));
   try {
     return await fn(turn);
   } finally {

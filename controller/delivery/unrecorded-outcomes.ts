@@ -72,7 +72,10 @@ export class UnrecordedOutcomes {
           // fleet has taken the call over or will; retrying could never land it.
           this.pending.shift();
           this.spill();
-          this.logger.error("an outcome this replica decided was refused by the journal: its instance lease epoch is no longer live; the receipt stays as the fleet records it", { what: next.what });
+          this.logger.error(
+            "an outcome this replica decided was refused by the journal: its instance lease epoch is no longer live; the receipt stays as the fleet records it",
+            { what: next.what },
+          );
           continue;
         }
         this.pending.shift();
@@ -121,11 +124,17 @@ export async function recordSpilled(spillFile: string, write: RecordSettle, logg
   const all = JSON.parse(readFileSync(spillFile, "utf8")) as (PendingSettle & { now: string })[];
   for (const p of all) {
     try {
-      await write(isHireSettle(p) || isRefusedAdmission(p) ? { ...p, now: new Date(p.now) } : { ...p, now: new Date(p.now), holder: null });
+      await write(
+        isHireSettle(p) || isRefusedAdmission(p)
+          ? { ...p, now: new Date(p.now) }
+          : { ...p, now: new Date(p.now), holder: null },
+      );
     } catch (e) {
       // A call a peer took over when the stopped process's lease expired stays as the fleet recorded it (ADR 0036).
       if (!isFencedWrite(e)) throw e;
-      logger?.warn("a stopped controller's decided outcome was not recorded: its call was taken over by a peer", { id: p.id });
+      logger?.warn("a stopped controller's decided outcome was not recorded: its call was taken over by a peer", {
+        id: p.id,
+      });
     }
   }
   rmSync(spillFile, { force: true });

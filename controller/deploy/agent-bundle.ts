@@ -25,9 +25,17 @@ export function packageRoot(): string {
 function productionPackages(root: string): string[] {
   const lock = join(root, "package-lock.json");
   if (!existsSync(lock)) return ["node_modules"];
-  const pkgs = (JSON.parse(readFileSync(lock, "utf8")) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> }).packages;
+  const pkgs = (
+    JSON.parse(readFileSync(lock, "utf8")) as { packages: Record<string, { dev?: boolean; devOptional?: boolean }> }
+  ).packages;
   return Object.entries(pkgs)
-    .filter(([path, p]) => path.startsWith("node_modules/") && !p.dev && !p.devOptional && !path.slice("node_modules/".length).includes("/node_modules/"))
+    .filter(
+      ([path, p]) =>
+        path.startsWith("node_modules/") &&
+        !p.dev &&
+        !p.devOptional &&
+        !path.slice("node_modules/".length).includes("/node_modules/"),
+    )
     .map(([path]) => path)
     .filter((p) => existsSync(join(root, p)));
 }
@@ -39,7 +47,16 @@ export function buildAgentBundle(): AgentBundle {
   const stamp = join(dir, "deploy-stamp.json");
   writeFileSync(stamp, JSON.stringify({ version, builtAt: new Date().toISOString() }) + "\n");
   const file = join(dir, "agent.tgz");
-  execFileSync("tar", ["-czf", file, "-C", root, "dist", "package.json", ...productionPackages(root), "-C", dir, "deploy-stamp.json"], { stdio: ["ignore", "ignore", "pipe"] });
+  execFileSync(
+    "tar",
+    ["-czf", file, "-C", root, "dist", "package.json", ...productionPackages(root), "-C", dir, "deploy-stamp.json"],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
   const body = readFileSync(file);
-  return { file, version, bytes: body.length, releaseId: `${version}-${createHash("sha256").update(body).digest("hex").slice(0, 12)}` };
+  return {
+    file,
+    version,
+    bytes: body.length,
+    releaseId: `${version}-${createHash("sha256").update(body).digest("hex").slice(0, 12)}`,
+  };
 }

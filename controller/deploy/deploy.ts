@@ -33,7 +33,10 @@ export interface DeployOptions {
   /** What to copy (default: this installation, agent-bundle.ts). */
   buildBundle?: () => AgentBundle;
   /** How to reach the target (default: ssh2 with the host key checked, ssh-session.ts). */
-  openSession?: (t: SshTarget, o: { identityFile: string; knownHosts: string; acceptNew: boolean }) => Promise<SshSession>;
+  openSession?: (
+    t: SshTarget,
+    o: { identityFile: string; knownHosts: string; acceptNew: boolean },
+  ) => Promise<SshSession>;
 }
 
 export interface DeployReport {
@@ -58,7 +61,22 @@ export function targetFor(ssh: SshSession, os: TargetOs): DeployTarget {
 
 export async function deploy(o: DeployOptions): Promise<DeployReport> {
   const left: string[] = [];
-  const steps = o.rollback ? ["connect and verify the host key", "check the target", "switch to the previous release", "restart the service", "wait until the machine is online"] : ["connect and verify the host key", "check the target", "copy the agent", "enroll (join token over stdin)", "install and start the service", "wait until the machine is online"];
+  const steps = o.rollback
+    ? [
+        "connect and verify the host key",
+        "check the target",
+        "switch to the previous release",
+        "restart the service",
+        "wait until the machine is online",
+      ]
+    : [
+        "connect and verify the host key",
+        "check the target",
+        "copy the agent",
+        "enroll (join token over stdin)",
+        "install and start the service",
+        "wait until the machine is online",
+      ];
   let n = 0;
   const step = async <T>(fn: () => Promise<T>, detail?: (v: T) => string): Promise<T> => {
     n++;
@@ -69,31 +87,61 @@ export async function deploy(o: DeployOptions): Promise<DeployReport> {
       return v;
     } catch (e) {
       const err = FleetError.from(e);
-      const leftBehind = left.length ? ` Left behind on ${o.target.host}: ${left.join("; ")}.` : ` Nothing was left on ${o.target.host}.`;
+      const leftBehind = left.length
+        ? ` Left behind on ${o.target.host}: ${left.join("; ")}.`
+        : ` Nothing was left on ${o.target.host}.`;
       o.progress(n, steps.length, steps[n - 1]!, "failed", err.message);
-      throw new FleetError(err.code, `step ${n}/${steps.length} (${steps[n - 1]}) failed: ${err.message}.${leftBehind}`, { cause: e });
+      throw new FleetError(
+        err.code,
+        `step ${n}/${steps.length} (${steps[n - 1]}) failed: ${err.message}.${leftBehind}`,
+        { cause: e },
+      );
     }
   };
 
-  const ssh = await step(() => (o.openSession ?? openSsh)(o.target, { identityFile: o.identityFile, knownHosts: o.knownHosts, acceptNew: o.acceptNew }), (s) => `host key ${s.hostKey.kind}`);
+  const ssh = await step(
+    () =>
+      (o.openSession ?? openSsh)(o.target, {
+        identityFile: o.identityFile,
+        knownHosts: o.knownHosts,
+        acceptNew: o.acceptNew,
+      }),
+    (s) => `host key ${s.hostKey.kind}`,
+  );
   try {
-    const { target, facts } = await step(async () => {
-      const target = targetFor(ssh, await detectOs(ssh));
-      const facts = await target.inspect(o.remoteDir);
-      checkNode(facts);
-      if (!(facts.freeKb >= MIN_FREE_KB)) throw new FleetError(ErrorCode.InvalidArgument, `only ${Math.round(facts.freeKb / 1024)} MB free under ${facts.dir}; ${MIN_FREE_KB / 1024} MB are needed`);
-      return { target, facts };
-    }, ({ facts: f }) => `${f.os}, Node ${f.version}, ${Math.round(f.freeKb / 1024)} MB free, ${f.current ? `release ${leaf(f.current)} installed` : "fresh install"}`);
-    if (facts.machine && facts.machine !== o.machine) throw new FleetError(ErrorCode.InvalidArgument, `${o.target.host} already holds the identity of ${facts.machine}, not ${o.machine}; nothing was changed`);
+    const { target, facts } = await step(
+      async () => {
+        const target = targetFor(ssh, await detectOs(ssh));
+        const facts = await target.inspect(o.remoteDir);
+        checkNode(facts);
+        if (!(facts.freeKb >= MIN_FREE_KB))
+          throw new FleetError(
+            ErrorCode.InvalidArgument,
+            `only ${Math.round(facts.freeKb / 1024)} MB free under ${facts.dir}; ${MIN_FREE_KB / 1024} MB are needed`,
+          );
+        return { target, facts };
+      },
+      ({ facts: f }) =>
+        `${f.os}, Node ${f.version}, ${Math.round(f.freeKb / 1024)} MB free, ${f.current ? `release ${leaf(f.current)} installed` : "fresh install"}`,
+    );
+    if (facts.machine && facts.machine !== o.machine)
+      throw new FleetError(
+        ErrorCode.InvalidArgument,
+        `${o.target.host} already holds the identity of ${facts.machine}, not ${o.machine}; nothing was changed`,
+      );
 
     let release: string;
     const previous = facts.current;
     if (o.rollback) {
-      if (!facts.previous || !facts.current) throw new FleetError(ErrorCode.NotFound, `no previous release on ${o.target.host} to roll back to`);
-      release = await step(async () => {
-        await target.activate(facts, facts.previous!, facts.current);
-        return facts.previous!;
-      }, (r) => `current is ${leaf(r)}`);
+      if (!facts.previous || !facts.current)
+        throw new FleetError(ErrorCode.NotFound, `no previous release on ${o.target.host} to roll back to`);
+      release = await step(
+        async () => {
+          await target.activate(facts, facts.previous!, facts.current);
+          return facts.previous!;
+        },
+        (r) => `current is ${leaf(r)}`,
+      );
     } else {
       release = await step(async () => {
         const bundle = (o.buildBundle ?? buildAgentBundle)();
@@ -104,26 +152,45 @@ export async function deploy(o: DeployOptions): Promise<DeployReport> {
           rmSync(dirname(bundle.file), { recursive: true, force: true });
         }
       }, leaf);
-      await step(async () => {
-        if (facts.machine === o.machine) return "kept (already enrolled)";
-        const out = await target.enroll(facts, release, o.agentUrl, o.machine, await o.issueJoinToken());
-        left.push(`identity in ${facts.dir} (state/identity)`);
-        return `new identity, certificate until ${(JSON.parse(out.split("\n").pop()!) as { notAfter: string }).notAfter}`;
-      }, (v) => v);
+      await step(
+        async () => {
+          if (facts.machine === o.machine) return "kept (already enrolled)";
+          const out = await target.enroll(facts, release, o.agentUrl, o.machine, await o.issueJoinToken());
+          left.push(`identity in ${facts.dir} (state/identity)`);
+          return `new identity, certificate until ${(JSON.parse(out.split("\n").pop()!) as { notAfter: string }).notAfter}`;
+        },
+        (v) => v,
+      );
     }
-    const service = await step(async () => {
-      if (!o.rollback) {
-        await target.activate(facts, release, facts.current);
-        left.push(`current → ${leaf(release)}`);
-      }
-      const how = await target.restart(facts);
-      left.push(`the agent service (${how})`);
-      await target.prune(facts);
-      return how;
-    }, (s) => s);
+    const service = await step(
+      async () => {
+        if (!o.rollback) {
+          await target.activate(facts, release, facts.current);
+          left.push(`current → ${leaf(release)}`);
+        }
+        const how = await target.restart(facts);
+        left.push(`the agent service (${how})`);
+        await target.prune(facts);
+        return how;
+      },
+      (s) => s,
+    );
     const since = Date.now();
-    const online = await step(() => o.waitOnline(since), (v) => `online, agent ${v.agentVersion}`);
-    return { machine: o.machine, host: o.target.host, os: facts.os, release: leaf(release), previous: previous ? leaf(previous) : undefined, identityKept: facts.machine === o.machine, service, agentVersion: online.agentVersion, hostKey: ssh.hostKey.kind };
+    const online = await step(
+      () => o.waitOnline(since),
+      (v) => `online, agent ${v.agentVersion}`,
+    );
+    return {
+      machine: o.machine,
+      host: o.target.host,
+      os: facts.os,
+      release: leaf(release),
+      previous: previous ? leaf(previous) : undefined,
+      identityKept: facts.machine === o.machine,
+      service,
+      agentVersion: online.agentVersion,
+      hostKey: ssh.hostKey.kind,
+    };
   } finally {
     ssh.close();
   }

@@ -9,7 +9,12 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { FleetError, ErrorCode } from "../../shared/errors.js";
 
-export type HostKeyVerdict = { kind: "known" } | { kind: "added" } | { kind: "unknown" } | { kind: "changed"; expected: string } | { kind: "revoked" };
+export type HostKeyVerdict =
+  | { kind: "known" }
+  | { kind: "added" }
+  | { kind: "unknown" }
+  | { kind: "changed"; expected: string }
+  | { kind: "revoked" };
 
 function keyType(blob: Buffer): string {
   const len = blob.readUInt32BE(0);
@@ -29,7 +34,13 @@ function matches(field: string, name: string): boolean {
   return field.split(",").includes(name);
 }
 
-export function checkHostKey(file: string, host: string, port: number, blob: Buffer, acceptNew: boolean): HostKeyVerdict {
+export function checkHostKey(
+  file: string,
+  host: string,
+  port: number,
+  blob: Buffer,
+  acceptNew: boolean,
+): HostKeyVerdict {
   const name = hostPattern(host, port);
   const type = keyType(blob);
   const b64 = blob.toString("base64");
@@ -56,8 +67,20 @@ export function checkHostKey(file: string, host: string, port: number, blob: Buf
 
 export function hostKeyError(v: HostKeyVerdict, host: string, port: number, file: string): FleetError | undefined {
   const name = hostPattern(host, port);
-  if (v.kind === "changed") return new FleetError(ErrorCode.PermissionDenied, `HOST KEY CHANGED for ${name}: it does not match ${file}. Someone may be intercepting the connection; nothing was sent. If the host really was reinstalled, remove its line from ${file} yourself.`);
-  if (v.kind === "revoked") return new FleetError(ErrorCode.PermissionDenied, `the host key of ${name} is marked @revoked in ${file}; nothing was sent`);
-  if (v.kind === "unknown") return new FleetError(ErrorCode.PermissionDenied, `${name} is not in ${file}; check its host key and rerun with --accept-new to add it`);
+  if (v.kind === "changed")
+    return new FleetError(
+      ErrorCode.PermissionDenied,
+      `HOST KEY CHANGED for ${name}: it does not match ${file}. Someone may be intercepting the connection; nothing was sent. If the host really was reinstalled, remove its line from ${file} yourself.`,
+    );
+  if (v.kind === "revoked")
+    return new FleetError(
+      ErrorCode.PermissionDenied,
+      `the host key of ${name} is marked @revoked in ${file}; nothing was sent`,
+    );
+  if (v.kind === "unknown")
+    return new FleetError(
+      ErrorCode.PermissionDenied,
+      `${name} is not in ${file}; check its host key and rerun with --accept-new to add it`,
+    );
   return undefined;
 }

@@ -13,7 +13,14 @@ export const LAUNCHD_PLIST = `${LAUNCHD_LABEL}.plist`;
 
 /** The LaunchAgent for the release `current` points at, with the same agent command as Linux's unit. */
 export function launchdPlist(dir: string, node: string): string {
-  const [plist] = renderAgentService("launchd", { node, main: `${dir}/current/dist/controller/cli/main.js`, agentArgs: ["--state-dir", `${dir}/state`, "--log-level", "info"], stateDir: `${dir}/state`, logDir: dir, name: LAUNCHD_LABEL });
+  const [plist] = renderAgentService("launchd", {
+    node,
+    main: `${dir}/current/dist/controller/cli/main.js`,
+    agentArgs: ["--state-dir", `${dir}/state`, "--log-level", "info"],
+    stateDir: `${dir}/state`,
+    logDir: dir,
+    name: LAUNCHD_LABEL,
+  });
   return plist!.content;
 }
 

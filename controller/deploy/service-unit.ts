@@ -9,12 +9,22 @@
 import { renderAgentService } from "../../shared/service-install/render.js";
 
 export function runScript(dir: string, node: string): string {
-  return ["#!/bin/sh", "# Written by clankie fleet deploy: the agent on its stored identity (no token).", `exec ${node} ${dir}/current/dist/controller/cli/main.js agent --state-dir ${dir}/state --log-level info`, ""].join("\n");
+  return [
+    "#!/bin/sh",
+    "# Written by clankie fleet deploy: the agent on its stored identity (no token).",
+    `exec ${node} ${dir}/current/dist/controller/cli/main.js agent --state-dir ${dir}/state --log-level info`,
+    "",
+  ].join("\n");
 }
 
 /** The systemd user unit, rendered from deploy/linux/ (i15's renderer; ADR 0070): the same agent command as run-agent.sh. */
 export function systemdUserUnit(dir: string, node: string): string {
-  const [unit] = renderAgentService("systemd-user", { node, main: `${dir}/current/dist/controller/cli/main.js`, agentArgs: ["--state-dir", `${dir}/state`, "--log-level", "info"], stateDir: `${dir}/state` });
+  const [unit] = renderAgentService("systemd-user", {
+    node,
+    main: `${dir}/current/dist/controller/cli/main.js`,
+    agentArgs: ["--state-dir", `${dir}/state`, "--log-level", "info"],
+    stateDir: `${dir}/state`,
+  });
   return unit!.content;
 }
 

@@ -12,14 +12,26 @@ export interface SshTarget {
 
 export function parseTarget(text: string, port: number | undefined, defaultUser: string): SshTarget {
   const m = /^(?:([^@\s]+)@)?(\[[^\]]+\]|[^:@\s]+)(?::(\d+))?$/.exec(text);
-  if (!m) throw new FleetError(ErrorCode.InvalidArgument, `SSH_TARGET must be [user@]host[:port], got ${JSON.stringify(text)}`);
-  return { username: m[1] ?? defaultUser, host: m[2]!.replace(/^\[|\]$/g, ""), port: port ?? (m[3] ? Number(m[3]) : 22) };
+  if (!m)
+    throw new FleetError(
+      ErrorCode.InvalidArgument,
+      `SSH_TARGET must be [user@]host[:port], got ${JSON.stringify(text)}`,
+    );
+  return {
+    username: m[1] ?? defaultUser,
+    host: m[2]!.replace(/^\[|\]$/g, ""),
+    port: port ?? (m[3] ? Number(m[3]) : 22),
+  };
 }
 
 /** No agent is involved yet: the SSH host does not answer (host_unreachable), or refuses the key (permission_denied). */
 function sshError(t: SshTarget, identityFile: string, e: Error & { level?: string }): FleetError {
   const where = `ssh ${t.username}@${t.host}:${t.port}`;
-  if (e.level === "client-authentication") return new FleetError(ErrorCode.PermissionDenied, `${where} refused the key ${identityFile} (${e.message}); is its public key in ${t.username}'s authorized_keys there?`);
+  if (e.level === "client-authentication")
+    return new FleetError(
+      ErrorCode.PermissionDenied,
+      `${where} refused the key ${identityFile} (${e.message}); is its public key in ${t.username}'s authorized_keys there?`,
+    );
   return new FleetError(ErrorCode.HostUnreachable, `${where}: ${e.message}`);
 }
 
@@ -38,7 +50,10 @@ export interface SshSession {
   close(): void;
 }
 
-export async function openSsh(t: SshTarget, o: { identityFile: string; knownHosts: string; acceptNew: boolean; timeoutMs?: number }): Promise<SshSession> {
+export async function openSsh(
+  t: SshTarget,
+  o: { identityFile: string; knownHosts: string; acceptNew: boolean; timeoutMs?: number },
+): Promise<SshSession> {
   const client = new ssh2.Client();
   let verdict: HostKeyVerdict = { kind: "unknown" };
   let refusal: FleetError | undefined;
@@ -46,7 +61,10 @@ export async function openSsh(t: SshTarget, o: { identityFile: string; knownHost
   try {
     privateKey = readFileSync(o.identityFile);
   } catch (e) {
-    throw new FleetError(ErrorCode.InvalidArgument, `cannot read the SSH identity ${o.identityFile}: ${(e as Error).message}`);
+    throw new FleetError(
+      ErrorCode.InvalidArgument,
+      `cannot read the SSH identity ${o.identityFile}: ${(e as Error).message}`,
+    );
   }
   await new Promise<void>((resolve, reject) => {
     client.once("ready", () => resolve());

@@ -53,14 +53,19 @@ export async function must(ssh: SshSession, cmd: string, what: string, stdin?: s
   if (r.code === 0) return r.stdout.trim();
   const typed = typedError(r.stdout);
   if (typed) throw new FleetError(typed.code, `${what}: ${typed.message}`);
-  throw new FleetError(ErrorCode.FailedPrecondition, `${what}: exit ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 400)}`);
+  throw new FleetError(
+    ErrorCode.FailedPrecondition,
+    `${what}: exit ${r.code}: ${(r.stderr || r.stdout).trim().slice(0, 400)}`,
+  );
 }
 
 function typedError(stdout: string): { code: ErrorCode; message: string } | undefined {
   try {
-    const e = (JSON.parse(stdout.trim().split("\n").pop() ?? "") as { error?: { code?: string; message?: string } }).error;
+    const e = (JSON.parse(stdout.trim().split("\n").pop() ?? "") as { error?: { code?: string; message?: string } })
+      .error;
     const known: ReadonlySet<string> = new Set(Object.values(ErrorCode));
-    if (e?.code && known.has(e.code) && typeof e.message === "string") return { code: e.code as ErrorCode, message: e.message };
+    if (e?.code && known.has(e.code) && typeof e.message === "string")
+      return { code: e.code as ErrorCode, message: e.message };
   } catch {
     // not a JSON line: plain output
   }
@@ -86,12 +91,20 @@ export async function detectOs(ssh: SshSession): Promise<TargetOs> {
     const w = await ssh.exec('powershell -NoProfile -NonInteractive -Command "[Environment]::OSVersion.Platform"');
     if (w.code === 0 && w.stdout.trim() === "Win32NT") return "Windows";
   }
-  throw new FleetError(ErrorCode.InvalidArgument, `the target runs ${name || "an OS that neither uname nor PowerShell names"}; fleet deploy knows Linux, macOS and Windows`);
+  throw new FleetError(
+    ErrorCode.InvalidArgument,
+    `the target runs ${name || "an OS that neither uname nor PowerShell names"}; fleet deploy knows Linux, macOS and Windows`,
+  );
 }
 
 /** Refuses a target without a usable node before anything is copied. */
 export function checkNode(f: TargetFacts): void {
-  if (!f.node) throw new FleetError(ErrorCode.InvalidArgument, `no node on the target's PATH${f.os === "Windows" ? "" : " (nor in /opt/homebrew/bin or /usr/local/bin)"}: Node 20 or newer is needed`);
+  if (!f.node)
+    throw new FleetError(
+      ErrorCode.InvalidArgument,
+      `no node on the target's PATH${f.os === "Windows" ? "" : " (nor in /opt/homebrew/bin or /usr/local/bin)"}: Node 20 or newer is needed`,
+    );
   const major = Number(/^v(\d+)/.exec(f.version)?.[1] ?? 0);
-  if (major < 20) throw new FleetError(ErrorCode.InvalidArgument, `the target has Node ${f.version}; Node 20 or newer is needed`);
+  if (major < 20)
+    throw new FleetError(ErrorCode.InvalidArgument, `the target has Node ${f.version}; Node 20 or newer is needed`);
 }

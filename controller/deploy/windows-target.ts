@@ -30,7 +30,8 @@ export const sftpPath = (p: string): string => `/${p.replace(/\\/g, "/")}`;
 const STRICT = ["$ErrorActionPreference = 'Stop'", "$ProgressPreference = 'SilentlyContinue'"];
 
 /** Where a junction in the install dir points ('' when there is none). */
-const LINK_TARGET = "function LinkTarget($name) { $i = Get-Item -LiteralPath (Join-Path $dir $name) -Force -ErrorAction SilentlyContinue; if ($i -and $i.Target) { @($i.Target)[0] } else { '' } }";
+const LINK_TARGET =
+  "function LinkTarget($name) { $i = Get-Item -LiteralPath (Join-Path $dir $name) -Force -ErrorAction SilentlyContinue; if ($i -and $i.Target) { @($i.Target)[0] } else { '' } }";
 
 export function inspectScript(remoteDir: string | undefined): string {
   return [
@@ -98,7 +99,13 @@ export function pruneScript(dir: string): string {
 
 /** The Scheduled Task's install and uninstall scripts, for the release `current` points at. */
 export function taskScripts(dir: string, node: string) {
-  return renderAgentService("windows-task", { node, main: `${dir}\\current\\dist\\controller\\cli\\main.js`, agentArgs: ["--state-dir", `${dir}\\state`, "--log-level", "info"], stateDir: `${dir}\\state`, name: WINDOWS_TASK });
+  return renderAgentService("windows-task", {
+    node,
+    main: `${dir}\\current\\dist\\controller\\cli\\main.js`,
+    agentArgs: ["--state-dir", `${dir}\\state`, "--log-level", "info"],
+    stateDir: `${dir}\\state`,
+    name: WINDOWS_TASK,
+  });
 }
 
 export function windowsTarget(ssh: SshSession): DeployTarget {
@@ -106,9 +113,26 @@ export function windowsTarget(ssh: SshSession): DeployTarget {
   return {
     os: "Windows",
     async inspect(remoteDir) {
-      const out = JSON.parse((await run(inspectScript(remoteDir), "inspect the target")).split("\n").pop()!) as { node: string; version: string; dir: string; freeKb: number; current: string; previous: string; identity: string };
+      const out = JSON.parse((await run(inspectScript(remoteDir), "inspect the target")).split("\n").pop()!) as {
+        node: string;
+        version: string;
+        dir: string;
+        freeKb: number;
+        current: string;
+        previous: string;
+        identity: string;
+      };
       const machine = out.identity ? (JSON.parse(out.identity) as { machine?: string }).machine : undefined;
-      return { os: "Windows", node: out.node, version: out.version.trim(), dir: out.dir, freeKb: out.freeKb, current: out.current || undefined, previous: out.previous || undefined, machine } satisfies TargetFacts;
+      return {
+        os: "Windows",
+        node: out.node,
+        version: out.version.trim(),
+        dir: out.dir,
+        freeKb: out.freeKb,
+        current: out.current || undefined,
+        previous: out.previous || undefined,
+        machine,
+      } satisfies TargetFacts;
     },
     async unpack(f, bundle: AgentBundle) {
       const rel = `${f.dir}\\releases\\${bundle.releaseId}`;
@@ -116,12 +140,14 @@ export function windowsTarget(ssh: SshSession): DeployTarget {
       await run(unpackScript(f.node, rel), "unpack the agent");
       return rel;
     },
-    enroll: (f, release, agentUrl, machine, token) => run(enrollScript(f.node, release, f.dir, agentUrl, machine), "enrollment refused", token + "\n"),
+    enroll: (f, release, agentUrl, machine, token) =>
+      run(enrollScript(f.node, release, f.dir, agentUrl, machine), "enrollment refused", token + "\n"),
     async activate(f, release, previous) {
       await run(activateScript(f.dir, release, previous), "switch releases");
     },
     async restart(f) {
-      for (const file of taskScripts(f.dir, f.node)) await ssh.writeFile(sftpPath(`${f.dir}\\${file.fileName}`), file.content);
+      for (const file of taskScripts(f.dir, f.node))
+        await ssh.writeFile(sftpPath(`${f.dir}\\${file.fileName}`), file.content);
       await run(`& ${ps(`${f.dir}\\install-agent.ps1`)}`, "start the agent");
       return "scheduled-task";
     },

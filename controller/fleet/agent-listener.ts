@@ -85,7 +85,8 @@ export async function listenForAgents(o: AgentListenerOptions): Promise<AgentLis
       socket.resume();
       return;
     }
-    if (!socket.authorized) return refuse(`client certificate not from this fleet's CA: ${String(socket.authorizationError)}`);
+    if (!socket.authorized)
+      return refuse(`client certificate not from this fleet's CA: ${String(socket.authorizationError)}`);
     const machine = peer.subject?.CN;
     const serial = peer.serialNumber?.toLowerCase();
     if (typeof machine !== "string" || !serial) return refuse("client certificate names no machine");

@@ -49,12 +49,22 @@ export class FleetAuthority {
   }
 
   private async sign(machine: string, key: CryptoKey, at: Date): Promise<IssuedMachineCert> {
-    const issued = await issueCertificate({ ca: this.ca, subjectKey: key, commonName: machine, fleetId: this.ca.fleetId, usage: "client", notAfter: new Date(at.getTime() + this.machineCertTtlMs) });
+    const issued = await issueCertificate({
+      ca: this.ca,
+      subjectKey: key,
+      commonName: machine,
+      fleetId: this.ca.fleetId,
+      usage: "client",
+      notAfter: new Date(at.getTime() + this.machineCertTtlMs),
+    });
     return { machine, ...issued };
   }
 
   /** A fresh key and certificate for this replica's agent listener (kept in memory only). */
-  async serverCertificate(dnsNames: string[], ipAddresses: string[]): Promise<{ certificatePem: string; privateKeyPem: string; notAfter: Date }> {
+  async serverCertificate(
+    dnsNames: string[],
+    ipAddresses: string[],
+  ): Promise<{ certificatePem: string; privateKeyPem: string; notAfter: Date }> {
     const { keys, privateKeyPem } = await generateKeyPair();
     const issued = await issueCertificate({
       ca: this.ca,

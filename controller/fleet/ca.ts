@@ -30,18 +30,33 @@ export async function loadOrCreateCa(db: Db, passphrase: string | undefined): Pr
     // Two replicas starting at once: the first insert wins and both read it back.
     await db
       .insert(fleetCa)
-      .values({ id: ROW_ID, fleetId, certificatePem, keyPem: sealed, keyProtection: passphrase ? "scrypt-aes256gcm" : "plain" })
+      .values({
+        id: ROW_ID,
+        fleetId,
+        certificatePem,
+        keyPem: sealed,
+        keyProtection: passphrase ? "scrypt-aes256gcm" : "plain",
+      })
       .onConflictDoNothing();
     [row] = await db.select().from(fleetCa).where(eq(fleetCa.id, ROW_ID));
   }
   if (!row) throw new Error("the fleet CA row vanished after it was written");
   let keyPem = row.keyPem;
   if (row.keyProtection === "scrypt-aes256gcm") {
-    if (!passphrase) throw new FleetError(ErrorCode.Unauthenticated, "the fleet CA key is sealed: start the controller with CLANKIE_FLEET_CA_PASSPHRASE");
+    if (!passphrase)
+      throw new FleetError(
+        ErrorCode.Unauthenticated,
+        "the fleet CA key is sealed: start the controller with CLANKIE_FLEET_CA_PASSPHRASE",
+      );
     keyPem = unseal(keyPem, passphrase);
   }
   const keys = await importKeyPair(keyPem, row.certificatePem);
-  return { fleetId: row.fleetId, certificatePem: row.certificatePem, fingerprint: certificateFingerprint(row.certificatePem), keys };
+  return {
+    fleetId: row.fleetId,
+    certificatePem: row.certificatePem,
+    fingerprint: certificateFingerprint(row.certificatePem),
+    keys,
+  };
 }
 
 /** Seals a secret with the fleet passphrase (scrypt + AES-256-GCM); leads/fleet-secrets.ts seals tokens the same way. */
@@ -56,8 +71,13 @@ export function seal(plain: string, passphrase: string): string {
 
 export function unseal(sealed: string, passphrase: string, what = "the fleet CA key"): string {
   const [v, salt, iv, tag, ct] = sealed.split(":");
-  if (v !== "v1" || !salt || !iv || !tag || !ct) throw new Error(`the sealed ${what.replace(/^the /, "")} is malformed`);
-  const d = createDecipheriv("aes-256-gcm", scryptSync(passphrase, Buffer.from(salt, "base64"), 32), Buffer.from(iv, "base64"));
+  if (v !== "v1" || !salt || !iv || !tag || !ct)
+    throw new Error(`the sealed ${what.replace(/^the /, "")} is malformed`);
+  const d = createDecipheriv(
+    "aes-256-gcm",
+    scryptSync(passphrase, Buffer.from(salt, "base64"), 32),
+    Buffer.from(iv, "base64"),
+  );
   d.setAuthTag(Buffer.from(tag, "base64"));
   try {
     return Buffer.concat([d.update(Buffer.from(ct, "base64")), d.final()]).toString("utf8");

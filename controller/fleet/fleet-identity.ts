@@ -66,8 +66,28 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
   const identities = new WeakMap<Http2ServerRequest, PeerIdentity>();
   const gateway = connectNodeAdapter({
     routes: (router) => {
-      router.service(AgentGatewayService, createAgentGatewayService(o.registry, o.logger.child({ component: "gateway" }), { db: o.db, now: o.now, onChange: o.reports.onChange, get pipeline() { return o.reports.pipeline?.(); } }, { agentUrls: cachedReplicaAgentUrls(o.db) }), { readMaxBytes: RPC_READ_MAX_BYTES.gateway });
-      router.service(CertificateService, createCertificateService(authority, o.logger.child({ component: "fleet-ca" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment });
+      router.service(
+        AgentGatewayService,
+        createAgentGatewayService(
+          o.registry,
+          o.logger.child({ component: "gateway" }),
+          {
+            db: o.db,
+            now: o.now,
+            onChange: o.reports.onChange,
+            get pipeline() {
+              return o.reports.pipeline?.();
+            },
+          },
+          { agentUrls: cachedReplicaAgentUrls(o.db) },
+        ),
+        { readMaxBytes: RPC_READ_MAX_BYTES.gateway },
+      );
+      router.service(
+        CertificateService,
+        createCertificateService(authority, o.logger.child({ component: "fleet-ca" })),
+        { readMaxBytes: RPC_READ_MAX_BYTES.enrollment },
+      );
     },
     // Read bounds for the agent port too (issue 11): without them connect-node reads up to 4 GiB per message.
     readMaxBytes: RPC_READ_MAX_BYTES.gateway,
@@ -75,7 +95,16 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
     interceptors: [fleetErrorBoundary(databaseFailure)],
   });
   // The one route a connection without a certificate reaches: its body bound is the smallest.
-  const enrollment = connectNodeAdapter({ readMaxBytes: RPC_READ_MAX_BYTES.enrollment, routes: (router) => router.service(EnrollmentService, createEnrollmentService(authority, o.logger.child({ component: "enrollment" })), { readMaxBytes: RPC_READ_MAX_BYTES.enrollment }), interceptors: [fleetErrorBoundary(databaseFailure)] });
+  const enrollment = connectNodeAdapter({
+    readMaxBytes: RPC_READ_MAX_BYTES.enrollment,
+    routes: (router) =>
+      router.service(
+        EnrollmentService,
+        createEnrollmentService(authority, o.logger.child({ component: "enrollment" })),
+        { readMaxBytes: RPC_READ_MAX_BYTES.enrollment },
+      ),
+    interceptors: [fleetErrorBoundary(databaseFailure)],
+  });
 
   const listener = await listenForAgents({
     host: o.host,
@@ -113,7 +142,11 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
 const WILDCARDS = new Set(["0.0.0.0", "::", ""]);
 
 /** What the server certificate names: the listen host, or every local address for a wildcard. */
-export function serverNames(host: string, advertiseHost: string | undefined, tlsNames: string[] = []): { dns: string[]; ips: string[]; advertised: string } {
+export function serverNames(
+  host: string,
+  advertiseHost: string | undefined,
+  tlsNames: string[] = [],
+): { dns: string[]; ips: string[]; advertised: string } {
   const dns = new Set<string>(["localhost"]);
   const ips = new Set<string>();
   const add = (h: string) => (isIP(h) ? ips.add(h) : dns.add(h));

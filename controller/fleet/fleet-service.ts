@@ -2,7 +2,14 @@
 import { create } from "@bufbuild/protobuf";
 import { eq } from "drizzle-orm";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { FleetMachineSchema, FleetService, IssueJoinTokenResponseSchema, ListFleetResponseSchema, RemoveMachineResponseSchema, RevokeMachineResponseSchema } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
+import {
+  FleetMachineSchema,
+  FleetService,
+  IssueJoinTokenResponseSchema,
+  ListFleetResponseSchema,
+  RemoveMachineResponseSchema,
+  RevokeMachineResponseSchema,
+} from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import type { Logger } from "../../shared/logger.js";
 import { machines } from "../db/schema.js";
@@ -34,7 +41,14 @@ export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof Flee
       d.logger.info("join token issued", { machine: req.machine, expiresAt: t.expiresAt.toISOString() });
       // Every live replica, this one first: the agent joins through any that answers (ADR 0038).
       const replicaAgentUrls = [...new Set([d.agentUrl(), ...(await liveReplicaAgentUrls(d.db))])];
-      return create(IssueJoinTokenResponseSchema, { machine: req.machine, token: t.token, expiresUnixMs: BigInt(t.expiresAt.getTime()), agentUrl: d.agentUrl(), fleetId: d.authority.ca.fleetId, replicaAgentUrls });
+      return create(IssueJoinTokenResponseSchema, {
+        machine: req.machine,
+        token: t.token,
+        expiresUnixMs: BigInt(t.expiresAt.getTime()),
+        agentUrl: d.agentUrl(),
+        fleetId: d.authority.ca.fleetId,
+        replicaAgentUrls,
+      });
     },
     async listFleet() {
       const certs = await latestCertificates(d.db);
@@ -58,7 +72,10 @@ export function createFleetService(d: FleetServiceDeps): ServiceImpl<typeof Flee
       if (!req.machine) throw new InvalidArgumentError("name the machine to revoke");
       const revoked = await revokeMachineCertificates(d.db, req.machine, d.now());
       // Its seats are offline at once: a delivery to them is a definite not-sent.
-      await d.db.update(machines).set({ lastSeenAt: new Date(0) }).where(eq(machines.name, req.machine));
+      await d.db
+        .update(machines)
+        .set({ lastSeenAt: new Date(0) })
+        .where(eq(machines.name, req.machine));
       const cut = d.cut(req.machine);
       d.registry.emit("changed");
       d.logger.warn("machine revoked", { machine: req.machine, certificates: revoked, connectionsCut: cut });

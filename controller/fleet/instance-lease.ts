@@ -10,7 +10,14 @@
 import type { Logger } from "../../shared/logger.js";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 import type { Db } from "../db/open.js";
-import { type InstanceEpoch, recoverOrphans, registerInstance, releaseOwnSeatLeases, removeInstance, renewLease } from "../journal/instances.js";
+import {
+  type InstanceEpoch,
+  recoverOrphans,
+  registerInstance,
+  releaseOwnSeatLeases,
+  removeInstance,
+  renewLease,
+} from "../journal/instances.js";
 
 export interface InstanceLeaseOptions {
   db: Db;
@@ -125,13 +132,19 @@ export class InstanceLease {
       logger.warn("takeover pass failed", { error: e.message });
       return [];
     });
-    if (ids.length) logger.warn("calls in flight on a replica whose lease expired are now uncertain; none was replayed", { deliveryIds: ids });
+    if (ids.length)
+      logger.warn("calls in flight on a replica whose lease expired are now uncertain; none was replayed", {
+        deliveryIds: ids,
+      });
   }
 
   private async lose(): Promise<void> {
     this.serving = false;
     this.stale ??= this.current;
-    this.o.logger.error("INSTANCE LEASE LOST: this replica stops serving deliveries until it re-registers; peers may have taken over its in-flight calls and seat leases, and every write of its old epoch is refused", { instance: this.o.id, epoch: this.current });
+    this.o.logger.error(
+      "INSTANCE LEASE LOST: this replica stops serving deliveries until it re-registers; peers may have taken over its in-flight calls and seat leases, and every write of its old epoch is refused",
+      { instance: this.o.id, epoch: this.current },
+    );
     await this.register();
   }
 
@@ -139,7 +152,12 @@ export class InstanceLease {
     await releaseOwnSeatLeases(this.o.db, this.o.id);
     const ids = await recoverOrphans(this.o.db, this.fence(), this.o.onlyLiveIsSelf, this.o.now());
     this.stale = undefined;
-    this.o.logger.warn("instance lease re-acquired with a new epoch; serving deliveries again", { instance: this.o.id, lostEpoch: lost, epoch: this.current, uncertain: ids });
+    this.o.logger.warn("instance lease re-acquired with a new epoch; serving deliveries again", {
+      instance: this.o.id,
+      lostEpoch: lost,
+      epoch: this.current,
+      uncertain: ids,
+    });
   }
 }
 

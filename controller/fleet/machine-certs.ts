@@ -11,7 +11,13 @@ export type CertVerdict =
   | { ok: true; machine: string; notAfter: Date }
   | { ok: false; reason: string; revoked: boolean };
 
-export async function recordCertificate(tx: Tx | Db, serial: string, machine: string, notAfter: Date, issuedAt: Date): Promise<void> {
+export async function recordCertificate(
+  tx: Tx | Db,
+  serial: string,
+  machine: string,
+  notAfter: Date,
+  issuedAt: Date,
+): Promise<void> {
   await tx.insert(machineCerts).values({ serial, machine, notAfter, issuedAt });
 }
 
@@ -60,6 +66,11 @@ export async function revokedMachines(db: Db): Promise<Set<string>> {
 }
 
 export async function machineRevoked(db: Db, machine: string): Promise<boolean> {
-  const [latest] = await db.select().from(machineCerts).where(eq(machineCerts.machine, machine)).orderBy(desc(machineCerts.issuedAt)).limit(1);
+  const [latest] = await db
+    .select()
+    .from(machineCerts)
+    .where(eq(machineCerts.machine, machine))
+    .orderBy(desc(machineCerts.issuedAt))
+    .limit(1);
   return latest?.revokedAt != null;
 }

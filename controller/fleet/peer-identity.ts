@@ -8,12 +8,18 @@ export interface PeerIdentity {
   notAfter: Date;
 }
 
-export const peerIdentityKey = createContextKey<PeerIdentity | undefined>(undefined, { description: "the client certificate's machine" });
+export const peerIdentityKey = createContextKey<PeerIdentity | undefined>(undefined, {
+  description: "the client certificate's machine",
+});
 
 /** The caller's machine; a request that names another machine is refused. */
 export function machineOf(ctx: HandlerContext, claimed?: string): PeerIdentity {
   const id = ctx.values.get(peerIdentityKey);
   if (!id) throw new UnauthenticatedError("this service needs a fleet client certificate");
-  if (claimed && claimed !== id.machine) throw new FleetError(ErrorCode.PermissionDenied, `this certificate is for ${id.machine}; it cannot act for ${claimed}`);
+  if (claimed && claimed !== id.machine)
+    throw new FleetError(
+      ErrorCode.PermissionDenied,
+      `this certificate is for ${id.machine}; it cannot act for ${claimed}`,
+    );
   return id;
 }

@@ -46,7 +46,10 @@ export interface RemovedSeat {
 
 export async function removeSeat(db: Db, registry: Registry, ref: string): Promise<RemovedSeat> {
   if (!ref) throw new InvalidArgumentError("name the seat to remove (MACHINE/NAME)");
-  const found = await db.select().from(seats).where(or(eq(seats.id, ref), eq(seats.name, ref)));
+  const found = await db
+    .select()
+    .from(seats)
+    .where(or(eq(seats.id, ref), eq(seats.name, ref)));
   const exact = found.filter((s) => s.id === ref);
   const candidates = exact.length ? exact : found;
   if (candidates.length === 0) {

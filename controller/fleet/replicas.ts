@@ -11,7 +11,12 @@ export async function liveReplicaAgentUrls(db: Db): Promise<string[]> {
   const rows = await db
     .select({ url: controllerInstances.agentUrl })
     .from(controllerInstances)
-    .where(and(isNotNull(controllerInstances.agentUrl), sql`${controllerInstances.heartbeatAt} > now() - make_interval(secs => ${LIVE_WITHIN_S})`));
+    .where(
+      and(
+        isNotNull(controllerInstances.agentUrl),
+        sql`${controllerInstances.heartbeatAt} > now() - make_interval(secs => ${LIVE_WITHIN_S})`,
+      ),
+    );
   return [...new Set(rows.map((r) => r.url!))].sort();
 }
 

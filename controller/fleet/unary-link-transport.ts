@@ -14,10 +14,24 @@
  * the transport sees itself (a reset stream, a socket error, the deadline, the caller's abort)
  * is Unavailable, Canceled or DeadlineExceeded — uncertain once the request may have left.
  */
-import { constants as h2, type ClientHttp2Stream, type IncomingHttpHeaders, type IncomingHttpStatusHeader } from "node:http2";
+import {
+  constants as h2,
+  type ClientHttp2Stream,
+  type IncomingHttpHeaders,
+  type IncomingHttpStatusHeader,
+} from "node:http2";
 import type { DescMessage, DescMethodUnary, MessageShape } from "@bufbuild/protobuf";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, type ContextValues, type Interceptor, type Transport, type UnaryRequest, type UnaryResponse } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  type ContextValues,
+  type Interceptor,
+  type Transport,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 import { requestHeader, validateResponse, validateTrailer } from "@connectrpc/connect/protocol-grpc";
 import type { Http2SessionManager } from "@connectrpc/connect-node";
 
@@ -58,9 +72,16 @@ function envelope(bytes: Uint8Array): Buffer {
 function unwrap(body: Buffer): Uint8Array | undefined {
   if (body.length === 0) return undefined;
   if (body.length < 5) throw new ConnectError("protocol error: incomplete envelope", Code.Internal);
-  if ((body[0]! & 0b01) !== 0) throw new ConnectError("protocol error: compressed answer, none was accepted", Code.Internal);
+  if ((body[0]! & 0b01) !== 0)
+    throw new ConnectError("protocol error: compressed answer, none was accepted", Code.Internal);
   const n = body.readUInt32BE(1);
-  if (body.length !== 5 + n) throw new ConnectError(body.length < 5 + n ? "protocol error: incomplete envelope" : "protocol error: received extra output message for unary method", body.length < 5 + n ? Code.Internal : Code.Unimplemented);
+  if (body.length !== 5 + n)
+    throw new ConnectError(
+      body.length < 5 + n
+        ? "protocol error: incomplete envelope"
+        : "protocol error: received extra output message for unary method",
+      body.length < 5 + n ? Code.Internal : Code.Unimplemented,
+    );
   return body.subarray(5);
 }
 
@@ -71,7 +92,13 @@ function transportError(e: unknown): ConnectError {
 }
 
 /** One unary exchange on a stream the session manager opened: write, read, check status. */
-function exchange(stream: ClientHttp2Stream, sessions: Http2SessionManager, body: Buffer, signal: AbortSignal | undefined, timeoutMs: number | undefined): Promise<{ header: Headers; trailer: Headers; body: Buffer; headerError: ConnectError | undefined }> {
+function exchange(
+  stream: ClientHttp2Stream,
+  sessions: Http2SessionManager,
+  body: Buffer,
+  signal: AbortSignal | undefined,
+  timeoutMs: number | undefined,
+): Promise<{ header: Headers; trailer: Headers; body: Buffer; headerError: ConnectError | undefined }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -86,15 +113,33 @@ function exchange(stream: ClientHttp2Stream, sessions: Http2SessionManager, body
       if (timer) clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
       if (e !== undefined) {
-        if (!stream.closed) stream.close(e instanceof ConnectError && e.code === Code.Canceled ? h2.NGHTTP2_CANCEL : h2.NGHTTP2_INTERNAL_ERROR);
+        if (!stream.closed)
+          stream.close(
+            e instanceof ConnectError && e.code === Code.Canceled ? h2.NGHTTP2_CANCEL : h2.NGHTTP2_INTERNAL_ERROR,
+          );
         reject(transportError(e));
         return;
       }
-      resolve({ header: header ?? new Headers(), headerError, trailer, body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size) });
+      resolve({
+        header: header ?? new Headers(),
+        headerError,
+        trailer,
+        body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size),
+      });
     };
-    const onAbort = () => finish(new ConnectError(`the call was aborted: ${String((signal?.reason as Error | undefined)?.message ?? signal?.reason)}`, Code.Canceled, undefined, undefined, signal?.reason));
+    const onAbort = () =>
+      finish(
+        new ConnectError(
+          `the call was aborted: ${String((signal?.reason as Error | undefined)?.message ?? signal?.reason)}`,
+          Code.Canceled,
+          undefined,
+          undefined,
+          signal?.reason,
+        ),
+      );
     if (signal) signal.addEventListener("abort", onAbort, { once: true });
-    if (timeoutMs !== undefined) timer = setTimeout(() => finish(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
+    if (timeoutMs !== undefined)
+      timer = setTimeout(() => finish(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
     stream.on("response", (h: IncomingHttpHeaders & IncomingHttpStatusHeader) => {
       header = webHeaders(h);
       try {
@@ -106,7 +151,8 @@ function exchange(stream: ClientHttp2Stream, sessions: Http2SessionManager, body
     });
     stream.on("data", (chunk: Buffer) => {
       size += chunk.length;
-      if (size > MAX_ANSWER_BYTES) return finish(new ConnectError(`the answer exceeds ${MAX_ANSWER_BYTES} bytes`, Code.ResourceExhausted));
+      if (size > MAX_ANSWER_BYTES)
+        return finish(new ConnectError(`the answer exceeds ${MAX_ANSWER_BYTES} bytes`, Code.ResourceExhausted));
       chunks.push(chunk);
       sessions.notifyResponseByteRead(stream);
     });
@@ -118,7 +164,12 @@ function exchange(stream: ClientHttp2Stream, sessions: Http2SessionManager, body
       if (done) return;
       // Closed without a clean end: the answer is lost (the request may have been handled).
       if (stream.rstCode !== h2.NGHTTP2_NO_ERROR || header === undefined) {
-        return finish(new ConnectError(`http/2 stream closed with error code 0x${stream.rstCode.toString(16)}`, stream.rstCode === h2.NGHTTP2_CANCEL ? Code.Canceled : Code.Unavailable));
+        return finish(
+          new ConnectError(
+            `http/2 stream closed with error code 0x${stream.rstCode.toString(16)}`,
+            stream.rstCode === h2.NGHTTP2_CANCEL ? Code.Canceled : Code.Unavailable,
+          ),
+        );
       }
       finish();
     });
@@ -130,7 +181,12 @@ function exchange(stream: ClientHttp2Stream, sessions: Http2SessionManager, body
  * A Connect transport for unary calls on `sessions`; `stream` calls go to `fallback`
  * (Connect's own gRPC transport on the same session manager).
  */
-export function createUnaryLinkTransport(o: { baseUrl: string; sessions: Http2SessionManager; interceptors: Interceptor[]; fallback: Transport }): Transport {
+export function createUnaryLinkTransport(o: {
+  baseUrl: string;
+  sessions: Http2SessionManager;
+  interceptors: Interceptor[];
+  fallback: Transport;
+}): Transport {
   // The path is the method's; the authority is the session's.
   const final: UnaryFn = async (req) => {
     const method = req.method as DescMethodUnary;
@@ -150,10 +206,24 @@ export function createUnaryLinkTransport(o: { baseUrl: string; sessions: Http2Se
     const { headerError } = answer;
     if (bytes === undefined) {
       if (headerError) throw headerError;
-      throw new ConnectError("protocol error: missing output message for unary method", answer.trailer.has("grpc-status") ? Code.Unimplemented : Code.Unknown);
+      throw new ConnectError(
+        "protocol error: missing output message for unary method",
+        answer.trailer.has("grpc-status") ? Code.Unimplemented : Code.Unknown,
+      );
     }
-    if (headerError) throw new ConnectError("protocol error: received output message for unary method with error status", Code.Unknown);
-    return { stream: false, service: method.parent, method, header: answer.header, trailer: answer.trailer, message: fromBinary(method.output, bytes) } as UnaryResponse;
+    if (headerError)
+      throw new ConnectError(
+        "protocol error: received output message for unary method with error status",
+        Code.Unknown,
+      );
+    return {
+      stream: false,
+      service: method.parent,
+      method,
+      header: answer.header,
+      trailer: answer.trailer,
+      message: fromBinary(method.output, bytes),
+    } as UnaryResponse;
   };
   // Built once: the interceptor chain is the same for every call on this link.
   let run: UnaryFn = final;

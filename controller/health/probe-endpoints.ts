@@ -26,9 +26,18 @@ export function serveProbe(req: IncomingMessage, res: ServerResponse, path: stri
     const ready = snap.statuses.get("") === Serving.SERVING;
     status = ready ? 200 : 503;
     const probeAgeMs = snap.probedAt === 0 ? null : Date.now() - snap.probedAt;
-    body = { status: ready ? "ready" : "not_ready", components, probeAgeMs, ...(snap.databaseError ? { databaseError: snap.databaseError.slice(0, 200) } : {}) };
+    body = {
+      status: ready ? "ready" : "not_ready",
+      components,
+      probeAgeMs,
+      ...(snap.databaseError ? { databaseError: snap.databaseError.slice(0, 200) } : {}),
+    };
   }
   const text = JSON.stringify(body) + "\n";
-  res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
+  res.writeHead(status, {
+    "content-type": "application/json",
+    "cache-control": "no-store",
+    "content-length": Buffer.byteLength(text),
+  });
   res.end(req.method === "HEAD" ? undefined : text);
 }

@@ -30,13 +30,33 @@ const plainLine = (what: string, max: number) =>
 
 export const hireAgentArgs = z
   .object({
-    harness: z.enum(HIRE_HARNESSES).describe("The harness to start: one the target machine can start (codex, claude, opencode, pi)."),
-    workingDirectory: absolutePath.describe("An absolute, existing directory on the target machine; the worker starts there."),
+    harness: z
+      .enum(HIRE_HARNESSES)
+      .describe("The harness to start: one the target machine can start (codex, claude, opencode, pi)."),
+    workingDirectory: absolutePath.describe(
+      "An absolute, existing directory on the target machine; the worker starts there.",
+    ),
     title: plainLine("title", 120).describe("The seat's title, shown in its pane."),
     role: plainLine("role", 200).describe("The worker's role in one line (shown to the worker with its brief)."),
-    brief: z.string().min(1).max(MAX_BRIEF_CHARS).optional().describe("The first message, delivered through the new seat's native channel once it is ready, never typed."),
-    machine: z.string().min(1).max(64).regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "machine must be a machine name").optional().describe("The machine to hire on; may be omitted when exactly one is online."),
-    model: z.string().min(1).max(200).regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, "model must be a model name").optional(),
+    brief: z
+      .string()
+      .min(1)
+      .max(MAX_BRIEF_CHARS)
+      .optional()
+      .describe("The first message, delivered through the new seat's native channel once it is ready, never typed."),
+    machine: z
+      .string()
+      .min(1)
+      .max(64)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "machine must be a machine name")
+      .optional()
+      .describe("The machine to hire on; may be omitted when exactly one is online."),
+    model: z
+      .string()
+      .min(1)
+      .max(200)
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._:/@-]*$/, "model must be a model name")
+      .optional(),
     effort: z.enum(["minimal", "low", "medium", "high", "xhigh"]).optional(),
     freshIntent: z
       .object({

@@ -16,7 +16,12 @@ export const HireState = {
 } as const;
 export type HireState = (typeof HireState)[keyof typeof HireState];
 
-export const UNRESOLVED_HIRE_STATES: readonly HireState[] = [HireState.Reserved, HireState.Launching, HireState.StartUnconfirmed, HireState.DeliveryUnconfirmed];
+export const UNRESOLVED_HIRE_STATES: readonly HireState[] = [
+  HireState.Reserved,
+  HireState.Launching,
+  HireState.StartUnconfirmed,
+  HireState.DeliveryUnconfirmed,
+];
 /** States a fresh intent may follow: the original is settled and can never launch. */
 export const SETTLED_ORIGINAL_STATES: readonly HireState[] = [HireState.SettledNotLaunched, HireState.AbandonedUnknown];
 
@@ -28,7 +33,23 @@ function unresolvedFix(reason: "start_unconfirmed" | "delivery_unconfirmed", hir
 }
 
 /** A hire whose fate is unknown: uncertain to the lead, never launched again. */
-export function unconfirmedBody(base: Pick<HireBody, "hireId" | "machine" | "harness">, reason: "start_unconfirmed" | "delivery_unconfirmed", detail: string, extra: Partial<HireBody> = {}): HireBody {
+export function unconfirmedBody(
+  base: Pick<HireBody, "hireId" | "machine" | "harness">,
+  reason: "start_unconfirmed" | "delivery_unconfirmed",
+  detail: string,
+  extra: Partial<HireBody> = {},
+): HireBody {
   const control = { reason, fix: unresolvedFix(reason, base.hireId) };
-  return { schemaVersion: 1, outcome: "failed", ...base, reason, detail, deliveryStage: "uncertain", reconcileTool: RECONCILE_TOOL, launchCommitted: true, control, ...extra };
+  return {
+    schemaVersion: 1,
+    outcome: "failed",
+    ...base,
+    reason,
+    detail,
+    deliveryStage: "uncertain",
+    reconcileTool: RECONCILE_TOOL,
+    launchCommitted: true,
+    control,
+    ...extra,
+  };
 }

@@ -12,13 +12,23 @@ export const CENSUS_TIMEOUT_MS = 10_000;
 /** A sealing census waits for a hire still running on the agent (≤30 s readiness + the brief). */
 export const SEAL_CENSUS_TIMEOUT_MS = 70_000;
 
-export async function hireCensus(deps: PipelineDeps, machineName: string, hireId: string, seal: boolean): Promise<Census> {
+export async function hireCensus(
+  deps: PipelineDeps,
+  machineName: string,
+  hireId: string,
+  seal: boolean,
+): Promise<Census> {
   const [machine] = await deps.db.select().from(machines).where(eq(machines.name, machineName));
   if (!machine) return { ok: false, detail: `machine ${machineName} is not registered` };
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) return { ok: false, detail: `the agent on ${machine.name} could not be reached` };
   try {
-    return { ok: true, census: await conn.client.hireCensus(create(HireCensusRequestSchema, { hireId, seal }), { timeoutMs: seal ? SEAL_CENSUS_TIMEOUT_MS : CENSUS_TIMEOUT_MS }) };
+    return {
+      ok: true,
+      census: await conn.client.hireCensus(create(HireCensusRequestSchema, { hireId, seal }), {
+        timeoutMs: seal ? SEAL_CENSUS_TIMEOUT_MS : CENSUS_TIMEOUT_MS,
+      }),
+    };
   } catch (e) {
     return { ok: false, detail: `the census on ${machine.name} failed: ${ConnectError.from(e).rawMessage}` };
   }
@@ -34,17 +44,28 @@ export function censusEvidence(c: HireCensusResponse): Record<string, unknown> {
     sessions: c.sessions,
     seat: c.seatName || undefined,
     sha256: c.sha256,
-    ...(c.complete ? {} : { incomplete: c.unknown.length ? c.unknown : ["the agent could not observe part of the machine"] }),
+    ...(c.complete
+      ? {}
+      : { incomplete: c.unknown.length ? c.unknown : ["the agent could not observe part of the machine"] }),
   };
 }
 
 /** True when the census found nothing from the hire and its host journal never committed a launch. */
 export function provesNoLaunch(c: HireCensusResponse): boolean {
-  return c.complete && ["absent", "reserved", "sealed"].includes(c.journalState) && c.panes.length === 0 && c.processes.length === 0 && c.sessions.length === 0 && !c.seatName;
+  return (
+    c.complete &&
+    ["absent", "reserved", "sealed"].includes(c.journalState) &&
+    c.panes.length === 0 &&
+    c.processes.length === 0 &&
+    c.sessions.length === 0 &&
+    !c.seatName
+  );
 }
 
 /** Why a census does not prove not-launched: what it found, and what it could not tell. */
 export function notLaunchedRefusal(machine: string, hireId: string, c: HireCensusResponse): string {
-  const incomplete = c.complete ? "" : `; the census is incomplete: ${c.unknown.join("; ") || "the agent could not observe part of the machine"}`;
+  const incomplete = c.complete
+    ? ""
+    : `; the census is incomplete: ${c.unknown.join("; ") || "the agent could not observe part of the machine"}`;
   return `the census of ${machine} does not prove hire ${hireId} never launched (journal ${c.journalState}; panes ${c.panes.join(", ") || "none"}; processes ${c.processes.join(", ") || "none"}; sessions ${c.sessions.join(", ") || "none"}${incomplete}); settle it abandoned-unknown to keep the evidence`;
 }

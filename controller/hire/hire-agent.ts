@@ -47,7 +47,15 @@ export interface HireScope {
 }
 
 /** Agent errors raised only before anything was launched. */
-const REFUSED_BEFORE_LAUNCH = new Set([Code.InvalidArgument, Code.Unauthenticated, Code.PermissionDenied, Code.NotFound, Code.FailedPrecondition, Code.Unimplemented, Code.AlreadyExists]);
+const REFUSED_BEFORE_LAUNCH = new Set([
+  Code.InvalidArgument,
+  Code.Unauthenticated,
+  Code.PermissionDenied,
+  Code.NotFound,
+  Code.FailedPrecondition,
+  Code.Unimplemented,
+  Code.AlreadyExists,
+]);
 
 type Plan =
   | { kind: "replay"; outcome: ToolOutcome }
@@ -71,19 +79,28 @@ function settledOutcome(id: string, body: HireBody): ToolOutcome {
   return { id, tool: HIRE_AGENT, state: "settled", body, isError: body.outcome !== "spawned" };
 }
 
-async function chooseMachine(tx: Parameters<Parameters<Db["transaction"]>[0]>[0], registry: Registry, wanted: string | undefined): Promise<Machine | { reason: "unknown_machine" | "machine_offline"; detail: string }> {
+async function chooseMachine(
+  tx: Parameters<Parameters<Db["transaction"]>[0]>[0],
+  registry: Registry,
+  wanted: string | undefined,
+): Promise<Machine | { reason: "unknown_machine" | "machine_offline"; detail: string }> {
   const all = await tx.select().from(machines);
   if (wanted) {
     const m = all.find((x) => x.name === wanted);
-    if (!m) return { reason: "unknown_machine", detail: `no machine named ${wanted} is registered; nothing was launched` };
-    if (!registry.isOnline(m)) return { reason: "machine_offline", detail: `${wanted}'s agent is offline; nothing was launched` };
+    if (!m)
+      return { reason: "unknown_machine", detail: `no machine named ${wanted} is registered; nothing was launched` };
+    if (!registry.isOnline(m))
+      return { reason: "machine_offline", detail: `${wanted}'s agent is offline; nothing was launched` };
     return m;
   }
   const online = all.filter((m) => registry.isOnline(m));
   if (online.length === 1) return online[0]!;
   return {
     reason: online.length === 0 ? "machine_offline" : "unknown_machine",
-    detail: online.length === 0 ? "no machine is online; nothing was launched" : `name the machine (online: ${online.map((m) => m.name).join(", ")}); nothing was launched`,
+    detail:
+      online.length === 0
+        ? "no machine is online; nothing was launched"
+        : `name the machine (online: ${online.map((m) => m.name).join(", ")}); nothing was launched`,
   };
 }
 
@@ -120,62 +137,123 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
     // refused within the deadline, and the refusal is recorded by id (on disk first, before the
     // lead hears it), so a reservation the database commits after that — before this process
     // dies or after — is settled failed, never launched (the lead was told nothing would be).
-    plan = await transactionLate(deps.db, async (tx) => {
-      const admission = await admitCall(tx, { id, tool: HIRE_AGENT, conversationId: scope.conversationId, fingerprint, fence });
-      if (admission.kind !== "admitted") {
-        const replay = replayAdmission(HIRE_AGENT, id, admission);
-        return { kind: "replay", outcome: { ...replay, body: namedByHire(replay.body, id) } } as const;
-      }
-      const chosen = await chooseMachine(tx, deps.registry, input.machine);
-      const machineName = "name" in chosen ? chosen.name : (input.machine ?? "");
-      const base = { schemaVersion: 1 as const, hireId: id, machine: machineName, harness: input.harness };
-      const refuse = async (reason: HireBody["reason"], detail: string): Promise<Plan> => {
-        const body: HireBody = { ...base, outcome: "failed", reason, detail, launchCommitted: false };
-        await tx.insert(hireReceipts).values({ id, conversationId: scope.conversationId, fingerprint, machine: machineName, harness: input.harness, state: HireState.Failed, reason: reason ?? null, createdAt: now, updatedAt: now, settledAt: now });
-        await settleCall(tx, id, CallState.Settled, body, now);
-        return { kind: "settled", body };
-      };
-      if (input.freshIntent) {
-        const [original] = await tx.select().from(hireReceipts).where(and(eq(hireReceipts.id, input.freshIntent.afterReceiptId), eq(hireReceipts.conversationId, scope.conversationId)));
-        if (!original) return refuse("fresh_intent_refused", `no hire ${input.freshIntent.afterReceiptId} exists in this conversation; nothing was launched`);
-        if (!SETTLED_ORIGINAL_STATES.includes(original.state as HireState)) {
-          return refuse("fresh_intent_refused", `hire ${original.id} is ${original.state}, not settled; reconcile or settle it first (clankie hire-receipt settle). Nothing was launched`);
+    plan = await transactionLate(
+      deps.db,
+      async (tx) => {
+        const admission = await admitCall(tx, {
+          id,
+          tool: HIRE_AGENT,
+          conversationId: scope.conversationId,
+          fingerprint,
+          fence,
+        });
+        if (admission.kind !== "admitted") {
+          const replay = replayAdmission(HIRE_AGENT, id, admission);
+          return { kind: "replay", outcome: { ...replay, body: namedByHire(replay.body, id) } } as const;
         }
-        const [taken] = await tx.select({ id: hireReceipts.id }).from(hireReceipts).where(eq(hireReceipts.afterReceiptId, original.id));
-        if (taken) return refuse("fresh_intent_refused", `hire ${original.id} was already followed by fresh intent ${taken.id}; nothing was launched`);
-      }
-      if (!("name" in chosen)) return refuse(chosen.reason, chosen.detail);
-      await tx.insert(hireReceipts).values({
-        id,
-        conversationId: scope.conversationId,
-        fingerprint,
-        machine: chosen.name,
-        harness: input.harness,
-        state: HireState.Reserved,
-        freshIntentId: input.freshIntent?.id ?? null,
-        afterReceiptId: input.freshIntent?.afterReceiptId ?? null,
-        createdAt: now,
-        updatedAt: now,
-      });
-      return { kind: "launch", machine: chosen } as const;
-    }, (late) => {
-      if (late.kind === "launch") deps.logger.warn("a hire reservation committed after its call was refused; settling it failed, never launched", { hireId: id });
-      void deps.unrecorded.flush().then(() => deps.onJournalChange());
-    });
+        const chosen = await chooseMachine(tx, deps.registry, input.machine);
+        const machineName = "name" in chosen ? chosen.name : (input.machine ?? "");
+        const base = { schemaVersion: 1 as const, hireId: id, machine: machineName, harness: input.harness };
+        const refuse = async (reason: HireBody["reason"], detail: string): Promise<Plan> => {
+          const body: HireBody = { ...base, outcome: "failed", reason, detail, launchCommitted: false };
+          await tx
+            .insert(hireReceipts)
+            .values({
+              id,
+              conversationId: scope.conversationId,
+              fingerprint,
+              machine: machineName,
+              harness: input.harness,
+              state: HireState.Failed,
+              reason: reason ?? null,
+              createdAt: now,
+              updatedAt: now,
+              settledAt: now,
+            });
+          await settleCall(tx, id, CallState.Settled, body, now);
+          return { kind: "settled", body };
+        };
+        if (input.freshIntent) {
+          const [original] = await tx
+            .select()
+            .from(hireReceipts)
+            .where(
+              and(
+                eq(hireReceipts.id, input.freshIntent.afterReceiptId),
+                eq(hireReceipts.conversationId, scope.conversationId),
+              ),
+            );
+          if (!original)
+            return refuse(
+              "fresh_intent_refused",
+              `no hire ${input.freshIntent.afterReceiptId} exists in this conversation; nothing was launched`,
+            );
+          if (!SETTLED_ORIGINAL_STATES.includes(original.state as HireState)) {
+            return refuse(
+              "fresh_intent_refused",
+              `hire ${original.id} is ${original.state}, not settled; reconcile or settle it first (clankie hire-receipt settle). Nothing was launched`,
+            );
+          }
+          const [taken] = await tx
+            .select({ id: hireReceipts.id })
+            .from(hireReceipts)
+            .where(eq(hireReceipts.afterReceiptId, original.id));
+          if (taken)
+            return refuse(
+              "fresh_intent_refused",
+              `hire ${original.id} was already followed by fresh intent ${taken.id}; nothing was launched`,
+            );
+        }
+        if (!("name" in chosen)) return refuse(chosen.reason, chosen.detail);
+        await tx.insert(hireReceipts).values({
+          id,
+          conversationId: scope.conversationId,
+          fingerprint,
+          machine: chosen.name,
+          harness: input.harness,
+          state: HireState.Reserved,
+          freshIntentId: input.freshIntent?.id ?? null,
+          afterReceiptId: input.freshIntent?.afterReceiptId ?? null,
+          createdAt: now,
+          updatedAt: now,
+        });
+        return { kind: "launch", machine: chosen } as const;
+      },
+      (late) => {
+        if (late.kind === "launch")
+          deps.logger.warn(
+            "a hire reservation committed after its call was refused; settling it failed, never launched",
+            { hireId: id },
+          );
+        void deps.unrecorded.flush().then(() => deps.onJournalChange());
+      },
+    );
   } catch (e) {
     if (isFencedWrite(e)) throw leaseLostRefusal("reserved or launched");
     if (e instanceof JournalNoAnswerError) {
       // Not for a replay of an id admitted here and still launching: it reserved nothing of its own.
-      if (!admittedHere(deps).has(id)) deps.unrecorded.add(`refused hire ${id} (failed)`, unansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint }, input));
-      throw new JournalUnavailableError(`the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${journalCause(e)}`, e);
+      if (!admittedHere(deps).has(id))
+        deps.unrecorded.add(
+          `refused hire ${id} (failed)`,
+          unansweredRefusal(deps, { id, conversationId: scope.conversationId, fingerprint }, input),
+        );
+      throw new JournalUnavailableError(
+        `the receipt journal did not answer, so nothing was launched, and nothing will be for this id: ${journalCause(e)}`,
+        e,
+      );
     }
-    throw new JournalUnavailableError(`the receipt journal could not be written, so nothing was launched: ${journalCause(e)}`, e);
+    throw new JournalUnavailableError(
+      `the receipt journal could not be written, so nothing was launched: ${journalCause(e)}`,
+      e,
+    );
   }
   deps.onJournalChange();
   if (plan.kind === "replay") return plan.outcome;
   if (plan.kind === "settled") return settledOutcome(id, plan.body);
   admittedHere(deps).add(id);
-  const launched = launch(deps, scope, id, fingerprint, input, plan.machine, fence).finally(() => admittedHere(deps).delete(id));
+  const launched = launch(deps, scope, id, fingerprint, input, plan.machine, fence).finally(() =>
+    admittedHere(deps).delete(id),
+  );
   return deps.track ? deps.track(launched) : launched;
 }
 
@@ -183,9 +261,23 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
  * A hire refused because its admission got no answer: failed, never launched, by id. Kept until
  * the journal takes it (journal/refused-admission.ts holds in either order with the admission).
  */
-function unansweredRefusal(deps: PipelineDeps, key: { id: string; conversationId: string; fingerprint: string }, input: HireAgentInput): RefusedAdmission {
-  const detail = "the receipt journal did not answer this hire's admission in time, so it was refused; nothing was launched, and this id never will be";
-  const body: HireBody = { schemaVersion: 1, hireId: key.id, machine: input.machine ?? "", harness: input.harness, outcome: "failed", reason: "journal_unavailable", detail, launchCommitted: false };
+function unansweredRefusal(
+  deps: PipelineDeps,
+  key: { id: string; conversationId: string; fingerprint: string },
+  input: HireAgentInput,
+): RefusedAdmission {
+  const detail =
+    "the receipt journal did not answer this hire's admission in time, so it was refused; nothing was launched, and this id never will be";
+  const body: HireBody = {
+    schemaVersion: 1,
+    hireId: key.id,
+    machine: input.machine ?? "",
+    harness: input.harness,
+    outcome: "failed",
+    reason: "journal_unavailable",
+    detail,
+    launchCommitted: false,
+  };
   return {
     kind: "refused_admission",
     id: key.id,
@@ -202,14 +294,32 @@ function unansweredRefusal(deps: PipelineDeps, key: { id: string; conversationId
   };
 }
 
-async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint: string, input: HireAgentInput, machine: Machine, fence: InstanceEpoch): Promise<ToolOutcome> {
+async function launch(
+  deps: HireDeps,
+  scope: HireScope,
+  id: string,
+  fingerprint: string,
+  input: HireAgentInput,
+  machine: Machine,
+  fence: InstanceEpoch,
+): Promise<ToolOutcome> {
   const base = { schemaVersion: 1 as const, hireId: id, machine: machine.name, harness: input.harness };
-  const settle = (body: HireBody, state: HireState, committed = false) => record(deps, id, body, state, committed, fence);
+  const settle = (body: HireBody, state: HireState, committed = false) =>
+    record(deps, id, body, state, committed, fence);
   // Reserved and not yet launching: where the suites park a hire in flight.
   await deps.faults?.at("hang_after_hire_admit");
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
-    return settle({ ...base, outcome: "failed", reason: "machine_offline", detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`, launchCommitted: false }, HireState.Failed);
+    return settle(
+      {
+        ...base,
+        outcome: "failed",
+        reason: "machine_offline",
+        detail: `the agent on ${machine.name} could not be reached at ${machine.endpoint}; nothing was launched`,
+        launchCommitted: false,
+      },
+      HireState.Failed,
+    );
   }
   try {
     // Only from reserved: this write, if it lands after the settle below, must not undo it. Fenced
@@ -220,10 +330,29 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
       .where(and(eq(hireReceipts.id, id), eq(hireReceipts.state, HireState.Reserved), leaseHeld(fence)))
       .returning({ id: hireReceipts.id });
     if (launching.length === 0 || !deps.lease.holds(fence.epoch)) {
-      return settle({ ...base, outcome: "failed", reason: "journal_unavailable", detail: "this controller replica no longer surely held its instance lease (or the reservation was settled meanwhile), so nothing was launched", launchCommitted: false }, HireState.Failed);
+      return settle(
+        {
+          ...base,
+          outcome: "failed",
+          reason: "journal_unavailable",
+          detail:
+            "this controller replica no longer surely held its instance lease (or the reservation was settled meanwhile), so nothing was launched",
+          launchCommitted: false,
+        },
+        HireState.Failed,
+      );
     }
   } catch (e) {
-    return settle({ ...base, outcome: "failed", reason: "journal_unavailable", detail: `the receipt journal could not be written before the launch (${journalCause(e)}), so nothing was launched`, launchCommitted: false }, HireState.Failed);
+    return settle(
+      {
+        ...base,
+        outcome: "failed",
+        reason: "journal_unavailable",
+        detail: `the receipt journal could not be written before the launch (${journalCause(e)}), so nothing was launched`,
+        launchCommitted: false,
+      },
+      HireState.Failed,
+    );
   }
   let res: HireSeatResponse;
   try {
@@ -243,39 +372,82 @@ async function launch(deps: HireDeps, scope: HireScope, id: string, fingerprint:
       { timeoutMs: deps.hireTimeoutMs ?? HIRE_TIMEOUT_MS, signal: deps.shutdownSignal },
     );
     // The agent acted and answered; the suites lose that answer here, as a cut link would.
-    if (deps.faults?.drops?.("drop_hire_answer")) throw new ConnectError("the agent's answer was dropped at the drop_hire_answer fault point", Code.Unavailable);
+    if (deps.faults?.drops?.("drop_hire_answer"))
+      throw new ConnectError("the agent's answer was dropped at the drop_hire_answer fault point", Code.Unavailable);
   } catch (e) {
     const err = ConnectError.from(e);
     if (REFUSED_BEFORE_LAUNCH.has(err.code)) {
-      return settle({ ...base, outcome: "failed", reason: "agent_refused", detail: `the agent refused the hire before launching anything: ${err.rawMessage}`, launchCommitted: false }, HireState.Failed);
+      return settle(
+        {
+          ...base,
+          outcome: "failed",
+          reason: "agent_refused",
+          detail: `the agent refused the hire before launching anything: ${err.rawMessage}`,
+          launchCommitted: false,
+        },
+        HireState.Failed,
+      );
     }
     deps.logger.warn("hire unconfirmed", { hireId: id, machine: machine.name, error: err.message });
-    const body = unconfirmedBody(base, "start_unconfirmed", `the hire may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will never be launched again. Reconcile it with reconcile_seat_call({hireId}).`);
+    const body = unconfirmedBody(
+      base,
+      "start_unconfirmed",
+      `the hire may have reached the agent on ${machine.name} but its answer was lost (${Code[err.code]}: ${err.rawMessage}); it will never be launched again. Reconcile it with reconcile_seat_call({hireId}).`,
+    );
     return settle(body, HireState.StartUnconfirmed);
   }
   const body = bodyFromAgent(base, res);
-  const state = body.outcome === "spawned" ? HireState.Spawned : body.reason === "delivery_unconfirmed" ? HireState.DeliveryUnconfirmed : body.reason === "start_unconfirmed" ? HireState.StartUnconfirmed : HireState.Failed;
+  const state =
+    body.outcome === "spawned"
+      ? HireState.Spawned
+      : body.reason === "delivery_unconfirmed"
+        ? HireState.DeliveryUnconfirmed
+        : body.reason === "start_unconfirmed"
+          ? HireState.StartUnconfirmed
+          : HireState.Failed;
   // Bounded like every journal write (a late one is harmless): the agent's own seat reports bring the seat in too.
-  if (res.seat) await deps.registry.upsertSeat(machine.name, res.seat).catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
+  if (res.seat)
+    await deps.registry
+      .upsertSeat(machine.name, res.seat)
+      .catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
   return settle(body, state, res.launchCommitted);
 }
 
 /** The agent's answer in the lead's words. */
-export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | "machine" | "harness">, res: HireSeatResponse): HireBody {
+export function bodyFromAgent(
+  base: Pick<HireBody, "schemaVersion" | "hireId" | "machine" | "harness">,
+  res: HireSeatResponse,
+): HireBody {
   const seat = res.seat;
   const extra: Partial<HireBody> = {
     ...(seat ? { seat: seatId(base.machine, seat.name), occupantId: seat.occupantId } : {}),
     ...(seat?.inputCapabilities
-      ? { inputCapabilities: { deliveryModes: seat.inputCapabilities.deliveryModes.map((m) => deliveryModeWire.decode(m) ?? "auto"), interrupt: seat.inputCapabilities.interrupt, nextTurnOnly: seat.inputCapabilities.nextTurnOnly } }
+      ? {
+          inputCapabilities: {
+            deliveryModes: seat.inputCapabilities.deliveryModes.map((m) => deliveryModeWire.decode(m) ?? "auto"),
+            interrupt: seat.inputCapabilities.interrupt,
+            nextTurnOnly: seat.inputCapabilities.nextTurnOnly,
+          },
+        }
       : {}),
     ...(res.paneId ? { paneId: res.paneId } : {}),
     ...(res.briefDeliveryId ? { brief: { mechanism: res.briefMechanism, deliveryId: res.briefDeliveryId } } : {}),
-    ...(res.proofs.length ? { proofs: res.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: p.ageAtWriteMs })) } : {}),
+    ...(res.proofs.length
+      ? {
+          proofs: res.proofs.map((p) => ({
+            kind: p.kind,
+            outcome: p.outcome,
+            detail: p.detail,
+            ageAtWriteMs: p.ageAtWriteMs,
+          })),
+        }
+      : {}),
     ...(res.controlReason || res.controlFix ? { control: { reason: res.controlReason, fix: res.controlFix } } : {}),
     launchCommitted: res.launchCommitted,
   };
   if (res.outcome === "spawned") return { ...base, outcome: "spawned", detail: res.detail, ...extra };
-  if (res.reason === "start_unconfirmed" || res.reason === "delivery_unconfirmed") return unconfirmedBody(base, res.reason, res.detail, extra);
+  if (res.reason === "start_unconfirmed" || res.reason === "delivery_unconfirmed")
+    return unconfirmedBody(base, res.reason, res.detail, extra);
   return { ...base, outcome: "failed", reason: res.reason || "launch_failed", detail: res.detail, ...extra };
 }
 
@@ -284,25 +456,78 @@ export function bodyFromAgent(base: Pick<HireBody, "schemaVersion" | "hireId" | 
  * `fence`: the epoch that admitted a launch (its settle is that epoch's or nothing); absent when an
  * unresolved hire is settled by reconcile, which only needs this instance's lease live.
  */
-export async function record(deps: PipelineDeps, id: string, body: HireBody, state: HireState, launchCommittedByAgent = false, fence?: InstanceEpoch): Promise<ToolOutcome> {
+export async function record(
+  deps: PipelineDeps,
+  id: string,
+  body: HireBody,
+  state: HireState,
+  launchCommittedByAgent = false,
+  fence?: InstanceEpoch,
+): Promise<ToolOutcome> {
   const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
-  const params: HireSettleParams = { kind: "hire", id, state, unresolved, body, now: deps.now(), launchCommittedByAgent, fence };
+  const params: HireSettleParams = {
+    kind: "hire",
+    id,
+    state,
+    unresolved,
+    body,
+    now: deps.now(),
+    launchCommittedByAgent,
+    fence,
+  };
   try {
     // Bounded (ADR 0033): a settle that commits after its deadline is the same idempotent settle the retry makes.
     await settleHireOutcome(deps.db, params, fence ?? deps.lease?.fence());
     deps.onJournalChange();
   } catch (e) {
     if (isFencedWrite(e)) {
-      deps.logger.error("hire settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it", { hireId: id, state });
+      deps.logger.error(
+        "hire settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it",
+        { hireId: id, state },
+      );
       const call = await findCallById(deps.db, id).catch(() => undefined);
-      const recorded = call && call.state !== CallState.InFlight && call.result ? (call.result as unknown as HireBody) : undefined;
-      if (recorded) return { id, tool: HIRE_AGENT, state: call!.state === CallState.Settled ? "settled" : "uncertain", body: recorded, isError: recorded.outcome !== "spawned" };
-      return { id, tool: HIRE_AGENT, state: "uncertain", isError: true, body: unconfirmedBody(body, "start_unconfirmed", "this controller replica lost its instance lease while the hire was in flight, so its outcome was not recorded; recovery marks it uncertain, and it is never launched again") };
+      const recorded =
+        call && call.state !== CallState.InFlight && call.result ? (call.result as unknown as HireBody) : undefined;
+      if (recorded)
+        return {
+          id,
+          tool: HIRE_AGENT,
+          state: call!.state === CallState.Settled ? "settled" : "uncertain",
+          body: recorded,
+          isError: recorded.outcome !== "spawned",
+        };
+      return {
+        id,
+        tool: HIRE_AGENT,
+        state: "uncertain",
+        isError: true,
+        body: unconfirmedBody(
+          body,
+          "start_unconfirmed",
+          "this controller replica lost its instance lease while the hire was in flight, so its outcome was not recorded; recovery marks it uncertain, and it is never launched again",
+        ),
+      };
     }
     deps.logger.error("hire settle failed", { hireId: id, state, error: (e as Error).message });
     // Kept, spilled and retried with the dispatches' settles; nothing is launched again meanwhile.
     deps.unrecorded.add(`hire ${id} (${state})`, params);
-    return { id, tool: HIRE_AGENT, state: "uncertain", isError: true, body: unconfirmedBody(body, "start_unconfirmed", `the hire's outcome (${body.outcome}) could not be recorded yet; it will be when the journal is back, and nothing is launched again`) };
+    return {
+      id,
+      tool: HIRE_AGENT,
+      state: "uncertain",
+      isError: true,
+      body: unconfirmedBody(
+        body,
+        "start_unconfirmed",
+        `the hire's outcome (${body.outcome}) could not be recorded yet; it will be when the journal is back, and nothing is launched again`,
+      ),
+    };
   }
-  return { id, tool: HIRE_AGENT, state: unresolved ? "uncertain" : "settled", body, isError: body.outcome !== "spawned" };
+  return {
+    id,
+    tool: HIRE_AGENT,
+    state: unresolved ? "uncertain" : "settled",
+    body,
+    isError: body.outcome !== "spawned",
+  };
 }

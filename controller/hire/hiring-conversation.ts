@@ -18,7 +18,12 @@ const HIRED: string[] = [HireState.Spawned, HireState.DeliveryUnconfirmed];
 
 export async function hiredBy(db: Db, seatId: string, occupantId?: string): Promise<HiredBy | undefined> {
   const [row] = await db
-    .select({ id: hireReceipts.id, conversationId: hireReceipts.conversationId, at: hireReceipts.updatedAt, occupantId: hireReceipts.occupantId })
+    .select({
+      id: hireReceipts.id,
+      conversationId: hireReceipts.conversationId,
+      at: hireReceipts.updatedAt,
+      occupantId: hireReceipts.occupantId,
+    })
     .from(hireReceipts)
     .where(and(eq(hireReceipts.seatId, seatId), inArray(hireReceipts.state, HIRED)))
     .orderBy(desc(hireReceipts.updatedAt))
@@ -32,11 +37,19 @@ export async function hiredBy(db: Db, seatId: string, occupantId?: string): Prom
 /** Every seat's hire, in one read, for list_seats. */
 export async function hiredSeats(db: Db): Promise<Map<string, HiredBy & { occupantId: string | null }>> {
   const rows = await db
-    .select({ id: hireReceipts.id, seatId: hireReceipts.seatId, conversationId: hireReceipts.conversationId, at: hireReceipts.updatedAt, occupantId: hireReceipts.occupantId })
+    .select({
+      id: hireReceipts.id,
+      seatId: hireReceipts.seatId,
+      conversationId: hireReceipts.conversationId,
+      at: hireReceipts.updatedAt,
+      occupantId: hireReceipts.occupantId,
+    })
     .from(hireReceipts)
     .where(inArray(hireReceipts.state, HIRED))
     .orderBy(hireReceipts.updatedAt);
   const out = new Map<string, HiredBy & { occupantId: string | null }>();
-  for (const r of rows) if (r.seatId) out.set(r.seatId, { hireId: r.id, conversationId: r.conversationId, at: r.at, occupantId: r.occupantId });
+  for (const r of rows)
+    if (r.seatId)
+      out.set(r.seatId, { hireId: r.id, conversationId: r.conversationId, at: r.at, occupantId: r.occupantId });
   return out;
 }

@@ -8,7 +8,13 @@ import { InvalidArgumentError } from "../../shared/errors.js";
 export const HIRE_STATES: readonly string[] = Object.values(HireState);
 
 export async function listHireReceipts(db: Db, includeSettled: boolean, state = ""): Promise<HireReceipt[]> {
-  if (state && !HIRE_STATES.includes(state)) throw new InvalidArgumentError(`state must be one of ${HIRE_STATES.join(", ")}; got ${JSON.stringify(state)}`);
+  if (state && !HIRE_STATES.includes(state))
+    throw new InvalidArgumentError(`state must be one of ${HIRE_STATES.join(", ")}; got ${JSON.stringify(state)}`);
   const unresolved = includeSettled ? undefined : inArray(hireReceipts.state, [...UNRESOLVED_HIRE_STATES]);
-  return db.select().from(hireReceipts).where(and(unresolved, state ? eq(hireReceipts.state, state) : undefined)).orderBy(desc(hireReceipts.createdAt)).limit(1000);
+  return db
+    .select()
+    .from(hireReceipts)
+    .where(and(unresolved, state ? eq(hireReceipts.state, state) : undefined))
+    .orderBy(desc(hireReceipts.createdAt))
+    .limit(1000);
 }

@@ -6,7 +6,11 @@
 import type { Db } from "../db/open.js";
 import { hiredBy } from "./hiring-conversation.js";
 
-export async function reportOwner(db: Db, seatId: string, lastMessaged: { conversationId: string; at: Date } | undefined): Promise<{ conversationId: string } | undefined> {
+export async function reportOwner(
+  db: Db,
+  seatId: string,
+  lastMessaged: { conversationId: string; at: Date } | undefined,
+): Promise<{ conversationId: string } | undefined> {
   const hire = await hiredBy(db, seatId);
   if (!hire) return lastMessaged;
   if (lastMessaged && lastMessaged.at.getTime() > hire.at.getTime()) return lastMessaged;

@@ -18,14 +18,32 @@ import { censusEvidence, hireCensus, notLaunchedRefusal, provesNoLaunch } from "
 
 export type HireDisposition = "not-launched" | "abandoned-unknown";
 
-export async function settleHire(deps: PipelineDeps, givenId: string, conversationId: string, disposition: string): Promise<{ state: string; detail: string }> {
-  if (disposition !== "not-launched" && disposition !== "abandoned-unknown") throw new InvalidArgumentError("disposition must be not-launched or abandoned-unknown");
+export async function settleHire(
+  deps: PipelineDeps,
+  givenId: string,
+  conversationId: string,
+  disposition: string,
+): Promise<{ state: string; detail: string }> {
+  if (disposition !== "not-launched" && disposition !== "abandoned-unknown")
+    throw new InvalidArgumentError("disposition must be not-launched or abandoned-unknown");
   const id = parseUuid("the hire id", givenId);
-  const [hire] = await deps.db.select().from(hireReceipts).where(and(eq(hireReceipts.id, id), eq(hireReceipts.conversationId, conversationId)));
-  if (!hire) return { state: "refused", detail: `no hire ${id} exists in conversation ${quoteInput(conversationId)}; nothing was changed` };
-  if (!UNRESOLVED_HIRE_STATES.includes(hire.state as HireState)) return { state: "refused", detail: `hire ${id} is already ${hire.state}; nothing was changed` };
+  const [hire] = await deps.db
+    .select()
+    .from(hireReceipts)
+    .where(and(eq(hireReceipts.id, id), eq(hireReceipts.conversationId, conversationId)));
+  if (!hire)
+    return {
+      state: "refused",
+      detail: `no hire ${id} exists in conversation ${quoteInput(conversationId)}; nothing was changed`,
+    };
+  if (!UNRESOLVED_HIRE_STATES.includes(hire.state as HireState))
+    return { state: "refused", detail: `hire ${id} is already ${hire.state}; nothing was changed` };
   const call = await findCall(deps.db, id, conversationId);
-  if (call?.state === CallState.InFlight) return { state: "refused", detail: `hire ${id} is still in flight on ${hire.machine}; wait for its answer or reconcile it` };
+  if (call?.state === CallState.InFlight)
+    return {
+      state: "refused",
+      detail: `hire ${id} is still in flight on ${hire.machine}; wait for its answer or reconcile it`,
+    };
 
   // Seal first, then observe: a request still on its way to the agent can no longer launch.
   const census = await hireCensus(deps, hire.machine, id, true);
@@ -35,12 +53,20 @@ export async function settleHire(deps: PipelineDeps, givenId: string, conversati
   let evidence: Record<string, unknown>;
   let detail: string;
   if (disposition === "not-launched") {
-    if (!census.ok) return { state: "refused", detail: `no fresh census of ${hire.machine} could be taken (${census.detail}); not-launched needs one. Settle abandoned-unknown to keep the evidence instead` };
-    if (!provesNoLaunch(census.census)) return { state: "refused", detail: notLaunchedRefusal(hire.machine, id, census.census) };
+    if (!census.ok)
+      return {
+        state: "refused",
+        detail: `no fresh census of ${hire.machine} could be taken (${census.detail}); not-launched needs one. Settle abandoned-unknown to keep the evidence instead`,
+      };
+    if (!provesNoLaunch(census.census))
+      return { state: "refused", detail: notLaunchedRefusal(hire.machine, id, census.census) };
     // Rule 53: the agent's own answer that the launch committed is irreversible; a census that finds
     // nothing now (a host journal reset, a reinstalled agent) cannot make it not-launched.
     if (hire.evidence?.launchCommitted === true) {
-      return { state: "refused", detail: `the agent on ${hire.machine} answered that hire ${id} launched (launchCommitted), and that cannot be undone whatever its host journal says now; settle abandoned-unknown instead` };
+      return {
+        state: "refused",
+        detail: `the agent on ${hire.machine} answered that hire ${id} launched (launchCommitted), and that cannot be undone whatever its host journal says now; settle abandoned-unknown instead`,
+      };
     }
     state = HireState.SettledNotLaunched;
     evidence = {
@@ -54,14 +80,30 @@ export async function settleHire(deps: PipelineDeps, givenId: string, conversati
     detail = `hire ${id} never launched on ${hire.machine} (fresh census after the seal); its id stays refused. New work needs freshIntent{id, afterReceiptId: "${id}"}`;
   } else {
     state = HireState.AbandonedUnknown;
-    evidence = { receiptId: id, fingerprint: hire.fingerprint, priorState: hire.state, abandonedAt: now.toISOString(), census: census.ok ? censusEvidence(census.census) : { unavailable: census.detail } };
+    evidence = {
+      receiptId: id,
+      fingerprint: hire.fingerprint,
+      priorState: hire.state,
+      abandonedAt: now.toISOString(),
+      census: census.ok ? censusEvidence(census.census) : { unavailable: census.detail },
+    };
     detail = `hire ${id} is abandoned-unknown: its evidence is kept and it is never launched again. New work needs freshIntent{id, afterReceiptId: "${id}"}`;
   }
-  const body: HireBody = { ...base, outcome: "failed", reason: state === HireState.SettledNotLaunched ? "settled_not_launched" : "abandoned_unknown", detail, freshIntentAllowed: true, ...(hire.seatId ? { seat: hire.seatId } : {}) };
+  const body: HireBody = {
+    ...base,
+    outcome: "failed",
+    reason: state === HireState.SettledNotLaunched ? "settled_not_launched" : "abandoned_unknown",
+    detail,
+    freshIntentAllowed: true,
+    ...(hire.seatId ? { seat: hire.seatId } : {}),
+  };
   await deps.db.transaction(async (tx) => {
     // Written only while this replica's lease is live (ADR 0036).
     await assertLeaseHeld(tx, deps.lease.fence(), `the owner's settle of hire ${id}`);
-    await tx.update(hireReceipts).set({ state, evidence: { ...(hire.evidence ?? {}), settle: evidence }, updatedAt: now, settledAt: now }).where(eq(hireReceipts.id, id));
+    await tx
+      .update(hireReceipts)
+      .set({ state, evidence: { ...(hire.evidence ?? {}), settle: evidence }, updatedAt: now, settledAt: now })
+      .where(eq(hireReceipts.id, id));
     await settleCall(tx, id, CallState.Settled, body, now);
   });
   deps.onJournalChange();

@@ -9,7 +9,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 
 export const PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource";
 const AUTHORIZATION_SERVER_PATHS = ["/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"];
-const HOW = "use the lead token that `clankie up` or `clankie lead token --conversation ID` prints, as Authorization: Bearer <token>; this server does not do OAuth";
+const HOW =
+  "use the lead token that `clankie up` or `clankie lead token --conversation ID` prints, as Authorization: Bearer <token>; this server does not do OAuth";
 
 function origin(req: IncomingMessage): string {
   return `http://${req.headers.host ?? "127.0.0.1"}`;
@@ -26,11 +27,22 @@ export function bearerChallenge(req: IncomingMessage, resourcePath: string): str
 }
 
 export function isDiscoveryPath(path: string): boolean {
-  return path === PROTECTED_RESOURCE_PATH || path.startsWith(`${PROTECTED_RESOURCE_PATH}/`) || AUTHORIZATION_SERVER_PATHS.some((p) => path === p || path.startsWith(`${p}/`));
+  return (
+    path === PROTECTED_RESOURCE_PATH ||
+    path.startsWith(`${PROTECTED_RESOURCE_PATH}/`) ||
+    AUTHORIZATION_SERVER_PATHS.some((p) => path === p || path.startsWith(`${p}/`))
+  );
 }
 
 export function serveDiscovery(req: IncomingMessage, res: ServerResponse, path: string, resourcePath: string): void {
-  const json = (status: number, body: unknown): void => void res.writeHead(status, { "content-type": "application/json", "cache-control": "no-store", "access-control-allow-origin": "*" }).end(JSON.stringify(body));
+  const json = (status: number, body: unknown): void =>
+    void res
+      .writeHead(status, {
+        "content-type": "application/json",
+        "cache-control": "no-store",
+        "access-control-allow-origin": "*",
+      })
+      .end(JSON.stringify(body));
   if (path === PROTECTED_RESOURCE_PATH || path === `${PROTECTED_RESOURCE_PATH}${resourcePath}`) {
     return json(200, {
       resource: `${origin(req)}${resourcePath}`,

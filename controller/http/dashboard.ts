@@ -29,7 +29,8 @@ const FILES: Record<string, { file: string; type: string }> = {
   ...Object.fromEntries(DASHBOARD_SCRIPTS.map((file) => [`${DASHBOARD_PATH}/${file}`, { file, type: SCRIPT_TYPE }])),
 };
 
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /** The page's files, read once: from controller/dashboard/ beside this module's folder (source or dist). */
 function load(): Map<string, Buffer> {
@@ -50,7 +51,9 @@ export function createDashboard(): (req: IncomingMessage, res: ServerResponse, p
       return;
     }
     if (req.method !== "GET" && req.method !== "HEAD") {
-      res.writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" }).end("method not allowed\n");
+      res
+        .writeHead(405, { allow: "GET, HEAD", "content-type": "text/plain; charset=utf-8" })
+        .end("method not allowed\n");
       return;
     }
     const body = files.get(entry.file)!;

@@ -75,7 +75,10 @@ export class H2SessionGuard {
   watch(server: Http2Server): void {
     server.on("session", (session: Http2Session) => {
       const l = this.limits;
-      const g: Guarded = { streams: new Budget(l.unfinishedStreamBurst, l.unfinishedStreamsPerSecond), frames: new Budget(l.idleFrameBurst, l.idleFramesPerSecond) };
+      const g: Guarded = {
+        streams: new Budget(l.unfinishedStreamBurst, l.unfinishedStreamsPerSecond),
+        frames: new Budget(l.idleFrameBurst, l.idleFramesPerSecond),
+      };
       this.sessions.set(session, g);
       const frame = () => {
         if (!g.frames.take()) this.condemn(session);

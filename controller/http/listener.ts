@@ -12,7 +12,12 @@
  * connection (`Connection: close`), so a keep-alive client never finds it half-read.
  */
 import { createServer as createHttp1Server, type IncomingMessage, type ServerResponse } from "node:http";
-import { createServer as createHttp2Server, type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session } from "node:http2";
+import {
+  createServer as createHttp2Server,
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type ServerHttp2Session,
+} from "node:http2";
 import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
 import { ConnectionTable } from "./connection-table.js";
@@ -72,7 +77,11 @@ export async function listen(
 ): Promise<Listener> {
   const h1 = createHttp1Server(
     // Node checks the header and request deadlines on this interval; its 30 s default would let them slip.
-    { connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 2)), headersTimeout: limits.headersTimeoutMs, requestTimeout: limits.requestTimeoutMs },
+    {
+      connectionsCheckingInterval: Math.max(250, Math.min(1000, limits.headersTimeoutMs / 2)),
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+    },
     (req, res) => {
       table.prove(req.socket);
       closeIfBodyUnread(req, res);
@@ -88,7 +97,12 @@ export async function listen(
   const h2 = createHttp2Server(
     // Streams refused for the concurrency cap and malformed frames end the session early (Node's own bounds).
     // (Node documents both options; @types/node 20 lacks the first.)
-    { maxSessionMemory: 16, maxSessionRejectedStreams: 32, maxSessionInvalidFrames: 32, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } } as Parameters<typeof createHttp2Server>[0] & object,
+    {
+      maxSessionMemory: 16,
+      maxSessionRejectedStreams: 32,
+      maxSessionInvalidFrames: 32,
+      settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 },
+    } as Parameters<typeof createHttp2Server>[0] & object,
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
       // A stream of a session closed for abuse, still buffered, does no work.
       if (!guard.admits(req)) return;
@@ -119,7 +133,16 @@ export async function listen(
   };
   // The first decrypted bytes decide just as the plaintext ones do.
   const net = tls
-    ? createTlsServer({ cert: tls.cert, key: tls.key, ALPNProtocols: ["h2", "http/1.1"], minVersion: "TLSv1.2", handshakeTimeout: limits.headersTimeoutMs }, onSocket)
+    ? createTlsServer(
+        {
+          cert: tls.cert,
+          key: tls.key,
+          ALPNProtocols: ["h2", "http/1.1"],
+          minVersion: "TLSv1.2",
+          handshakeTimeout: limits.headersTimeoutMs,
+        },
+        onSocket,
+      )
     : createNetServer(onSocket);
   // The table decides who gives way; this outer bound only caps TLS handshakes not yet in it.
   net.maxConnections = limits.maxConnections * 2;

@@ -74,15 +74,19 @@ export class UnauthenticatedBudget {
    */
   admit(req: Req, res: Res): boolean {
     const peer = req.socket?.remoteAddress ?? "?";
-    if (!this.take(peer)) return this.refuse(req, res, peer, "too many unauthenticated calls from this address; slow down");
+    if (!this.take(peer))
+      return this.refuse(req, res, peer, "too many unauthenticated calls from this address; slow down");
     if ((req.url ?? "").split("?")[0] !== WATCH_PATH) return true;
     // The connection is the HTTP/2 session when there is one, else the socket.
     const connection: object = (req as Http2ServerRequest).stream?.session ?? req.socket;
     const onConnection = this.watchesByConnection.get(connection) ?? 0;
     const onPeer = this.watchesByPeer.get(peer) ?? 0;
-    if (onConnection >= this.limits.watchesPerConnection) return this.refuse(req, res, peer, "too many Health/Watch streams on this connection");
-    if (onPeer >= this.limits.watchesPerPeer) return this.refuse(req, res, peer, "too many Health/Watch streams from this address");
-    if (this.watches >= this.limits.watchesTotal) return this.refuse(req, res, peer, "too many Health/Watch streams open on this controller");
+    if (onConnection >= this.limits.watchesPerConnection)
+      return this.refuse(req, res, peer, "too many Health/Watch streams on this connection");
+    if (onPeer >= this.limits.watchesPerPeer)
+      return this.refuse(req, res, peer, "too many Health/Watch streams from this address");
+    if (this.watches >= this.limits.watchesTotal)
+      return this.refuse(req, res, peer, "too many Health/Watch streams open on this controller");
     this.watches++;
     this.watchesByPeer.set(peer, onPeer + 1);
     this.watchesByConnection.set(connection, onConnection + 1);
@@ -119,7 +123,14 @@ export class UnauthenticatedBudget {
 
   private refuse(req: Req, res: Res, peer: string, message: string): false {
     this.refused++;
-    const answer = () => refuse(req, res, { grpcStatus: 8, httpStatus: 429, code: "resource_exhausted", message, headers: { "retry-after": "1" } });
+    const answer = () =>
+      refuse(req, res, {
+        grpcStatus: 8,
+        httpStatus: 429,
+        code: "resource_exhausted",
+        message,
+        headers: { "retry-after": "1" },
+      });
     const held = this.heldByPeer.get(peer) ?? 0;
     if (held >= HELD_REFUSALS_PER_PEER) {
       answer();

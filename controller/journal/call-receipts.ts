@@ -38,12 +38,21 @@ export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
   if (key.fence) await assertLeaseHeld(tx, key.fence, `the admission of ${key.id}`);
   const inserted = await tx
     .insert(callReceipts)
-    .values({ id: key.id, tool: key.tool, conversationId: key.conversationId, fingerprint: key.fingerprint, state: CallState.InFlight, controllerInstance: key.fence?.instance ?? key.controllerInstance ?? null, controllerEpoch: key.fence?.epoch ?? null })
+    .values({
+      id: key.id,
+      tool: key.tool,
+      conversationId: key.conversationId,
+      fingerprint: key.fingerprint,
+      state: CallState.InFlight,
+      controllerInstance: key.fence?.instance ?? key.controllerInstance ?? null,
+      controllerEpoch: key.fence?.epoch ?? null,
+    })
     .onConflictDoNothing()
     .returning({ id: callReceipts.id });
   if (inserted.length === 1) return { kind: "admitted" };
   const [existing] = await tx.select().from(callReceipts).where(eq(callReceipts.id, key.id)).for("update");
-  if (!existing) return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" };
+  if (!existing)
+    return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" };
   if (existing.conversationId !== key.conversationId) return { kind: "foreign" };
   if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint) {
     return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" };
@@ -59,9 +68,14 @@ export async function admitCall(tx: Tx, key: CallKey): Promise<Admission> {
 export async function existingCall(db: Db, key: CallKey): Promise<Exclude<Admission, { kind: "admitted" }>> {
   return db.transaction(async (tx) => {
     const [existing] = await tx.select().from(callReceipts).where(eq(callReceipts.id, key.id)).for("update");
-    if (!existing) return { kind: "conflict", detail: "the id vanished while it was being admitted; nothing was dispatched" } as const;
+    if (!existing)
+      return {
+        kind: "conflict",
+        detail: "the id vanished while it was being admitted; nothing was dispatched",
+      } as const;
     if (existing.conversationId !== key.conversationId) return { kind: "foreign" } as const;
-    if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint) return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" } as const;
+    if (existing.tool !== key.tool || existing.fingerprint !== key.fingerprint)
+      return { kind: "conflict", detail: "this id was used for a different request; nothing was dispatched" } as const;
     if (existing.state === CallState.InFlight) return { kind: "in_use", receipt: existing } as const;
     return { kind: "repeat", receipt: existing } as const;
   });
@@ -72,8 +86,21 @@ export async function existingCall(db: Db, key: CallKey): Promise<Exclude<Admiss
  * epoch) and, when given, `writer`'s lease is live (ADR 0036); else a FencedWriteError, nothing written.
  * A transaction that already holds the writer's lease (assertLeaseHeld) passes the owner alone.
  */
-export async function settleCall(db: Db | Tx, id: string, state: Exclude<CallState, "in_flight">, result: Record<string, unknown>, now: Date, fence?: { owner: InstanceEpoch; writer?: InstanceEpoch }): Promise<void> {
-  const owned = fence ? and(eq(callReceipts.controllerInstance, fence.owner.instance), eq(callReceipts.controllerEpoch, fence.owner.epoch), fence.writer ? leaseHeld(fence.writer) : undefined) : undefined;
+export async function settleCall(
+  db: Db | Tx,
+  id: string,
+  state: Exclude<CallState, "in_flight">,
+  result: Record<string, unknown>,
+  now: Date,
+  fence?: { owner: InstanceEpoch; writer?: InstanceEpoch },
+): Promise<void> {
+  const owned = fence
+    ? and(
+        eq(callReceipts.controllerInstance, fence.owner.instance),
+        eq(callReceipts.controllerEpoch, fence.owner.epoch),
+        fence.writer ? leaseHeld(fence.writer) : undefined,
+      )
+    : undefined;
   const rows = await db
     .update(callReceipts)
     .set({ state, result, settledAt: state === CallState.Settled ? now : null })
@@ -114,7 +141,13 @@ export async function expireOldResults(db: Db): Promise<number> {
   const expired = await db
     .update(callReceipts)
     .set({ result: null, resultExpired: true })
-    .where(and(eq(callReceipts.state, CallState.Settled), eq(callReceipts.resultExpired, false), lt(callReceipts.settledAt, cutoff)))
+    .where(
+      and(
+        eq(callReceipts.state, CallState.Settled),
+        eq(callReceipts.resultExpired, false),
+        lt(callReceipts.settledAt, cutoff),
+      ),
+    )
     .returning({ id: callReceipts.id });
   return expired.length;
 }

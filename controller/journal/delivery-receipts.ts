@@ -55,7 +55,11 @@ export async function findDelivery(db: Db, id: string): Promise<DeliveryReceipt 
  * message or receipt id, or the delivery id itself (Codex's clientUserMessageId is the delivery
  * id). A UUID is compared in its canonical case.
  */
-export async function deliveryIdByNativeId(db: Db, conversationId: string, nativeId: string): Promise<string | undefined> {
+export async function deliveryIdByNativeId(
+  db: Db,
+  conversationId: string,
+  nativeId: string,
+): Promise<string | undefined> {
   const id = canonicalUuid(nativeId) ?? nativeId;
   const [row] = await db
     .select({ id: deliveryReceipts.id })
@@ -63,14 +67,21 @@ export async function deliveryIdByNativeId(db: Db, conversationId: string, nativ
     .where(
       and(
         eq(deliveryReceipts.conversationId, conversationId),
-        or(eq(deliveryReceipts.id, id), eq(deliveryReceipts.nativeMessageId, nativeId), eq(deliveryReceipts.nativeReceiptId, nativeId)),
+        or(
+          eq(deliveryReceipts.id, id),
+          eq(deliveryReceipts.nativeMessageId, nativeId),
+          eq(deliveryReceipts.nativeReceiptId, nativeId),
+        ),
       ),
     )
     .limit(1);
   return row?.id;
 }
 
-export async function listDeliveries(db: Db, opts: { limit: number; unresolvedOnly: boolean }): Promise<DeliveryReceipt[]> {
+export async function listDeliveries(
+  db: Db,
+  opts: { limit: number; unresolvedOnly: boolean },
+): Promise<DeliveryReceipt[]> {
   const q = db.select().from(deliveryReceipts);
   const filtered = opts.unresolvedOnly ? q.where(inArray(deliveryReceipts.state, [...UNRESOLVED_STATES])) : q;
   return filtered.orderBy(desc(deliveryReceipts.createdAt)).limit(opts.limit);
@@ -89,5 +100,11 @@ export async function unresolvedFor(db: Db, seatIdValue: string, conversationId:
   return db
     .select()
     .from(deliveryReceipts)
-    .where(and(eq(deliveryReceipts.seatId, seatIdValue), eq(deliveryReceipts.conversationId, conversationId), inArray(deliveryReceipts.state, [...UNRESOLVED_STATES])));
+    .where(
+      and(
+        eq(deliveryReceipts.seatId, seatIdValue),
+        eq(deliveryReceipts.conversationId, conversationId),
+        inArray(deliveryReceipts.state, [...UNRESOLVED_STATES]),
+      ),
+    );
 }

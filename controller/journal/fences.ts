@@ -14,15 +14,28 @@ import type { Db, Tx } from "../db/open.js";
 export const ABANDONED_CONTENT_FENCE_MS = 7 * 24 * 60 * 60 * 1000;
 
 /** Opens the fence of a receipt that became unresolved after dispatch (idempotent). */
-export async function openFence(db: Db | Tx, r: { id: string; seatId: string; contentFingerprint: string; conversationId: string }, now: Date): Promise<void> {
+export async function openFence(
+  db: Db | Tx,
+  r: { id: string; seatId: string; contentFingerprint: string; conversationId: string },
+  now: Date,
+): Promise<void> {
   await db
     .insert(fences)
-    .values({ deliveryId: r.id, seatId: r.seatId, contentFingerprint: r.contentFingerprint, conversationId: r.conversationId, openedAt: now })
+    .values({
+      deliveryId: r.id,
+      seatId: r.seatId,
+      contentFingerprint: r.contentFingerprint,
+      conversationId: r.conversationId,
+      openedAt: now,
+    })
     .onConflictDoNothing();
 }
 
 export async function resolveFence(db: Db | Tx, deliveryId: string, disposition: string, now: Date): Promise<void> {
-  await db.update(fences).set({ resolvedAt: now, disposition }).where(and(eq(fences.deliveryId, deliveryId), isNull(fences.resolvedAt)));
+  await db
+    .update(fences)
+    .set({ resolvedAt: now, disposition })
+    .where(and(eq(fences.deliveryId, deliveryId), isNull(fences.resolvedAt)));
 }
 
 /** Open fences on a seat older than `olderThan`: candidates for the unattended release. */
@@ -38,5 +51,12 @@ export async function fencesNeedingNotice(db: Db, maxAttempts: number, seatIdVal
   return db
     .select()
     .from(fences)
-    .where(and(isNull(fences.resolvedAt), isNull(fences.noticeAcknowledgedAt), lt(fences.noticeAttempts, maxAttempts), seatIdValue ? eq(fences.seatId, seatIdValue) : undefined));
+    .where(
+      and(
+        isNull(fences.resolvedAt),
+        isNull(fences.noticeAcknowledgedAt),
+        lt(fences.noticeAttempts, maxAttempts),
+        seatIdValue ? eq(fences.seatId, seatIdValue) : undefined,
+      ),
+    );
 }

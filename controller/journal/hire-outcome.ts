@@ -31,16 +31,26 @@ export interface HireSettleParams {
   fence?: InstanceEpoch | undefined;
 }
 
-
 /**
  * `writer`: the admitting instance, or at boot the one replaying a stopped instance's decided outcome.
  * The call receipt goes first, fenced: a hire a peer took over (or a writer whose lease is not live)
  * writes nothing, the hire receipt included, and throws FencedWriteError.
  */
-export async function settleHireOutcome(db: Db, s: HireSettleParams, writer: InstanceEpoch | undefined = s.fence): Promise<void> {
+export async function settleHireOutcome(
+  db: Db,
+  s: HireSettleParams,
+  writer: InstanceEpoch | undefined = s.fence,
+): Promise<void> {
   await db.transaction(async (tx) => {
     if (writer) await assertLeaseHeld(tx, writer, `the settle of hire ${s.id}`);
-    await settleCall(tx, s.id, s.unresolved ? CallState.Uncertain : CallState.Settled, s.body, s.now, s.fence && { owner: s.fence });
+    await settleCall(
+      tx,
+      s.id,
+      s.unresolved ? CallState.Uncertain : CallState.Settled,
+      s.body,
+      s.now,
+      s.fence && { owner: s.fence },
+    );
     await tx
       .update(hireReceipts)
       .set({
@@ -51,7 +61,9 @@ export async function settleHireOutcome(db: Db, s: HireSettleParams, writer: Ins
         paneId: s.body.paneId ?? null,
         updatedAt: s.now,
         settledAt: s.unresolved ? null : s.now,
-        ...(s.launchCommittedByAgent ? { evidence: sql`coalesce(${hireReceipts.evidence}, '{}'::jsonb) || '{"launchCommitted": true}'::jsonb` } : {}),
+        ...(s.launchCommittedByAgent
+          ? { evidence: sql`coalesce(${hireReceipts.evidence}, '{}'::jsonb) || '{"launchCommitted": true}'::jsonb` }
+          : {}),
       })
       .where(eq(hireReceipts.id, s.id));
   });

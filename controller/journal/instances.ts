@@ -14,7 +14,14 @@ import { CallState } from "./call-receipts.js";
 import { openFence } from "./fences.js";
 import type { InstanceEpoch } from "./lease-guard.js";
 
-export { FencedWriteError, assertLeaseHeld, isFencedWrite, leaseHeld, leaseHeldGuard, type InstanceEpoch } from "./lease-guard.js";
+export {
+  FencedWriteError,
+  assertLeaseHeld,
+  isFencedWrite,
+  leaseHeld,
+  leaseHeldGuard,
+  type InstanceEpoch,
+} from "./lease-guard.js";
 
 /** How long a lease lasts past its last renewal, and how often it is renewed (ADR 0036). */
 export const DEFAULT_INSTANCE_LEASE_MS = 10_000;
@@ -25,11 +32,26 @@ const FORGET_AFTER_S = 300;
 const leaseEnd = (leaseMs: number) => sql`now() + make_interval(secs => ${leaseMs / 1000}::float8)`;
 
 /** Registers (or re-registers) the instance with a new epoch and a fresh lease; returns the epoch. */
-export async function registerInstance(db: Db, id: string, pid: number, host: string, leaseMs = DEFAULT_INSTANCE_LEASE_MS): Promise<number> {
+export async function registerInstance(
+  db: Db,
+  id: string,
+  pid: number,
+  host: string,
+  leaseMs = DEFAULT_INSTANCE_LEASE_MS,
+): Promise<number> {
   const [row] = await db
     .insert(controllerInstances)
     .values({ id, pid, host, leaseExpiresAt: leaseEnd(leaseMs) })
-    .onConflictDoUpdate({ target: controllerInstances.id, set: { epoch: sql`excluded.epoch`, leaseExpiresAt: sql`excluded.lease_expires_at`, heartbeatAt: sql`now()`, pid, host } })
+    .onConflictDoUpdate({
+      target: controllerInstances.id,
+      set: {
+        epoch: sql`excluded.epoch`,
+        leaseExpiresAt: sql`excluded.lease_expires_at`,
+        heartbeatAt: sql`now()`,
+        pid,
+        host,
+      },
+    })
     .returning({ epoch: controllerInstances.epoch });
   return Number(row!.epoch);
 }
@@ -39,13 +61,21 @@ export async function renewLease(db: Db, f: InstanceEpoch, leaseMs = DEFAULT_INS
   const rows = await db
     .update(controllerInstances)
     .set({ leaseExpiresAt: leaseEnd(leaseMs), heartbeatAt: sql`now()` })
-    .where(and(eq(controllerInstances.id, f.instance), eq(controllerInstances.epoch, f.epoch), sql`${controllerInstances.leaseExpiresAt} > now()`))
+    .where(
+      and(
+        eq(controllerInstances.id, f.instance),
+        eq(controllerInstances.epoch, f.epoch),
+        sql`${controllerInstances.leaseExpiresAt} > now()`,
+      ),
+    )
     .returning({ id: controllerInstances.id });
   return rows.length === 1;
 }
 
 export async function removeInstance(db: Db, f: InstanceEpoch): Promise<void> {
-  await db.delete(controllerInstances).where(and(eq(controllerInstances.id, f.instance), eq(controllerInstances.epoch, f.epoch)));
+  await db
+    .delete(controllerInstances)
+    .where(and(eq(controllerInstances.id, f.instance), eq(controllerInstances.epoch, f.epoch)));
 }
 
 /** The seat leases this instance took under earlier epochs: freed when it re-acquires, before it serves again. */
@@ -58,13 +88,28 @@ export async function releaseOwnSeatLeases(db: Db, instance: string): Promise<vo
  * and frees their seat leases. `onlyLiveIsSelf` is true for the embedded database, which only one
  * process can open: every other instance is dead.
  */
-export async function recoverOrphans(db: Db, self: InstanceEpoch, onlyLiveIsSelf: boolean, now: Date): Promise<string[]> {
-  const live = onlyLiveIsSelf ? sql`ci.id = ${self.instance} and ci.epoch = ${self.epoch}::bigint` : sql`ci.lease_expires_at > now()`;
+export async function recoverOrphans(
+  db: Db,
+  self: InstanceEpoch,
+  onlyLiveIsSelf: boolean,
+  now: Date,
+): Promise<string[]> {
+  const live = onlyLiveIsSelf
+    ? sql`ci.id = ${self.instance} and ci.epoch = ${self.epoch}::bigint`
+    : sql`ci.lease_expires_at > now()`;
   return db.transaction(async (tx) => {
     // Expired rows first, FOR UPDATE: a write that checked its lease in its own transaction commits before this looks.
-    if (!onlyLiveIsSelf) await tx.select({ id: controllerInstances.id }).from(controllerInstances).where(sql`${controllerInstances.leaseExpiresAt} <= now()`).orderBy(controllerInstances.id).for("update");
+    if (!onlyLiveIsSelf)
+      await tx
+        .select({ id: controllerInstances.id })
+        .from(controllerInstances)
+        .where(sql`${controllerInstances.leaseExpiresAt} <= now()`)
+        .orderBy(controllerInstances.id)
+        .for("update");
     // A dead instance's seat leases are freed at once: its deliveries will never settle them.
-    await tx.execute(sql`delete from seat_turns st where not exists (select 1 from controller_instances ci where ci.id = split_part(st.holder, ':', 1) and ${live})`);
+    await tx.execute(
+      sql`delete from seat_turns st where not exists (select 1 from controller_instances ci where ci.id = split_part(st.holder, ':', 1) and ${live})`,
+    );
     // The epoch is cleared as the call is taken over: its old owner's settle no longer matches it.
     const orphans = await tx
       .update(callReceipts)
@@ -84,12 +129,18 @@ export async function recoverOrphans(db: Db, self: InstanceEpoch, onlyLiveIsSelf
     if (ids.length) {
       const dispatching = await tx
         .update(deliveryReceipts)
-        .set({ state: ReceiptState.Uncertain, reason: "controller_stopped", detail: "the controller instance lost its lease while this delivery was in flight" })
+        .set({
+          state: ReceiptState.Uncertain,
+          reason: "controller_stopped",
+          detail: "the controller instance lost its lease while this delivery was in flight",
+        })
         .where(and(inArray(deliveryReceipts.id, ids), eq(deliveryReceipts.state, ReceiptState.Dispatching)))
         .returning();
       for (const d of dispatching) await openFence(tx, d, now);
     }
-    await tx.delete(controllerInstances).where(sql`${controllerInstances.leaseExpiresAt} < now() - make_interval(secs => ${FORGET_AFTER_S}::float8)`);
+    await tx
+      .delete(controllerInstances)
+      .where(sql`${controllerInstances.leaseExpiresAt} < now() - make_interval(secs => ${FORGET_AFTER_S}::float8)`);
     return ids;
   });
 }

@@ -21,7 +21,9 @@ export class FencedWriteError extends Error {
     readonly fence: InstanceEpoch,
     what: string,
   ) {
-    super(`${what} was refused by the journal: controller instance ${fence.instance} no longer holds its lease with epoch ${fence.epoch}, or the call was taken over by a peer`);
+    super(
+      `${what} was refused by the journal: controller instance ${fence.instance} no longer holds its lease with epoch ${fence.epoch}, or the call was taken over by a peer`,
+    );
   }
 }
 
@@ -47,8 +49,13 @@ export async function assertLeaseHeld(tx: Tx, f: InstanceEpoch, what: string): P
   const rows = await tx
     .select({ id: controllerInstances.id })
     .from(controllerInstances)
-    .where(and(eq(controllerInstances.id, f.instance), eq(controllerInstances.epoch, f.epoch), sql`${controllerInstances.leaseExpiresAt} > now()`))
+    .where(
+      and(
+        eq(controllerInstances.id, f.instance),
+        eq(controllerInstances.epoch, f.epoch),
+        sql`${controllerInstances.leaseExpiresAt} > now()`,
+      ),
+    )
     .for("key share");
   if (rows.length === 0) throw new FencedWriteError(f, what);
 }
-

@@ -46,7 +46,9 @@ export function statement<P extends Record<string, unknown>>(name: string, build
     if (!q) {
       const query = dialect.sqlToQuery(sql`/* clankie:${sql.raw(name)} */ ${build()}`);
       // drizzle's session prepares by name: postgres.js then uses a server-side prepared statement.
-      q = db._.session.prepareQuery(query, undefined, name, false) as unknown as { execute(v: Record<string, unknown>): Promise<unknown> };
+      q = db._.session.prepareQuery(query, undefined, name, false) as unknown as {
+        execute(v: Record<string, unknown>): Promise<unknown>;
+      };
       byName.set(name, q);
     }
     const run = q;

@@ -17,7 +17,10 @@ export const DEFAULT_CONVERSATION = "global-default";
 const CONVERSATION_ID = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 export function assertConversationId(id: string): void {
-  if (!CONVERSATION_ID.test(id)) throw new InvalidArgumentError(`conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${quoteInput(id)}`);
+  if (!CONVERSATION_ID.test(id))
+    throw new InvalidArgumentError(
+      `conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores, starting with a letter or digit; got ${quoteInput(id)}`,
+    );
 }
 
 /** How long a replica may go on accepting a token after it was replaced or revoked elsewhere. */
@@ -46,11 +49,16 @@ export async function issueLeadToken(
   assertConversationId(conversationId);
   const hash = tokenHash(token);
   return db.transaction(async (tx) => {
-    const [before] = await tx.select({ tokenHash: conversations.tokenHash }).from(conversations).where(eq(conversations.id, conversationId)).for("update");
+    const [before] = await tx
+      .select({ tokenHash: conversations.tokenHash })
+      .from(conversations)
+      .where(eq(conversations.id, conversationId))
+      .for("update");
     const old = before?.tokenHash;
     const live = isLiveTokenHash(old) && old !== hash;
     if (live && keepLive) {
-      const kept = `conversation ${conversationId} already has a live lead token; it was kept ` +
+      const kept =
+        `conversation ${conversationId} already has a live lead token; it was kept ` +
         "(issuing one would disable the lead using it)";
       throw new FleetError(ErrorCode.FailedPrecondition, kept);
     }
@@ -97,7 +105,11 @@ export class ConversationAuth {
     if (cached && cached.until > this.now()) return cached.id;
     this.cache.delete(hash);
     // A plain read: on PostgreSQL it meets the journal's answer deadline (db/bounded-statements.ts).
-    const [row] = await this.db.select({ id: conversations.id }).from(conversations).where(eq(conversations.tokenHash, hash)).execute();
+    const [row] = await this.db
+      .select({ id: conversations.id })
+      .from(conversations)
+      .where(eq(conversations.tokenHash, hash))
+      .execute();
     if (row) this.cache.set(hash, { id: row.id, until: this.now() + TOKEN_CACHE_MS });
     return row?.id;
   }

@@ -32,7 +32,10 @@ export class FleetSecrets {
   async adopt(name: string, candidate: () => string, tx: Db | Tx = this.db): Promise<string> {
     const existing = await this.read(name, tx);
     if (existing !== undefined) return existing;
-    await tx.insert(fleetSecrets).values({ name, ...this.sealed(candidate()) }).onConflictDoNothing();
+    await tx
+      .insert(fleetSecrets)
+      .values({ name, ...this.sealed(candidate()) })
+      .onConflictDoNothing();
     const adopted = await this.read(name, tx);
     if (adopted === undefined) throw new Error(`the fleet secret ${name} vanished after it was written`);
     return adopted;
@@ -48,12 +51,15 @@ export class FleetSecrets {
   }
 
   private sealed(value: string): { value: string; protection: string } {
-    return this.passphrase ? { value: seal(value, this.passphrase), protection: SEALED } : { value, protection: "plain" };
+    return this.passphrase
+      ? { value: seal(value, this.passphrase), protection: SEALED }
+      : { value, protection: "plain" };
   }
 
   private open(name: string, value: string, protection: string): string {
     if (protection !== SEALED) return value;
-    if (!this.passphrase) throw new Error(`the fleet secret ${name} is sealed: start the controller with CLANKIE_FLEET_CA_PASSPHRASE`);
+    if (!this.passphrase)
+      throw new Error(`the fleet secret ${name} is sealed: start the controller with CLANKIE_FLEET_CA_PASSPHRASE`);
     return unseal(value, this.passphrase, `the fleet secret ${name}`);
   }
 }

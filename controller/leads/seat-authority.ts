@@ -26,14 +26,27 @@ const REACHED_OR_MAY_HAVE = [
   ReceiptState.AbandonedUnknown,
 ];
 
-export async function mayStopSeat(db: Db, conversationId: string, seatId: string, now: Date, occupantId?: string): Promise<boolean> {
+export async function mayStopSeat(
+  db: Db,
+  conversationId: string,
+  seatId: string,
+  now: Date,
+  occupantId?: string,
+): Promise<boolean> {
   if (conversationId === DEFAULT_CONVERSATION) return true;
   if ((await hiredBy(db, seatId, occupantId))?.conversationId === conversationId) return true;
   const since = new Date(now.getTime() - STOP_AUTHORITY_WINDOW_MS);
   const [row] = await db
     .select({ id: deliveryReceipts.id })
     .from(deliveryReceipts)
-    .where(and(eq(deliveryReceipts.conversationId, conversationId), eq(deliveryReceipts.seatId, seatId), inArray(deliveryReceipts.state, REACHED_OR_MAY_HAVE), gte(deliveryReceipts.createdAt, since)))
+    .where(
+      and(
+        eq(deliveryReceipts.conversationId, conversationId),
+        eq(deliveryReceipts.seatId, seatId),
+        inArray(deliveryReceipts.state, REACHED_OR_MAY_HAVE),
+        gte(deliveryReceipts.createdAt, since),
+      ),
+    )
     .limit(1);
   return row !== undefined;
 }

@@ -22,12 +22,21 @@ export interface FleetTokens {
   leadToken: string;
 }
 
-export async function bindStateDirTokens(db: Db, secrets: FleetSecrets, state: StateFiles, logger: Logger): Promise<FleetTokens> {
+export async function bindStateDirTokens(
+  db: Db,
+  secrets: FleetSecrets,
+  state: StateFiles,
+  logger: Logger,
+): Promise<FleetTokens> {
   const decided = await db.transaction(async (tx) => {
     // Two first starts on a fresh database agree on one pair: one replica decides at a time.
     await tx.execute(sql`select pg_advisory_xact_lock(hashtext('clankie:state-dir-tokens'))`);
     const ownerToken = await secrets.adopt(OWNER_TOKEN, () => state.ownerToken, tx);
-    const [row] = await tx.select({ tokenHash: conversations.tokenHash }).from(conversations).where(eq(conversations.id, DEFAULT_CONVERSATION)).for("update");
+    const [row] = await tx
+      .select({ tokenHash: conversations.tokenHash })
+      .from(conversations)
+      .where(eq(conversations.id, DEFAULT_CONVERSATION))
+      .for("update");
     const live = isLiveTokenHash(row?.tokenHash) ? row!.tokenHash : undefined;
     const copy = await secrets.read(DEFAULT_LEAD_TOKEN, tx);
     if (copy !== undefined && live === tokenHash(copy)) return { ownerToken, leadToken: copy };
@@ -48,7 +57,10 @@ export async function bindStateDirTokens(db: Db, secrets: FleetSecrets, state: S
   });
   if (decided.ownerToken !== state.ownerToken) {
     const file = storeOwnerToken(state.dir, decided.ownerToken);
-    logger.warn("this state directory's owner token was not the fleet's: it now holds the fleet's (valid on every replica)", { file });
+    logger.warn(
+      "this state directory's owner token was not the fleet's: it now holds the fleet's (valid on every replica)",
+      { file },
+    );
   }
   if (decided.leadToken === undefined) {
     logger.warn(
@@ -61,7 +73,10 @@ export async function bindStateDirTokens(db: Db, secrets: FleetSecrets, state: S
   }
   if (decided.leadToken !== state.leadToken) {
     const file = storeLeadToken(state.dir, DEFAULT_CONVERSATION, decided.leadToken);
-    logger.warn("this state directory's lead token was not the fleet's: it now holds the fleet's (valid on every replica)", { file });
+    logger.warn(
+      "this state directory's lead token was not the fleet's: it now holds the fleet's (valid on every replica)",
+      { file },
+    );
   }
   return { ownerToken: decided.ownerToken, leadToken: decided.leadToken };
 }

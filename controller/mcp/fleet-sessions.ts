@@ -47,20 +47,30 @@ export class FleetSessions {
       .where(eq(mcpSessions.conversationId, conversationId))
       .orderBy(desc(mcpSessions.lastUsedAt), desc(mcpSessions.id))
       .offset(this.perConversation);
-    const gone = await this.db.delete(mcpSessions).where(inArray(mcpSessions.id, over)).returning({ id: mcpSessions.id });
+    const gone = await this.db
+      .delete(mcpSessions)
+      .where(inArray(mcpSessions.id, over))
+      .returning({ id: mcpSessions.id });
     return gone.map((r) => r.id);
   }
 
   /** The session's conversation when the fleet still has it (not closed, used within the idle time). */
   async live(id: string): Promise<string | undefined> {
-    const [row] = await this.db.select({ conversationId: mcpSessions.conversationId }).from(mcpSessions).where(and(eq(mcpSessions.id, id), this.fresh()));
+    const [row] = await this.db
+      .select({ conversationId: mcpSessions.conversationId })
+      .from(mcpSessions)
+      .where(and(eq(mcpSessions.id, id), this.fresh()));
     return row?.conversationId;
   }
 
   /** Marks sessions used now; returns those the fleet no longer has (closed through another replica). */
   async touch(ids: string[]): Promise<string[]> {
     if (ids.length === 0) return [];
-    const kept = await this.db.update(mcpSessions).set({ lastUsedAt: sql`now()` }).where(inArray(mcpSessions.id, ids)).returning({ id: mcpSessions.id });
+    const kept = await this.db
+      .update(mcpSessions)
+      .set({ lastUsedAt: sql`now()` })
+      .where(inArray(mcpSessions.id, ids))
+      .returning({ id: mcpSessions.id });
     const alive = new Set(kept.map((r) => r.id));
     return ids.filter((id) => !alive.has(id));
   }

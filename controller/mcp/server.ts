@@ -9,7 +9,11 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest, LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS } from "@modelcontextprotocol/sdk/types.js";
+import {
+  isInitializeRequest,
+  LATEST_PROTOCOL_VERSION,
+  SUPPORTED_PROTOCOL_VERSIONS,
+} from "@modelcontextprotocol/sdk/types.js";
 import { bearerFrom, tokenHash } from "../../shared/tokens.js";
 import type { Logger } from "../../shared/logger.js";
 import type { ConversationAuth } from "../leads/conversations.js";
@@ -45,10 +49,29 @@ export interface McpEndpoint {
   sessionCount(): number;
 }
 
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+function jsonRpcError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
   // data.admitted=false is the explicit "refused before tool admission" that lets `clankie mcp` retry an unknown session once (controller/bridge/).
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message, data: { admitted: false, reason: /^[a-z_]+(?=:)/.exec(message)?.[0] ?? (status === 401 ? "unauthenticated" : "bad_request") } }, id: null }));
+  res.end(
+    JSON.stringify({
+      jsonrpc: "2.0",
+      error: {
+        code,
+        message,
+        data: {
+          admitted: false,
+          reason: /^[a-z_]+(?=:)/.exec(message)?.[0] ?? (status === 401 ? "unauthenticated" : "bad_request"),
+        },
+      },
+      id: null,
+    }),
+  );
 }
 
 export interface McpLimits {
@@ -64,8 +87,10 @@ export interface McpLimits {
  * test/unit/controller/mcp/session-ids.test.ts fails if an SDK upgrade moves them.
  */
 export function resumeSession(transport: StreamableHTTPServerTransport, id: string): void {
-  const web = (transport as unknown as { _webStandardTransport?: { sessionId?: string; _initialized?: boolean } })._webStandardTransport;
-  if (web?._initialized !== false) throw new Error("this MCP SDK's transport cannot resume a session (StreamableHTTPServerTransport internals moved)");
+  const web = (transport as unknown as { _webStandardTransport?: { sessionId?: string; _initialized?: boolean } })
+    ._webStandardTransport;
+  if (web?._initialized !== false)
+    throw new Error("this MCP SDK's transport cannot resume a session (StreamableHTTPServerTransport internals moved)");
   web.sessionId = id;
   web._initialized = true;
 }
@@ -95,14 +120,24 @@ export function createMcpEndpoint(deps: {
     ended.add(id);
     sessions.drop(id);
   };
-  const sessions: SessionTable<Session> = new SessionTable<Session>(limits.sessionIdleMs, limits.sessionsPerConversation, undefined, {
-    // Over the cap it is over; idle here, only if no other replica used it meanwhile.
-    closed: (id, why) => {
-      if (why === "cap") ended.add(id);
-      void fleet.closed(id, why).then((over) => over && ended.add(id), quietly("an MCP session's close could not be recorded for the fleet"));
+  const sessions: SessionTable<Session> = new SessionTable<Session>(
+    limits.sessionIdleMs,
+    limits.sessionsPerConversation,
+    undefined,
+    {
+      // Over the cap it is over; idle here, only if no other replica used it meanwhile.
+      closed: (id, why) => {
+        if (why === "cap") ended.add(id);
+        void fleet
+          .closed(id, why)
+          .then((over) => over && ended.add(id), quietly("an MCP session's close could not be recorded for the fleet"));
+      },
+      inUse: (ids) =>
+        void fleet
+          .touch(ids)
+          .then((gone) => gone.forEach(end), quietly("MCP sessions' use could not be recorded for the fleet")),
     },
-    inUse: (ids) => void fleet.touch(ids).then((gone) => gone.forEach(end), quietly("MCP sessions' use could not be recorded for the fleet")),
-  });
+  );
   // Responses still being written; a stop lets them finish so an in-flight call's answer is not lost.
   const open = new Set<ServerResponse>();
 
@@ -114,7 +149,11 @@ export function createMcpEndpoint(deps: {
     registerListSeats(server, deps.status);
     registerWorkerReports(server, deps.pipeline, conversationId);
     registerStopTask(server, deps.pipeline, conversationId);
-    registerHireAgent(server, { ...deps.pipeline, registry: deps.status.registry, hireTimeoutMs: deps.hireTimeoutMs }, conversationId);
+    registerHireAgent(
+      server,
+      { ...deps.pipeline, registry: deps.status.registry, hireTimeoutMs: deps.hireTimeoutMs },
+      conversationId,
+    );
     const session: Session = {
       conversationId,
       tokenHash: hash,
@@ -149,7 +188,12 @@ export function createMcpEndpoint(deps: {
   };
 
   const tooManySessions = (res: ServerResponse) =>
-    jsonRpcError(res, 429, -32000, `too_many_sessions: this conversation has ${limits.sessionsPerConversation} MCP sessions, all in use`);
+    jsonRpcError(
+      res,
+      429,
+      -32000,
+      `too_many_sessions: this conversation has ${limits.sessionsPerConversation} MCP sessions, all in use`,
+    );
 
   // Two requests may resume one session at once: the first one in the table serves both.
   const resumed = async (conversationId: string, hash: string, id: string): Promise<Session> => {
@@ -179,19 +223,38 @@ export function createMcpEndpoint(deps: {
       } catch (e) {
         // The token could not be looked up: that is the journal's failure, not the caller's token.
         deps.logger.warn("lead token lookup failed", { error: (e as Error).message });
-        return jsonRpcError(res, 503, -32000, "journal_unavailable: the token could not be checked because the journal is unavailable; nothing was dispatched", { "retry-after": "1" });
+        return jsonRpcError(
+          res,
+          503,
+          -32000,
+          "journal_unavailable: the token could not be checked because the journal is unavailable; nothing was dispatched",
+          { "retry-after": "1" },
+        );
       }
       if (!conversationId) {
-        return jsonRpcError(res, 401, -32001, "missing or wrong lead bearer token (Authorization: Bearer <lead token>; no OAuth)", { "www-authenticate": bearerChallenge(req, MCP_PATH) });
+        return jsonRpcError(
+          res,
+          401,
+          -32001,
+          "missing or wrong lead bearer token (Authorization: Bearer <lead token>; no OAuth)",
+          { "www-authenticate": bearerChallenge(req, MCP_PATH) },
+        );
       }
-      if (deps.pipeline.isStopping()) return jsonRpcError(res, 503, -32000, "service_stopping: the controller is stopping; nothing was dispatched");
+      if (deps.pipeline.isStopping())
+        return jsonRpcError(res, 503, -32000, "service_stopping: the controller is stopping; nothing was dispatched");
       const sessionHeader = req.headers["mcp-session-id"];
       const sessionId = Array.isArray(sessionHeader) ? sessionHeader[0] : sessionHeader;
       let body: unknown;
       if (req.method === "POST") {
         const read = await readBodyBounded(req, MAX_BODY_BYTES);
         if (read.kind === "aborted") return void res.destroy();
-        if (read.kind === "too_large") return jsonRpcError(res, 413, -32600, `request_too_large: an MCP request body is at most ${MAX_BODY_BYTES} bytes`);
+        if (read.kind === "too_large")
+          return jsonRpcError(
+            res,
+            413,
+            -32600,
+            `request_too_large: an MCP request body is at most ${MAX_BODY_BYTES} bytes`,
+          );
         try {
           body = JSON.parse(read.bytes.toString("utf8"));
         } catch (e) {
@@ -212,7 +275,13 @@ export function createMcpEndpoint(deps: {
             live = claim?.conversationId === conversationId && (await fleet.live(sessionId)) === conversationId;
           } catch (e) {
             deps.logger.warn("an MCP session could not be looked up", { error: (e as Error).message });
-            return jsonRpcError(res, 503, -32000, "journal_unavailable: the session could not be looked up because the journal is unavailable; nothing was dispatched", { "retry-after": "1" });
+            return jsonRpcError(
+              res,
+              503,
+              -32000,
+              "journal_unavailable: the session could not be looked up because the journal is unavailable; nothing was dispatched",
+              { "retry-after": "1" },
+            );
           }
           if (live) {
             if (!sessions.makeRoom(conversationId)) return tooManySessions(res);
@@ -223,12 +292,16 @@ export function createMcpEndpoint(deps: {
         // The client ends its session: over on every replica before the answer says so.
         if (req.method === "DELETE") {
           ended.add(sessionId);
-          await fleet.closed(sessionId, "client").catch(quietly("an MCP session's end could not be recorded for the fleet"));
+          await fleet
+            .closed(sessionId, "client")
+            .catch(quietly("an MCP session's end could not be recorded for the fleet"));
         }
         // In use until its answer (or stream) is over: an idle sweep never cuts a call short.
         const served = session;
         await sessions.use(sessionId, async () => {
-          const over = new Promise<void>((r) => (res.writableEnded || res.destroyed ? r() : res.once("close", () => r())));
+          const over = new Promise<void>((r) =>
+            res.writableEnded || res.destroyed ? r() : res.once("close", () => r()),
+          );
           await served.transport.handleRequest(req, res, body);
           await over;
         });

@@ -29,7 +29,9 @@ export class SessionIds {
 
   /** A new session id for the token whose hash is `tokenHash`. */
   mint(claim: SessionClaim, tokenHash: string): string {
-    const payload = Buffer.from(JSON.stringify({ c: claim.conversationId, p: claim.protocolVersion, n: randomBytes(12).toString("base64url") })).toString("base64url");
+    const payload = Buffer.from(
+      JSON.stringify({ c: claim.conversationId, p: claim.protocolVersion, n: randomBytes(12).toString("base64url") }),
+    ).toString("base64url");
     return `${VERSION}.${payload}.${this.sign(payload, tokenHash)}`;
   }
 

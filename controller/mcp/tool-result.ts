@@ -29,10 +29,25 @@ export function errorResult(e: unknown): CallToolResult {
   // Journal unavailable before admission: this call dispatched nothing, but it says nothing
   // about the id either: an earlier answer for the same id still stands (a replay must never
   // read as "undelivered" for a message that was delivered), so the outcome is "unavailable".
-  const outcome: AdmissionRefusalOutcome = err.code === ErrorCode.InvalidArgument ? "invalid_argument" : err.code === ErrorCode.JournalUnavailable ? "unavailable" : "refused";
-  const detail = err.code === ErrorCode.JournalUnavailable ? `${publicErrorText(err.message)}; if this id was used before, its earlier answer stands: call again with it once the journal is back` : publicErrorText(err.message);
+  const outcome: AdmissionRefusalOutcome =
+    err.code === ErrorCode.InvalidArgument
+      ? "invalid_argument"
+      : err.code === ErrorCode.JournalUnavailable
+        ? "unavailable"
+        : "refused";
+  const detail =
+    err.code === ErrorCode.JournalUnavailable
+      ? `${publicErrorText(err.message)}; if this id was used before, its earlier answer stands: call again with it once the journal is back`
+      : publicErrorText(err.message);
   // A refusal may name its reason more precisely than its code (invalid_text is an invalid_argument).
   const reason = err instanceof InvalidTextError ? err.reason : err.code;
-  const body = { schemaVersion: 1, outcome, reason, detail, dispatched: false, ...(err.retryable ? { retryable: true } : {}) };
+  const body = {
+    schemaVersion: 1,
+    outcome,
+    reason,
+    detail,
+    dispatched: false,
+    ...(err.retryable ? { retryable: true } : {}),
+  };
   return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError: true };
 }

@@ -111,7 +111,12 @@ export class FleetMetrics implements DeliveryMetrics {
         this.set({ replica }, sources.links().sockets);
       },
     });
-    this.deliveries = new Counter({ name: "clankie_delivery_deliveries_total", help: "message_seat calls answered, by outcome (delivered, unconfirmed, undelivered, seat_offline, unknown_seat, uncertain, refused, invalid_argument).", labelNames: ["outcome"], registers });
+    this.deliveries = new Counter({
+      name: "clankie_delivery_deliveries_total",
+      help: "message_seat calls answered, by outcome (delivered, unconfirmed, undelivered, seat_offline, unknown_seat, uncertain, refused, invalid_argument).",
+      labelNames: ["outcome"],
+      registers,
+    });
     this.latency = new Histogram({
       name: "clankie_delivery_latency_seconds",
       help: "Time from a message_seat call's arrival to its answer, any outcome (clankie_delivery_deliveries_total splits by outcome).",
@@ -124,7 +129,12 @@ export class FleetMetrics implements DeliveryMetrics {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
       registers,
     });
-    this.journalErrors = new Counter({ name: "clankie_journal_errors_total", help: "Journal (database) failures on the delivery path, by stage: admit, before_dispatch, settle.", labelNames: ["stage"], registers });
+    this.journalErrors = new Counter({
+      name: "clankie_journal_errors_total",
+      help: "Journal (database) failures on the delivery path, by stage: admit, before_dispatch, settle.",
+      labelNames: ["stage"],
+      registers,
+    });
     for (const stage of ["admit", "before_dispatch", "settle"] as const) this.journalErrors.inc({ stage }, 0);
 
     new Gauge({

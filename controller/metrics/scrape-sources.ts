@@ -22,7 +22,10 @@ export function journalScrapeSources(d: {
 }): ScrapeSources {
   return {
     async receiptsByState() {
-      const rows = await d.db.select({ state: deliveryReceipts.state, n: sql<number>`count(*)::int` }).from(deliveryReceipts).groupBy(deliveryReceipts.state);
+      const rows = await d.db
+        .select({ state: deliveryReceipts.state, n: sql<number>`count(*)::int` })
+        .from(deliveryReceipts)
+        .groupBy(deliveryReceipts.state);
       return new Map(rows.map((r) => [r.state, r.n]));
     },
     async unresolvedByAge() {
@@ -30,7 +33,9 @@ export function journalScrapeSources(d: {
       // One grouped count per state and age range; the ranges' bounds are computed here so an injected clock holds.
       const bound = (s: number) => new Date(now - s * 1000).toISOString();
       const range = sql<string>`case ${sql.join(
-        AGE_RANGES.filter((r) => Number.isFinite(r.maxSeconds)).map((r) => sql`when ${deliveryReceipts.createdAt} > ${bound(r.maxSeconds)}::timestamptz then ${r.label}`),
+        AGE_RANGES.filter((r) => Number.isFinite(r.maxSeconds)).map(
+          (r) => sql`when ${deliveryReceipts.createdAt} > ${bound(r.maxSeconds)}::timestamptz then ${r.label}`,
+        ),
         sql` `,
       )} else ${AGE_RANGES.at(-1)!.label} end`;
       const rows = await d.db
@@ -39,7 +44,11 @@ export function journalScrapeSources(d: {
         .where(inArray(deliveryReceipts.state, [...UNRESOLVED_STATES]))
         // Positional: the age expression carries parameters, which PostgreSQL would not match as the same expression twice.
         .groupBy(sql`1`, sql`2`);
-      return rows.map((r) => ({ state: r.state, age: AGE_RANGES.find((x) => x.label === r.age)?.label ?? "over_1d", count: r.n }));
+      return rows.map((r) => ({
+        state: r.state,
+        age: AGE_RANGES.find((x) => x.label === r.age)?.label ?? "over_1d",
+        count: r.n,
+      }));
     },
     async fencesOpen() {
       const [row] = await d.db.select({ n: sql<number>`count(*)::int` }).from(fences).where(isNull(fences.resolvedAt));

@@ -35,8 +35,16 @@ export class AgentClients {
     const existing = this.byMachine.get(machine);
     if (existing && existing.endpoint === endpoint && existing.token === token) return existing;
     existing?.close();
-    const sessionManager = new Http2SessionManager(endpoint, { pingIntervalMs: 30_000, pingTimeoutMs: 5_000, idleConnectionTimeoutMs: 15 * 60_000 });
-    const transport = createGrpcTransport({ baseUrl: endpoint, sessionManager, interceptors: [bearerHeaderInterceptor(() => token), traceSendInterceptor()] });
+    const sessionManager = new Http2SessionManager(endpoint, {
+      pingIntervalMs: 30_000,
+      pingTimeoutMs: 5_000,
+      idleConnectionTimeoutMs: 15 * 60_000,
+    });
+    const transport = createGrpcTransport({
+      baseUrl: endpoint,
+      sessionManager,
+      interceptors: [bearerHeaderInterceptor(() => token), traceSendInterceptor()],
+    });
     const conn = {
       machine,
       endpoint,

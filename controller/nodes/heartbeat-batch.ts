@@ -53,7 +53,9 @@ export class HeartbeatBatch {
     try {
       const byMachine = new Map<string, string[]>();
       for (const w of batch) byMachine.set(w.machine, [...(byMachine.get(w.machine) ?? []), w.instanceId]);
-      const matches: SQL[] = [...byMachine].map(([m, ids]) => and(eq(machines.name, m), inArray(machines.instanceId, ids))!);
+      const matches: SQL[] = [...byMachine].map(
+        ([m, ids]) => and(eq(machines.name, m), inArray(machines.instanceId, ids))!,
+      );
       const rows = await this.db
         .update(machines)
         .set({ lastSeenAt: this.now() })

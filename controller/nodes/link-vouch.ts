@@ -24,7 +24,13 @@ import type { AgentClients } from "./agent-clients.js";
 import type { Logger } from "../../shared/logger.js";
 
 /** Codes that only the agent's own service gives: it read the request and answered. */
-const ANSWERED = new Set<Code>([Code.NotFound, Code.InvalidArgument, Code.FailedPrecondition, Code.Unauthenticated, Code.PermissionDenied]);
+const ANSWERED = new Set<Code>([
+  Code.NotFound,
+  Code.InvalidArgument,
+  Code.FailedPrecondition,
+  Code.Unauthenticated,
+  Code.PermissionDenied,
+]);
 
 export interface LinkVouchOptions {
   db: Db;
@@ -37,7 +43,11 @@ export interface LinkVouchOptions {
 }
 
 /** Whether the agent answers on this replica's link within `timeoutMs`. */
-export async function answersOnLink(agents: Pick<AgentClients, "get">, m: { name: string; endpoint: string; agentToken: string }, timeoutMs: number): Promise<boolean> {
+export async function answersOnLink(
+  agents: Pick<AgentClients, "get">,
+  m: { name: string; endpoint: string; agentToken: string },
+  timeoutMs: number,
+): Promise<boolean> {
   const conn = agents.get(m.name, m.endpoint, m.agentToken);
   try {
     await conn.client.inspectSeat(create(InspectSeatRequestSchema, { seatName: "" }), { timeoutMs });
@@ -58,14 +68,18 @@ export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
     .where(and(inArray(machines.name, names), lt(machines.lastSeenAt, late)));
   if (rows.length === 0) return [];
   const timeoutMs = Math.max(200, Math.min(1000, o.heartbeatIntervalMs / 2));
-  const answered = (await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))).filter((n): n is string => !!n);
+  const answered = (
+    await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))
+  ).filter((n): n is string => !!n);
   if (answered.length === 0) return [];
   // Only rows still late: a heartbeat that arrived meanwhile is newer than this answer.
   await o.db
     .update(machines)
     .set({ lastSeenAt: o.now() })
     .where(and(inArray(machines.name, answered), lt(machines.lastSeenAt, late)));
-  o.logger.info("machines answering on this replica's links are kept online while their heartbeats are late", { machines: answered });
+  o.logger.info("machines answering on this replica's links are kept online while their heartbeats are late", {
+    machines: answered,
+  });
   return answered;
 }
 

@@ -51,7 +51,13 @@ export class Watch {
 
 function newGroup(machine: string, parent: AbortSignal | undefined): Group {
   const abort = new AbortController();
-  return { machine, abort, parent, signal: parent ? AbortSignal.any([parent, abort.signal]) : abort.signal, calls: new Map() };
+  return {
+    machine,
+    abort,
+    parent,
+    signal: parent ? AbortSignal.any([parent, abort.signal]) : abort.signal,
+    calls: new Map(),
+  };
 }
 
 export class Liveness {

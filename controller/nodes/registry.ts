@@ -33,7 +33,10 @@ export interface MachineRegistration {
  */
 export function knownSeatKind(s: Pick<Seat, "name" | "kind">): NonNullable<ReturnType<typeof seatKindWire.decode>> {
   const kind = seatKindWire.decode(s.kind);
-  if (!kind) throw new InvalidArgumentError(`seat ${quoteInput(s.name)} reports seat kind ${s.kind}, which this controller does not know; the report was refused`);
+  if (!kind)
+    throw new InvalidArgumentError(
+      `seat ${quoteInput(s.name)} reports seat kind ${s.kind}, which this controller does not know; the report was refused`,
+    );
   return kind;
 }
 
@@ -44,7 +47,9 @@ export function assertKnownSeatKinds(wire: readonly Pick<Seat, "name" | "kind">[
 
 export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferInsert {
   const caps: InputCapabilitiesRow = {
-    deliveryModes: (s.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m)).filter((m): m is "steer" | "queue" => m === "steer" || m === "queue"),
+    deliveryModes: (s.inputCapabilities?.deliveryModes ?? [])
+      .map((m) => deliveryModeWire.decode(m))
+      .filter((m): m is "steer" | "queue" => m === "steer" || m === "queue"),
     interrupt: s.inputCapabilities?.interrupt ?? false,
     nextTurnOnly: s.inputCapabilities?.nextTurnOnly ?? false,
   };

@@ -43,14 +43,26 @@ async function untilRoutingDecided(db: Db, machine: string, seat: string): Promi
     const [open] = await db
       .select({ id: deliveryReceipts.id })
       .from(deliveryReceipts)
-      .where(and(eq(deliveryReceipts.seatId, seat), eq(deliveryReceipts.state, ReceiptState.Dispatching), ne(deliveryReceipts.conversationId, NOTICE_SENDER), notLike(deliveryReceipts.conversationId, "peer:%")))
+      .where(
+        and(
+          eq(deliveryReceipts.seatId, seat),
+          eq(deliveryReceipts.state, ReceiptState.Dispatching),
+          ne(deliveryReceipts.conversationId, NOTICE_SENDER),
+          notLike(deliveryReceipts.conversationId, "peer:%"),
+        ),
+      )
       .limit(1);
     const [launching] = open
       ? [undefined]
       : await db
           .select({ id: hireReceipts.id })
           .from(hireReceipts)
-          .where(and(eq(hireReceipts.machine, machine), inArray(hireReceipts.state, [HireState.Reserved, HireState.Launching])))
+          .where(
+            and(
+              eq(hireReceipts.machine, machine),
+              inArray(hireReceipts.state, [HireState.Reserved, HireState.Launching]),
+            ),
+          )
           .limit(1);
     if (!open && !launching) return;
     if (Date.now() >= deadline) return;
@@ -70,7 +82,14 @@ export async function acceptReports(db: Db, machine: string, reports: IncomingRe
       // Peers (conversation "peer:<seat>") carry no lead authority: a worker's report never goes to one.
       // Only a message the seat's host admitted adopts its reports (rule 50): a refused, unsent or
       // uncertain message_seat from another conversation does not take them over.
-      .where(and(eq(deliveryReceipts.seatId, seat), ne(deliveryReceipts.conversationId, NOTICE_SENDER), notLike(deliveryReceipts.conversationId, "peer:%"), inArray(deliveryReceipts.state, HOST_ADMITTED)))
+      .where(
+        and(
+          eq(deliveryReceipts.seatId, seat),
+          ne(deliveryReceipts.conversationId, NOTICE_SENDER),
+          notLike(deliveryReceipts.conversationId, "peer:%"),
+          inArray(deliveryReceipts.state, HOST_ADMITTED),
+        ),
+      )
       .orderBy(desc(deliveryReceipts.createdAt))
       .limit(1);
     const routed = await reportOwner(db, seat, owner);
@@ -97,20 +116,43 @@ export async function offerReports(db: Db, conversationId: string, limit: number
   const rows = await db
     .select()
     .from(workerReports)
-    .where(and(eq(workerReports.conversationId, conversationId), inArray(workerReports.state, ["pending", "delivered"])))
+    .where(
+      and(eq(workerReports.conversationId, conversationId), inArray(workerReports.state, ["pending", "delivered"])),
+    )
     .orderBy(workerReports.createdAt)
     .limit(limit);
   const pending = rows.filter((r) => r.state === "pending").map((r) => r.id);
-  if (pending.length) await db.update(workerReports).set({ state: "delivered", offeredAt: now }).where(inArray(workerReports.id, pending));
-  return rows.map((r) => ({ deliveryId: r.id, seat: r.seatId, text: r.text, createdAt: r.createdAt.toISOString(), unadopted: r.unadopted }));
+  if (pending.length)
+    await db
+      .update(workerReports)
+      .set({ state: "delivered", offeredAt: now })
+      .where(inArray(workerReports.id, pending));
+  return rows.map((r) => ({
+    deliveryId: r.id,
+    seat: r.seatId,
+    text: r.text,
+    createdAt: r.createdAt.toISOString(),
+    unadopted: r.unadopted,
+  }));
 }
 
 /** Marks offered reports of this conversation read; anything else is refused by id. */
-export async function acknowledgeReports(db: Db, conversationId: string, ids: string[], now: Date): Promise<{ acknowledged: string[]; refused: string[] }> {
+export async function acknowledgeReports(
+  db: Db,
+  conversationId: string,
+  ids: string[],
+  now: Date,
+): Promise<{ acknowledged: string[]; refused: string[] }> {
   const rows = await db
     .update(workerReports)
     .set({ state: "read", readAt: now })
-    .where(and(inArray(workerReports.id, ids), eq(workerReports.conversationId, conversationId), eq(workerReports.state, "delivered")))
+    .where(
+      and(
+        inArray(workerReports.id, ids),
+        eq(workerReports.conversationId, conversationId),
+        eq(workerReports.state, "delivered"),
+      ),
+    )
     .returning({ id: workerReports.id });
   const acknowledged = rows.map((r) => r.id);
   return { acknowledged, refused: ids.filter((id) => !acknowledged.includes(id)) };
@@ -118,7 +160,10 @@ export async function acknowledgeReports(db: Db, conversationId: string, ids: st
 
 /** A report's status for its conversation: its state, or unknown once aged out (never not_sent). */
 export async function reportStatus(db: Db, conversationId: string, id: string): Promise<string> {
-  const [row] = await db.select({ state: workerReports.state }).from(workerReports).where(and(eq(workerReports.id, id), eq(workerReports.conversationId, conversationId)));
+  const [row] = await db
+    .select({ state: workerReports.state })
+    .from(workerReports)
+    .where(and(eq(workerReports.id, id), eq(workerReports.conversationId, conversationId)));
   return !row || row.state === EXPIRED ? "unknown" : row.state;
 }
 
@@ -136,7 +181,12 @@ export async function purgeReadReports(db: Db, now: Date): Promise<number> {
   const gone = await db
     .update(workerReports)
     .set({ state: EXPIRED, text: "" })
-    .where(and(eq(workerReports.state, "read"), sql`coalesce(${workerReports.readAt}, ${workerReports.acceptedAt}) < ${cutoff.toISOString()}::timestamptz`))
+    .where(
+      and(
+        eq(workerReports.state, "read"),
+        sql`coalesce(${workerReports.readAt}, ${workerReports.acceptedAt}) < ${cutoff.toISOString()}::timestamptz`,
+      ),
+    )
     .returning({ id: workerReports.id });
   return gone.length;
 }

@@ -33,16 +33,23 @@ export interface GatewayReplicas {
   agentUrls(): Promise<string[]>;
 }
 
-export function createAgentGatewayService(registry: Registry, logger: Logger, reports: { db: Db; now: () => Date; onChange: () => void; pipeline?: PipelineDeps | undefined }, replicas: GatewayReplicas): ServiceImpl<typeof AgentGatewayService> {
+export function createAgentGatewayService(
+  registry: Registry,
+  logger: Logger,
+  reports: { db: Db; now: () => Date; onChange: () => void; pipeline?: PipelineDeps | undefined },
+  replicas: GatewayReplicas,
+): ServiceImpl<typeof AgentGatewayService> {
   return {
     // The worker and peer methods name their machine from the certificate too (gateway-methods.ts).
     ...workerGatewayMethods(registry, reports),
     async register(rq, ctx) {
       const machine = machineOf(ctx, rq.machine).machine;
       const req = { ...rq, machine, endpoint: `reverse://${machine}` };
-      if (!req.agentToken || !req.instanceId) throw new FleetError(ErrorCode.InvalidArgument, "agent_token and instance_id are required");
+      if (!req.agentToken || !req.instanceId)
+        throw new FleetError(ErrorCode.InvalidArgument, "agent_token and instance_id are required");
       for (const s of req.seats) {
-        if (!isValidName(s.name)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(s.name)} is not valid`);
+        if (!isValidName(s.name))
+          throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(s.name)} is not valid`);
       }
       // An unknown seat kind is a typed InvalidArgument refusal before anything is written (registry.ts).
       assertKnownSeatKinds(req.seats);
@@ -57,11 +64,18 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
         seats: req.seats,
       });
       logger.info("agent registered", { machine: req.machine, endpoint: req.endpoint, seats: req.seats.length });
-      return create(RegisterResponseSchema, { heartbeatIntervalMs: registry.heartbeatIntervalMs, controllerCapabilityVersion: CAPABILITY_VERSION, replicaAgentUrls: await replicas.agentUrls() });
+      return create(RegisterResponseSchema, {
+        heartbeatIntervalMs: registry.heartbeatIntervalMs,
+        controllerCapabilityVersion: CAPABILITY_VERSION,
+        replicaAgentUrls: await replicas.agentUrls(),
+      });
     },
     async heartbeat(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
-      return create(HeartbeatResponseSchema, { known: await registry.periodicHeartbeat(req.machine, req.instanceId), replicaAgentUrls: await replicas.agentUrls() });
+      return create(HeartbeatResponseSchema, {
+        known: await registry.periodicHeartbeat(req.machine, req.instanceId),
+        replicaAgentUrls: await replicas.agentUrls(),
+      });
     },
     async reportSeats(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
@@ -74,17 +88,25 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
     },
     async submitWorkerReports(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
-      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
+      if (!(await registry.heartbeat(req.machine, req.instanceId)))
+        throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
       for (const r of req.reports) {
         r.id = parseUuid("report id", r.id);
-        if (!isValidName(r.seatName)) throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(r.seatName)} is not valid`);
-        if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS) throw new FleetError(ErrorCode.InvalidArgument, `report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`);
+        if (!isValidName(r.seatName))
+          throw new FleetError(ErrorCode.InvalidArgument, `seat name ${quoteInput(r.seatName)} is not valid`);
+        if (r.text.length === 0 || r.text.length > MAX_REPORT_CHARS)
+          throw new FleetError(ErrorCode.InvalidArgument, `report ${r.id} must have 1-${MAX_REPORT_CHARS} characters`);
         assertJournalText(`report ${r.id}`, r.text);
       }
       const acceptedIds = await acceptReports(
         reports.db,
         req.machine,
-        req.reports.map((r) => ({ id: r.id, seatName: r.seatName, text: r.text, createdAtMs: Number(r.createdUnixMs) })),
+        req.reports.map((r) => ({
+          id: r.id,
+          seatName: r.seatName,
+          text: r.text,
+          createdAtMs: Number(r.createdUnixMs),
+        })),
         reports.now(),
       );
       if (acceptedIds.length) reports.onChange();
@@ -92,8 +114,10 @@ export function createAgentGatewayService(registry: Registry, logger: Logger, re
     },
     async reportEvents(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
-      if (!(await registry.heartbeat(req.machine, req.instanceId))) throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
-      for (const e of req.events) logger.info("seat event", { machine: req.machine, seat: e.seatName, kind: e.kind, subject: e.subjectId });
+      if (!(await registry.heartbeat(req.machine, req.instanceId)))
+        throw new FleetError(ErrorCode.FailedPrecondition, "unknown agent instance; register again");
+      for (const e of req.events)
+        logger.info("seat event", { machine: req.machine, seat: e.seatName, kind: e.kind, subject: e.subjectId });
       return create(ReportEventsResponseSchema, {});
     },
   };

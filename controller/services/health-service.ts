@@ -26,7 +26,8 @@ export function createHealthService(monitor: HealthMonitor): ServiceImpl<typeof 
     },
     list() {
       const statuses: Record<string, HealthCheckResponse> = {};
-      for (const [name, status] of monitor.snapshot().statuses) statuses[name] = create(HealthCheckResponseSchema, { status });
+      for (const [name, status] of monitor.snapshot().statuses)
+        statuses[name] = create(HealthCheckResponseSchema, { status });
       return create(HealthListResponseSchema, { statuses });
     },
     async *watch(req, ctx) {

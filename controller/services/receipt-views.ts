@@ -5,7 +5,15 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { and, count, desc, eq, getTableColumns, gte, inArray, like, sql, type SQL } from "drizzle-orm";
-import { ReceiptFenceSchema, ReceiptProofSchema, ReceiptRowSchema, ReceiptSettlementSchema, GetReceiptResponseSchema, type GetReceiptResponse, type ReceiptRow } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
+import {
+  ReceiptFenceSchema,
+  ReceiptProofSchema,
+  ReceiptRowSchema,
+  ReceiptSettlementSchema,
+  GetReceiptResponseSchema,
+  type GetReceiptResponse,
+  type ReceiptRow,
+} from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 import { FleetError, ErrorCode, InvalidArgumentError } from "../../shared/errors.js";
 import { UNRESOLVED_STATES } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
@@ -117,23 +125,42 @@ export async function receiptDetail(db: Db, deliveryId: string, now: number): Pr
   const [row] = await db.select().from(deliveryReceipts).where(eq(deliveryReceipts.id, deliveryId));
   if (!row) throw new FleetError(ErrorCode.NotFound, `no receipt ${deliveryId}`);
   const [fence] = await db.select().from(fences).where(eq(fences.deliveryId, deliveryId));
-  const settled = await db.select().from(settlements).where(eq(settlements.deliveryId, deliveryId)).orderBy(settlements.at);
+  const settled = await db
+    .select()
+    .from(settlements)
+    .where(eq(settlements.deliveryId, deliveryId))
+    .orderBy(settlements.at);
   return create(GetReceiptResponseSchema, {
     receipt: receiptRow(row, now),
     reason: row.reason ?? "",
-    proofs: (row.proofs ?? []).map((p) => create(ReceiptProofSchema, { kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs ?? 0)) })),
-    fence: create(ReceiptFenceSchema, fence
-      ? {
-          present: true,
-          open: fence.resolvedAt === null,
-          openedAgeMs: BigInt(Math.max(0, now - fence.openedAt.getTime())),
-          disposition: fence.disposition ?? "",
-          noticeAttempts: fence.noticeAttempts,
-          noticeAcknowledged: fence.noticeAcknowledgedAt !== null,
-        }
-      : { present: false }),
+    proofs: (row.proofs ?? []).map((p) =>
+      create(ReceiptProofSchema, {
+        kind: p.kind,
+        outcome: p.outcome,
+        detail: p.detail,
+        ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs ?? 0)),
+      }),
+    ),
+    fence: create(
+      ReceiptFenceSchema,
+      fence
+        ? {
+            present: true,
+            open: fence.resolvedAt === null,
+            openedAgeMs: BigInt(Math.max(0, now - fence.openedAt.getTime())),
+            disposition: fence.disposition ?? "",
+            noticeAttempts: fence.noticeAttempts,
+            noticeAcknowledged: fence.noticeAcknowledgedAt !== null,
+          }
+        : { present: false },
+    ),
     settlements: settled.map((s) =>
-      create(ReceiptSettlementSchema, { disposition: s.disposition, settledBy: s.settledBy, ageMs: BigInt(Math.max(0, now - s.at.getTime())), evidenceJson: JSON.stringify(s.evidence) }),
+      create(ReceiptSettlementSchema, {
+        disposition: s.disposition,
+        settledBy: s.settledBy,
+        ageMs: BigInt(Math.max(0, now - s.at.getTime())),
+        evidenceJson: JSON.stringify(s.evidence),
+      }),
     ),
   });
 }

@@ -65,31 +65,45 @@ export class ReflectionIndex {
 
   answer(req: Request): Answer {
     const r = req.messageRequest;
-    const notFound = (what: string): Answer => ({ case: "errorResponse", value: { errorCode: NOT_FOUND, errorMessage: `${what} not found` } });
+    const notFound = (what: string): Answer => ({
+      case: "errorResponse",
+      value: { errorCode: NOT_FOUND, errorMessage: `${what} not found` },
+    });
     switch (r.case) {
       case "listServices":
         return { case: "listServicesResponse", value: { service: this.serviceNames.map((name) => ({ name })) } };
       case "fileByFilename": {
         const file = this.files.get(r.value);
-        return file ? { case: "fileDescriptorResponse", value: { fileDescriptorProto: this.withDependencies(file) } } : notFound(`file ${r.value}`);
+        return file
+          ? { case: "fileDescriptorResponse", value: { fileDescriptorProto: this.withDependencies(file) } }
+          : notFound(`file ${r.value}`);
       }
       case "fileContainingSymbol": {
         const file = this.fileOfSymbol(r.value);
-        return file ? { case: "fileDescriptorResponse", value: { fileDescriptorProto: this.withDependencies(file) } } : notFound(`symbol ${r.value}`);
+        return file
+          ? { case: "fileDescriptorResponse", value: { fileDescriptorProto: this.withDependencies(file) } }
+          : notFound(`symbol ${r.value}`);
       }
       case "fileContainingExtension": {
         const message = this.registry.getMessage(r.value.containingType);
         const ext = message && this.registry.getExtensionFor(message, r.value.extensionNumber);
-        return ext ? { case: "fileDescriptorResponse", value: { fileDescriptorProto: this.withDependencies(ext.file) } } : notFound(`extension ${r.value.containingType}:${r.value.extensionNumber}`);
+        return ext
+          ? { case: "fileDescriptorResponse", value: { fileDescriptorProto: this.withDependencies(ext.file) } }
+          : notFound(`extension ${r.value.containingType}:${r.value.extensionNumber}`);
       }
       case "allExtensionNumbersOfType": {
         const message = this.registry.getMessage(r.value);
         if (!message) return notFound(`type ${r.value}`);
-        const numbers = [...this.registry].filter((d) => d.kind === "extension" && d.extendee.typeName === r.value).map((d) => (d.kind === "extension" ? d.number : 0));
+        const numbers = [...this.registry]
+          .filter((d) => d.kind === "extension" && d.extendee.typeName === r.value)
+          .map((d) => (d.kind === "extension" ? d.number : 0));
         return { case: "allExtensionNumbersResponse", value: { baseTypeName: r.value, extensionNumber: numbers } };
       }
       default:
-        return { case: "errorResponse", value: { errorCode: UNIMPLEMENTED, errorMessage: "unknown reflection request" } };
+        return {
+          case: "errorResponse",
+          value: { errorCode: UNIMPLEMENTED, errorMessage: "unknown reflection request" },
+        };
     }
   }
 }
@@ -98,7 +112,11 @@ export function createReflectionV1(index: ReflectionIndex): ServiceImpl<typeof v
   return {
     async *serverReflectionInfo(requests) {
       for await (const req of requests) {
-        yield create(v1.ServerReflectionResponseSchema, { validHost: req.host, originalRequest: req, messageResponse: index.answer(req) });
+        yield create(v1.ServerReflectionResponseSchema, {
+          validHost: req.host,
+          originalRequest: req,
+          messageResponse: index.answer(req),
+        });
       }
     },
   };
@@ -108,7 +126,11 @@ export function createReflectionV1alpha(index: ReflectionIndex): ServiceImpl<typ
   return {
     async *serverReflectionInfo(requests) {
       for await (const req of requests) {
-        yield create(v1alpha.ServerReflectionResponseSchema, { validHost: req.host, originalRequest: req, messageResponse: index.answer(req) });
+        yield create(v1alpha.ServerReflectionResponseSchema, {
+          validHost: req.host,
+          originalRequest: req,
+          messageResponse: index.answer(req),
+        });
       }
     },
   };

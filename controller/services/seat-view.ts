@@ -39,7 +39,10 @@ export async function listSeatsView(d: StatusDeps): Promise<SeatView[]> {
   }));
 }
 
-function hiredView(h: { conversationId: string; hireId: string; occupantId: string | null } | undefined, occupantId: string): Pick<SeatView, "hiredBy"> {
+function hiredView(
+  h: { conversationId: string; hireId: string; occupantId: string | null } | undefined,
+  occupantId: string,
+): Pick<SeatView, "hiredBy"> {
   if (!h || (h.occupantId && h.occupantId !== occupantId)) return {};
   return { hiredBy: { conversationId: h.conversationId, hireId: h.hireId } };
 }

@@ -16,7 +16,13 @@ import {
   type SeatRow,
 } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 import { InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
-import { deliveryModeWire, seatKindWire, seatStatusWire, type SeatKind, type SeatStatus } from "../../shared/verdicts.js";
+import {
+  deliveryModeWire,
+  seatKindWire,
+  seatStatusWire,
+  type SeatKind,
+  type SeatStatus,
+} from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { countUnresolvedBySeat, listDeliveries } from "../journal/delivery-receipts.js";
 import type { Registry } from "../nodes/registry.js";
@@ -52,7 +58,11 @@ export async function listMachines(d: StatusDeps): Promise<Machine[]> {
 }
 
 export async function listSeats(d: StatusDeps): Promise<SeatRow[]> {
-  const [machineRows, seatRows, unresolved] = await Promise.all([d.registry.machines(), d.registry.seats(), countUnresolvedBySeat(d.db)]);
+  const [machineRows, seatRows, unresolved] = await Promise.all([
+    d.registry.machines(),
+    d.registry.seats(),
+    countUnresolvedBySeat(d.db),
+  ]);
   const online = new Map(machineRows.map((m) => [m.name, d.registry.isOnline(m)]));
   return seatRows.map((s) =>
     create(SeatRowSchema, {
@@ -78,7 +88,9 @@ export async function listSeats(d: StatusDeps): Promise<SeatRow[]> {
 
 export async function listReceipts(d: StatusDeps, limit: number, unresolvedOnly: boolean): Promise<ReceiptRow[]> {
   const now = d.now().getTime();
-  return (await listDeliveries(d.db, { limit: Math.min(limit || 100, 1000), unresolvedOnly })).map((r) => receiptRow(r, now));
+  return (await listDeliveries(d.db, { limit: Math.min(limit || 100, 1000), unresolvedOnly })).map((r) =>
+    receiptRow(r, now),
+  );
 }
 
 /** A read's failure as the caller sees it: the journal's is journal_unavailable (the error boundary turns it into its gRPC code). */

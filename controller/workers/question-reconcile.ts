@@ -20,25 +20,55 @@ export function isQuestionAnswer(call: CallReceipt): boolean {
   return call.tool === "message_seat" && typeof (call.result as { requestId?: unknown } | null)?.requestId === "string";
 }
 
-export async function reconcileQuestionAnswer(deps: PipelineDeps, conversationId: string, call: CallReceipt): Promise<ToolOutcome> {
+export async function reconcileQuestionAnswer(
+  deps: PipelineDeps,
+  conversationId: string,
+  call: CallReceipt,
+): Promise<ToolOutcome> {
   const stored = call.result as unknown as AnswerBody;
-  const still = (detail: string): ToolOutcome => ({ id: call.id, tool: call.tool, state: "uncertain", isError: true, body: { ...stored, sessionCheck: detail } as unknown as LeadBody });
+  const still = (detail: string): ToolOutcome => ({
+    id: call.id,
+    tool: call.tool,
+    state: "uncertain",
+    isError: true,
+    body: { ...stored, sessionCheck: detail } as unknown as LeadBody,
+  });
   const [seat] = await deps.db.select().from(seats).where(eq(seats.id, stored.seat));
-  if (!seat?.present) return still("the seat is gone: its question's receipt cannot be read; the answer is never resent");
+  if (!seat?.present)
+    return still("the seat is gone: its question's receipt cannot be read; the answer is never resent");
   const [machine] = await deps.db.select().from(machines).where(eq(machines.name, seat.machine));
   const conn = machine ? deps.agents.get(machine.name, machine.endpoint, machine.agentToken) : undefined;
-  if (!conn || !(await conn.connect())) return still("the seat's agent could not be reached; the answer is never resent");
+  if (!conn || !(await conn.connect()))
+    return still("the seat's agent could not be reached; the answer is never resent");
   let res;
   try {
-    res = await conn.client.answerQuestion(create(AnswerQuestionRequestSchema, { seatName: seat.name, occupantId: seat.occupantId, requestId: stored.requestId, conversationId, reconcileOnly: true }), { timeoutMs: 30_000, signal: deps.shutdownSignal });
+    res = await conn.client.answerQuestion(
+      create(AnswerQuestionRequestSchema, {
+        seatName: seat.name,
+        occupantId: seat.occupantId,
+        requestId: stored.requestId,
+        conversationId,
+        reconcileOnly: true,
+      }),
+      { timeoutMs: 30_000, signal: deps.shutdownSignal },
+    );
   } catch (e) {
     return still(`the agent's reading was lost (${(e as Error).message}); the answer is never resent`);
   }
   // Only what a receipt proves settles it; a refusal or no receipt leaves it as it was.
-  if (res.result !== "delivered" && res.result !== "unconfirmed" && res.result !== "not_sent") return still(`the agent could not prove the answer's fate (${res.reason || res.result}${res.detail ? `: ${res.detail}` : ""}); the answer is never resent`);
+  if (res.result !== "delivered" && res.result !== "unconfirmed" && res.result !== "not_sent")
+    return still(
+      `the agent could not prove the answer's fate (${res.reason || res.result}${res.detail ? `: ${res.detail}` : ""}); the answer is never resent`,
+    );
   const body = bodyFromAgent({ schemaVersion: 1, requestId: stored.requestId, deliveryId: call.id }, seat.id, res);
   body.detail = `${body.detail} (recorded at reconciliation from the native receipt; nothing was sent)`;
   await settleCall(deps.db, call.id, CallState.Settled, body, deps.now());
   deps.onJournalChange();
-  return { id: call.id, tool: call.tool, state: "settled", isError: body.outcome !== "delivered", body: body as unknown as LeadBody };
+  return {
+    id: call.id,
+    tool: call.tool,
+    state: "settled",
+    isError: body.outcome !== "delivered",
+    body: body as unknown as LeadBody,
+  };
 }

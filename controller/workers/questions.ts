@@ -29,11 +29,19 @@ export interface IncomingQuestion {
   turnId: string;
   itemId: string;
   requestId: string;
-  questions: { id: string; header: string; question: string; isOther: boolean; options: { label: string; description: string }[] }[];
+  questions: {
+    id: string;
+    header: string;
+    question: string;
+    isOther: boolean;
+    options: { label: string; description: string }[];
+  }[];
   askedAtMs: number;
 }
 
-export type FileOutcome = { filed: true; questionId: string } | { filed: false; reason: "unknown_seat" | "occupant_changed" | "not_hired" | "too_long"; detail: string };
+export type FileOutcome =
+  | { filed: true; questionId: string }
+  | { filed: false; reason: "unknown_seat" | "occupant_changed" | "not_hired" | "too_long"; detail: string };
 
 /** The report id of one native question: the same binding always names the same report. */
 export function questionIdOf(seat: string, q: Pick<IncomingQuestion, "threadId" | "turnId" | "itemId">): string {
@@ -42,14 +50,18 @@ export function questionIdOf(seat: string, q: Pick<IncomingQuestion, "threadId" 
 
 /** What the lead reads: the question, its binding, and the exact call that answers it. */
 export function renderQuestion(seat: string, q: IncomingQuestion): string {
-  const lines = [`Question from seat ${seat} (requestId ${q.requestId}; thread ${q.threadId}, turn ${q.turnId}, call ${q.itemId}):`];
+  const lines = [
+    `Question from seat ${seat} (requestId ${q.requestId}; thread ${q.threadId}, turn ${q.turnId}, call ${q.itemId}):`,
+  ];
   for (const x of q.questions) {
     lines.push(`- [${x.id}] ${x.header ? `${x.header}: ` : ""}${x.question}`);
     for (const o of x.options) lines.push(`    * ${o.label}${o.description ? ` — ${o.description}` : ""}`);
     if (x.isOther) lines.push("    * (a free answer is allowed)");
   }
   const example = Object.fromEntries(q.questions.map((x) => [x.id, { answers: ["…"] }]));
-  lines.push(`Answer with message_seat ${JSON.stringify({ seat, questionAnswer: { requestId: q.requestId, answers: example } })}`);
+  lines.push(
+    `Answer with message_seat ${JSON.stringify({ seat, questionAnswer: { requestId: q.requestId, answers: example } })}`,
+  );
   return lines.join("\n");
 }
 
@@ -57,12 +69,20 @@ async function hireLaunching(db: Db, machine: string): Promise<boolean> {
   const [row] = await db
     .select({ id: hireReceipts.id })
     .from(hireReceipts)
-    .where(and(eq(hireReceipts.machine, machine), inArray(hireReceipts.state, [HireState.Reserved, HireState.Launching])))
+    .where(
+      and(eq(hireReceipts.machine, machine), inArray(hireReceipts.state, [HireState.Reserved, HireState.Launching])),
+    )
     .limit(1);
   return row !== undefined;
 }
 
-export async function fileWorkerQuestion(db: Db, machine: string, q: IncomingQuestion, now: Date, o: { hireWaitMs?: number } = {}): Promise<FileOutcome> {
+export async function fileWorkerQuestion(
+  db: Db,
+  machine: string,
+  q: IncomingQuestion,
+  now: Date,
+  o: { hireWaitMs?: number } = {},
+): Promise<FileOutcome> {
   const deadline = Date.now() + (o.hireWaitMs ?? HIRE_WAIT_MS);
   for (;;) {
     const r = await fileOnce(db, machine, q, now);
@@ -74,17 +94,44 @@ export async function fileWorkerQuestion(db: Db, machine: string, q: IncomingQue
 
 async function fileOnce(db: Db, machine: string, q: IncomingQuestion, now: Date): Promise<FileOutcome> {
   const id = seatId(machine, q.seatName);
-  const [row] = await db.select({ occupantId: seats.occupantId, present: seats.present }).from(seats).where(eq(seats.id, id));
+  const [row] = await db
+    .select({ occupantId: seats.occupantId, present: seats.present })
+    .from(seats)
+    .where(eq(seats.id, id));
   if (!row || !row.present) return { filed: false, reason: "unknown_seat", detail: `the controller has no seat ${id}` };
-  if (row.occupantId !== q.occupantId) return { filed: false, reason: "occupant_changed", detail: `seat ${id} now has another occupant than the one that asked` };
+  if (row.occupantId !== q.occupantId)
+    return {
+      filed: false,
+      reason: "occupant_changed",
+      detail: `seat ${id} now has another occupant than the one that asked`,
+    };
   const hire = await hiredBy(db, id, q.occupantId);
-  if (!hire) return { filed: false, reason: "not_hired", detail: `no conversation hired seat ${id}'s occupant: its questions stay with the owner in the pane` };
+  if (!hire)
+    return {
+      filed: false,
+      reason: "not_hired",
+      detail: `no conversation hired seat ${id}'s occupant: its questions stay with the owner in the pane`,
+    };
   const text = renderQuestion(id, q);
-  if (text.length > MAX_QUESTION_CHARS) return { filed: false, reason: "too_long", detail: `the question renders to ${text.length} characters (at most ${MAX_QUESTION_CHARS}); nothing was filed` };
+  if (text.length > MAX_QUESTION_CHARS)
+    return {
+      filed: false,
+      reason: "too_long",
+      detail: `the question renders to ${text.length} characters (at most ${MAX_QUESTION_CHARS}); nothing was filed`,
+    };
   const questionId = questionIdOf(id, q);
   await db
     .insert(workerReports)
-    .values({ id: questionId, seatId: id, conversationId: hire.conversationId, unadopted: false, text, state: "pending", createdAt: new Date(q.askedAtMs), acceptedAt: now })
+    .values({
+      id: questionId,
+      seatId: id,
+      conversationId: hire.conversationId,
+      unadopted: false,
+      text,
+      state: "pending",
+      createdAt: new Date(q.askedAtMs),
+      acceptedAt: now,
+    })
     .onConflictDoNothing();
   return { filed: true, questionId };
 }

@@ -8,7 +8,14 @@ import { AgentResult, type DeliveryMode } from "../../shared/verdicts.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
 import type { NativeStage, SeatSnapshot } from "../harnesses/adapter.js";
 import type { SeatBook } from "../seats/seat-book.js";
-import { judgeFreshness, passGate, sleep, FRESHNESS_LIMIT_MS, MAX_PROOF_ATTEMPTS, type AuthorityStamp } from "../proofs/freshness.js";
+import {
+  judgeFreshness,
+  passGate,
+  sleep,
+  FRESHNESS_LIMIT_MS,
+  MAX_PROOF_ATTEMPTS,
+  type AuthorityStamp,
+} from "../proofs/freshness.js";
 import type { MonotonicClock, ProofFact } from "../proofs/proof.js";
 
 export { MAX_PROOF_ATTEMPTS };
@@ -63,11 +70,20 @@ export interface DeliverDeps {
 /** Ages at this instant; the oldest is the proof age. */
 function evidence(clock: MonotonicClock, proofs: ProofFact[]): { proofs: ProofAtWrite[]; proofAgeMs: number } {
   const now = clock.nowMs();
-  const atWrite = proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.round(now - p.completedAtMs) }));
+  const atWrite = proofs.map((p) => ({
+    kind: p.kind,
+    outcome: p.outcome,
+    detail: p.detail,
+    ageAtWriteMs: Math.round(now - p.completedAtMs),
+  }));
   return { proofs: atWrite, proofAgeMs: atWrite.reduce((m, p) => Math.max(m, p.ageAtWriteMs), 0) };
 }
 
-function notSent(reason: string, detail: string, ev: { proofs: ProofAtWrite[]; proofAgeMs: number } = { proofs: [], proofAgeMs: 0 }): DeliverVerdict {
+function notSent(
+  reason: string,
+  detail: string,
+  ev: { proofs: ProofAtWrite[]; proofAgeMs: number } = { proofs: [], proofAgeMs: 0 },
+): DeliverVerdict {
   return { result: AgentResult.NotSent, reason, detail, ...ev, replayed: false };
 }
 
@@ -76,7 +92,11 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
   if (!seat) return notSent("unknown_seat", `this agent hosts no seat named ${cmd.seatName}`);
   const adapter = deps.adapters.get(seat.kind);
   if (!adapter) return notSent("unsupported_harness", `no adapter for ${seat.kind} seats on this agent`);
-  const authority: AuthorityStamp = { ageMs: cmd.authorityAgeMs, arrivedAtMs: cmd.arrivedAtMs, transitBoundMs: cmd.transitBoundMs };
+  const authority: AuthorityStamp = {
+    ageMs: cmd.authorityAgeMs,
+    arrivedAtMs: cmd.arrivedAtMs,
+    transitBoundMs: cmd.transitBoundMs,
+  };
 
   let snapshot: SeatSnapshot | undefined;
   const gate = await passGate({
@@ -97,7 +117,11 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
   if (!gate.pass) return notSent(gate.reason, gate.detail, evidence(deps.clock, gate.proofs));
   if (!snapshot) return notSent("proof_unknown", "the seat was not observed");
   if (cmd.occupantId && snapshot.occupantId !== cmd.occupantId) {
-    return notSent("occupant_changed", "the seat has a different occupant than the controller checked", evidence(deps.clock, gate.proofs));
+    return notSent(
+      "occupant_changed",
+      "the seat has a different occupant than the controller checked",
+      evidence(deps.clock, gate.proofs),
+    );
   }
   if (cmd.mode !== "auto" && !snapshot.inputCapabilities.deliveryModes.includes(cmd.mode)) {
     const modes = snapshot.inputCapabilities.deliveryModes;
@@ -113,10 +137,20 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
   const final = judgeFreshness(deps.clock, gate.proofs, undefined);
   const atWrite = evidence(deps.clock, gate.proofs);
   if (!final.pass) {
-    return notSent("proof_stale", `the oldest proof (${final.oldestKind}) was ${Math.round(final.oldestAgeMs)} ms old at the write, over the ${FRESHNESS_LIMIT_MS} ms limit`, atWrite);
+    return notSent(
+      "proof_stale",
+      `the oldest proof (${final.oldestKind}) was ${Math.round(final.oldestAgeMs)} ms old at the write, over the ${FRESHNESS_LIMIT_MS} ms limit`,
+      atWrite,
+    );
   }
   try {
-    const written = await adapter.write(seat, { deliveryId: cmd.deliveryId, text: cmd.text, mode: cmd.mode, conversationId: cmd.conversationId, inReplyTo: cmd.inReplyTo });
+    const written = await adapter.write(seat, {
+      deliveryId: cmd.deliveryId,
+      text: cmd.text,
+      mode: cmd.mode,
+      conversationId: cmd.conversationId,
+      inReplyTo: cmd.inReplyTo,
+    });
     return {
       result: written.result,
       nativeReceiptId: written.nativeReceiptId,
@@ -130,6 +164,12 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
     };
   } catch (e) {
     // The write was attempted: it may have happened. Never retried here.
-    return { result: AgentResult.Unconfirmed, reason: "write_failed", detail: `native write failed after it began: ${(e as Error).message}`, ...atWrite, replayed: false };
+    return {
+      result: AgentResult.Unconfirmed,
+      reason: "write_failed",
+      detail: `native write failed after it began: ${(e as Error).message}`,
+      ...atWrite,
+      replayed: false,
+    };
   }
 }

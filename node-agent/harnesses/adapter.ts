@@ -89,7 +89,10 @@ export interface SessionRead {
   sessionPath?: string | undefined;
 }
 
-export type StopResult = { result: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable"; detail: string };
+export type StopResult = {
+  result: "stopped" | "already_finished" | "unsupported" | "uncertain" | "unavailable";
+  detail: string;
+};
 
 export interface HarnessAdapter {
   readonly kind: SeatKind;

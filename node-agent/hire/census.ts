@@ -44,9 +44,17 @@ const NAMED_UNKNOWNS = 5;
  * this agent, as its own user, whose processes each provider can read, so it is not the
  * hire's. Anything else unknown (unsupported, a race) could hide the marker.
  */
-export async function markedProcesses(hireId: string, proofs: ProofProvider, paneMarkers: PaneMarkers = []): Promise<MarkedProcesses> {
+export async function markedProcesses(
+  hireId: string,
+  proofs: ProofProvider,
+  paneMarkers: PaneMarkers = [],
+): Promise<MarkedProcesses> {
   const all = await proofs.processes();
-  if (!all.known) return { pids: [], unknown: [`${proofs.platform} cannot list this host's processes (${all.reason}: ${all.detail})`] };
+  if (!all.known)
+    return {
+      pids: [],
+      unknown: [`${proofs.platform} cannot list this host's processes (${all.reason}: ${all.detail})`],
+    };
   const pids: number[] = [];
   const unknown: string[] = [];
   let unnamed = 0;
@@ -55,7 +63,8 @@ export async function markedProcesses(hireId: string, proofs: ProofProvider, pan
     const env = await proofs.environment(p);
     if (!env.known) {
       if (env.reason === "pid_gone" || env.reason === "permission") continue;
-      if (unknown.length < NAMED_UNKNOWNS) unknown.push(`pid ${p.pid} (${p.name}): its environment is ${env.reason} (${env.detail})`);
+      if (unknown.length < NAMED_UNKNOWNS)
+        unknown.push(`pid ${p.pid} (${p.name}): its environment is ${env.reason} (${env.detail})`);
       else unnamed++;
       continue;
     }
@@ -67,7 +76,12 @@ export async function markedProcesses(hireId: string, proofs: ProofProvider, pan
   return { pids: pids.sort((a, b) => a - b), unknown };
 }
 
-export async function observeHire(hireId: string, proofs: ProofProvider, opener: PaneOpener | undefined, recordedPane: string | undefined): Promise<CensusView> {
+export async function observeHire(
+  hireId: string,
+  proofs: ProofProvider,
+  opener: PaneOpener | undefined,
+  recordedPane: string | undefined,
+): Promise<CensusView> {
   const unknown: string[] = [];
   const panes = new Map<string, string>();
   if (opener) {

@@ -30,7 +30,9 @@ export function createHirer(o: {
   const opener: PaneOpener | undefined = ph.kind === "tmux" ? new TmuxPaneOpener({ socketPath: ph.socketPath }) : herdr;
   const journal = new HostJournal(o.config.stateDir);
   // Herdr hires' Codex app-servers run outside their panes: the agent keeps them as long as their TUIs.
-  const servers = herdr ? new CodexServerKeeper({ journal, proofs: o.proofs, panes: herdr, logger: o.logger }) : undefined;
+  const servers = herdr
+    ? new CodexServerKeeper({ journal, proofs: o.proofs, panes: herdr, logger: o.logger })
+    : undefined;
   servers?.start();
   return new Hirer({
     seats: o.seats,

@@ -8,7 +8,12 @@ export type HireHarness = SeatKind;
 
 /** The configured binary, else the first executable `name` on PATH; undefined when the machine lacks it. */
 export function findBinary(name: string, configured: string | undefined, path: string | undefined): string | undefined {
-  const candidates = configured ? [configured] : (path ?? "").split(delimiter).filter(Boolean).map((d) => join(d, name));
+  const candidates = configured
+    ? [configured]
+    : (path ?? "")
+        .split(delimiter)
+        .filter(Boolean)
+        .map((d) => join(d, name));
   for (const c of candidates) {
     try {
       accessSync(c, constants.X_OK);

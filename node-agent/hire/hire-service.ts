@@ -1,11 +1,24 @@
 /** The AgentService methods for hiring: HireSeat and HireCensus, on the Hirer. */
 import { create } from "@bufbuild/protobuf";
 import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
-import { HireCensusResponseSchema, HireSeatResponseSchema, type HireCensusRequest, type HireCensusResponse, type HireSeatRequest, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
+import {
+  HireCensusResponseSchema,
+  HireSeatResponseSchema,
+  type HireCensusRequest,
+  type HireCensusResponse,
+  type HireSeatRequest,
+  type HireSeatResponse,
+} from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { parseUuid } from "../../shared/ids.js";
-import { deliveryModeWire, seatKindWire, seatStatusWire, type SeatKind, type SeatStatus } from "../../shared/verdicts.js";
+import {
+  deliveryModeWire,
+  seatKindWire,
+  seatStatusWire,
+  type SeatKind,
+  type SeatStatus,
+} from "../../shared/verdicts.js";
 import { HireRefusedError, type Hirer } from "./hire.js";
 import type { RecordedAnswer } from "./host-journal.js";
 import { hireKinds } from "../harnesses/registry.js";
@@ -24,7 +37,14 @@ export function answerToWire(a: RecordedAnswer & { replayed?: boolean }): HireSe
     replayed: a.replayed ?? false,
     paneClosed: a.paneClosed ?? false,
     // Ages are whole milliseconds on the wire (uint32); a fractional one would fail the whole answer.
-    proofs: (a.proofs ?? []).map((p) => create(ProofSchema, { kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs)) })),
+    proofs: (a.proofs ?? []).map((p) =>
+      create(ProofSchema, {
+        kind: p.kind,
+        outcome: p.outcome,
+        detail: p.detail,
+        ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs)),
+      }),
+    ),
     ...(a.seat
       ? {
           seat: create(SeatSchema, {
@@ -55,7 +75,8 @@ export function hireMethods(hirer: () => Hirer | undefined) {
       // Refusals as errors only here, before anything is reserved or launched.
       // Canonical before it names a journal entry (issue 32 item 4).
       req.hireId = parseUuid("hire_id", req.hireId);
-      if (!/^[0-9a-f]{64}$/.test(req.fingerprint)) throw new InvalidArgumentError("fingerprint must be a sha256 hex digest");
+      if (!/^[0-9a-f]{64}$/.test(req.fingerprint))
+        throw new InvalidArgumentError("fingerprint must be a sha256 hex digest");
       const harness = seatKindWire.decode(req.harness);
       const kinds = hireKinds();
       if (!harness || !kinds.includes(harness)) {
@@ -64,7 +85,18 @@ export function hireMethods(hirer: () => Hirer | undefined) {
       }
       try {
         // A dropped client does not stop a hire: once committed it finishes and records its answer.
-        const answer = await need().hire({ hireId: req.hireId, fingerprint: req.fingerprint, harness, workingDirectory: req.workingDirectory, title: req.title, role: req.role, brief: req.brief, model: req.model, effort: req.effort, conversationId: req.conversationId });
+        const answer = await need().hire({
+          hireId: req.hireId,
+          fingerprint: req.fingerprint,
+          harness,
+          workingDirectory: req.workingDirectory,
+          title: req.title,
+          role: req.role,
+          brief: req.brief,
+          model: req.model,
+          effort: req.effort,
+          conversationId: req.conversationId,
+        });
         return answerToWire(answer);
       } catch (e) {
         if (e instanceof HireRefusedError) throw new FleetError(ErrorCode.AlreadyExists, e.message);

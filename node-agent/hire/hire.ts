@@ -101,9 +101,11 @@ export class Hirer {
     const prev = this.running.get(id) ?? Promise.resolve();
     const next = prev.catch(() => undefined).then(fn);
     this.running.set(id, next);
-    void next.finally(() => {
-      if (this.running.get(id) === next) this.running.delete(id);
-    }).catch(() => undefined);
+    void next
+      .finally(() => {
+        if (this.running.get(id) === next) this.running.delete(id);
+      })
+      .catch(() => undefined);
     return next;
   }
 
@@ -117,7 +119,10 @@ export class Hirer {
     });
   }
 
-  census(hireId: string, seal: boolean): Promise<{ record: HostHireRecord | undefined; view: CensusView; seatName: string | undefined }> {
+  census(
+    hireId: string,
+    seal: boolean,
+  ): Promise<{ record: HostHireRecord | undefined; view: CensusView; seatName: string | undefined }> {
     return this.serial(hireId, async () => {
       let record = this.d.journal.read(hireId);
       if (seal && (!record || record.state === "reserved")) {
@@ -125,7 +130,9 @@ export class Hirer {
         this.d.journal.write(record);
       }
       const view = await observeHire(hireId, this.d.proofs, this.d.opener, record?.paneId);
-      const seat = record?.paneId ? this.d.seats.discoveredSeats().find((s) => s.pane?.paneId === record!.paneId) : undefined;
+      const seat = record?.paneId
+        ? this.d.seats.discoveredSeats().find((s) => s.pane?.paneId === record!.paneId)
+        : undefined;
       return { record, view, seatName: seat?.name };
     });
   }
@@ -133,10 +140,19 @@ export class Hirer {
   private async hireOnce(cmd: HireCommand): Promise<HireAnswer> {
     const existing = this.d.journal.read(cmd.hireId);
     if (existing) {
-      if (existing.fingerprint && existing.fingerprint !== cmd.fingerprint) throw new HireRefusedError("this hire id was used for a different request on this machine; nothing was launched");
+      if (existing.fingerprint && existing.fingerprint !== cmd.fingerprint)
+        throw new HireRefusedError(
+          "this hire id was used for a different request on this machine; nothing was launched",
+        );
       return this.replay(existing);
     }
-    const rec: HostHireRecord = { hireId: cmd.hireId, fingerprint: cmd.fingerprint, state: "reserved", harness: cmd.harness, reservedAtMs: Date.now() };
+    const rec: HostHireRecord = {
+      hireId: cmd.hireId,
+      fingerprint: cmd.fingerprint,
+      state: "reserved",
+      harness: cmd.harness,
+      reservedAtMs: Date.now(),
+    };
     this.d.journal.write(rec);
     const finish = (answer: RecordedAnswer): HireAnswer => {
       this.d.journal.write({ ...rec, state: "finished", answer });
@@ -144,20 +160,51 @@ export class Hirer {
       if (rec.codexServer) this.d.servers?.watch(rec.hireId);
       return { ...answer, replayed: false };
     };
-    const refuse = (reason: string, detail: string, controlFix?: string) => finish({ outcome: "failed", reason, detail, launchCommitted: false, ...(controlFix ? { controlReason: reason, controlFix } : {}) });
+    const refuse = (reason: string, detail: string, controlFix?: string) =>
+      finish({
+        outcome: "failed",
+        reason,
+        detail,
+        launchCommitted: false,
+        ...(controlFix ? { controlReason: reason, controlFix } : {}),
+      });
 
     // What only this machine knows, before anything is launched.
     const dirProblem = checkDirectory(cmd.workingDirectory) ?? checkTitle(cmd.title);
     if (dirProblem) return refuse(dirProblem.reason, dirProblem.detail, dirProblem.controlFix);
     const harness = cmd.harness as HireHarness;
     const launcher = this.d.launchers.get(harness);
-    const bin = launcher ? findBinary(harness, this.d.options.bins?.[harness], this.d.options.env?.PATH ?? process.env.PATH) : undefined;
-    if (!launcher || !bin) return refuse("harness_unavailable", `this machine cannot start ${cmd.harness}: ${launcher ? "its binary is not installed" : "no launcher"}; nothing was launched`, `install ${cmd.harness} on this machine (or configure its binary for the agent)`);
-    if (!this.d.opener) return refuse("harness_unavailable", "this agent runs without a pane host (--pane-host none), so it cannot open a pane; nothing was launched", "start the agent with --pane-host tmux or herdr");
+    const bin = launcher
+      ? findBinary(harness, this.d.options.bins?.[harness], this.d.options.env?.PATH ?? process.env.PATH)
+      : undefined;
+    if (!launcher || !bin)
+      return refuse(
+        "harness_unavailable",
+        `this machine cannot start ${cmd.harness}: ${launcher ? "its binary is not installed" : "no launcher"}; nothing was launched`,
+        `install ${cmd.harness} on this machine (or configure its binary for the agent)`,
+      );
+    if (!this.d.opener)
+      return refuse(
+        "harness_unavailable",
+        "this agent runs without a pane host (--pane-host none), so it cannot open a pane; nothing was launched",
+        "start the agent with --pane-host tmux or herdr",
+      );
     const max = this.d.options.maxHiredSeats ?? 8;
-    const live = this.d.journal.all().filter((r) => r.state === "finished" && r.answer?.outcome === "spawned" && r.paneId && this.d.seats.discoveredSeats().some((s) => s.pane?.paneId === r.paneId)).length;
+    const live = this.d.journal
+      .all()
+      .filter(
+        (r) =>
+          r.state === "finished" &&
+          r.answer?.outcome === "spawned" &&
+          r.paneId &&
+          this.d.seats.discoveredSeats().some((s) => s.pane?.paneId === r.paneId),
+      ).length;
     if (live + this.launching.size >= max) {
-      return refuse("at_capacity", `this machine already runs ${live} hired seats and ${this.launching.size} hires are starting (limit ${max}); nothing was launched`, "close a hired seat's pane, or raise the agent's hire limit");
+      return refuse(
+        "at_capacity",
+        `this machine already runs ${live} hired seats and ${this.launching.size} hires are starting (limit ${max}); nothing was launched`,
+        "close a hired seat's pane, or raise the agent's hire limit",
+      );
     }
     this.launching.add(cmd.hireId);
 
@@ -182,9 +229,23 @@ export class Hirer {
     this.d.journal.write(rec);
     let plan;
     try {
-      plan = await launcher.plan({ hireId: cmd.hireId, workingDirectory: cmd.workingDirectory, title: cmd.title, model: cmd.model || undefined, effort: cmd.effort || undefined }, ctx);
+      plan = await launcher.plan(
+        {
+          hireId: cmd.hireId,
+          workingDirectory: cmd.workingDirectory,
+          title: cmd.title,
+          model: cmd.model || undefined,
+          effort: cmd.effort || undefined,
+        },
+        ctx,
+      );
     } catch (e) {
-      return finish({ outcome: "failed", reason: "launch_failed", detail: `${harness} could not be prepared: ${(e as Error).message}`, launchCommitted: true });
+      return finish({
+        outcome: "failed",
+        reason: "launch_failed",
+        detail: `${harness} could not be prepared: ${(e as Error).message}`,
+        launchCommitted: true,
+      });
     }
     if (plan.codexServer) {
       // Before the pane opens: a restarted agent re-derives the server from here, never from the worker.
@@ -194,11 +255,26 @@ export class Hirer {
     const stopSidecars = async () => {
       for (const s of plan.sidecars ?? []) await s.stop().catch(() => undefined);
     };
-    const opened = await this.d.opener.open({ hireId: cmd.hireId, title: cmd.title, cwd: cmd.workingDirectory, argv: plan.argv, env: { ...ctx.env, ...plan.env }, harness });
+    const opened = await this.d.opener.open({
+      hireId: cmd.hireId,
+      title: cmd.title,
+      cwd: cmd.workingDirectory,
+      argv: plan.argv,
+      env: { ...ctx.env, ...plan.env },
+      harness,
+    });
     if (!opened.ok) {
       await stopSidecars();
       // No pane was ever opened: nothing can have launched.
-      return finish({ outcome: "failed", reason: opened.reason, detail: opened.detail, launchCommitted: opened.paneId !== undefined, paneId: opened.paneId, paneClosed: opened.paneClosed, ...(opened.controlFix ? { controlReason: opened.reason, controlFix: opened.controlFix } : {}) });
+      return finish({
+        outcome: "failed",
+        reason: opened.reason,
+        detail: opened.detail,
+        launchCommitted: opened.paneId !== undefined,
+        paneId: opened.paneId,
+        paneClosed: opened.paneClosed,
+        ...(opened.controlFix ? { controlReason: opened.reason, controlFix: opened.controlFix } : {}),
+      });
     }
     const paneId = opened.pane.paneId;
     rec.paneId = paneId;
@@ -218,13 +294,35 @@ export class Hirer {
       // Definite: this session can never be a seat (Claude refused the plugin channel). This hire opened the pane, so it closes it.
       await this.d.opener.close(paneId).catch(() => undefined);
       await stopSidecars();
-      return finish({ ...base, outcome: "failed", reason: "not_ready", detail: ready.detail, paneClosed: true, controlReason: ready.block.kind, controlFix: ready.block.fix });
+      return finish({
+        ...base,
+        outcome: "failed",
+        reason: "not_ready",
+        detail: ready.detail,
+        paneClosed: true,
+        controlReason: ready.block.kind,
+        controlFix: ready.block.fix,
+      });
     }
     if (ready.kind === "blocked") {
-      return finish({ ...base, outcome: "failed", reason: ready.block.kind === "trust_required" ? "trust_required" : "not_ready", detail: ready.detail, controlReason: ready.block.kind, controlFix: ready.block.fix });
+      return finish({
+        ...base,
+        outcome: "failed",
+        reason: ready.block.kind === "trust_required" ? "trust_required" : "not_ready",
+        detail: ready.detail,
+        controlReason: ready.block.kind,
+        controlFix: ready.block.fix,
+      });
     }
     if (ready.kind === "timeout") {
-      return finish({ ...base, outcome: "failed", reason: "not_ready", detail: ready.detail, controlReason: "not_ready", controlFix: `pane ${paneId} is still open: look at it, then message its seat once list_seats shows it, or close it` });
+      return finish({
+        ...base,
+        outcome: "failed",
+        reason: "not_ready",
+        detail: ready.detail,
+        controlReason: "not_ready",
+        controlFix: `pane ${paneId} is still open: look at it, then message its seat once list_seats shows it, or close it`,
+      });
     }
     const seat = ready.seat;
     const inspected = await this.d.locks.run(seat.name, () => this.d.adapters.get(seat.kind)!.inspect(seat));
@@ -238,8 +336,21 @@ export class Hirer {
     };
     const seatPart = { seatName: seat.name, seat: wireSeat };
     if (!cmd.brief) {
-      const proofs = inspected.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, Math.round(this.d.clock.nowMs() - p.completedAtMs)) }));
-      return finish({ ...base, ...seatPart, outcome: "spawned", reason: "", detail: `${harness} started in pane ${paneId} as seat ${seat.name}; no brief`, briefMechanism: "none", proofs });
+      const proofs = inspected.proofs.map((p) => ({
+        kind: p.kind,
+        outcome: p.outcome,
+        detail: p.detail,
+        ageAtWriteMs: Math.max(0, Math.round(this.d.clock.nowMs() - p.completedAtMs)),
+      }));
+      return finish({
+        ...base,
+        ...seatPart,
+        outcome: "spawned",
+        reason: "",
+        detail: `${harness} started in pane ${paneId} as seat ${seat.name}; no brief`,
+        briefMechanism: "none",
+        proofs,
+      });
     }
     const deliveryId = briefDeliveryId(cmd.hireId);
     const verdict = await sendBrief(briefDeliverDeps(this.d, this.d.options.fault), {
@@ -249,14 +360,54 @@ export class Hirer {
       conversationId: cmd.conversationId,
       occupantId: seat.occupantId,
     });
-    const proofs = verdict.proofs.map((p) => ({ kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs)) }));
-    const mechanism = { [AgentResult.Delivered]: "delivered", [AgentResult.Queued]: "queued", [AgentResult.Steered]: "steered", [AgentResult.Started]: "started" } as Partial<Record<AgentResult, string>>;
+    const proofs = verdict.proofs.map((p) => ({
+      kind: p.kind,
+      outcome: p.outcome,
+      detail: p.detail,
+      ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs)),
+    }));
+    const mechanism = {
+      [AgentResult.Delivered]: "delivered",
+      [AgentResult.Queued]: "queued",
+      [AgentResult.Steered]: "steered",
+      [AgentResult.Started]: "started",
+    } as Partial<Record<AgentResult, string>>;
     const m = mechanism[verdict.result];
-    if (m) return finish({ ...base, ...seatPart, outcome: "spawned", reason: "", detail: `${harness} started in pane ${paneId} as seat ${seat.name}; the brief went in natively (${m})`, briefMechanism: m, briefDeliveryId: deliveryId, proofs });
+    if (m)
+      return finish({
+        ...base,
+        ...seatPart,
+        outcome: "spawned",
+        reason: "",
+        detail: `${harness} started in pane ${paneId} as seat ${seat.name}; the brief went in natively (${m})`,
+        briefMechanism: m,
+        briefDeliveryId: deliveryId,
+        proofs,
+      });
     if (verdict.result === AgentResult.Unconfirmed) {
-      return finish({ ...base, ...seatPart, outcome: "failed", reason: "delivery_unconfirmed", detail: `the seat ${seat.name} is up, but the brief's native write was not confirmed (${verdict.detail}); it will never be written again`, briefMechanism: "unconfirmed", briefDeliveryId: deliveryId, proofs });
+      return finish({
+        ...base,
+        ...seatPart,
+        outcome: "failed",
+        reason: "delivery_unconfirmed",
+        detail: `the seat ${seat.name} is up, but the brief's native write was not confirmed (${verdict.detail}); it will never be written again`,
+        briefMechanism: "unconfirmed",
+        briefDeliveryId: deliveryId,
+        proofs,
+      });
     }
-    return finish({ ...base, ...seatPart, outcome: "failed", reason: "not_ready", detail: `the seat ${seat.name} is up but did not take the brief (${verdict.reason ?? ""}: ${verdict.detail}${verdict.attempts > 1 ? `; ${verdict.attempts} attempts` : ""}); nothing was written. Message it with message_seat once it is ready`, briefMechanism: "not_sent", briefDeliveryId: deliveryId, proofs, controlReason: "not_ready", controlFix: `the pane ${paneId} stays open` });
+    return finish({
+      ...base,
+      ...seatPart,
+      outcome: "failed",
+      reason: "not_ready",
+      detail: `the seat ${seat.name} is up but did not take the brief (${verdict.reason ?? ""}: ${verdict.detail}${verdict.attempts > 1 ? `; ${verdict.attempts} attempts` : ""}); nothing was written. Message it with message_seat once it is ready`,
+      briefMechanism: "not_sent",
+      briefDeliveryId: deliveryId,
+      proofs,
+      controlReason: "not_ready",
+      controlFix: `the pane ${paneId} stays open`,
+    });
   }
 
   /** Agent shutdown: servers of live hires keep running (a restarted agent adopts them). */
@@ -266,7 +417,14 @@ export class Hirer {
 
   private replay(rec: HostHireRecord): HireAnswer {
     if (rec.state === "finished" && rec.answer) return { ...rec.answer, replayed: true };
-    if (rec.state === "sealed") return { outcome: "failed", reason: "settled", detail: "this hire id was sealed by an owner settle on this machine; it is never launched", launchCommitted: false, replayed: true };
+    if (rec.state === "sealed")
+      return {
+        outcome: "failed",
+        reason: "settled",
+        detail: "this hire id was sealed by an owner settle on this machine; it is never launched",
+        launchCommitted: false,
+        replayed: true,
+      };
     // Reserved or committed by an agent that did not finish: its fate is unknown and it is never launched again.
     return {
       outcome: "failed",

@@ -24,7 +24,16 @@ export interface RecordedAnswer {
   launchCommitted: boolean;
   paneClosed?: boolean | undefined;
   proofs?: { kind: string; outcome: string; detail: string; ageAtWriteMs: number }[] | undefined;
-  seat?: { name: string; kind: string; status: string; occupantId: string; title: string; inputCapabilities: { deliveryModes: ("steer" | "queue")[]; interrupt: boolean; nextTurnOnly: boolean } } | undefined;
+  seat?:
+    | {
+        name: string;
+        kind: string;
+        status: string;
+        occupantId: string;
+        title: string;
+        inputCapabilities: { deliveryModes: ("steer" | "queue")[]; interrupt: boolean; nextTurnOnly: boolean };
+      }
+    | undefined;
 }
 
 /** A Codex app-server the agent itself started for a hire (Herdr: codex-herdr-server.ts): its exact lifetime. */

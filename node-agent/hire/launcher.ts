@@ -56,7 +56,11 @@ export interface LaunchPlan {
  * `definite`: the session can never become a seat (e.g. Claude refused the plugin channel), so the
  * hire answers at once and closes the pane it opened; otherwise the owner may still act in the pane.
  */
-export type ScreenBlock = { kind: "trust_required" | "consent_required" | "channel_plugin_not_allowed" | "channel_plugin_not_installed"; fix: string; definite?: true };
+export type ScreenBlock = {
+  kind: "trust_required" | "consent_required" | "channel_plugin_not_allowed" | "channel_plugin_not_installed";
+  fix: string;
+  definite?: true;
+};
 
 export interface HarnessLauncher {
   readonly harness: HireHarness;

@@ -10,7 +10,16 @@ export interface OpenedPane {
   session: string;
 }
 
-export type OpenOutcome = { ok: true; pane: OpenedPane } | { ok: false; reason: "herdr_unreachable" | "launch_failed"; detail: string; controlFix?: string; paneId?: string; paneClosed?: boolean };
+export type OpenOutcome =
+  | { ok: true; pane: OpenedPane }
+  | {
+      ok: false;
+      reason: "herdr_unreachable" | "launch_failed";
+      detail: string;
+      controlFix?: string;
+      paneId?: string;
+      paneClosed?: boolean;
+    };
 
 export interface PaneLiveness {
   /** gone: the pane no longer exists; dead: its process exited (the pane stays for reading). */
@@ -20,7 +29,14 @@ export interface PaneLiveness {
 
 export interface PaneOpener {
   readonly kind: "tmux" | "herdr";
-  open(o: { hireId: string; title: string; cwd: string; argv: string[]; env: Record<string, string>; harness: string }): Promise<OpenOutcome>;
+  open(o: {
+    hireId: string;
+    title: string;
+    cwd: string;
+    argv: string[];
+    env: Record<string, string>;
+    harness: string;
+  }): Promise<OpenOutcome>;
   /** Read-only: is the pane there, and what does its visible screen show. */
   liveness(paneId: string): Promise<PaneLiveness>;
   /** Closes a pane this hire opened, after a definite launch failure. */

@@ -31,7 +31,13 @@ export type Readiness =
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function waitReady(d: ReadinessDeps, opener: PaneOpener, paneId: string, harness: HireHarness, launcher: HarnessLauncher): Promise<Readiness> {
+export async function waitReady(
+  d: ReadinessDeps,
+  opener: PaneOpener,
+  paneId: string,
+  harness: HireHarness,
+  launcher: HarnessLauncher,
+): Promise<Readiness> {
   const deadline = Date.now() + (d.options.readinessMs ?? READINESS_MS);
   let lastScreen = "";
   let consent: ReturnType<HarnessLauncher["screenBlock"]>;
@@ -39,31 +45,60 @@ export async function waitReady(d: ReadinessDeps, opener: PaneOpener, paneId: st
     const live = await opener.liveness(paneId);
     lastScreen = live.screen || lastScreen;
     if (live.state !== "running") {
-      return { kind: "failed", detail: `${harness} exited before it was ready${lastScreen.trim() ? `; its last screen: ${lastLines(lastScreen)}` : ""}` };
+      return {
+        kind: "failed",
+        detail: `${harness} exited before it was ready${lastScreen.trim() ? `; its last screen: ${lastLines(lastScreen)}` : ""}`,
+      };
     }
     const block = launcher.screenBlock(live.screen, paneId);
-    if (block?.kind === "trust_required") return { kind: "blocked", block, detail: `${harness} in pane ${paneId} waits for the owner to decide folder trust; Clankie never answers it` };
-    if (block?.definite) return { kind: "blocked", block, detail: `${harness} in pane ${paneId} can never take a native message (${block.kind}); its screen: ${lastLines(live.screen)}` };
+    if (block?.kind === "trust_required")
+      return {
+        kind: "blocked",
+        block,
+        detail: `${harness} in pane ${paneId} waits for the owner to decide folder trust; Clankie never answers it`,
+      };
+    if (block?.definite)
+      return {
+        kind: "blocked",
+        block,
+        detail: `${harness} in pane ${paneId} can never take a native message (${block.kind}); its screen: ${lastLines(live.screen)}`,
+      };
     consent = block;
     await d.scanNow();
     const seat = d.seats.discoveredSeats().find((s) => s.pane?.paneId === paneId && s.kind === harness);
     if (seat) {
       const adapter = d.adapters.get(seat.kind);
-      const inspected = adapter ? await d.locks.run(seat.name, () => adapter.inspect(seat)).catch(() => undefined) : undefined;
+      const inspected = adapter
+        ? await d.locks.run(seat.name, () => adapter.inspect(seat)).catch(() => undefined)
+        : undefined;
       // Ready means the delivery gate would pass now: every proof proven (Claude's session report may lag its channel).
-      const usable = inspected && inspected.snapshot.status !== "offline" && inspected.proofs.every((p) => p.outcome === "proven");
+      const usable =
+        inspected && inspected.snapshot.status !== "offline" && inspected.proofs.every((p) => p.outcome === "proven");
       if (usable && (seat.kind !== SeatKind.Codex || inspected.snapshot.inputCapabilities.deliveryModes.length > 0)) {
         // The screen once more, read after the seat proved itself: a refusal shown meanwhile still wins.
         const after = await opener.liveness(paneId);
         const late = launcher.screenBlock(after.screen, paneId);
-        if (late?.definite) return { kind: "blocked", block: late, detail: `${harness} in pane ${paneId} can never take a native message (${late.kind}); its screen: ${lastLines(after.screen)}` };
+        if (late?.definite)
+          return {
+            kind: "blocked",
+            block: late,
+            detail: `${harness} in pane ${paneId} can never take a native message (${late.kind}); its screen: ${lastLines(after.screen)}`,
+          };
         return { kind: "ready", seat };
       }
     }
     await sleep(250);
   }
-  if (consent) return { kind: "blocked", block: consent, detail: `${harness} in pane ${paneId} still waits for the owner's confirmation after ${(d.options.readinessMs ?? READINESS_MS) / 1000} s` };
-  return { kind: "timeout", detail: `${harness} in pane ${paneId} was not ready within ${(d.options.readinessMs ?? READINESS_MS) / 1000} s${lastScreen.trim() ? `; its screen: ${lastLines(lastScreen)}` : ""}` };
+  if (consent)
+    return {
+      kind: "blocked",
+      block: consent,
+      detail: `${harness} in pane ${paneId} still waits for the owner's confirmation after ${(d.options.readinessMs ?? READINESS_MS) / 1000} s`,
+    };
+  return {
+    kind: "timeout",
+    detail: `${harness} in pane ${paneId} was not ready within ${(d.options.readinessMs ?? READINESS_MS) / 1000} s${lastScreen.trim() ? `; its screen: ${lastLines(lastScreen)}` : ""}`,
+  };
 }
 
 function lastLines(screen: string): string {

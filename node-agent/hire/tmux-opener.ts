@@ -13,19 +13,37 @@ const OPTION = "@clankie_hire";
 export class TmuxPaneOpener implements PaneOpener {
   readonly kind = "tmux" as const;
 
-  constructor(private readonly o: { socketPath?: string | undefined; socketName?: string | undefined; tmuxBin?: string | undefined } = {}) {}
+  constructor(
+    private readonly o: {
+      socketPath?: string | undefined;
+      socketName?: string | undefined;
+      tmuxBin?: string | undefined;
+    } = {},
+  ) {}
 
   private run(args: string[]): Promise<{ ok: true; stdout: string } | { ok: false; stderr: string }> {
     const base = this.o.socketPath ? ["-S", this.o.socketPath] : this.o.socketName ? ["-L", this.o.socketName] : [];
     return new Promise((resolve) => {
-      execFile(this.o.tmuxBin ?? "tmux", [...base, ...args], { timeout: 10_000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
-        if (err) resolve({ ok: false, stderr: String(stderr || err.message) });
-        else resolve({ ok: true, stdout: String(stdout) });
-      });
+      execFile(
+        this.o.tmuxBin ?? "tmux",
+        [...base, ...args],
+        { timeout: 10_000, maxBuffer: 4 * 1024 * 1024 },
+        (err, stdout, stderr) => {
+          if (err) resolve({ ok: false, stderr: String(stderr || err.message) });
+          else resolve({ ok: true, stdout: String(stdout) });
+        },
+      );
     });
   }
 
-  async open(o: { hireId: string; title: string; cwd: string; argv: string[]; env: Record<string, string>; harness: string }): Promise<OpenOutcome> {
+  async open(o: {
+    hireId: string;
+    title: string;
+    cwd: string;
+    argv: string[];
+    env: Record<string, string>;
+    harness: string;
+  }): Promise<OpenOutcome> {
     const env = { ...o.env, [HIRE_ENV]: o.hireId };
     const envArgs = Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
     const name = `${o.harness}-${o.hireId.slice(0, 8)}`;
@@ -33,11 +51,43 @@ export class TmuxPaneOpener implements PaneOpener {
     const has = await this.run(["has-session", "-t", `=${HIRE_SESSION}`]);
     // With more than one word after the options, tmux execs the argv itself: no shell sees it.
     const made = has.ok
-      ? await this.run(["new-window", "-d", ...fmt, "-t", `=${HIRE_SESSION}:`, "-n", name, "-c", o.cwd, ...envArgs, "--", ...o.argv])
-      : await this.run(["new-session", "-d", ...fmt, "-s", HIRE_SESSION, "-n", name, "-x", "200", "-y", "50", "-c", o.cwd, ...envArgs, "--", ...o.argv]);
-    if (!made.ok) return { ok: false, reason: "launch_failed", detail: `tmux could not open a pane: ${made.stderr.trim()}` };
+      ? await this.run([
+          "new-window",
+          "-d",
+          ...fmt,
+          "-t",
+          `=${HIRE_SESSION}:`,
+          "-n",
+          name,
+          "-c",
+          o.cwd,
+          ...envArgs,
+          "--",
+          ...o.argv,
+        ])
+      : await this.run([
+          "new-session",
+          "-d",
+          ...fmt,
+          "-s",
+          HIRE_SESSION,
+          "-n",
+          name,
+          "-x",
+          "200",
+          "-y",
+          "50",
+          "-c",
+          o.cwd,
+          ...envArgs,
+          "--",
+          ...o.argv,
+        ]);
+    if (!made.ok)
+      return { ok: false, reason: "launch_failed", detail: `tmux could not open a pane: ${made.stderr.trim()}` };
     const [paneId, session] = made.stdout.trim().split("\t");
-    if (!paneId || !/^%\d+$/.test(paneId)) return { ok: false, reason: "launch_failed", detail: `tmux answered without a pane id: ${made.stdout.trim()}` };
+    if (!paneId || !/^%\d+$/.test(paneId))
+      return { ok: false, reason: "launch_failed", detail: `tmux answered without a pane id: ${made.stdout.trim()}` };
     // The marker, the title, and a dead pane kept for reading its last screen (it is closed by the hire).
     await this.run(["set-option", "-p", "-t", paneId, OPTION, o.hireId]);
     await this.run(["set-option", "-p", "-t", paneId, "remain-on-exit", "on"]);

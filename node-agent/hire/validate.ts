@@ -14,19 +14,28 @@ export type Refusal = { reason: "unknown_directory" | "invalid_argument"; detail
 
 export function checkDirectory(dir: string): Refusal | undefined {
   if (!dir || !isAbsolute(dir) || dir.split("/").includes("..") || CONTROL.test(dir)) {
-    return { reason: "invalid_argument", detail: `workingDirectory must be an absolute path without '..' or control characters, got ${quoteInput(dir)}` };
+    return {
+      reason: "invalid_argument",
+      detail: `workingDirectory must be an absolute path without '..' or control characters, got ${quoteInput(dir)}`,
+    };
   }
   let st;
   try {
     st = statSync(dir);
   } catch {
-    return { reason: "unknown_directory", detail: `${dir} does not exist on this machine; nothing was launched`, controlFix: `create ${dir}, or hire with a directory that exists` };
+    return {
+      reason: "unknown_directory",
+      detail: `${dir} does not exist on this machine; nothing was launched`,
+      controlFix: `create ${dir}, or hire with a directory that exists`,
+    };
   }
-  if (!st.isDirectory()) return { reason: "unknown_directory", detail: `${dir} is not a directory; nothing was launched` };
+  if (!st.isDirectory())
+    return { reason: "unknown_directory", detail: `${dir} is not a directory; nothing was launched` };
   return undefined;
 }
 
 export function checkTitle(title: string): Refusal | undefined {
-  if (!title.trim() || title.length > 120 || CONTROL.test(title)) return { reason: "invalid_argument", detail: "title must be 1-120 characters without control characters" };
+  if (!title.trim() || title.length > 120 || CONTROL.test(title))
+    return { reason: "invalid_argument", detail: "title must be 1-120 characters without control characters" };
   return undefined;
 }

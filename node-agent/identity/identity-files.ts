@@ -40,11 +40,21 @@ export function loadIdentity(stateDir: string): AgentIdentity | undefined {
   if (!files.every((f) => existsSync(f))) return undefined;
   const [rec, key, cert, ca] = files.map((f) => readFileSync(f, "utf8")) as [string, string, string, string];
   const r = JSON.parse(rec) as IdentityRecord;
-  return { ...r, controllerUrls: r.controllerUrls?.length ? r.controllerUrls : [r.controllerUrl], privateKeyPem: key, certificatePem: cert, caCertificatePem: ca, notAfter: certificateNotAfter(cert) };
+  return {
+    ...r,
+    controllerUrls: r.controllerUrls?.length ? r.controllerUrls : [r.controllerUrl],
+    privateKeyPem: key,
+    certificatePem: cert,
+    caCertificatePem: ca,
+    notAfter: certificateNotAfter(cert),
+  };
 }
 
 /** Key and certificate are written before the record, so a half-written identity is never loaded. */
-export function saveIdentity(stateDir: string, id: Omit<AgentIdentity, "notAfter" | "controllerUrls"> & { controllerUrls?: string[] }): void {
+export function saveIdentity(
+  stateDir: string,
+  id: Omit<AgentIdentity, "notAfter" | "controllerUrls"> & { controllerUrls?: string[] },
+): void {
   const dir = identityDir(stateDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   writeFileDurably(join(dir, "key.pem"), id.privateKeyPem, 0o600);
@@ -54,8 +64,16 @@ export function saveIdentity(stateDir: string, id: Omit<AgentIdentity, "notAfter
 }
 
 /** The record alone (which controllers to try): rewritten when the fleet names other replicas. */
-export function writeIdentityRecord(stateDir: string, id: Pick<AgentIdentity, "machine" | "fleetId" | "controllerUrl"> & { controllerUrls?: string[] }): void {
+export function writeIdentityRecord(
+  stateDir: string,
+  id: Pick<AgentIdentity, "machine" | "fleetId" | "controllerUrl"> & { controllerUrls?: string[] },
+): void {
   const dir = identityDir(stateDir);
-  const rec: IdentityRecord = { machine: id.machine, fleetId: id.fleetId, controllerUrl: id.controllerUrl, controllerUrls: id.controllerUrls ?? [id.controllerUrl] };
+  const rec: IdentityRecord = {
+    machine: id.machine,
+    fleetId: id.fleetId,
+    controllerUrl: id.controllerUrl,
+    controllerUrls: id.controllerUrls ?? [id.controllerUrl],
+  };
   writeFileDurably(join(dir, "identity.json"), JSON.stringify(rec, null, 2) + "\n", 0o644);
 }

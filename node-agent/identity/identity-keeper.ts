@@ -52,7 +52,9 @@ export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
     try {
       writeIdentityRecord(this.stateDir, this.current);
     } catch (e) {
-      this.logger.warn("the controller URLs could not be saved; a restart uses the old list", { error: (e as Error).message });
+      this.logger.warn("the controller URLs could not be saved; a restart uses the old list", {
+        error: (e as Error).message,
+      });
     }
   }
 
@@ -88,14 +90,22 @@ export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
       let last: unknown;
       for (const baseUrl of this.current.controllerUrls) {
         try {
-          res = await createClient(CertificateService, createGrpcTransport({ baseUrl, nodeOptions: this.tls() })).renew(create(RenewRequestSchema, { csrPem }), { timeoutMs: 10_000 });
+          res = await createClient(CertificateService, createGrpcTransport({ baseUrl, nodeOptions: this.tls() })).renew(
+            create(RenewRequestSchema, { csrPem }),
+            { timeoutMs: 10_000 },
+          );
           break;
         } catch (e) {
           last = e;
         }
       }
       if (!res) throw last;
-      const next = { ...this.current, privateKeyPem, certificatePem: res.certificatePem, notAfter: certificateNotAfter(res.certificatePem) };
+      const next = {
+        ...this.current,
+        privateKeyPem,
+        certificatePem: res.certificatePem,
+        notAfter: certificateNotAfter(res.certificatePem),
+      };
       saveIdentity(this.stateDir, next);
       this.current = next;
       this.logger.info("machine certificate renewed", { machine: next.machine, notAfter: next.notAfter.toISOString() });
@@ -103,7 +113,11 @@ export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
       this.schedule(this.renewDelayMs());
     } catch (e) {
       const left = this.current.notAfter.getTime() - Date.now();
-      this.logger.warn("certificate renewal failed; retrying", { error: (e as Error).message, retryInMs: backoffMs, expiresInMs: left });
+      this.logger.warn("certificate renewal failed; retrying", {
+        error: (e as Error).message,
+        retryInMs: backoffMs,
+        expiresInMs: left,
+      });
       if (this.stopped) return;
       this.timer = setTimeout(() => void this.renew(Math.min(backoffMs * 2, 60_000)), backoffMs);
       this.timer.unref();

@@ -22,9 +22,14 @@ export function agentUrlParts(url: string): { host: string; port: number; server
   try {
     u = new URL(url);
   } catch {
-    throw new InvalidArgumentError(`--controller must be the controller's agent URL (https://HOST:PORT), got ${JSON.stringify(url)}`);
+    throw new InvalidArgumentError(
+      `--controller must be the controller's agent URL (https://HOST:PORT), got ${JSON.stringify(url)}`,
+    );
   }
-  if (u.protocol !== "https:") throw new InvalidArgumentError(`the agent port is mutual TLS: --controller must be https://HOST:PORT (the agentUrl of clankie up / fleet enroll), got ${url}`);
+  if (u.protocol !== "https:")
+    throw new InvalidArgumentError(
+      `the agent port is mutual TLS: --controller must be https://HOST:PORT (the agentUrl of clankie up / fleet enroll), got ${url}`,
+    );
   const host = u.hostname.replace(/^\[|\]$/g, "");
   return { host, port: Number(u.port || 443), servername: isIP(host) ? undefined : host };
 }
@@ -33,7 +38,14 @@ export function agentUrlParts(url: string): { host: string; port: number; server
 export async function fetchPinnedCa(url: string, fingerprint: string, timeoutMs = 10_000): Promise<string> {
   const { host, port, servername } = agentUrlParts(url);
   return new Promise<string>((resolve, reject) => {
-    const socket = tlsConnect({ host, port, servername, rejectUnauthorized: false, ALPNProtocols: [GATEWAY_ALPN], timeout: timeoutMs });
+    const socket = tlsConnect({
+      host,
+      port,
+      servername,
+      rejectUnauthorized: false,
+      ALPNProtocols: [GATEWAY_ALPN],
+      timeout: timeoutMs,
+    });
     const fail = (e: Error) => {
       socket.destroy();
       reject(new FleetError(ErrorCode.AgentUnreachable, `cannot reach the controller at ${url}: ${e.message}`));
@@ -51,7 +63,13 @@ export async function fetchPinnedCa(url: string, fingerprint: string, timeoutMs 
       }
       socket.destroy();
       if (found) resolve(found);
-      else reject(new FleetError(ErrorCode.Unauthenticated, `the server at ${url} does not present the fleet CA this join token names (sha256 ${fingerprint.slice(0, 16)}…): refusing to send the token`));
+      else
+        reject(
+          new FleetError(
+            ErrorCode.Unauthenticated,
+            `the server at ${url} does not present the fleet CA this join token names (sha256 ${fingerprint.slice(0, 16)}…): refusing to send the token`,
+          ),
+        );
     });
   });
 }
@@ -62,9 +80,15 @@ export async function fetchPinnedCa(url: string, fingerprint: string, timeoutMs 
  * join, since another replica of the same fleet would answer the same. The token is only ever
  * sent over TLS verified against the CA the token pins.
  */
-export async function joinFleet(o: { stateDir: string; controllerUrl: string | readonly string[]; token: string; agentVersion: string }): Promise<AgentIdentity> {
+export async function joinFleet(o: {
+  stateDir: string;
+  controllerUrl: string | readonly string[];
+  token: string;
+  agentVersion: string;
+}): Promise<AgentIdentity> {
   const controllerUrls = typeof o.controllerUrl === "string" ? [o.controllerUrl] : [...o.controllerUrl];
-  if (controllerUrls.length === 0) throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of a controller replica)");
+  if (controllerUrls.length === 0)
+    throw new InvalidArgumentError("joining needs --controller URL (the agentUrl of a controller replica)");
   let last: unknown;
   for (const url of controllerUrls) {
     try {
@@ -77,24 +101,51 @@ export async function joinFleet(o: { stateDir: string; controllerUrl: string | r
   throw last;
 }
 
-async function joinThrough(o: { stateDir: string; controllerUrl: string; controllerUrls: string[]; token: string; agentVersion: string }): Promise<AgentIdentity> {
+async function joinThrough(o: {
+  stateDir: string;
+  controllerUrl: string;
+  controllerUrls: string[];
+  token: string;
+  agentVersion: string;
+}): Promise<AgentIdentity> {
   const m = TOKEN.exec(o.token.trim());
-  if (!m) throw new InvalidArgumentError("this is not a clankie join token (expected clankie-join.<id>.<secret>.<ca sha256>; get one with clankie fleet enroll NAME)");
+  if (!m)
+    throw new InvalidArgumentError(
+      "this is not a clankie join token (expected clankie-join.<id>.<secret>.<ca sha256>; get one with clankie fleet enroll NAME)",
+    );
   const caPem = await fetchPinnedCa(o.controllerUrl, m[1]!);
   const { keys, privateKeyPem } = await generateKeyPair();
   // The CSR's subject is a placeholder: the controller names the certificate after the token's machine.
   const csrPem = await createCsr("joining", keys);
-  const client = createClient(EnrollmentService, createGrpcTransport({ baseUrl: o.controllerUrl, nodeOptions: { ca: [caPem] } }));
+  const client = createClient(
+    EnrollmentService,
+    createGrpcTransport({ baseUrl: o.controllerUrl, nodeOptions: { ca: [caPem] } }),
+  );
   let res;
   try {
-    res = await client.join(create(JoinRequestSchema, { token: o.token.trim(), csrPem, agentVersion: o.agentVersion }), { timeoutMs: 15_000 });
+    res = await client.join(
+      create(JoinRequestSchema, { token: o.token.trim(), csrPem, agentVersion: o.agentVersion }),
+      { timeoutMs: 15_000 },
+    );
   } catch (e) {
     const err = ConnectError.from(e);
-    throw new FleetError(ErrorCode.Unauthenticated, `the controller refused to enroll this agent: ${err.rawMessage.replace(/^unauthenticated: /, "")}`, { cause: e });
+    throw new FleetError(
+      ErrorCode.Unauthenticated,
+      `the controller refused to enroll this agent: ${err.rawMessage.replace(/^unauthenticated: /, "")}`,
+      { cause: e },
+    );
   }
   // The replica that answered first, then the others given: a restart tries them in this order.
   const controllerUrls = [...new Set([o.controllerUrl, ...o.controllerUrls])];
-  const identity = { machine: res.machine, fleetId: res.fleetId, controllerUrl: o.controllerUrl, controllerUrls, privateKeyPem, certificatePem: res.certificatePem, caCertificatePem: caPem };
+  const identity = {
+    machine: res.machine,
+    fleetId: res.fleetId,
+    controllerUrl: o.controllerUrl,
+    controllerUrls,
+    privateKeyPem,
+    certificatePem: res.certificatePem,
+    caCertificatePem: caPem,
+  };
   saveIdentity(o.stateDir, identity);
   return { ...identity, notAfter: certificateNotAfter(res.certificatePem) };
 }

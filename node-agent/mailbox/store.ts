@@ -71,7 +71,10 @@ export class MailboxStore {
   }
 
   /** Durably append a message; serialised per mailbox so sequence numbers stay dense. */
-  append(name: string, msg: Omit<MailboxEntry, "schemaVersion" | "seq" | "receivedAtMs" | "contentFingerprint">): Promise<AppendResult> {
+  append(
+    name: string,
+    msg: Omit<MailboxEntry, "schemaVersion" | "seq" | "receivedAtMs" | "contentFingerprint">,
+  ): Promise<AppendResult> {
     // One file per id in its canonical case: "ABC….json" and "abc….json" are one delivery (issue 32 item 4).
     const id = canonicalUuid(msg.deliveryId) ?? msg.deliveryId;
     const run = async (): Promise<AppendResult> => {

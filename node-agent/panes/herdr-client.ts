@@ -22,7 +22,14 @@ export interface HerdrEventLine {
 }
 
 /** Methods that type into a pane or prompt an agent: never delivery, so never sent. */
-export const TYPING_METHODS: readonly string[] = ["pane.send_text", "pane.send_keys", "pane.send_input", "agent.send_keys", "agent.send", "agent.prompt"];
+export const TYPING_METHODS: readonly string[] = [
+  "pane.send_text",
+  "pane.send_keys",
+  "pane.send_input",
+  "agent.send_keys",
+  "agent.send",
+  "agent.prompt",
+];
 
 /** A line longer than this is not a Herdr message: the connection is dropped as garbled. */
 const MAX_LINE_BYTES = 16 * 1024 * 1024;
@@ -42,7 +49,10 @@ export class HerdrConnection {
     socket.on("error", (e) => this.fail("closed", `the Herdr socket failed: ${e.message}`));
   }
 
-  static open(socketPath: string, timeoutMs = 5000): Promise<{ ok: true; connection: HerdrConnection } | { ok: false; message: string }> {
+  static open(
+    socketPath: string,
+    timeoutMs = 5000,
+  ): Promise<{ ok: true; connection: HerdrConnection } | { ok: false; message: string }> {
     return new Promise((resolve) => {
       const socket = createConnection(socketPath);
       const timer = setTimeout(() => {
@@ -64,8 +74,17 @@ export class HerdrConnection {
     return this.closedReason === undefined;
   }
 
-  call<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}, timeoutMs = 5000): Promise<HerdrOutcome<T>> {
-    if (TYPING_METHODS.includes(method)) return Promise.resolve({ ok: false, kind: "forbidden", message: `${method} types into a pane; it is never used` });
+  call<T = Record<string, unknown>>(
+    method: string,
+    params: Record<string, unknown> = {},
+    timeoutMs = 5000,
+  ): Promise<HerdrOutcome<T>> {
+    if (TYPING_METHODS.includes(method))
+      return Promise.resolve({
+        ok: false,
+        kind: "forbidden",
+        message: `${method} types into a pane; it is never used`,
+      });
     return this.send<T>(method, params, timeoutMs);
   }
 
@@ -136,10 +155,20 @@ export class HerdrConnection {
     } catch {
       return this.fail("garbled", `the Herdr socket sent a line that is not JSON (${line.length} chars)`);
     }
-    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return this.fail("garbled", "the Herdr socket sent a line that is not an object");
-    const m = msg as { id?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown }; event?: unknown; data?: unknown };
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg))
+      return this.fail("garbled", "the Herdr socket sent a line that is not an object");
+    const m = msg as {
+      id?: unknown;
+      result?: unknown;
+      error?: { code?: unknown; message?: unknown };
+      event?: unknown;
+      data?: unknown;
+    };
     if (typeof m.event === "string") {
-      const e = { event: m.event, data: (typeof m.data === "object" && m.data !== null ? m.data : {}) as Record<string, unknown> };
+      const e = {
+        event: m.event,
+        data: (typeof m.data === "object" && m.data !== null ? m.data : {}) as Record<string, unknown>,
+      };
       for (const l of this.eventListeners) l(e);
       return;
     }
@@ -148,8 +177,15 @@ export class HerdrConnection {
     if (!p) return; // a late answer to a call that already timed out
     this.pending.delete(m.id);
     clearTimeout(p.timer);
-    if (m.error !== undefined) p.resolve({ ok: false, kind: "error", code: String(m.error?.code ?? "unknown"), message: String(m.error?.message ?? "") });
-    else if (typeof m.result === "object" && m.result !== null) p.resolve({ ok: true, result: m.result as Record<string, unknown> });
+    if (m.error !== undefined)
+      p.resolve({
+        ok: false,
+        kind: "error",
+        code: String(m.error?.code ?? "unknown"),
+        message: String(m.error?.message ?? ""),
+      });
+    else if (typeof m.result === "object" && m.result !== null)
+      p.resolve({ ok: true, result: m.result as Record<string, unknown> });
     else p.resolve({ ok: false, kind: "garbled", message: `reply ${m.id} has neither an object result nor an error` });
   }
 }

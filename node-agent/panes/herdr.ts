@@ -32,7 +32,15 @@ export interface HerdrAgent {
   stateChangeSeq: number;
 }
 
-const SUBSCRIPTIONS = ["pane.created", "pane.closed", "pane.updated", "pane.moved", "pane.exited", "pane.agent_detected", "pane.agent_status_changed"];
+const SUBSCRIPTIONS = [
+  "pane.created",
+  "pane.closed",
+  "pane.updated",
+  "pane.moved",
+  "pane.exited",
+  "pane.agent_detected",
+  "pane.agent_status_changed",
+];
 const STATUSES: readonly PaneAgentStatus[] = ["idle", "working", "blocked", "done", "unknown"];
 
 function status(v: unknown): PaneAgentStatus {
@@ -56,7 +64,8 @@ export function paneFromHerdr(p: Record<string, unknown>, sessionName: string): 
     title: str(p.title) ?? str(p.terminal_title_stripped) ?? str(p.label) ?? "",
     cwd: str(p.foreground_cwd) ?? str(p.cwd) ?? "",
     agentStatus: status(p.agent_status),
-    agentSession: s && kind && str(s.agent) && str(s.value) ? { agent: str(s.agent)!, kind, value: str(s.value)! } : undefined,
+    agentSession:
+      s && kind && str(s.agent) && str(s.value) ? { agent: str(s.agent)!, kind, value: str(s.value)! } : undefined,
   };
 }
 
@@ -77,7 +86,10 @@ export function paneEventsFrom(line: HerdrEventLine): PaneEvent[] {
       return id ? [{ kind: "pane_updated", paneId: id }] : [];
     case "pane_moved": {
       const prev = str(d.previous_pane_id);
-      return [...(prev ? [{ kind: "pane_closed" as const, paneId: prev }] : []), ...(id ? [{ kind: "pane_created" as const, paneId: id }] : [])];
+      return [
+        ...(prev ? [{ kind: "pane_closed" as const, paneId: prev }] : []),
+        ...(id ? [{ kind: "pane_created" as const, paneId: id }] : []),
+      ];
     }
     case "pane_agent_status_changed":
       return id ? [{ kind: "agent_status_changed", paneId: id, agentStatus: status(d.agent_status) }] : [];
@@ -99,7 +111,9 @@ export class HerdrPaneHost implements PaneHost {
   }
 
   /** The shared request connection, reopened after a drop. */
-  private async requestConnection(): Promise<{ ok: true; connection: HerdrConnection } | { ok: false; message: string }> {
+  private async requestConnection(): Promise<
+    { ok: true; connection: HerdrConnection } | { ok: false; message: string }
+  > {
     let conn = this.requests ? await this.requests : undefined;
     if (!conn?.ok || !conn.connection.isOpen) {
       this.requests = HerdrConnection.open(this.o.socketPath, this.timeoutMs);
@@ -109,7 +123,10 @@ export class HerdrPaneHost implements PaneHost {
   }
 
   /** A call on the shared request connection. */
-  async call<T = Record<string, unknown>>(method: string, params: Record<string, unknown> = {}): Promise<HerdrOutcome<T>> {
+  async call<T = Record<string, unknown>>(
+    method: string,
+    params: Record<string, unknown> = {},
+  ): Promise<HerdrOutcome<T>> {
     const conn = await this.requestConnection();
     if (!conn.ok) return { ok: false, kind: "unreachable", message: conn.message };
     return conn.connection.call<T>(method, params, this.timeoutMs);
@@ -128,7 +145,9 @@ export class HerdrPaneHost implements PaneHost {
   async listPanes(): Promise<PaneInfo[]> {
     const r = await this.must<{ panes?: unknown }>("pane.list", {});
     if (!Array.isArray(r.panes)) throw new HerdrUnavailableError("pane.list: reply without panes");
-    return (r.panes as Record<string, unknown>[]).map((p) => paneFromHerdr(p, this.sessionName)).filter((p): p is PaneInfo => p !== undefined);
+    return (r.panes as Record<string, unknown>[])
+      .map((p) => paneFromHerdr(p, this.sessionName))
+      .filter((p): p is PaneInfo => p !== undefined);
   }
 
   /** One pane, or undefined when Herdr says it does not exist. */
@@ -141,7 +160,12 @@ export class HerdrPaneHost implements PaneHost {
 
   /** The pane's visible screen as text (`pane.read`, source `visible`); a read, never input. */
   async readVisible(paneId: string): Promise<string> {
-    const r = await this.must<{ read?: { text?: unknown } }>("pane.read", { pane_id: paneId, source: "visible", format: "text", strip_ansi: true });
+    const r = await this.must<{ read?: { text?: unknown } }>("pane.read", {
+      pane_id: paneId,
+      source: "visible",
+      format: "text",
+      strip_ansi: true,
+    });
     if (typeof r.read?.text !== "string") throw new HerdrUnavailableError("pane.read: reply without text");
     return r.read.text;
   }
@@ -175,14 +199,15 @@ export class HerdrPaneHost implements PaneHost {
     return {
       paneId,
       shellPid: typeof pi.shell_pid === "number" ? pi.shell_pid : -1,
-      foregroundProcessGroupId: typeof pi.foreground_process_group_id === "number" ? pi.foreground_process_group_id : -1,
+      foregroundProcessGroupId:
+        typeof pi.foreground_process_group_id === "number" ? pi.foreground_process_group_id : -1,
       tty: str(pi.tty) ?? "",
       foregroundProcesses: procs
         .filter((p) => typeof p.pid === "number")
         .map((p) => ({
           pid: p.pid as number,
           name: str(p.name) ?? "",
-          argv: Array.isArray(p.argv) ? (p.argv as unknown[]).map(String) : str(p.cmdline)?.split(" ") ?? [],
+          argv: Array.isArray(p.argv) ? (p.argv as unknown[]).map(String) : (str(p.cmdline)?.split(" ") ?? []),
           cwd: str(p.cwd),
         })),
     };
@@ -209,7 +234,11 @@ export class HerdrPaneHost implements PaneHost {
       };
       conn.onEvent((line) => (buffered ? buffered.push(line) : deliver(line)));
       // 1. subscribe (events from now on are buffered) ...
-      const ack = await conn.call<{ type?: string }>("events.subscribe", { subscriptions: SUBSCRIPTIONS.map((type) => ({ type })) }, this.timeoutMs);
+      const ack = await conn.call<{ type?: string }>(
+        "events.subscribe",
+        { subscriptions: SUBSCRIPTIONS.map((type) => ({ type })) },
+        this.timeoutMs,
+      );
       if (!ack.ok || ack.result.type !== "subscription_started") {
         conn.close();
         return `events.subscribe: ${ack.ok ? `unexpected ${ack.result.type}` : ack.message}`;
@@ -220,7 +249,11 @@ export class HerdrPaneHost implements PaneHost {
         conn.close();
         return `session.snapshot: ${snap.ok ? "reply without panes" : snap.message}`;
       }
-      const now = new Set((snap.result.snapshot.panes as Record<string, unknown>[]).map((p) => str(p.pane_id)).filter((x): x is string => !!x));
+      const now = new Set(
+        (snap.result.snapshot.panes as Record<string, unknown>[])
+          .map((p) => str(p.pane_id))
+          .filter((x): x is string => !!x),
+      );
       for (const id of known) if (!now.has(id)) onEvent({ kind: "pane_closed", paneId: id });
       for (const id of now) onEvent({ kind: known.has(id) ? "pane_updated" : "pane_created", paneId: id });
       known = now;

@@ -64,7 +64,8 @@ export class TmuxControlClient {
 
   /** Runs one read-only command; `undefined` when the control client is unavailable (fall back). */
   async command(args: string[]): Promise<ControlReply | undefined> {
-    if (!READ_ONLY_COMMANDS.has(args[0] ?? "")) throw new Error(`tmux control client: ${args[0]} is not a read-only query`);
+    if (!READ_ONLY_COMMANDS.has(args[0] ?? ""))
+      throw new Error(`tmux control client: ${args[0]} is not a read-only query`);
     const quoted = args.map(quoteTmuxArgument);
     if (quoted.some((q) => q === undefined)) return undefined;
     const child = this.attach();
@@ -93,7 +94,11 @@ export class TmuxControlClient {
       return undefined;
     }
     // Arguments go straight to execve; the child dies with our stdin (tmux exits on EOF).
-    const child = spawn(this.bin, [...this.serverArgs, "-C", "attach-session", "-f", "ignore-size,read-only,no-output"], { stdio: ["pipe", "pipe", "ignore"] });
+    const child = spawn(
+      this.bin,
+      [...this.serverArgs, "-C", "attach-session", "-f", "ignore-size,read-only,no-output"],
+      { stdio: ["pipe", "pipe", "ignore"] },
+    );
     this.child = child;
     this.block = undefined;
     child.unref();

@@ -28,7 +28,9 @@ export interface TmuxPaneHostOptions {
   proofs?: ProofProvider | undefined;
 }
 
-export type TmuxListOutcome = { ok: true; panes: TmuxPane[] } | { ok: false; reason: "no_server" | "tmux_failed"; detail: string };
+export type TmuxListOutcome =
+  | { ok: true; panes: TmuxPane[] }
+  | { ok: false; reason: "no_server" | "tmux_failed"; detail: string };
 
 export interface TmuxPane extends PaneInfo {
   tty: string;
@@ -36,7 +38,15 @@ export interface TmuxPane extends PaneInfo {
 }
 
 const SEP = "\t";
-const FORMAT = ["#{pane_id}", "#{window_id}", "#{session_name}", "#{pane_tty}", "#{pane_pid}", "#{pane_current_path}", "#{pane_title}"].join(SEP);
+const FORMAT = [
+  "#{pane_id}",
+  "#{window_id}",
+  "#{session_name}",
+  "#{pane_tty}",
+  "#{pane_pid}",
+  "#{pane_current_path}",
+  "#{pane_title}",
+].join(SEP);
 
 /** Parses `list-panes -F FORMAT` output; malformed lines are skipped, never guessed at. */
 export function parseListPanes(stdout: string): TmuxPane[] {
@@ -45,14 +55,34 @@ export function parseListPanes(stdout: string): TmuxPane[] {
     if (!line) continue;
     const [paneId, windowId, session, tty, pid, cwd, ...title] = line.split(SEP);
     const shellPid = Number(pid);
-    if (!/^%\d+$/.test(paneId ?? "") || !/^@\d+$/.test(windowId ?? "") || session === undefined || !tty || !Number.isInteger(shellPid) || shellPid <= 0) continue;
-    panes.push({ paneId: paneId!, terminalId: windowId!, sessionId: session, tty, shellPid, cwd: cwd ?? "", title: title.join(SEP), agentStatus: "unknown" });
+    if (
+      !/^%\d+$/.test(paneId ?? "") ||
+      !/^@\d+$/.test(windowId ?? "") ||
+      session === undefined ||
+      !tty ||
+      !Number.isInteger(shellPid) ||
+      shellPid <= 0
+    )
+      continue;
+    panes.push({
+      paneId: paneId!,
+      terminalId: windowId!,
+      sessionId: session,
+      tty,
+      shellPid,
+      cwd: cwd ?? "",
+      title: title.join(SEP),
+      agentStatus: "unknown",
+    });
   }
   return panes;
 }
 
 /** Where tmux keeps the server's socket: `-S PATH`, else $TMUX_TMPDIR (or /tmp)/tmux-UID/NAME. */
-export function tmuxSocketFile(o: Pick<TmuxPaneHostOptions, "socketName" | "socketPath">, env: NodeJS.ProcessEnv = process.env): string {
+export function tmuxSocketFile(
+  o: Pick<TmuxPaneHostOptions, "socketName" | "socketPath">,
+  env: NodeJS.ProcessEnv = process.env,
+): string {
   if (o.socketPath) return o.socketPath;
   return join(env.TMUX_TMPDIR || "/tmp", `tmux-${process.getuid?.() ?? 0}`, o.socketName ?? "default");
 }
@@ -66,7 +96,9 @@ export class TmuxPaneHost implements PaneHost {
   constructor(private readonly o: TmuxPaneHostOptions = {}) {
     this.pollMs = o.pollMs ?? 1000;
     this.proofs = o.proofs ?? selectProofProvider();
-    this.control = o.forkPerQuery ? undefined : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]), { socketFile: tmuxSocketFile(o) });
+    this.control = o.forkPerQuery
+      ? undefined
+      : new TmuxControlClient(o.tmuxBin ?? "tmux", this.args([]), { socketFile: tmuxSocketFile(o) });
   }
 
   /** Detaches the control-mode client; later queries fork. */
@@ -85,10 +117,15 @@ export class TmuxPaneHost implements PaneHost {
     if (viaControl) return viaControl;
     return new Promise((resolve) => {
       // Arguments go straight to execve: no shell ever sees pane titles or paths.
-      execFile(this.o.tmuxBin ?? "tmux", this.args(rest), { timeout: 5000, maxBuffer: 4 * 1024 * 1024 }, (err, stdout, stderr) => {
-        if (err) resolve({ ok: false, stderr: String(stderr || err.message) });
-        else resolve({ ok: true, stdout: String(stdout) });
-      });
+      execFile(
+        this.o.tmuxBin ?? "tmux",
+        this.args(rest),
+        { timeout: 5000, maxBuffer: 4 * 1024 * 1024 },
+        (err, stdout, stderr) => {
+          if (err) resolve({ ok: false, stderr: String(stderr || err.message) });
+          else resolve({ ok: true, stdout: String(stdout) });
+        },
+      );
     });
   }
 
@@ -96,7 +133,8 @@ export class TmuxPaneHost implements PaneHost {
     const r = await this.run(["list-panes", "-a", "-F", FORMAT]);
     if (r.ok) return { ok: true, panes: parseListPanes(r.stdout) };
     // No server running means no panes, which is an answer, not a failure.
-    if (/no server running|error connecting|No such file/i.test(r.stderr)) return { ok: false, reason: "no_server", detail: r.stderr.trim() };
+    if (/no server running|error connecting|No such file/i.test(r.stderr))
+      return { ok: false, reason: "no_server", detail: r.stderr.trim() };
     return { ok: false, reason: "tmux_failed", detail: r.stderr.trim() };
   }
 
@@ -127,7 +165,8 @@ export class TmuxPaneHost implements PaneHost {
    * subscribing and the caller's own first listing is lost.
    */
   async subscribe(onEvent: (e: PaneEvent) => void): Promise<() => void> {
-    const signature = async (p: TmuxPane) => `${p.shellPid}|${p.terminalId}|${(await foregroundGroupOf(this.proofs, p.shellPid)) ?? -1}|${p.title}|${p.cwd}`;
+    const signature = async (p: TmuxPane) =>
+      `${p.shellPid}|${p.terminalId}|${(await foregroundGroupOf(this.proofs, p.shellPid)) ?? -1}|${p.title}|${p.cwd}`;
     let known = new Map<string, string>();
     const first = await this.list();
     if (first.ok) for (const p of first.panes) known.set(p.paneId, await signature(p));

@@ -36,7 +36,17 @@ export function parsePsTable(text: string): Map<number, PsRow> | undefined {
     const startTime = parseLstart(t.slice(7, 12));
     if (![pid, ppid, pgid, tpgid, uid].every(Number.isInteger) || startTime === undefined) return undefined;
     const name = t.slice(12).join(" ");
-    table.set(pid, { pid, ppid, pgid, tpgid, uid, tty: t[5]!, stat: t[6]!, startTime, name: name.split("/").pop() ?? name });
+    table.set(pid, {
+      pid,
+      ppid,
+      pgid,
+      tpgid,
+      uid,
+      tty: t[5]!,
+      stat: t[6]!,
+      startTime,
+      name: name.split("/").pop() ?? name,
+    });
   }
   return table.size > 0 ? table : undefined;
 }
@@ -128,8 +138,14 @@ export function listenersFromLsof(files: LsofFile[]): Listener[] {
   for (const f of files) {
     if ((f.type === "IPv4" || f.type === "IPv6") && f.tcpState === "LISTEN") {
       const ep = parseLsofEndpoint(f.name);
-      if (ep) out.push({ transport: "tcp", address: ep.address, port: ep.port, isLoopback: isLoopbackAddress(ep.address) });
-    } else if (f.type === "unix" && f.name.startsWith("/") && !f.name.includes("->") && (f.tcpState === "" || f.tcpState === "LISTEN")) {
+      if (ep)
+        out.push({ transport: "tcp", address: ep.address, port: ep.port, isLoopback: isLoopbackAddress(ep.address) });
+    } else if (
+      f.type === "unix" &&
+      f.name.startsWith("/") &&
+      !f.name.includes("->") &&
+      (f.tcpState === "" || f.tcpState === "LISTEN")
+    ) {
       // macOS prints a bound socket's path with no state; Linux lsof adds " type=STREAM" and ST=LISTEN.
       out.push({ transport: "unix", path: f.name.replace(/ type=\w+$/, "") });
     }

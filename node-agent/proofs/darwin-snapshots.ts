@@ -14,7 +14,8 @@ import type { UnknownReason } from "./provider.js";
 import { parseLsof, parsePsTable, type LsofFile, type PsRow } from "./darwin-parse.js";
 
 export type Failure = { reason: UnknownReason; detail: string };
-export const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x && "detail" in x && !("pid" in x) && !("value" in x);
+export const isFailure = (x: unknown): x is Failure =>
+  typeof x === "object" && x !== null && "reason" in x && "detail" in x && !("pid" in x) && !("value" in x);
 
 export interface Snapshot<T> {
   value: T;
@@ -65,7 +66,13 @@ export class SnapshotSource<T> {
   get(startedAfterMs = -Infinity): Promise<Snapshot<T> | Failure> {
     const now = this.clock.nowMs();
     const last = this.last;
-    if (last && last.startedAtMs > startedAfterMs && now - last.finishedAtMs <= this.reuseMs && now - last.startedAtMs < SNAPSHOT_MAX_AGE_MS) return Promise.resolve(last);
+    if (
+      last &&
+      last.startedAtMs > startedAfterMs &&
+      now - last.finishedAtMs <= this.reuseMs &&
+      now - last.startedAtMs < SNAPSHOT_MAX_AGE_MS
+    )
+      return Promise.resolve(last);
     const pending = this.pending;
     if (!pending) return this.start();
     if (pending.startedAtMs > startedAfterMs && now - pending.startedAtMs <= this.reuseMs) return pending.promise;
@@ -124,6 +131,11 @@ export function socketTable(run: CommandRunner): () => Promise<LsofFile[] | Fail
     if (r.isMissing) return { reason: "unsupported", detail: "lsof is not installed" };
     // lsof exits 1 when it selected nothing; that is an empty table only if the output is empty too.
     const files = r.code === 0 || (r.code === 1 && r.stdout.trim() === "") ? parseLsof(r.stdout) : undefined;
-    return files ?? { reason: "unsupported", detail: `lsof output was not in the expected form (exit ${r.code}): ${r.stderr.trim().slice(0, 120)}` };
+    return (
+      files ?? {
+        reason: "unsupported",
+        detail: `lsof output was not in the expected form (exit ${r.code}): ${r.stderr.trim().slice(0, 120)}`,
+      }
+    );
   };
 }

@@ -28,12 +28,44 @@ import {
   type TcpTuple,
   type UnixConnectionPeer,
 } from "./provider.js";
-import { listenersFromLsof, parseLsof, parseLsofEndpoint, parseLstart, parsePsEnvironment, type LsofFile, type PsRow } from "./darwin-parse.js";
-import { isFailure, processTable, SnapshotSource, SNAPSHOT_REUSE_MS, socketTable, type Failure, type Snapshot } from "./darwin-snapshots.js";
+import {
+  listenersFromLsof,
+  parseLsof,
+  parseLsofEndpoint,
+  parseLstart,
+  parsePsEnvironment,
+  type LsofFile,
+  type PsRow,
+} from "./darwin-parse.js";
+import {
+  isFailure,
+  processTable,
+  SnapshotSource,
+  SNAPSHOT_REUSE_MS,
+  socketTable,
+  type Failure,
+  type Snapshot,
+} from "./darwin-snapshots.js";
 
-export { decodeLsofName, listenersFromLsof, parseLsof, parseLsofEndpoint, parseLstart, parsePsEnvironment, parsePsTable, type LsofFile, type PsRow } from "./darwin-parse.js";
+export {
+  decodeLsofName,
+  listenersFromLsof,
+  parseLsof,
+  parseLsofEndpoint,
+  parseLstart,
+  parsePsEnvironment,
+  parsePsTable,
+  type LsofFile,
+  type PsRow,
+} from "./darwin-parse.js";
 
-const entryOf = (r: PsRow): ProcessEntry => ({ pid: r.pid, startTime: r.startTime, ppid: r.ppid, pgid: r.pgid, name: r.name });
+const entryOf = (r: PsRow): ProcessEntry => ({
+  pid: r.pid,
+  startTime: r.startTime,
+  ppid: r.ppid,
+  pgid: r.pgid,
+  name: r.name,
+});
 
 export class DarwinProofProvider implements ProofProvider {
   readonly platform = "darwin";
@@ -68,27 +100,51 @@ export class DarwinProofProvider implements ProofProvider {
   private rowIn(snap: Snapshot<Map<number, PsRow>>, p: ProcessIdentity): PsRow | Failure {
     const row = snap.value.get(p.pid);
     if (!row) return { reason: "pid_gone", detail: `pid ${p.pid}: the process no longer exists` };
-    if (row.startTime !== p.startTime) return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (start ${row.startTime}, recorded ${p.startTime})` };
+    if (row.startTime !== p.startTime)
+      return {
+        reason: "pid_gone",
+        detail: `pid ${p.pid} now belongs to another process (start ${row.startTime}, recorded ${p.startTime})`,
+      };
     return row;
   }
 
   /** `ps -o lstart=,FIELD= -p PID`: the start time and the field read by one ps, so both belong to one lifetime. */
-  private async withStart(p: ProcessIdentity, field: "args" | "command", env: boolean): Promise<{ text: string; startedAtMs: number } | Failure> {
+  private async withStart(
+    p: ProcessIdentity,
+    field: "args" | "command",
+    env: boolean,
+  ): Promise<{ text: string; startedAtMs: number } | Failure> {
     const startedAtMs = this.clock.nowMs();
-    const r = await this.run("ps", [...(env ? ["-E"] : []), "-ww", "-o", `lstart=,${field}=`, "-p", String(p.pid)], { utf8: true });
+    const r = await this.run("ps", [...(env ? ["-E"] : []), "-ww", "-o", `lstart=,${field}=`, "-p", String(p.pid)], {
+      utf8: true,
+    });
     if (r.isMissing) return { reason: "unsupported", detail: "ps is not installed" };
     // ps -p exits 1 with no output and no complaint when no such process exists; a complaint is something else.
-    if (r.code === 1 && r.stdout.trim() === "" && r.stderr.trim() === "") return { reason: "pid_gone", detail: `pid ${p.pid}: the process no longer exists` };
+    if (r.code === 1 && r.stdout.trim() === "" && r.stderr.trim() === "")
+      return { reason: "pid_gone", detail: `pid ${p.pid}: the process no longer exists` };
     const t = r.stdout.trim();
     const start = parseLstart(t.split(/\s+/).slice(0, 5));
-    if (r.code !== 0 || start === undefined) return { reason: "race", detail: `ps ${env ? "-E " : ""}-o ${field} exited ${r.code}: ${r.stderr.trim().slice(0, 120)}` };
-    if (start !== p.startTime) return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (start ${start}, recorded ${p.startTime})` };
+    if (r.code !== 0 || start === undefined)
+      return {
+        reason: "race",
+        detail: `ps ${env ? "-E " : ""}-o ${field} exited ${r.code}: ${r.stderr.trim().slice(0, 120)}`,
+      };
+    if (start !== p.startTime)
+      return {
+        reason: "pid_gone",
+        detail: `pid ${p.pid} now belongs to another process (start ${start}, recorded ${p.startTime})`,
+      };
     return { text: t.replace(/^\S+\s+\S+\s+\d+\s+\S+\s+\d+\s*/, ""), startedAtMs };
   }
 
   private canSee(row: PsRow): Failure | undefined {
     // lsof shows another user's files only to root; an empty answer would be a lie.
-    return this.ownUid === 0 || row.uid === this.ownUid ? undefined : { reason: "permission", detail: `pid ${row.pid} belongs to uid ${row.uid}; this agent runs as uid ${this.ownUid}` };
+    return this.ownUid === 0 || row.uid === this.ownUid
+      ? undefined
+      : {
+          reason: "permission",
+          detail: `pid ${row.pid} belongs to uid ${row.uid}; this agent runs as uid ${this.ownUid}`,
+        };
   }
 
   /**
@@ -96,7 +152,11 @@ export class DarwinProofProvider implements ProofProvider {
    * reused before or during the read shows another start time then. With `needsSight`, another
    * user's process is permission (lsof shows only root every process's files).
    */
-  private async checkedAfter(p: ProcessIdentity, readFinishedAtMs: number, needsSight: boolean): Promise<PsRow | Failure> {
+  private async checkedAfter(
+    p: ProcessIdentity,
+    readFinishedAtMs: number,
+    needsSight: boolean,
+  ): Promise<PsRow | Failure> {
     const table = await this.processTable.get(readFinishedAtMs);
     if (isFailure(table)) return table;
     const row = this.rowIn(table, p);
@@ -129,7 +189,8 @@ export class DarwinProofProvider implements ProofProvider {
     const table = await this.tableFor(p.pid, p.startTime);
     if (isFailure(table)) return this.fail(table);
     const row = this.rowIn(table, p);
-    if (isFailure(row)) return this.fail({ reason: "pid_gone", detail: `pid ${p.pid}: the recorded process no longer runs` });
+    if (isFailure(row))
+      return this.fail({ reason: "pid_gone", detail: `pid ${p.pid}: the recorded process no longer runs` });
     return this.done(ancestryFromTable(table.value, row), table.startedAtMs);
   }
 
@@ -137,7 +198,8 @@ export class DarwinProofProvider implements ProofProvider {
     const table = await this.tableFor(p.pid, p.startTime);
     if (isFailure(table)) return this.fail(table);
     const row = this.rowIn(table, p);
-    if (isFailure(row)) return this.fail({ reason: "pid_gone", detail: `pid ${p.pid}: the recorded process no longer runs` });
+    if (isFailure(row))
+      return this.fail({ reason: "pid_gone", detail: `pid ${p.pid}: the recorded process no longer runs` });
     if (row.tty === "??" || row.tpgid <= 0) return this.done({ tty: "", foregroundPgid: -1 }, table.startedAtMs);
     return this.done({ tty: `/dev/${row.tty}`, foregroundPgid: row.tpgid }, table.startedAtMs);
   }
@@ -146,7 +208,9 @@ export class DarwinProofProvider implements ProofProvider {
     const r = await this.withStart(p, "args", false);
     if (isFailure(r)) return this.fail(r);
     // ps joins argv with spaces: split back, flagged inexact (an argument with a space splits).
-    return r.text ? this.done({ argv: r.text.split(/\s+/), isExact: false }, r.startedAtMs) : this.fail({ reason: "permission", detail: `pid ${p.pid}: ps shows no command line` });
+    return r.text
+      ? this.done({ argv: r.text.split(/\s+/), isExact: false }, r.startedAtMs)
+      : this.fail({ reason: "permission", detail: `pid ${p.pid}: ps shows no command line` });
   }
 
   async cwd(p: ProcessIdentity): Promise<Fact<string>> {
@@ -158,7 +222,11 @@ export class DarwinProofProvider implements ProofProvider {
     const files = r.code === 0 || (r.code === 1 && r.stdout.trim() === "") ? parseLsof(r.stdout) : undefined;
     const dir = files?.find((f) => f.fd === "cwd" && f.pid === p.pid)?.name;
     if (dir) return this.done(dir, startedAtMs);
-    return this.fail(files ? { reason: "permission", detail: `pid ${p.pid}: lsof shows no working directory` } : { reason: "unsupported", detail: `lsof output was not in the expected form (exit ${r.code})` });
+    return this.fail(
+      files
+        ? { reason: "permission", detail: `pid ${p.pid}: lsof shows no working directory` }
+        : { reason: "unsupported", detail: `lsof output was not in the expected form (exit ${r.code})` },
+    );
   }
 
   async environment(p: ProcessIdentity): Promise<Fact<ReadonlyMap<string, string>>> {
@@ -166,7 +234,9 @@ export class DarwinProofProvider implements ProofProvider {
     if (isFailure(r)) return this.fail(r);
     const env = parsePsEnvironment(r.text);
     // macOS hides other users' (and hardened) environments: no HOME means not shown, not "no home".
-    return env.has("HOME") ? this.done(env, r.startedAtMs) : this.fail({ reason: "permission", detail: `pid ${p.pid}: its environment is not visible to this agent` });
+    return env.has("HOME")
+      ? this.done(env, r.startedAtMs)
+      : this.fail({ reason: "permission", detail: `pid ${p.pid}: its environment is not visible to this agent` });
   }
 
   /** Every live process: a table started by this call, so a process created before it is in it (a hire's census). */
@@ -174,7 +244,10 @@ export class DarwinProofProvider implements ProofProvider {
     const table = await this.processTable.get(this.clock.nowMs());
     if (isFailure(table)) return this.fail(table);
     const live = [...table.value.values()].filter((r) => !r.stat.startsWith("Z"));
-    return this.done(live.map(entryOf).sort((a, b) => a.pid - b.pid), table.startedAtMs);
+    return this.done(
+      live.map(entryOf).sort((a, b) => a.pid - b.pid),
+      table.startedAtMs,
+    );
   }
 
   /** A group's members from a table started by this call: a member that just joined must be listed (the pane host's foreground). */
@@ -182,14 +255,19 @@ export class DarwinProofProvider implements ProofProvider {
     const table = await this.processTable.get(this.clock.nowMs());
     if (isFailure(table)) return this.fail(table);
     const members = [...table.value.values()].filter((r) => r.pgid === pgid && !r.stat.startsWith("Z"));
-    return this.done(members.map(entryOf).sort((a, b) => a.pid - b.pid), table.startedAtMs);
+    return this.done(
+      members.map(entryOf).sort((a, b) => a.pid - b.pid),
+      table.startedAtMs,
+    );
   }
 
   async home(p: ProcessIdentity, harness: HomeHarness): Promise<Fact<HomeFact>> {
     const env = await this.environment(p);
     if (!env.known) return env;
     const home = homeFromEnvironment(env.value, harness, "darwin");
-    return home ? this.done(home, env.completedAtMs) : this.fail({ reason: "unsupported", detail: `pid ${p.pid} has no HOME` });
+    return home
+      ? this.done(home, env.completedAtMs)
+      : this.fail({ reason: "unsupported", detail: `pid ${p.pid} has no HOME` });
   }
 
   /**
@@ -211,11 +289,18 @@ export class DarwinProofProvider implements ProofProvider {
   }
 
   /** The process's sockets in a table started after `startedAfterMs`, and why its lifetime check refused them, if it did. */
-  private async listenersFrom(p: ProcessIdentity, startedAfterMs: number): Promise<{ files: LsofFile[]; startedAtMs: number; refused: Failure | undefined } | Failure> {
+  private async listenersFrom(
+    p: ProcessIdentity,
+    startedAfterMs: number,
+  ): Promise<{ files: LsofFile[]; startedAtMs: number; refused: Failure | undefined } | Failure> {
     const sockets = await this.socketTable.get(startedAfterMs);
     if (isFailure(sockets)) return sockets;
     const checked = await this.checkedAfter(p, sockets.finishedAtMs, true);
-    return { files: sockets.value.filter((f) => f.pid === p.pid), startedAtMs: sockets.startedAtMs, refused: isFailure(checked) ? checked : undefined };
+    return {
+      files: sockets.value.filter((f) => f.pid === p.pid),
+      startedAtMs: sockets.startedAtMs,
+      refused: isFailure(checked) ? checked : undefined,
+    };
   }
 
   /** From a socket table started by this call: the agent's connection may be younger than any earlier table. */
@@ -228,9 +313,22 @@ export class DarwinProofProvider implements ProofProvider {
         const [l, rem] = f.name.split("->");
         return { pid: f.pid, local: parseLsofEndpoint(l ?? ""), remote: parseLsofEndpoint(rem ?? "") };
       });
-    const is = (e: { address: string; port: number } | undefined, address: string, port: number) => e !== undefined && e.port === port && sameAddress(e.address, address);
-    const isAgentEnd = ends.some((e) => e.pid === this.agentPid && is(e.local, tuple.localAddress, tuple.localPort) && is(e.remote, tuple.remoteAddress, tuple.remotePort));
-    const peerPids = new Set(ends.filter((e) => is(e.local, tuple.remoteAddress, tuple.remotePort) && is(e.remote, tuple.localAddress, tuple.localPort)).map((e) => e.pid));
+    const is = (e: { address: string; port: number } | undefined, address: string, port: number) =>
+      e !== undefined && e.port === port && sameAddress(e.address, address);
+    const isAgentEnd = ends.some(
+      (e) =>
+        e.pid === this.agentPid &&
+        is(e.local, tuple.localAddress, tuple.localPort) &&
+        is(e.remote, tuple.remoteAddress, tuple.remotePort),
+    );
+    const peerPids = new Set(
+      ends
+        .filter(
+          (e) =>
+            is(e.local, tuple.remoteAddress, tuple.remotePort) && is(e.remote, tuple.localAddress, tuple.localPort),
+        )
+        .map((e) => e.pid),
+    );
     // The holders' lifetimes from a table read after the sockets: one that exited meanwhile leaves the answer incomplete.
     let peers: ProcessIdentity[] = [];
     if (peerPids.size) {
@@ -241,14 +339,23 @@ export class DarwinProofProvider implements ProofProvider {
         return row ? [{ pid, startTime: row.startTime }] : [];
       });
     }
-    return this.done({ tuple, isAgentEnd, peers, isComplete: this.ownUid === 0 && peers.length === peerPids.size }, sockets.startedAtMs);
+    return this.done(
+      { tuple, isAgentEnd, peers, isComplete: this.ownUid === 0 && peers.length === peerPids.size },
+      sockets.startedAtMs,
+    );
   }
 
   async unixConnectionPeer(): Promise<Fact<UnixConnectionPeer>> {
-    return this.fail({ reason: "unsupported", detail: "a unix-socket connection's peer: lsof -U shows no peer socket on macOS; not implemented" });
+    return this.fail({
+      reason: "unsupported",
+      detail: "a unix-socket connection's peer: lsof -U shows no peer socket on macOS; not implemented",
+    });
   }
 
   async unixConnections(): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
-    return this.fail({ reason: "unsupported", detail: "a process's unix-socket connections: lsof -U shows no peer socket on macOS; not implemented" });
+    return this.fail({
+      reason: "unsupported",
+      detail: "a process's unix-socket connections: lsof -U shows no peer socket on macOS; not implemented",
+    });
   }
 }

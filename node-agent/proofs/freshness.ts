@@ -24,7 +24,8 @@ export interface AuthorityStamp {
   transitBoundMs?: number | undefined;
 }
 
-export const transitBoundOf = (authority: AuthorityStamp): number => authority.transitBoundMs ?? UNMEASURED_TRANSIT_BOUND_MS;
+export const transitBoundOf = (authority: AuthorityStamp): number =>
+  authority.transitBoundMs ?? UNMEASURED_TRANSIT_BOUND_MS;
 
 export interface GateVerdict {
   pass: boolean;
@@ -39,7 +40,12 @@ export function authorityAgeMs(now: number, authority: AuthorityStamp): number {
 }
 
 /** Judge at the instant of the call; the write must happen right after a pass. */
-export function judgeFreshness(clock: MonotonicClock, proofs: ProofFact[], authority: AuthorityStamp | undefined, limitMs = FRESHNESS_LIMIT_MS): GateVerdict {
+export function judgeFreshness(
+  clock: MonotonicClock,
+  proofs: ProofFact[],
+  authority: AuthorityStamp | undefined,
+  limitMs = FRESHNESS_LIMIT_MS,
+): GateVerdict {
   const now = clock.nowMs();
   const ageByKind = new Map<string, number>();
   let oldestAgeMs = -Infinity;
@@ -58,7 +64,12 @@ export function judgeFreshness(clock: MonotonicClock, proofs: ProofFact[], autho
     }
   }
   if (oldestAgeMs === -Infinity) oldestAgeMs = 0;
-  return { pass: oldestAgeMs <= limitMs && proofs.every((p) => p.outcome === "proven"), oldestAgeMs, oldestKind, ageByKind };
+  return {
+    pass: oldestAgeMs <= limitMs && proofs.every((p) => p.outcome === "proven"),
+    oldestAgeMs,
+    oldestKind,
+    ageByKind,
+  };
 }
 
 /** One independently re-readable source of final proofs (an adapter's inspect, a pane proof). */
@@ -118,7 +129,13 @@ export async function passGate(input: GateInput): Promise<GateResult> {
     // Waiting never makes the controller's authority younger: refuse before reading again.
     if (authority && authorityAgeMs(clock.nowMs(), authority) > limitMs) {
       const age = Math.round(authorityAgeMs(clock.nowMs(), authority));
-      return { pass: false, reason: "proof_stale", proofs: last, attempts: attempt - 1, detail: `the controller's authority is ${age} ms old, over the ${limitMs} ms limit; no wait can make it younger` };
+      return {
+        pass: false,
+        reason: "proof_stale",
+        proofs: last,
+        attempts: attempt - 1,
+        detail: `the controller's authority is ${age} ms old, over the ${limitMs} ms limit; no wait can make it younger`,
+      };
     }
     const runs: ReadRun[] = await Promise.all(
       readers.map(async (r, i) => {
@@ -131,15 +148,34 @@ export async function passGate(input: GateInput): Promise<GateResult> {
     last = [...fixed, ...runs.flatMap((r) => r.proofs)];
     const bad = last.find((p) => p.outcome !== "proven");
     if (bad) {
-      return { pass: false, reason: bad.outcome === "refuted" ? "proof_refuted" : "proof_unknown", proofs: last, attempts: attempt, detail: `${bad.kind}: ${bad.detail}` };
+      return {
+        pass: false,
+        reason: bad.outcome === "refuted" ? "proof_refuted" : "proof_unknown",
+        proofs: last,
+        attempts: attempt,
+        detail: `${bad.kind}: ${bad.detail}`,
+      };
     }
     const v = judgeFreshness(clock, last, undefined, limitMs);
     if (v.pass) {
-      const realigned = gaps.length ? `, after realigning reads ${gaps.map((g) => `${Math.round(g)} ms`).join(", ")} apart` : "";
-      return { pass: true, proofs: last, attempts: attempt, detail: `oldest proof ${v.oldestKind} ${Math.round(v.oldestAgeMs)} ms old${realigned}` };
+      const realigned = gaps.length
+        ? `, after realigning reads ${gaps.map((g) => `${Math.round(g)} ms`).join(", ")} apart`
+        : "";
+      return {
+        pass: true,
+        proofs: last,
+        attempts: attempt,
+        detail: `oldest proof ${v.oldestKind} ${Math.round(v.oldestAgeMs)} ms old${realigned}`,
+      };
     }
     if (v.oldestKind === AUTHORITY_KIND) {
-      return { pass: false, reason: "proof_stale", proofs: last, attempts: attempt, detail: `the controller's authority is ${Math.round(v.oldestAgeMs)} ms old, over the ${limitMs} ms limit; no wait can make it younger` };
+      return {
+        pass: false,
+        reason: "proof_stale",
+        proofs: last,
+        attempts: attempt,
+        detail: `the controller's authority is ${Math.round(v.oldestAgeMs)} ms old, over the ${limitMs} ms limit; no wait can make it younger`,
+      };
     }
     // Start each faster read later by how much sooner it finished than the slowest one.
     const durations = runs.map((r) => r.finishedAtMs - r.startedAtMs);

@@ -24,7 +24,10 @@ export function parseStat(text: string): ProcStat | undefined {
   const close = text.lastIndexOf(")");
   if (open < 0 || close < open) return undefined;
   const pid = Number(text.slice(0, open).trim());
-  const rest = text.slice(close + 2).trim().split(" ");
+  const rest = text
+    .slice(close + 2)
+    .trim()
+    .split(" ");
   // rest[0] is field 3 (state), so field N is rest[N - 3].
   const num = (field: number) => Number(rest[field - 3]);
   const stat: ProcStat = {
@@ -128,7 +131,15 @@ export function parseNetTcp(text: string): TcpRow[] {
     const uid = Number(f[7]);
     const inode = Number(f[9]);
     if (!local || !remote || Number.isNaN(state) || !Number.isInteger(inode)) continue;
-    rows.push({ localAddress: local.address, localPort: local.port, remoteAddress: remote.address, remotePort: remote.port, state, uid, inode });
+    rows.push({
+      localAddress: local.address,
+      localPort: local.port,
+      remoteAddress: remote.address,
+      remotePort: remote.port,
+      state,
+      uid,
+      inode,
+    });
   }
   return rows;
 }

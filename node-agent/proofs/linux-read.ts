@@ -9,13 +9,16 @@ import { parseEnviron, parseStat, socketInode, type ProcStat } from "./linux-pro
 import type { ProcessIdentity, UnknownReason } from "./provider.js";
 
 export type Failure = { reason: UnknownReason; detail: string };
-export const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x && "detail" in x && !(x instanceof Map) && !Array.isArray(x);
+export const isFailure = (x: unknown): x is Failure =>
+  typeof x === "object" && x !== null && "reason" in x && "detail" in x && !(x instanceof Map) && !Array.isArray(x);
 
 /** errno → the typed reason: a vanished pid is pid_gone, a refused read is permission. */
 export function reasonOf(e: unknown, what: string): Failure {
   const code = (e as NodeJS.ErrnoException).code;
-  if (code === "ENOENT" || code === "ESRCH") return { reason: "pid_gone", detail: `${what}: the process no longer exists` };
-  if (code === "EACCES" || code === "EPERM") return { reason: "permission", detail: `${what}: not readable by this agent (${code})` };
+  if (code === "ENOENT" || code === "ESRCH")
+    return { reason: "pid_gone", detail: `${what}: the process no longer exists` };
+  if (code === "EACCES" || code === "EPERM")
+    return { reason: "permission", detail: `${what}: not readable by this agent (${code})` };
   return { reason: "race", detail: `${what}: ${code ?? (e as Error).message}` };
 }
 
@@ -29,7 +32,8 @@ export function readStat(pid: number): ProcStat | Failure {
   const stat = parseStat(text);
   if (!stat) return { reason: "race", detail: `pid ${pid}: /proc/${pid}/stat was not in the expected form` };
   // A zombie has exited; only its exit status is left to collect.
-  if (stat.state === "Z" || stat.state === "X") return { reason: "pid_gone", detail: `pid ${pid} has exited (state ${stat.state})` };
+  if (stat.state === "Z" || stat.state === "X")
+    return { reason: "pid_gone", detail: `pid ${pid} has exited (state ${stat.state})` };
   return stat;
 }
 
@@ -38,7 +42,10 @@ export function checkIdentity(p: ProcessIdentity): ProcStat | Failure {
   const s = readStat(p.pid);
   if (isFailure(s)) return s;
   if (s.startTicks !== p.startTime) {
-    return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (start ${s.startTicks}, recorded ${p.startTime})` };
+    return {
+      reason: "pid_gone",
+      detail: `pid ${p.pid} now belongs to another process (start ${s.startTicks}, recorded ${p.startTime})`,
+    };
   }
   return s;
 }

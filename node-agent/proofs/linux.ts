@@ -10,8 +10,32 @@ import { execFile } from "node:child_process";
 import { readlinkSync } from "node:fs";
 import { promisify } from "node:util";
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { parseNetTcp, parseNetUnix, parseSsUnix, socketInode, ttyName, TCP_CLOSE, TCP_ESTABLISHED, TCP_LISTEN, type ProcStat, type TcpRow, type UnixRow } from "./linux-proc.js";
-import { allPids, checkIdentity, isFailure, readCmdline, readCwd, readEnviron, readNet, readStat, reasonOf, socketInodes, type Failure } from "./linux-read.js";
+import {
+  parseNetTcp,
+  parseNetUnix,
+  parseSsUnix,
+  socketInode,
+  ttyName,
+  TCP_CLOSE,
+  TCP_ESTABLISHED,
+  TCP_LISTEN,
+  type ProcStat,
+  type TcpRow,
+  type UnixRow,
+} from "./linux-proc.js";
+import {
+  allPids,
+  checkIdentity,
+  isFailure,
+  readCmdline,
+  readCwd,
+  readEnviron,
+  readNet,
+  readStat,
+  reasonOf,
+  socketInodes,
+  type Failure,
+} from "./linux-read.js";
 import {
   fact,
   homeFromEnvironment,
@@ -106,7 +130,11 @@ export class LinuxProofProvider implements ProofProvider {
     if (s.ttyNr === 0 || s.tpgid <= 0) return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: -1 });
     const after = checkIdentity(process);
     if (isFailure(after)) return this.fail(after);
-    if (after.tpgid !== s.tpgid) return this.fail({ reason: "race", detail: `the terminal's foreground group changed from ${s.tpgid} to ${after.tpgid} while it was read` });
+    if (after.tpgid !== s.tpgid)
+      return this.fail({
+        reason: "race",
+        detail: `the terminal's foreground group changed from ${s.tpgid} to ${after.tpgid} while it was read`,
+      });
     return this.done({ tty: ttyName(s.ttyNr), foregroundPgid: s.tpgid });
   }
 
@@ -199,7 +227,13 @@ export class LinuxProofProvider implements ProofProvider {
       if (this.settledSockets.size > 50_000) this.settledSockets.clear();
       for (const r of tcp) {
         if (!inodes.has(r.inode)) continue;
-        if (r.state === TCP_LISTEN) this.settledSockets.set(r.inode, { transport: "tcp", address: r.localAddress, port: r.localPort, isLoopback: isLoopbackAddress(r.localAddress) });
+        if (r.state === TCP_LISTEN)
+          this.settledSockets.set(r.inode, {
+            transport: "tcp",
+            address: r.localAddress,
+            port: r.localPort,
+            isLoopback: isLoopbackAddress(r.localAddress),
+          });
         // A socket that is still unconnected (CLOSE) may listen later; once connected it never will.
         else if (r.state !== TCP_CLOSE) this.settledSockets.set(r.inode, "never_listens");
       }
@@ -234,9 +268,17 @@ export class LinuxProofProvider implements ProofProvider {
     let isAgentEnd = ends !== undefined;
     if (!ends) {
       const isAgentRow = (r: TcpRow) =>
-        r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort;
+        r.state === TCP_ESTABLISHED &&
+        sameAddress(r.localAddress, tuple.localAddress) &&
+        r.localPort === tuple.localPort &&
+        sameAddress(r.remoteAddress, tuple.remoteAddress) &&
+        r.remotePort === tuple.remotePort;
       const isPeerRow = (r: TcpRow) =>
-        r.state === TCP_ESTABLISHED && sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort;
+        r.state === TCP_ESTABLISHED &&
+        sameAddress(r.localAddress, tuple.remoteAddress) &&
+        r.localPort === tuple.remotePort &&
+        sameAddress(r.remoteAddress, tuple.localAddress) &&
+        r.remotePort === tuple.localPort;
       const rows = this.tcpRows("self", (found) => found.some(isAgentRow) && found.some(isPeerRow));
       if (isFailure(rows)) return this.fail(rows);
       const agentRow = rows.find(isAgentRow);
@@ -290,12 +332,19 @@ export class LinuxProofProvider implements ProofProvider {
       stdout = (await execFileAsync("ss", ["-xHn"], { timeout: 5000, maxBuffer: 16 * 1024 * 1024 })).stdout;
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
-      return { reason: code === "ENOENT" ? "unsupported" : "race", detail: code === "ENOENT" ? "ss (iproute2) is not installed: unix-socket peers cannot be named" : `ss -xHn failed: ${(e as Error).message}` };
+      return {
+        reason: code === "ENOENT" ? "unsupported" : "race",
+        detail:
+          code === "ENOENT"
+            ? "ss (iproute2) is not installed: unix-socket peers cannot be named"
+            : `ss -xHn failed: ${(e as Error).message}`,
+      };
     }
     if (this.unixPairs.size > 50_000) this.unixPairs.clear();
     const pairs = parseSsUnix(stdout);
     const byInode = new Map(pairs.map((p) => [p.inode, p]));
-    for (const p of pairs) this.unixPairs.set(p.inode, { path: byInode.get(p.peerInode)?.path ?? "", peerInode: p.peerInode });
+    for (const p of pairs)
+      this.unixPairs.set(p.inode, { path: byInode.get(p.peerInode)?.path ?? "", peerInode: p.peerInode });
     return undefined;
   }
 
@@ -305,7 +354,8 @@ export class LinuxProofProvider implements ProofProvider {
       inode = socketInode(readlinkSync(`/proc/self/fd/${agentFd}`));
     } catch (e) {
       // A closed descriptor is a connection the agent no longer holds: an answer, not an unknown.
-      if ((e as NodeJS.ErrnoException).code === "ENOENT") return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
+      if ((e as NodeJS.ErrnoException).code === "ENOENT")
+        return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
       return this.fail(reasonOf(e, `descriptor ${agentFd} of this agent`));
     }
     if (inode === undefined) return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
@@ -315,7 +365,11 @@ export class LinuxProofProvider implements ProofProvider {
     if (!pair) return this.done({ peerPath: "", isAgentEnd: false, peers: [], isComplete: true });
     const own = socketInodes("self");
     if (isFailure(own)) return this.fail(own);
-    return this.done({ peerPath: pair.path, isAgentEnd: own.has(inode), ...(await this.holdersOf([pair.peerInode])).get(pair.peerInode)! });
+    return this.done({
+      peerPath: pair.path,
+      isAgentEnd: own.has(inode),
+      ...(await this.holdersOf([pair.peerInode])).get(pair.peerInode)!,
+    });
   }
 
   async unixConnections(process: ProcessIdentity): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {

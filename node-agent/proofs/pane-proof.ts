@@ -41,7 +41,15 @@ export interface PaneProofDeps {
   clock: MonotonicClock;
 }
 
-export const PANE_PROOF_KINDS = ["pane_identity", "process_identity", "foreground_ancestry", "creation_order", "private_home", "backend_listener", "connection_tuple"] as const;
+export const PANE_PROOF_KINDS = [
+  "pane_identity",
+  "process_identity",
+  "foreground_ancestry",
+  "creation_order",
+  "private_home",
+  "backend_listener",
+  "connection_tuple",
+] as const;
 
 type Stamp = { completedAtMs: number };
 
@@ -72,36 +80,78 @@ export async function paneIdentity(deps: PaneProofDeps, req: PaneProofRequest): 
     const now = { completedAtMs: deps.clock.nowMs() };
     if (!pane) return proofOf("pane_identity", "refuted", `${deps.host.kind} has no pane ${req.pane.paneId}`, now);
     if (pane.terminalId !== req.pane.terminalId || pane.sessionId !== req.pane.sessionId) {
-      return proofOf("pane_identity", "refuted", `pane ${pane.paneId} is now terminal ${pane.terminalId} in session ${pane.sessionId}, not ${req.pane.terminalId} in ${req.pane.sessionId}`, now);
+      return proofOf(
+        "pane_identity",
+        "refuted",
+        `pane ${pane.paneId} is now terminal ${pane.terminalId} in session ${pane.sessionId}, not ${req.pane.terminalId} in ${req.pane.sessionId}`,
+        now,
+      );
     }
-    return proofOf("pane_identity", "proven", `${deps.host.kind} pane ${pane.paneId}, terminal ${pane.terminalId}, session ${pane.sessionId}`, now);
+    return proofOf(
+      "pane_identity",
+      "proven",
+      `${deps.host.kind} pane ${pane.paneId}, terminal ${pane.terminalId}, session ${pane.sessionId}`,
+      now,
+    );
   } catch (e) {
-    return proofOf("pane_identity", "unknown", `${deps.host.kind}: ${(e as Error).message}`, { completedAtMs: deps.clock.nowMs() });
+    return proofOf("pane_identity", "unknown", `${deps.host.kind}: ${(e as Error).message}`, {
+      completedAtMs: deps.clock.nowMs(),
+    });
   }
 }
 
 async function lifetimes(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
-  const [tui, backend] = await Promise.all([deps.provider.identify(req.tui.pid), deps.provider.identify(req.backend.pid)]);
-  for (const [role, f, want] of [["TUI", tui, req.tui], ["backend", backend, req.backend]] as const) {
-    if (!f.known) return f.reason === "pid_gone" ? proofOf("process_identity", "refuted", `${role}: ${f.detail}`, tui, backend) : unknownOf("process_identity", f);
+  const [tui, backend] = await Promise.all([
+    deps.provider.identify(req.tui.pid),
+    deps.provider.identify(req.backend.pid),
+  ]);
+  for (const [role, f, want] of [
+    ["TUI", tui, req.tui],
+    ["backend", backend, req.backend],
+  ] as const) {
+    if (!f.known)
+      return f.reason === "pid_gone"
+        ? proofOf("process_identity", "refuted", `${role}: ${f.detail}`, tui, backend)
+        : unknownOf("process_identity", f);
     if (!sameIdentity(f.value, want)) {
-      return proofOf("process_identity", "refuted", `${role} pid ${want.pid} is another process now (start ${f.value.startTime}, recorded ${want.startTime}): pid reused`, tui, backend);
+      return proofOf(
+        "process_identity",
+        "refuted",
+        `${role} pid ${want.pid} is another process now (start ${f.value.startTime}, recorded ${want.startTime}): pid reused`,
+        tui,
+        backend,
+      );
     }
   }
-  return proofOf("process_identity", "proven", `TUI ${describeIdentity(req.tui)}, backend ${describeIdentity(req.backend)}`, tui, backend);
+  return proofOf(
+    "process_identity",
+    "proven",
+    `TUI ${describeIdentity(req.tui)}, backend ${describeIdentity(req.backend)}`,
+    tui,
+    backend,
+  );
 }
 
 /** Foreground ancestry and creation order, from one reading of the pane host and the kernel. */
-async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest, pending: Promise<PaneProcessInfo>): Promise<ProofFact[]> {
+async function ancestryAndOrder(
+  deps: PaneProofDeps,
+  req: PaneProofRequest,
+  pending: Promise<PaneProcessInfo>,
+): Promise<ProofFact[]> {
   let info: PaneProcessInfo;
   try {
     info = await pending;
   } catch (e) {
-    const p = proofOf("foreground_ancestry", "unknown", `${deps.host.kind}: ${(e as Error).message}`, { completedAtMs: deps.clock.nowMs() });
+    const p = proofOf("foreground_ancestry", "unknown", `${deps.host.kind}: ${(e as Error).message}`, {
+      completedAtMs: deps.clock.nowMs(),
+    });
     return [p, { ...p, kind: "creation_order" }];
   }
   const shell = await deps.provider.identify(info.shellPid);
-  const [tuiChain, backendChain] = await Promise.all([deps.provider.ancestry(req.tui), deps.provider.ancestry(req.backend)]);
+  const [tuiChain, backendChain] = await Promise.all([
+    deps.provider.ancestry(req.tui),
+    deps.provider.ancestry(req.backend),
+  ]);
   if (!shell.known || !tuiChain.known || !backendChain.known) {
     const f = [shell, tuiChain, backendChain].find((x) => !x.known) as Fact<unknown> & { known: false };
     const kind = f.reason === "pid_gone" ? "refuted" : "unknown";
@@ -111,17 +161,28 @@ async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest, pend
   const fg = await deps.provider.foregroundGroup(shell.value);
   const stamps = [shell, tuiChain, backendChain, fg];
   const problems: string[] = [];
-  if (!info.foregroundProcesses.some((p) => p.pid === req.tui.pid)) problems.push(`${deps.host.kind} does not show the TUI (pid ${req.tui.pid}) in the pane's foreground`);
-  if (!descendsFrom(tuiChain.value, shell.value)) problems.push(`the TUI does not descend from the pane's shell ${describeIdentity(shell.value)}`);
-  if (!descendsFrom(backendChain.value, shell.value)) problems.push(`the backend does not descend from the pane's shell ${describeIdentity(shell.value)}`);
+  if (!info.foregroundProcesses.some((p) => p.pid === req.tui.pid))
+    problems.push(`${deps.host.kind} does not show the TUI (pid ${req.tui.pid}) in the pane's foreground`);
+  if (!descendsFrom(tuiChain.value, shell.value))
+    problems.push(`the TUI does not descend from the pane's shell ${describeIdentity(shell.value)}`);
+  if (!descendsFrom(backendChain.value, shell.value))
+    problems.push(`the backend does not descend from the pane's shell ${describeIdentity(shell.value)}`);
   let how = "the pane host's foreground list and ancestry";
   if (fg.known) {
     const group = fg.value.foregroundPgid;
-    if (fg.value.foregroundPgid !== info.foregroundProcessGroupId) problems.push(`the kernel's foreground group is ${fg.value.foregroundPgid}, the pane host says ${info.foregroundProcessGroupId}`);
-    if (info.tty && fg.value.tty !== info.tty) problems.push(`the shell's terminal is ${fg.value.tty || "none"}, the pane's is ${info.tty}`);
-    if (tuiChain.value.chain[0]!.pgid !== group) problems.push(`the TUI is in process group ${tuiChain.value.chain[0]!.pgid}, not the terminal's foreground group ${group}`);
+    if (fg.value.foregroundPgid !== info.foregroundProcessGroupId)
+      problems.push(
+        `the kernel's foreground group is ${fg.value.foregroundPgid}, the pane host says ${info.foregroundProcessGroupId}`,
+      );
+    if (info.tty && fg.value.tty !== info.tty)
+      problems.push(`the shell's terminal is ${fg.value.tty || "none"}, the pane's is ${info.tty}`);
+    if (tuiChain.value.chain[0]!.pgid !== group)
+      problems.push(
+        `the TUI is in process group ${tuiChain.value.chain[0]!.pgid}, not the terminal's foreground group ${group}`,
+      );
     // The backend shares the foreground ancestry when it, or one of its ancestors, is in the foreground group.
-    if (!backendChain.value.chain.some((a) => a.pgid === group)) problems.push(`the backend is not in, nor below, the terminal's foreground group ${group}`);
+    if (!backendChain.value.chain.some((a) => a.pgid === group))
+      problems.push(`the backend is not in, nor below, the terminal's foreground group ${group}`);
     how = `foreground group ${fg.value.foregroundPgid} on ${fg.value.tty}`;
   } else if (fg.reason !== "unsupported") {
     // Windows has no foreground group (unsupported): the pane host's list stands in; anything else is unknown.
@@ -133,33 +194,69 @@ async function ancestryAndOrder(deps: PaneProofDeps, req: PaneProofRequest, pend
 
   const order: string[] = [];
   const [tuiSelf, backendSelf] = [tuiChain.value.chain[0]!, backendChain.value.chain[0]!];
-  if (!createdBefore(shell.value, tuiSelf) || !createdBefore(shell.value, backendSelf)) order.push("a process was created before the pane's shell");
+  if (!createdBefore(shell.value, tuiSelf) || !createdBefore(shell.value, backendSelf))
+    order.push("a process was created before the pane's shell");
   const [first, second] = req.order === "backend_first" ? [backendSelf, tuiSelf] : [tuiSelf, backendSelf];
-  if (!createdBefore(first, second)) order.push(`expected ${req.order.replace("_", " ")}, found the reverse (backend start ${backendSelf.startTime}, TUI start ${tuiSelf.startTime})`);
+  if (!createdBefore(first, second))
+    order.push(
+      `expected ${req.order.replace("_", " ")}, found the reverse (backend start ${backendSelf.startTime}, TUI start ${tuiSelf.startTime})`,
+    );
   const creation = order.length
     ? proofOf("creation_order", "refuted", order.join("; "), ...stamps)
-    : proofOf("creation_order", "proven", `shell, then ${req.order === "backend_first" ? "backend, then TUI" : "TUI, then backend"}`, ...stamps);
+    : proofOf(
+        "creation_order",
+        "proven",
+        `shell, then ${req.order === "backend_first" ? "backend, then TUI" : "TUI, then backend"}`,
+        ...stamps,
+      );
   return [ancestry, creation];
 }
 
 export async function privateHome(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
-  const [tui, backend] = await Promise.all([deps.provider.home(req.tui, req.harness), deps.provider.home(req.backend, req.harness)]);
+  const [tui, backend] = await Promise.all([
+    deps.provider.home(req.tui, req.harness),
+    deps.provider.home(req.backend, req.harness),
+  ]);
   if (!tui.known) return unknownOf("private_home", tui);
   if (!backend.known) return unknownOf("private_home", backend);
   const p = deps.provider.platform;
   if (!sameHome(tui.value.path, req.home, p) || !sameHome(backend.value.path, req.home, p)) {
-    return proofOf("private_home", "refuted", `expected ${req.home}; the TUI uses ${tui.value.path} (${tui.value.variable}), the backend ${backend.value.path} (${backend.value.variable})`, tui, backend);
+    return proofOf(
+      "private_home",
+      "refuted",
+      `expected ${req.home}; the TUI uses ${tui.value.path} (${tui.value.variable}), the backend ${backend.value.path} (${backend.value.variable})`,
+      tui,
+      backend,
+    );
   }
-  return proofOf("private_home", "proven", `TUI and backend both use ${req.home} (${tui.value.variable})`, tui, backend);
+  return proofOf(
+    "private_home",
+    "proven",
+    `TUI and backend both use ${req.home} (${tui.value.variable})`,
+    tui,
+    backend,
+  );
 }
 
 async function backendListener(deps: PaneProofDeps, req: PaneProofRequest): Promise<ProofFact> {
   const f = await deps.provider.listeners(req.backend);
   if (!f.known) return unknownOf("backend_listener", f);
   const { remoteAddress, remotePort } = req.connection;
-  const match = f.value.listeners.find((l) => l.transport === "tcp" && l.port === remotePort && (sameAddress(l.address, remoteAddress) || l.address === "0.0.0.0" || l.address === "::"));
-  if (!match || match.transport !== "tcp") return proofOf("backend_listener", "refuted", `the backend does not listen on ${remoteAddress}:${remotePort}`, f);
-  if (!match.isLoopback) return proofOf("backend_listener", "refuted", `the backend listens on ${match.address}:${match.port}, not on loopback only`, f);
+  const match = f.value.listeners.find(
+    (l) =>
+      l.transport === "tcp" &&
+      l.port === remotePort &&
+      (sameAddress(l.address, remoteAddress) || l.address === "0.0.0.0" || l.address === "::"),
+  );
+  if (!match || match.transport !== "tcp")
+    return proofOf("backend_listener", "refuted", `the backend does not listen on ${remoteAddress}:${remotePort}`, f);
+  if (!match.isLoopback)
+    return proofOf(
+      "backend_listener",
+      "refuted",
+      `the backend listens on ${match.address}:${match.port}, not on loopback only`,
+      f,
+    );
   return proofOf("backend_listener", "proven", `the backend listens on ${match.address}:${match.port}`, f);
 }
 
@@ -168,15 +265,38 @@ async function connectionTuple(deps: PaneProofDeps, req: PaneProofRequest): Prom
   if (!f.known) return unknownOf("connection_tuple", f);
   const t = req.connection;
   const tuple = `${t.localAddress}:${t.localPort} -> ${t.remoteAddress}:${t.remotePort}`;
-  if (!f.value.isAgentEnd) return proofOf("connection_tuple", "refuted", `the kernel shows no established ${tuple} held by this agent`, f);
+  if (!f.value.isAgentEnd)
+    return proofOf("connection_tuple", "refuted", `the kernel shows no established ${tuple} held by this agent`, f);
   const peers = f.value.peers;
   if (peers.length === 1 && sameIdentity(peers[0]!, req.backend)) {
-    if (!f.value.isComplete) return proofOf("connection_tuple", "unknown", `permission: ${tuple} ends in the backend, but not every process could be inspected to show it is the only holder`, f);
-    return proofOf("connection_tuple", "proven", `${tuple} ends in the backend ${describeIdentity(req.backend)} and nowhere else`, f);
+    if (!f.value.isComplete)
+      return proofOf(
+        "connection_tuple",
+        "unknown",
+        `permission: ${tuple} ends in the backend, but not every process could be inspected to show it is the only holder`,
+        f,
+      );
+    return proofOf(
+      "connection_tuple",
+      "proven",
+      `${tuple} ends in the backend ${describeIdentity(req.backend)} and nowhere else`,
+      f,
+    );
   }
-  if (peers.length === 0 && !f.value.isComplete) return proofOf("connection_tuple", "unknown", `permission: the other end of ${tuple} is held by a process this agent cannot inspect`, f);
+  if (peers.length === 0 && !f.value.isComplete)
+    return proofOf(
+      "connection_tuple",
+      "unknown",
+      `permission: the other end of ${tuple} is held by a process this agent cannot inspect`,
+      f,
+    );
   const holders = peers.length ? peers.map(describeIdentity).join(", ") : "no live process";
-  return proofOf("connection_tuple", "refuted", `the other end of ${tuple} is held by ${holders}, not the backend ${describeIdentity(req.backend)}`, f);
+  return proofOf(
+    "connection_tuple",
+    "refuted",
+    `the other end of ${tuple} is held by ${holders}, not the backend ${describeIdentity(req.backend)}`,
+    f,
+  );
 }
 
 /**

@@ -54,7 +54,9 @@ export interface HomeFact {
   path: string;
 }
 
-export type Listener = { transport: "tcp"; address: string; port: number; isLoopback: boolean } | { transport: "unix"; path: string };
+export type Listener =
+  | { transport: "tcp"; address: string; port: number; isLoopback: boolean }
+  | { transport: "unix"; path: string };
 
 export interface ListenerSet {
   listeners: Listener[];
@@ -135,7 +137,11 @@ export function describeIdentity(p: ProcessIdentity): string {
 }
 
 /** The harness's home from an environment, the way the harness itself resolves it. */
-export function homeFromEnvironment(env: ReadonlyMap<string, string>, harness: HomeHarness, platform: string): HomeFact | undefined {
+export function homeFromEnvironment(
+  env: ReadonlyMap<string, string>,
+  harness: HomeHarness,
+  platform: string,
+): HomeFact | undefined {
   const join = platform === "win32" ? win32.join : posix.join;
   const own = harness === "codex" ? "CODEX_HOME" : harness === "claude" ? "CLAUDE_CONFIG_DIR" : undefined;
   if (own && env.get(own)) return { variable: own, path: env.get(own)! };
@@ -160,7 +166,11 @@ export function isLoopbackAddress(address: string): boolean {
 
 /** Addresses as Node and the kernel print them differ for v4-mapped sockets; compare them plain. */
 export function sameAddress(a: string, b: string): boolean {
-  const norm = (x: string) => x.replace(/^\[|\]$/g, "").replace(/^::ffff:/i, "").toLowerCase();
+  const norm = (x: string) =>
+    x
+      .replace(/^\[|\]$/g, "")
+      .replace(/^::ffff:/i, "")
+      .toLowerCase();
   return norm(a) === norm(b);
 }
 

@@ -39,7 +39,18 @@ export const runCommand: CommandRunner = (file, args, options = {}) =>
     execFile(
       file,
       args,
-      { timeout: options.timeoutMs ?? TIMEOUT_MS, maxBuffer: MAX_BUFFER, windowsHide: true, env: { ...(options.env ?? process.env), LC_ALL: "C", LANG: "C", TZ: "UTC", ...(options.utf8 ? utf8Locale() : {}) } },
+      {
+        timeout: options.timeoutMs ?? TIMEOUT_MS,
+        maxBuffer: MAX_BUFFER,
+        windowsHide: true,
+        env: {
+          ...(options.env ?? process.env),
+          LC_ALL: "C",
+          LANG: "C",
+          TZ: "UTC",
+          ...(options.utf8 ? utf8Locale() : {}),
+        },
+      },
       (error, stdout, stderr) => {
         const e = error as (NodeJS.ErrnoException & { code?: string | number }) | null;
         const isMissing = e?.code === "ENOENT";

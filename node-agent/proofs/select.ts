@@ -23,7 +23,10 @@ const providers: Record<string, (clock: MonotonicClock) => ProofProvider> = {
   },
 };
 
-export function selectProofProvider(platform: string = process.platform, clock: MonotonicClock = systemMonotonicClock): ProofProvider {
+export function selectProofProvider(
+  platform: string = process.platform,
+  clock: MonotonicClock = systemMonotonicClock,
+): ProofProvider {
   const create = providers[platform];
   return create ? create(clock) : new UnsupportedProofProvider(platform, clock);
 }

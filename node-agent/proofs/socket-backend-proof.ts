@@ -9,7 +9,15 @@
  */
 import { realpathSync } from "node:fs";
 import type { MonotonicClock, ProofFact } from "./proof.js";
-import { describeIdentity, sameHome, sameIdentity, type Fact, type HomeHarness, type ProcessIdentity, type ProofProvider } from "./provider.js";
+import {
+  describeIdentity,
+  sameHome,
+  sameIdentity,
+  type Fact,
+  type HomeHarness,
+  type ProcessIdentity,
+  type ProofProvider,
+} from "./provider.js";
 
 export interface SocketBackendProofRequest {
   tui: ProcessIdentity;
@@ -21,7 +29,13 @@ export interface SocketBackendProofRequest {
   agentFd: number;
 }
 
-export const SOCKET_BACKEND_PROOF_KINDS = ["connection_socket", "tui_connection", "backend_listener", "private_home", "process_identity"] as const;
+export const SOCKET_BACKEND_PROOF_KINDS = [
+  "connection_socket",
+  "tui_connection",
+  "backend_listener",
+  "private_home",
+  "process_identity",
+] as const;
 
 type Stamped = { completedAtMs: number };
 
@@ -46,31 +60,70 @@ export function boundPathOf(socketPath: string): string {
   }
 }
 
-const onlyThe = (peers: ProcessIdentity[], backend: ProcessIdentity) => peers.length === 1 && sameIdentity(peers[0]!, backend);
+const onlyThe = (peers: ProcessIdentity[], backend: ProcessIdentity) =>
+  peers.length === 1 && sameIdentity(peers[0]!, backend);
 
 /** Every proof, costliest first (each ages from its own completion; see pane-proof.ts). */
-export async function proveSocketBackend(deps: { provider: ProofProvider; clock: MonotonicClock }, req: SocketBackendProofRequest): Promise<ProofFact[]> {
+export async function proveSocketBackend(
+  deps: { provider: ProofProvider; clock: MonotonicClock },
+  req: SocketBackendProofRequest,
+): Promise<ProofFact[]> {
   const { provider } = deps;
   const bound = boundPathOf(req.socketPath);
   const mine = await provider.unixConnectionPeer(req.agentFd);
   const connection = !mine.known
     ? unknownOf("connection_socket", mine)
     : !mine.value.isAgentEnd
-      ? proofOf("connection_socket", "refuted", `descriptor ${req.agentFd} is no longer the agent's open connection`, mine)
+      ? proofOf(
+          "connection_socket",
+          "refuted",
+          `descriptor ${req.agentFd} is no longer the agent's open connection`,
+          mine,
+        )
       : mine.value.peerPath !== bound
-        ? proofOf("connection_socket", "refuted", `the agent's connection was accepted on ${mine.value.peerPath || "an unnamed socket"}, not ${req.socketPath}`, mine)
+        ? proofOf(
+            "connection_socket",
+            "refuted",
+            `the agent's connection was accepted on ${mine.value.peerPath || "an unnamed socket"}, not ${req.socketPath}`,
+            mine,
+          )
         : onlyThe(mine.value.peers, req.backend)
           ? mine.value.isComplete
-            ? proofOf("connection_socket", "proven", `the agent's connection on ${req.socketPath} ends in ${describeIdentity(req.backend)} and nowhere else`, mine)
-            : proofOf("connection_socket", "unknown", "permission: not every process could be inspected to show the backend is the only holder", mine)
-          : proofOf("connection_socket", "refuted", `the other end is held by ${mine.value.peers.map(describeIdentity).join(", ") || "no live process"}, not ${describeIdentity(req.backend)}`, mine);
+            ? proofOf(
+                "connection_socket",
+                "proven",
+                `the agent's connection on ${req.socketPath} ends in ${describeIdentity(req.backend)} and nowhere else`,
+                mine,
+              )
+            : proofOf(
+                "connection_socket",
+                "unknown",
+                "permission: not every process could be inspected to show the backend is the only holder",
+                mine,
+              )
+          : proofOf(
+              "connection_socket",
+              "refuted",
+              `the other end is held by ${mine.value.peers.map(describeIdentity).join(", ") || "no live process"}, not ${describeIdentity(req.backend)}`,
+              mine,
+            );
 
   const tuiSockets = await provider.unixConnections(req.tui);
   const tui = !tuiSockets.known
     ? unknownOf("tui_connection", tuiSockets)
     : tuiSockets.value.some((c) => c.peerPath === bound && onlyThe(c.peers, req.backend))
-      ? proofOf("tui_connection", "proven", `the TUI holds a connection on ${req.socketPath} into ${describeIdentity(req.backend)}`, tuiSockets)
-      : proofOf("tui_connection", "refuted", `the TUI holds no connection on ${req.socketPath} into ${describeIdentity(req.backend)}`, tuiSockets);
+      ? proofOf(
+          "tui_connection",
+          "proven",
+          `the TUI holds a connection on ${req.socketPath} into ${describeIdentity(req.backend)}`,
+          tuiSockets,
+        )
+      : proofOf(
+          "tui_connection",
+          "refuted",
+          `the TUI holds no connection on ${req.socketPath} into ${describeIdentity(req.backend)}`,
+          tuiSockets,
+        );
 
   const listeners = await provider.listeners(req.backend);
   const listener = !listeners.known
@@ -79,21 +132,53 @@ export async function proveSocketBackend(deps: { provider: ProofProvider; clock:
       ? proofOf("backend_listener", "proven", `the backend listens on ${req.socketPath}`, listeners)
       : proofOf("backend_listener", "refuted", `the backend does not listen on ${req.socketPath}`, listeners);
 
-  const [tuiHome, backendHome] = await Promise.all([provider.home(req.tui, req.harness), provider.home(req.backend, req.harness)]);
+  const [tuiHome, backendHome] = await Promise.all([
+    provider.home(req.tui, req.harness),
+    provider.home(req.backend, req.harness),
+  ]);
   let home: ProofFact;
   if (!tuiHome.known) home = unknownOf("private_home", tuiHome);
   else if (!backendHome.known) home = unknownOf("private_home", backendHome);
-  else if (!sameHome(tuiHome.value.path, req.home, provider.platform) || !sameHome(backendHome.value.path, req.home, provider.platform)) {
-    home = proofOf("private_home", "refuted", `expected ${req.home}; the TUI uses ${tuiHome.value.path}, the backend ${backendHome.value.path}`, tuiHome, backendHome);
-  } else home = proofOf("private_home", "proven", `TUI and backend both use ${req.home} (${tuiHome.value.variable})`, tuiHome, backendHome);
+  else if (
+    !sameHome(tuiHome.value.path, req.home, provider.platform) ||
+    !sameHome(backendHome.value.path, req.home, provider.platform)
+  ) {
+    home = proofOf(
+      "private_home",
+      "refuted",
+      `expected ${req.home}; the TUI uses ${tuiHome.value.path}, the backend ${backendHome.value.path}`,
+      tuiHome,
+      backendHome,
+    );
+  } else
+    home = proofOf(
+      "private_home",
+      "proven",
+      `TUI and backend both use ${req.home} (${tuiHome.value.variable})`,
+      tuiHome,
+      backendHome,
+    );
 
   const [tuiNow, backendNow] = await Promise.all([provider.identify(req.tui.pid), provider.identify(req.backend.pid)]);
   let identity: ProofFact;
   if (!tuiNow.known) identity = unknownOf("process_identity", tuiNow);
   else if (!backendNow.known) identity = unknownOf("process_identity", backendNow);
   else if (!sameIdentity(tuiNow.value, req.tui) || !sameIdentity(backendNow.value, req.backend)) {
-    identity = proofOf("process_identity", "refuted", "a recorded pid now belongs to another process (pid reused)", tuiNow, backendNow);
-  } else identity = proofOf("process_identity", "proven", `TUI ${describeIdentity(req.tui)}, backend ${describeIdentity(req.backend)}`, tuiNow, backendNow);
+    identity = proofOf(
+      "process_identity",
+      "refuted",
+      "a recorded pid now belongs to another process (pid reused)",
+      tuiNow,
+      backendNow,
+    );
+  } else
+    identity = proofOf(
+      "process_identity",
+      "proven",
+      `TUI ${describeIdentity(req.tui)}, backend ${describeIdentity(req.backend)}`,
+      tuiNow,
+      backendNow,
+    );
 
   return [connection, tui, listener, home, identity];
 }

@@ -4,7 +4,20 @@
  * "no listeners" or "no peers" (Tailscale's netstat_noimpl pattern).
  */
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
-import { fact, type Ancestry, type CommandLine, type ConnectionPeer, type Fact, type ForegroundGroup, type HomeFact, type ListenerSet, type ProcessEntry, type ProcessIdentity, type ProofProvider, type UnixConnectionPeer } from "./provider.js";
+import {
+  fact,
+  type Ancestry,
+  type CommandLine,
+  type ConnectionPeer,
+  type Fact,
+  type ForegroundGroup,
+  type HomeFact,
+  type ListenerSet,
+  type ProcessEntry,
+  type ProcessIdentity,
+  type ProofProvider,
+  type UnixConnectionPeer,
+} from "./provider.js";
 
 export class UnsupportedProofProvider implements ProofProvider {
   constructor(
@@ -13,7 +26,9 @@ export class UnsupportedProofProvider implements ProofProvider {
   ) {}
 
   private no<T>(what: string): Promise<Fact<T>> {
-    return Promise.resolve(fact.unknown<T>("unsupported", `${what} is not implemented on ${this.platform}`, this.clock.nowMs()));
+    return Promise.resolve(
+      fact.unknown<T>("unsupported", `${what} is not implemented on ${this.platform}`, this.clock.nowMs()),
+    );
   }
 
   identify(): Promise<Fact<ProcessEntry>> {

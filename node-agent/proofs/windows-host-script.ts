@@ -195,7 +195,14 @@ while ($null -ne ($line = [Console]::In.ReadLine())) {
 
 /** powershell.exe arguments that run the host program; -EncodedCommand keeps stdin free for requests. */
 export function powerShellHostArgs(): string[] {
-  return ["-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-EncodedCommand", Buffer.from(SCRIPT, "utf16le").toString("base64")];
+  return [
+    "-NoProfile",
+    "-NonInteractive",
+    "-ExecutionPolicy",
+    "Bypass",
+    "-EncodedCommand",
+    Buffer.from(SCRIPT, "utf16le").toString("base64"),
+  ];
 }
 
 export const POWERSHELL_HOST_SCRIPT = SCRIPT;

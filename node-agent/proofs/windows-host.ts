@@ -14,7 +14,10 @@ import type { UnknownReason } from "./provider.js";
 export type HostAnswer = { ok: true; data: string } | { ok: false; reason: UnknownReason; detail: string };
 
 /** What the Windows provider asks; the only seam between it and the host. */
-export type WindowsQuery = { op: "processes" } | { op: "tcp"; state: "Listen" | "Established"; pid?: number; ports?: [number, number] } | { op: "detail"; pid: number };
+export type WindowsQuery =
+  | { op: "processes" }
+  | { op: "tcp"; state: "Listen" | "Established"; pid?: number; ports?: [number, number] }
+  | { op: "detail"; pid: number };
 
 export type WindowsChannel = (q: WindowsQuery) => Promise<HostAnswer>;
 
@@ -56,17 +59,29 @@ export class PowerShellHost {
 
   private start(): ChildProcess | HostAnswer {
     const now = performance.now();
-    if (now - this.lastStartMs < (this.o.restartGapMs ?? 1000)) return { ok: false, reason: "race", detail: "the PowerShell host exited moments ago; not restarted yet" };
+    if (now - this.lastStartMs < (this.o.restartGapMs ?? 1000))
+      return { ok: false, reason: "race", detail: "the PowerShell host exited moments ago; not restarted yet" };
     this.lastStartMs = now;
     this.starts++;
     const child = spawn(this.o.file, [...this.o.args], { stdio: ["pipe", "pipe", "ignore"], windowsHide: true });
     this.buffered = "";
     this.isReady = false;
-    this.startTimer = setTimeout(() => this.fail(child, "race", `the PowerShell host was not ready within ${this.o.startTimeoutMs ?? 20_000} ms`), this.o.startTimeoutMs ?? 20_000);
+    this.startTimer = setTimeout(
+      () => this.fail(child, "race", `the PowerShell host was not ready within ${this.o.startTimeoutMs ?? 20_000} ms`),
+      this.o.startTimeoutMs ?? 20_000,
+    );
     child.stdout!.setEncoding("utf8");
     child.stdout!.on("data", (chunk: string) => this.onData(child, chunk));
-    child.on("error", (e: NodeJS.ErrnoException) => this.fail(child, e.code === "ENOENT" ? "unsupported" : "race", e.code === "ENOENT" ? `${this.o.file} is not available` : `the PowerShell host failed: ${e.message}`));
-    child.on("exit", (code, signal) => this.fail(child, "race", `the PowerShell host exited (${signal ?? code}) before answering`));
+    child.on("error", (e: NodeJS.ErrnoException) =>
+      this.fail(
+        child,
+        e.code === "ENOENT" ? "unsupported" : "race",
+        e.code === "ENOENT" ? `${this.o.file} is not available` : `the PowerShell host failed: ${e.message}`,
+      ),
+    );
+    child.on("exit", (code, signal) =>
+      this.fail(child, "race", `the PowerShell host exited (${signal ?? code}) before answering`),
+    );
     child.stdin!.on("error", () => {});
     return child;
   }
@@ -81,7 +96,8 @@ export class PowerShellHost {
       if (line.trim()) this.onLine(child, line);
       if (child !== this.child) return;
     }
-    if (Buffer.byteLength(this.buffered) > (this.o.maxLineBytes ?? 16 * 1024 * 1024)) this.fail(child, "race", "the PowerShell host wrote an answer longer than the limit");
+    if (Buffer.byteLength(this.buffered) > (this.o.maxLineBytes ?? 16 * 1024 * 1024))
+      this.fail(child, "race", "the PowerShell host wrote an answer longer than the limit");
   }
 
   private onLine(child: ChildProcess, line: string): void {
@@ -107,7 +123,10 @@ export class PowerShellHost {
   }
 
   private answerTimer(child: ChildProcess, _id: number): NodeJS.Timeout {
-    return setTimeout(() => this.fail(child, "race", `the PowerShell host did not answer within ${this.o.timeoutMs ?? 5000} ms`), this.o.timeoutMs ?? 5000);
+    return setTimeout(
+      () => this.fail(child, "race", `the PowerShell host did not answer within ${this.o.timeoutMs ?? 5000} ms`),
+      this.o.timeoutMs ?? 5000,
+    );
   }
 
   /** Kills `child` (if still current) and answers everything it held with `reason`. */

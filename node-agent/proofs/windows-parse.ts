@@ -47,7 +47,9 @@ export function jsonRows(text: string): Record<string, unknown>[] | undefined {
   }
   if (parsed === null) return [];
   const rows = Array.isArray(parsed) ? parsed : [parsed];
-  return rows.every((r) => typeof r === "object" && r !== null && !Array.isArray(r)) ? (rows as Record<string, unknown>[]) : undefined;
+  return rows.every((r) => typeof r === "object" && r !== null && !Array.isArray(r))
+    ? (rows as Record<string, unknown>[])
+    : undefined;
 }
 
 export interface WindowsProcessRow extends ProcessEntry {
@@ -96,7 +98,21 @@ export function parseCimProcesses(text: string): WindowsProcessTable | undefined
 }
 
 /** MSFT_NetTCPConnection.State, serialised as its number or its name. */
-const TCP_STATES: Record<number, string> = { 1: "Closed", 2: "Listen", 3: "SynSent", 4: "SynReceived", 5: "Established", 6: "FinWait1", 7: "FinWait2", 8: "CloseWait", 9: "Closing", 10: "LastAck", 11: "TimeWait", 12: "DeleteTCB", 100: "Bound" };
+const TCP_STATES: Record<number, string> = {
+  1: "Closed",
+  2: "Listen",
+  3: "SynSent",
+  4: "SynReceived",
+  5: "Established",
+  6: "FinWait1",
+  7: "FinWait2",
+  8: "CloseWait",
+  9: "Closing",
+  10: "LastAck",
+  11: "TimeWait",
+  12: "DeleteTCB",
+  100: "Bound",
+};
 
 export interface NetTcpRow {
   localAddress: string;
@@ -135,7 +151,14 @@ export function parseNetTcpConnections(text: string): NetTcpRow[] | undefined {
 
 /** What the host read from one process's PEB, through one handle (so one lifetime). */
 export type ProcessDetail =
-  | { ok: true; pid: number; startTime: number; cwd: string; commandLine: string | undefined; environment: Map<string, string> }
+  | {
+      ok: true;
+      pid: number;
+      startTime: number;
+      cwd: string;
+      commandLine: string | undefined;
+      environment: Map<string, string>;
+    }
   | { ok: false; pid: number; error: "access_denied" | "gone" | "wow64" | "read_failed"; detail: string };
 
 const DETAIL_ERRORS = new Set(["access_denied", "gone", "wow64", "read_failed"]);
@@ -148,10 +171,21 @@ export function parseProcessDetail(text: string): ProcessDetail | undefined {
   if (typeof r.ProcessId !== "number") return undefined;
   if (typeof r.Error === "string" && r.Error !== "") {
     if (!DETAIL_ERRORS.has(r.Error)) return undefined;
-    return { ok: false, pid: r.ProcessId, error: r.Error as "access_denied", detail: typeof r.Message === "string" ? r.Message : r.Error };
+    return {
+      ok: false,
+      pid: r.ProcessId,
+      error: r.Error as "access_denied",
+      detail: typeof r.Message === "string" ? r.Message : r.Error,
+    };
   }
   const startTime = microsFromFileTime(r.CreationFileTime);
-  if (startTime === undefined || typeof r.Cwd !== "string" || !Array.isArray(r.Environment) || !r.Environment.every((e) => typeof e === "string")) return undefined;
+  if (
+    startTime === undefined ||
+    typeof r.Cwd !== "string" ||
+    !Array.isArray(r.Environment) ||
+    !r.Environment.every((e) => typeof e === "string")
+  )
+    return undefined;
   const environment = new Map<string, string>();
   for (const pair of r.Environment as string[]) {
     // "=C:=C:\work" entries (per-drive cwds) start with '=': not variables.
@@ -159,7 +193,14 @@ export function parseProcessDetail(text: string): ProcessDetail | undefined {
     const eq = pair.indexOf("=");
     if (eq > 0) environment.set(pair.slice(0, eq).toUpperCase(), pair.slice(eq + 1));
   }
-  return { ok: true, pid: r.ProcessId, startTime, commandLine: typeof r.CommandLine === "string" ? r.CommandLine : undefined, cwd: r.Cwd.replace(/\\$/, "").replace(/^([A-Za-z]:)$/, "$1\\"), environment };
+  return {
+    ok: true,
+    pid: r.ProcessId,
+    startTime,
+    commandLine: typeof r.CommandLine === "string" ? r.CommandLine : undefined,
+    cwd: r.Cwd.replace(/\\$/, "").replace(/^([A-Za-z]:)$/, "$1\\"),
+    environment,
+  };
 }
 
 /**
@@ -189,7 +230,7 @@ export function splitWindowsCommandLine(line: string): string[] {
       const c = line[i]!;
       if (c === "\\") {
         let n = 0;
-        while (line[i] === "\\") (n++, i++);
+        while (line[i] === "\\") n++, i++;
         if (line[i] === '"') {
           arg += "\\".repeat(Math.floor(n / 2));
           if (n % 2 === 1) arg += '"';
@@ -200,7 +241,7 @@ export function splitWindowsCommandLine(line: string): string[] {
         }
       } else if (c === '"') {
         // Inside quotes, "" is a literal quote (the MSVC 2008+ rule).
-        if (quoted && line[i + 1] === '"') (arg += '"', i++);
+        if (quoted && line[i + 1] === '"') (arg += '"'), i++;
         else quoted = !quoted;
       } else if ((c === " " || c === "\t") && !quoted) break;
       else arg += c;

@@ -10,7 +10,15 @@
  */
 import { systemMonotonicClock, type MonotonicClock } from "./proof.js";
 import type { HostAnswer, WindowsChannel, WindowsQuery } from "./windows-host.js";
-import { parseCimProcesses, parseNetTcpConnections, parseProcessDetail, splitWindowsCommandLine, type NetTcpRow, type WindowsProcessRow, type WindowsProcessTable } from "./windows-parse.js";
+import {
+  parseCimProcesses,
+  parseNetTcpConnections,
+  parseProcessDetail,
+  splitWindowsCommandLine,
+  type NetTcpRow,
+  type WindowsProcessRow,
+  type WindowsProcessTable,
+} from "./windows-parse.js";
 import {
   ancestryFromTable,
   fact,
@@ -34,7 +42,8 @@ import {
 } from "./provider.js";
 
 type Failure = { reason: UnknownReason; detail: string };
-const isFailure = (x: unknown): x is Failure => typeof x === "object" && x !== null && "reason" in x && "detail" in x && !(x instanceof Map);
+const isFailure = (x: unknown): x is Failure =>
+  typeof x === "object" && x !== null && "reason" in x && "detail" in x && !(x instanceof Map);
 
 export class WindowsProofProvider implements ProofProvider {
   readonly platform = "win32";
@@ -70,7 +79,14 @@ export class WindowsProofProvider implements ProofProvider {
   private table(): Promise<WindowsProcessTable | Failure> {
     if (!this.pendingTable) {
       this.pendingTable = this.query({ op: "processes" })
-        .then((out) => (isFailure(out) ? out : (parseCimProcesses(out) ?? { reason: "unsupported" as const, detail: "Win32_Process output was not in the expected form" })))
+        .then((out) =>
+          isFailure(out)
+            ? out
+            : (parseCimProcesses(out) ?? {
+                reason: "unsupported" as const,
+                detail: "Win32_Process output was not in the expected form",
+              }),
+        )
         .finally(() => (this.pendingTable = undefined));
     }
     return this.pendingTable;
@@ -78,17 +94,24 @@ export class WindowsProofProvider implements ProofProvider {
 
   private static missing(table: WindowsProcessTable, pid: number): Failure {
     // A process Windows will not open for its creation time exists, but its lifetime cannot be told.
-    if (table.hidden.has(pid)) return { reason: "permission", detail: `pid ${pid}: Windows does not let this agent read its creation time` };
+    if (table.hidden.has(pid))
+      return { reason: "permission", detail: `pid ${pid}: Windows does not let this agent read its creation time` };
     return { reason: "pid_gone", detail: `pid ${pid}: the process no longer exists` };
   }
 
-  private async entry(p: ProcessIdentity): Promise<{ table: Map<number, WindowsProcessRow>; row: WindowsProcessRow } | Failure> {
+  private async entry(
+    p: ProcessIdentity,
+  ): Promise<{ table: Map<number, WindowsProcessRow>; row: WindowsProcessRow } | Failure> {
     const t = await this.table();
     if (isFailure(t)) return t;
     const table = t.rows;
     const row = table.get(p.pid);
     if (!row) return WindowsProofProvider.missing(t, p.pid);
-    if (row.startTime !== p.startTime) return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (created ${row.startTime}, recorded ${p.startTime})` };
+    if (row.startTime !== p.startTime)
+      return {
+        reason: "pid_gone",
+        detail: `pid ${p.pid} now belongs to another process (created ${row.startTime}, recorded ${p.startTime})`,
+      };
     return { table, row };
   }
 
@@ -105,27 +128,49 @@ export class WindowsProofProvider implements ProofProvider {
     const e = await this.entry(p);
     if (isFailure(e)) return this.fail(e);
     // Windows withholds another user's or an elevated process's command line (null): not an empty one.
-    if (e.row.commandLine === null) return this.fail({ reason: "permission", detail: `pid ${p.pid}: Windows does not show its command line to this agent` });
-    if (e.row.commandLine !== undefined) return this.done({ argv: splitWindowsCommandLine(e.row.commandLine), isExact: true });
+    if (e.row.commandLine === null)
+      return this.fail({
+        reason: "permission",
+        detail: `pid ${p.pid}: Windows does not show its command line to this agent`,
+      });
+    if (e.row.commandLine !== undefined)
+      return this.done({ argv: splitWindowsCommandLine(e.row.commandLine), isExact: true });
     // The host's snapshot carries no command lines: the PEB has it, read through a handle of this lifetime.
     const d = await this.detail(p);
     if (isFailure(d)) return this.fail(d);
-    if (d.commandLine === undefined) return this.fail({ reason: "unsupported", detail: `pid ${p.pid}: the host's process detail has no command line` });
+    if (d.commandLine === undefined)
+      return this.fail({
+        reason: "unsupported",
+        detail: `pid ${p.pid}: the host's process detail has no command line`,
+      });
     return this.done({ argv: splitWindowsCommandLine(d.commandLine), isExact: true });
   }
 
   /** cwd and environment of the recorded lifetime, from its PEB. */
-  private async detail(p: ProcessIdentity): Promise<{ cwd: string; commandLine: string | undefined; environment: Map<string, string> } | Failure> {
+  private async detail(
+    p: ProcessIdentity,
+  ): Promise<{ cwd: string; commandLine: string | undefined; environment: Map<string, string> } | Failure> {
     const out = await this.query({ op: "detail", pid: p.pid });
     if (isFailure(out)) return out;
     const d = parseProcessDetail(out);
     if (!d) return { reason: "unsupported", detail: "the host's process detail was not in the expected form" };
     if (!d.ok) {
-      const reason: UnknownReason = d.error === "access_denied" ? "permission" : d.error === "gone" ? "pid_gone" : d.error === "wow64" ? "unsupported" : "race";
+      const reason: UnknownReason =
+        d.error === "access_denied"
+          ? "permission"
+          : d.error === "gone"
+            ? "pid_gone"
+            : d.error === "wow64"
+              ? "unsupported"
+              : "race";
       return { reason, detail: `pid ${p.pid}: ${d.detail}` };
     }
     // The handle the PEB was read through names one lifetime: another creation time is a reused pid.
-    if (d.pid !== p.pid || d.startTime !== p.startTime) return { reason: "pid_gone", detail: `pid ${p.pid} now belongs to another process (created ${d.startTime}, recorded ${p.startTime})` };
+    if (d.pid !== p.pid || d.startTime !== p.startTime)
+      return {
+        reason: "pid_gone",
+        detail: `pid ${p.pid} now belongs to another process (created ${d.startTime}, recorded ${p.startTime})`,
+      };
     return d;
   }
 
@@ -143,7 +188,9 @@ export class WindowsProofProvider implements ProofProvider {
     const d = await this.detail(p);
     if (isFailure(d)) return this.fail(d);
     const home = homeFromEnvironment(d.environment, harness, "win32");
-    return home ? this.done(home) : this.fail({ reason: "unsupported", detail: `pid ${p.pid} has neither HOME nor USERPROFILE` });
+    return home
+      ? this.done(home)
+      : this.fail({ reason: "unsupported", detail: `pid ${p.pid} has neither HOME nor USERPROFILE` });
   }
 
   async ancestry(p: ProcessIdentity): Promise<Fact<Ancestry>> {
@@ -152,23 +199,36 @@ export class WindowsProofProvider implements ProofProvider {
   }
 
   async foregroundGroup(_p: ProcessIdentity): Promise<Fact<ForegroundGroup>> {
-    return this.fail({ reason: "unsupported", detail: "Windows consoles have no foreground process group; the pane host's foreground list stands in" });
+    return this.fail({
+      reason: "unsupported",
+      detail: "Windows consoles have no foreground process group; the pane host's foreground list stands in",
+    });
   }
 
   async processes(): Promise<Fact<ProcessEntry[]>> {
     const table = await this.table();
     if (isFailure(table)) return this.fail(table);
-    return this.done([...table.rows.values()].map(({ commandLine: _c, ...entry }) => entry).sort((a, b) => a.pid - b.pid));
+    return this.done(
+      [...table.rows.values()].map(({ commandLine: _c, ...entry }) => entry).sort((a, b) => a.pid - b.pid),
+    );
   }
 
   async groupMembers(_pgid: number): Promise<Fact<ProcessEntry[]>> {
-    return this.fail({ reason: "unsupported", detail: "Windows has no process groups; the pane host (Herdr) lists the pane's foreground processes" });
+    return this.fail({
+      reason: "unsupported",
+      detail: "Windows has no process groups; the pane host (Herdr) lists the pane's foreground processes",
+    });
   }
 
   private async tcp(q: Extract<WindowsQuery, { op: "tcp" }>): Promise<NetTcpRow[] | Failure> {
     const out = await this.query(q);
     if (isFailure(out)) return out;
-    return parseNetTcpConnections(out) ?? { reason: "unsupported", detail: "Get-NetTCPConnection output was not in the expected form" };
+    return (
+      parseNetTcpConnections(out) ?? {
+        reason: "unsupported",
+        detail: "Get-NetTCPConnection output was not in the expected form",
+      }
+    );
   }
 
   async listeners(p: ProcessIdentity): Promise<Fact<ListenerSet>> {
@@ -180,22 +240,41 @@ export class WindowsProofProvider implements ProofProvider {
     if (isFailure(after)) return this.fail(after);
     const listeners = rows
       .filter((r) => r.state === "Listen" && r.owningProcess === p.pid)
-      .map((r) => ({ transport: "tcp" as const, address: r.localAddress, port: r.localPort, isLoopback: isLoopbackAddress(r.localAddress) }));
+      .map((r) => ({
+        transport: "tcp" as const,
+        address: r.localAddress,
+        port: r.localPort,
+        isLoopback: isLoopbackAddress(r.localAddress),
+      }));
     // Get-NetTCPConnection shows no AF_UNIX sockets: "unix" is left out of covers, not reported as none.
     return this.done({ listeners, covers: ["tcp"] });
   }
 
   async connectionPeer(tuple: TcpTuple): Promise<Fact<ConnectionPeer>> {
-    const [rows, table] = await Promise.all([this.tcp({ op: "tcp", state: "Established", ports: [tuple.localPort, tuple.remotePort] }), this.table()]);
+    const [rows, table] = await Promise.all([
+      this.tcp({ op: "tcp", state: "Established", ports: [tuple.localPort, tuple.remotePort] }),
+      this.table(),
+    ]);
     if (isFailure(rows)) return this.fail(rows);
     if (isFailure(table)) return this.fail(table);
     const established = rows.filter((r) => r.state === "Established");
     const isAgentEnd = established.some(
-      (r) => r.owningProcess === this.agentPid && sameAddress(r.localAddress, tuple.localAddress) && r.localPort === tuple.localPort && sameAddress(r.remoteAddress, tuple.remoteAddress) && r.remotePort === tuple.remotePort,
+      (r) =>
+        r.owningProcess === this.agentPid &&
+        sameAddress(r.localAddress, tuple.localAddress) &&
+        r.localPort === tuple.localPort &&
+        sameAddress(r.remoteAddress, tuple.remoteAddress) &&
+        r.remotePort === tuple.remotePort,
     );
     const peerPids = new Set(
       established
-        .filter((r) => sameAddress(r.localAddress, tuple.remoteAddress) && r.localPort === tuple.remotePort && sameAddress(r.remoteAddress, tuple.localAddress) && r.remotePort === tuple.localPort)
+        .filter(
+          (r) =>
+            sameAddress(r.localAddress, tuple.remoteAddress) &&
+            r.localPort === tuple.remotePort &&
+            sameAddress(r.remoteAddress, tuple.localAddress) &&
+            r.remotePort === tuple.localPort,
+        )
         .map((r) => r.owningProcess),
     );
     // A peer pid missing from the table exited between the two reads: not complete, never "no peer".
@@ -207,10 +286,16 @@ export class WindowsProofProvider implements ProofProvider {
   }
 
   async unixConnectionPeer(): Promise<Fact<UnixConnectionPeer>> {
-    return this.fail({ reason: "unsupported", detail: "a unix-socket connection's peer: Windows shows no AF_UNIX sockets to PowerShell; not implemented" });
+    return this.fail({
+      reason: "unsupported",
+      detail: "a unix-socket connection's peer: Windows shows no AF_UNIX sockets to PowerShell; not implemented",
+    });
   }
 
   async unixConnections(): Promise<Fact<{ peerPath: string; peers: ProcessIdentity[] }[]>> {
-    return this.fail({ reason: "unsupported", detail: "a process's unix-socket connections: Windows shows no AF_UNIX sockets to PowerShell; not implemented" });
+    return this.fail({
+      reason: "unsupported",
+      detail: "a process's unix-socket connections: Windows shows no AF_UNIX sockets to PowerShell; not implemented",
+    });
   }
 }

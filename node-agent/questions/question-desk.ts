@@ -8,7 +8,10 @@
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { AgentGatewayService, SubmitWorkerQuestionRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import {
+  AgentGatewayService,
+  SubmitWorkerQuestionRequestSchema,
+} from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import type { Logger } from "../../shared/logger.js";
 import type { SeatRecord } from "../harnesses/adapter.js";
 import type { SeatBook } from "../seats/seat-book.js";
@@ -16,7 +19,12 @@ import type { AnswerOutcome, QuestionAnswers, WorkerQuestion } from "../harnesse
 import type { HarnessPlugin, QuestionWatching, SeatQuestionWatcher } from "../harnesses/plugin.js";
 import { HARNESSES } from "../harnesses/registry.js";
 import { QuestionLedger } from "./question-ledger.js";
-import { ClaudeQuestionBoard, type ClaudeAsk, type HookLine, type ReconcileOutcome } from "../harnesses/claude/questions.js";
+import {
+  ClaudeQuestionBoard,
+  type ClaudeAsk,
+  type HookLine,
+  type ReconcileOutcome,
+} from "../harnesses/claude/questions.js";
 
 export interface QuestionLink {
   gateway: Pick<Client<typeof AgentGatewayService>, "submitWorkerQuestion">;
@@ -117,11 +125,19 @@ export class QuestionDesk {
       turnId: q.turnId,
       itemId: q.itemId,
       requestId: q.requestId,
-      questions: q.questions.map((x) => ({ id: x.id, header: x.header, question: x.question, isOther: x.isOther, options: x.options ?? [] })),
+      questions: q.questions.map((x) => ({
+        id: x.id,
+        header: x.header,
+        question: x.question,
+        isOther: x.isOther,
+        options: x.options ?? [],
+      })),
       askedUnixMs: BigInt(Date.now()),
     };
     try {
-      const r = await this.o.link.gateway.submitWorkerQuestion(create(SubmitWorkerQuestionRequestSchema, init), { timeoutMs: FILE_TIMEOUT_MS });
+      const r = await this.o.link.gateway.submitWorkerQuestion(create(SubmitWorkerQuestionRequestSchema, init), {
+        timeoutMs: FILE_TIMEOUT_MS,
+      });
       this.filed.push({ seat: q.seat, requestId: q.requestId, filed: r.filed, reason: r.reason });
       return { filed: r.filed, reason: r.reason };
     } catch (e) {
@@ -132,7 +148,12 @@ export class QuestionDesk {
     }
   }
 
-  async answer(seatName: string, occupantId: string, requestId: string, answers: QuestionAnswers): Promise<AnswerOutcome | { result: "refused"; reason: "unknown_seat" | "occupant_changed" }> {
+  async answer(
+    seatName: string,
+    occupantId: string,
+    requestId: string,
+    answers: QuestionAnswers,
+  ): Promise<AnswerOutcome | { result: "refused"; reason: "unknown_seat" | "occupant_changed" }> {
     if (this.claude.has(seatName, requestId)) return this.claude.answer(seatName, occupantId, requestId, answers);
     const d = this.desks.get(seatName);
     if (!d?.watcher) return { result: "refused", reason: "unknown_seat" };
@@ -141,10 +162,15 @@ export class QuestionDesk {
   }
 
   /** Re-reads an earlier answer's native receipt and settles what it proves; sends nothing. */
-  async reconcile(seatName: string, occupantId: string, requestId: string): Promise<ReconcileOutcome | { result: "refused"; reason: "unknown_seat"; detail: string }> {
+  async reconcile(
+    seatName: string,
+    occupantId: string,
+    requestId: string,
+  ): Promise<ReconcileOutcome | { result: "refused"; reason: "unknown_seat"; detail: string }> {
     if (this.claude.has(seatName, requestId)) return this.claude.reconcile(seatName, occupantId, requestId);
     const d = this.desks.get(seatName);
-    if (!d?.watcher) return { result: "refused", reason: "unknown_seat", detail: `no question of seat ${seatName} is known here` };
+    if (!d?.watcher)
+      return { result: "refused", reason: "unknown_seat", detail: `no question of seat ${seatName} is known here` };
     if (d.occupantId !== occupantId) return { result: "refused", reason: "occupant_changed" };
     return d.watcher.reconcile(requestId);
   }

@@ -19,7 +19,13 @@ export interface QuestionKey {
 export type LedgerState =
   | { state: "sending"; answerJson: string; atMs: number }
   | { state: "delivered"; answerJson: string; atMs: number }
-  | { state: "unconfirmed"; reason: "answered_concurrently_by_owner"; answerJson: string; winningOutput?: string; atMs: number }
+  | {
+      state: "unconfirmed";
+      reason: "answered_concurrently_by_owner";
+      answerJson: string;
+      winningOutput?: string;
+      atMs: number;
+    }
   | { state: "uncertain"; reason: string; answerJson: string; atMs: number }
   | { state: "not_sent"; reason: string; answerJson: string; atMs: number };
 

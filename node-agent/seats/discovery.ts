@@ -39,7 +39,12 @@ function discoverers(registry: AdapterRegistry): HarnessAdapter[] {
 }
 
 /** One pass: list panes, ask every adapter about each, and update the seat book. */
-export async function scanPanes(host: PaneHost, registry: AdapterRegistry, seats: SeatBook, logger: Logger): Promise<ScanReport> {
+export async function scanPanes(
+  host: PaneHost,
+  registry: AdapterRegistry,
+  seats: SeatBook,
+  logger: Logger,
+): Promise<ScanReport> {
   let panes;
   try {
     panes = await host.listPanes();
@@ -67,7 +72,10 @@ export async function scanPanes(host: PaneHost, registry: AdapterRegistry, seats
         continue;
       }
       if (!rec) continue;
-      found.set(rec.name, { ...rec, pane: { host: host.kind, paneId: pane.paneId, terminalId: pane.terminalId, sessionId: pane.sessionId } });
+      found.set(rec.name, {
+        ...rec,
+        pane: { host: host.kind, paneId: pane.paneId, terminalId: pane.terminalId, sessionId: pane.sessionId },
+      });
       break;
     }
   }

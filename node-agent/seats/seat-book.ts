@@ -51,14 +51,28 @@ export class SeatBook {
   /** Adds a seat, or returns the existing one of the same name and kind. */
   add(name: string, kind: SeatKind, title: string): { seat: SeatRecord; created: boolean } {
     const existing = this.seats.get(name);
-    if (this.discovered.has(name)) throw new Error(`seat ${name} already exists as a discovered ${this.discovered.get(name)!.kind} seat`);
+    if (this.discovered.has(name))
+      throw new Error(`seat ${name} already exists as a discovered ${this.discovered.get(name)!.kind} seat`);
     if (existing) {
       if (existing.kind !== kind) throw new Error(`seat ${name} already exists as a ${existing.kind} seat`);
       return { seat: existing, created: false };
     }
-    const seat: SeatRecord = { name, kind, title, occupantId: `${kind}:${name}:${randomUUID()}`, createdAtMs: Date.now() };
+    const seat: SeatRecord = {
+      name,
+      kind,
+      title,
+      occupantId: `${kind}:${name}:${randomUUID()}`,
+      createdAtMs: Date.now(),
+    };
     this.seats.set(name, seat);
-    writeFileDurably(this.path, JSON.stringify([...this.seats.values()].sort((a, b) => a.name.localeCompare(b.name)), null, 2));
+    writeFileDurably(
+      this.path,
+      JSON.stringify(
+        [...this.seats.values()].sort((a, b) => a.name.localeCompare(b.name)),
+        null,
+        2,
+      ),
+    );
     for (const l of this.listeners) l();
     return { seat, created: true };
   }

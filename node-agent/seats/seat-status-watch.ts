@@ -25,7 +25,14 @@ export interface SeatStatusWatch {
 function signature(seats: Seat[]): string {
   return JSON.stringify(
     seats
-      .map((s) => [s.name, s.status, s.occupantId, s.inputCapabilities?.deliveryModes ?? [], s.inputCapabilities?.interrupt ?? false, s.inputCapabilities?.nextTurnOnly ?? false])
+      .map((s) => [
+        s.name,
+        s.status,
+        s.occupantId,
+        s.inputCapabilities?.deliveryModes ?? [],
+        s.inputCapabilities?.interrupt ?? false,
+        s.inputCapabilities?.nextTurnOnly ?? false,
+      ])
       .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
   );
 }

@@ -89,7 +89,14 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         nativeSessionPath: verdict.nativeSessionPath ?? "",
         detail: verdict.detail,
         reason: verdict.reason ?? "",
-        proofs: verdict.proofs.map((p) => create(ProofSchema, { kind: p.kind, outcome: p.outcome, detail: p.detail, ageAtWriteMs: Math.max(0, p.ageAtWriteMs) })),
+        proofs: verdict.proofs.map((p) =>
+          create(ProofSchema, {
+            kind: p.kind,
+            outcome: p.outcome,
+            detail: p.detail,
+            ageAtWriteMs: Math.max(0, p.ageAtWriteMs),
+          }),
+        ),
         proofAgeMs: Math.max(0, verdict.proofAgeMs),
         replayed: verdict.replayed,
         deliveryStage: verdict.deliveryStage ?? "",
@@ -105,7 +112,12 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         complete: read.complete,
         sessionPath: read.sessionPath ?? "",
         entries: read.entries.map((e) =>
-          create(SessionEntrySchema, { deliveryId: e.deliveryId, nativeReceiptId: e.nativeReceiptId, contentFingerprint: e.contentFingerprint, atUnixMs: BigInt(e.atMs) }),
+          create(SessionEntrySchema, {
+            deliveryId: e.deliveryId,
+            nativeReceiptId: e.nativeReceiptId,
+            contentFingerprint: e.contentFingerprint,
+            atUnixMs: BigInt(e.atMs),
+          }),
         ),
       });
     },
@@ -133,29 +145,53 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
     async stopSeat(req) {
       const { seat, adapter } = requireSeat(deps, req.seatName);
       if (req.occupantId && req.occupantId !== seat.occupantId) {
-        return create(StopSeatResponseSchema, { result: "unavailable", detail: "the seat has a different occupant than the controller checked; nothing was sent" });
+        return create(StopSeatResponseSchema, {
+          result: "unavailable",
+          detail: "the seat has a different occupant than the controller checked; nothing was sent",
+        });
       }
-      if (!adapter.stop) return create(StopSeatResponseSchema, { result: "unsupported", detail: `${seat.kind} seats have no native stop` });
+      if (!adapter.stop)
+        return create(StopSeatResponseSchema, {
+          result: "unsupported",
+          detail: `${seat.kind} seats have no native stop`,
+        });
       const stop = adapter.stop.bind(adapter);
       const r = await deps.locks.run(seat.name, () => stop(seat));
       return create(StopSeatResponseSchema, r);
     },
 
     async answerQuestion(req) {
-      if (!deps.questions) return create(AnswerQuestionResponseSchema, { result: "refused", reason: "unsupported", detail: "this agent watches no questions; nothing was sent" });
+      if (!deps.questions)
+        return create(AnswerQuestionResponseSchema, {
+          result: "refused",
+          reason: "unsupported",
+          detail: "this agent watches no questions; nothing was sent",
+        });
       const answers = Object.fromEntries(Object.entries(req.answers).map(([k, v]) => [k, { answers: [...v.answers] }]));
       // reconcile_only re-reads the receipt of the earlier claim: nothing is sent.
-      const o = req.reconcileOnly ? await deps.questions.reconcile(req.seatName, req.occupantId, req.requestId) : await deps.questions.answer(req.seatName, req.occupantId, req.requestId, answers);
-      const receipt = "receipt" in o && o.receipt ? { receiptCallId: o.receipt.callId, receiptTurnId: o.receipt.turnId } : {};
+      const o = req.reconcileOnly
+        ? await deps.questions.reconcile(req.seatName, req.occupantId, req.requestId)
+        : await deps.questions.answer(req.seatName, req.occupantId, req.requestId, answers);
+      const receipt =
+        "receipt" in o && o.receipt ? { receiptCallId: o.receipt.callId, receiptTurnId: o.receipt.turnId } : {};
       const detail = "detail" in o && o.detail ? o.detail : "";
-      return create(AnswerQuestionResponseSchema, { result: o.result, reason: "reason" in o ? o.reason : "", detail, ...receipt });
+      return create(AnswerQuestionResponseSchema, {
+        result: o.result,
+        reason: "reason" in o ? o.reason : "",
+        detail,
+        ...receipt,
+      });
     },
 
     async createSeat(req) {
-      if (!isValidName(req.name)) throw new FleetError(ErrorCode.InvalidArgument, "seat name must be 1-64 letters, digits, '.', '-' or '_'");
+      if (!isValidName(req.name))
+        throw new FleetError(ErrorCode.InvalidArgument, "seat name must be 1-64 letters, digits, '.', '-' or '_'");
       const kind = seatKindWire.decode(req.kind);
       if (kind !== SeatKind.Mailbox) {
-        throw new FleetError(ErrorCode.InvalidArgument, `only mailbox seats can be created by the agent; ${kind ?? "unspecified"} seats are discovered from their panes`);
+        throw new FleetError(
+          ErrorCode.InvalidArgument,
+          `only mailbox seats can be created by the agent; ${kind ?? "unspecified"} seats are discovered from their panes`,
+        );
       }
       let added;
       try {

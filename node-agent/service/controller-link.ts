@@ -59,7 +59,9 @@ export interface ControllerLink {
   /** Reports the seat list: `seats` when given (already inspected), else inspected now. */
   reportSeats(seats?: Seat[]): Promise<void>;
   /** Hands worker reports to the controller; returns the ids it now holds. */
-  submitWorkerReports(reports: { id: string; seatName: string; text: string; createdAtMs: number }[]): Promise<string[]>;
+  submitWorkerReports(
+    reports: { id: string; seatName: string; text: string; createdAtMs: number }[],
+  ): Promise<string[]>;
   /** Use the current certificate for new connections (after a renewal). */
   reconnect(): void;
   /** The gateway client of the replica that answered last, for the worker endpoint's calls (node-agent/worker-link/); never retried elsewhere by this link. */
@@ -72,7 +74,14 @@ export interface ControllerLink {
 }
 
 /** Answers that every replica would give alike: sending the call elsewhere cannot change them. */
-const FINAL = new Set<Code>([Code.InvalidArgument, Code.FailedPrecondition, Code.PermissionDenied, Code.Unauthenticated, Code.NotFound, Code.AlreadyExists]);
+const FINAL = new Set<Code>([
+  Code.InvalidArgument,
+  Code.FailedPrecondition,
+  Code.PermissionDenied,
+  Code.Unauthenticated,
+  Code.NotFound,
+  Code.AlreadyExists,
+]);
 
 /** Whether a failed call says nothing about the fleet, only about the replica it went to. */
 export function triesNextReplica(e: unknown): boolean {
@@ -83,7 +92,11 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
   const clients = new Map<string, Client<typeof AgentGatewayService>>();
   const clientFor = (url: string) => {
     let c = clients.get(url);
-    if (!c) clients.set(url, (c = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: url, nodeOptions: o.tls() }))));
+    if (!c)
+      clients.set(
+        url,
+        (c = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: url, nodeOptions: o.tls() }))),
+      );
     return c;
   };
   let current = o.controllerUrls()[0]!;
@@ -100,14 +113,18 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
    * One call, sent to the next replica at once when a replica gives no answer. Throws the last
    * failure when none answered, or a replica's final refusal as soon as one gives it.
    */
-  const anyReplica = async <T>(what: string, call: (c: Client<typeof AgentGatewayService>, lastTry: boolean) => Promise<T>): Promise<T> => {
+  const anyReplica = async <T>(
+    what: string,
+    call: (c: Client<typeof AgentGatewayService>, lastTry: boolean) => Promise<T>,
+  ): Promise<T> => {
     let last: unknown;
     const urls = candidates();
     for (const [i, url] of urls.entries()) {
       if (stopped) break;
       try {
         const res = await call(clientFor(url), i === urls.length - 1);
-        if (url !== current) o.logger.info("the gateway moved to another replica", { from: current, to: url, call: what });
+        if (url !== current)
+          o.logger.info("the gateway moved to another replica", { from: current, to: url, call: what });
         current = url;
         return res;
       } catch (e) {
@@ -156,7 +173,11 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         o.onRevoked?.(err.message);
         return;
       }
-      o.logger.warn("registration failed on every known replica; retrying", { error: (e as Error).message, replicas: candidates(), retryInMs: backoffMs });
+      o.logger.warn("registration failed on every known replica; retrying", {
+        error: (e as Error).message,
+        replicas: candidates(),
+        retryInMs: backoffMs,
+      });
       schedule(() => register(Math.min(backoffMs * 2, 5000)), backoffMs);
     }
   };
@@ -168,7 +189,11 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
       // The last one left gets the full 5 s: a busy lone controller is not made to take every
       // agent's registration again on top of its load.
       const quick = Math.min(5000, Math.max(1000, heartbeatMs));
-      const res = await anyReplica("heartbeat", (c, lastTry) => c.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), { timeoutMs: lastTry ? 5000 : quick }));
+      const res = await anyReplica("heartbeat", (c, lastTry) =>
+        c.heartbeat(create(HeartbeatRequestSchema, { machine: o.machine, instanceId: o.instanceId }), {
+          timeoutMs: lastTry ? 5000 : quick,
+        }),
+      );
       if (stopped) return;
       if (!res.known) return register();
       o.onReplicas?.(res.replicaAgentUrls);
@@ -194,14 +219,25 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
     async reportSeats(seats) {
       await registered;
       const wire = seats ?? (await o.seats());
-      await anyReplica("report seats", (c) => c.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: wire }), { timeoutMs: 5000 }));
+      await anyReplica("report seats", (c) =>
+        c.reportSeats(create(ReportSeatsRequestSchema, { machine: o.machine, instanceId: o.instanceId, seats: wire }), {
+          timeoutMs: 5000,
+        }),
+      );
     },
     async submitWorkerReports(reports) {
       await registered;
       const req = create(SubmitWorkerReportsRequestSchema, {
         machine: o.machine,
         instanceId: o.instanceId,
-        reports: reports.map((r) => create(WorkerReportSchema, { id: r.id, seatName: r.seatName, text: r.text, createdUnixMs: BigInt(r.createdAtMs) })),
+        reports: reports.map((r) =>
+          create(WorkerReportSchema, {
+            id: r.id,
+            seatName: r.seatName,
+            text: r.text,
+            createdUnixMs: BigInt(r.createdAtMs),
+          }),
+        ),
       });
       // Safe to send to another replica: the controller keeps a report once by its id.
       const res = await anyReplica("worker reports", (c) => c.submitWorkerReports(req, { timeoutMs: 5000 }));

@@ -19,11 +19,16 @@ import { createContextKey, createContextValues, type ContextValues } from "@conn
 import { UNMEASURED_TRANSIT_BOUND_MS } from "../proofs/freshness.js";
 
 /** The HTTP/2 session a call arrived on, in its handler context (set by `linkContextValues`). */
-export const LINK_SESSION = createContextKey<object | undefined>(undefined, { description: "the HTTP/2 session the call arrived on" });
+export const LINK_SESSION = createContextKey<object | undefined>(undefined, {
+  description: "the HTTP/2 session the call arrived on",
+});
 
 /** A call's starting context values: its link session (none over HTTP/1). Connect's `contextValues` option. */
 export function linkContextValues(req: object): ContextValues {
-  return createContextValues().set(LINK_SESSION, (req as Partial<Pick<Http2ServerRequest, "stream">>).stream?.session ?? undefined);
+  return createContextValues().set(
+    LINK_SESSION,
+    (req as Partial<Pick<Http2ServerRequest, "stream">>).stream?.session ?? undefined,
+  );
 }
 
 export const TRANSIT_FLOOR_MS = 2;

@@ -10,10 +10,16 @@ const FORWARD_INTERVAL_MS = 1000;
 const BATCH = 64;
 
 export interface ReportSink {
-  submitWorkerReports(reports: { id: string; seatName: string; text: string; createdAtMs: number }[]): Promise<string[]>;
+  submitWorkerReports(
+    reports: { id: string; seatName: string; text: string; createdAtMs: number }[],
+  ): Promise<string[]>;
 }
 
-export function startReportForwarder(outbox: Outbox, sink: ReportSink, logger: Logger): { flush(): Promise<void>; stop(): void } {
+export function startReportForwarder(
+  outbox: Outbox,
+  sink: ReportSink,
+  logger: Logger,
+): { flush(): Promise<void>; stop(): void } {
   let running: Promise<void> | undefined;
   const flush = (): Promise<void> => {
     if (running) return running;

@@ -26,7 +26,12 @@ export interface ReverseDialer {
   close(): void;
 }
 
-export function startReverseDialer(o: { server: Http2Server; tls: () => TlsMaterial; logger: Logger; onLinked?: (url: string) => void }): ReverseDialer {
+export function startReverseDialer(o: {
+  server: Http2Server;
+  tls: () => TlsMaterial;
+  logger: Logger;
+  onLinked?: (url: string) => void;
+}): ReverseDialer {
   const links = new Map<string, Link>();
   let closed = false;
   // Each emitted socket's HTTP/2 session, told apart by the socket's local port.
@@ -52,7 +57,14 @@ export function startReverseDialer(o: { server: Http2Server; tls: () => TlsMater
     dial(): void {
       if (this.closed) return;
       const { host, port, servername } = agentUrlParts(this.url);
-      const socket = tlsConnect({ host, port, servername, ...o.tls(), ALPNProtocols: [REVERSE_ALPN], minVersion: "TLSv1.3" });
+      const socket = tlsConnect({
+        host,
+        port,
+        servername,
+        ...o.tls(),
+        ALPNProtocols: [REVERSE_ALPN],
+        minVersion: "TLSv1.3",
+      });
       const previous = this.socket;
       this.socket = socket;
       let openedAt = 0;

@@ -21,7 +21,10 @@ import { createUnaryServer } from "./unary-server.js";
 
 export type TokenCheck = (service: string, token: string | undefined) => boolean;
 
-export function createAgentRpcHandler(impl: ServiceImpl<typeof AgentService>, tokenCheck: TokenCheck): (req: Http2ServerRequest, res: Http2ServerResponse) => void {
+export function createAgentRpcHandler(
+  impl: ServiceImpl<typeof AgentService>,
+  tokenCheck: TokenCheck,
+): (req: Http2ServerRequest, res: Http2ServerResponse) => void {
   const interceptors = [fleetErrorBoundary(), bearerAuthInterceptor(tokenCheck), traceProcessInterceptor()];
   const connectRpc = connectNodeAdapter({
     readMaxBytes: RPC_READ_MAX_BYTES.agent,
@@ -30,7 +33,14 @@ export function createAgentRpcHandler(impl: ServiceImpl<typeof AgentService>, to
     // Each call knows the link it came on: its transit is bounded by that link's round trips.
     contextValues: linkContextValues,
   });
-  const rpc = createUnaryServer({ service: AgentService, impl, interceptors, readMaxBytes: RPC_READ_MAX_BYTES.agent, contextValues: linkContextValues, fallback: connectRpc as unknown as Parameters<typeof createUnaryServer>[0]["fallback"] });
+  const rpc = createUnaryServer({
+    service: AgentService,
+    impl,
+    interceptors,
+    readMaxBytes: RPC_READ_MAX_BYTES.agent,
+    contextValues: linkContextValues,
+    fallback: connectRpc as unknown as Parameters<typeof createUnaryServer>[0]["fallback"],
+  });
   return (req, res) => {
     if (admitByHeaders(tokenCheck, req, res)) rpc(req, res);
   };

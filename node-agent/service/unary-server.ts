@@ -11,7 +11,16 @@
 import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
 import type { DescMessage, DescMethodUnary, DescService, MessageShape } from "@bufbuild/protobuf";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createContextValues, createMethodImplSpec, type ContextValues, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  createContextValues,
+  createMethodImplSpec,
+  type ContextValues,
+  type HandlerContext,
+  type Interceptor,
+  type ServiceImpl,
+} from "@connectrpc/connect";
 import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
 import { parseTimeout, setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import { readBodyBounded } from "../../shared/read-body.js";
@@ -47,11 +56,19 @@ function requestHeaders(req: Http2ServerRequest): Record<string, string> {
 
 /** The body's one uncompressed message, or the error Connect's gRPC handler gives for it. */
 function unwrap(body: Buffer): Uint8Array | ConnectError {
-  if (body.length === 0) return new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
+  if (body.length === 0)
+    return new ConnectError("protocol error: missing input message for unary method", Code.Unimplemented);
   if (body.length < 5) return new ConnectError("protocol error: incomplete envelope", Code.InvalidArgument);
-  if ((body[0]! & 0b01) !== 0) return new ConnectError("protocol error: compressed message without grpc-encoding", Code.Internal);
+  if ((body[0]! & 0b01) !== 0)
+    return new ConnectError("protocol error: compressed message without grpc-encoding", Code.Internal);
   const n = body.readUInt32BE(1);
-  if (body.length !== 5 + n) return new ConnectError(body.length < 5 + n ? "protocol error: incomplete envelope" : "protocol error: received extra input message for unary method", body.length < 5 + n ? Code.InvalidArgument : Code.Unimplemented);
+  if (body.length !== 5 + n)
+    return new ConnectError(
+      body.length < 5 + n
+        ? "protocol error: incomplete envelope"
+        : "protocol error: received extra input message for unary method",
+      body.length < 5 + n ? Code.InvalidArgument : Code.Unimplemented,
+    );
   return body.subarray(5);
 }
 
@@ -67,7 +84,8 @@ function envelope(bytes: Uint8Array): Buffer {
 async function readBody(req: Http2ServerRequest, max: number): Promise<Buffer> {
   const read = await readBodyBounded(req, max, "drain");
   if (read.kind === "ok") return read.bytes;
-  if (read.kind === "too_large") throw new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted);
+  if (read.kind === "too_large")
+    throw new ConnectError(`message size is larger than configured readMaxBytes ${max}`, Code.ResourceExhausted);
   if (read.error) throw new ConnectError(read.error.message, Code.Aborted);
   throw new ConnectError("the caller closed the stream before its request ended", Code.Canceled);
 }
@@ -77,7 +95,12 @@ async function readBody(req: Http2ServerRequest, max: number): Promise<Buffer> {
  * AbortController: the caller's reset, the deadline and the call's end abort it directly,
  * where `createHandlerContext` links a deadline controller and the request's into a third.
  */
-function handlerContext(o: { service: DescService; contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined }, method: DescMethodUnary, req: Http2ServerRequest, timeoutMs: number | undefined): { context: HandlerContext; abort: AbortController; deadline: NodeJS.Timeout | undefined } {
+function handlerContext(
+  o: { service: DescService; contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined },
+  method: DescMethodUnary,
+  req: Http2ServerRequest,
+  timeoutMs: number | undefined,
+): { context: HandlerContext; abort: AbortController; deadline: NodeJS.Timeout | undefined } {
   const abort = new AbortController();
   let deadline: NodeJS.Timeout | undefined;
   let remaining: () => number | undefined = noTimeout;
@@ -85,7 +108,11 @@ function handlerContext(o: { service: DescService; contextValues?: ((req: Http2S
     const at = Date.now() + timeoutMs;
     remaining = () => at - Date.now();
     if (timeoutMs <= 0) abort.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded));
-    else deadline = setTimeout(() => abort.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)), timeoutMs);
+    else
+      deadline = setTimeout(
+        () => abort.abort(new ConnectError("the operation timed out", Code.DeadlineExceeded)),
+        timeoutMs,
+      );
   }
   const context: HandlerContext = {
     service: o.service,
@@ -125,23 +152,43 @@ export function createUnaryServer<S extends DescService>(o: {
     if (method.methodKind !== "unary") continue;
     const fn = (o.impl as Record<string, unknown>)[method.localName];
     if (typeof fn !== "function") continue;
-    methods.set(`/${o.service.typeName}/${method.name}`, { method: method as DescMethodUnary, spec: createMethodImplSpec(method, (fn as (...a: unknown[]) => unknown).bind(o.impl) as never) });
+    methods.set(`/${o.service.typeName}/${method.name}`, {
+      method: method as DescMethodUnary,
+      spec: createMethodImplSpec(method, (fn as (...a: unknown[]) => unknown).bind(o.impl) as never),
+    });
   }
   return (req, res) => {
     const entry = req.method === "POST" ? methods.get(req.url) : undefined;
     const type = req.headers["content-type"];
     const encoding = req.headers["grpc-encoding"];
-    if (!entry || (type !== "application/grpc" && type !== "application/grpc+proto") || (encoding !== undefined && encoding !== "identity")) return o.fallback(req, res);
+    if (
+      !entry ||
+      (type !== "application/grpc" && type !== "application/grpc+proto") ||
+      (encoding !== undefined && encoding !== "identity")
+    )
+      return o.fallback(req, res);
     void serve(o, entry.method, entry.spec, req, res);
   };
 }
 
-async function serve(o: { service: DescService; interceptors: Interceptor[]; readMaxBytes: number; contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined }, method: DescMethodUnary, spec: ReturnType<typeof createMethodImplSpec>, req: Http2ServerRequest, res: Http2ServerResponse): Promise<void> {
+async function serve(
+  o: {
+    service: DescService;
+    interceptors: Interceptor[];
+    readMaxBytes: number;
+    contextValues?: ((req: Http2ServerRequest) => ContextValues) | undefined;
+  },
+  method: DescMethodUnary,
+  spec: ReturnType<typeof createMethodImplSpec>,
+  req: Http2ServerRequest,
+  res: Http2ServerResponse,
+): Promise<void> {
   const timeout = parseTimeout(firstValue(req.headers["grpc-timeout"]), NO_MAX_TIMEOUT);
   const { context, abort, deadline } = handlerContext(o, method, req, timeout.timeoutMs);
   // A stream reset by the caller (its deadline, its shutdown) aborts the handler's signal, as in Connect.
   const onClose = () => {
-    if (!res.writableEnded && !abort.signal.aborted) abort.abort(new ConnectError("the caller closed the stream", Code.Canceled));
+    if (!res.writableEnded && !abort.signal.aborted)
+      abort.abort(new ConnectError("the caller closed the stream", Code.Canceled));
   };
   req.once("close", onClose);
   let message: Uint8Array | undefined;
@@ -158,7 +205,10 @@ async function serve(o: { service: DescService; interceptors: Interceptor[]; rea
     const output = await invokeUnaryImplementation(spec as never, context, input, o.interceptors);
     message = toBinary(method.output, output as MessageShape<DescMessage>);
   } catch (e) {
-    setTrailerStatus(context.responseTrailer, e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e));
+    setTrailerStatus(
+      context.responseTrailer,
+      e instanceof ConnectError ? e : new ConnectError("internal error", Code.Internal, undefined, undefined, e),
+    );
   } finally {
     clearTimeout(deadline);
     if (!abort.signal.aborted) abort.abort(CALL_DONE);

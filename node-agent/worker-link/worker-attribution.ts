@@ -20,7 +20,9 @@ import type { PaneHost } from "../panes/pane-host.js";
 import { boundPathOf } from "../proofs/socket-backend-proof.js";
 import { sameIdentity, type ProcessEntry, type ProofProvider } from "../proofs/provider.js";
 
-export type Attribution = { seat: SeatRecord } | { reason: "unproven_caller" | "not_in_a_seat_pane" | "ambiguous_worker" | "unknown_worker_thread"; detail: string };
+export type Attribution =
+  | { seat: SeatRecord }
+  | { reason: "unproven_caller" | "not_in_a_seat_pane" | "ambiguous_worker" | "unknown_worker_thread"; detail: string };
 
 /** The Codex app-server a caller runs under, as the attribution needs it. */
 export interface CodexHost {
@@ -40,25 +42,48 @@ export function hostedSeats(host: CodexHost, seats: readonly SeatRecord[]): Seat
   return seats.filter((s) => {
     if (s.kind !== SeatKind.Codex) return false;
     const c = s.control;
-    if (c?.backendPid !== undefined && c.backendStartTime !== undefined && sameIdentity({ pid: c.backendPid, startTime: c.backendStartTime }, host.process)) return true;
+    if (
+      c?.backendPid !== undefined &&
+      c.backendStartTime !== undefined &&
+      sameIdentity({ pid: c.backendPid, startTime: c.backendStartTime }, host.process)
+    )
+      return true;
     const path = socketOf(s);
     return path !== undefined && host.socketPath !== undefined && samePath(path, host.socketPath);
   });
 }
 
 /** The decision, from facts already read (pure: unit-tested). `paneMatches`: seats whose pane shell is an ancestor. */
-export function attribute(o: { host: CodexHost | undefined; thread: string | undefined; seats: readonly SeatRecord[]; paneMatches: readonly SeatRecord[] }): Attribution {
+export function attribute(o: {
+  host: CodexHost | undefined;
+  thread: string | undefined;
+  seats: readonly SeatRecord[];
+  paneMatches: readonly SeatRecord[];
+}): Attribution {
   if (!o.host) {
     if (o.paneMatches.length === 1) return { seat: o.paneMatches[0]! };
-    return { reason: "not_in_a_seat_pane", detail: o.paneMatches.length === 0 ? "the caller runs in no seat's pane on this machine" : "the caller's pane holds more than one seat" };
+    return {
+      reason: "not_in_a_seat_pane",
+      detail:
+        o.paneMatches.length === 0
+          ? "the caller runs in no seat's pane on this machine"
+          : "the caller's pane holds more than one seat",
+    };
   }
   const hosted = hostedSeats(o.host, o.seats);
   const where = `the Codex app-server pid ${o.host.process.pid}${o.host.socketPath ? ` on ${o.host.socketPath}` : ""}`;
-  if (hosted.length === 0) return { reason: "not_in_a_seat_pane", detail: `the caller runs under ${where}, which hosts no seat on this machine` };
+  if (hosted.length === 0)
+    return {
+      reason: "not_in_a_seat_pane",
+      detail: `the caller runs under ${where}, which hosts no seat on this machine`,
+    };
   if (o.thread) {
     const m = hosted.filter((s) => s.kind === SeatKind.Codex && s.control?.threadId === o.thread);
     if (m.length === 1) return { seat: m[0]! };
-    return { reason: "unknown_worker_thread", detail: `the call came from Codex thread ${o.thread} on ${where}, which is not the proven thread of any of its ${hosted.length} seat(s)` };
+    return {
+      reason: "unknown_worker_thread",
+      detail: `the call came from Codex thread ${o.thread} on ${where}, which is not the proven thread of any of its ${hosted.length} seat(s)`,
+    };
   }
   if (hosted.length === 1 && o.paneMatches.some((s) => s.name === hosted[0]!.name)) return { seat: hosted[0]! };
   return {
@@ -74,7 +99,10 @@ export function isDaemonListen(args: readonly string[]): boolean {
 }
 
 /** The nearest ancestor (the caller itself excluded) that is a Codex app-server, read from the kernel. */
-export async function codexHostOf(provider: ProofProvider, chain: readonly ProcessEntry[]): Promise<CodexHost | undefined> {
+export async function codexHostOf(
+  provider: ProofProvider,
+  chain: readonly ProcessEntry[],
+): Promise<CodexHost | undefined> {
   for (const p of chain.slice(1)) {
     const argv = await provider.commandLine(p);
     if (!argv.known) continue;
@@ -95,9 +123,14 @@ export async function codexHostOf(provider: ProofProvider, chain: readonly Proce
  * The seat of the process at the other end of a worker connection, or why not; with the pids of
  * the caller's proven ancestry (a Claude question also needs the seat's own Claude among them).
  */
-export async function attributeCaller(deps: { provider: ProofProvider; paneHost: PaneHost | undefined; seats: readonly SeatRecord[] }, caller: ProcessEntry | { pid: number; startTime: number }, thread: string | undefined): Promise<Exclude<Attribution, { seat: SeatRecord }> | { seat: SeatRecord; pids: ReadonlySet<number> }> {
+export async function attributeCaller(
+  deps: { provider: ProofProvider; paneHost: PaneHost | undefined; seats: readonly SeatRecord[] },
+  caller: ProcessEntry | { pid: number; startTime: number },
+  thread: string | undefined,
+): Promise<Exclude<Attribution, { seat: SeatRecord }> | { seat: SeatRecord; pids: ReadonlySet<number> }> {
   const ancestry = await deps.provider.ancestry(caller);
-  if (!ancestry.known || ancestry.value.broken) return { reason: "unproven_caller", detail: "the caller's ancestry could not be read" };
+  if (!ancestry.known || ancestry.value.broken)
+    return { reason: "unproven_caller", detail: "the caller's ancestry could not be read" };
   const chain = ancestry.value.chain;
   if (!deps.paneHost) return { reason: "not_in_a_seat_pane", detail: "this agent watches no panes" };
   const pids = new Set(chain.map((p) => p.pid));

@@ -73,19 +73,37 @@ function parse(line: string): (Request & { codexThread?: string | undefined }) |
   }
   if (typeof m !== "object" || m === null) return undefined;
   const req = parseOp(m);
-  return req && typeof m.codexThread === "string" && THREAD.test(m.codexThread) ? { ...req, codexThread: m.codexThread } : req;
+  return req && typeof m.codexThread === "string" && THREAD.test(m.codexThread)
+    ? { ...req, codexThread: m.codexThread }
+    : req;
 }
 
 // Ids leave here in their canonical case (issue 32 item 4): a worker may give one in upper case.
 function parseOp(m: Record<string, unknown>): Request | undefined {
   try {
     if (m.op === "bind") return { op: "bind" };
-    if (m.op === "send" && typeof m.id === "string" && isUuid(m.id) && typeof m.text === "string" && typeof m.binding === "string") return { op: "send", id: m.id.toLowerCase(), text: m.text, binding: m.binding };
-    if (m.op === "status" && typeof m.id === "string" && isUuid(m.id)) return { op: "status", id: m.id.toLowerCase(), settleUnknown: m.settleUnknown === true };
+    if (
+      m.op === "send" &&
+      typeof m.id === "string" &&
+      isUuid(m.id) &&
+      typeof m.text === "string" &&
+      typeof m.binding === "string"
+    )
+      return { op: "send", id: m.id.toLowerCase(), text: m.text, binding: m.binding };
+    if (m.op === "status" && typeof m.id === "string" && isUuid(m.id))
+      return { op: "status", id: m.id.toLowerCase(), settleUnknown: m.settleUnknown === true };
     if (m.op === "peers" && typeof m.binding === "string") return { op: "peers", binding: m.binding };
-    if (m.op === "peer_send" && typeof m.binding === "string" && typeof m.recipient === "string" && typeof m.id === "string" && isUuid(m.id) && typeof m.text === "string")
+    if (
+      m.op === "peer_send" &&
+      typeof m.binding === "string" &&
+      typeof m.recipient === "string" &&
+      typeof m.id === "string" &&
+      isUuid(m.id) &&
+      typeof m.text === "string"
+    )
       return { op: "peer_send", binding: m.binding, recipient: m.recipient, id: m.id.toLowerCase(), text: m.text };
-    if (m.op === "peer_status" && typeof m.binding === "string" && typeof m.id === "string" && isUuid(m.id)) return { op: "peer_status", binding: m.binding, id: m.id.toLowerCase() };
+    if (m.op === "peer_status" && typeof m.binding === "string" && typeof m.id === "string" && isUuid(m.id))
+      return { op: "peer_status", binding: m.binding, id: m.id.toLowerCase() };
     if (m.op === "question") {
       const ask = parseClaudeAsk(m);
       if (ask) return { op: "question", ask };
@@ -97,13 +115,24 @@ function parseOp(m: Record<string, unknown>): Request | undefined {
 }
 
 /** The seat whose pane (or, under a Codex app-server, whose thread) the connection's peer is, proved from the kernel; or why not. */
-async function callerSeat(deps: WorkerEndpointDeps, socket: Socket, thread: string | undefined): Promise<{ seat: SeatRecord; pids: ReadonlySet<number> } | { reason: string; detail: string }> {
+async function callerSeat(
+  deps: WorkerEndpointDeps,
+  socket: Socket,
+  thread: string | undefined,
+): Promise<{ seat: SeatRecord; pids: ReadonlySet<number> } | { reason: string; detail: string }> {
   const fd = (socket as unknown as { _handle?: { fd?: number } })._handle?.fd;
-  if (fd === undefined || fd < 0) return { reason: "unproven_caller", detail: "the connection has no descriptor to prove its peer with" };
+  if (fd === undefined || fd < 0)
+    return { reason: "unproven_caller", detail: "the connection has no descriptor to prove its peer with" };
   const peer = await deps.proofs.unixConnectionPeer(fd);
-  if (!peer.known) return { reason: "unproven_caller", detail: `the kernel did not name the caller: ${peer.reason}: ${peer.detail}` };
-  if (peer.value.peers.length !== 1) return { reason: "unproven_caller", detail: `${peer.value.peers.length} processes hold the other end` };
-  return attributeCaller({ provider: deps.proofs, paneHost: deps.paneHost, seats: deps.seats.discoveredSeats() }, peer.value.peers[0]!, thread);
+  if (!peer.known)
+    return { reason: "unproven_caller", detail: `the kernel did not name the caller: ${peer.reason}: ${peer.detail}` };
+  if (peer.value.peers.length !== 1)
+    return { reason: "unproven_caller", detail: `${peer.value.peers.length} processes hold the other end` };
+  return attributeCaller(
+    { provider: deps.proofs, paneHost: deps.paneHost, seats: deps.seats.discoveredSeats() },
+    peer.value.peers[0]!,
+    thread,
+  );
 }
 
 export async function startWorkerEndpoint(deps: WorkerEndpointDeps): Promise<{ path: string; close(): Promise<void> }> {
@@ -113,32 +142,88 @@ export async function startWorkerEndpoint(deps: WorkerEndpointDeps): Promise<{ p
   // The gateway is read per call: a certificate renewal replaces the client (controller-link.ts).
   const { machine, instanceId } = deps.link;
 
-  const answer = async (socket: Socket, req: Exclude<Request, { op: "question" }> & { codexThread?: string | undefined }): Promise<Record<string, unknown>> => {
+  const answer = async (
+    socket: Socket,
+    req: Exclude<Request, { op: "question" }> & { codexThread?: string | undefined },
+  ): Promise<Record<string, unknown>> => {
     const who = await callerSeat(deps, socket, req.codexThread);
     if (!("seat" in who)) return { ok: false, definitiveNotSent: true, ...who };
     const seatName = who.seat.name;
     await deps.link.registered;
     if (req.op === "bind") {
-      const b = await deps.link.gateway.bindWorker(create(BindWorkerRequestSchema, { machine, instanceId, seatName, occupantId: who.seat.occupantId }), { timeoutMs: RPC_TIMEOUT_MS });
-      return b.bound ? { ok: true, seatId: b.seatId, seatName, binding: b.binding } : { ok: false, definitiveNotSent: true, reason: b.reason, detail: b.detail };
+      const b = await deps.link.gateway.bindWorker(
+        create(BindWorkerRequestSchema, { machine, instanceId, seatName, occupantId: who.seat.occupantId }),
+        { timeoutMs: RPC_TIMEOUT_MS },
+      );
+      return b.bound
+        ? { ok: true, seatId: b.seatId, seatName, binding: b.binding }
+        : { ok: false, definitiveNotSent: true, reason: b.reason, detail: b.detail };
     }
     if (req.op === "send") {
-      const r = await deps.link.gateway.submitWorkerMessage(create(SubmitWorkerMessageRequestSchema, { machine, instanceId, seatName, binding: req.binding, id: req.id, text: req.text, createdUnixMs: BigInt(Date.now()) }), { timeoutMs: RPC_TIMEOUT_MS });
-      return { ok: r.deliveryStage === "stored", deliveryStage: r.deliveryStage, definitiveNotSent: r.definitiveNotSent, reason: r.reason, detail: r.detail };
+      const r = await deps.link.gateway.submitWorkerMessage(
+        create(SubmitWorkerMessageRequestSchema, {
+          machine,
+          instanceId,
+          seatName,
+          binding: req.binding,
+          id: req.id,
+          text: req.text,
+          createdUnixMs: BigInt(Date.now()),
+        }),
+        { timeoutMs: RPC_TIMEOUT_MS },
+      );
+      return {
+        ok: r.deliveryStage === "stored",
+        deliveryStage: r.deliveryStage,
+        definitiveNotSent: r.definitiveNotSent,
+        reason: r.reason,
+        detail: r.detail,
+      };
     }
     if (req.op === "peers") {
-      const r = await deps.link.gateway.listFleetSeats(create(ListFleetSeatsRequestSchema, { machine, instanceId, seatName, binding: req.binding }), { timeoutMs: RPC_TIMEOUT_MS });
-      return r.allowed ? { ok: true, seats: r.seats.map((x) => ({ seatId: x.seatId, kind: x.kind, title: x.title, status: x.status })) } : { ok: false, definitiveNotSent: true, reason: r.reason, detail: r.detail };
+      const r = await deps.link.gateway.listFleetSeats(
+        create(ListFleetSeatsRequestSchema, { machine, instanceId, seatName, binding: req.binding }),
+        { timeoutMs: RPC_TIMEOUT_MS },
+      );
+      return r.allowed
+        ? {
+            ok: true,
+            seats: r.seats.map((x) => ({ seatId: x.seatId, kind: x.kind, title: x.title, status: x.status })),
+          }
+        : { ok: false, definitiveNotSent: true, reason: r.reason, detail: r.detail };
     }
     if (req.op === "peer_send") {
-      const r = await deps.link.gateway.sendPeerMessage(create(SendPeerMessageRequestSchema, { machine, instanceId, seatName, binding: req.binding, recipientSeat: req.recipient, id: req.id, text: req.text }), { timeoutMs: PEER_RPC_TIMEOUT_MS });
+      const r = await deps.link.gateway.sendPeerMessage(
+        create(SendPeerMessageRequestSchema, {
+          machine,
+          instanceId,
+          seatName,
+          binding: req.binding,
+          recipientSeat: req.recipient,
+          id: req.id,
+          text: req.text,
+        }),
+        { timeoutMs: PEER_RPC_TIMEOUT_MS },
+      );
       return { ok: true, state: r.state, body: JSON.parse(r.bodyJson) as unknown };
     }
     if (req.op === "peer_status") {
-      const r = await deps.link.gateway.peerMessageStatus(create(PeerMessageStatusRequestSchema, { machine, instanceId, seatName, binding: req.binding, id: req.id }), { timeoutMs: RPC_TIMEOUT_MS });
+      const r = await deps.link.gateway.peerMessageStatus(
+        create(PeerMessageStatusRequestSchema, { machine, instanceId, seatName, binding: req.binding, id: req.id }),
+        { timeoutMs: RPC_TIMEOUT_MS },
+      );
       return { ok: true, state: r.state, body: JSON.parse(r.bodyJson) as unknown };
     }
-    const s = await deps.link.gateway.workerMessageStatus(create(WorkerMessageStatusRequestSchema, { machine, instanceId, seatName, id: req.id, settleUnknown: req.settleUnknown }), { timeoutMs: RPC_TIMEOUT_MS });
+    const s = await deps.link.gateway.workerMessageStatus(
+      create(WorkerMessageStatusRequestSchema, {
+        machine,
+        instanceId,
+        seatName,
+        id: req.id,
+        settleUnknown: req.settleUnknown,
+      }),
+      { timeoutMs: RPC_TIMEOUT_MS },
+    );
     return { ok: true, deliveryStage: s.deliveryStage, definitiveNotSent: s.definitiveNotSent, detail: s.detail };
   };
 
@@ -147,7 +232,13 @@ export async function startWorkerEndpoint(deps: WorkerEndpointDeps): Promise<{ p
     const reply = (o: unknown) => socket.write(JSON.stringify(o) + "\n");
     const splitter = new JsonlSplitter((line) => {
       const req = parse(line);
-      if (!req) return reply({ ok: false, definitiveNotSent: true, reason: "bad_request", detail: "not a bind, send, status, peers, peer_send, peer_status or question request" });
+      if (!req)
+        return reply({
+          ok: false,
+          definitiveNotSent: true,
+          reason: "bad_request",
+          detail: "not a bind, send, status, peers, peer_send, peer_status or question request",
+        });
       if (req.op === "question") {
         return void askQuestion(deps, socket, req.ask, reply).catch((e: Error) => {
           deps.logger.warn("worker question failed", { error: e.message });
@@ -157,7 +248,12 @@ export async function startWorkerEndpoint(deps: WorkerEndpointDeps): Promise<{ p
       answer(socket, req).then(reply, (e: Error) => {
         // The controller may have acted on a send whose answer was lost: the worker must reconcile, not resend.
         deps.logger.warn("worker request failed", { op: req.op, error: e.message });
-        reply({ ok: false, definitiveNotSent: req.op === "bind" || req.op === "peers", reason: "controller_unreachable", detail: e.message });
+        reply({
+          ok: false,
+          definitiveNotSent: req.op === "bind" || req.op === "peers",
+          reason: "controller_unreachable",
+          detail: e.message,
+        });
       });
     });
     socket.setEncoding("utf8");
@@ -187,8 +283,16 @@ export async function startWorkerEndpoint(deps: WorkerEndpointDeps): Promise<{ p
 }
 
 /** A Claude question: proved like any worker call, then held open by the desk until it is answered or refused. */
-async function askQuestion(deps: WorkerEndpointDeps, socket: Socket, ask: ClaudeAsk, reply: (o: unknown) => void): Promise<void> {
-  const who = await callerSeat(deps, socket, undefined).catch((e: Error) => ({ reason: "unproven_caller", detail: e.message }));
+async function askQuestion(
+  deps: WorkerEndpointDeps,
+  socket: Socket,
+  ask: ClaudeAsk,
+  reply: (o: unknown) => void,
+): Promise<void> {
+  const who = await callerSeat(deps, socket, undefined).catch((e: Error) => ({
+    reason: "unproven_caller",
+    detail: e.message,
+  }));
   if (!("seat" in who)) return reply({ ok: false, ...who });
   if (!deps.questions) return reply({ ok: false, reason: "unsupported", detail: "this agent files no questions" });
   await deps.link.registered;

@@ -6,11 +6,18 @@
 import { connect } from "node:net";
 import { JsonlSplitter } from "../harnesses/pi/link.js";
 
-export type AgentAnswer = { kind: "answer"; body: Record<string, unknown> } | { kind: "refused"; detail: string } | { kind: "lost"; detail: string };
+export type AgentAnswer =
+  | { kind: "answer"; body: Record<string, unknown> }
+  | { kind: "refused"; detail: string }
+  | { kind: "lost"; detail: string };
 
 const REQUEST_TIMEOUT_MS = 15_000;
 
-export function askAgent(socketPath: string, request: Record<string, unknown>, timeoutMs = REQUEST_TIMEOUT_MS): Promise<AgentAnswer> {
+export function askAgent(
+  socketPath: string,
+  request: Record<string, unknown>,
+  timeoutMs = REQUEST_TIMEOUT_MS,
+): Promise<AgentAnswer> {
   return new Promise((resolve) => {
     let connected = false;
     let done = false;
@@ -22,7 +29,10 @@ export function askAgent(socketPath: string, request: Record<string, unknown>, t
       resolve(a);
     };
     const socket = connect(socketPath);
-    const timer = setTimeout(() => finish({ kind: "lost", detail: `no answer from the agent within ${timeoutMs / 1000} s` }), timeoutMs);
+    const timer = setTimeout(
+      () => finish({ kind: "lost", detail: `no answer from the agent within ${timeoutMs / 1000} s` }),
+      timeoutMs,
+    );
     const splitter = new JsonlSplitter((line) => {
       try {
         finish({ kind: "answer", body: JSON.parse(line) as Record<string, unknown> });
@@ -37,7 +47,8 @@ export function askAgent(socketPath: string, request: Record<string, unknown>, t
     });
     socket.on("data", (d: string) => splitter.push(d));
     socket.once("error", (e: NodeJS.ErrnoException) => {
-      if (!connected && (e.code === "ECONNREFUSED" || e.code === "ENOENT")) finish({ kind: "refused", detail: `${e.code}: no agent is listening at ${socketPath}` });
+      if (!connected && (e.code === "ECONNREFUSED" || e.code === "ENOENT"))
+        finish({ kind: "refused", detail: `${e.code}: no agent is listening at ${socketPath}` });
       else finish({ kind: "lost", detail: `the connection to the agent failed: ${e.message}` });
     });
     socket.once("close", () => finish({ kind: "lost", detail: "the agent closed the connection without answering" }));

@@ -14,7 +14,6 @@ import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js"
 import { JsonlSplitter } from "../harnesses/pi/link.js";
 import { ackMac, CHANNEL_SERVER_NAME, channelPaths } from "../harnesses/claude/channel-wire.js";
 
-
 export interface ChannelServer {
   readonly socketPath: string;
   close(): Promise<void>;
@@ -32,7 +31,8 @@ export async function serveClaudeChannel(dir: string, claudePid = process.ppid):
     { name: CHANNEL_SERVER_NAME, version: "0.1.0" },
     {
       capabilities: { experimental: { "claude/channel": {} } },
-      instructions: "Messages from your lead arrive as <channel source=\"clankie-seat\"> events. Treat each as a new instruction from the lead.",
+      instructions:
+        'Messages from your lead arrive as <channel source="clankie-seat"> events. Treat each as a new instruction from the lead.',
     },
   );
   mcp.oninitialized = () => (mcpReady = true);
@@ -81,7 +81,8 @@ export async function serveClaudeChannel(dir: string, claudePid = process.ppid):
           .notification({ method: "notifications/claude/channel", params: { content: msg.content, meta } } as never)
           .then(
             () => reply({ op: "ack", eventId, acknowledged: true, mac: ackMac(token, eventId) }),
-            (e: Error) => reply({ op: "nack", eventId, reason: "stdio_write_failed", detail: e.message, mayHaveSent: true }),
+            (e: Error) =>
+              reply({ op: "nack", eventId, reason: "stdio_write_failed", detail: e.message, mayHaveSent: true }),
           );
         return;
       }

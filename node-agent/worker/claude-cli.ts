@@ -22,7 +22,15 @@ async function readStdin(): Promise<string> {
 }
 
 /** Runs one worker command; true when it keeps serving (the caller must not exit). */
-export async function runWorkerCommand(sub: string | undefined, flags: { channelDir?: string | undefined; reportDir?: string | undefined; agentStateDir?: string | undefined; waitSeconds?: string | undefined }): Promise<boolean> {
+export async function runWorkerCommand(
+  sub: string | undefined,
+  flags: {
+    channelDir?: string | undefined;
+    reportDir?: string | undefined;
+    agentStateDir?: string | undefined;
+    waitSeconds?: string | undefined;
+  },
+): Promise<boolean> {
   if (sub === "claude-channel") {
     if (!flags.channelDir) throw new Error("clankie worker claude-channel needs --channel-dir DIR");
     await serveClaudeChannel(flags.channelDir);
@@ -42,7 +50,9 @@ export async function runWorkerCommand(sub: string | undefined, flags: { channel
     // falls back to the default wait; any failure prints nothing, so the owner's dialog answers.
     let wait = flags.waitSeconds === undefined ? DEFAULT_WAIT_SECONDS : Number(flags.waitSeconds);
     if (!Number.isInteger(wait) || wait < 1) {
-      process.stderr.write(`clankie worker question-hook: --wait-seconds must be a whole number of seconds, at least 1; waiting ${DEFAULT_WAIT_SECONDS}\n`);
+      process.stderr.write(
+        `clankie worker question-hook: --wait-seconds must be a whole number of seconds, at least 1; waiting ${DEFAULT_WAIT_SECONDS}\n`,
+      );
       wait = DEFAULT_WAIT_SECONDS;
     }
     const out = await runQuestionHook(flags.agentStateDir, await readStdin(), wait).catch(() => "");

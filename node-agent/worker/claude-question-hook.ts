@@ -35,8 +35,19 @@ export function questionRequest(input: QuestionHookInput): Record<string, unknow
   // A subagent's question belongs to its parent session's owner: not delegated.
   if (input.agent_id !== undefined && input.agent_id !== null && input.agent_id !== "") return undefined;
   const toolInput = input.tool_input as { questions?: unknown } | undefined;
-  if (typeof input.session_id !== "string" || typeof input.tool_use_id !== "string" || !Array.isArray(toolInput?.questions)) return undefined;
-  return { op: "question", sessionId: input.session_id, promptId: typeof input.prompt_id === "string" ? input.prompt_id : "", toolUseId: input.tool_use_id, questions: toolInput.questions };
+  if (
+    typeof input.session_id !== "string" ||
+    typeof input.tool_use_id !== "string" ||
+    !Array.isArray(toolInput?.questions)
+  )
+    return undefined;
+  return {
+    op: "question",
+    sessionId: input.session_id,
+    promptId: typeof input.prompt_id === "string" ? input.prompt_id : "",
+    toolUseId: input.tool_use_id,
+    questions: toolInput.questions,
+  };
 }
 
 /** The hook JSON for an answer the agent sent: only when it answers exactly the questions asked. */
@@ -46,7 +57,8 @@ export function answerJson(input: QuestionHookInput, answers: unknown): string {
   if (typeof answers !== "object" || answers === null) return "";
   const given = answers as Record<string, unknown>;
   const keys = Object.keys(given);
-  if (keys.length !== asked.length || asked.some((q) => typeof q !== "string" || typeof given[q] !== "string")) return "";
+  if (keys.length !== asked.length || asked.some((q) => typeof q !== "string" || typeof given[q] !== "string"))
+    return "";
   return JSON.stringify({
     hookSpecificOutput: {
       hookEventName: "PreToolUse",
@@ -57,7 +69,11 @@ export function answerJson(input: QuestionHookInput, answers: unknown): string {
   });
 }
 
-export async function runQuestionHook(agentStateDir: string | undefined, stdinText: string, waitSeconds = DEFAULT_WAIT_SECONDS): Promise<string> {
+export async function runQuestionHook(
+  agentStateDir: string | undefined,
+  stdinText: string,
+  waitSeconds = DEFAULT_WAIT_SECONDS,
+): Promise<string> {
   if (!agentStateDir) return "";
   let input: QuestionHookInput;
   try {

@@ -27,7 +27,11 @@ export interface ProcessRow {
 }
 
 /** The hook's ancestors, nearest first; undefined when the provider cannot show them. */
-export async function ancestry(provider: ProofProvider, startPid: number, depth = 6): Promise<ProcessRow[] | undefined> {
+export async function ancestry(
+  provider: ProofProvider,
+  startPid: number,
+  depth = 6,
+): Promise<ProcessRow[] | undefined> {
   const start = await provider.identify(startPid);
   if (!start.known) return undefined;
   const chain = await provider.ancestry(start.value);
@@ -49,7 +53,11 @@ function optedIn(argv: string[]): boolean {
     const a = argv[i]!;
     const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
     const value = inline ?? argv[i + 1] ?? "";
-    if (flag === "--dangerously-load-development-channels" && value.split(/[ ,]/).some((v) => v === `server:${CHANNEL_SERVER_NAME}` || v.startsWith("plugin:clankie-worker@"))) return true;
+    if (
+      flag === "--dangerously-load-development-channels" &&
+      value.split(/[ ,]/).some((v) => v === `server:${CHANNEL_SERVER_NAME}` || v.startsWith("plugin:clankie-worker@"))
+    )
+      return true;
     if (flag === "--channels" && /(^|[ ,])plugin:clankie-worker@/.test(value)) return true;
   }
   return false;
@@ -58,11 +66,21 @@ function optedIn(argv: string[]): boolean {
 export type HookDecision = { claudePid?: number; message?: string };
 
 /** Decides what the hook says; pure, so each case is testable without a Claude. */
-export function decideSessionStart(input: HookInput, env: NodeJS.ProcessEnv, ancestors: ProcessRow[] | undefined): HookDecision {
-  if (input.hook_event_name !== "SessionStart" || !input.session_id || !SAFE_SESSION_ID.test(input.session_id)) return {};
+export function decideSessionStart(
+  input: HookInput,
+  env: NodeJS.ProcessEnv,
+  ancestors: ProcessRow[] | undefined,
+): HookDecision {
+  if (input.hook_event_name !== "SessionStart" || !input.session_id || !SAFE_SESSION_ID.test(input.session_id))
+    return {};
   const linked = Boolean(env.HERDR_PANE_ID || env.TMUX_PANE);
   if (!ancestors) {
-    return linked ? { message: "Clankie cannot confirm this session's channel: the Claude process could not be observed on this platform." } : {};
+    return linked
+      ? {
+          message:
+            "Clankie cannot confirm this session's channel: the Claude process could not be observed on this platform.",
+        }
+      : {};
   }
   const claude = ancestors.find((r) => isClaude(r.argv));
   if (!claude) return {};
@@ -77,7 +95,12 @@ export function decideSessionStart(input: HookInput, env: NodeJS.ProcessEnv, anc
   };
 }
 
-export async function runSessionStartHook(reportDir: string | undefined, stdinText: string, env: NodeJS.ProcessEnv, provider?: ProofProvider): Promise<string> {
+export async function runSessionStartHook(
+  reportDir: string | undefined,
+  stdinText: string,
+  env: NodeJS.ProcessEnv,
+  provider?: ProofProvider,
+): Promise<string> {
   let input: HookInput;
   try {
     input = JSON.parse(stdinText) as HookInput;
@@ -95,7 +118,14 @@ export async function runSessionStartHook(reportDir: string | undefined, stdinTe
   const decision = decideSessionStart(input, env, ancestors);
   if (reportDir && decision.claudePid && input.session_id && input.transcript_path) {
     try {
-      writeSessionReport(reportDir, { sessionId: input.session_id, transcriptPath: input.transcript_path, cwd: input.cwd ?? "", source: input.source ?? "", claudePid: decision.claudePid, atMs: Date.now() });
+      writeSessionReport(reportDir, {
+        sessionId: input.session_id,
+        transcriptPath: input.transcript_path,
+        cwd: input.cwd ?? "",
+        source: input.source ?? "",
+        claudePid: decision.claudePid,
+        atMs: Date.now(),
+      });
     } catch {
       // The notice below must survive a failed report (VUH-1867).
     }

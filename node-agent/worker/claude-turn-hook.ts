@@ -16,18 +16,37 @@ export interface TurnHookInput {
   hook_event_name?: string;
 }
 
-const STATE_BY_EVENT: Record<string, ClaudeTurnReport["state"]> = { UserPromptSubmit: "working", Stop: "idle", StopFailure: "idle" };
+const STATE_BY_EVENT: Record<string, ClaudeTurnReport["state"]> = {
+  UserPromptSubmit: "working",
+  Stop: "idle",
+  StopFailure: "idle",
+};
 
 /** The report this hook files, or undefined for events and processes it has no business with. */
-export function decideTurn(input: TurnHookInput, ancestors: ProcessRow[] | undefined, nowMs: number): ClaudeTurnReport | undefined {
+export function decideTurn(
+  input: TurnHookInput,
+  ancestors: ProcessRow[] | undefined,
+  nowMs: number,
+): ClaudeTurnReport | undefined {
   const state = STATE_BY_EVENT[input.hook_event_name ?? ""];
   if (!state || !input.session_id || !SAFE_SESSION_ID.test(input.session_id)) return undefined;
   const claude = ancestors?.find((r) => isClaude(r.argv));
   if (!claude) return undefined;
-  return { sessionId: input.session_id, promptId: typeof input.prompt_id === "string" ? input.prompt_id : "", state, event: input.hook_event_name!, claudePid: claude.pid, atMs: nowMs };
+  return {
+    sessionId: input.session_id,
+    promptId: typeof input.prompt_id === "string" ? input.prompt_id : "",
+    state,
+    event: input.hook_event_name!,
+    claudePid: claude.pid,
+    atMs: nowMs,
+  };
 }
 
-export async function runTurnHook(reportDir: string | undefined, stdinText: string, provider?: ProofProvider): Promise<void> {
+export async function runTurnHook(
+  reportDir: string | undefined,
+  stdinText: string,
+  provider?: ProofProvider,
+): Promise<void> {
   if (!reportDir) return;
   let input: TurnHookInput;
   try {

@@ -26,7 +26,14 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
         return { isError: true, content: [{ type: "text", text: `no mailbox named ${seatName} on this machine` }] };
       }
       const { entries, unreadable } = store.readUnread(seatName, { peek: peek ?? false });
-      const messages = entries.map((e) => ({ deliveryId: e.deliveryId, seq: e.seq, from: e.conversationId, inReplyTo: e.inReplyTo, receivedAt: new Date(e.receivedAtMs).toISOString(), text: e.text }));
+      const messages = entries.map((e) => ({
+        deliveryId: e.deliveryId,
+        seq: e.seq,
+        from: e.conversationId,
+        inReplyTo: e.inReplyTo,
+        receivedAt: new Date(e.receivedAtMs).toISOString(),
+        text: e.text,
+      }));
       const body = { seat: seatName, messages, unreadableFiles: unreadable };
       return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
     },
@@ -35,7 +42,8 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
     "message_clankie",
     {
       title: "Report to your lead",
-      description: "Send a report to the lead conversation that hired or last messaged this seat. 'stored' means it is kept on this machine until the controller holds it; it is not yet read.",
+      description:
+        "Send a report to the lead conversation that hired or last messaged this seat. 'stored' means it is kept on this machine until the controller holds it; it is not yet read.",
       inputSchema: z.object({ text: z.string().min(1).max(MAX_REPORT_CHARS) }).strict(),
     },
     async ({ text }) => {
@@ -45,7 +53,11 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
       if (problem) {
         const detail = `${problem}; nothing was stored`;
         const refused = { schemaVersion: 1, received: false, deliveryStage: "rejected", reason: INVALID_TEXT, detail };
-        return { isError: true, content: [{ type: "text" as const, text: JSON.stringify(refused) }], structuredContent: refused };
+        return {
+          isError: true,
+          content: [{ type: "text" as const, text: JSON.stringify(refused) }],
+          structuredContent: refused,
+        };
       }
       const report = outbox.put(seatName, text);
       const body = { schemaVersion: 1, received: true, deliveryStage: "stored", deliveryId: report.id };
@@ -62,7 +74,11 @@ export function createMailboxMcpServer(store: MailboxStore, seatName: string, ou
     async ({ deliveryId: given }) => {
       // Ids are compared in their canonical case (issue 32 item 4).
       const deliveryId = given.toLowerCase();
-      const body = { schemaVersion: 1, deliveryId, deliveryStage: outbox.holds(seatName, deliveryId) ? "stored" : "forwarded" };
+      const body = {
+        schemaVersion: 1,
+        deliveryId,
+        deliveryStage: outbox.holds(seatName, deliveryId) ? "stored" : "forwarded",
+      };
       return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body };
     },
   );

@@ -15,7 +15,9 @@ const common = {
 /** message_clankie and message_clankie_status: every answer names its stage. */
 export const workerMessageResult = z.looseObject({
   ...common,
-  deliveryStage: z.string().describe("stored | delivered | read | not_sent | uncertain | rejected | unavailable | none"),
+  deliveryStage: z
+    .string()
+    .describe("stored | delivered | read | not_sent | uncertain | rejected | unavailable | none"),
   received: z.boolean().optional(),
 });
 

@@ -35,7 +35,10 @@ export function piUserText(message: unknown): string | undefined {
   if (!m || m.role !== "user") return undefined;
   if (typeof m.content === "string") return m.content;
   if (!Array.isArray(m.content)) return undefined;
-  return (m.content as { type?: string; text?: string }[]).filter((c) => c.type === "text").map((c) => c.text ?? "").join("");
+  return (m.content as { type?: string; text?: string }[])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text ?? "")
+    .join("");
 }
 
 export class PiEntryBinder {
@@ -74,7 +77,8 @@ export class PiEntryBinder {
       for (let i = list.length - 1; i >= 0; i--) {
         const e = list[i]!;
         // Identity, not content: the same text typed by anyone else is another object.
-        if (e.type === "message" && e.message === message && typeof e.id === "string") return this.onBound({ deliveryId: ours!.deliveryId, entryId: e.id });
+        if (e.type === "message" && e.message === message && typeof e.id === "string")
+          return this.onBound({ deliveryId: ours!.deliveryId, entryId: e.id });
       }
       if (--left > 0) this.later(look);
     };

@@ -19,7 +19,11 @@ interface PiContext {
   isIdle(): boolean;
   abort(): void;
   hasPendingMessages(): boolean;
-  sessionManager: { getSessionFile?(): string | undefined; getSessionId?(): string | undefined; getEntries?(): PiSessionEntryLike[] };
+  sessionManager: {
+    getSessionFile?(): string | undefined;
+    getSessionId?(): string | undefined;
+    getEntries?(): PiSessionEntryLike[];
+  };
 }
 interface PiApi {
   on(event: string, handler: (event: Record<string, unknown>, ctx: PiContext) => unknown): void;
@@ -50,14 +54,27 @@ export default function clankiePiExtension(pi: PiApi): void {
   });
   const state = (c: PiContext) => {
     const file = c.sessionManager.getSessionFile?.();
-    return { isStreaming: !c.isIdle(), sessionId: c.sessionManager.getSessionId?.() ?? file ?? `pi-${process.pid}`, sessionFile: file, pendingMessageCount: c.hasPendingMessages() ? 1 : 0 };
+    return {
+      isStreaming: !c.isIdle(),
+      sessionId: c.sessionManager.getSessionId?.() ?? file ?? `pi-${process.pid}`,
+      sessionFile: file,
+      pendingMessageCount: c.hasPendingMessages() ? 1 : 0,
+    };
   };
 
   const serve = (socket: Socket) => {
     let authed = false;
-    const reply = (id: unknown, command: string, body: { success: boolean; data?: unknown; error?: string }) => socket.write(JSON.stringify({ type: "response", id, command, ...body }) + "\n");
+    const reply = (id: unknown, command: string, body: { success: boolean; data?: unknown; error?: string }) =>
+      socket.write(JSON.stringify({ type: "response", id, command, ...body }) + "\n");
     const splitter = new JsonlSplitter((line) => {
-      let cmd: { type?: string; id?: string; token?: string; message?: string; streamingBehavior?: string; deliveryId?: string };
+      let cmd: {
+        type?: string;
+        id?: string;
+        token?: string;
+        message?: string;
+        streamingBehavior?: string;
+        deliveryId?: string;
+      };
       try {
         cmd = JSON.parse(line);
       } catch {
@@ -74,7 +91,10 @@ export default function clankiePiExtension(pi: PiApi): void {
         authed = true;
         clients.add(socket);
         // Who serves this socket and exactly what it offers: the adapter advertises only this (rules 3, 42).
-        reply(cmd.id, "hello", { success: true, data: { pid: process.pid, commands: ["get_state", "prompt", "abort"], deliverAs: ["steer", "followUp"] } });
+        reply(cmd.id, "hello", {
+          success: true,
+          data: { pid: process.pid, commands: ["get_state", "prompt", "abort"], deliverAs: ["steer", "followUp"] },
+        });
         return;
       }
       const c = ctx;

@@ -17,7 +17,10 @@ interface PiToolApi {
     label: string;
     description: string;
     parameters: unknown;
-    execute(toolCallId: string, params: Record<string, unknown>): Promise<{ content: { type: "text"; text: string }[]; details: unknown }>;
+    execute(
+      toolCallId: string,
+      params: Record<string, unknown>,
+    ): Promise<{ content: { type: "text"; text: string }[]; details: unknown }>;
   }): void;
 }
 
@@ -37,7 +40,10 @@ export default async function clankiePiWorkerTools(pi: PiToolApi): Promise<void>
       parameters: tool.inputSchema,
       async execute(_id, params) {
         const r = await client.callTool({ name: tool.name, arguments: params });
-        const text = (r.content as { type: string; text?: string }[]).filter((c) => c.type === "text").map((c) => c.text ?? "").join("\n");
+        const text = (r.content as { type: string; text?: string }[])
+          .filter((c) => c.type === "text")
+          .map((c) => c.text ?? "")
+          .join("\n");
         return { content: [{ type: "text", text }], details: r.structuredContent ?? {} };
       },
     });

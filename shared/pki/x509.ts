@@ -17,14 +17,20 @@ export interface KeyPairPem {
 
 export async function generateKeyPair(): Promise<KeyPairPem> {
   const keys = (await webcrypto.subtle.generateKey(ALG, true, ["sign", "verify"])) as unknown as CryptoKeyPair;
-  const pkcs8 = Buffer.from(await webcrypto.subtle.exportKey("pkcs8", keys.privateKey as unknown as webcrypto.CryptoKey));
+  const pkcs8 = Buffer.from(
+    await webcrypto.subtle.exportKey("pkcs8", keys.privateKey as unknown as webcrypto.CryptoKey),
+  );
   return { privateKeyPem: toPem(pkcs8, "PRIVATE KEY"), keys };
 }
 
 export async function importKeyPair(privateKeyPem: string, certificatePem: string): Promise<CryptoKeyPair> {
   const der = fromPem(privateKeyPem);
   const privateKey = (await webcrypto.subtle.importKey("pkcs8", der, ALG, true, ["sign"])) as unknown as CryptoKey;
-  const publicKey = await new x509.X509Certificate(certificatePem).publicKey.export(ALG, ["verify"], webcrypto as unknown as Crypto);
+  const publicKey = await new x509.X509Certificate(certificatePem).publicKey.export(
+    ALG,
+    ["verify"],
+    webcrypto as unknown as Crypto,
+  );
   return { privateKey, publicKey };
 }
 
@@ -70,7 +76,11 @@ export async function createCaCertificate(fleetId: string, keys: CryptoKeyPair, 
 
 /** A CSR naming the machine; the subject is only a request, the controller decides what it signs. */
 export async function createCsr(machine: string, keys: CryptoKeyPair): Promise<string> {
-  const csr = await x509.Pkcs10CertificateRequestGenerator.create({ name: `CN=${machine}`, keys, signingAlgorithm: ALG });
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: `CN=${machine}`,
+    keys,
+    signingAlgorithm: ALG,
+  });
   return withNewline(csr.toString("pem"));
 }
 
@@ -100,7 +110,9 @@ export interface IssueOptions {
   notAfter: Date;
 }
 
-export async function issueCertificate(o: IssueOptions): Promise<{ certificatePem: string; serial: string; notAfter: Date }> {
+export async function issueCertificate(
+  o: IssueOptions,
+): Promise<{ certificatePem: string; serial: string; notAfter: Date }> {
   const caCert = new x509.X509Certificate(o.ca.certificatePem);
   const serial = randomSerial();
   const names: x509.JsonGeneralName[] = [
@@ -121,7 +133,9 @@ export async function issueCertificate(o: IssueOptions): Promise<{ certificatePe
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.ExtendedKeyUsageExtension([o.usage === "client" ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth]),
+      new x509.ExtendedKeyUsageExtension([
+        o.usage === "client" ? x509.ExtendedKeyUsage.clientAuth : x509.ExtendedKeyUsage.serverAuth,
+      ]),
       new x509.SubjectAlternativeNameExtension(names),
       await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
     ],

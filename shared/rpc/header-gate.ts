@@ -25,7 +25,13 @@ export function admitByHeaders(check: TokenCheck, req: Req, res: Res): boolean {
   const header = req.headers.authorization;
   if (check(service, bearerFrom(header)) !== false) return true;
   const message = "missing or wrong bearer token";
-  refuse(req, res, { grpcStatus: 16, httpStatus: 401, code: "unauthenticated", message, headers: { "www-authenticate": 'Bearer realm="clankie"' } });
+  refuse(req, res, {
+    grpcStatus: 16,
+    httpStatus: 401,
+    code: "unauthenticated",
+    message,
+    headers: { "www-authenticate": 'Bearer realm="clankie"' },
+  });
   return false;
 }
 
@@ -46,7 +52,11 @@ export function refuse(req: Req, res: Res, r: Refusal): void {
   if (type.startsWith("application/grpc")) {
     // gRPC "trailers-only": HTTP 200 with the status in the headers.
     const grpcType = type.startsWith("application/grpc-web") ? "application/grpc-web+proto" : "application/grpc";
-    const headers = { "content-type": grpcType, "grpc-status": String(r.grpcStatus), "grpc-message": encodeURIComponent(r.message) };
+    const headers = {
+      "content-type": grpcType,
+      "grpc-status": String(r.grpcStatus),
+      "grpc-message": encodeURIComponent(r.message),
+    };
     const stream = (req as Http2ServerRequest).stream;
     if (stream) {
       // Over HTTP/2 the status must ride on a HEADERS frame that ends the stream (grpc-js reads

@@ -24,35 +24,53 @@ function tracingOn(): boolean {
   return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
 }
 
-async function inSpan<T>(name: string, kind: SpanKind, attributes: Record<string, string>, fn: () => Promise<T>, parent = context.active()): Promise<T> {
+async function inSpan<T>(
+  name: string,
+  kind: SpanKind,
+  attributes: Record<string, string>,
+  fn: () => Promise<T>,
+  parent = context.active(),
+): Promise<T> {
   if (!tracingOn()) return fn();
-  return trace.getTracer(TRACER).startActiveSpan(name, { kind, attributes: { ...SYSTEM, "messaging.operation.name": name, ...attributes } }, parent, async (span) => {
-    try {
-      return await fn();
-    } catch (e) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
-      throw e;
-    } finally {
-      span.end();
-    }
-  });
+  return trace
+    .getTracer(TRACER)
+    .startActiveSpan(
+      name,
+      { kind, attributes: { ...SYSTEM, "messaging.operation.name": name, ...attributes } },
+      parent,
+      async (span) => {
+        try {
+          return await fn();
+        } catch (e) {
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (e as Error).message });
+          throw e;
+        } finally {
+          span.end();
+        }
+      },
+    );
 }
 
 /** The controller's client interceptor: each Deliver call to an agent is a `send` span whose context travels in the request headers. */
 export function traceSendInterceptor(): Interceptor {
   return (next) => (req) =>
     // Only a delivery is a messaging send; inspections and stops pass through untraced.
-    req.method.name !== "Deliver" ? next(req) : inSpan("send", SpanKind.PRODUCER, { "rpc.method": req.method.name }, async () => {
-      propagation.inject(context.active(), req.header, { set: (h, k, v) => h.set(k, v) });
-      return next(req);
-    });
+    req.method.name !== "Deliver"
+      ? next(req)
+      : inSpan("send", SpanKind.PRODUCER, { "rpc.method": req.method.name }, async () => {
+          propagation.inject(context.active(), req.header, { set: (h, k, v) => h.set(k, v) });
+          return next(req);
+        });
 }
 
 /** The agent's server interceptor: a call carrying trace context is handled in a `process` span under it. */
 export function traceProcessInterceptor(): Interceptor {
   return (next) => (req) => {
     if (!tracingOn()) return next(req);
-    const parent = propagation.extract(context.active(), req.header, { get: (h, k) => h.get(k) ?? undefined, keys: (h) => [...h.keys()] });
+    const parent = propagation.extract(context.active(), req.header, {
+      get: (h, k) => h.get(k) ?? undefined,
+      keys: (h) => [...h.keys()],
+    });
     if (!trace.getSpanContext(parent)) return next(req);
     return inSpan("process", SpanKind.CONSUMER, { "rpc.method": req.method.name }, () => next(req), parent);
   };

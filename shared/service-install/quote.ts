@@ -16,7 +16,12 @@ export function systemdValue(value: string): string {
 
 /** Text in XML character data. */
 export function xmlText(value: string): string {
-  return value.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;").replace(/'/g, "&apos;");
+  return value
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(/"/g, "&quot;")
+    .replace(/'/g, "&apos;");
 }
 
 /** The inside of a PowerShell single-quoted string: only `'` (and its typographic forms) is special, doubled. */
@@ -34,7 +39,7 @@ export function windowsArg(arg: string): string {
   let out = '"';
   for (let i = 0; i < arg.length; i++) {
     let slashes = 0;
-    while (arg[i] === "\\") (slashes++, i++);
+    while (arg[i] === "\\") slashes++, i++;
     if (i === arg.length) {
       out += "\\".repeat(slashes * 2);
       break;

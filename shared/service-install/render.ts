@@ -62,42 +62,107 @@ function fill(template: string, values: Record<string, string>, name: string): s
 }
 
 function check(kind: AgentServiceKind, v: AgentServiceValues): void {
-  const isAbsolute = kind === "windows-task" ? (p: string) => win32.isAbsolute(p) && /^[A-Za-z]:\\|^\\\\/.test(p) : posix.isAbsolute;
-  const paths: [string, string | undefined][] = [["node", v.node], ["main", v.main], ["stateDir", v.stateDir], ["logDir", v.logDir]];
+  const isAbsolute =
+    kind === "windows-task" ? (p: string) => win32.isAbsolute(p) && /^[A-Za-z]:\\|^\\\\/.test(p) : posix.isAbsolute;
+  const paths: [string, string | undefined][] = [
+    ["node", v.node],
+    ["main", v.main],
+    ["stateDir", v.stateDir],
+    ["logDir", v.logDir],
+  ];
   for (const [what, p] of paths) {
     if (p === undefined) continue;
-    if (!isAbsolute(p) || p.includes("~") || /[\0\r\n]/.test(p)) throw new ServiceValueError(`${what} must be an absolute ${kind === "windows-task" ? "Windows" : "POSIX"} path without "~" or line breaks, got ${JSON.stringify(p)}`);
+    if (!isAbsolute(p) || p.includes("~") || /[\0\r\n]/.test(p))
+      throw new ServiceValueError(
+        `${what} must be an absolute ${kind === "windows-task" ? "Windows" : "POSIX"} path without "~" or line breaks, got ${JSON.stringify(p)}`,
+      );
   }
-  for (const a of v.agentArgs) if (/[\0\r\n]/.test(a)) throw new ServiceValueError(`agent argument ${JSON.stringify(a)} holds a line break or NUL`);
+  for (const a of v.agentArgs)
+    if (/[\0\r\n]/.test(a))
+      throw new ServiceValueError(`agent argument ${JSON.stringify(a)} holds a line break or NUL`);
   // launchd expands no "~"; the agent would look for a file literally named "~".
-  if (kind === "launchd" && v.agentArgs.some((a) => a.startsWith("~"))) throw new ServiceValueError('launchd does not expand "~": give absolute paths');
+  if (kind === "launchd" && v.agentArgs.some((a) => a.startsWith("~")))
+    throw new ServiceValueError('launchd does not expand "~": give absolute paths');
   if (kind === "launchd" && v.logDir === undefined) throw new ServiceValueError("launchd needs logDir");
-  if (v.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9. _-]{0,63}$/.test(v.name)) throw new ServiceValueError(`service name ${JSON.stringify(v.name)} must be 1-64 letters, digits, '.', ' ', '_' or '-'`);
+  if (v.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9. _-]{0,63}$/.test(v.name))
+    throw new ServiceValueError(
+      `service name ${JSON.stringify(v.name)} must be 1-64 letters, digits, '.', ' ', '_' or '-'`,
+    );
 }
 
 const read = (file: string, dir: string) => readFileSync(join(dir, file), "utf8");
 
 /** The file(s) that install the node agent as a service of `kind`. */
-export function renderAgentService(kind: AgentServiceKind, v: AgentServiceValues, dir: string = templatesDir()): RenderedFile[] {
+export function renderAgentService(
+  kind: AgentServiceKind,
+  v: AgentServiceValues,
+  dir: string = templatesDir(),
+): RenderedFile[] {
   check(kind, v);
   const argv = ["agent", ...v.agentArgs];
   if (kind === "systemd-user") {
     const t = read("linux/clankie-agent.user.service", dir);
-    return [{ fileName: "clankie-agent.service", content: fill(t, { NODE: systemdWord(v.node), MAIN: systemdWord(v.main), ARGS: argv.map(systemdWord).join(" "), STATE_DIR: systemdValue(v.stateDir) }, kind) }];
+    return [
+      {
+        fileName: "clankie-agent.service",
+        content: fill(
+          t,
+          {
+            NODE: systemdWord(v.node),
+            MAIN: systemdWord(v.main),
+            ARGS: argv.map(systemdWord).join(" "),
+            STATE_DIR: systemdValue(v.stateDir),
+          },
+          kind,
+        ),
+      },
+    ];
   }
   if (kind === "launchd") {
     const label = v.name ?? "dev.clankie.agent";
-    if (!/^[A-Za-z0-9]+(\.[A-Za-z0-9-]+)*$/.test(label) || label.includes("--")) throw new ServiceValueError(`launchd label ${JSON.stringify(label)} must be reverse-DNS`);
+    if (!/^[A-Za-z0-9]+(\.[A-Za-z0-9-]+)*$/.test(label) || label.includes("--"))
+      throw new ServiceValueError(`launchd label ${JSON.stringify(label)} must be reverse-DNS`);
     const args = [v.node, v.main, ...argv].map((a) => `    <string>${xmlText(a)}</string>`).join("\n");
     const t = read("macos/dev.clankie.agent.plist", dir);
-    return [{ fileName: `${label}.plist`, content: fill(t, { LABEL: xmlText(label), PROGRAM_ARGUMENTS: args, STATE_DIR: xmlText(v.stateDir), LOG_DIR: xmlText(v.logDir!) }, kind) }];
+    return [
+      {
+        fileName: `${label}.plist`,
+        content: fill(
+          t,
+          {
+            LABEL: xmlText(label),
+            PROGRAM_ARGUMENTS: args,
+            STATE_DIR: xmlText(v.stateDir),
+            LOG_DIR: xmlText(v.logDir!),
+          },
+          kind,
+        ),
+      },
+    ];
   }
   const task = v.name ?? "Clankie Fleet agent";
   // Windows PowerShell 5.1 reads a BOM-less script in the ANSI code page: the BOM keeps non-ASCII paths intact.
   const BOM = "\uFEFF";
   const line = [v.main, ...argv].map(windowsArg).join(" ");
   return [
-    { fileName: "install-agent.ps1", content: BOM + fill(read("windows/install-agent.ps1", dir), { TASK_NAME: powershellSingleQuoted(task), NODE: powershellSingleQuoted(v.node), ARGUMENT_LINE: powershellSingleQuoted(line), STATE_DIR: powershellSingleQuoted(v.stateDir) }, kind) },
-    { fileName: "uninstall-agent.ps1", content: BOM + fill(read("windows/uninstall-agent.ps1", dir), { TASK_NAME: powershellSingleQuoted(task) }, kind) },
+    {
+      fileName: "install-agent.ps1",
+      content:
+        BOM +
+        fill(
+          read("windows/install-agent.ps1", dir),
+          {
+            TASK_NAME: powershellSingleQuoted(task),
+            NODE: powershellSingleQuoted(v.node),
+            ARGUMENT_LINE: powershellSingleQuoted(line),
+            STATE_DIR: powershellSingleQuoted(v.stateDir),
+          },
+          kind,
+        ),
+    },
+    {
+      fileName: "uninstall-agent.ps1",
+      content: BOM + fill(read("windows/uninstall-agent.ps1", dir), { TASK_NAME: powershellSingleQuoted(task) }, kind),
+    },
   ];
 }

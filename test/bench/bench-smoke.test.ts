@@ -17,7 +17,8 @@ const skipped = (v: unknown) => typeof v === "string" && v.startsWith("skipped:"
 function expectLatency(v: unknown, where: string): void {
   if (skipped(v)) return;
   const o = v as Record<string, unknown>;
-  for (const k of ["p50_ms", "p99_ms", "n"]) expect(isNum(o?.[k]), `${where}.${k} = ${JSON.stringify(o?.[k])}`).toBe(true);
+  for (const k of ["p50_ms", "p99_ms", "n"])
+    expect(isNum(o?.[k]), `${where}.${k} = ${JSON.stringify(o?.[k])}`).toBe(true);
 }
 
 describe("benchmark smoke (tiny N, no timing assertions)", () => {
@@ -49,7 +50,14 @@ describe("benchmark smoke (tiny N, no timing assertions)", () => {
       const j = r.journal[db];
       if (skipped(j)) continue;
       for (const level of ["c1", "c4", "c16"]) {
-        for (const k of ["delivered_per_s", "ceiling_per_s", "ratio", "controller_cpu_ms_per_delivery", "agent_cpu_ms_per_delivery"]) expect(isNum(j[level]?.[k]), `journal.${db}.${level}.${k}`).toBe(true);
+        for (const k of [
+          "delivered_per_s",
+          "ceiling_per_s",
+          "ratio",
+          "controller_cpu_ms_per_delivery",
+          "agent_cpu_ms_per_delivery",
+        ])
+          expect(isNum(j[level]?.[k]), `journal.${db}.${level}.${k}`).toBe(true);
       }
     }
     expectLatency(r.mcp, "mcp");
@@ -58,7 +66,10 @@ describe("benchmark smoke (tiny N, no timing assertions)", () => {
     expect(isNum(r.liveness.inflight_uncertain_s)).toBe(true);
     if (!skipped(r.journal.postgres)) expectLatency(r.proof_age.c16, "proof_age.c16");
     // The `clankie up` controller on PGlite after its deliveries (issue 17), with or without PostgreSQL.
-    expect(isNum(r.memory.up_controller_rss_mb), `memory.up_controller_rss_mb = ${JSON.stringify(r.memory.up_controller_rss_mb)}`).toBe(true);
+    expect(
+      isNum(r.memory.up_controller_rss_mb),
+      `memory.up_controller_rss_mb = ${JSON.stringify(r.memory.up_controller_rss_mb)}`,
+    ).toBe(true);
     if (!skipped(r.memory.pg_memory)) {
       expect(isNum(r.memory.controller_rss_mb_1m_receipts)).toBe(true);
       expect(isNum(r.memory.agent_rss_mb)).toBe(true);

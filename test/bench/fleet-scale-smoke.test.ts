@@ -11,19 +11,41 @@ import { assertBuilt } from "../kit/cli.js";
 import { liveChildren } from "../../bench/processes.js";
 
 const isNum = (v: unknown) => typeof v === "number" && Number.isFinite(v);
-const KEYS = ["controller_idle_cpu_pct", "rss_mb_per_agent", "pg_writes_per_s", "list_seats_ms", "watch_first_ms", "delivery_p50_ratio", "relink_p50_s", "relink_p99_s", "lost"];
+const KEYS = [
+  "controller_idle_cpu_pct",
+  "rss_mb_per_agent",
+  "pg_writes_per_s",
+  "list_seats_ms",
+  "watch_first_ms",
+  "delivery_p50_ratio",
+  "relink_p50_s",
+  "relink_p99_s",
+  "lost",
+];
 
 describe("fleet_scale smoke (issue 36 items 1 and 2, tiny N, no timing assertions)", () => {
   it("links simulated agents with their own identities, delivers into their mailboxes, relinks them all after a restart", async () => {
     assertBuilt();
-    const cfg = { sizes: [3], seatsPerAgent: 2, simProcesses: 2, idleWindowS: 2, settleS: 1, deliveries: 3, warmup: 1, readSamples: 1, relinkTimeoutS: 90 };
+    const cfg = {
+      sizes: [3],
+      seatsPerAgent: 2,
+      simProcesses: 2,
+      idleWindowS: 2,
+      settleS: 1,
+      deliveries: 3,
+      warmup: 1,
+      readSamples: 1,
+      relinkTimeoutS: 90,
+    };
     const r = await runFleetScale(cfg);
     const at = r.n3 as Record<string, any>;
     for (const k of KEYS) expect(isNum(at[k]), `fleet_scale.n3.${k} = ${JSON.stringify(at[k])}`).toBe(true);
     // Every seat the simulated agents made is the controller's, reported at their registration.
     expect(at.seats_listed).toBe(3 * cfg.seatsPerAgent);
     // The baseline and the N-linked deliveries went through the reverse link into the mailbox.
-    expect((r.baseline_1_linked as Record<string, any>).outcomes).toEqual({ delivered: cfg.warmup * 3 + cfg.deliveries });
+    expect((r.baseline_1_linked as Record<string, any>).outcomes).toEqual({
+      delivered: cfg.warmup * 3 + cfg.deliveries,
+    });
     expect(at.delivery.outcomes).toEqual({ delivered: cfg.warmup + cfg.deliveries });
     // After the restart every agent relinked, and every answer is accounted for.
     expect(at.relink_not_back).toBe(0);

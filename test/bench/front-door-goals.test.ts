@@ -29,7 +29,10 @@ describe("issue 32 front-door goals", () => {
   it("meets every goal for an attack that changed nothing beyond the bounds", () => {
     const { goals } = goalsFor(calm);
     expect(goals).toHaveLength(20);
-    expect(goals.every((g) => g.met === true), JSON.stringify(goals)).toBe(true);
+    expect(
+      goals.every((g) => g.met === true),
+      JSON.stringify(goals),
+    ).toBe(true);
   });
 
   it("misses the p99 goal above 2x, the RSS goals beyond +100 MB and +50 MB, and a proof_stale 2 s late", () => {

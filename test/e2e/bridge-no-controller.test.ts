@@ -17,7 +17,12 @@ import { seedPglite, tempDir } from "../kit/test-db.js";
 
 async function bridge(args: string[]): Promise<Client> {
   assertBuilt();
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--log-level", "error", ...args], env: { PATH: process.env.PATH ?? "", DATABASE_URL: "" }, stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "mcp", "--log-level", "error", ...args],
+    env: { PATH: process.env.PATH ?? "", DATABASE_URL: "" },
+    stderr: "pipe",
+  });
   const client = new Client({ name: "issue37-bridge", version: "0.0.0" });
   await client.connect(transport);
   return client;
@@ -54,13 +59,19 @@ describe("issue 37 item 5: the bridge without a controller", () => {
     closers.push(() => client.close());
     const f = await failure(client.listTools());
     expect(f.ms).toBeLessThan(5_000);
-    expect(f.message).toMatch(/^MCP error -32603: could not open a session with controller of .*no controller is running for /);
+    expect(f.message).toMatch(
+      /^MCP error -32603: could not open a session with controller of .*no controller is running for /,
+    );
     expect(f.message.match(/MCP error/g)).toHaveLength(1);
     // A seat call is a definite not-sent, just as fast.
     const t0 = Date.now();
     const r = await client.callTool({ name: "message_seat", arguments: { seat: "x/y", message: "nobody home" } });
     expect(Date.now() - t0).toBeLessThan(5_000);
-    expect(r.structuredContent).toMatchObject({ outcome: "undelivered", reason: "controller_unreachable", dispatched: false });
+    expect(r.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      reason: "controller_unreachable",
+      dispatched: false,
+    });
   });
 
   it("--url where nothing listens (connection refused): fails in seconds and says nothing listens there", async () => {
@@ -78,7 +89,11 @@ describe("issue 37 item 5: the bridge without a controller", () => {
     // `up` holds the embedded database's lock while it loads PGlite and opens the journal.
     const state = tempDir("i37-starting");
     seedPglite(state);
-    const up = spawn(process.execPath, [CLI, "up", "--json", "--state-dir", state, "--port", "0", "--pane-host", "none", "--log-level", "error"], { env: { ...process.env, DATABASE_URL: "" }, stdio: ["ignore", "pipe", "inherit"] });
+    const up = spawn(
+      process.execPath,
+      [CLI, "up", "--json", "--state-dir", state, "--port", "0", "--pane-host", "none", "--log-level", "error"],
+      { env: { ...process.env, DATABASE_URL: "" }, stdio: ["ignore", "pipe", "inherit"] },
+    );
     closers.push(() => new Promise((r) => (up.exitCode !== null ? r(null) : (up.once("exit", r), up.kill("SIGTERM")))));
     const deadline = Date.now() + 30_000;
     while (!(existsSync(join(state, "pgdata.lock")) && existsSync(join(state, "lead.token")))) {

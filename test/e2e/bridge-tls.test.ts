@@ -17,7 +17,8 @@ import { CLI, assertBuilt } from "../kit/cli.js";
 
 /** A non-loopback IPv4 address of this machine: the controller then listens with TLS. */
 function offLoopbackAddress(): string {
-  for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
+  for (const list of Object.values(networkInterfaces()))
+    for (const a of list ?? []) if (a.family === "IPv4" && !a.internal) return a.address;
   throw new Error("this machine has no non-loopback IPv4 address to listen on");
 }
 
@@ -31,8 +32,23 @@ describe("clankie mcp trusts the fleet CA when the controller listens off loopba
     assertBuilt();
     store = await prepareStore("pglite");
     const host = offLoopbackAddress();
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, host, port: 0, agentHost: host, agentPort: 0, databaseUrl: store.databaseUrl }), silentLogger);
-    const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--state-dir", store.stateDir, "--log-level", "info"], env: { PATH: process.env.PATH ?? "" }, stderr: "pipe" });
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        host,
+        port: 0,
+        agentHost: host,
+        agentPort: 0,
+        databaseUrl: store.databaseUrl,
+      }),
+      silentLogger,
+    );
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [CLI, "mcp", "--state-dir", store.stateDir, "--log-level", "info"],
+      env: { PATH: process.env.PATH ?? "" },
+      stderr: "pipe",
+    });
     transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
     client = new Client({ name: "bridge-tls-lead", version: "0.0.0" });
     await client.connect(transport);

@@ -54,7 +54,12 @@ interface Bridge {
 }
 
 async function startBridge(args: string[], env: Record<string, string>): Promise<Bridge> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--log-level", "info", ...args], env: { PATH: process.env.PATH ?? "", ...env }, stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "mcp", "--log-level", "info", ...args],
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stderr: "pipe",
+  });
   let stderr = "";
   transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const client = new Client({ name: "bridge-test-lead", version: "0.0.0" });
@@ -81,13 +86,32 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
   const inbox = () => new MailboxStore(join(store.stateDir, "agent", "mailboxes"));
   let slowDir: string;
   const stuck = () => new MailboxStore(join(slowDir, "agent", "mailboxes"));
-  const copies = (m: MailboxStore, seat: string, text: string) => m.list(seat).entries.filter((e) => e.text === text).length;
+  const copies = (m: MailboxStore, seat: string, text: string) =>
+    m.list(seat).entries.filter((e) => e.text === text).length;
 
   const startController = async () => {
-    controller = spawn(process.execPath, [CLI, "controller", "--json", "--state-dir", store.stateDir, "--port", String(port), "--agent-port", String(agentPort), "--deliver-timeout-ms", "60000", "--log-level", "error"], {
-      env: { ...process.env, ...env() },
-      stdio: ["ignore", "pipe", "inherit"],
-    });
+    controller = spawn(
+      process.execPath,
+      [
+        CLI,
+        "controller",
+        "--json",
+        "--state-dir",
+        store.stateDir,
+        "--port",
+        String(port),
+        "--agent-port",
+        String(agentPort),
+        "--deliver-timeout-ms",
+        "60000",
+        "--log-level",
+        "error",
+      ],
+      {
+        env: { ...process.env, ...env() },
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
     await new Promise<void>((resolve, reject) => {
       createInterface({ input: controller.stdout! }).once("line", () => resolve());
       controller.once("exit", (code) => reject(new Error(`controller exited with ${code}`)));
@@ -109,10 +133,16 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
       // agent dials after registering (ADR 0021). Adding an existing seat again rides that link.
       until("both reverse links up", async () => {
         const ok = await Promise.all(
-          [["fast", "inbox"], ["slow", "stuck"]].map(([machine, name]) =>
+          [
+            ["fast", "inbox"],
+            ["slow", "stuck"],
+          ].map(([machine, name]) =>
             owner()
               .owner.addSeat(create(AddSeatRequestSchema, { machine, name, kind: SeatKind.MAILBOX }))
-              .then(() => true, () => false),
+              .then(
+                () => true,
+                () => false,
+              ),
           ),
         );
         return ok.every(Boolean) ? true : undefined;
@@ -128,11 +158,25 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
     await startController();
     slowDir = tempDir("slow");
     mkdirSync(slowDir, { recursive: true });
-    fast = await startAgentProcess({ controllerUrl: `https://127.0.0.1:${agentPort}`, stateDir: store.stateDir, machine: "fast", joinToken: await owner().enroll("fast") });
-    slow = await startAgentProcess({ controllerUrl: `https://127.0.0.1:${agentPort}`, stateDir: slowDir, machine: "slow", joinToken: await owner().enroll("slow") });
+    fast = await startAgentProcess({
+      controllerUrl: `https://127.0.0.1:${agentPort}`,
+      stateDir: store.stateDir,
+      machine: "fast",
+      joinToken: await owner().enroll("fast"),
+    });
+    slow = await startAgentProcess({
+      controllerUrl: `https://127.0.0.1:${agentPort}`,
+      stateDir: slowDir,
+      machine: "slow",
+      joinToken: await owner().enroll("slow"),
+    });
     await bothOnline();
-    await owner().owner.addSeat(create(AddSeatRequestSchema, { machine: "fast", name: "inbox", kind: SeatKind.MAILBOX }));
-    await owner().owner.addSeat(create(AddSeatRequestSchema, { machine: "slow", name: "stuck", kind: SeatKind.MAILBOX }));
+    await owner().owner.addSeat(
+      create(AddSeatRequestSchema, { machine: "fast", name: "inbox", kind: SeatKind.MAILBOX }),
+    );
+    await owner().owner.addSeat(
+      create(AddSeatRequestSchema, { machine: "slow", name: "stuck", kind: SeatKind.MAILBOX }),
+    );
     proxy = await startMcpFaultProxy(`http://127.0.0.1:${port}`);
     viaProxy = await startBridge(["--url", `${proxy.url}/mcp`, "--token-file", join(store.stateDir, "lead.token")], {});
   });
@@ -168,13 +212,23 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
     const sent = proxy.calls.filter((c) => c.tool === "message_seat").at(-1)!;
     expect(sent.seatCallId).toBe(id);
     expect(r._meta).toEqual({ "clankie/seat-call": { id, tool: "message_seat", state: "settled", deliveryId: id } });
-    expect(inbox().list("inbox").entries.find((e) => e.text === "minted by the bridge")?.deliveryId).toBe(id);
+    expect(
+      inbox()
+        .list("inbox")
+        .entries.find((e) => e.text === "minted by the bridge")?.deliveryId,
+    ).toBe(id);
   });
 
   it("rule 5: the bridge mints the hireId for hire_agent before dispatch; the controller's receipt is under that id", async () => {
     const work = tempDir("hire-work");
     mkdirSync(work, { recursive: true });
-    const r = await viaProxy.call("hire_agent", { machine: "fast", harness: "codex", workingDirectory: work, title: "w", role: "r" });
+    const r = await viaProxy.call("hire_agent", {
+      machine: "fast",
+      harness: "codex",
+      workingDirectory: work,
+      title: "w",
+      role: "r",
+    });
     const sent = proxy.calls.filter((c) => c.tool === "hire_agent").at(-1)!;
     // Without the bridge's id, the wire carries none and the controller mints its own.
     expect(sent.seatCallId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
@@ -186,13 +240,19 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
     expect((await viaProxy.call("list_seats", {})).isError).toBeFalsy();
     slow.freeze();
     const pending = viaProxy.call("message_seat", { seat: "slow/stuck", message: "pending across the retirement" });
-    const pendingId = await until("the pending receipt", async () => (await owner().receipts()).find((r) => r.seatId === "slow/stuck" && r.state === "dispatching")?.deliveryId);
+    const pendingId = await until(
+      "the pending receipt",
+      async () =>
+        (await owner().receipts()).find((r) => r.seatId === "slow/stuck" && r.state === "dispatching")?.deliveryId,
+    );
     const oldSession = proxy.calls.find((c) => c.seatCallId === pendingId)!.session;
     // The controller refuses the next call as an unknown session: the bridge retires the generation.
     proxy.rules = [{ tool: "message_seat", fault: "unknown_session_before_admission" }];
     const next = await viaProxy.call("message_seat", { seat: "fast/inbox", message: "after the retirement" });
     expect(next.structuredContent, JSON.stringify(next)).toMatchObject({ outcome: "delivered" });
-    expect(proxy.calls.filter((c) => c.seatCallId === next.structuredContent!.deliveryId).at(-1)!.session).not.toBe(oldSession);
+    expect(proxy.calls.filter((c) => c.seatCallId === next.structuredContent!.deliveryId).at(-1)!.session).not.toBe(
+      oldSession,
+    );
     slow.thaw();
     // Closing the retired client would have ended this call's stream: uncertain instead of its answer.
     const r = await pending;
@@ -204,18 +264,33 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
   it("two overlapping calls share one session; the controller dies mid-flight: the answered one stands, the other is typed uncertain with its id, and nothing is replayed", async () => {
     slow.freeze();
     const pending = viaProxy.call("message_seat", { seat: "slow/stuck", message: "in flight at the crash" });
-    const stuckId = await until("the in-flight receipt", async () => (await owner().receipts()).find((r) => r.seatId === "slow/stuck" && r.state === "dispatching")?.deliveryId);
+    const stuckId = await until(
+      "the in-flight receipt",
+      async () =>
+        (await owner().receipts()).find((r) => r.seatId === "slow/stuck" && r.state === "dispatching")?.deliveryId,
+    );
     const answered = await viaProxy.call("message_seat", { seat: "fast/inbox", message: "answered before the crash" });
     expect(answered.structuredContent).toMatchObject({ outcome: "delivered" });
-    const [a, b] = [proxy.calls.find((c) => c.seatCallId === stuckId)!, proxy.calls.find((c) => c.seatCallId === answered.structuredContent!.deliveryId)!];
+    const [a, b] = [
+      proxy.calls.find((c) => c.seatCallId === stuckId)!,
+      proxy.calls.find((c) => c.seatCallId === answered.structuredContent!.deliveryId)!,
+    ];
     expect(a.session).toBeDefined();
     expect(b.session).toBe(a.session);
 
     await killController();
     const lost = await pending;
     expect(lost.isError).toBe(true);
-    expect(lost.structuredContent).toMatchObject({ outcome: "uncertain", deliveryStage: "uncertain", deliveryId: stuckId, tool: "message_seat", reconcileTool: "reconcile_seat_call" });
-    expect(lost._meta).toEqual({ "clankie/seat-call": { id: stuckId, tool: "message_seat", state: "uncertain", deliveryId: stuckId } });
+    expect(lost.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      deliveryStage: "uncertain",
+      deliveryId: stuckId,
+      tool: "message_seat",
+      reconcileTool: "reconcile_seat_call",
+    });
+    expect(lost._meta).toEqual({
+      "clankie/seat-call": { id: stuckId, tool: "message_seat", state: "uncertain", deliveryId: stuckId },
+    });
 
     await startController();
     slow.thaw();
@@ -239,7 +314,9 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
   it("a controller restart between two calls is invisible to the lead: the session outlives it (its id is signed for the fleet, ADR 0037), delivered once, no retry (no flags: the state dir's controller and lead token)", async () => {
     const bridge = await startBridge([], { CLANKIE_STATE_DIR: store.stateDir });
     try {
-      expect((await bridge.call("message_seat", { seat: "fast/inbox", message: "before the restart" })).structuredContent).toMatchObject({ outcome: "delivered" });
+      expect(
+        (await bridge.call("message_seat", { seat: "fast/inbox", message: "before the restart" })).structuredContent,
+      ).toMatchObject({ outcome: "delivered" });
       await killController();
       await startController();
       await bothOnline();
@@ -247,7 +324,9 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
       expect(after.structuredContent, JSON.stringify(after)).toMatchObject({ outcome: "delivered" });
       expect(bridge.stderr()).not.toContain("retrying once");
       expect(copies(inbox(), "inbox", "after the restart")).toBe(1);
-      expect((await owner().receipts()).filter((r) => r.deliveryId === after.structuredContent!.deliveryId)).toHaveLength(1);
+      expect(
+        (await owner().receipts()).filter((r) => r.deliveryId === after.structuredContent!.deliveryId),
+      ).toHaveLength(1);
     } finally {
       await bridge.close();
     }
@@ -255,7 +334,10 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
 
   it("an explicit unknown_session before admission: one retry in a new session, delivered once, one call past the refusal", async () => {
     proxy.rules = [{ tool: "message_seat", fault: "unknown_session_before_admission" }];
-    const r = await viaProxy.call("message_seat", { seat: "fast/inbox", message: "refused once as an unknown session" });
+    const r = await viaProxy.call("message_seat", {
+      seat: "fast/inbox",
+      message: "refused once as an unknown session",
+    });
     expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ outcome: "delivered" });
     const id = r.structuredContent!.deliveryId as string;
     // Two on the wire: the refused one (never forwarded) and the retry.
@@ -284,7 +366,11 @@ describe(`clankie mcp, the lead's stdio bridge (real controller process, ${drive
   it("a network cut after the call reached the controller is typed uncertainty with the original id and is never replayed; the next call opens a new session", async () => {
     proxy.rules = [{ tool: "message_seat", fault: "cut_after_forward" }];
     const r = await viaProxy.call("message_seat", { seat: "fast/inbox", message: "cut on the way back" });
-    expect(r.structuredContent, JSON.stringify(r)).toMatchObject({ outcome: "uncertain", tool: "message_seat", reason: "result_lost" });
+    expect(r.structuredContent, JSON.stringify(r)).toMatchObject({
+      outcome: "uncertain",
+      tool: "message_seat",
+      reason: "result_lost",
+    });
     const id = r.structuredContent!.deliveryId as string;
     const cutSession = proxy.calls.find((c) => c.seatCallId === id)!.session;
     await until("the effect", () => (copies(inbox(), "inbox", "cut on the way back") === 1 ? true : undefined));

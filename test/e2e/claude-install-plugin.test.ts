@@ -31,7 +31,14 @@ describe("clankie claude install-plugin", () => {
 
   it("issue 12 item 2: without Claude Code it is a usage error naming the fix, and writes nothing into the config dir", async () => {
     const config = join(dir, "cfg");
-    const res = await runCli(["claude", "install-plugin", "--config-dir", config, "--claude-bin", join(dir, "no-such-claude")]);
+    const res = await runCli([
+      "claude",
+      "install-plugin",
+      "--config-dir",
+      config,
+      "--claude-bin",
+      join(dir, "no-such-claude"),
+    ]);
     expect(res.code).toBe(2);
     expect(res.stderr.trim().split("\n")).toHaveLength(1);
     expect(res.stderr).toMatch(/^clankie: .*Claude Code is not installed here.*--claude-bin/);

@@ -20,8 +20,16 @@ const PKG = JSON.parse(readFileSync(new URL("../../package.json", import.meta.ur
 const EMBEDDED = { DATABASE_URL: "" };
 
 /** Starts `clankie up` without --json and returns its human output once "Stop with Ctrl-C." is printed. */
-async function upHuman(args: string[], env: NodeJS.ProcessEnv, cwd: string): Promise<{ text: string; stop: () => Promise<void> }> {
-  const child = spawn(process.execPath, [CLI, "up", ...args], { env: { ...process.env, ...env }, cwd, stdio: ["ignore", "pipe", "pipe"] });
+async function upHuman(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ text: string; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, "up", ...args], {
+    env: { ...process.env, ...env },
+    cwd,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
   const lines: string[] = [];
@@ -65,10 +73,38 @@ describe("the clankie CLI", () => {
   it("every command has its own help page that documents its flags, the global flags and the exit codes", async () => {
     const top = await runCli(["--help"]);
     expect(top.code).toBe(0);
-    for (const flag of ["--json", "--state-dir", "--log-level", "--controller", "--version"]) expect(top.stdout).toContain(flag);
+    for (const flag of ["--json", "--state-dir", "--log-level", "--controller", "--version"])
+      expect(top.stdout).toContain(flag);
     expect(top.stdout).toMatch(/Exit codes:\n\s+0 .*\n\s+1 .*\n\s+2 .*\n\s+3 .*\n\s+4 /);
     const pages = new Map<string, string>();
-    for (const cmd of [["up"], ["controller"], ["agent"], ["seat", "add"], ["seat", "list"], ["mailbox", "read"], ["mailbox", "mcp"], ["worker"], ["seat-delivery", "list"], ["seat-delivery", "settle"], ["hire-receipt", "list"], ["hire-receipt", "settle"], ["lead", "token"], ["lead", "revoke"], ["fleet", "enroll"], ["fleet", "list"], ["fleet", "revoke"], ["fleet", "deploy"], ["peers"], ["mcp"], ["doctor"], ["seat", "rm"], ["fleet", "remove"], ["receipts", "list"], ["receipts", "show"], ["completion"]]) {
+    for (const cmd of [
+      ["up"],
+      ["controller"],
+      ["agent"],
+      ["seat", "add"],
+      ["seat", "list"],
+      ["mailbox", "read"],
+      ["mailbox", "mcp"],
+      ["worker"],
+      ["seat-delivery", "list"],
+      ["seat-delivery", "settle"],
+      ["hire-receipt", "list"],
+      ["hire-receipt", "settle"],
+      ["lead", "token"],
+      ["lead", "revoke"],
+      ["fleet", "enroll"],
+      ["fleet", "list"],
+      ["fleet", "revoke"],
+      ["fleet", "deploy"],
+      ["peers"],
+      ["mcp"],
+      ["doctor"],
+      ["seat", "rm"],
+      ["fleet", "remove"],
+      ["receipts", "list"],
+      ["receipts", "show"],
+      ["completion"],
+    ]) {
       const res = await runCli([...cmd, "--help"]);
       expect(res.code, cmd.join(" ")).toBe(0);
       expect(res.stdout, cmd.join(" ")).toContain(`Usage: clankie ${cmd.join(" ")}`);
@@ -76,22 +112,44 @@ describe("the clankie CLI", () => {
       pages.set(cmd.join(" "), res.stdout);
     }
     expect(new Set(pages.values()).size).toBe(pages.size);
-    for (const flag of ["--host", "--database-url", "--port", "--deliver-timeout-ms", "--pane-host", "--herdr-socket", "--tmux-socket", "--machine"]) expect(pages.get("up"), flag).toContain(flag);
+    for (const flag of [
+      "--host",
+      "--database-url",
+      "--port",
+      "--deliver-timeout-ms",
+      "--pane-host",
+      "--herdr-socket",
+      "--tmux-socket",
+      "--machine",
+    ])
+      expect(pages.get("up"), flag).toContain(flag);
     expect(pages.get("up")).toContain("(env: DATABASE_URL)");
     expect(pages.get("controller")).toContain("--database-url");
     // The fleet token is gone (ADR 0020): an agent joins once with a join token.
     for (const flag of ["--join", "--join-only"]) expect(pages.get("agent"), flag).toContain(flag);
     expect(pages.get("agent")).not.toContain("--fleet-token-file");
-    for (const flag of ["--agent-host", "--agent-port", "--agent-advertise"]) expect(pages.get("controller"), flag).toContain(flag);
+    for (const flag of ["--agent-host", "--agent-port", "--agent-advertise"])
+      expect(pages.get("controller"), flag).toContain(flag);
     expect(pages.get("fleet enroll")).toContain("--ttl");
-    for (const flag of ["--machine", "--identity", "--port", "--accept-new", "--rollback", "--known-hosts", "--remote-dir", "--controller-agent-url"]) expect(pages.get("fleet deploy"), flag).toContain(flag);
+    for (const flag of [
+      "--machine",
+      "--identity",
+      "--port",
+      "--accept-new",
+      "--rollback",
+      "--known-hosts",
+      "--remote-dir",
+      "--controller-agent-url",
+    ])
+      expect(pages.get("fleet deploy"), flag).toContain(flag);
     expect(pages.get("agent")).not.toContain("--tethered");
     for (const flag of ["--url", "--token-file", "--conversation"]) expect(pages.get("mcp"), flag).toContain(flag);
     expect(pages.get("worker")).toContain("--agent-state-dir");
     expect(pages.get("hire-receipt settle")).toContain("--conversation");
     expect(pages.get("lead revoke")).toContain("--conversation");
     // Issue 37: the new commands document their flags too.
-    for (const flag of ["--seat", "--conversation", "--state", "--since", "--limit", "--page-token", "--unresolved"]) expect(pages.get("receipts list"), flag).toContain(flag);
+    for (const flag of ["--seat", "--conversation", "--state", "--since", "--limit", "--page-token", "--unresolved"])
+      expect(pages.get("receipts list"), flag).toContain(flag);
     expect(pages.get("fleet remove")).toContain("--yes");
     expect(top.stdout).toContain("-o, --output <format>");
   });
@@ -113,10 +171,21 @@ describe("the clankie CLI", () => {
     expect(json.code).toBe(3);
     expect(JSON.parse(json.stdout)).toMatchObject({ error: { code: "controller_unreachable" } });
     // --json everywhere: a usage error is one JSON document on stdout too, and nothing on stderr.
-    for (const args of [["--json", "frobnicate"], ["seat", "add", "--json"], ["up", "--port", "x", "--json"]]) {
+    for (const args of [
+      ["--json", "frobnicate"],
+      ["seat", "add", "--json"],
+      ["up", "--port", "x", "--json"],
+    ]) {
       const usage = await runCli(args);
       expect(usage.code, args.join(" ")).toBe(2);
-      expect(JSON.parse(usage.stdout)).toMatchObject({ error: { code: "invalid_argument", message: expect.stringMatching(/unknown command 'frobnicate'|missing required argument 'kind'|--port must be an integer/) } });
+      expect(JSON.parse(usage.stdout)).toMatchObject({
+        error: {
+          code: "invalid_argument",
+          message: expect.stringMatching(
+            /unknown command 'frobnicate'|missing required argument 'kind'|--port must be an integer/,
+          ),
+        },
+      });
       expect(usage.stderr).toBe("");
     }
   });
@@ -141,7 +210,11 @@ describe("the clankie CLI", () => {
       seedPglite(other);
       const res = await runCli(["controller", "--state-dir", other, "--port", port, "--log-level", "error"], EMBEDDED);
       expect(res.code).toBe(1);
-      expect(res.stderr.trim()).toMatch(new RegExp(`^clankie: address_in_use: the port 127\\.0\\.0\\.1:${port} is taken by another process .*choose another --port$`));
+      expect(res.stderr.trim()).toMatch(
+        new RegExp(
+          `^clankie: address_in_use: the port 127\\.0\\.0\\.1:${port} is taken by another process .*choose another --port$`,
+        ),
+      );
     });
 
     it("an unknown delivery is not_found once; a bad disposition is a usage error; tables by default, JSON with --json", async () => {
@@ -153,8 +226,12 @@ describe("the clankie CLI", () => {
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/^clankie: invalid_argument: /);
       // Empty states say what to do next (issue 14); headers stay one word per column.
-      expect((await cli("seat", "list")).stdout).toMatch(/^no seats yet: add a mailbox with `clankie seat add mailbox NAME`, or open Codex, Claude Code, OpenCode or Pi in a tmux or Herdr pane/);
-      expect((await cli("fleet", "list")).stdout.split("\n")[0]).toMatch(/^MACHINE\s+STATUS\s+AGENT_VERSION\s+PLATFORM\s+CERT_EXPIRES\s+LAST_SEEN$/);
+      expect((await cli("seat", "list")).stdout).toMatch(
+        /^no seats yet: add a mailbox with `clankie seat add mailbox NAME`, or open Codex, Claude Code, OpenCode or Pi in a tmux or Herdr pane/,
+      );
+      expect((await cli("fleet", "list")).stdout.split("\n")[0]).toMatch(
+        /^MACHINE\s+STATUS\s+AGENT_VERSION\s+PLATFORM\s+CERT_EXPIRES\s+LAST_SEEN$/,
+      );
       expect((await cli("seat", "add", "mailbox", "inbox")).code).toBe(0);
       const table = await cli("seat", "list");
       expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+KIND\s+STATUS\s+ONLINE\s+MODES\s+UNRESOLVED$/);
@@ -163,7 +240,9 @@ describe("the clankie CLI", () => {
       expect(table.stdout).toMatch(/cli\/inbox\s+mailbox\s+idle\s+true\s+none\s+0/);
       expect(JSON.parse((await cli("seat", "list", "--json")).stdout).seats[0].modes).toBe("none");
       // --json before or after the command.
-      expect(JSON.parse((await runCli(["--json", "seat", "list", "--state-dir", stateDir], EMBEDDED)).stdout).seats).toHaveLength(1);
+      expect(
+        JSON.parse((await runCli(["--json", "seat", "list", "--state-dir", stateDir], EMBEDDED)).stdout).seats,
+      ).toHaveLength(1);
       expect(JSON.parse((await cli("seat", "list", "--json")).stdout).seats).toHaveLength(1);
     });
 
@@ -173,7 +252,9 @@ describe("the clankie CLI", () => {
       const res = await runCli(["doctor", "--state-dir", other, "--controller", up.ready.statusUrl], EMBEDDED);
       expect(res.code).toBe(4);
       expect(res.stdout).toMatch(/^ok {4}port: the controller answers at /m);
-      expect(res.stdout).toMatch(/^FAIL {2}owner token: the controller answers but refused the owner token in .*owner\.token/m);
+      expect(res.stdout).toMatch(
+        /^FAIL {2}owner token: the controller answers but refused the owner token in .*owner\.token/m,
+      );
       expect(res.stdout).not.toMatch(/does not answer/);
     });
 
@@ -216,19 +297,32 @@ describe("the clankie CLI", () => {
     // One state dir for both runs: the embedded database is initialised once.
     const state = tempDir();
     seedPglite(state);
-    const inside = await upHuman(["--state-dir", state, "--port", "0", "--pane-host", "none"], { ...EMBEDDED, PATH: "/usr/bin:/bin" }, root);
+    const inside = await upHuman(
+      ["--state-dir", state, "--port", "0", "--pane-host", "none"],
+      { ...EMBEDDED, PATH: "/usr/bin:/bin" },
+      root,
+    );
     await inside.stop();
     expect(inside.text).toMatch(/Try it:\s+npx clankie seat add mailbox inbox/);
-    const outside = await upHuman(["--state-dir", state, "--port", "0", "--pane-host", "none"], { ...EMBEDDED, PATH: "/usr/bin:/bin" }, tempDir());
+    const outside = await upHuman(
+      ["--state-dir", state, "--port", "0", "--pane-host", "none"],
+      { ...EMBEDDED, PATH: "/usr/bin:/bin" },
+      tempDir(),
+    );
     await outside.stop();
     expect(outside.text).toContain(`Try it:  node ${CLI} seat add mailbox inbox`);
     for (const text of [inside.text, outside.text]) {
       expect(text.replace(/npx clankie|node \S+main\.js/g, "")).not.toMatch(/clankie (seat|mailbox)/);
-      expect(text).toMatch(/Claude Code \(HTTP\): +claude mcp add --transport http --scope user clankie http:\/\/127\.0\.0\.1:\d+\/mcp --header "Authorization: Bearer lead_/);
+      expect(text).toMatch(
+        /Claude Code \(HTTP\): +claude mcp add --transport http --scope user clankie http:\/\/127\.0\.0\.1:\d+\/mcp --header "Authorization: Bearer lead_/,
+      );
       // The primary lines start the stdio bridge: no token on their command lines.
       expect(text).toMatch(/Claude Code: +claude mcp add --scope user clankie -- \S+ \S+main\.js mcp/);
-      expect(text).toMatch(/Codex: +codex mcp remove clankie .*command = %s\\nargs = \[%s\]\\nrequired = true.*"\S+main\.js", "mcp"/);
-      for (const l of text.split("\n").filter((l) => /^ +(Claude Code|Codex): /.test(l))) expect(l).not.toContain("lead_");
+      expect(text).toMatch(
+        /Codex: +codex mcp remove clankie .*command = %s\\nargs = \[%s\]\\nrequired = true.*"\S+main\.js", "mcp"/,
+      );
+      for (const l of text.split("\n").filter((l) => /^ +(Claude Code|Codex): /.test(l)))
+        expect(l).not.toContain("lead_");
       expect(text).toContain("/metrics");
     }
   });
@@ -236,7 +330,11 @@ describe("the clankie CLI", () => {
   it("on a terminal, a first start shows progress while the database initialises and the agent registers; piped, nothing extra", async () => {
     // script(1) gives the CLI a real pseudo-terminal; a fresh state dir makes this a first start.
     const state = tempDir();
-    const child = spawn("/usr/bin/script", ["-qfec", `${process.execPath} ${CLI} up --state-dir ${state} --port 0 --pane-host none`, "/dev/null"], { env: { ...process.env, ...EMBEDDED }, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(
+      "/usr/bin/script",
+      ["-qfec", `${process.execPath} ${CLI} up --state-dir ${state} --port 0 --pane-host none`, "/dev/null"],
+      { env: { ...process.env, ...EMBEDDED }, stdio: ["pipe", "pipe", "pipe"] },
+    );
     let out = "";
     await new Promise<void>((resolve, reject) => {
       child.stdout!.on("data", (d: Buffer) => {
@@ -267,12 +365,20 @@ describe("the clankie CLI", () => {
     const sock = join(dir, "tmux.sock");
     const state = tempDir();
     seedPglite(state);
-    const none = await upHuman(["--state-dir", state, "--port", "0", "--tmux-socket", sock, "--herdr-socket", join(dir, "no-herdr.sock")], EMBEDDED, dir);
+    const none = await upHuman(
+      ["--state-dir", state, "--port", "0", "--tmux-socket", sock, "--herdr-socket", join(dir, "no-herdr.sock")],
+      EMBEDDED,
+      dir,
+    );
     await none.stop();
     expect(none.text).toMatch(/panes: none \(no Herdr socket and no tmux server/);
     execFileSync("tmux", ["-S", sock, "-f", "/dev/null", "new-session", "-d", "-s", "c14", "/bin/sleep", "300"]);
     try {
-      const tmux = await upHuman(["--state-dir", state, "--port", "0", "--tmux-socket", sock, "--herdr-socket", join(dir, "no-herdr.sock")], EMBEDDED, dir);
+      const tmux = await upHuman(
+        ["--state-dir", state, "--port", "0", "--tmux-socket", sock, "--herdr-socket", join(dir, "no-herdr.sock")],
+        EMBEDDED,
+        dir,
+      );
       await tmux.stop();
       expect(tmux.text).toContain(`panes: tmux (a tmux server answers on ${sock})`);
     } finally {
@@ -280,7 +386,11 @@ describe("the clankie CLI", () => {
     }
     const herdr = await startFakeHerdr();
     try {
-      const found = await upHuman(["--state-dir", state, "--port", "0", "--tmux-socket", sock, "--herdr-socket", herdr.socketPath], EMBEDDED, dir);
+      const found = await upHuman(
+        ["--state-dir", state, "--port", "0", "--tmux-socket", sock, "--herdr-socket", herdr.socketPath],
+        EMBEDDED,
+        dir,
+      );
       await found.stop();
       expect(found.text).toContain(`panes: herdr (Herdr's socket exists at ${herdr.socketPath})`);
       // The agent really talks to it: it asked Herdr for its panes.

@@ -23,7 +23,9 @@ const CALLS_PER_CALLER = 15;
 const HOLD_MS = 100;
 
 /** The slow seat: every delivery keeps its turn HOLD_MS after the agent answered. */
-const slowSeat: FaultPoints = { at: (p) => (p === "hang_after_agent_reply" ? new Promise((r) => setTimeout(r, HOLD_MS)) : Promise.resolve()) };
+const slowSeat: FaultPoints = {
+  at: (p) => (p === "hang_after_agent_reply" ? new Promise((r) => setTimeout(r, HOLD_MS)) : Promise.resolve()),
+};
 
 describe.runIf(process.env.DATABASE_URL)("fair seat turns across two replicas (PostgreSQL)", () => {
   let fleet: TestFleet;
@@ -32,15 +34,27 @@ describe.runIf(process.env.DATABASE_URL)("fair seat turns across two replicas (P
 
   beforeAll(async () => {
     fleet = await startFleet("postgres", { heartbeatIntervalMs: 500 }, { hooks: { faults: slowSeat } });
-    const name = rowsOf<{ name: string }>(await fleet.controller.database.db.execute(sql`select current_database() as name`))[0]!.name;
+    const name = rowsOf<{ name: string }>(
+      await fleet.controller.database.db.execute(sql`select current_database() as name`),
+    )[0]!.name;
     const databaseUrl = new URL(process.env.DATABASE_URL!);
     databaseUrl.pathname = `/${name}`;
-    b = await startController(compileControllerConfig({ stateDir: fleet.stateDir, port: 0, databaseUrl: databaseUrl.toString(), heartbeatIntervalMs: 500 }), silentLogger, { faults: slowSeat });
+    b = await startController(
+      compileControllerConfig({
+        stateDir: fleet.stateDir,
+        port: 0,
+        databaseUrl: databaseUrl.toString(),
+        heartbeatIntervalMs: 500,
+      }),
+      silentLogger,
+      { faults: slowSeat },
+    );
     // The agent learns the second replica from its next heartbeat's answer and links to it (ADR 0021).
     for (let i = 0; i < 200 && !b.linked("testbox"); i++) await new Promise((r) => setTimeout(r, 50));
     expect(b.linked("testbox")).toBe(true);
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("slow");
-    for (const c of [fleet.controller, b, fleet.controller, b, fleet.controller, b, fleet.controller, b]) leads.push(await connectLead(c.mcpUrl, c.leadToken));
+    for (const c of [fleet.controller, b, fleet.controller, b, fleet.controller, b, fleet.controller, b])
+      leads.push(await connectLead(c.mcpUrl, c.leadToken));
   }, 60_000);
   afterAll(async () => {
     for (const l of leads) await l.close().catch(() => {});
@@ -64,11 +78,18 @@ describe.runIf(process.env.DATABASE_URL)("fair seat turns across two replicas (P
     // free seat are ordered by their commits, not their timestamps).
     const first = caller(0);
     const db = fleet.controller.database.db;
-    for (let i = 0; i < 200 && !rowsOf(await db.execute(sql`select 1 from seat_turns where seat_id = 'testbox/slow'`)).length; i++) await new Promise((r) => setTimeout(r, 5));
+    for (
+      let i = 0;
+      i < 200 && !rowsOf(await db.execute(sql`select 1 from seat_turns where seat_id = 'testbox/slow'`)).length;
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 5));
     await Promise.all([first, ...[1, 2, 3, 4, 5, 6, 7].map(caller)]);
 
     const admitted = rowsOf<{ id: string; instance: string; at: number }>(
-      await db.execute(sql`select d.id, c.controller_instance as instance, (extract(epoch from d.created_at) * 1000)::float8 as at from delivery_receipts d join operator_call_receipts c on c.id = d.id where d.seat_id = 'testbox/slow' order by d.created_at, d.id`),
+      await db.execute(
+        sql`select d.id, c.controller_instance as instance, (extract(epoch from d.created_at) * 1000)::float8 as at from delivery_receipts d join operator_call_receipts c on c.id = d.id where d.seat_id = 'testbox/slow' order by d.created_at, d.id`,
+      ),
     ).filter((r) => ids.has(r.id));
     const landed = new MailboxStore(join(fleet.agentStateDir, "mailboxes"))
       .list("slow")
@@ -80,7 +101,9 @@ describe.runIf(process.env.DATABASE_URL)("fair seat turns across two replicas (P
     const max = Math.max(...waits.map((w) => w.ms));
     const byReplica = (k: number) => waits.filter((w) => w.caller % 2 === k).map((w) => w.ms);
     const avg = (xs: number[]) => Math.round(xs.reduce((s, x) => s + x, 0) / xs.length);
-    console.log(`fair turns: ${JSON.stringify({ calls: waits.length, meanMs: Math.round(mean), maxMs: Math.round(max), meanA: avg(byReplica(0)), meanB: avg(byReplica(1)) })}`);
+    console.log(
+      `fair turns: ${JSON.stringify({ calls: waits.length, meanMs: Math.round(mean), maxMs: Math.round(max), meanA: avg(byReplica(0)), meanB: avg(byReplica(1)) })}`,
+    );
     // No turn skipped: the seat served them in the order the journal admitted them, across replicas.
     // Two admissions less than one turn apart may race for a seat the line left free (the first to
     // commit takes it, ADR 0039); any later delivery of an earlier admission is a skipped turn.

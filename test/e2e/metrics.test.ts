@@ -85,7 +85,10 @@ describe("Prometheus /metrics (real processes)", () => {
 
   beforeAll(async () => {
     store = await prepareStore("pglite");
-    up = await startUp(["--state-dir", store.stateDir, "--port", "0", "--machine", "metrics", "--deliver-timeout-ms", "2000"], { DATABASE_URL: "" });
+    up = await startUp(
+      ["--state-dir", store.stateDir, "--port", "0", "--machine", "metrics", "--deliver-timeout-ms", "2000"],
+      { DATABASE_URL: "" },
+    );
     metricsUrl = new URL("/metrics", up.ready.statusUrl).toString();
     ownerToken = readToken(store.stateDir, "owner")!;
     lead = await connectLead(up.ready.mcpUrl, up.ready.token);
@@ -164,7 +167,9 @@ describe("Prometheus /metrics (real processes)", () => {
 
   it("deliveries, latency, proof age, fences and unresolved receipts move with real deliveries; no label is an id or a text", async () => {
     const before = await scrape();
-    expect((await runCli(["seat", "add", "mailbox", "inbox", "--state-dir", store.stateDir], { DATABASE_URL: "" })).code).toBe(0);
+    expect(
+      (await runCli(["seat", "add", "mailbox", "inbox", "--state-dir", store.stateDir], { DATABASE_URL: "" })).code,
+    ).toBe(0);
     // On a loaded machine the agent's freshness gate may refuse (proof_stale, a definite not-sent): ask again, and count those too.
     let delivered = await lead.call("message_seat", { seat: "inbox", message: "metrics: one delivered" });
     let refusals = 0;
@@ -195,7 +200,10 @@ describe("Prometheus /metrics (real processes)", () => {
     expect(value(m, "clankie_journal_fences_open")).toBe(1);
     expect(value(m, "clankie_journal_unresolved_receipts", { state: "uncertain", age: "under_1m" })).toBe(1);
     expect(value(m, "clankie_journal_receipts", { state: "delivered" })).toBe(1);
-    expect(value(m, "clankie_journal_receipts", { state: "not_sent" }) + value(m, "clankie_journal_receipts", { state: "rejected" })).toBe(refusals);
+    expect(
+      value(m, "clankie_journal_receipts", { state: "not_sent" }) +
+        value(m, "clankie_journal_receipts", { state: "rejected" }),
+    ).toBe(refusals);
 
     // The journal's statements were timed: each delivery admitted and settled (issue 37 item 4).
     const timed = "clankie_journal_statement_seconds";
@@ -213,7 +221,10 @@ describe("Prometheus /metrics (real processes)", () => {
     for (const f of m.values()) {
       for (const s of f.metrics) {
         for (const [k, v] of Object.entries(s.labels ?? {})) {
-          expect(ids.some((id) => v.includes(id)), `${f.name}{${k}} carries an id`).toBe(false);
+          expect(
+            ids.some((id) => v.includes(id)),
+            `${f.name}{${k}} carries an id`,
+          ).toBe(false);
           expect(v, `${f.name}{${k}}`).not.toMatch(/metrics:|inbox|nobody-here/);
           // Build info names its commit in full, as Prometheus's own *_build_info{revision} does.
           if (f.name !== "clankie_build_info") expect(v.length, `${f.name}{${k}} is a short word`).toBeLessThan(40);

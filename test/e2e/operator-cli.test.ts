@@ -19,7 +19,10 @@ const EMBEDDED = { DATABASE_URL: "" };
 
 /** The CLI with `input` on its stdin (then closed): answers a confirmation, or none at all. */
 function runWithInput(args: string[], input: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...EMBEDDED }, stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...EMBEDDED },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -55,7 +58,10 @@ describe("issue 37: the operator's CLI", () => {
       await runCli(["--version"]);
       const start = Date.now() - t0;
       const t1 = Date.now();
-      const res = await runCli(["up", "--state-dir", state, "--port", String(port), "--agent-port", String(agentPort), "--pane-host", "none"], EMBEDDED);
+      const res = await runCli(
+        ["up", "--state-dir", state, "--port", String(port), "--agent-port", String(agentPort), "--pane-host", "none"],
+        EMBEDDED,
+      );
       expect(Date.now() - t1).toBeLessThan(start + 3_000);
       expect(res.code).toBe(1);
       expect(res.stderr).toBe(
@@ -79,8 +85,18 @@ describe("issue 37: the operator's CLI", () => {
       t clankie completion ""
       complete -p clankie`;
     const lines = execFileSync("bash", ["-c", script], { encoding: "utf8" }).trim().split("\n");
-    expect(lines).toEqual(["receipts", "list ls show get", "--seat --state --since --state-dir", "rm remove", "json table", "bash zsh", "complete -F _clankie clankie"]);
-    expect(execFileSync(process.execPath, [CLI, "completion", "zsh"], { encoding: "utf8" })).toMatch(/^#compdef clankie\n[\s\S]*bashcompinit[\s\S]*_clankie\(\) \{[\s\S]*complete -F _clankie clankie\n$/);
+    expect(lines).toEqual([
+      "receipts",
+      "list ls show get",
+      "--seat --state --since --state-dir",
+      "rm remove",
+      "json table",
+      "bash zsh",
+      "complete -F _clankie clankie",
+    ]);
+    expect(execFileSync(process.execPath, [CLI, "completion", "zsh"], { encoding: "utf8" })).toMatch(
+      /^#compdef clankie\n[\s\S]*bashcompinit[\s\S]*_clankie\(\) \{[\s\S]*complete -F _clankie clankie\n$/,
+    );
   });
 
   describe("against a running clankie up with a second machine", () => {
@@ -94,22 +110,46 @@ describe("issue 37: the operator's CLI", () => {
     beforeAll(async () => {
       stateDir = tempDir("i37-up");
       seedPglite(stateDir);
-      up = await startUp(["--state-dir", stateDir, "--port", "0", "--machine", "home", "--pane-host", "none"], EMBEDDED);
+      up = await startUp(
+        ["--state-dir", stateDir, "--port", "0", "--machine", "home", "--pane-host", "none"],
+        EMBEDDED,
+      );
       const token = json((await cli("fleet", "enroll", "box2", "-o", "json")).stdout).token as string;
-      agent = spawn(process.execPath, [CLI, "agent", "--json", "--controller", up.ready.agentUrl, "--state-dir", tempDir("i37-box2"), "--machine", "box2", "--log-level", "info"], {
-        env: { ...process.env, CLANKIE_JOIN_TOKEN: token },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      agent = spawn(
+        process.execPath,
+        [
+          CLI,
+          "agent",
+          "--json",
+          "--controller",
+          up.ready.agentUrl,
+          "--state-dir",
+          tempDir("i37-box2"),
+          "--machine",
+          "box2",
+          "--log-level",
+          "info",
+        ],
+        {
+          env: { ...process.env, CLANKIE_JOIN_TOKEN: token },
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
       agent.stderr!.on("data", (d: Buffer) => (agentLog += d.toString()));
       await new Promise<void>((resolve, reject) => {
         createInterface({ input: agent.stdout! }).once("line", () => resolve());
         agent.once("exit", (code) => reject(new Error(`box2's agent exited ${code}: ${agentLog}`)));
       });
       expect((await cli("seat", "add", "mailbox", "inbox", "--machine", "home")).code).toBe(0);
-      for (const name of ["notes", "scratch"]) expect((await cli("seat", "add", "mailbox", name, "--machine", "box2")).code).toBe(0);
+      for (const name of ["notes", "scratch"])
+        expect((await cli("seat", "add", "mailbox", name, "--machine", "box2")).code).toBe(0);
       const lead = await connectLead(up.ready.mcpUrl, up.ready.token);
       try {
-        for (const [seat, message] of [["home/inbox", "one"], ["home/inbox", "two"], ["box2/notes", "three"]] as const) {
+        for (const [seat, message] of [
+          ["home/inbox", "one"],
+          ["home/inbox", "two"],
+          ["box2/notes", "three"],
+        ] as const) {
           const r = await lead.call("message_seat", { seat, message });
           ids.push(String(r.structuredContent!.deliveryId));
         }
@@ -131,14 +171,23 @@ describe("issue 37: the operator's CLI", () => {
       expect((all.receipts as { id: string }[]).map((r) => r.id)).toEqual([...ids].reverse());
       const first = json((await cli("receipts", "list", "--limit", "2", "--output=json")).stdout);
       expect(first).toMatchObject({ total: 3, nextPageToken: expect.any(String) });
-      const second = json((await cli("receipts", "list", "--limit", "2", "--page-token", first.nextPageToken as string, "--json")).stdout);
-      expect([...(first.receipts as { id: string }[]), ...(second.receipts as { id: string }[])].map((r) => r.id)).toEqual([...ids].reverse());
+      const second = json(
+        (await cli("receipts", "list", "--limit", "2", "--page-token", first.nextPageToken as string, "--json")).stdout,
+      );
+      expect(
+        [...(first.receipts as { id: string }[]), ...(second.receipts as { id: string }[])].map((r) => r.id),
+      ).toEqual([...ids].reverse());
       expect(second.nextPageToken).toBe("");
-      const bySeat = json((await cli("receipts", "list", "--seat", "box2/notes", "--state", "delivered", "--since", "1h", "-o", "json")).stdout);
+      const bySeat = json(
+        (await cli("receipts", "list", "--seat", "box2/notes", "--state", "delivered", "--since", "1h", "-o", "json"))
+          .stdout,
+      );
       expect((bySeat.receipts as { id: string }[]).map((r) => r.id)).toEqual([ids[2]]);
       expect(json((await cli("receipts", "list", "--since", "2999-01-01", "-o", "json")).stdout).receipts).toEqual([]);
       const table = await cli("receipts", "list", "--limit", "1");
-      expect(table.stdout).toMatch(/^ID\s+SEAT\s+CONVERSATION\s+STATE\s+AGE\n\S+\s+box2\/notes\s+global-default\s+delivered\s+\d+ s\n\(3 match; next page: the same command with --page-token \S+\)\n$/);
+      expect(table.stdout).toMatch(
+        /^ID\s+SEAT\s+CONVERSATION\s+STATE\s+AGE\n\S+\s+box2\/notes\s+global-default\s+delivered\s+\d+ s\n\(3 match; next page: the same command with --page-token \S+\)\n$/,
+      );
       const bad = await cli("receipts", "list", "--state", "lost");
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/^clankie: invalid_argument: --state must be one of dispatching, delivered/);
@@ -147,23 +196,36 @@ describe("issue 37: the operator's CLI", () => {
     it("item 2: receipts show prints the proofs, the fence and the settlements; -o json carries the same", async () => {
       const shown = await cli("receipts", "show", ids[0]!);
       expect(shown.code).toBe(0);
-      expect(shown.stdout).toMatch(new RegExp(`^receipt ${ids[0]}\\n  seat: +home/inbox\\n  conversation: +global-default\\n  state: +delivered`));
+      expect(shown.stdout).toMatch(
+        new RegExp(`^receipt ${ids[0]}\\n  seat: +home/inbox\\n  conversation: +global-default\\n  state: +delivered`),
+      );
       expect(shown.stdout).toMatch(/\nproofs:\n {2}KIND\s+OUTCOME\s+AGE_AT_WRITE\s+DETAIL\n/);
       expect(shown.stdout).toMatch(/\nfence: /);
       expect(shown.stdout).toMatch(/\nsettlements:\n/);
       const doc = json((await cli("receipts", "show", ids[0]!, "-o", "json")).stdout);
-      expect(doc).toMatchObject({ receipt: { id: ids[0], state: "delivered" }, proofs: expect.any(Array), settlements: expect.any(Array) });
+      expect(doc).toMatchObject({
+        receipt: { id: ids[0], state: "delivered" },
+        proofs: expect.any(Array),
+        settlements: expect.any(Array),
+      });
       expect((doc.proofs as unknown[]).length).toBeGreaterThan(0);
       const missing = await cli("receipts", "show", "no-such-receipt");
       expect([missing.code, missing.stderr]).toEqual([1, "clankie: not_found: no receipt no-such-receipt\n"]);
     });
 
     it("item 2: -o json and -o table on every listing command; --json is the same document as -o json", async () => {
-      for (const cmd of [["seat", "list"], ["fleet", "list"], ["seat-delivery", "list"], ["hire-receipt", "list"], ["receipts", "list"]]) {
+      for (const cmd of [
+        ["seat", "list"],
+        ["fleet", "list"],
+        ["seat-delivery", "list"],
+        ["hire-receipt", "list"],
+        ["receipts", "list"],
+      ]) {
         const asJson = await cli(...cmd, "-o", "json");
         expect(asJson.code, cmd.join(" ")).toBe(0);
         // Heartbeats and ages move between two runs: compare what does not.
-        const still = (text: string) => JSON.stringify(json(text), (k, v: unknown) => (/^(lastSeen|ageMs)$/.test(k) ? undefined : v));
+        const still = (text: string) =>
+          JSON.stringify(json(text), (k, v: unknown) => (/^(lastSeen|ageMs)$/.test(k) ? undefined : v));
         expect(still((await cli(...cmd, "--json")).stdout), cmd.join(" ")).toBe(still(asJson.stdout));
         const asTable = await cli(...cmd, "-o", "table");
         expect(asTable.stdout.startsWith("{"), cmd.join(" ")).toBe(false);
@@ -175,13 +237,21 @@ describe("issue 37: the operator's CLI", () => {
 
     it("item 1: an online machine is not removed; revoked, its agent logs it and idles, doctor WARNs, and fleet remove asks first", async () => {
       const online = await cli("fleet", "remove", "box2", "--yes");
-      expect([online.code, online.stderr]).toEqual([1, "clankie: failed_precondition: box2 is online and not revoked: revoke it first (clankie fleet revoke box2), or stop its agent and remove it once it is offline\n"]);
-      expect((await cli("seat", "rm", "box2/notes")).stderr).toMatch(/^clankie: failed_precondition: box2\/notes is still reported by its online machine box2/);
+      expect([online.code, online.stderr]).toEqual([
+        1,
+        "clankie: failed_precondition: box2 is online and not revoked: revoke it first (clankie fleet revoke box2), or stop its agent and remove it once it is offline\n",
+      ]);
+      expect((await cli("seat", "rm", "box2/notes")).stderr).toMatch(
+        /^clankie: failed_precondition: box2\/notes is still reported by its online machine box2/,
+      );
 
       expect((await cli("fleet", "revoke", "box2")).code).toBe(0);
       const deadline = Date.now() + 20_000;
-      while (!agentLog.includes("revoked by the fleet owner") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(agentLog).toMatch(/this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles/);
+      while (!agentLog.includes("revoked by the fleet owner") && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(agentLog).toMatch(
+        /this machine was revoked by the fleet owner: the agent stopped dialing the controller and idles/,
+      );
       const logged = agentLog.length;
       await new Promise((r) => setTimeout(r, 2_000));
       expect(agent.exitCode).toBeNull();
@@ -191,33 +261,64 @@ describe("issue 37: the operator's CLI", () => {
       expect(doctor.code).toBe(0);
       expect(doctor.stdout).toContain("WARN  agent box2: revoked; remove it with: clankie fleet remove box2\n");
       expect(doctor.stdout).not.toMatch(/FAIL\s+agent box2/);
-      expect(json((await cli("doctor", "-o", "json")).stdout).checks).toContainEqual({ name: "agent box2", ok: true, warn: true, detail: "revoked; remove it with: clankie fleet remove box2" });
+      expect(json((await cli("doctor", "-o", "json")).stdout).checks).toContainEqual({
+        name: "agent box2",
+        ok: true,
+        warn: true,
+        detail: "revoked; remove it with: clankie fleet remove box2",
+      });
 
       // A seat of the revoked machine goes alone; the machine stays.
       const rm = await cli("seat", "rm", "box2/scratch");
-      expect([rm.code, rm.stdout]).toEqual([0, "seat box2/scratch removed; its receipts stay (clankie receipts list --seat box2/scratch)\n"]);
+      expect([rm.code, rm.stdout]).toEqual([
+        0,
+        "seat box2/scratch removed; its receipts stay (clankie receipts list --seat box2/scratch)\n",
+      ]);
 
       const unanswered = await runWithInput(["fleet", "remove", "box2", "--state-dir", stateDir], "");
-      expect(unanswered.stderr).toContain("Remove machine box2 (revoked) and its 1 seat(s): box2/notes? Receipts stay; the machine needs a new join token to come back. [y/N] ");
+      expect(unanswered.stderr).toContain(
+        "Remove machine box2 (revoked) and its 1 seat(s): box2/notes? Receipts stay; the machine needs a new join token to come back. [y/N] ",
+      );
       expect(unanswered.code).toBe(1);
-      expect(unanswered.stderr).toMatch(/clankie: failed_precondition: box2 was not removed \(not confirmed; pass --yes to remove without asking\)\n$/);
+      expect(unanswered.stderr).toMatch(
+        /clankie: failed_precondition: box2 was not removed \(not confirmed; pass --yes to remove without asking\)\n$/,
+      );
       const declined = await runWithInput(["fleet", "remove", "box2", "--state-dir", stateDir], "n\n");
       expect(declined.code).toBe(1);
-      expect(json((await cli("seat", "list", "-o", "json")).stdout).seats).toContainEqual(expect.objectContaining({ id: "box2/notes" }));
+      expect(json((await cli("seat", "list", "-o", "json")).stdout).seats).toContainEqual(
+        expect.objectContaining({ id: "box2/notes" }),
+      );
 
       const removed = await runWithInput(["fleet", "remove", "box2", "--state-dir", stateDir], "y\n");
       expect(removed.code).toBe(0);
-      expect(removed.stdout).toBe("box2 removed (it was revoked), with 1 seat(s): box2/notes; its receipts stay (clankie receipts list)\n");
-      expect((json((await cli("seat", "list", "-o", "json")).stdout).seats as { id: string }[]).map((s) => s.id)).toEqual(["home/inbox"]);
-      expect((json((await cli("fleet", "list", "-o", "json")).stdout).machines as { machine: string }[]).map((m) => m.machine)).toEqual(["home"]);
+      expect(removed.stdout).toBe(
+        "box2 removed (it was revoked), with 1 seat(s): box2/notes; its receipts stay (clankie receipts list)\n",
+      );
+      expect(
+        (json((await cli("seat", "list", "-o", "json")).stdout).seats as { id: string }[]).map((s) => s.id),
+      ).toEqual(["home/inbox"]);
+      expect(
+        (json((await cli("fleet", "list", "-o", "json")).stdout).machines as { machine: string }[]).map(
+          (m) => m.machine,
+        ),
+      ).toEqual(["home"]);
       // The receipts and their history stay.
-      expect((json((await cli("receipts", "list", "--seat", "box2/notes", "-o", "json")).stdout).receipts as { id: string }[]).map((r) => r.id)).toEqual([ids[2]]);
+      expect(
+        (
+          json((await cli("receipts", "list", "--seat", "box2/notes", "-o", "json")).stdout).receipts as {
+            id: string;
+          }[]
+        ).map((r) => r.id),
+      ).toEqual([ids[2]]);
       expect((await cli("doctor")).stdout).not.toContain("box2");
     });
 
     it("item 1: seat remove (the alias of seat rm) refuses an unknown seat with a typed error", async () => {
       const unknown = await cli("seat", "remove", "box9/none");
-      expect([unknown.code, unknown.stderr]).toEqual([1, "clankie: unknown_seat: no seat box9/none (clankie seat list shows them)\n"]);
+      expect([unknown.code, unknown.stderr]).toEqual([
+        1,
+        "clankie: unknown_seat: no seat box9/none (clankie seat list shows them)\n",
+      ]);
     });
   });
 });

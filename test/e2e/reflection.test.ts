@@ -9,10 +9,21 @@ import * as grpc from "@grpc/grpc-js";
 import { GrpcReflection } from "grpc-js-reflection-client";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 
-type Unary = (req: object, md: grpc.Metadata, cb: (e: grpc.ServiceError | null, v: Record<string, unknown>) => void) => void;
+type Unary = (
+  req: object,
+  md: grpc.Metadata,
+  cb: (e: grpc.ServiceError | null, v: Record<string, unknown>) => void,
+) => void;
 
-function call(client: grpc.Client, method: string, req: object, md = new grpc.Metadata()): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => ((client as unknown as Record<string, Unary>)[method]!).call(client, req, md, (e, v) => (e ? reject(e) : resolve(v))));
+function call(
+  client: grpc.Client,
+  method: string,
+  req: object,
+  md = new grpc.Metadata(),
+): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) =>
+    (client as unknown as Record<string, Unary>)[method]!.call(client, req, md, (e, v) => (e ? reject(e) : resolve(v))),
+  );
 }
 
 describe("gRPC server reflection and per-component health on the status port", () => {
@@ -31,7 +42,14 @@ describe("gRPC server reflection and per-component health on the status port", (
     it(`reflection ${version}: lists StatusService, Health and both reflection services`, async () => {
       const r = new GrpcReflection(target, grpc.credentials.createInsecure(), undefined, version);
       const services = await r.listServices();
-      expect(services).toEqual(expect.arrayContaining(["clankie.fleet.v1.StatusService", "grpc.health.v1.Health", "grpc.reflection.v1.ServerReflection", "grpc.reflection.v1alpha.ServerReflection"]));
+      expect(services).toEqual(
+        expect.arrayContaining([
+          "clankie.fleet.v1.StatusService",
+          "grpc.health.v1.Health",
+          "grpc.reflection.v1.ServerReflection",
+          "grpc.reflection.v1alpha.ServerReflection",
+        ]),
+      );
       const methods = (await r.listMethods("clankie.fleet.v1.StatusService")).map((m) => m.name);
       expect(methods).toEqual(expect.arrayContaining(["ListMachines", "ListSeats", "ListReceipts", "Watch"]));
     });
@@ -39,10 +57,16 @@ describe("gRPC server reflection and per-component health on the status port", (
 
   it("a client built only from reflected descriptors calls StatusService (with the owner token) and Health", async () => {
     const r = new GrpcReflection(target, grpc.credentials.createInsecure());
-    const statusPkg = (await r.getDescriptorBySymbol("clankie.fleet.v1.StatusService")).getPackageObject({ longs: String, enums: String, defaults: true }) as unknown as {
+    const statusPkg = (await r.getDescriptorBySymbol("clankie.fleet.v1.StatusService")).getPackageObject({
+      longs: String,
+      enums: String,
+      defaults: true,
+    }) as unknown as {
       clankie: { fleet: { v1: { StatusService: grpc.ServiceClientConstructor } } };
     };
-    const healthPkg = (await r.getDescriptorByFileName("grpc/health/v1/health.proto")).getPackageObject({ enums: String }) as unknown as {
+    const healthPkg = (await r.getDescriptorByFileName("grpc/health/v1/health.proto")).getPackageObject({
+      enums: String,
+    }) as unknown as {
       grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } };
     };
     const status = new statusPkg.clankie.fleet.v1.StatusService(target, grpc.credentials.createInsecure());
@@ -57,7 +81,9 @@ describe("gRPC server reflection and per-component health on the status port", (
       for (const service of ["", "database", "agents", "clankie.fleet.v1.StatusService"]) {
         expect(await call(health, "check", { service }), service).toEqual({ status: "SERVING" });
       }
-      await expect(call(health, "check", { service: "no.such.Service" })).rejects.toMatchObject({ code: grpc.status.NOT_FOUND });
+      await expect(call(health, "check", { service: "no.such.Service" })).rejects.toMatchObject({
+        code: grpc.status.NOT_FOUND,
+      });
     } finally {
       status.close();
       health.close();
@@ -73,7 +99,9 @@ describe("gRPC server reflection and per-component health on the status port", (
 
   it("health 'agents' goes NOT_SERVING when the only agent stops, while the server and database stay SERVING", async () => {
     const r = new GrpcReflection(target, grpc.credentials.createInsecure());
-    const pkg = (await r.getDescriptorBySymbol("grpc.health.v1.Health")).getPackageObject({ enums: String }) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
+    const pkg = (await r.getDescriptorBySymbol("grpc.health.v1.Health")).getPackageObject({
+      enums: String,
+    }) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
     const health = new pkg.grpc.health.v1.Health(target, grpc.credentials.createInsecure());
     try {
       await fleet.agent.close();

@@ -16,11 +16,30 @@ import { readToken } from "../../controller/state-dir.js";
 import { openDatabase } from "../../controller/db/open.js";
 import { takeSeatLease } from "../../controller/delivery/turn.js";
 
-async function startControllerProcess(stateDir: string, databaseUrl: string): Promise<{ child: ChildProcess; url: string; mcpUrl: string; agentUrl: string }> {
-  const child = spawn(process.execPath, [CLI, "controller", "--json", "--port", "0", "--state-dir", stateDir, "--deliver-timeout-ms", "3000", "--log-level", "error"], {
-    env: { ...process.env, DATABASE_URL: databaseUrl },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
+async function startControllerProcess(
+  stateDir: string,
+  databaseUrl: string,
+): Promise<{ child: ChildProcess; url: string; mcpUrl: string; agentUrl: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      CLI,
+      "controller",
+      "--json",
+      "--port",
+      "0",
+      "--state-dir",
+      stateDir,
+      "--deliver-timeout-ms",
+      "3000",
+      "--log-level",
+      "error",
+    ],
+    {
+      env: { ...process.env, DATABASE_URL: databaseUrl },
+      stdio: ["ignore", "pipe", "inherit"],
+    },
+  );
   const line = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", resolve);
     child.once("exit", (code) => reject(new Error(`controller exited with ${code}`)));
@@ -32,7 +51,9 @@ async function startControllerProcess(stateDir: string, databaseUrl: string): Pr
 describe.each(DRIVERS)("seat lease on %s", (driver) => {
   it("a held seat makes the next taker wait and then give up; an expired lease is taken over", async () => {
     const store = await prepareStore(driver);
-    const db = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    const db = await openDatabase(
+      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
+    );
     try {
       const first = await takeSeatLease(db.db, "m/s", "first", 60_000, 0);
       expect(first).toBeDefined();
@@ -64,19 +85,32 @@ describe.each(DRIVERS.filter((d) => d === "postgres"))("two controller processes
     stops.push(async () => b.child.kill("SIGTERM"));
     // The agent dials a; the replica list in a's answers makes it link to b as well (ADR 0021).
     const joinToken = await ownerOf(a.url, readToken(store.stateDir, "owner")!).enroll("shared");
-    const agent: AgentProcess = await startAgentProcess({ controllerUrl: a.agentUrl, stateDir: store.stateDir, machine: "shared", joinToken });
+    const agent: AgentProcess = await startAgentProcess({
+      controllerUrl: a.agentUrl,
+      stateDir: store.stateDir,
+      machine: "shared",
+      joinToken,
+    });
     stops.push(() => agent.stop());
     const owner = ownerOf(a.url, readToken(store.stateDir, "owner")!);
-    for (let i = 0; i < 100 && !(await owner.status.listMachines({})).machines.some((m) => m.online); i++) await new Promise((r) => setTimeout(r, 50));
+    for (let i = 0; i < 100 && !(await owner.status.listMachines({})).machines.some((m) => m.online); i++)
+      await new Promise((r) => setTimeout(r, 50));
     await owner.addMailbox("inbox");
     const token = readToken(store.stateDir, "lead")!;
     const leadA = await connectLead(a.mcpUrl, token);
     const leadB = await connectLead(b.mcpUrl, token);
-    stops.push(() => leadA.close(), () => leadB.close());
+    stops.push(
+      () => leadA.close(),
+      () => leadB.close(),
+    );
     const sql = postgres(store.databaseUrl!, { max: 1, onnotice: () => {} });
     stops.push(() => sql.end());
-    const holder = async () => (await sql<{ holder: string }[]>`select holder from seat_turns where seat_id = 'shared/inbox'`)[0]?.holder;
-    const dispatching = async () => (await sql<{ id: string }[]>`select id from delivery_receipts where state = 'dispatching' order by created_at`).map((r) => r.id);
+    const holder = async () =>
+      (await sql<{ holder: string }[]>`select holder from seat_turns where seat_id = 'shared/inbox'`)[0]?.holder;
+    const dispatching = async () =>
+      (
+        await sql<{ id: string }[]>`select id from delivery_receipts where state = 'dispatching' order by created_at`
+      ).map((r) => r.id);
 
     agent.freeze();
     const first = leadA.call("message_seat", { seat: "inbox", message: "first, through controller A" });

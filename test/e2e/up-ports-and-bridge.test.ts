@@ -44,7 +44,10 @@ describe("clankie up: ports and the printed bridge line", () => {
     seedPglite(stateDir);
     port = await freePortPair();
     // The state dir comes from the environment, as `CLANKIE_STATE_DIR=… npm start` would give it.
-    up = await startUp(["--port", String(port), "--machine", "ports", "--pane-host", "none"], { ...EMBEDDED, CLANKIE_STATE_DIR: stateDir });
+    up = await startUp(["--port", String(port), "--machine", "ports", "--pane-host", "none"], {
+      ...EMBEDDED,
+      CLANKIE_STATE_DIR: stateDir,
+    });
   });
   afterAll(async () => {
     await up?.stop();
@@ -61,9 +64,28 @@ describe("clankie up: ports and the printed bridge line", () => {
     try {
       seedPglite(other);
       const taken = new URL(up.ready.agentUrl).port;
-      const res = await runCli(["up", "--state-dir", other, "--port", "0", "--agent-port", taken, "--pane-host", "none", "--log-level", "error"], EMBEDDED);
+      const res = await runCli(
+        [
+          "up",
+          "--state-dir",
+          other,
+          "--port",
+          "0",
+          "--agent-port",
+          taken,
+          "--pane-host",
+          "none",
+          "--log-level",
+          "error",
+        ],
+        EMBEDDED,
+      );
       expect(res.code).toBe(1);
-      expect(res.stderr.trim()).toMatch(new RegExp(`^clankie: address_in_use: the agent port .*:${taken} is taken by another process .*choose another --agent-port$`));
+      expect(res.stderr.trim()).toMatch(
+        new RegExp(
+          `^clankie: address_in_use: the agent port .*:${taken} is taken by another process .*choose another --agent-port$`,
+        ),
+      );
     } finally {
       rmSync(other, { recursive: true, force: true });
     }
@@ -72,7 +94,12 @@ describe("clankie up: ports and the printed bridge line", () => {
   it("the bridge line names the state dir, and runs as printed from an environment without CLANKIE_STATE_DIR", async () => {
     expect(up.ready.bridge.args.slice(1)).toEqual(["mcp", "--state-dir", stateDir]);
     // What a harness started later has: its own HOME and PATH, none of this shell's variables.
-    const transport = new StdioClientTransport({ command: up.ready.bridge.command, args: up.ready.bridge.args, env: { PATH: process.env.PATH ?? "", HOME: home }, stderr: "pipe" });
+    const transport = new StdioClientTransport({
+      command: up.ready.bridge.command,
+      args: up.ready.bridge.args,
+      env: { PATH: process.env.PATH ?? "", HOME: home },
+      stderr: "pipe",
+    });
     const client = new Client({ name: "c14-bridge-line", version: "0.0.0" });
     await client.connect(transport);
     try {

@@ -24,7 +24,12 @@ const RESOURCE_EXHAUSTED = 8;
 const RSS_BOUND = 64 * MiB;
 
 /** DATA frames of one honestly length-prefixed gRPC message until the server answers; samples the controller's RSS. */
-function floodGrpcTls(c: ControllerProcess, path: string, tls: SecureClientSessionOptions, totalBytes: number): Promise<{ grpcStatus: number; sentBytes: number; peakRssBytes: number }> {
+function floodGrpcTls(
+  c: ControllerProcess,
+  path: string,
+  tls: SecureClientSessionOptions,
+  totalBytes: number,
+): Promise<{ grpcStatus: number; sentBytes: number; peakRssBytes: number }> {
   let peak = c.rssBytes();
   const sampler = setInterval(() => (peak = Math.max(peak, c.rssBytes())), 25);
   const session = h2connect(c.agentUrl, tls);
@@ -33,8 +38,21 @@ function floodGrpcTls(c: ControllerProcess, path: string, tls: SecureClientSessi
     let sent = 0;
     let answered = false;
     let headers: Record<string, unknown> = {};
-    const stream = session.request({ [constants.HTTP2_HEADER_METHOD]: "POST", [constants.HTTP2_HEADER_PATH]: path, "content-type": "application/grpc+proto", te: "trailers" });
-    stream.write(Buffer.from([0, (totalBytes >>> 24) & 255, (totalBytes >>> 16) & 255, (totalBytes >>> 8) & 255, totalBytes & 255]));
+    const stream = session.request({
+      [constants.HTTP2_HEADER_METHOD]: "POST",
+      [constants.HTTP2_HEADER_PATH]: path,
+      "content-type": "application/grpc+proto",
+      te: "trailers",
+    });
+    stream.write(
+      Buffer.from([
+        0,
+        (totalBytes >>> 24) & 255,
+        (totalBytes >>> 16) & 255,
+        (totalBytes >>> 8) & 255,
+        totalBytes & 255,
+      ]),
+    );
     const pump = () => {
       while (!answered && sent < totalBytes) {
         sent += CHUNK.length;
@@ -86,10 +104,17 @@ describe("the agent port's bounds, on a real controller process", () => {
     await c?.stop();
   });
 
-  it("300 MB with no client certificate to EnrollmentService/Join: RESOURCE_EXHAUSTED, RSS bounded, not read whole", { timeout: 120_000 }, async () => {
+  it("300 MB with no client certificate to EnrollmentService/Join: RESOURCE_EXHAUSTED, RSS bounded, not read whole", {
+    timeout: 120_000,
+  }, async () => {
     const before = c.rssBytes();
     // No certificate is what a joining agent has; this client does not even check the server's.
-    const r = await floodGrpcTls(c, "/clankie.fleet.v1.EnrollmentService/Join", { rejectUnauthorized: false }, 300 * MiB);
+    const r = await floodGrpcTls(
+      c,
+      "/clankie.fleet.v1.EnrollmentService/Join",
+      { rejectUnauthorized: false },
+      300 * MiB,
+    );
     expect(r.grpcStatus).toBe(RESOURCE_EXHAUSTED);
     expect(r.sentBytes).toBeLessThan(300 * MiB);
     expect(r.peakRssBytes - before).toBeLessThan(RSS_BOUND);
@@ -97,11 +122,24 @@ describe("the agent port's bounds, on a real controller process", () => {
 
   it("an enrolled machine's 300 MB gateway call: RESOURCE_EXHAUSTED, RSS bounded", { timeout: 120_000 }, async () => {
     // Enrolled as a real agent joins: a join token from the owner, a key pair and CSR made here.
-    const fleet = createClient(FleetService, createGrpcTransport({ baseUrl: c.url, interceptors: [bearerHeaderInterceptor(() => c.ownerToken)] }));
+    const fleet = createClient(
+      FleetService,
+      createGrpcTransport({ baseUrl: c.url, interceptors: [bearerHeaderInterceptor(() => c.ownerToken)] }),
+    );
     const { token } = await fleet.issueJoinToken(create(IssueJoinTokenRequestSchema, { machine: "boundsbox" }));
-    const id = await joinFleet({ stateDir: tempDir("agent-port-bounds-agent"), controllerUrl: c.agentUrl, token, agentVersion: "test" });
+    const id = await joinFleet({
+      stateDir: tempDir("agent-port-bounds-agent"),
+      controllerUrl: c.agentUrl,
+      token,
+      agentVersion: "test",
+    });
     const before = c.rssBytes();
-    const r = await floodGrpcTls(c, "/clankie.fleet.v1.AgentGatewayService/Register", { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem }, 300 * MiB);
+    const r = await floodGrpcTls(
+      c,
+      "/clankie.fleet.v1.AgentGatewayService/Register",
+      { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem },
+      300 * MiB,
+    );
     expect(r.grpcStatus).toBe(RESOURCE_EXHAUSTED);
     expect(r.sentBytes).toBeLessThan(300 * MiB);
     expect(r.peakRssBytes - before).toBeLessThan(RSS_BOUND);

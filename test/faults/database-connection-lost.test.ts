@@ -37,18 +37,26 @@ describe.runIf(available("postgres"))("issue 34 item 5: an admission whose conne
       expect(attempt, "a call on a connection with the admission prepared").toBeLessThan(20);
       expect((await lead.call("list_seats", {})).isError).toBeFalsy();
       let fired = false;
-      void proxy.freezeWhenClientSends("insert into operator_call_receipts", { deliverAfterClientCloses: true, onlyPrepared: true }).then(() => {
-        fired = true;
-        // The connection that carried the admission goes; the server still has its bytes.
-        proxy.cutClients();
-      });
+      void proxy
+        .freezeWhenClientSends("insert into operator_call_receipts", {
+          deliverAfterClientCloses: true,
+          onlyPrepared: true,
+        })
+        .then(() => {
+          fired = true;
+          // The connection that carried the admission goes; the server still has its bytes.
+          proxy.cutClients();
+        });
       id = randomUUID();
       text = `admission on the wire ${attempt}`;
-      const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }).catch((e: Error) => e);
+      const res = await lead
+        .call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } })
+        .catch((e: Error) => e);
       if (fired) refused = res;
       else expect(res instanceof Error ? res.message : res.structuredContent).toMatchObject({ outcome: "delivered" });
     }
-    const answer = refused instanceof Error ? refused.message : JSON.stringify(refused.structuredContent ?? refused.content);
+    const answer =
+      refused instanceof Error ? refused.message : JSON.stringify(refused.structuredContent ?? refused.content);
     expect(answer).toMatch(/journal_unavailable/);
     expect(answer).toMatch(/nothing was dispatched/);
 
@@ -57,14 +65,24 @@ describe.runIf(available("postgres"))("issue 34 item 5: an admission whose conne
     // The receipt as the owner reads it (the fleet's database is its own, fresh one).
     const state = async () => (await outage.owner.receipts().catch(() => [])).find((r) => r.deliveryId === id)?.state;
     await until(async () => (await state()) !== undefined, "the held admission committed", 100);
-    await until(async () => (await state()) === "not_sent", "the late admission settled not sent", 100).catch(async (e: Error) => {
-      throw new Error(`${e.message}: still ${await state()}`);
-    });
+    await until(async () => (await state()) === "not_sent", "the late admission settled not sent", 100).catch(
+      async (e: Error) => {
+        throw new Error(`${e.message}: still ${await state()}`);
+      },
+    );
     const reconciled = await lead.call("reconcile_seat_call", { deliveryId: id });
-    expect(reconciled.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    expect(reconciled.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      reason: "journal_unavailable",
+      deliveryId: id,
+    });
     expect(outage.mailbox.list("inbox").entries.some((e) => e.deliveryId === id)).toBe(false);
     const replay = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
-    expect(replay.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    expect(replay.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      reason: "journal_unavailable",
+      deliveryId: id,
+    });
     // And the seat takes the next message at once, not after the 30 s lease.
     const next = await lead.call("message_seat", { seat: "inbox", message: "after the lost connection" });
     expect(next.structuredContent).toMatchObject({ outcome: "delivered" });

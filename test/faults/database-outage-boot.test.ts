@@ -38,7 +38,18 @@ describe.runIf(available("postgres"))("a controller starting while its PostgreSQ
 
   const start = async (stateDir: string) => {
     const t = performance.now();
-    const run = await runCli(["controller", "--json", "--state-dir", stateDir, "--port", "0", "--log-level", "error", "--database-url", viaRelay]);
+    const run = await runCli([
+      "controller",
+      "--json",
+      "--state-dir",
+      stateDir,
+      "--port",
+      "0",
+      "--log-level",
+      "error",
+      "--database-url",
+      viaRelay,
+    ]);
     return { ...run, ms: performance.now() - t, error: errorOf(run.stdout + run.stderr) };
   };
 
@@ -65,7 +76,9 @@ describe.runIf(available("postgres"))("a controller starting while its PostgreSQ
     const run = await start(stateDir);
     await frozen;
     expect(run.error?.code, run.stdout + run.stderr).toBe("database_unreachable");
-    expect(run.error?.message).toMatch(/while the controller was registering itself \(the database sent no answer in time \(JOURNAL_NO_ANSWER\)\)/);
+    expect(run.error?.message).toMatch(
+      /while the controller was registering itself \(the database sent no answer in time \(JOURNAL_NO_ANSWER\)\)/,
+    );
     expect(run.ms).toBeLessThan(BOUND_MS);
     relay.thaw();
     const controller = await startControllerProcess(stateDir, viaRelay);

@@ -45,14 +45,22 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
         // A fresh token check, so the call reaches admission before the 2 s token cache runs out.
         expect((await lead.call("list_seats", {})).isError).toBeFalsy();
         let fired = false;
-        void relay.freezeWhenClientSends("insert into operator_call_receipts", { deliverAfterClientCloses: true, onlyPrepared: true }).then(() => (fired = true));
+        void relay
+          .freezeWhenClientSends("insert into operator_call_receipts", {
+            deliverAfterClientCloses: true,
+            onlyPrepared: true,
+          })
+          .then(() => (fired = true));
         id = randomUUID();
         text = `held, then the controller died (${attempt})`;
-        const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }).catch((e: Error) => e);
+        const res = await lead
+          .call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } })
+          .catch((e: Error) => e);
         if (fired) refused = res;
         else expect(res instanceof Error ? res.message : res.structuredContent).toMatchObject({ outcome: "delivered" });
       }
-      const answer = refused instanceof Error ? refused.message : JSON.stringify(refused.structuredContent ?? refused.content);
+      const answer =
+        refused instanceof Error ? refused.message : JSON.stringify(refused.structuredContent ?? refused.content);
       expect(answer).toMatch(/journal_unavailable.*did not answer.*nothing will be for this id/);
       // The refusal is on disk before the lead heard it.
       const spill = join(stateDir, "unrecorded-outcomes.json");
@@ -60,7 +68,8 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       expect(readFileSync(spill, "utf8")).toContain(id);
 
       await killFirst(c);
-      const held = () => until(() => relay.openSockets() === 0, "the held admission run and its connection closed", 200);
+      const held = () =>
+        until(() => relay.openSockets() === 0, "the held admission run and its connection closed", 200);
       if (thaw === "before") {
         relay.thaw();
         await held();
@@ -93,7 +102,11 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       const again = await connectLead(second.mcpUrl, second.leadToken);
       cleanups.push(() => again.close());
       const replay = await again.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
-      expect(replay.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+      expect(replay.structuredContent).toMatchObject({
+        outcome: "undelivered",
+        reason: "journal_unavailable",
+        deliveryId: id,
+      });
     }, 120_000);
   }
 });

@@ -38,12 +38,23 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       expect((await lead.call("list_seats", {})).isError).toBeFalsy();
 
       const id = randomUUID();
-      const args = { harness: "codex", machine: "hirebox", workingDirectory: mkdtempSync(join(tmpdir(), "clankie-crash-hire-")), title: "worker", role: "tester", brief: "never sent" };
+      const args = {
+        harness: "codex",
+        machine: "hirebox",
+        workingDirectory: mkdtempSync(join(tmpdir(), "clankie-crash-hire-")),
+        title: "worker",
+        role: "tester",
+        brief: "never sent",
+      };
       // Held at the admission's commit: its call receipt and reservation are written, not yet committed.
-      const frozen = relay.freezeWhenClientSends("commit", { after: 'insert into "hire_receipts"', deliverAfterClientCloses: held === "commits" });
+      const frozen = relay.freezeWhenClientSends("commit", {
+        after: 'insert into "hire_receipts"',
+        deliverAfterClientCloses: held === "commits",
+      });
       const refused = await lead.call("hire_agent", args, { [META]: { hireId: id } }).catch((e: Error) => e);
       await frozen;
-      const answer = refused instanceof Error ? refused.message : JSON.stringify(refused.structuredContent ?? refused.content);
+      const answer =
+        refused instanceof Error ? refused.message : JSON.stringify(refused.structuredContent ?? refused.content);
       expect(answer).toMatch(/journal_unavailable.*nothing was launched, and nothing will be for this id/);
       // The refusal is on disk before the lead heard it.
       const spill = join(stateDir, "unrecorded-outcomes.json");
@@ -67,7 +78,12 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       cleanups.push(() => second.stop());
       const [call] = await sql`select state, result from operator_call_receipts where id = ${id}`;
       expect(call?.state).toBe("settled");
-      expect(call?.result).toMatchObject({ outcome: "failed", reason: "journal_unavailable", hireId: id, launchCommitted: false });
+      expect(call?.result).toMatchObject({
+        outcome: "failed",
+        reason: "journal_unavailable",
+        hireId: id,
+        launchCommitted: false,
+      });
       const hires = await sql`select state, reason, settled_at from hire_receipts where id = ${id}`;
       if (held === "commits") expect(hires).toMatchObject([{ state: "failed", reason: "journal_unavailable" }]);
       else expect(hires).toEqual([]);
@@ -77,9 +93,18 @@ describe.runIf(available("postgres"))("a controller dying while its database hol
       const again = await connectLead(second.mcpUrl, second.leadToken);
       cleanups.push(() => again.close());
       const replay = await again.call("hire_agent", args, { [META]: { hireId: id } });
-      expect(replay.structuredContent).toMatchObject({ outcome: "failed", reason: "journal_unavailable", hireId: id, launchCommitted: false });
+      expect(replay.structuredContent).toMatchObject({
+        outcome: "failed",
+        reason: "journal_unavailable",
+        hireId: id,
+        launchCommitted: false,
+      });
       const reconciled = await again.call("reconcile_seat_call", { hireId: id });
-      expect(reconciled.structuredContent).toMatchObject({ outcome: "failed", reason: "journal_unavailable", hireId: id });
+      expect(reconciled.structuredContent).toMatchObject({
+        outcome: "failed",
+        reason: "journal_unavailable",
+        hireId: id,
+      });
       expect(existsSync(join(agentDir, "agent", "hires", `${id}.json`))).toBe(false);
     }, 120_000);
   }

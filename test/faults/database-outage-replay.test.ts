@@ -45,17 +45,25 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
   });
 
   /** The replay, made while the database answers nothing: refused for want of an answer, and no refusal kept for its id; then the thaw. */
-  async function replayWhileFrozen(id: string, replay: () => Promise<{ structuredContent?: unknown; content?: unknown }>): Promise<void> {
+  async function replayWhileFrozen(
+    id: string,
+    replay: () => Promise<{ structuredContent?: unknown; content?: unknown }>,
+  ): Promise<void> {
     const { lead, proxy, fleet } = outage;
     // A fresh token check, so the replay reaches admission before the 2 s token cache runs out.
     expect((await lead.call("list_seats", {})).isError).toBeFalsy();
     proxy.freeze();
     const res = await replay().catch((e: Error) => e);
-    expect(res instanceof Error ? res.message : JSON.stringify(res.structuredContent ?? res.content)).toMatch(/journal_unavailable.*did not answer/);
+    expect(res instanceof Error ? res.message : JSON.stringify(res.structuredContent ?? res.content)).toMatch(
+      /journal_unavailable.*did not answer/,
+    );
     const spill = join(fleet.stateDir, "unrecorded-outcomes.json");
     expect(existsSync(spill) ? readFileSync(spill, "utf8") : "").not.toContain(id);
     proxy.thaw();
-    await until(async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError, "the journal answering again");
+    await until(
+      async () => !(await lead.call("list_seats", {}).catch(() => ({ isError: true }))).isError,
+      "the journal answering again",
+    );
   }
 
   it("ADR 0033: the replay is refused journal_unavailable and records no refusal; the original keeps its seat and delivers once", async () => {
@@ -66,7 +74,9 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     park = "hang_after_admit";
     const original = lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
     await atPark;
-    await replayWhileFrozen(id, () => lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }));
+    await replayWhileFrozen(id, () =>
+      lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }),
+    );
     // The replay's held admission has run by now (it inserted nothing); the original is untouched.
     const before = (await owner.receipts()).find((r) => r.deliveryId === id);
     expect(before?.state).toBe("dispatching");
@@ -83,7 +93,13 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     // A working directory the agent does not have: the original, once released, is refused there before any launch.
     const gone = mkdtempSync(join(tmpdir(), "clankie-replay-hire-"));
     rmSync(gone, { recursive: true });
-    const args = { harness: "codex", workingDirectory: gone, title: "worker", role: "tester", brief: "the original, parked after its admission" };
+    const args = {
+      harness: "codex",
+      workingDirectory: gone,
+      title: "worker",
+      role: "tester",
+      brief: "the original, parked after its admission",
+    };
     const atPark = new Promise<void>((r) => (parked = r));
     park = "hang_after_hire_admit";
     const original = lead.call("hire_agent", args, { [META]: { hireId: id } });
@@ -91,13 +107,20 @@ describe.runIf(available("postgres"))("a replay refused while its original is in
     await replayWhileFrozen(id, () => lead.call("hire_agent", args, { [META]: { hireId: id } }));
     // Still the original's: in flight, not settled failed journal_unavailable by a refusal.
     const still = await lead.call("reconcile_seat_call", { hireId: id });
-    expect(still.structuredContent).toMatchObject({ reason: "start_unconfirmed", deliveryStage: "uncertain", hireId: id });
+    expect(still.structuredContent).toMatchObject({
+      reason: "start_unconfirmed",
+      deliveryStage: "uncertain",
+      hireId: id,
+    });
     expect((still.structuredContent as { detail?: string }).detail).toMatch(/still in flight/);
     release();
     const res = await original;
     // The agent's own answer (the directory is missing), not the replay's refusal.
     expect(res.structuredContent).toMatchObject({ outcome: "failed", hireId: id });
     expect((res.structuredContent as { reason?: string }).reason).not.toBe("journal_unavailable");
-    expect((await lead.call("reconcile_seat_call", { hireId: id })).structuredContent).toMatchObject({ outcome: "failed", reason: (res.structuredContent as { reason?: string }).reason });
+    expect((await lead.call("reconcile_seat_call", { hireId: id })).structuredContent).toMatchObject({
+      outcome: "failed",
+      reason: (res.structuredContent as { reason?: string }).reason,
+    });
   }, 60_000);
 });

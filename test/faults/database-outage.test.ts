@@ -22,7 +22,11 @@ import { create } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { IssueLeadTokenRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
-import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Serving } from "../../shared/gen/grpc/health/v1/health_pb.js";
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus as Serving,
+} from "../../shared/gen/grpc/health/v1/health_pb.js";
 
 const META = "clankie/seat-call";
 
@@ -58,16 +62,20 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
         await new Promise((r) => setTimeout(r, 250));
       }
       proxy.down();
-      res = await lead.call("message_seat", { seat: "inbox", message: "while the journal is down" }, { [META]: { deliveryId: id } }).catch((e: Error) => {
-        expect(e.message).toMatch(/journal_unavailable: the token could not be checked.*nothing was dispatched/);
-        expect(copies(id)).toBe(0);
-        return undefined;
-      });
+      res = await lead
+        .call("message_seat", { seat: "inbox", message: "while the journal is down" }, { [META]: { deliveryId: id } })
+        .catch((e: Error) => {
+          expect(e.message).toMatch(/journal_unavailable: the token could not be checked.*nothing was dispatched/);
+          expect(copies(id)).toBe(0);
+          return undefined;
+        });
     }
     expect(res).toBeDefined();
     res = res!;
     expect(res.isError).toBe(true);
-    expect(JSON.stringify(res.structuredContent ?? res.content)).toMatch(/journal_unavailable|receipt journal could not be/);
+    expect(JSON.stringify(res.structuredContent ?? res.content)).toMatch(
+      /journal_unavailable|receipt journal could not be/,
+    );
     expect(copies(id)).toBe(0);
     expect(mailbox.list("inbox").entries.some((e) => e.text === "while the journal is down")).toBe(false);
   });
@@ -89,11 +97,17 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     const text = "lost before the agent call";
     // The seat is busy at admission (another controller's lease), so the turn is polled for
     // after the receipt committed: the journal goes away at that poll, before any agent call.
-    await fleet.controller.database.db.execute(sql`insert into seat_turns (seat_id, holder, expires_at) values ('testbox/inbox', 'another-controller:x', now() + interval '3 seconds')`);
+    await fleet.controller.database.db.execute(
+      sql`insert into seat_turns (seat_id, holder, expires_at) values ('testbox/inbox', 'another-controller:x', now() + interval '3 seconds')`,
+    );
     const wentDown = proxy.downWhenClientSends("clankie:poll_turn");
     const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
     await wentDown;
-    expect(res.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      reason: "journal_unavailable",
+      deliveryId: id,
+    });
     // The lead reads why in its own words, never the journal's SQL.
     expect(JSON.stringify(res.structuredContent)).not.toMatch(/insert into|seat_turns|clankie:/i);
     expect(copies(id)).toBe(0);
@@ -118,32 +132,56 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
   it("database lost after the native write and before the settle: uncertain, one copy, never resent; reconcile settles it from the session", async () => {
     const id = randomUUID();
     const wentDown = proxy.downWhenClientSends("clankie:settle");
-    const res = await lead.call("message_seat", { seat: "inbox", message: "lost between write and settle" }, { [META]: { deliveryId: id } });
+    const res = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "lost between write and settle" },
+      { [META]: { deliveryId: id } },
+    );
     await wentDown;
     expect(res.isError).toBe(true);
-    expect(res.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: id, reconcileTool: "reconcile_seat_call" });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      deliveryId: id,
+      reconcileTool: "reconcile_seat_call",
+    });
     expect(copies(id)).toBe(1);
 
     proxy.up();
     // The seat's lease, whose release failed with the settle, is given back once the journal
     // answers: the seat is not held for the rest of the lease by a delivery that is over.
-    const leased = async () => ((await fleet.controller.database.db.execute(sql`select holder from seat_turns where seat_id = 'testbox/inbox'`)) as unknown as unknown[]).length;
+    const leased = async () =>
+      (
+        (await fleet.controller.database.db.execute(
+          sql`select holder from seat_turns where seat_id = 'testbox/inbox'`,
+        )) as unknown as unknown[]
+      ).length;
     let held = await leased().catch(() => 1);
     for (let i = 0; i < 25 && held; i++) {
       await new Promise((r) => setTimeout(r, 200));
       held = await leased().catch(() => 1);
     }
     expect(held, "a lease row for the seat 5 s after the journal came back").toBe(0);
-    let again = await lead.call("message_seat", { seat: "inbox", message: "lost between write and settle" }, { [META]: { deliveryId: id } });
+    let again = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "lost between write and settle" },
+      { [META]: { deliveryId: id } },
+    );
     for (let i = 0; i < 20 && JSON.stringify(again.structuredContent ?? again.content).includes("journal"); i++) {
       await new Promise((r) => setTimeout(r, 250));
-      again = await lead.call("message_seat", { seat: "inbox", message: "lost between write and settle" }, { [META]: { deliveryId: id } });
+      again = await lead.call(
+        "message_seat",
+        { seat: "inbox", message: "lost between write and settle" },
+        { [META]: { deliveryId: id } },
+      );
     }
     // The same id again is never a second dispatch. Which answer it gets depends on whether the
     // controller has already recorded the agent's answer (it does so by itself once the journal is
     // back): still uncertain, or the settled original — delivered, with the same id. Either way one copy.
     const body = again.structuredContent as { outcome?: string; reason?: string; deliveryId?: string } | undefined;
-    if (again.isError) expect([body?.outcome, body?.reason]).toSatisfy(([o, r]: unknown[]) => o === "uncertain" || (o === "refused" && r === "receipt_in_use"));
+    if (again.isError)
+      expect([body?.outcome, body?.reason]).toSatisfy(
+        ([o, r]: unknown[]) => o === "uncertain" || (o === "refused" && r === "receipt_in_use"),
+      );
     else expect(body).toMatchObject({ outcome: "delivered", deliveryId: id });
     expect(copies(id)).toBe(1);
 
@@ -167,8 +205,12 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     const until = performance.now() + 3_000;
     let refused = 0;
     while (performance.now() < until) {
-      const res = await lead.call("message_seat", { seat: "inbox", message: `during the long outage ${refused}` }).catch((e: Error) => e);
-      expect(JSON.stringify(res instanceof Error ? res.message : res.structuredContent ?? res.content)).toMatch(/journal_unavailable|receipt journal could not be/);
+      const res = await lead
+        .call("message_seat", { seat: "inbox", message: `during the long outage ${refused}` })
+        .catch((e: Error) => e);
+      expect(JSON.stringify(res instanceof Error ? res.message : (res.structuredContent ?? res.content))).toMatch(
+        /journal_unavailable|receipt journal could not be/,
+      );
       refused++;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -188,9 +230,12 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     // A fresh token check, so the call reaches admission before the 2 s token cache runs out.
     expect((await lead.call("list_seats", {})).isError).toBeFalsy();
     proxy.freeze();
-    const answerOf = (r: Awaited<ReturnType<LeadClient["call"]>> | Error) => (r instanceof Error ? r.message : JSON.stringify(r.structuredContent ?? r.content));
+    const answerOf = (r: Awaited<ReturnType<LeadClient["call"]>> | Error) =>
+      r instanceof Error ? r.message : JSON.stringify(r.structuredContent ?? r.content);
     let t0 = performance.now();
-    const res = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } }).catch((e: Error) => e);
+    const res = await lead
+      .call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } })
+      .catch((e: Error) => e);
     // The deadline is the statement timeout (5 s) + 2 s; before it, the call waited for the SDK's own 60 s timeout.
     expect(performance.now() - t0).toBeLessThan(15_000);
     expect(answerOf(res)).toMatch(/journal_unavailable.*did not answer.*nothing was dispatched/);
@@ -210,7 +255,11 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     }
     expect(receipt?.state).toBe("not_sent");
     const again = await lead.call("message_seat", { seat: "inbox", message: text }, { [META]: { deliveryId: id } });
-    expect(again.structuredContent).toMatchObject({ outcome: "undelivered", reason: "journal_unavailable", deliveryId: id });
+    expect(again.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      reason: "journal_unavailable",
+      deliveryId: id,
+    });
     expect(copies(id)).toBe(0);
     // Nothing unresolved fences the text, and the seat is free: a new id goes out at once.
     const fresh = await lead.call("message_seat", { seat: "inbox", message: text });
@@ -223,7 +272,11 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
     expect((await lead.call("list_seats", {})).isError).toBeFalsy();
     const frozen = proxy.freezeWhenClientSends("clankie:settle");
     const t0 = performance.now();
-    const res = await lead.call("message_seat", { seat: "inbox", message: "settle held unanswered" }, { [META]: { deliveryId: id } });
+    const res = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "settle held unanswered" },
+      { [META]: { deliveryId: id } },
+    );
     await frozen;
     const answeredMs = performance.now() - t0;
     expect(res.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: id });
@@ -260,11 +313,23 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
       // Before the deadline covered plain reads, this waited for the lead's own timeout (the SDK's 60 s).
       expect(performance.now() - t0).toBeLessThan(15_000);
       expect(seats.isError).toBe(true);
-      expect(seats.structuredContent).toMatchObject({ outcome: "unavailable", reason: "journal_unavailable", dispatched: false });
-      expect(String(seats.structuredContent!.detail)).toMatch(/could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/);
+      expect(seats.structuredContent).toMatchObject({
+        outcome: "unavailable",
+        reason: "journal_unavailable",
+        dispatched: false,
+      });
+      expect(String(seats.structuredContent!.detail)).toMatch(
+        /could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/,
+      );
       // stop_task reads the seat before anything is sent: the same typed refusal, never `internal`.
-      expect(stop.structuredContent).toMatchObject({ outcome: "unavailable", reason: "journal_unavailable", dispatched: false });
-      expect(String(stop.structuredContent!.detail)).toMatch(/so no stop was sent \((the database sent no answer in time|CONNECT_TIMEOUT)/);
+      expect(stop.structuredContent).toMatchObject({
+        outcome: "unavailable",
+        reason: "journal_unavailable",
+        dispatched: false,
+      });
+      expect(String(stop.structuredContent!.detail)).toMatch(
+        /so no stop was sent \((the database sent no answer in time|CONNECT_TIMEOUT)/,
+      );
       t0 = performance.now();
       const status = await owner.seats().then(
         () => "answered",
@@ -272,13 +337,17 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
       );
       expect(performance.now() - t0).toBeLessThan(15_000);
       // A pooled connection meets the deadline; one the pool opens meets the connect timeout (5 s) first.
-      expect(status).toMatch(/journal_unavailable: the receipt journal could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/);
+      expect(status).toMatch(
+        /journal_unavailable: the receipt journal could not be read \((the database sent no answer in time|CONNECT_TIMEOUT)/,
+      );
     } finally {
       proxy.thaw();
     }
     // The frozen reads were given up on; their late rows are dropped, and the pools serve again at once.
     const t0 = performance.now();
-    expect((await lead.call("list_seats", {})).structuredContent).toMatchObject({ seats: expect.arrayContaining([expect.objectContaining({ id: expect.stringMatching(/inbox$/) })]) });
+    expect((await lead.call("list_seats", {})).structuredContent).toMatchObject({
+      seats: expect.arrayContaining([expect.objectContaining({ id: expect.stringMatching(/inbox$/) })]),
+    });
     expect((await owner.seats()).length).toBeGreaterThan(0);
     expect(performance.now() - t0).toBeLessThan(5_000);
   });
@@ -317,7 +386,8 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
   });
 
   it("the owner's writes while the database answers nothing: a join token and a lead token are refused journal_unavailable within the answer deadline, and issued again once it is back", async () => {
-    const issueLead = () => owner.owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: "outage-owner" }));
+    const issueLead = () =>
+      owner.owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: "outage-owner" }));
     expect((await owner.seats()).length).toBeGreaterThan(0);
     proxy.freeze();
     try {
@@ -344,7 +414,9 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
   });
 
   it("the outages above are counted: clankie_journal_errors_total by stage (admit, settle) in /metrics", async () => {
-    const res = await fetch(fleet.controller.metricsUrl, { headers: { authorization: `Bearer ${fleet.controller.ownerToken}` } });
+    const res = await fetch(fleet.controller.metricsUrl, {
+      headers: { authorization: `Bearer ${fleet.controller.ownerToken}` },
+    });
     expect(res.status).toBe(200);
     const family = parsePrometheus(await res.text()).find((f) => f.name === "clankie_journal_errors_total")!;
     const at = (stage: string) => Number(family.metrics.find((m) => m.labels?.stage === stage)?.value ?? 0);

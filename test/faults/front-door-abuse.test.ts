@@ -21,7 +21,9 @@ const EMPTY_GRPC_MESSAGE = Buffer.from([0, 0, 0, 0, 0]);
 
 function h2(url: string, localAddress = "127.0.0.1"): Promise<ClientHttp2Session> {
   const u = new URL(url);
-  const session = h2connect(url, { createConnection: () => netConnect({ host: u.hostname, port: Number(u.port), localAddress }) });
+  const session = h2connect(url, {
+    createConnection: () => netConnect({ host: u.hostname, port: Number(u.port), localAddress }),
+  });
   return new Promise((resolve, reject) => {
     session.once("connect", () => resolve(session));
     session.once("error", reject);
@@ -31,7 +33,12 @@ function h2(url: string, localAddress = "127.0.0.1"): Promise<ClientHttp2Session
 /** One gRPC call with an empty request message; "refused" when the answer is RESOURCE_EXHAUSTED. */
 function grpcCall(session: ClientHttp2Session, path: string): Promise<"answered" | "refused" | "failed"> {
   return new Promise((resolve) => {
-    const stream = session.request({ ":method": "POST", ":path": path, "content-type": "application/grpc", te: "trailers" });
+    const stream = session.request({
+      ":method": "POST",
+      ":path": path,
+      "content-type": "application/grpc",
+      te: "trailers",
+    });
     stream.on("response", (headers) => {
       if (headers["grpc-status"] === "8") resolve("refused");
       else if (headers["grpc-status"] !== undefined && headers["grpc-status"] !== "0") resolve("failed");
@@ -43,7 +50,11 @@ function grpcCall(session: ClientHttp2Session, path: string): Promise<"answered"
   });
 }
 
-async function httpGet(url: string, path: string, localAddress = "127.0.0.1"): Promise<{ status: number; body: string }> {
+async function httpGet(
+  url: string,
+  path: string,
+  localAddress = "127.0.0.1",
+): Promise<{ status: number; body: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
     const socket = netConnect({ host: u.hostname, port: Number(u.port), localAddress }, () => {
@@ -51,7 +62,9 @@ async function httpGet(url: string, path: string, localAddress = "127.0.0.1"): P
     });
     let raw = "";
     socket.on("data", (d) => (raw += d.toString()));
-    socket.on("end", () => resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(raw)?.[1] ?? 0), body: raw.split("\r\n\r\n")[1] ?? "" }));
+    socket.on("end", () =>
+      resolve({ status: Number(/^HTTP\/1\.1 (\d+)/.exec(raw)?.[1] ?? 0), body: raw.split("\r\n\r\n")[1] ?? "" }),
+    );
     socket.on("error", reject);
   });
 }
@@ -61,38 +74,50 @@ describe("issue 32: health from the cache, a budget for callers without a token 
   const postgresOnly = DRIVERS.includes("postgres");
 
   beforeAll(async () => {
-    fleet = await startFleet(postgresOnly ? "postgres" : "pglite", { unauthenticatedLimits: { callsPerPeerPerSecond: 20, callBurstPerPeer: 40 } });
+    fleet = await startFleet(postgresOnly ? "postgres" : "pglite", {
+      unauthenticatedLimits: { callsPerPeerPerSecond: 20, callBurstPerPeer: 40 },
+    });
   });
   afterAll(async () => fleet?.close());
 
-  it.runIf(postgresOnly)("500 unauthenticated health Checks run no journal statement of their own (item 1)", async () => {
-    const sql = postgres(fleet.controller.database.location.replace(/^postgres(ql)?:\/\/[^/]*@/, "postgres://postgres@"), { max: 1 });
-    const db = new URL(fleet.controller.database.location).pathname.slice(1);
-    const transactions = async () => {
-      const [row] = await sql<{ n: string }[]>`select xact_commit + xact_rollback as n from pg_stat_database where datname = ${db}`;
-      return Number(row!.n);
-    };
-    try {
-      await new Promise((r) => setTimeout(r, 1500));
-      const before = await transactions();
-      // From 25 loopback addresses, 20 each: every one inside its address's budget, every one answered.
-      let answered = 0;
-      for (let a = 2; a < 27; a++) {
-        const session = await h2(fleet.controller.url, `127.0.0.${a}`);
-        const results = await Promise.all(Array.from({ length: 20 }, () => grpcCall(session, "/grpc.health.v1.Health/Check")));
-        answered += results.filter((r) => r === "answered").length;
-        session.close();
+  it.runIf(postgresOnly)(
+    "500 unauthenticated health Checks run no journal statement of their own (item 1)",
+    async () => {
+      const sql = postgres(
+        fleet.controller.database.location.replace(/^postgres(ql)?:\/\/[^/]*@/, "postgres://postgres@"),
+        { max: 1 },
+      );
+      const db = new URL(fleet.controller.database.location).pathname.slice(1);
+      const transactions = async () => {
+        const [row] = await sql<
+          { n: string }[]
+        >`select xact_commit + xact_rollback as n from pg_stat_database where datname = ${db}`;
+        return Number(row!.n);
+      };
+      try {
+        await new Promise((r) => setTimeout(r, 1500));
+        const before = await transactions();
+        // From 25 loopback addresses, 20 each: every one inside its address's budget, every one answered.
+        let answered = 0;
+        for (let a = 2; a < 27; a++) {
+          const session = await h2(fleet.controller.url, `127.0.0.${a}`);
+          const results = await Promise.all(
+            Array.from({ length: 20 }, () => grpcCall(session, "/grpc.health.v1.Health/Check")),
+          );
+          answered += results.filter((r) => r === "answered").length;
+          session.close();
+        }
+        expect(answered).toBe(500);
+        // PostgreSQL publishes a backend's counts within a second of its transactions.
+        await new Promise((r) => setTimeout(r, 1500));
+        const spent = (await transactions()) - before;
+        // Heartbeats and the background probe run meanwhile (a few a second); one probe per Check would be 500.
+        expect(spent).toBeLessThan(100);
+      } finally {
+        await sql.end();
       }
-      expect(answered).toBe(500);
-      // PostgreSQL publishes a backend's counts within a second of its transactions.
-      await new Promise((r) => setTimeout(r, 1500));
-      const spent = (await transactions()) - before;
-      // Heartbeats and the background probe run meanwhile (a few a second); one probe per Check would be 500.
-      expect(spent).toBeLessThan(100);
-    } finally {
-      await sql.end();
-    }
-  });
+    },
+  );
 
   it("a flood of Checks from one address is refused RESOURCE_EXHAUSTED past its budget, slowly, then its connection closed; another address is still served (item 1)", async () => {
     const flood = await h2(fleet.controller.url, "127.0.1.1");
@@ -100,7 +125,9 @@ describe("issue 32: health from the cache, a budget for callers without a token 
     const closed = new Promise<void>((resolve) => flood.once("close", resolve));
     const t0 = performance.now();
     const timed = (p: Promise<string>) => p.then((r) => ({ r, ms: performance.now() - t0 }));
-    const results = await Promise.all(Array.from({ length: 200 }, () => timed(grpcCall(flood, "/grpc.health.v1.Health/Check"))));
+    const results = await Promise.all(
+      Array.from({ length: 200 }, () => timed(grpcCall(flood, "/grpc.health.v1.Health/Check"))),
+    );
     const answered = results.filter((x) => x.r === "answered");
     const refused = results.filter((x) => x.r === "refused");
     // The budget: a burst of 40 and 20 a second.
@@ -120,7 +147,10 @@ describe("issue 32: health from the cache, a budget for callers without a token 
     expect(JSON.parse(live.body)).toEqual({ status: "ok" });
     const ready = await httpGet(fleet.controller.url, "/readyz");
     expect(ready.status).toBe(200);
-    expect(JSON.parse(ready.body)).toMatchObject({ status: "ready", components: { server: "SERVING", database: "SERVING", agents: "SERVING" } });
+    expect(JSON.parse(ready.body)).toMatchObject({
+      status: "ready",
+      components: { server: "SERVING", database: "SERVING", agents: "SERVING" },
+    });
   });
 });
 
@@ -131,7 +161,13 @@ describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%
 
   beforeAll(async () => {
     fleet = await startFleet(driver, {
-      unauthenticatedLimits: { callsPerPeerPerSecond: 10_000, callBurstPerPeer: 10_000, watchesPerConnection: 4, watchesPerPeer: 6, watchesTotal: 8 },
+      unauthenticatedLimits: {
+        callsPerPeerPerSecond: 10_000,
+        callBurstPerPeer: 10_000,
+        watchesPerConnection: 4,
+        watchesPerPeer: 6,
+        watchesTotal: 8,
+      },
       listenerLimits: { maxConnections: 48, maxUnprovenPerPeer: 64 },
     });
   });
@@ -177,7 +213,10 @@ describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%
     for (let batch = 0; batch < 20 && !attacker.destroyed; batch++) {
       const open = [];
       for (let i = 0; i < 100 && !attacker.destroyed; i++) {
-        const s = attacker.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc" }, { endStream: false });
+        const s = attacker.request(
+          { ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc" },
+          { endStream: false },
+        );
         s.on("error", () => {});
         open.push(s);
       }
@@ -202,14 +241,21 @@ describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%
     attacker.on("error", () => {});
     const closed = new Promise<void>((resolve) => attacker.once("close", resolve));
     for (let i = 0; i < 2000 && !attacker.destroyed; i++) {
-      const s = attacker.request({ ":method": "POST", ":path": "/grpc.health.v1.Health/Check", "content-type": "application/grpc" });
+      const s = attacker.request({
+        ":method": "POST",
+        ":path": "/grpc.health.v1.Health/Check",
+        "content-type": "application/grpc",
+      });
       s.on("error", () => {});
       s.close(constants.NGHTTP2_CANCEL);
       // Let the frames leave in a few writes, as a flood's would.
       if (i % 100 === 99) await new Promise((r) => setImmediate(r));
     }
     await closed;
-    await until(() => fleet.controller.frontDoor().h2Abuse > before.h2Abuse, "the session closed by the guard, not only by nghttp2");
+    await until(
+      () => fleet.controller.frontDoor().h2Abuse > before.h2Abuse,
+      "the session closed by the guard, not only by nghttp2",
+    );
     const lead = await h2(fleet.controller.url);
     sessions.push(lead);
     expect(await grpcCall(lead, "/grpc.health.v1.Health/Check")).toBe("answered");
@@ -219,11 +265,17 @@ describe.each(DRIVERS)("issue 32: Watch streams, rapid reset and slow headers (%
     const u = new URL(fleet.controller.url);
     const before = fleet.controller.frontDoor().evicted;
     for (let i = 0; i < 80; i++) {
-      const socket = netConnect({ host: u.hostname, port: Number(u.port), localAddress: `127.0.4.${1 + (i % 4)}` }, () => socket.write("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "));
+      const socket = netConnect(
+        { host: u.hostname, port: Number(u.port), localAddress: `127.0.4.${1 + (i % 4)}` },
+        () => socket.write("GET / HTTP/1.1\r\nHost: x\r\nX-Slow: "),
+      );
       socket.on("error", () => {});
       sockets.push(socket);
     }
-    await until(() => fleet.controller.frontDoor().evicted - before >= 30, "slow senders evicted to keep the table at its cap");
+    await until(
+      () => fleet.controller.frontDoor().evicted - before >= 30,
+      "slow senders evicted to keep the table at its cap",
+    );
     expect(fleet.controller.frontDoor().connections).toBeLessThanOrEqual(48);
     const fresh = await httpGet(fleet.controller.url, "/healthz", "127.0.4.9");
     expect(fresh.status).toBe(200);

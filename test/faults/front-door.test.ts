@@ -31,7 +31,12 @@ interface Flood {
  * Streams up to `totalBytes` as an HTTP/1.1 chunked body (no content-length: the server cannot
  * refuse from the header) and stops once the answer arrives; samples the controller's RSS.
  */
-function floodHttp1(c: ControllerProcess, path: string, headers: Record<string, string>, totalBytes: number): Promise<Flood> {
+function floodHttp1(
+  c: ControllerProcess,
+  path: string,
+  headers: Record<string, string>,
+  totalBytes: number,
+): Promise<Flood> {
   const url = new URL(c.url);
   const started = performance.now();
   let peak = c.rssBytes();
@@ -39,7 +44,14 @@ function floodHttp1(c: ControllerProcess, path: string, headers: Record<string, 
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
-    const req = httpRequest({ host: url.hostname, port: url.port, path, method: "POST", headers: { ...headers, "transfer-encoding": "chunked" }, agent: false });
+    const req = httpRequest({
+      host: url.hostname,
+      port: url.port,
+      path,
+      method: "POST",
+      headers: { ...headers, "transfer-encoding": "chunked" },
+      agent: false,
+    });
     const pump = () => {
       while (!answered && sent < totalBytes) {
         sent += CHUNK.length;
@@ -55,7 +67,14 @@ function floodHttp1(c: ControllerProcess, path: string, headers: Record<string, 
       res.on("end", () => {
         clearInterval(sampler);
         req.destroy();
-        resolve({ status: res.statusCode!, headers: res.headers, body, sentBytes: sent, ms, peakRssBytes: Math.max(peak, c.rssBytes()) });
+        resolve({
+          status: res.statusCode!,
+          headers: res.headers,
+          body,
+          sentBytes: sent,
+          ms,
+          peakRssBytes: Math.max(peak, c.rssBytes()),
+        });
       });
     });
     req.on("error", (e) => {
@@ -69,7 +88,12 @@ function floodHttp1(c: ControllerProcess, path: string, headers: Record<string, 
 }
 
 /** The same over HTTP/2 (gRPC): DATA frames until the server answers. */
-function floodGrpc(c: { url: string; rssBytes(): number }, path: string, token: string | undefined, totalBytes: number): Promise<{ grpcStatus: number; sentBytes: number; ms: number; peakRssBytes: number }> {
+function floodGrpc(
+  c: { url: string; rssBytes(): number },
+  path: string,
+  token: string | undefined,
+  totalBytes: number,
+): Promise<{ grpcStatus: number; sentBytes: number; ms: number; peakRssBytes: number }> {
   const started = performance.now();
   let peak = c.rssBytes();
   const sampler = setInterval(() => (peak = Math.max(peak, c.rssBytes())), 25);
@@ -87,7 +111,15 @@ function floodGrpc(c: { url: string; rssBytes(): number }, path: string, token: 
       ...(token ? { authorization: `Bearer ${token}` } : {}),
     });
     // A frame that honestly says how long it is: the body a sender would stream.
-    stream.write(Buffer.from([0, (totalBytes >>> 24) & 255, (totalBytes >>> 16) & 255, (totalBytes >>> 8) & 255, totalBytes & 255]));
+    stream.write(
+      Buffer.from([
+        0,
+        (totalBytes >>> 24) & 255,
+        (totalBytes >>> 16) & 255,
+        (totalBytes >>> 8) & 255,
+        totalBytes & 255,
+      ]),
+    );
     const pump = () => {
       while (!answered && sent < totalBytes) {
         sent += CHUNK.length;
@@ -99,7 +131,13 @@ function floodGrpc(c: { url: string; rssBytes(): number }, path: string, token: 
       session.destroy();
       const status = Number(headers["grpc-status"]);
       if (Number.isNaN(status)) reject(new Error(`no grpc-status: ${JSON.stringify(headers)}`));
-      else resolve({ grpcStatus: status, sentBytes: sent, ms: performance.now() - started, peakRssBytes: Math.max(peak, c.rssBytes()) });
+      else
+        resolve({
+          grpcStatus: status,
+          sentBytes: sent,
+          ms: performance.now() - started,
+          peakRssBytes: Math.max(peak, c.rssBytes()),
+        });
     };
     stream.on("response", (h) => {
       headers = { ...h };
@@ -143,7 +181,12 @@ describe("bounds before authentication, on a real controller process", () => {
 
   it("300 MB with no token to a Connect route: 401 from the headers, RSS bounded, the connection closed", async () => {
     const before = c.rssBytes();
-    const r = await floodHttp1(c, "/clankie.fleet.v1.OwnerService/AddSeat", { "content-type": "application/json" }, 300 * MiB);
+    const r = await floodHttp1(
+      c,
+      "/clankie.fleet.v1.OwnerService/AddSeat",
+      { "content-type": "application/json" },
+      300 * MiB,
+    );
     expect(r.status).toBe(401);
     expect(JSON.parse(r.body)).toMatchObject({ code: "unauthenticated" });
     expect(r.headers.connection).toBe("close");
@@ -168,27 +211,55 @@ describe("bounds before authentication, on a real controller process", () => {
 
   it("300 MB with no token to /mcp: 401, RSS bounded", async () => {
     const before = c.rssBytes();
-    const r = await floodHttp1(c, "/mcp", { "content-type": "application/json", accept: "application/json, text/event-stream" }, 300 * MiB);
+    const r = await floodHttp1(
+      c,
+      "/mcp",
+      { "content-type": "application/json", accept: "application/json, text/event-stream" },
+      300 * MiB,
+    );
     expect(r.status).toBe(401);
     expect(r.peakRssBytes - before).toBeLessThan(RSS_BOUND);
   });
 
   it("an authenticated 300 MB body: RESOURCE_EXHAUSTED on Connect and gRPC, 413 on MCP, RSS bounded", async () => {
     const before = c.rssBytes();
-    const connectJson = await floodHttp1(c, "/clankie.fleet.v1.OwnerService/AddSeat", { "content-type": "application/json", authorization: `Bearer ${c.ownerToken}` }, 300 * MiB);
+    const connectJson = await floodHttp1(
+      c,
+      "/clankie.fleet.v1.OwnerService/AddSeat",
+      { "content-type": "application/json", authorization: `Bearer ${c.ownerToken}` },
+      300 * MiB,
+    );
     expect(JSON.parse(connectJson.body)).toMatchObject({ code: "resource_exhausted" });
     expect(connectJson.headers.connection).toBe("close");
     const grpc = await floodGrpc(c, "/clankie.fleet.v1.OwnerService/AddSeat", c.ownerToken, 300 * MiB);
     expect(grpc.grpcStatus).toBe(RESOURCE_EXHAUSTED);
-    const mcp = await floodHttp1(c, "/mcp", { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${c.leadToken}` }, 300 * MiB);
+    const mcp = await floodHttp1(
+      c,
+      "/mcp",
+      {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${c.leadToken}`,
+      },
+      300 * MiB,
+    );
     expect(mcp.status).toBe(413);
     expect(JSON.parse(mcp.body)).toMatchObject({ error: { message: expect.stringMatching(/^request_too_large/) } });
     expect(Math.max(connectJson.peakRssBytes, grpc.peakRssBytes, mcp.peakRssBytes) - before).toBeLessThan(RSS_BOUND);
   });
 
   it("after an oversized MCP request, the same keep-alive pool answers the next request (fetch and node:http)", async () => {
-    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${c.leadToken}` };
-    const init = JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } });
+    const headers = {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${c.leadToken}`,
+    };
+    const init = JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } },
+    });
     // fetch (undici): one global pool per origin.
     const big = await fetch(c.mcpUrl, { method: "POST", headers, body: Buffer.alloc(2 * MiB, 0x20) });
     expect(big.status).toBe(413);
@@ -235,7 +306,9 @@ describe("connection timeouts and caps", () => {
   let port: number;
 
   beforeAll(async () => {
-    fleet = await startFleet("pglite", { listenerLimits: { headersTimeoutMs: 500, requestTimeoutMs: 2000, idleTimeoutMs: 800, maxConnectionsPerPeer: 20 } });
+    fleet = await startFleet("pglite", {
+      listenerLimits: { headersTimeoutMs: 500, requestTimeoutMs: 2000, idleTimeoutMs: 800, maxConnectionsPerPeer: 20 },
+    });
     port = fleet.controller.port;
   });
   afterAll(async () => {
@@ -272,7 +345,12 @@ describe("connection timeouts and caps", () => {
     const session = h2connect(`http://127.0.0.1:${port}`);
     session.on("error", () => {});
     await new Promise<void>((resolve, reject) => {
-      const s = session.request({ [constants.HTTP2_HEADER_METHOD]: "POST", [constants.HTTP2_HEADER_PATH]: "/grpc.health.v1.Health/Check", "content-type": "application/grpc+proto", te: "trailers" });
+      const s = session.request({
+        [constants.HTTP2_HEADER_METHOD]: "POST",
+        [constants.HTTP2_HEADER_PATH]: "/grpc.health.v1.Health/Check",
+        "content-type": "application/grpc+proto",
+        te: "trailers",
+      });
       s.on("data", () => {});
       s.on("end", resolve);
       s.on("error", reject);
@@ -303,10 +381,13 @@ describe("connection timeouts and caps", () => {
     expect(refused).toBeGreaterThanOrEqual(20);
     // 127.0.0.2 is another peer on the loopback.
     const res = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest({ host: "127.0.0.1", port, path: "/dashboard", localAddress: "127.0.0.2", agent: false }, (r) => {
-        r.resume();
-        resolve(r.statusCode!);
-      });
+      const req = httpRequest(
+        { host: "127.0.0.1", port, path: "/dashboard", localAddress: "127.0.0.2", agent: false },
+        (r) => {
+          r.resume();
+          resolve(r.statusCode!);
+        },
+      );
       req.on("error", reject);
       req.end();
     });
@@ -328,14 +409,23 @@ describe("MCP sessions are bounded", () => {
     const r = await fetch(fleet.controller.mcpUrl, {
       method: "POST",
       headers: headers(fleet.controller.leadToken),
-      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "flood", version: "0" } } }),
+      body: JSON.stringify({
+        jsonrpc: "2.0",
+        id: 1,
+        method: "initialize",
+        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "flood", version: "0" } },
+      }),
     });
     await r.text();
     expect(r.status).toBe(200);
     return r.headers.get("mcp-session-id")!;
   };
   const ping = async (session: string): Promise<number> => {
-    const r = await fetch(fleet.controller.mcpUrl, { method: "POST", headers: headers(fleet.controller.leadToken, session), body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }) });
+    const r = await fetch(fleet.controller.mcpUrl, {
+      method: "POST",
+      headers: headers(fleet.controller.leadToken, session),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "ping" }),
+    });
     await r.text();
     return r.status;
   };

@@ -16,7 +16,13 @@ import { ownerOf } from "../kit/owner.js";
 import { startReversePeer, type ReversePeer } from "../kit/reverse-peer.js";
 
 /** One gRPC call with a hand-made body; the answer's grpc-status and message. */
-async function rawCall(target: string | ClientHttp2Session, path: string, token: string, body: Buffer, tls?: SecureClientSessionOptions): Promise<{ status: number; message: string }> {
+async function rawCall(
+  target: string | ClientHttp2Session,
+  path: string,
+  token: string,
+  body: Buffer,
+  tls?: SecureClientSessionOptions,
+): Promise<{ status: number; message: string }> {
   const session: ClientHttp2Session = typeof target === "string" ? connect(target, tls ?? {}) : target;
   session.on("error", () => {});
   try {
@@ -33,7 +39,12 @@ async function rawCall(target: string | ClientHttp2Session, path: string, token:
       req.on("trailers", (t) => (headers = { ...headers, ...t }));
       req.on("data", () => {});
       req.on("error", reject);
-      req.on("end", () => resolve({ status: Number(headers["grpc-status"]), message: decodeURIComponent(String(headers["grpc-message"] ?? "")) }));
+      req.on("end", () =>
+        resolve({
+          status: Number(headers["grpc-status"]),
+          message: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+        }),
+      );
       req.end(body);
     });
   } finally {
@@ -42,7 +53,12 @@ async function rawCall(target: string | ClientHttp2Session, path: string, token:
 }
 
 /** A gRPC length-prefixed frame: flag byte, 4-byte big-endian length, payload. */
-const frame = (payload: Buffer, claimedLength = payload.length) => Buffer.concat([Buffer.from([0]), Buffer.from([claimedLength >>> 24, (claimedLength >>> 16) & 255, (claimedLength >>> 8) & 255, claimedLength & 255]), payload]);
+const frame = (payload: Buffer, claimedLength = payload.length) =>
+  Buffer.concat([
+    Buffer.from([0]),
+    Buffer.from([claimedLength >>> 24, (claimedLength >>> 16) & 255, (claimedLength >>> 8) & 255, claimedLength & 255]),
+    payload,
+  ]);
 const GARBAGE = Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f, 0x12, 0x99, 0x01, 0x02]);
 // connect-node types an undecodable message INTERNAL ("parse binary: …") and a broken envelope
 // INVALID_ARGUMENT ("protocol error: …"); both name what was wrong, and neither reaches a handler.
@@ -50,7 +66,12 @@ const INVALID_ARGUMENT = 3;
 const INTERNAL = 13;
 const bodies: [string, Buffer, number, RegExp][] = [
   ["bytes that are not protobuf", frame(GARBAGE), INTERNAL, /^parse binary: /],
-  ["a frame claiming more bytes than it has", frame(Buffer.from([0x0a, 0x03, 0x61]), 4096), INVALID_ARGUMENT, /^protocol error: /],
+  [
+    "a frame claiming more bytes than it has",
+    frame(Buffer.from([0x0a, 0x03, 0x61]), 4096),
+    INVALID_ARGUMENT,
+    /^protocol error: /,
+  ],
   ["a truncated frame header", Buffer.from([0, 0, 0]), INVALID_ARGUMENT, /^protocol error: /],
 ];
 
@@ -76,26 +97,43 @@ describe("garbage protobuf", () => {
     await fleet?.close();
   });
 
-  it.each(bodies)("the controller answers %s with a typed error and adds no seat", async (_what, body, code, message) => {
-    const owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
-    const before = (await owner.seats()).length;
-    const r = await rawCall(fleet.controller.url, "/clankie.fleet.v1.OwnerService/AddSeat", fleet.controller.ownerToken, body);
-    expect(r.status, r.message).toBe(code);
-    expect(r.message).toMatch(message);
-    const id = fleet.agent.identity.tls();
-    const g = await rawCall(fleet.controller.agentUrl, "/clankie.fleet.v1.AgentGatewayService/ReportSeats", "", body, { ca: id.ca, cert: id.cert, key: id.key });
-    expect(g.status, g.message).toBe(code);
-    expect(g.message).toMatch(message);
-    expect((await owner.seats()).length).toBe(before);
-  });
+  it.each(bodies)(
+    "the controller answers %s with a typed error and adds no seat",
+    async (_what, body, code, message) => {
+      const owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
+      const before = (await owner.seats()).length;
+      const r = await rawCall(
+        fleet.controller.url,
+        "/clankie.fleet.v1.OwnerService/AddSeat",
+        fleet.controller.ownerToken,
+        body,
+      );
+      expect(r.status, r.message).toBe(code);
+      expect(r.message).toMatch(message);
+      const id = fleet.agent.identity.tls();
+      const g = await rawCall(
+        fleet.controller.agentUrl,
+        "/clankie.fleet.v1.AgentGatewayService/ReportSeats",
+        "",
+        body,
+        { ca: id.ca, cert: id.cert, key: id.key },
+      );
+      expect(g.status, g.message).toBe(code);
+      expect(g.message).toMatch(message);
+      expect((await owner.seats()).length).toBe(before);
+    },
+  );
 
-  it.each(bodies)("the agent answers %s to Deliver with a typed error and writes nothing", async (_what, body, code, message) => {
-    const before = mailbox.list("inbox").entries.length;
-    const r = await rawCall(agentSession, "/clankie.fleet.v1.AgentService/Deliver", agentToken, body);
-    expect(r.status, r.message).toBe(code);
-    expect(r.message).toMatch(message);
-    expect(mailbox.list("inbox").entries.length).toBe(before);
-  });
+  it.each(bodies)(
+    "the agent answers %s to Deliver with a typed error and writes nothing",
+    async (_what, body, code, message) => {
+      const before = mailbox.list("inbox").entries.length;
+      const r = await rawCall(agentSession, "/clankie.fleet.v1.AgentService/Deliver", agentToken, body);
+      expect(r.status, r.message).toBe(code);
+      expect(r.message).toMatch(message);
+      expect(mailbox.list("inbox").entries.length).toBe(before);
+    },
+  );
 
   it("both still serve afterwards: a real delivery goes through once", async () => {
     const { connectLead } = await import("../kit/mcp-client.js");

@@ -11,14 +11,19 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus as Serving } from "../../shared/gen/grpc/health/v1/health_pb.js";
+import {
+  Health,
+  HealthCheckRequestSchema,
+  HealthCheckResponse_ServingStatus as Serving,
+} from "../../shared/gen/grpc/health/v1/health_pb.js";
 import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { until } from "../kit/until.js";
 
-const LEAKS = /select|insert|update|delete|"seats"|"machines"|"call_receipts"|"delivery_receipts"|params|\$1|"present"|failed query/i;
+const LEAKS =
+  /select|insert|update|delete|"seats"|"machines"|"call_receipts"|"delivery_receipts"|params|\$1|"present"|failed query/i;
 
 function healthOf(url: string) {
   return createClient(Health, createConnectTransport({ baseUrl: url, httpVersion: "1.1" }));
@@ -37,12 +42,14 @@ describe.runIf(process.env.DATABASE_URL)("a table lock held by another PostgreSQ
     url.pathname = new URL(fleet.controller.database.location.replace("***", "x")).pathname;
     holder = postgres(url.toString(), { max: 1, onnotice: () => {} });
     const locked = new Promise<void>((resolveLocked) => {
-      void holder.begin(async (sql) => {
-        await sql`lock table delivery_receipts in exclusive mode`;
-        lockHeld = true;
-        resolveLocked();
-        await new Promise<void>((r) => (releaseLock = r));
-      }).finally(() => (lockHeld = false));
+      void holder
+        .begin(async (sql) => {
+          await sql`lock table delivery_receipts in exclusive mode`;
+          lockHeld = true;
+          resolveLocked();
+          await new Promise<void>((r) => (releaseLock = r));
+        })
+        .finally(() => (lockHeld = false));
     });
     await locked;
   };
@@ -51,7 +58,9 @@ describe.runIf(process.env.DATABASE_URL)("a table lock held by another PostgreSQ
     fleet = await startFleet("postgres");
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
-    expect((await lead.call("message_seat", { seat: "inbox", message: "before the lock" })).structuredContent).toMatchObject({ outcome: "delivered" });
+    expect(
+      (await lead.call("message_seat", { seat: "inbox", message: "before the lock" })).structuredContent,
+    ).toMatchObject({ outcome: "delivered" });
   });
   afterAll(async () => {
     releaseLock?.();
@@ -68,7 +77,9 @@ describe.runIf(process.env.DATABASE_URL)("a table lock held by another PostgreSQ
   it("while the lock is held: sends answer journal_unavailable (no hang), list_seats answers, health is NOT_SERVING", async () => {
     await holdLock();
     // More sends than the write pool has connections, all at once.
-    const sends = Array.from({ length: 24 }, (_, i) => lead.call("message_seat", { seat: "inbox", message: `during the lock ${i}` }));
+    const sends = Array.from({ length: 24 }, (_, i) =>
+      lead.call("message_seat", { seat: "inbox", message: `during the lock ${i}` }),
+    );
     const seats = await lead.call("list_seats", {});
     expect(seats.isError).toBeFalsy();
     expect(lockHeld).toBe(true);
@@ -86,7 +97,11 @@ describe.runIf(process.env.DATABASE_URL)("a table lock held by another PostgreSQ
     // Health answers from its background probe (ADR 0034): NOT_SERVING from the first probe that met the lock.
     const health = healthOf(fleet.controller.url);
     const database = async () => (await health.check(create(HealthCheckRequestSchema, { service: "database" }))).status;
-    await until(async () => (await database()) === Serving.NOT_SERVING, "health NOT_SERVING while the lock is held", 80);
+    await until(
+      async () => (await database()) === Serving.NOT_SERVING,
+      "health NOT_SERVING while the lock is held",
+      80,
+    );
     expect(lockHeld).toBe(true);
   });
 
@@ -94,7 +109,12 @@ describe.runIf(process.env.DATABASE_URL)("a table lock held by another PostgreSQ
     releaseLock?.();
     for (let i = 0; i < 50 && lockHeld; i++) await new Promise((r) => setTimeout(r, 50));
     const health = healthOf(fleet.controller.url);
-    await until(async () => (await health.check(create(HealthCheckRequestSchema, { service: "database" }))).status === Serving.SERVING, "health SERVING after the lock", 80);
+    await until(
+      async () =>
+        (await health.check(create(HealthCheckRequestSchema, { service: "database" }))).status === Serving.SERVING,
+      "health SERVING after the lock",
+      80,
+    );
     const r = await lead.call("message_seat", { seat: "inbox", message: "after the lock" });
     expect(r.structuredContent).toMatchObject({ outcome: "delivered" });
   });

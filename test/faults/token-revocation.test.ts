@@ -13,8 +13,17 @@ import { runCli } from "../kit/cli.js";
 async function initializeStatus(mcpUrl: string, token: string): Promise<number> {
   const r = await fetch(mcpUrl, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${token}` },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } } }),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${token}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "t", version: "0" } },
+    }),
   });
   await r.text();
   return r.status;
@@ -30,55 +39,66 @@ async function refusedWithin(mcpUrl: string, token: string, limitMs: number): Pr
   return undefined;
 }
 
-describe.runIf(process.env.DATABASE_URL)("lead token revocation across two controller processes on one PostgreSQL", () => {
-  let pg: Awaited<ReturnType<typeof freshPostgres>>;
-  let a: ControllerProcess;
-  let b: ControllerProcess;
+describe.runIf(process.env.DATABASE_URL)(
+  "lead token revocation across two controller processes on one PostgreSQL",
+  () => {
+    let pg: Awaited<ReturnType<typeof freshPostgres>>;
+    let a: ControllerProcess;
+    let b: ControllerProcess;
 
-  beforeAll(async () => {
-    pg = await freshPostgres();
-    a = await startControllerProcess(tempDir("replica-a"), pg.url);
-    b = await startControllerProcess(tempDir("replica-b"), pg.url);
-  }, 120_000);
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await pg?.drop();
-  });
+    beforeAll(async () => {
+      pg = await freshPostgres();
+      a = await startControllerProcess(tempDir("replica-a"), pg.url);
+      b = await startControllerProcess(tempDir("replica-b"), pg.url);
+    }, 120_000);
+    afterAll(async () => {
+      await a?.stop();
+      await b?.stop();
+      await pg?.drop();
+    });
 
-  const issue = async (conversation: string) => {
-    const r = await runCli(["lead", "token", "--conversation", conversation, "--json", "--state-dir", a.stateDir]);
-    expect(r.code, r.stderr + r.stdout).toBe(0);
-    return JSON.parse(r.stdout) as { token: string; replaced: boolean };
-  };
+    const issue = async (conversation: string) => {
+      const r = await runCli(["lead", "token", "--conversation", conversation, "--json", "--state-dir", a.stateDir]);
+      expect(r.code, r.stderr + r.stdout).toBe(0);
+      return JSON.parse(r.stdout) as { token: string; replaced: boolean };
+    };
 
-  it("lead token says when it replaces an older token; the older one then fails on both replicas", async () => {
-    const first = await issue("replicated");
-    expect(first.replaced).toBe(false);
-    expect(await initializeStatus(b.mcpUrl, first.token)).toBe(200);
-    const human = await runCli(["lead", "token", "--conversation", "replicated", "--state-dir", a.stateDir]);
-    expect(human.stdout).toMatch(/replaces the conversation's previous token/);
-    expect(await refusedWithin(a.mcpUrl, first.token, 10_000)).toBeDefined();
-    expect(await refusedWithin(b.mcpUrl, first.token, 10_000)).toBeDefined();
-  });
+    it("lead token says when it replaces an older token; the older one then fails on both replicas", async () => {
+      const first = await issue("replicated");
+      expect(first.replaced).toBe(false);
+      expect(await initializeStatus(b.mcpUrl, first.token)).toBe(200);
+      const human = await runCli(["lead", "token", "--conversation", "replicated", "--state-dir", a.stateDir]);
+      expect(human.stdout).toMatch(/replaces the conversation's previous token/);
+      expect(await refusedWithin(a.mcpUrl, first.token, 10_000)).toBeDefined();
+      expect(await refusedWithin(b.mcpUrl, first.token, 10_000)).toBeDefined();
+    });
 
-  it("lead revoke on one replica: the other refuses the token within seconds", async () => {
-    const { token } = await issue("to-revoke");
-    // Both replicas have just accepted (and so cached) the token.
-    expect(await initializeStatus(a.mcpUrl, token)).toBe(200);
-    expect(await initializeStatus(b.mcpUrl, token)).toBe(200);
-    const r = await runCli(["lead", "revoke", "--conversation", "to-revoke", "--json", "--state-dir", a.stateDir]);
-    expect(r.code, r.stderr + r.stdout).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ conversationId: "to-revoke", revoked: true });
-    expect(await initializeStatus(a.mcpUrl, token)).toBe(401);
-    const ms = await refusedWithin(b.mcpUrl, token, 10_000);
-    expect(ms, "replica b still accepted the revoked token after 10 s").toBeDefined();
-    // Revoking again changes nothing and says so.
-    const again = await runCli(["lead", "revoke", "--conversation", "to-revoke", "--json", "--state-dir", a.stateDir]);
-    expect(JSON.parse(again.stdout)).toMatchObject({ revoked: false });
-    // A new token for the conversation works again, on both.
-    const fresh = await issue("to-revoke");
-    expect(fresh.replaced).toBe(false);
-    expect(await initializeStatus(b.mcpUrl, fresh.token)).toBe(200);
-  });
-});
+    it("lead revoke on one replica: the other refuses the token within seconds", async () => {
+      const { token } = await issue("to-revoke");
+      // Both replicas have just accepted (and so cached) the token.
+      expect(await initializeStatus(a.mcpUrl, token)).toBe(200);
+      expect(await initializeStatus(b.mcpUrl, token)).toBe(200);
+      const r = await runCli(["lead", "revoke", "--conversation", "to-revoke", "--json", "--state-dir", a.stateDir]);
+      expect(r.code, r.stderr + r.stdout).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ conversationId: "to-revoke", revoked: true });
+      expect(await initializeStatus(a.mcpUrl, token)).toBe(401);
+      const ms = await refusedWithin(b.mcpUrl, token, 10_000);
+      expect(ms, "replica b still accepted the revoked token after 10 s").toBeDefined();
+      // Revoking again changes nothing and says so.
+      const again = await runCli([
+        "lead",
+        "revoke",
+        "--conversation",
+        "to-revoke",
+        "--json",
+        "--state-dir",
+        a.stateDir,
+      ]);
+      expect(JSON.parse(again.stdout)).toMatchObject({ revoked: false });
+      // A new token for the conversation works again, on both.
+      const fresh = await issue("to-revoke");
+      expect(fresh.replaced).toBe(false);
+      expect(await initializeStatus(b.mcpUrl, fresh.token)).toBe(200);
+    });
+  },
+);

@@ -33,15 +33,25 @@ export interface EnrolledClient {
 
 export async function enrollFuzzClient(controller: RunningController, machine: string): Promise<EnrolledClient> {
   const stateDir = mkdtempSync(join(tmpdir(), "c11-fuzz-enrolled-"));
-  const id = await joinFleet({ stateDir, controllerUrl: controller.agentUrl, token: await controller.issueJoinToken(machine), agentVersion: "fuzz" });
+  const id = await joinFleet({
+    stateDir,
+    controllerUrl: controller.agentUrl,
+    token: await controller.issueJoinToken(machine),
+    agentVersion: "fuzz",
+  });
   const tls = { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem };
-  const gateway = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: controller.agentUrl, nodeOptions: tls }));
+  const gateway = createClient(
+    AgentGatewayService,
+    createGrpcTransport({ baseUrl: controller.agentUrl, nodeOptions: tls }),
+  );
   return {
     machine: id.machine,
     connect: () => h2connect(controller.agentUrl, tls),
     connectAnonymous: () => h2connect(controller.agentUrl, { ca: tls.ca }),
     async heartbeat() {
-      await gateway.heartbeat(create(HeartbeatRequestSchema, { machine: id.machine, instanceId: "fuzz" }), { timeoutMs: 10_000 });
+      await gateway.heartbeat(create(HeartbeatRequestSchema, { machine: id.machine, instanceId: "fuzz" }), {
+        timeoutMs: 10_000,
+      });
     },
     close: () => rmSync(stateDir, { recursive: true, force: true }),
   };
@@ -60,11 +70,24 @@ export interface ReverseLinkSessions {
 export async function reverseLinkSessions(controller: RunningController): Promise<ReverseLinkSessions> {
   const db = controller.database.db;
   const peer: ReversePeer = await startReversePeer(db);
-  const beat = setInterval(() => void db.update(controllerInstances).set({ heartbeatAt: sql`now()` }).where(eq(controllerInstances.agentUrl, peer.url)).catch(() => {}), 3_000);
+  const beat = setInterval(
+    () =>
+      void db
+        .update(controllerInstances)
+        .set({ heartbeatAt: sql`now()` })
+        .where(eq(controllerInstances.agentUrl, peer.url))
+        .catch(() => {}),
+    3_000,
+  );
   let next = peer.nextLink();
   const watched = new WeakSet<ClientHttp2Session>();
   const connect = async (): Promise<ClientHttp2Session> => {
-    const link = await Promise.race([next, new Promise<never>((_, reject) => setTimeout(() => reject(new Error("the agent did not dial the test replica within 30 s")), 30_000).unref())]);
+    const link = await Promise.race([
+      next,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error("the agent did not dial the test replica within 30 s")), 30_000).unref(),
+      ),
+    ]);
     // The session after this one is the agent's next dial.
     if (link.session.closed || link.session.destroyed) {
       next = peer.nextLink();

@@ -30,8 +30,28 @@ const FULL = process.env.FUZZ_FULL === "1";
 const SEED = Number(process.env.FUZZ_SEED ?? 11_011);
 // Full: 25k MCP, 46k protobuf (main port, agent port over mutual TLS and without a certificate, the agent over its reverse link), 30k harness replies = 101k.
 const RUNS = FULL
-  ? { mcpFraming: 12_500, mcpTools: 12_500, controllerRpc: 20_000, agentPortRpc: 12_000, enrollmentRpc: 4_000, agentRpc: 10_000, codex: 10_000, opencode: 10_000, claude: 10_000 }
-  : { mcpFraming: 200, mcpTools: 200, controllerRpc: 300, agentPortRpc: 200, enrollmentRpc: 100, agentRpc: 200, codex: 100, opencode: 200, claude: 200 };
+  ? {
+      mcpFraming: 12_500,
+      mcpTools: 12_500,
+      controllerRpc: 20_000,
+      agentPortRpc: 12_000,
+      enrollmentRpc: 4_000,
+      agentRpc: 10_000,
+      codex: 10_000,
+      opencode: 10_000,
+      claude: 10_000,
+    }
+  : {
+      mcpFraming: 200,
+      mcpTools: 200,
+      controllerRpc: 300,
+      agentPortRpc: 200,
+      enrollmentRpc: 100,
+      agentRpc: 200,
+      codex: 100,
+      opencode: 200,
+      claude: 200,
+    };
 const cfg = (runs: number): FuzzConfig => ({ seed: SEED, runs, batch: FULL ? 1_000 : 200 });
 const TIMEOUT = FULL ? 3_600_000 : 120_000;
 
@@ -57,7 +77,26 @@ describe("fuzz", () => {
     if (out) {
       mkdirSync("verify/results", { recursive: true });
       const total = tallies.reduce((n, t) => n + t.inputs, 0);
-      writeFileSync(out, JSON.stringify({ seed: SEED, inputs: total, failures: tallies.flatMap((t) => t.failures), seconds: Math.round((Date.now() - started) / 1000), targets: tallies.map((t) => ({ target: t.target, inputs: t.inputs, failures: t.failures.length, ...(t.statuses ? { grpcStatuses: t.statuses } : {}) })), finishedAt: new Date().toISOString() }, null, 2) + "\n");
+      writeFileSync(
+        out,
+        JSON.stringify(
+          {
+            seed: SEED,
+            inputs: total,
+            failures: tallies.flatMap((t) => t.failures),
+            seconds: Math.round((Date.now() - started) / 1000),
+            targets: tallies.map((t) => ({
+              target: t.target,
+              inputs: t.inputs,
+              failures: t.failures.length,
+              ...(t.statuses ? { grpcStatuses: t.statuses } : {}),
+            })),
+            finishedAt: new Date().toISOString(),
+          },
+          null,
+          2,
+        ) + "\n",
+      );
     }
   });
 
@@ -66,9 +105,16 @@ describe("fuzz", () => {
     try {
       const r = await lead.call("list_seats", {});
       if (r.isError) throw new Error("list_seats failed after the batch");
-      const sent = await lead.call("message_seat", { seat: "inbox", message: `still answering ${Date.now()} ${Math.random()}` });
+      const sent = await lead.call("message_seat", {
+        seat: "inbox",
+        message: `still answering ${Date.now()} ${Math.random()}`,
+      });
       // Still answering: a typed answer (delivered, or a definite refusal such as proof_stale when the machine is loaded).
-      if (typeof sent.structuredContent?.outcome !== "string" || !["delivered", "undelivered"].includes(sent.structuredContent.outcome as string)) throw new Error(`a real delivery after the batch: ${JSON.stringify(sent.structuredContent)}`);
+      if (
+        typeof sent.structuredContent?.outcome !== "string" ||
+        !["delivered", "undelivered"].includes(sent.structuredContent.outcome as string)
+      )
+        throw new Error(`a real delivery after the batch: ${JSON.stringify(sent.structuredContent)}`);
     } finally {
       await lead.close();
     }
@@ -80,32 +126,96 @@ describe("fuzz", () => {
     expect(t.inputs).toBeGreaterThan(0);
   };
 
-  it("MCP JSON-RPC framing", { timeout: TIMEOUT }, () => run(fuzzMcpFraming({ mcpUrl: fleet.controller.mcpUrl, token: fleet.controller.leadToken, healthy }, cfg(RUNS.mcpFraming))));
-  it("MCP tool arguments", { timeout: TIMEOUT }, () => run(fuzzMcpToolArgs({ mcpUrl: fleet.controller.mcpUrl, token: fleet.controller.leadToken, healthy }, cfg(RUNS.mcpTools))));
+  it("MCP JSON-RPC framing", { timeout: TIMEOUT }, () =>
+    run(
+      fuzzMcpFraming(
+        { mcpUrl: fleet.controller.mcpUrl, token: fleet.controller.leadToken, healthy },
+        cfg(RUNS.mcpFraming),
+      ),
+    ),
+  );
+  it("MCP tool arguments", { timeout: TIMEOUT }, () =>
+    run(
+      fuzzMcpToolArgs(
+        { mcpUrl: fleet.controller.mcpUrl, token: fleet.controller.leadToken, healthy },
+        cfg(RUNS.mcpTools),
+      ),
+    ),
+  );
   it("protobuf frames to every service on the controller's port (owner token)", { timeout: TIMEOUT }, async () => {
-    await run(fuzzProtobuf({ baseUrl: fleet.controller.url, token: fleet.controller.ownerToken, services: CONTROLLER_SERVICES, healthy }, cfg(RUNS.controllerRpc)));
+    await run(
+      fuzzProtobuf(
+        { baseUrl: fleet.controller.url, token: fleet.controller.ownerToken, services: CONTROLLER_SERVICES, healthy },
+        cfg(RUNS.controllerRpc),
+      ),
+    );
   });
   // Since ADR 0021 the gateway is reached only over mutual TLS: the fuzz machine enrolled as an agent does.
-  it("protobuf frames to every service on the agent port (mutual TLS, an enrolled fuzz machine)", { timeout: TIMEOUT }, async () => {
+  it("protobuf frames to every service on the agent port (mutual TLS, an enrolled fuzz machine)", {
+    timeout: TIMEOUT,
+  }, async () => {
     const healthyAgentPort = async () => {
       await enrolled.heartbeat();
       await healthy();
     };
-    await run(fuzzProtobuf({ baseUrl: fleet.controller.agentUrl, token: "", connect: () => enrolled.connect(), services: AGENT_PORT_SERVICES, healthy: healthyAgentPort }, cfg(RUNS.agentPortRpc)));
+    await run(
+      fuzzProtobuf(
+        {
+          baseUrl: fleet.controller.agentUrl,
+          token: "",
+          connect: () => enrolled.connect(),
+          services: AGENT_PORT_SERVICES,
+          healthy: healthyAgentPort,
+        },
+        cfg(RUNS.agentPortRpc),
+      ),
+    );
   });
-  it("protobuf frames to EnrollmentService on the agent port (TLS without a certificate, as a joining agent)", { timeout: TIMEOUT }, async () => {
+  it("protobuf frames to EnrollmentService on the agent port (TLS without a certificate, as a joining agent)", {
+    timeout: TIMEOUT,
+  }, async () => {
     const healthyAgentPort = async () => {
       await enrolled.heartbeat();
       await healthy();
     };
-    await run(fuzzProtobuf({ baseUrl: fleet.controller.agentUrl, token: "", connect: () => enrolled.connectAnonymous(), services: ENROLLMENT_SERVICES, healthy: healthyAgentPort }, cfg(RUNS.enrollmentRpc)));
+    await run(
+      fuzzProtobuf(
+        {
+          baseUrl: fleet.controller.agentUrl,
+          token: "",
+          connect: () => enrolled.connectAnonymous(),
+          services: ENROLLMENT_SERVICES,
+          healthy: healthyAgentPort,
+        },
+        cfg(RUNS.enrollmentRpc),
+      ),
+    );
   });
   // The agent's AgentService over the reverse link the real agent dialed, as the controller calls it.
-  it("protobuf frames to the node agent's AgentService over its reverse link (agent token)", { timeout: TIMEOUT }, async () => {
+  it("protobuf frames to the node agent's AgentService over its reverse link (agent token)", {
+    timeout: TIMEOUT,
+  }, async () => {
     const [m] = await fleet.controller.database.db.select().from(machines);
-    await run(fuzzProtobuf({ baseUrl: "http://agent", token: m!.agentToken, connect: () => reverse.connect(), services: AGENT_SERVICES, healthy }, cfg(RUNS.agentRpc)));
+    await run(
+      fuzzProtobuf(
+        {
+          baseUrl: "http://agent",
+          token: m!.agentToken,
+          connect: () => reverse.connect(),
+          services: AGENT_SERVICES,
+          healthy,
+        },
+        cfg(RUNS.agentRpc),
+      ),
+    );
   });
-  it("Codex app-server replies (JSON-RPC over a real WebSocket)", { timeout: TIMEOUT }, () => run(fuzzCodexReplies(cfg(RUNS.codex))));
-  it("OpenCode HTTP replies (JSON, SSE-shaped, cut off)", { timeout: TIMEOUT }, () => run(fuzzOpenCodeReplies(cfg(RUNS.opencode))));
-  it("Claude channel events (lines over a real unix socket)", { timeout: TIMEOUT }, () => run(fuzzClaudeChannel(cfg(RUNS.claude))));
+  it("Codex app-server replies (JSON-RPC over a real WebSocket)", { timeout: TIMEOUT }, () =>
+    run(fuzzCodexReplies(cfg(RUNS.codex))),
+  );
+  it("OpenCode HTTP replies (JSON, SSE-shaped, cut off)", { timeout: TIMEOUT }, () =>
+    run(fuzzOpenCodeReplies(cfg(RUNS.opencode))),
+  );
+  it("Claude channel events (lines over a real unix socket)", { timeout: TIMEOUT }, () =>
+    run(fuzzClaudeChannel(cfg(RUNS.claude))),
+  );
 });

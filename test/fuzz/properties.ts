@@ -46,7 +46,14 @@ export interface FuzzTally {
 const MCP_ALLOWED = new Set([200, 202, 400, 401, 404, 405, 406, 409, 413, 415, 429]);
 
 /** Runs `runs` inputs in batches: fc.assert per batch, then `healthy()`. */
-async function batched<T>(target: string, cfg: FuzzConfig, arb: fc.Arbitrary<T>, one: (input: T) => Promise<void>, healthy: () => Promise<void>, examples: [T][] = []): Promise<FuzzTally> {
+async function batched<T>(
+  target: string,
+  cfg: FuzzConfig,
+  arb: fc.Arbitrary<T>,
+  one: (input: T) => Promise<void>,
+  healthy: () => Promise<void>,
+  examples: [T][] = [],
+): Promise<FuzzTally> {
   const tally: FuzzTally = { target, inputs: 0, failures: [] };
   for (let done = 0, b = 0; done < cfg.runs; done += cfg.batch, b++) {
     const numRuns = Math.min(cfg.batch, cfg.runs - done);
@@ -58,7 +65,10 @@ async function batched<T>(target: string, cfg: FuzzConfig, arb: fc.Arbitrary<T>,
       // Counterexamples found before are tried first in every run.
       { seed: cfg.seed + b, numRuns, endOnFailure: true, ...(b === 0 && examples.length ? { examples } : {}) },
     );
-    if (r.failed) tally.failures.push(`${target}: ${r.errorInstance instanceof Error ? r.errorInstance.message : String(r.errorInstance)} (counterexample ${JSON.stringify(r.counterexample)?.slice(0, 300)}, seed ${cfg.seed + b})`);
+    if (r.failed)
+      tally.failures.push(
+        `${target}: ${r.errorInstance instanceof Error ? r.errorInstance.message : String(r.errorInstance)} (counterexample ${JSON.stringify(r.counterexample)?.slice(0, 300)}, seed ${cfg.seed + b})`,
+      );
     await healthy();
     if (tally.failures.length) break;
   }
@@ -66,7 +76,12 @@ async function batched<T>(target: string, cfg: FuzzConfig, arb: fc.Arbitrary<T>,
 }
 
 const withTimeout = <T>(p: Promise<T>, ms: number, what: string): Promise<T> =>
-  Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms (a hang)`)), ms).unref())]);
+  Promise.race([
+    p,
+    new Promise<T>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what}: no answer within ${ms} ms (a hang)`)), ms).unref(),
+    ),
+  ]);
 
 // ---------- MCP ----------
 
@@ -80,32 +95,101 @@ export interface McpTarget {
 const jsonRpcFrame = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.json({ maxDepth: 4 }),
-  fc.record({ jsonrpc: fc.oneof(fc.constant("2.0"), fc.string({ maxLength: 5 })), id: fc.oneof(fc.integer(), fc.string({ maxLength: 20 }), fc.constant(null)), method: fc.oneof(fc.constantFrom("initialize", "tools/list", "tools/call", "ping", "notifications/initialized", "resources/list"), fc.string({ maxLength: 30 })), params: fc.anything({ maxDepth: 3 }) }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
-  fc.array(fc.record({ jsonrpc: fc.constant("2.0"), id: fc.integer(), method: fc.string({ maxLength: 20 }) }), { maxLength: 5 }).map((a) => JSON.stringify(a)),
+  fc
+    .record(
+      {
+        jsonrpc: fc.oneof(fc.constant("2.0"), fc.string({ maxLength: 5 })),
+        id: fc.oneof(fc.integer(), fc.string({ maxLength: 20 }), fc.constant(null)),
+        method: fc.oneof(
+          fc.constantFrom(
+            "initialize",
+            "tools/list",
+            "tools/call",
+            "ping",
+            "notifications/initialized",
+            "resources/list",
+          ),
+          fc.string({ maxLength: 30 }),
+        ),
+        params: fc.anything({ maxDepth: 3 }),
+      },
+      { requiredKeys: [] },
+    )
+    .map((o) => JSON.stringify(o)),
+  fc
+    .array(fc.record({ jsonrpc: fc.constant("2.0"), id: fc.integer(), method: fc.string({ maxLength: 20 }) }), {
+      maxLength: 5,
+    })
+    .map((a) => JSON.stringify(a)),
   fc.uint8Array({ maxLength: 300 }).map((b) => Buffer.from(b).toString("latin1")),
 );
 
 const toolCall = fc.record({
-  name: fc.oneof(fc.constantFrom("message_seat", "reconcile_seat_call", "list_seats", "stop_task", "read_worker_reports", "no_such_tool"), fc.string({ maxLength: 30 })),
+  name: fc.oneof(
+    fc.constantFrom(
+      "message_seat",
+      "reconcile_seat_call",
+      "list_seats",
+      "stop_task",
+      "read_worker_reports",
+      "no_such_tool",
+    ),
+    fc.string({ maxLength: 30 }),
+  ),
   arguments: fc.oneof(
-    fc.record({ seat: fc.oneof(fc.string({ maxLength: 80 }), fc.string({ unit: "binary", maxLength: 40 }), fc.anything()), message: fc.oneof(fc.string({ maxLength: 300 }), fc.anything()), delivery: fc.oneof(fc.constantFrom("steer", "queue", "now"), fc.anything()), inReplyTo: fc.anything() }, { requiredKeys: [] }),
+    fc.record(
+      {
+        seat: fc.oneof(fc.string({ maxLength: 80 }), fc.string({ unit: "binary", maxLength: 40 }), fc.anything()),
+        message: fc.oneof(fc.string({ maxLength: 300 }), fc.anything()),
+        delivery: fc.oneof(fc.constantFrom("steer", "queue", "now"), fc.anything()),
+        inReplyTo: fc.anything(),
+      },
+      { requiredKeys: [] },
+    ),
     fc.record({ deliveryId: fc.oneof(fc.uuid(), fc.string({ maxLength: 60 }), fc.anything()) }, { requiredKeys: [] }),
     fc.dictionary(fc.string({ maxLength: 10 }), fc.anything({ maxDepth: 2 }), { maxKeys: 5 }),
     fc.anything({ maxDepth: 2 }),
   ),
-  _meta: fc.oneof(fc.constant(undefined), fc.record({ "clankie/seat-call": fc.oneof(fc.record({ deliveryId: fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.anything()) }), fc.anything()) })),
+  _meta: fc.oneof(
+    fc.constant(undefined),
+    fc.record({
+      "clankie/seat-call": fc.oneof(
+        fc.record({ deliveryId: fc.oneof(fc.uuid(), fc.string({ maxLength: 40 }), fc.anything()) }),
+        fc.anything(),
+      ),
+    }),
+  ),
 });
 
 async function initializeSession(t: McpTarget): Promise<string> {
   const r = await fetch(t.mcpUrl, {
     method: "POST",
-    headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${t.token}` },
-    body: JSON.stringify({ jsonrpc: "2.0", id: 0, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "fuzz", version: "0" } } }),
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${t.token}`,
+    },
+    body: JSON.stringify({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "fuzz", version: "0" } },
+    }),
   });
   await r.text();
   const id = r.headers.get("mcp-session-id");
   if (!id) throw new Error(`initialize gave no session (${r.status})`);
-  await fetch(t.mcpUrl, { method: "POST", headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${t.token}`, "mcp-session-id": id, "mcp-protocol-version": "2025-06-18" }, body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) }).then((x) => x.text());
+  await fetch(t.mcpUrl, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      authorization: `Bearer ${t.token}`,
+      "mcp-session-id": id,
+      "mcp-protocol-version": "2025-06-18",
+    },
+    body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+  }).then((x) => x.text());
   return id;
 }
 
@@ -113,7 +197,13 @@ async function postMcp(t: McpTarget, body: string, session: string | undefined):
   const r = await withTimeout(
     fetch(t.mcpUrl, {
       method: "POST",
-      headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${t.token}`, "mcp-protocol-version": "2025-06-18", ...(session ? { "mcp-session-id": session } : {}) },
+      headers: {
+        "content-type": "application/json",
+        accept: "application/json, text/event-stream",
+        authorization: `Bearer ${t.token}`,
+        "mcp-protocol-version": "2025-06-18",
+        ...(session ? { "mcp-session-id": session } : {}),
+      },
       body,
     }),
     20_000,
@@ -127,7 +217,13 @@ async function postMcp(t: McpTarget, body: string, session: string | undefined):
 
 export async function fuzzMcpFraming(t: McpTarget, cfg: FuzzConfig): Promise<FuzzTally> {
   const session = await initializeSession(t);
-  return batched("mcp-jsonrpc-framing", cfg, fc.tuple(jsonRpcFrame, fc.boolean()), async ([body, withSession]) => void (await postMcp(t, body, withSession ? session : undefined)), t.healthy);
+  return batched(
+    "mcp-jsonrpc-framing",
+    cfg,
+    fc.tuple(jsonRpcFrame, fc.boolean()),
+    async ([body, withSession]) => void (await postMcp(t, body, withSession ? session : undefined)),
+    t.healthy,
+  );
 }
 
 export async function fuzzMcpToolArgs(t: McpTarget, cfg: FuzzConfig): Promise<FuzzTally> {
@@ -140,7 +236,11 @@ export async function fuzzMcpToolArgs(t: McpTarget, cfg: FuzzConfig): Promise<Fu
     async ([call, id]) => {
       // A session now and then is fresh: the sessions cap and the idle sweep see traffic too.
       if (++n % 500 === 0) session = await initializeSession(t);
-      const status = await postMcp(t, JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: call }), session);
+      const status = await postMcp(
+        t,
+        JSON.stringify({ jsonrpc: "2.0", id, method: "tools/call", params: call }),
+        session,
+      );
       if (status !== 200 && status !== 400) throw new Error(`tools/call answered HTTP ${status}`);
     },
     t.healthy,
@@ -160,13 +260,23 @@ export interface RpcTarget {
 
 function grpcFrame(payload: Uint8Array, lengthDelta: number, compressed: boolean): Buffer {
   const len = Math.max(0, payload.length + lengthDelta);
-  return Buffer.concat([Buffer.from([compressed ? 1 : 0, (len >>> 24) & 255, (len >>> 16) & 255, (len >>> 8) & 255, len & 255]), Buffer.from(payload)]);
+  return Buffer.concat([
+    Buffer.from([compressed ? 1 : 0, (len >>> 24) & 255, (len >>> 16) & 255, (len >>> 8) & 255, len & 255]),
+    Buffer.from(payload),
+  ]);
 }
 
 async function rawGrpc(session: ClientHttp2Session, path: string, token: string, body: Buffer): Promise<number> {
   return withTimeout(
     new Promise<number>((resolve, reject) => {
-      const req = session.request({ [constants.HTTP2_HEADER_METHOD]: "POST", [constants.HTTP2_HEADER_PATH]: path, "content-type": "application/grpc+proto", te: "trailers", authorization: `Bearer ${token}`, "grpc-timeout": "5S" });
+      const req = session.request({
+        [constants.HTTP2_HEADER_METHOD]: "POST",
+        [constants.HTTP2_HEADER_PATH]: path,
+        "content-type": "application/grpc+proto",
+        te: "trailers",
+        authorization: `Bearer ${token}`,
+        "grpc-timeout": "5S",
+      });
       let headers: Record<string, unknown> = {};
       req.on("response", (h) => (headers = { ...h }));
       req.on("trailers", (t) => (headers = { ...headers, ...t }));
@@ -187,8 +297,14 @@ async function rawGrpc(session: ClientHttp2Session, path: string, token: string,
 /** gRPC statuses a garbage or random frame may get; UNKNOWN (2) would mean an unhandled throw. */
 const GRPC_ALLOWED = new Set([0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 16]);
 
-export async function fuzzProtobuf(t: RpcTarget, cfg: FuzzConfig, methodFilter: (service: string, method: string) => boolean = () => true): Promise<FuzzTally> {
-  const paths = t.services.flatMap((s) => Object.values(s.method).map((m) => `/${s.typeName}/${m.name}`)).filter((p) => methodFilter(p.split("/")[1]!, p.split("/")[2]!));
+export async function fuzzProtobuf(
+  t: RpcTarget,
+  cfg: FuzzConfig,
+  methodFilter: (service: string, method: string) => boolean = () => true,
+): Promise<FuzzTally> {
+  const paths = t.services
+    .flatMap((s) => Object.values(s.method).map((m) => `/${s.typeName}/${m.name}`))
+    .filter((p) => methodFilter(p.split("/")[1]!, p.split("/")[2]!));
   const open = async () => {
     const s = t.connect ? await t.connect() : h2connect(t.baseUrl);
     s.on("error", () => {});
@@ -199,10 +315,18 @@ export async function fuzzProtobuf(t: RpcTarget, cfg: FuzzConfig, methodFilter: 
   const tally = await batched(
     `protobuf-frames(${t.services.map((s) => s.typeName.split(".").pop()).join(",")})`,
     cfg,
-    fc.tuple(fc.constantFrom(...paths), fc.uint8Array({ maxLength: 400 }), fc.oneof(fc.constant(0), fc.integer({ min: -5, max: 5 })), fc.boolean(), fc.nat(3)),
+    fc.tuple(
+      fc.constantFrom(...paths),
+      fc.uint8Array({ maxLength: 400 }),
+      fc.oneof(fc.constant(0), fc.integer({ min: -5, max: 5 })),
+      fc.boolean(),
+      fc.nat(3),
+    ),
     async ([path, payload, delta, compressed, frames]) => {
       if (session.closed || session.destroyed) session = await open();
-      const body = Buffer.concat(Array.from({ length: Math.max(1, frames) }, () => grpcFrame(payload, delta, compressed && frames === 2)));
+      const body = Buffer.concat(
+        Array.from({ length: Math.max(1, frames) }, () => grpcFrame(payload, delta, compressed && frames === 2)),
+      );
       const status = await rawGrpc(session, path, t.token, body);
       statuses[status] = (statuses[status] ?? 0) + 1;
       if (!GRPC_ALLOWED.has(status)) throw new Error(`${path} answered grpc-status ${status}`);
@@ -227,7 +351,18 @@ export const AGENT_SERVICES = [AgentService];
 const codexFrame = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.json({ maxDepth: 3 }),
-  fc.record({ id: fc.oneof(fc.constant(1), fc.integer(), fc.string({ maxLength: 5 }), fc.constant(null)), result: fc.anything({ maxDepth: 3 }), error: fc.anything({ maxDepth: 2 }), method: fc.oneof(fc.string({ maxLength: 20 }), fc.constant(undefined)), params: fc.anything({ maxDepth: 2 }) }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+  fc
+    .record(
+      {
+        id: fc.oneof(fc.constant(1), fc.integer(), fc.string({ maxLength: 5 }), fc.constant(null)),
+        result: fc.anything({ maxDepth: 3 }),
+        error: fc.anything({ maxDepth: 2 }),
+        method: fc.oneof(fc.string({ maxLength: 20 }), fc.constant(undefined)),
+        params: fc.anything({ maxDepth: 2 }),
+      },
+      { requiredKeys: [] },
+    )
+    .map((o) => JSON.stringify(o)),
 );
 
 /** A real WebSocket server that answers each connection with the fuzzed frames. */
@@ -250,9 +385,14 @@ export async function fuzzCodexReplies(cfg: FuzzConfig): Promise<FuzzTally> {
     fc.array(codexFrame, { minLength: 0, maxLength: 4 }),
     async (fs) => {
       frames = fs;
-      const o = await withTimeout(CodexConnection.open(`ws://127.0.0.1:${port}`, { timeoutMs: 100 }), 5_000, "CodexConnection.open");
+      const o = await withTimeout(
+        CodexConnection.open(`ws://127.0.0.1:${port}`, { timeoutMs: 100 }),
+        5_000,
+        "CodexConnection.open",
+      );
       if (o.ok) o.connection.close();
-      else if (o.kind !== "handshake_failed" && o.kind !== "unreachable") throw new Error(`unexpected outcome ${JSON.stringify(o)}`);
+      else if (o.kind !== "handshake_failed" && o.kind !== "unreachable")
+        throw new Error(`unexpected outcome ${JSON.stringify(o)}`);
     },
     async () => {
       frames = [JSON.stringify({ id: 1, result: { userAgent: "fuzz/0", codexHome: "/tmp" } })];
@@ -272,19 +412,46 @@ const openCodeAnswer = fc.record({
   body: fc.oneof(
     fc.json({ maxDepth: 4 }),
     fc.string({ maxLength: 300 }),
-    fc.array(fc.record({ event: fc.string({ maxLength: 20 }), data: fc.json({ maxDepth: 2 }) }), { maxLength: 5 }).map((evs) => evs.map((e) => `event: ${e.event}\ndata: ${e.data}\n\n`).join("")),
-    fc.record({ data: fc.array(fc.record({ type: fc.constantFrom("session.next.prompted", "x"), durable: fc.record({ seq: fc.anything() }), data: fc.anything({ maxDepth: 2 }) }, { requiredKeys: [] })), hasMore: fc.anything() }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+    fc
+      .array(fc.record({ event: fc.string({ maxLength: 20 }), data: fc.json({ maxDepth: 2 }) }), { maxLength: 5 })
+      .map((evs) => evs.map((e) => `event: ${e.event}\ndata: ${e.data}\n\n`).join("")),
+    fc
+      .record(
+        {
+          data: fc.array(
+            fc.record(
+              {
+                type: fc.constantFrom("session.next.prompted", "x"),
+                durable: fc.record({ seq: fc.anything() }),
+                data: fc.anything({ maxDepth: 2 }),
+              },
+              { requiredKeys: [] },
+            ),
+          ),
+          hasMore: fc.anything(),
+        },
+        { requiredKeys: [] },
+      )
+      .map((o) => JSON.stringify(o)),
   ),
   cut: fc.boolean(),
 });
 
 /** A real HTTP server giving fuzzed OpenCode answers (JSON, SSE-shaped, cut off) to the agent's OpenCode client. */
 export async function fuzzOpenCodeReplies(cfg: FuzzConfig): Promise<FuzzTally> {
-  let answer: { status: number; type: string; body: string; cut: boolean } = { status: 200, type: "application/json", body: "{}", cut: false };
+  let answer: { status: number; type: string; body: string; cut: boolean } = {
+    status: 200,
+    type: "application/json",
+    body: "{}",
+    cut: false,
+  };
   const server: Server = createHttpServer((req, res) => {
     req.resume();
     const a = answer;
-    res.writeHead(a.status, { "content-type": a.type, ...(a.cut ? { "content-length": String(Buffer.byteLength(a.body) + 10) } : {}) });
+    res.writeHead(a.status, {
+      "content-type": a.type,
+      ...(a.cut ? { "content-length": String(Buffer.byteLength(a.body) + 10) } : {}),
+    });
     if (a.cut) {
       res.write(a.body);
       setTimeout(() => res.destroy(), 5);
@@ -298,10 +465,23 @@ export async function fuzzOpenCodeReplies(cfg: FuzzConfig): Promise<FuzzTally> {
     openCodeAnswer,
     async (a) => {
       answer = a;
-      const o = await withTimeout(callOpenCode({ baseUrl, password: "p" }, { method: "POST", path: "/session/x/prompt_async", body: { parts: [{ type: "text", text: "hi" }] }, timeoutMs: 2000 }), 5_000, "callOpenCode");
+      const o = await withTimeout(
+        callOpenCode(
+          { baseUrl, password: "p" },
+          {
+            method: "POST",
+            path: "/session/x/prompt_async",
+            body: { parts: [{ type: "text", text: "hi" }] },
+            timeoutMs: 2000,
+          },
+        ),
+        5_000,
+        "callOpenCode",
+      );
       if (o.kind === "answered" && o.status !== a.status) throw new Error(`status ${o.status} read as ${a.status}`);
       if (!a.cut && o.kind !== "answered") throw new Error(`a whole answer read as ${o.kind}`);
-      if (a.cut && o.kind === "answered" && o.body.length > Buffer.byteLength(a.body)) throw new Error("a cut answer grew");
+      if (a.cut && o.kind === "answered" && o.body.length > Buffer.byteLength(a.body))
+        throw new Error("a cut answer grew");
       jsonBody(o);
     },
     async () => {
@@ -317,7 +497,20 @@ export async function fuzzOpenCodeReplies(cfg: FuzzConfig): Promise<FuzzTally> {
 const channelLine = fc.oneof(
   fc.string({ maxLength: 200 }),
   fc.json({ maxDepth: 3 }),
-  fc.record({ op: fc.constantFrom("hello", "ack", "push", "x"), ok: fc.anything(), claudePid: fc.anything(), mcpReady: fc.anything(), eventId: fc.anything(), mac: fc.anything(), error: fc.anything() }, { requiredKeys: [] }).map((o) => JSON.stringify(o)),
+  fc
+    .record(
+      {
+        op: fc.constantFrom("hello", "ack", "push", "x"),
+        ok: fc.anything(),
+        claudePid: fc.anything(),
+        mcpReady: fc.anything(),
+        eventId: fc.anything(),
+        mac: fc.anything(),
+        error: fc.anything(),
+      },
+      { requiredKeys: [] },
+    )
+    .map((o) => JSON.stringify(o)),
 );
 
 /** A real unix socket speaking fuzzed Claude channel lines to the agent's channel client. */
@@ -347,13 +540,17 @@ export async function fuzzClaudeChannel(cfg: FuzzConfig): Promise<FuzzTally> {
       lines = ls;
       split = sp;
       if (push) {
-        const o = await withTimeout(pushChannelEvent(address, 300, "evt-1", "hello", { sender: "fuzz" }), 5_000, "pushChannelEvent");
+        const o = await withTimeout(
+          pushChannelEvent(address, 300, "evt-1", "hello", { sender: "fuzz" }),
+          5_000,
+          "pushChannelEvent",
+        );
         if (!o || typeof o.kind !== "string") throw new Error(`pushChannelEvent gave ${JSON.stringify(o)}`);
         // A forged acknowledgement (no valid MAC for our token) must never read as acknowledged.
         if (o.kind === "acked") throw new Error("a reply without the channel MAC was taken as acknowledged");
       } else {
         const o = await withTimeout(channelHello(address, 300), 5_000, "channelHello");
-        if (o.ok && !(ls.some((l) => l.includes('"hello"')))) throw new Error("hello accepted without a hello line");
+        if (o.ok && !ls.some((l) => l.includes('"hello"'))) throw new Error("hello accepted without a hello line");
       }
     },
     async () => {

@@ -22,9 +22,15 @@ import { cleanupCodexEnv, makeCodexEnv, type CodexEnv } from "./kit/codex-env.js
 const claude = requireHarness("claude");
 const codex = requireHarness("codex");
 
-function sh(line: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function sh(
+  line: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile("/bin/sh", ["-c", line], { env, cwd, timeout: 120_000 }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }));
+    execFile("/bin/sh", ["-c", line], { env, cwd, timeout: 120_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -37,7 +43,10 @@ describe("the printed stdio-bridge lines, run as printed by the real Claude Code
     assertBuilt();
     store = await prepareStore("pglite");
     // Human output, state dir from the environment (not --state-dir), as `CLANKIE_STATE_DIR=… npm start` gives.
-    up = spawn(process.execPath, [CLI, "up", "--port", "0", "--pane-host", "none", "--machine", "bridgebox"], { env: { ...process.env, DATABASE_URL: "", CLANKIE_STATE_DIR: store.stateDir }, stdio: ["ignore", "pipe", "pipe"] });
+    up = spawn(process.execPath, [CLI, "up", "--port", "0", "--pane-host", "none", "--machine", "bridgebox"], {
+      env: { ...process.env, DATABASE_URL: "", CLANKIE_STATE_DIR: store.stateDir },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     await new Promise<void>((resolve, reject) => {
       createInterface({ input: up.stdout! }).on("line", (l) => {
         const m = /^ {2}(Claude Code|Codex): {2,}(.*)$/.exec(l);
@@ -53,8 +62,12 @@ describe("the printed stdio-bridge lines, run as printed by the real Claude Code
   });
 
   it("the printed lines start the bridge with the state dir named, and hold no token", () => {
-    expect(printed["Claude Code"]).toMatch(/^claude mcp add --scope user clankie -- \S+ \S+main\.js mcp --state-dir \S+$/);
-    expect(printed["Codex"]).toMatch(/^codex mcp remove clankie >\/dev\/null 2>&1; .*\[mcp_servers\.clankie\].*required = true.*'"\S+main\.js", "mcp", "--state-dir", "\S+"' >> .*config\.toml$/);
+    expect(printed["Claude Code"]).toMatch(
+      /^claude mcp add --scope user clankie -- \S+ \S+main\.js mcp --state-dir \S+$/,
+    );
+    expect(printed["Codex"]).toMatch(
+      /^codex mcp remove clankie >\/dev\/null 2>&1; .*\[mcp_servers\.clankie\].*required = true.*'"\S+main\.js", "mcp", "--state-dir", "\S+"' >> .*config\.toml$/,
+    );
     for (const l of Object.values(printed)) expect(l).not.toContain("lead_");
   });
 
@@ -97,14 +110,21 @@ describe("the printed stdio-bridge lines, run as printed by the real Claude Code
         const add = await sh(printed["Codex"]!, env, cx.workDir);
         expect(add.code, add.stderr).toBe(0);
       }
-      expect(readFileSync(join(cx.codexHome, "config.toml"), "utf8").match(/\[mcp_servers\.clankie\]/g)).toHaveLength(1);
+      expect(readFileSync(join(cx.codexHome, "config.toml"), "utf8").match(/\[mcp_servers\.clankie\]/g)).toHaveLength(
+        1,
+      );
       const get = await sh("codex mcp get clankie --json", env, cx.workDir);
       expect(get.code, get.stderr).toBe(0);
-      expect(JSON.parse(get.stdout)).toMatchObject({ transport: { type: "stdio", args: [expect.stringMatching(/main\.js$/), "mcp", "--state-dir", store.stateDir] } });
+      expect(JSON.parse(get.stdout)).toMatchObject({
+        transport: { type: "stdio", args: [expect.stringMatching(/main\.js$/), "mcp", "--state-dir", store.stateDir] },
+      });
       const run = await sh("codex exec --skip-git-repo-check 'list the seats' </dev/null", env, cx.workDir);
       expect(run.code, run.stderr).toBe(0);
       const req = await mock.waitFor((r) => r.lastUserText.includes("list the seats"));
-      expect(req.toolNames.some((n) => n.includes("list_seats")), JSON.stringify(req.toolNames) + run.stderr).toBe(true);
+      expect(
+        req.toolNames.some((n) => n.includes("list_seats")),
+        JSON.stringify(req.toolNames) + run.stderr,
+      ).toBe(true);
       expect(req.toolNames.some((n) => n.includes("message_seat"))).toBe(true);
     });
   });

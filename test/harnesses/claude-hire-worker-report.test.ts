@@ -28,7 +28,8 @@ describe("a hired Claude Code reports to its hiring lead with message_clankie", 
   let h: HiredReporter;
 
   beforeAll(async () => {
-    if (!bin) throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
+    if (!bin)
+      throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
     mock = await startMockAnthropicServer({ toolUse: reportToolUse });
     env = claudeHireEnv(bin, mock.url);
@@ -49,6 +50,16 @@ describe("a hired Claude Code reports to its hiring lead with message_clankie", 
       if (r) answer = JSON.parse(r.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
       else await new Promise((res) => setTimeout(res, 100));
     }
-    await expectReportOnlyForHiring(h, TEXT, answer ?? { seen: mock.requests.map((x) => ({ last: x.latestUserText, tools: x.toolNames.filter((n) => n.includes("clankie")), results: x.turnToolResults })) });
+    await expectReportOnlyForHiring(
+      h,
+      TEXT,
+      answer ?? {
+        seen: mock.requests.map((x) => ({
+          last: x.latestUserText,
+          tools: x.toolNames.filter((n) => n.includes("clankie")),
+          results: x.turnToolResults,
+        })),
+      },
+    );
   });
 });

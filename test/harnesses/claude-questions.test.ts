@@ -34,12 +34,20 @@ import { until } from "../kit/until.js";
 const bin = requireHarness("claude");
 const ASK = "[ask]";
 const BASH = "[bash]";
-const QUESTION = { question: "Which colour should the button be?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }], multiSelect: false };
+const QUESTION = {
+  question: "Which colour should the button be?",
+  header: "Colour",
+  options: [
+    { label: "Red", description: "warm" },
+    { label: "Blue", description: "cool" },
+  ],
+  multiSelect: false,
+};
 /** The hook's bounded wait in this suite: long enough for the lead, short enough to see the owner's fallback. */
 const WAIT_SECONDS = 40;
 const META = "clankie/seat-call";
-const told = (answer: string) => `Your questions have been answered: "${QUESTION.question}"="${answer}". You can now continue with these answers in mind.`;
-
+const told = (answer: string) =>
+  `Your questions have been answered: "${QUESTION.question}"="${answer}". You can now continue with these answers in mind.`;
 
 describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, whose answer is the PreToolUse hook's JSON", () => {
   let mock: MockAnthropicServer;
@@ -49,7 +57,8 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
   let seat: { id: string; name: string };
 
   beforeAll(async () => {
-    if (!bin) throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
+    if (!bin)
+      throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
     mock = await startMockAnthropicServer({
       toolUse: (r) =>
@@ -60,7 +69,18 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
             : undefined,
     });
     const store = await prepareWorkerReportStore();
-    const hook = [process.execPath, CLI, "worker", "question-hook", "--agent-state-dir", store.agentStateDir, "--wait-seconds", String(WAIT_SECONDS)].map((a) => `'${a}'`).join(" ");
+    const hook = [
+      process.execPath,
+      CLI,
+      "worker",
+      "question-hook",
+      "--agent-state-dir",
+      store.agentStateDir,
+      "--wait-seconds",
+      String(WAIT_SECONDS),
+    ]
+      .map((a) => `'${a}'`)
+      .join(" ");
     tui = await startClaudeTui(bin, mock.url, {
       channelDir: join(store.agentStateDir, "claude", "channels"),
       reportDir: join(store.agentStateDir, "claude", "sessions"),
@@ -71,8 +91,26 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
     seat = await fleet.seat("claude");
     const db = fleet.controller.database.db;
     const [row] = await db.select().from(seats).where(eq(seats.id, seat.id));
-    await db.insert(hireReceipts).values({ id: randomUUID(), conversationId: "hirer", fingerprint: "f", machine: "workbox", harness: "claude", state: "spawned", seatId: row!.id, occupantId: row!.occupantId });
-    hirer = await connectLead(fleet.controller.mcpUrl, (await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.issueLeadToken({ conversationId: "hirer" })).token);
+    await db
+      .insert(hireReceipts)
+      .values({
+        id: randomUUID(),
+        conversationId: "hirer",
+        fingerprint: "f",
+        machine: "workbox",
+        harness: "claude",
+        state: "spawned",
+        seatId: row!.id,
+        occupantId: row!.occupantId,
+      });
+    hirer = await connectLead(
+      fleet.controller.mcpUrl,
+      (
+        await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.issueLeadToken({
+          conversationId: "hirer",
+        })
+      ).token,
+    );
   });
   afterAll(async () => {
     await hirer?.close().catch(() => {});
@@ -86,11 +124,20 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
   const askQuestion = async (tag: string) => {
     const before = new Set((await reportsOf(hirer)).map((r) => r.deliveryId));
     await fleet.message(seat.name, `${ASK} ${tag}`);
-    const report = await until(async () => (await reportsOf(hirer)).find((x) => !before.has(x.deliveryId) && x.text.startsWith(`Question from seat ${seat.id}`)), "the question to reach the hiring lead", 300);
+    const report = await until(
+      async () =>
+        (await reportsOf(hirer)).find(
+          (x) => !before.has(x.deliveryId) && x.text.startsWith(`Question from seat ${seat.id}`),
+        ),
+      "the question to reach the hiring lead",
+      300,
+    );
     return { report, requestId: /requestId ([^;]+);/.exec(report.text)![1]! };
   };
   /** Every distinct tool_result the model was given for our question, across all requests. */
-  const toldModel = () => [...new Set(mock.requests.flatMap((r) => r.turnToolResults).filter((t) => t.includes(QUESTION.question)))];
+  const toldModel = () => [
+    ...new Set(mock.requests.flatMap((r) => r.turnToolResults).filter((t) => t.includes(QUESTION.question))),
+  ];
 
   it("rule 35: the question is filed for the hiring conversation only; its answer is hook JSON, delivered with the transcript receipt, and the model got exactly it once", async () => {
     const { report, requestId } = await askQuestion("pick a colour");
@@ -99,22 +146,43 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
     expect(report.text).toContain("[q1] Colour:");
     // The conversation that messaged the seat (the fleet's own lead) does not get it, and may not answer.
     expect((await reportsOf(fleet.lead)).some((x) => x.deliveryId === report.deliveryId)).toBe(false);
-    const foreign = await fleet.lead.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } });
+    const foreign = await fleet.lead.call("message_seat", {
+      seat: seat.name,
+      questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } },
+    });
     expect(foreign.structuredContent).toMatchObject({ outcome: "refused", reason: "not_authorized" });
     const id = randomUUID();
-    const answered = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } }, { [META]: { deliveryId: id } });
-    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({ outcome: "delivered", requestId, deliveryId: id, nativeReceiptId: expect.stringContaining(`/${requestId}`) });
+    const answered = await hirer.call(
+      "message_seat",
+      { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } },
+      { [META]: { deliveryId: id } },
+    );
+    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      requestId,
+      deliveryId: id,
+      nativeReceiptId: expect.stringContaining(`/${requestId}`),
+    });
     await mock.waitForRequest(ASK);
     await until(() => toldModel().length > 0, "the model to be given the tool result");
     expect(toldModel()).toEqual([told("Blue")]);
     // No dialog was shown for it: the owner's pane only shows the answered question.
     expect(tui.capture()).not.toMatch(/Enter to select/);
     // A receipt like any message_seat: the same id replays the original, reconcile reads it.
-    const replay = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } }, { [META]: { deliveryId: id } });
+    const replay = await hirer.call(
+      "message_seat",
+      { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } },
+      { [META]: { deliveryId: id } },
+    );
     expect(replay.structuredContent).toEqual(answered.structuredContent);
-    expect((await hirer.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toEqual(answered.structuredContent);
+    expect((await hirer.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toEqual(
+      answered.structuredContent,
+    );
     // One answer per question: a second (new id) is refused, nothing sent.
-    const again = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } });
+    const again = await hirer.call("message_seat", {
+      seat: seat.name,
+      questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } },
+    });
     expect(again.structuredContent).toMatchObject({ outcome: "refused", reason: "already_answered" });
     expect(toldModel()).toEqual([told("Blue")]);
   });
@@ -123,51 +191,123 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
     const { requestId } = await askQuestion("pick with a lost answer");
     const dropped = fleet.faults.armDrop("drop_question_answer");
     const id = randomUUID();
-    const lost = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } }, { [META]: { deliveryId: id } });
+    const lost = await hirer.call(
+      "message_seat",
+      { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } },
+      { [META]: { deliveryId: id } },
+    );
     await dropped;
-    expect(lost.structuredContent, JSON.stringify(lost.structuredContent)).toMatchObject({ outcome: "uncertain", deliveryId: id, reconcileTool: "reconcile_seat_call" });
+    expect(lost.structuredContent, JSON.stringify(lost.structuredContent)).toMatchObject({
+      outcome: "uncertain",
+      deliveryId: id,
+      reconcileTool: "reconcile_seat_call",
+    });
     expect(lost._meta?.[META]).toMatchObject({ id, state: "uncertain" });
-    const thisTurn = () => [...new Set(mock.requests.filter((r) => r.latestUserText.includes("pick with a lost answer")).flatMap((r) => r.turnToolResults))];
+    const thisTurn = () => [
+      ...new Set(
+        mock.requests
+          .filter((r) => r.latestUserText.includes("pick with a lost answer"))
+          .flatMap((r) => r.turnToolResults),
+      ),
+    ];
     await until(() => thisTurn().length > 0, "the model to be given the answer the agent did send");
     // The replay is answered from the receipt: the agent is not asked again, nothing is resent.
-    const replay = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } }, { [META]: { deliveryId: id } });
+    const replay = await hirer.call(
+      "message_seat",
+      { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } },
+      { [META]: { deliveryId: id } },
+    );
     expect(replay.structuredContent).toEqual(lost.structuredContent);
     const rec = await hirer.call("reconcile_seat_call", { deliveryId: id });
-    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({ outcome: "delivered", requestId, deliveryId: id, nativeReceiptId: expect.stringContaining(`/${requestId}`) });
+    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      requestId,
+      deliveryId: id,
+      nativeReceiptId: expect.stringContaining(`/${requestId}`),
+    });
     expect(rec._meta?.[META]).toMatchObject({ id, state: "settled" });
-    expect((await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } }, { [META]: { deliveryId: id } })).structuredContent).toEqual(rec.structuredContent);
+    expect(
+      (
+        await hirer.call(
+          "message_seat",
+          { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Red"] } } } },
+          { [META]: { deliveryId: id } },
+        )
+      ).structuredContent,
+    ).toEqual(rec.structuredContent);
     expect(thisTurn()).toEqual([told("Red")]);
   });
 
   it("rule 39: when the hook's wait ends first, the owner answers in Claude's dialog and the lead's late answer is unconfirmed / answered_concurrently_by_owner", async () => {
     const { requestId } = await askQuestion("pick again");
     // The lead does not answer in time: the hook lets go and Claude shows the owner its own dialog.
-    await until(() => /Enter to select/.test(tui.capture()), "Claude's question dialog after the hook's wait", (WAIT_SECONDS + 40) * 10);
+    await until(
+      () => /Enter to select/.test(tui.capture()),
+      "Claude's question dialog after the hook's wait",
+      (WAIT_SECONDS + 40) * 10,
+    );
     execFileSync("tmux", ["-L", tui.tmuxSocket, "send-keys", "-t", tui.paneId, "Enter"]);
-    await until(() => mock.requests.some((r) => r.turnToolResults.includes(told("Red"))), "the owner's answer to reach the model");
-    const late = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } });
-    expect(late.structuredContent, JSON.stringify(late.structuredContent)).toMatchObject({ outcome: "unconfirmed", reason: "answered_concurrently_by_owner", nativeReceiptId: expect.stringContaining(`/${requestId}`) });
+    await until(
+      () => mock.requests.some((r) => r.turnToolResults.includes(told("Red"))),
+      "the owner's answer to reach the model",
+    );
+    const late = await hirer.call("message_seat", {
+      seat: seat.name,
+      questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } },
+    });
+    expect(late.structuredContent, JSON.stringify(late.structuredContent)).toMatchObject({
+      outcome: "unconfirmed",
+      reason: "answered_concurrently_by_owner",
+      nativeReceiptId: expect.stringContaining(`/${requestId}`),
+    });
     // Never two answers: in this turn the model got the owner's alone, and the question takes no further answer.
-    const thisTurn = [...new Set(mock.requests.filter((r) => r.latestUserText.includes("pick again")).flatMap((r) => r.turnToolResults))];
+    const thisTurn = [
+      ...new Set(
+        mock.requests.filter((r) => r.latestUserText.includes("pick again")).flatMap((r) => r.turnToolResults),
+      ),
+    ];
     expect(thisTurn).toEqual([told("Red")]);
-    expect((await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } })).structuredContent).toMatchObject({ outcome: "refused", reason: "already_answered" });
+    expect(
+      (
+        await hirer.call("message_seat", {
+          seat: seat.name,
+          questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } },
+        })
+      ).structuredContent,
+    ).toMatchObject({ outcome: "refused", reason: "already_answered" });
   });
 
   it("rule 39: the owner interrupting (Esc) while the hook holds the question takes it back: the lead's answer is unconfirmed and never reaches the model", async () => {
     const { requestId } = await askQuestion("pick once more");
     execFileSync("tmux", ["-L", tui.tmuxSocket, "send-keys", "-t", tui.paneId, "Escape"]);
     // 2.1.197 shows the interrupted question as declined by the user.
-    await until(() => /User declined to answer questions/.test(tui.capture()), "Claude to show the owner's interrupt", 300);
-    const late = await hirer.call("message_seat", { seat: seat.name, questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } } });
-    expect(late.structuredContent, JSON.stringify(late.structuredContent)).toMatchObject({ outcome: "unconfirmed", reason: "answered_concurrently_by_owner" });
-    const thisTurn = mock.requests.filter((r) => r.latestUserText.includes("pick once more")).flatMap((r) => r.turnToolResults);
+    await until(
+      () => /User declined to answer questions/.test(tui.capture()),
+      "Claude to show the owner's interrupt",
+      300,
+    );
+    const late = await hirer.call("message_seat", {
+      seat: seat.name,
+      questionAnswer: { requestId, answers: { q1: { answers: ["Blue"] } } },
+    });
+    expect(late.structuredContent, JSON.stringify(late.structuredContent)).toMatchObject({
+      outcome: "unconfirmed",
+      reason: "answered_concurrently_by_owner",
+    });
+    const thisTurn = mock.requests
+      .filter((r) => r.latestUserText.includes("pick once more"))
+      .flatMap((r) => r.turnToolResults);
     expect(thisTurn.filter((t) => t.includes('"Blue"'))).toEqual([]);
   });
 
   it("rule 35: a permission prompt is never delegated: Claude asks the owner in the pane and no lead is offered anything", async () => {
     const before = new Set((await reportsOf(hirer)).map((r) => r.deliveryId));
     await fleet.message(seat.name, `${BASH} run it`);
-    await until(() => /Do you want to proceed/.test(tui.capture()), "Claude's own permission prompt for the Bash call", 600);
+    await until(
+      () => /Do you want to proceed/.test(tui.capture()),
+      "Claude's own permission prompt for the Bash call",
+      600,
+    );
     expect((await reportsOf(hirer)).filter((r) => !before.has(r.deliveryId))).toEqual([]);
     expect((await reportsOf(fleet.lead)).filter((r) => r.text.startsWith("Question from"))).toEqual([]);
     // The owner declines in the pane.

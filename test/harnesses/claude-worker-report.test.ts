@@ -15,7 +15,12 @@ import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/
 import { assertBuilt } from "../kit/cli.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
-import { prepareWorkerReportStore, reportToolUse, startWorkerReportFleet, type WorkerReportFleet } from "./kit/worker-report-fleet.js";
+import {
+  prepareWorkerReportStore,
+  reportToolUse,
+  startWorkerReportFleet,
+  type WorkerReportFleet,
+} from "./kit/worker-report-fleet.js";
 
 const bin = requireHarness("claude");
 
@@ -30,7 +35,8 @@ describe("a real Claude Code worker answers its lead with message_clankie throug
   };
 
   beforeAll(async () => {
-    if (!bin) throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
+    if (!bin)
+      throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
     mock = await startMockAnthropicServer({ toolUse: reportToolUse });
     const store = await prepareWorkerReportStore();
@@ -53,9 +59,16 @@ describe("a real Claude Code worker answers its lead with message_clankie throug
 
   it("rule 48: the Claude worker calls message_clankie from its pane, the report is stored under the binding, and the lead reads it", async () => {
     const receipt = await fleet.askReport(seat.name, "claude worker report: done");
-    expect(receipt).toMatchObject({ received: true, deliveryStage: "stored", deliveryId: expect.any(String), binding: expect.any(String) });
+    expect(receipt).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      deliveryId: expect.any(String),
+      binding: expect.any(String),
+    });
     const reports = await fleet.reports();
-    expect(reports.filter((r) => r.text === "claude worker report: done")).toEqual([expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false })]);
+    expect(reports.filter((r) => r.text === "claude worker report: done")).toEqual([
+      expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false }),
+    ]);
     expect(claimFiles()).toEqual([]);
   });
 
@@ -66,7 +79,11 @@ describe("a real Claude Code worker answers its lead with message_clankie throug
     expect(lost).toMatchObject({ received: false, deliveryStage: "uncertain" });
     expect(claimFiles()).toHaveLength(1);
     const next = await fleet.askReport(seat.name, "claude next report");
-    expect(next).toMatchObject({ received: true, deliveryStage: "stored", previous: { deliveryId: lost.deliveryId, deliveryStage: "not_sent" } });
+    expect(next).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      previous: { deliveryId: lost.deliveryId, deliveryStage: "not_sent" },
+    });
     expect(claimFiles()).toEqual([]);
     const texts = (await fleet.reports()).map((r) => r.text);
     expect(texts.filter((t) => t === "claude next report")).toHaveLength(1);

@@ -60,13 +60,25 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
   let tui: ClaudeTui;
   let seat: SeatRecord;
   const adapter = new ClaudeAdapter({ clock: frozenClock, transcriptWaitMs: 60_000 });
-  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({
+    deliveryId: randomUUID(),
+    text,
+    mode,
+    conversationId: "c1",
+  });
 
   beforeAll(async () => {
     mock = await startMockAnthropicServer();
     tui = await startClaudeTui(bin!, mock.url);
     // The occupant as discovery records it: this process lifetime in this session (rule 46).
-    seat = { name: "claude-1", kind: SeatKind.Claude, title: "claude", occupantId: claudeOccupantId(await observeClaudeOccupant(tui.claudePid, tui.reportDir)), createdAtMs: Date.now(), control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid } };
+    seat = {
+      name: "claude-1",
+      kind: SeatKind.Claude,
+      title: "claude",
+      occupantId: claudeOccupantId(await observeClaudeOccupant(tui.claudePid, tui.reportDir)),
+      createdAtMs: Date.now(),
+      control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid },
+    };
   });
   afterAll(async () => {
     mock?.release();
@@ -77,7 +89,10 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
   it("the SessionStart hook reported the session id and transcript path under Claude's pid", () => {
     const files = readdirSync(tui.reportDir);
     expect(files).toEqual([`claude-${tui.claudePid}.session.json`]);
-    const report = JSON.parse(readFileSync(join(tui.reportDir, files[0]!), "utf8")) as { sessionId: string; transcriptPath: string };
+    const report = JSON.parse(readFileSync(join(tui.reportDir, files[0]!), "utf8")) as {
+      sessionId: string;
+      transcriptPath: string;
+    };
     expect(report.transcriptPath).toContain(report.sessionId);
   });
 
@@ -116,7 +131,8 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
 
   it("scenario 14 (busy half): a mid-turn message to a proven receiver is queued until the turn ends on the exact ack, and runs once", async () => {
     // The previous test's turn must be over (on a loaded box it can still be finishing), so this message starts its own.
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);
@@ -137,9 +153,17 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     const relay = await ackEatingRelay(real, relayPath, () => m.deliveryId);
     try {
       // The same channel, reached through the relay: a token file beside the relay socket.
-      execFileSync("cp", [join(tui.channelDir, `claude-${tui.claudePid}.token`), join(tui.dir, `claude-${tui.claudePid}.token`)]);
+      execFileSync("cp", [
+        join(tui.channelDir, `claude-${tui.claudePid}.token`),
+        join(tui.dir, `claude-${tui.claudePid}.token`),
+      ]);
       execFileSync("ln", ["-s", relayPath, join(tui.dir, `claude-${tui.claudePid}.sock`)]);
-      const viaRelay: SeatRecord = { ...seat, kind: SeatKind.Claude, name: "claude-relay", control: { ...claudeControl(seat), channelDir: tui.dir } };
+      const viaRelay: SeatRecord = {
+        ...seat,
+        kind: SeatKind.Claude,
+        name: "claude-relay",
+        control: { ...claudeControl(seat), channelDir: tui.dir },
+      };
       const v = await deliverTo(adapter, viaRelay, m);
       expect(v.result).toBe(AgentResult.Unconfirmed);
       expect(v.reason).toBe("ack_lost");
@@ -154,16 +178,32 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     const keys = tmuxClaudeKeys(tui.tmuxSocket);
     let presses = 0;
     const counted = { ...keys, pressEscape: async (p: string) => (presses++, keys.pressEscape(p)) };
-    const [terminalId, sessionId] = execFileSync("tmux", ["-L", tui.tmuxSocket, "display-message", "-p", "-t", tui.paneId, "#{window_id}\t#{session_name}"], { encoding: "utf8" }).trim().split("\t");
-    const paned: SeatRecord = { ...seat, name: "claude-paned", pane: { host: "tmux", paneId: tui.paneId, terminalId: terminalId!, sessionId: sessionId! } };
-    const stopping = new ClaudeAdapter({ clock: frozenClock, transcriptWaitMs: 60_000, stopper: createGuardedEscStop({ keys: counted, recheckAuthority: async () => true, idleWaitMs: 30_000 }) });
+    const [terminalId, sessionId] = execFileSync(
+      "tmux",
+      ["-L", tui.tmuxSocket, "display-message", "-p", "-t", tui.paneId, "#{window_id}\t#{session_name}"],
+      { encoding: "utf8" },
+    )
+      .trim()
+      .split("\t");
+    const paned: SeatRecord = {
+      ...seat,
+      name: "claude-paned",
+      pane: { host: "tmux", paneId: tui.paneId, terminalId: terminalId!, sessionId: sessionId! },
+    };
+    const stopping = new ClaudeAdapter({
+      clock: frozenClock,
+      transcriptWaitMs: 60_000,
+      stopper: createGuardedEscStop({ keys: counted, recheckAuthority: async () => true, idleWaitMs: 30_000 }),
+    });
     expect((await stopping.inspect(paned)).snapshot.inputCapabilities.interrupt).toBe(true);
     // Earlier tests' turns must be over, so this message starts its own turn.
-    for (let i = 0; i < 150 && (await stopping.inspect(paned)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await stopping.inspect(paned)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(stopping, paned, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);
-    for (let i = 0; i < 150 && claudeScreenStatus(tui.capture()) !== "working"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && claudeScreenStatus(tui.capture()) !== "working"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const r = await stopping.stop(paned);
     expect(r.result, `${r.detail}\n${tui.capture()}`).toBe("stopped");
     expect(presses).toBe(1);
@@ -176,7 +216,11 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     const live = await observeClaudeOccupant(tui.claudePid, tui.reportDir);
     expect(live.startTime).toBeGreaterThan(0);
     // The record a previous process with this pid would have left: same pid, same session file, another start time.
-    const reused: SeatRecord = { ...seat, name: "claude-reused-pid", occupantId: claudeOccupantId({ ...live, startTime: live.startTime! - 1 }) };
+    const reused: SeatRecord = {
+      ...seat,
+      name: "claude-reused-pid",
+      occupantId: claudeOccupantId({ ...live, startTime: live.startTime! - 1 }),
+    };
     const { snapshot } = await adapter.inspect(reused);
     expect(snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
     expect(snapshot.occupantId).toBe(seat.occupantId);
@@ -186,7 +230,8 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
   });
 
   it("rule 46: a new session in the same process (/clear) is another occupant: the old record's capabilities clear, discovery records the new one", async () => {
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const before = readSessionReport(tui.reportDir, tui.claudePid)!.sessionId;
     // The owner types /clear; Claude keeps its process and starts a new session (SessionStart source "clear").
     const tmux = (...a: string[]) => execFileSync("tmux", ["-L", tui.tmuxSocket, ...a]);
@@ -209,8 +254,22 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
     expect(mock.userMessagesContaining(stale.text)).toBe(0);
 
     const rediscovered = await createClaudeDiscover(tui.channelDir, tui.reportDir)(
-      { paneId: tui.paneId, terminalId: "", sessionId: "", title: "claude" } as Parameters<ReturnType<typeof createClaudeDiscover>>[0],
-      { paneId: tui.paneId, shellPid: -1, tty: "", foregroundProcessGroupId: tui.claudePid, foregroundProcesses: [{ pid: tui.claudePid, name: "claude", argv: ((a) => (Array.isArray(a) ? a : []))(readCmdline(tui.claudePid)) }] },
+      { paneId: tui.paneId, terminalId: "", sessionId: "", title: "claude" } as Parameters<
+        ReturnType<typeof createClaudeDiscover>
+      >[0],
+      {
+        paneId: tui.paneId,
+        shellPid: -1,
+        tty: "",
+        foregroundProcessGroupId: tui.claudePid,
+        foregroundProcesses: [
+          {
+            pid: tui.claudePid,
+            name: "claude",
+            argv: ((a) => (Array.isArray(a) ? a : []))(readCmdline(tui.claudePid)),
+          },
+        ],
+      },
     );
     expect(rediscovered?.occupantId).toBe(old.snapshot.occupantId);
     seat = { ...rediscovered!, name: "claude-1" };
@@ -219,7 +278,13 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
 
   it("a channel server that has died gives a typed not-sent, with no crash and nothing written", async () => {
     const children = execFileSync("ps", ["-o", "pid=,args=", "--ppid", String(tui.claudePid)], { encoding: "utf8" });
-    const channelPid = Number(children.split("\n").find((l) => l.includes("claude-channel"))?.trim().split(/\s+/)[0]);
+    const channelPid = Number(
+      children
+        .split("\n")
+        .find((l) => l.includes("claude-channel"))
+        ?.trim()
+        .split(/\s+/)[0],
+    );
     expect(channelPid).toBeGreaterThan(1);
     process.kill(channelPid, "SIGKILL");
     const m = msg(`to a dead channel ${randomUUID()}`);

@@ -73,15 +73,32 @@ describe("CodexAdapter against a real codex app-server", () => {
     if (!t.ok) throw new Error(t.message);
     const threadId = t.result.thread.id;
     // Recorded as an owned seat (as discovery records a TUI its hire launched, rules 36/47): these cases drive interrupt too.
-    const control: CodexControl = { codexHome: cx.codexHome, cwd: cx.workDir, launch: "direct", endpoint, threadId, ownedByHire: crypto.randomUUID() };
-    const seat: SeatRecord = { name: `codex-direct-${++n}`, kind: SeatKind.Codex, title: "direct", occupantId: `codex:direct:${threadId}`, createdAtMs: Date.now(), control: { ...control } };
+    const control: CodexControl = {
+      codexHome: cx.codexHome,
+      cwd: cx.workDir,
+      launch: "direct",
+      endpoint,
+      threadId,
+      ownedByHire: crypto.randomUUID(),
+    };
+    const seat: SeatRecord = {
+      name: `codex-direct-${++n}`,
+      kind: SeatKind.Codex,
+      title: "direct",
+      occupantId: `codex:direct:${threadId}`,
+      createdAtMs: Date.now(),
+      control: { ...control },
+    };
     seats.putDiscovered(seat);
     return { seat, threadId };
   }
 
   /** The driver starts a turn that stays active until the mock is released. */
   async function slowTurn(threadId: string, label: string): Promise<string> {
-    const r = await driver.call<{ turn: { id: string } }>("turn/start", { threadId, input: [{ type: "text", text: `${label} ${SLOW_MARKER}`, text_elements: [] }] });
+    const r = await driver.call<{ turn: { id: string } }>("turn/start", {
+      threadId,
+      input: [{ type: "text", text: `${label} ${SLOW_MARKER}`, text_elements: [] }],
+    });
     if (!r.ok) throw new Error(r.message);
     await mock.waitFor((q) => q.lastUserText.includes(label));
     return r.result.turn.id;
@@ -109,7 +126,10 @@ describe("CodexAdapter against a real codex app-server", () => {
   it("idle start: Auto on an idle thread starts a turn, confirmed by the userMessage carrying our clientUserMessageId", async () => {
     const { seat, threadId } = await newSeat();
     const { snapshot } = await adapter.inspect(seat);
-    expect(snapshot).toMatchObject({ status: "idle", inputCapabilities: { deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false } });
+    expect(snapshot).toMatchObject({
+      status: "idle",
+      inputCapabilities: { deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false },
+    });
     const c = cmd(seat, "idle start please", "auto");
     const v = await deliver(deps(), c);
     expect(v.result).toBe(AgentResult.Started);
@@ -137,7 +157,12 @@ describe("CodexAdapter against a real codex app-server", () => {
     await driver.call("turn/interrupt", { threadId, turnId: first });
     await idle(threadId);
     await slowTurn(threadId, "turn two");
-    const r = await adapter.write(seat, { deliveryId: crypto.randomUUID(), text: "late steer", mode: "steer", conversationId: "c1" });
+    const r = await adapter.write(seat, {
+      deliveryId: crypto.randomUUID(),
+      text: "late steer",
+      mode: "steer",
+      conversationId: "c1",
+    });
     expect(r).toMatchObject({ result: AgentResult.Rejected, reason: "turn_changed" });
     expect(r.detail).toContain(first);
     mock.releaseSlow();

@@ -46,11 +46,47 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     cx = makeCodexEnv(bin, mock.baseUrl);
     tmuxSock = join(cx.root, "tmux.sock");
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    execFileSync(TMUX, ["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "fleet", "-x", "200", "-y", "50", "-c", cx.workDir, "/usr/bin/env", ...env, bin, "-C", cx.workDir]);
+    execFileSync(TMUX, [
+      "-S",
+      tmuxSock,
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "fleet",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      "/usr/bin/env",
+      ...env,
+      bin,
+      "-C",
+      cx.workDir,
+    ]);
     store = await prepareStore("pglite");
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger);
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 1000,
+      }),
+      silentLogger,
+    );
     agent = await startAgent(
-      compileAgentConfig({ stateDir: join(store.stateDir, "agent"), controllerUrl: controller.agentUrl, joinToken: await controller.issueJoinToken("testbox"), machine: "testbox", paneHost: "tmux", tmuxSocket: tmuxSock, statusRefreshMs: 300 }),
+      compileAgentConfig({
+        stateDir: join(store.stateDir, "agent"),
+        controllerUrl: controller.agentUrl,
+        joinToken: await controller.issueJoinToken("testbox"),
+        machine: "testbox",
+        paneHost: "tmux",
+        tmuxSocket: tmuxSock,
+        statusRefreshMs: 300,
+      }),
       silentLogger,
     );
     await agent.linked;
@@ -81,23 +117,35 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     }
     expect(seat).toBeDefined();
     expect(seat.id).toMatch(/^testbox\/codex-/);
-    expect(seat.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: false, nextTurnOnly: false });
+    expect(seat.inputCapabilities).toEqual({
+      deliveryModes: ["steer", "queue"],
+      interrupt: false,
+      nextTurnOnly: false,
+    });
   });
 
   it("message_seat starts a turn in the idle TUI, and an explicit steer joins the running turn", async () => {
     const name = seat.name;
     const first = await lead.call("message_seat", { seat: name, message: `fleet task ${SLOW_MARKER}` });
-    expect(first.structuredContent, JSON.stringify(first.structuredContent)).toMatchObject({ outcome: "delivered", state: "started" });
+    expect(first.structuredContent, JSON.stringify(first.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      state: "started",
+    });
     await mock.waitFor((q) => q.lastUserText.includes("fleet task"));
     const steer = await lead.call("message_seat", { seat: name, message: "fleet steer", delivery: "steer" });
-    expect(steer.structuredContent, JSON.stringify(steer.structuredContent)).toMatchObject({ outcome: "delivered", state: "steered" });
+    expect(steer.structuredContent, JSON.stringify(steer.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      state: "steered",
+    });
     const req = await mock.waitFor((q) => q.lastUserText === "fleet steer");
     expect(req.userTexts.some((t) => t.includes("fleet task"))).toBe(true);
     mock.releaseSlow();
   });
 
   it("list_seats follows the seat's live status, working while a turn runs and idle after it, with no change to the seat itself", async () => {
-    const statusOf = async () => ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)?.status;
+    const statusOf = async () =>
+      ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)
+        ?.status;
     for (let i = 0; i < 100 && (await statusOf()) !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
     expect(await statusOf()).toBe("idle");
     const task = await lead.call("message_seat", { seat: seat.name, message: `status task ${SLOW_MARKER}` });
@@ -116,7 +164,9 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     await mock.waitFor((q) => q.lastUserText.includes("long task"));
     const stop = await lead.call("stop_task", { seat: seat.name });
     expect(stop.structuredContent, JSON.stringify(stop.structuredContent)).toMatchObject({ outcome: "unsupported" });
-    const statusOf = async () => ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)?.status;
+    const statusOf = async () =>
+      ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)
+        ?.status;
     // The roster samples the seat's status: the held turn shows as working, and nothing stopped it.
     for (let i = 0; i < 100 && (await statusOf()) !== "working"; i++) await new Promise((r) => setTimeout(r, 100));
     expect(await statusOf()).toBe("working");

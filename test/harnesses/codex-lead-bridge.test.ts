@@ -37,8 +37,26 @@ describe("a real Codex lead calls message_seat through `clankie mcp`", () => {
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
     assertBuilt();
     store = await prepareStore("pglite");
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger);
-    agent = await startAgent({ ...compileAgentConfig({ stateDir: join(store.stateDir, "agent"), controllerUrl: controller.agentUrl, machine: "leadbox" }), joinToken: await controller.issueJoinToken("leadbox") }, silentLogger);
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 1000,
+      }),
+      silentLogger,
+    );
+    agent = await startAgent(
+      {
+        ...compileAgentConfig({
+          stateDir: join(store.stateDir, "agent"),
+          controllerUrl: controller.agentUrl,
+          machine: "leadbox",
+        }),
+        joinToken: await controller.issueJoinToken("leadbox"),
+      },
+      silentLogger,
+    );
     await agent.linked;
     await ownerOf(controller.url, controller.ownerToken).addMailbox("inbox");
     mock = await startMockResponsesServer({
@@ -50,14 +68,26 @@ describe("a real Codex lead calls message_seat through `clankie mcp`", () => {
     });
     cx = makeCodexEnv(bin!, mock.baseUrl);
     // Exactly the command `clankie up` prints for this state directory, from the built CLI.
-    const { bridgeCommand } = (await import(new URL("./lead-configs.js", pathToFileURL(CLI)).href)) as typeof import("../../controller/cli/lead-configs.js");
+    const { bridgeCommand } = (await import(
+      new URL("./lead-configs.js", pathToFileURL(CLI)).href
+    )) as typeof import("../../controller/cli/lead-configs.js");
     const b = bridgeCommand(store.stateDir);
     expect(b.args[0]).toBe(CLI);
     const toml = (s: string) => JSON.stringify(s);
     appendFileSync(
       join(cx.codexHome, "config.toml"),
       // required: the first turn waits for the bridge's tools; approve: `codex exec` has no one to ask.
-      ["", "[mcp_servers.clankie]", `command = ${toml(b.command)}`, `args = [${b.args.map(toml).join(", ")}]`, "startup_timeout_sec = 20", "tool_timeout_sec = 60", "required = true", 'default_tools_approval_mode = "approve"', ""].join("\n"),
+      [
+        "",
+        "[mcp_servers.clankie]",
+        `command = ${toml(b.command)}`,
+        `args = [${b.args.map(toml).join(", ")}]`,
+        "startup_timeout_sec = 20",
+        "tool_timeout_sec = 60",
+        "required = true",
+        'default_tools_approval_mode = "approve"',
+        "",
+      ].join("\n"),
     );
   });
 
@@ -72,7 +102,11 @@ describe("a real Codex lead calls message_seat through `clankie mcp`", () => {
   it("one message_seat reaches the mailbox once, and Codex receives the controller's delivered result with the bridge-minted id", async () => {
     const run = await new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
       // stdin closed: codex exec otherwise waits for more prompt on it.
-      const child = spawn(bin!, ["exec", "--skip-git-repo-check", "-C", cx.workDir, "Tell the inbox seat hello."], { env: cx.env, cwd: cx.workDir, stdio: ["ignore", "pipe", "pipe"] });
+      const child = spawn(bin!, ["exec", "--skip-git-repo-check", "-C", cx.workDir, "Tell the inbox seat hello."], {
+        env: cx.env,
+        cwd: cx.workDir,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
       let stdout = "";
       let stderr = "";
       child.stdout.on("data", (d: Buffer) => (stdout += d.toString()));
@@ -84,8 +118,13 @@ describe("a real Codex lead calls message_seat through `clankie mcp`", () => {
       });
     });
     const first = mock.requests[0];
-    expect(first?.toolNames.some((n) => n.endsWith("message_seat")), JSON.stringify({ tools: first?.toolNames, stderr: run.stderr.slice(-3000) })).toBe(true);
-    const entries = new MailboxStore(join(store.stateDir, "agent", "mailboxes")).list("inbox").entries.filter((e) => e.text === TEXT);
+    expect(
+      first?.toolNames.some((n) => n.endsWith("message_seat")),
+      JSON.stringify({ tools: first?.toolNames, stderr: run.stderr.slice(-3000) }),
+    ).toBe(true);
+    const entries = new MailboxStore(join(store.stateDir, "agent", "mailboxes"))
+      .list("inbox")
+      .entries.filter((e) => e.text === TEXT);
     expect(entries, run.stderr.slice(-3000)).toHaveLength(1);
     const output = mock.requests.flatMap((r) => r.toolOutputs).at(0)?.output ?? "";
     expect(output, JSON.stringify(mock.requests.map((r) => r.toolOutputs))).toContain('"outcome":"delivered"');

@@ -22,7 +22,13 @@ const bin = requireHarness("codex");
 const TMUX = "/usr/bin/tmux";
 const LOGGER = fileURLToPath(new URL("./kit/logging-mcp-server.mjs", import.meta.url));
 
-type Line = { pid: number; ppid: number; start?: boolean; env?: Record<string, string>; msg?: { method?: string; params?: { _meta?: Record<string, unknown> } } };
+type Line = {
+  pid: number;
+  ppid: number;
+  start?: boolean;
+  env?: Record<string, string>;
+  msg?: { method?: string; params?: { _meta?: Record<string, unknown> } };
+};
 
 describe("Codex 0.169 names the calling thread in every MCP tools/call", () => {
   let mock: MockResponsesServer;
@@ -32,13 +38,46 @@ describe("Codex 0.169 names the calling thread in every MCP tools/call", () => {
 
   beforeAll(async () => {
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
-    mock = await startMockResponsesServer({ reply: "ok", toolCall: (r) => (r.lastUserText.startsWith("LOGPING") ? { name: "mcp__logmcp/ping", arguments: {} } : undefined) });
+    mock = await startMockResponsesServer({
+      reply: "ok",
+      toolCall: (r) => (r.lastUserText.startsWith("LOGPING") ? { name: "mcp__logmcp/ping", arguments: {} } : undefined),
+    });
     cx = makeCodexEnv(bin, mock.baseUrl);
     out = join(cx.root, "logmcp.jsonl");
-    appendFileSync(join(cx.codexHome, "config.toml"), ["", "[mcp_servers.logmcp]", `command = ${JSON.stringify(process.execPath)}`, `args = ${JSON.stringify([LOGGER, out])}`, 'default_tools_approval_mode = "approve"', ""].join("\n"));
+    appendFileSync(
+      join(cx.codexHome, "config.toml"),
+      [
+        "",
+        "[mcp_servers.logmcp]",
+        `command = ${JSON.stringify(process.execPath)}`,
+        `args = ${JSON.stringify([LOGGER, out])}`,
+        'default_tools_approval_mode = "approve"',
+        "",
+      ].join("\n"),
+    );
     tmuxSock = join(cx.root, "tmux.sock");
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    execFileSync(TMUX, ["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "meta", "-x", "200", "-y", "50", "-c", cx.workDir, "/usr/bin/env", ...env, bin, "-C", cx.workDir]);
+    execFileSync(TMUX, [
+      "-S",
+      tmuxSock,
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "meta",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      "/usr/bin/env",
+      ...env,
+      bin,
+      "-C",
+      cx.workDir,
+    ]);
   });
   afterAll(async () => {
     try {
@@ -53,7 +92,9 @@ describe("Codex 0.169 names the calling thread in every MCP tools/call", () => {
   it("rule 48: the tools/call _meta names the thread; the server is the daemon's child; its environment does not name the thread", async () => {
     let c: CodexConnection | undefined;
     for (let i = 0; i < 300 && !c; i++) {
-      const o = existsSync(daemonSocketPath(cx.codexHome)) ? await CodexConnection.open(daemonSocketPath(cx.codexHome)) : undefined;
+      const o = existsSync(daemonSocketPath(cx.codexHome))
+        ? await CodexConnection.open(daemonSocketPath(cx.codexHome))
+        : undefined;
       if (o?.ok) c = o.connection;
       else await new Promise((r) => setTimeout(r, 100));
     }
@@ -67,13 +108,22 @@ describe("Codex 0.169 names the calling thread in every MCP tools/call", () => {
       }
       expect(threads).toHaveLength(1);
       const threadId = threads[0]!;
-      const turn = await c!.call("turn/start", { threadId, input: [{ type: "text", text: "LOGPING now", text_elements: [] }] });
+      const turn = await c!.call("turn/start", {
+        threadId,
+        input: [{ type: "text", text: "LOGPING now", text_elements: [] }],
+      });
       expect(turn.ok, JSON.stringify(turn)).toBe(true);
       await mock.waitFor((q) => q.lastUserText.startsWith("LOGPING") && q.turnToolOutputs.length > 0);
-      const lines = readFileSync(out, "utf8").split("\n").filter(Boolean).map((l) => JSON.parse(l) as Line);
+      const lines = readFileSync(out, "utf8")
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Line);
       const call = lines.find((l) => l.msg?.method === "tools/call")!;
       expect(call, JSON.stringify(lines.map((l) => l.msg?.method))).toBeDefined();
-      expect(call.msg!.params!._meta).toMatchObject({ threadId, "x-codex-turn-metadata": expect.objectContaining({ thread_id: threadId }) });
+      expect(call.msg!.params!._meta).toMatchObject({
+        threadId,
+        "x-codex-turn-metadata": expect.objectContaining({ thread_id: threadId }),
+      });
       const start = lines.find((l) => l.start && l.pid === call.pid)!;
       expect(Object.values(start.env ?? {})).not.toContain(threadId);
       const parent = readCmdline(call.ppid);

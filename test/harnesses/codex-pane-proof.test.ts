@@ -81,10 +81,32 @@ describe("a Codex seat over ws:// carries the kernel pane proofs", () => {
       "wait",
     ].join("\n");
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    tmux("-f", "/dev/null", "new-session", "-d", "-s", "proof", "-x", "200", "-y", "50", "-c", cx.workDir, "/usr/bin/env", ...env, "/bin/bash", "-c", script);
+    tmux(
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "proof",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      "/usr/bin/env",
+      ...env,
+      "/bin/bash",
+      "-c",
+      script,
+    );
     pane = tmux("display-message", "-p", "-t", "proof:0", "#{pane_id}");
     host = new TmuxPaneHost({ socketName: tmuxName, pollMs: 200, tmuxBin: TMUX });
-    adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host, proofs: selectProofProvider("linux", systemMonotonicClock) });
+    adapter = new CodexAdapter({
+      clock: systemMonotonicClock,
+      paneHost: host,
+      proofs: selectProofProvider("linux", systemMonotonicClock),
+    });
     adapters.register(adapter);
     mkdirSync(join(cx.root, "seats"));
     seats = new SeatBook(join(cx.root, "seats"));
@@ -129,9 +151,14 @@ describe("a Codex seat over ws:// carries the kernel pane proofs", () => {
     const v = await deliver({ seats, adapters, clock: systemMonotonicClock }, cmd(seat, "kernel proven hello"));
     expect(v.result).toBe(AgentResult.Started);
     for (const kind of PANE_PROOF_KINDS) {
-      expect(v.proofs.find((p) => p.kind === kind), kind).toMatchObject({ kind, outcome: "proven" });
+      expect(
+        v.proofs.find((p) => p.kind === kind),
+        kind,
+      ).toMatchObject({ kind, outcome: "proven" });
     }
-    expect(v.proofs.filter((p) => p.kind === "connection_tuple")[0]!.detail).toMatch(new RegExp(`-> 127\\.0\\.0\\.1:${url.split(":").pop()} ends in the backend pid ${ctl.backendPid} `));
+    expect(v.proofs.filter((p) => p.kind === "connection_tuple")[0]!.detail).toMatch(
+      new RegExp(`-> 127\\.0\\.0\\.1:${url.split(":").pop()} ends in the backend pid ${ctl.backendPid} `),
+    );
     await mock.waitFor((q) => q.lastUserText === "kernel proven hello");
   });
 
@@ -143,7 +170,13 @@ describe("a Codex seat over ws:// carries the kernel pane proofs", () => {
     const parent = procStat(ctl.backendPid!)!.ppid;
     const decoyBackend = procStat(parent)!;
     expect(decoyBackend.pid).not.toBe(ctl.tuiPid);
-    const decoy: SeatRecord = { ...seat, kind: SeatKind.Codex, name: "codex-decoy", occupantId: `${seat.occupantId}:decoy`, control: { ...ctl, backendPid: decoyBackend.pid, backendStartTime: decoyBackend.startTime } };
+    const decoy: SeatRecord = {
+      ...seat,
+      kind: SeatKind.Codex,
+      name: "codex-decoy",
+      occupantId: `${seat.occupantId}:decoy`,
+      control: { ...ctl, backendPid: decoyBackend.pid, backendStartTime: decoyBackend.startTime },
+    };
     mkdirSync(join(cx.root, "decoy"));
     const decoySeats = new SeatBook(join(cx.root, "decoy"));
     decoySeats.putDiscovered(decoy);
@@ -153,7 +186,12 @@ describe("a Codex seat over ws:// carries the kernel pane proofs", () => {
     const outcome = (kind: string) => v.proofs.find((p) => p.kind === kind)?.outcome;
     expect([outcome("backend_listener"), outcome("connection_tuple")]).toEqual(["refuted", "refuted"]);
     // The adapter's own proofs held: it is the kernel that refused.
-    expect([outcome("codex_home"), outcome("codex_thread"), outcome("private_home"), outcome("foreground_ancestry")]).toEqual(["proven", "proven", "proven", "proven"]);
+    expect([
+      outcome("codex_home"),
+      outcome("codex_thread"),
+      outcome("private_home"),
+      outcome("foreground_ancestry"),
+    ]).toEqual(["proven", "proven", "proven", "proven"]);
     // Nothing reached the thread (the real seat's session) nor the model.
     const session = await adapter.readSession(seat, 0);
     expect(session.complete).toBe(true);
@@ -172,12 +210,20 @@ describe("a Codex seat over ws:// carries the kernel pane proofs", () => {
         s.on("error", () => resolve(false));
       });
     await until(async () => ((await listening()) ? undefined : true), "the old listener gone");
-    spawn(bin!, ["app-server", "--listen", url], { env: cx.env, cwd: cx.workDir, stdio: "ignore", detached: true }).unref();
+    spawn(bin!, ["app-server", "--listen", url], {
+      env: cx.env,
+      cwd: cx.workDir,
+      stdio: "ignore",
+      detached: true,
+    }).unref();
     await until(async () => ((await listening()) ? true : undefined), "the replacement listening");
     mkdirSync(join(cx.root, "replaced"));
     const book = new SeatBook(join(cx.root, "replaced"));
     book.putDiscovered(seat);
-    const v = await deliver({ seats: book, adapters, clock: systemMonotonicClock }, cmd(seat, "replaced must never arrive"));
+    const v = await deliver(
+      { seats: book, adapters, clock: systemMonotonicClock },
+      cmd(seat, "replaced must never arrive"),
+    );
     expect(v).toMatchObject({ result: AgentResult.NotSent, reason: "proof_refuted" });
     const outcome = (kind: string) => v.proofs.find((p) => p.kind === kind)?.outcome;
     // The recorded backend lifetime is gone, and the agent's new connection ends in another process.

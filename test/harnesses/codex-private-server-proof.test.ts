@@ -62,12 +62,53 @@ describe("private_app_server: a hired Codex's backend is its own pane's app-serv
     appendFileSync(join(cx.codexHome, "config.toml"), `\n[projects."${work2}"]\ntrust_level = "trusted"\n`);
     const own = join(cx.root, "own.sock");
     const spec = join(cx.root, "spec.json");
-    writeFileSync(spec, JSON.stringify({ bin, socketPath: own, serverArgs: [], tuiArgs: ["-C", cx.workDir], serverLog: join(cx.root, "own.log") }));
+    writeFileSync(
+      spec,
+      JSON.stringify({
+        bin,
+        socketPath: own,
+        serverArgs: [],
+        tuiArgs: ["-C", cx.workDir],
+        serverLog: join(cx.root, "own.log"),
+      }),
+    );
     const elsewhere = join(cx.root, "out.sock");
     outside = await startAppServer(bin, cx, elsewhere);
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    tmux("-f", "/dev/null", "new-session", "-d", "-s", "prv", "-x", "200", "-y", "50", "-c", cx.workDir, "/usr/bin/env", ...env, process.execPath, installedFile("node-agent/harnesses/codex/pane-runner.js"), spec);
-    tmux("new-window", "-d", "-t", "prv:", "-c", work2, "/usr/bin/env", ...env, bin, "--remote", `unix://${elsewhere}`, "-C", work2);
+    tmux(
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "prv",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      "/usr/bin/env",
+      ...env,
+      process.execPath,
+      installedFile("node-agent/harnesses/codex/pane-runner.js"),
+      spec,
+    );
+    tmux(
+      "new-window",
+      "-d",
+      "-t",
+      "prv:",
+      "-c",
+      work2,
+      "/usr/bin/env",
+      ...env,
+      bin,
+      "--remote",
+      `unix://${elsewhere}`,
+      "-C",
+      work2,
+    );
     ownPane = tmux("display-message", "-p", "-t", "prv:0", "#{pane_id}");
     outPane = tmux("display-message", "-p", "-t", "prv:1", "#{pane_id}");
     host = new TmuxPaneHost({ socketName: tmuxName, pollMs: 200, tmuxBin: TMUX });

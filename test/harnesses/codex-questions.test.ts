@@ -8,7 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { join } from "node:path";
-import { CodexConnection, type CodexNotification, type CodexServerRequest } from "../../node-agent/harnesses/codex/connection.js";
+import {
+  CodexConnection,
+  type CodexNotification,
+  type CodexServerRequest,
+} from "../../node-agent/harnesses/codex/connection.js";
 import { CodexQuestionWatcher, type WorkerQuestion } from "../../node-agent/harnesses/codex/questions.js";
 import { QuestionLedger } from "../../node-agent/questions/question-ledger.js";
 import { startMockResponsesServer, type MockResponsesServer } from "../fixtures/mock-responses-server.js";
@@ -19,7 +23,15 @@ import { startCutAfterResponse } from "./kit/codex-cut-after-response.js";
 const bin = requireHarness("codex");
 const ASK = "[ask]";
 const EXEC = "[exec]";
-const QUESTION = { id: "colour", header: "Colour", question: "Which colour should the button be?", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }] };
+const QUESTION = {
+  id: "colour",
+  header: "Colour",
+  question: "Which colour should the button be?",
+  options: [
+    { label: "Red", description: "warm" },
+    { label: "Blue", description: "cool" },
+  ],
+};
 const PLAN = { mode: "plan", settings: { model: "mock-model", reasoning_effort: null, developer_instructions: null } };
 
 async function until<T>(probe: () => T | undefined | false, what: string, tries = 300): Promise<T> {
@@ -46,8 +58,10 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
     mock = await startMockResponsesServer({
       toolCall: (r) => {
-        if (r.lastUserText.includes(ASK) && r.toolNames.includes("request_user_input")) return { name: "request_user_input", arguments: { questions: [QUESTION] } };
-        if (r.lastUserText.includes(EXEC) && r.toolNames.includes("exec_command")) return { name: "exec_command", arguments: { cmd: `touch ${join(cx.workDir, "approved")}` } };
+        if (r.lastUserText.includes(ASK) && r.toolNames.includes("request_user_input"))
+          return { name: "request_user_input", arguments: { questions: [QUESTION] } };
+        if (r.lastUserText.includes(EXEC) && r.toolNames.includes("exec_command"))
+          return { name: "exec_command", arguments: { cmd: `touch ${join(cx.workDir, "approved")}` } };
         return undefined;
       },
     });
@@ -74,13 +88,25 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
   });
 
   async function turn(threadId: string, text: string, extra: Record<string, unknown> = {}): Promise<string> {
-    const r = await owner.call<{ turn: { id: string } }>("turn/start", { threadId, input: [{ type: "text", text, text_elements: [] }], ...extra });
+    const r = await owner.call<{ turn: { id: string } }>("turn/start", {
+      threadId,
+      input: [{ type: "text", text, text_elements: [] }],
+      ...extra,
+    });
     if (!r.ok) throw new Error(r.message);
     return r.result.turn.id;
   }
 
   /** A thread the owner's TUI owns, with one finished turn (so it has a rollout), and a watcher on it. */
-  async function seatWithWatcher(endpoint = sock): Promise<{ threadId: string; watcher: CodexQuestionWatcher; agent: CodexConnection; seen: WorkerQuestion[]; ledgerDir: string }> {
+  async function seatWithWatcher(
+    endpoint = sock,
+  ): Promise<{
+    threadId: string;
+    watcher: CodexQuestionWatcher;
+    agent: CodexConnection;
+    seen: WorkerQuestion[];
+    ledgerDir: string;
+  }> {
     const t = await owner.call<{ thread: { id: string } }>("thread/start", { cwd: cx.workDir });
     if (!t.ok) throw new Error(t.message);
     const threadId = t.result.thread.id;
@@ -89,7 +115,11 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
     const a = await CodexConnection.open(endpoint, { clientName: "clankie_node_agent" });
     if (!a.ok) throw new Error(a.message);
     const ledgerDir = join(cx.root, `ledger-${++n}`);
-    const w = await CodexQuestionWatcher.attach(a.connection, { seat: `codex-${n}`, occupantId: `codex:direct:${threadId}`, paneId: `%${n}`, threadId }, new QuestionLedger(ledgerDir));
+    const w = await CodexQuestionWatcher.attach(
+      a.connection,
+      { seat: `codex-${n}`, occupantId: `codex:direct:${threadId}`, paneId: `%${n}`, threadId },
+      new QuestionLedger(ledgerDir),
+    );
     if (!w.ok) throw new Error(w.message);
     const seen: WorkerQuestion[] = [];
     w.watcher.onQuestion((q) => seen.push(q));
@@ -101,7 +131,14 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
     const { threadId, watcher, agent, seen } = await seatWithWatcher();
     const turnId = await turn(threadId, `${ASK} pick a colour`, { collaborationMode: PLAN });
     const q = await until(() => seen[0], "the question to surface");
-    expect(q).toMatchObject({ seat: `codex-${n}`, paneId: `%${n}`, threadId, turnId, itemId: expect.stringMatching(/^call_/), requestId: expect.any(String) });
+    expect(q).toMatchObject({
+      seat: `codex-${n}`,
+      paneId: `%${n}`,
+      threadId,
+      turnId,
+      itemId: expect.stringMatching(/^call_/),
+      requestId: expect.any(String),
+    });
     expect(q.questions).toEqual([{ ...QUESTION, isOther: true }]);
     const out = await watcher.answer(q.requestId, { colour: { answers: ["Blue"] } });
     expect(out).toMatchObject({ result: "delivered", receipt: { callId: q.itemId, turnId } });
@@ -147,7 +184,10 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
     await until(() => raced, "the lead's answer to start");
     const out = (await raced) as { result: string };
     await until(() => completed.has(turnId), "the asking turn to finish");
-    const given = mock.requests.flatMap((r) => r.turnToolOutputs).filter((o) => o.callId === q.itemId).map((o) => JSON.parse(o.output));
+    const given = mock.requests
+      .flatMap((r) => r.turnToolOutputs)
+      .filter((o) => o.callId === q.itemId)
+      .map((o) => JSON.parse(o.output));
     expect(given).toHaveLength(1);
     // Whichever frame won, the outcome names it: never delivered unless the model got our answer.
     if (given[0].answers.colour.answers[0] === "Blue") expect(out).toMatchObject({ result: "delivered" });
@@ -168,11 +208,17 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
     const second = await watcher.answer(q.requestId, { colour: { answers: ["Red"] } });
     expect(second).toMatchObject({ result: "refused", reason: "fenced", previous: { state: "uncertain" } });
     // The fence is on disk: a new agent process (a fresh ledger on the same directory) refuses too.
-    expect(new QuestionLedger(ledgerDir).claim(q, "{}", Date.now())).toMatchObject({ ok: false, existing: { state: "uncertain" } });
+    expect(new QuestionLedger(ledgerDir).claim(q, "{}", Date.now())).toMatchObject({
+      ok: false,
+      existing: { state: "uncertain" },
+    });
     expect(relay.responsesForwarded()).toBe(1);
     await until(() => completed.has(turnId), "the asking turn to finish");
     // AnswerQuestion{reconcile_only}'s path: re-reads the rollout's winning output; a second read proves the same.
-    expect(await watcher.reconcileRequest(q.requestId)).toMatchObject({ result: "delivered", receipt: { callId: q.itemId, turnId } });
+    expect(await watcher.reconcileRequest(q.requestId)).toMatchObject({
+      result: "delivered",
+      receipt: { callId: q.itemId, turnId },
+    });
     expect(await watcher.reconcileRequest(q.requestId)).toMatchObject({ result: "delivered" });
     expect(relay.responsesForwarded()).toBe(1);
     watcher.close();

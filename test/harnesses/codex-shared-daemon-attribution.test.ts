@@ -43,7 +43,11 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
   let work2: string;
   let work3: string;
   const seats: { id: string; name: string; pane: string }[] = [];
-  const reports = async () => ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports ?? []) as { seat: string; text: string }[];
+  const reports = async () =>
+    ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports ?? []) as {
+      seat: string;
+      text: string;
+    }[];
   const toolOutputFor = async (prompt: string) => {
     const r = await mock.waitFor((q) => q.lastUserText === prompt && q.turnToolOutputs.length > 0);
     const raw = r.turnToolOutputs.at(-1)!.output;
@@ -64,7 +68,13 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
   beforeAll(async () => {
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
     assertBuilt();
-    mock = await startMockResponsesServer({ reply: "reported", toolCall: (r) => (r.lastUserText.startsWith(ASK) && r.toolNames.includes(TOOL) ? { name: TOOL, arguments: { text: r.lastUserText.slice(ASK.length) } } : undefined) });
+    mock = await startMockResponsesServer({
+      reply: "reported",
+      toolCall: (r) =>
+        r.lastUserText.startsWith(ASK) && r.toolNames.includes(TOOL)
+          ? { name: TOOL, arguments: { text: r.lastUserText.slice(ASK.length) } }
+          : undefined,
+    });
     cx = makeCodexEnv(bin, mock.baseUrl);
     work2 = join(cx.root, "w2");
     work3 = join(cx.root, "w3");
@@ -74,13 +84,64 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
     for (const d of [work2, work3]) mkdirSync(d, { recursive: true });
     appendFileSync(
       join(cx.codexHome, "config.toml"),
-      ["", `[projects."${work2}"]`, 'trust_level = "trusted"', "", "[mcp_servers.clankie]", `command = ${JSON.stringify(process.execPath)}`, `args = ${JSON.stringify([CLI, "worker", "mcp", "--agent-state-dir", agentStateDir])}`, 'default_tools_approval_mode = "approve"', ""].join("\n"),
+      [
+        "",
+        `[projects."${work2}"]`,
+        'trust_level = "trusted"',
+        "",
+        "[mcp_servers.clankie]",
+        `command = ${JSON.stringify(process.execPath)}`,
+        `args = ${JSON.stringify([CLI, "worker", "mcp", "--agent-state-dir", agentStateDir])}`,
+        'default_tools_approval_mode = "approve"',
+        "",
+      ].join("\n"),
     );
     tmuxSock = join(cx.root, "tmux.sock");
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    execFileSync(TMUX, ["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "fleet", "-x", "200", "-y", "50", "-c", cx.workDir, "/usr/bin/env", ...env, bin, "-C", cx.workDir]);
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger);
-    agent = await startAgent({ ...compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.agentUrl, machine: "workbox", paneHost: "tmux", tmuxSocket: tmuxSock, statusRefreshMs: 300 }), joinToken: await controller.issueJoinToken("workbox") }, silentLogger);
+    execFileSync(TMUX, [
+      "-S",
+      tmuxSock,
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "fleet",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      "/usr/bin/env",
+      ...env,
+      bin,
+      "-C",
+      cx.workDir,
+    ]);
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 1000,
+      }),
+      silentLogger,
+    );
+    agent = await startAgent(
+      {
+        ...compileAgentConfig({
+          stateDir: agentStateDir,
+          controllerUrl: controller.agentUrl,
+          machine: "workbox",
+          paneHost: "tmux",
+          tmuxSocket: tmuxSock,
+          statusRefreshMs: 300,
+        }),
+        joinToken: await controller.issueJoinToken("workbox"),
+      },
+      silentLogger,
+    );
     await agent.linked;
     lead = await connectLead(controller.mcpUrl, controller.leadToken);
   });
@@ -100,14 +161,35 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
   });
 
   const liveCodexSeats = async () =>
-    (((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as { id: string; name: string; kind: string; inputCapabilities: { deliveryModes: string[] } }[]).filter((s) => s.kind === "codex" && s.inputCapabilities.deliveryModes.length > 0);
+    (
+      ((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as {
+        id: string;
+        name: string;
+        kind: string;
+        inputCapabilities: { deliveryModes: string[] };
+      }[]
+    ).filter((s) => s.kind === "codex" && s.inputCapabilities.deliveryModes.length > 0);
 
   it("rule 48: pane 2's report (its worker server runs under pane 1's daemon) is credited to pane 2's seat, and pane 1's to pane 1's", async () => {
     // Pane 1's TUI starts the daemon; pane 2 joins it once pane 1's seat is live.
     for (let i = 0; i < 600 && (await liveCodexSeats()).length < 1; i++) await new Promise((r) => setTimeout(r, 100));
     const first = (await liveCodexSeats())[0]!;
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    execFileSync(TMUX, ["-S", tmuxSock, "new-window", "-d", "-t", "fleet:", "-c", work2!, "/usr/bin/env", ...env, bin!, "-C", work2!]);
+    execFileSync(TMUX, [
+      "-S",
+      tmuxSock,
+      "new-window",
+      "-d",
+      "-t",
+      "fleet:",
+      "-c",
+      work2!,
+      "/usr/bin/env",
+      ...env,
+      bin!,
+      "-C",
+      work2!,
+    ]);
     let live = await liveCodexSeats();
     for (let i = 0; i < 600 && live.length < 2; i++) {
       await new Promise((r) => setTimeout(r, 100));
@@ -128,15 +210,21 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
     };
     const ancestors = (pid: number) => {
       const out: number[] = [];
-      for (let st = readStat(pid); !isFailure(st) && st.ppid > 1 && out.length < 64; st = readStat(st.ppid)) out.push(st.ppid);
+      for (let st = readStat(pid); !isFailure(st) && st.ppid > 1 && out.length < 64; st = readStat(st.ppid))
+        out.push(st.ppid);
       return out;
     };
     const daemon = allPids().find((p) => argvOf(p).includes("--managed-daemon") && argvOf(p).includes("app-server"));
     expect(daemon).toBeDefined();
-    const workers = allPids().filter((p) => argvOf(p).includes("worker") && argvOf(p).includes("mcp") && argvOf(p).includes(join(store.stateDir, "agent")));
+    const workers = allPids().filter(
+      (p) =>
+        argvOf(p).includes("worker") && argvOf(p).includes("mcp") && argvOf(p).includes(join(store.stateDir, "agent")),
+    );
     expect(workers.length).toBeGreaterThanOrEqual(2);
     for (const w of workers) expect(ancestors(w)).toContain(daemon);
-    const firstPaneShell = Number(execFileSync(TMUX, ["-S", tmuxSock, "display-message", "-p", "-t", "fleet:0", "#{pane_pid}"]).toString().trim());
+    const firstPaneShell = Number(
+      execFileSync(TMUX, ["-S", tmuxSock, "display-message", "-p", "-t", "fleet:0", "#{pane_pid}"]).toString().trim(),
+    );
     expect(ancestors(daemon!)).toContain(firstPaneShell);
     const got = await reports();
     expect(got.filter((r) => r.text === "from pane two").map((r) => r.seat)).toEqual([second.id]);
@@ -156,7 +244,10 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
       // offers its tools; the mock then just answers. Ask again until a turn is offered the tool.
       let after = 0;
       for (let attempt = 0; ; attempt++) {
-        const turn = await c.call("turn/start", { threadId, input: [{ type: "text", text: prompt, text_elements: [] }] });
+        const turn = await c.call("turn/start", {
+          threadId,
+          input: [{ type: "text", text: prompt, text_elements: [] }],
+        });
         expect(turn.ok, JSON.stringify(turn)).toBe(true);
         const asked = await mock.waitFor((q) => q.seq > after && q.lastUserText === prompt);
         if (asked.toolNames.includes(TOOL)) break;
@@ -164,7 +255,11 @@ describe("two discovered Codex panes on one shared daemon: each worker report is
         after = asked.seq;
         await new Promise((r) => setTimeout(r, 500));
       }
-      expect(await toolOutputFor(prompt)).toMatchObject({ received: false, definitive: "not_sent", reason: "unknown_worker_thread" });
+      expect(await toolOutputFor(prompt)).toMatchObject({
+        received: false,
+        definitive: "not_sent",
+        reason: "unknown_worker_thread",
+      });
       expect((await reports()).some((r) => r.text === "from a thread in no pane")).toBe(false);
     } finally {
       c.close();

@@ -61,7 +61,14 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
   const ownedHire = crypto.randomUUID();
 
   /** The pane's command: the TUI with this test's isolated environment (arguments, never a shell line). */
-  const codexCmd = (cwd: string, ...flags: string[]) => ["/usr/bin/env", ...Object.entries(cx.env).map(([k, v]) => `${k}=${v}`), bin!, "-C", cwd, ...flags];
+  const codexCmd = (cwd: string, ...flags: string[]) => [
+    "/usr/bin/env",
+    ...Object.entries(cx.env).map(([k, v]) => `${k}=${v}`),
+    bin!,
+    "-C",
+    cwd,
+    ...flags,
+  ];
 
   beforeAll(async () => {
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
@@ -77,20 +84,77 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     writeFileSync(join(cx.codexHome, "config.toml"), readFileSync(join(cx.codexHome, "config.toml"), "utf8") + trust);
     remoteSock = join(cx.root, "dedicated.sock");
     await startAppServer(bin, cx, remoteSock);
-    tmux("-f", "/dev/null", "new-session", "-d", "-s", "fleet", "-x", "200", "-y", "50", "-c", cx.workDir, ...codexCmd(cx.workDir));
+    tmux(
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "fleet",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      ...codexCmd(cx.workDir),
+    );
     daemonPane = tmux("display-message", "-p", "-t", "fleet:0", "#{pane_id}");
     plainPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", "/bin/sleep", "600");
-    noDaemonPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(otherDir, "--no-daemon"));
-    remotePane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", ...codexCmd(remoteDir, "--remote", `unix://${remoteSock}`));
+    noDaemonPane = tmux(
+      "new-window",
+      "-d",
+      "-P",
+      "-F",
+      "#{pane_id}",
+      "-t",
+      "fleet",
+      ...codexCmd(otherDir, "--no-daemon"),
+    );
+    remotePane = tmux(
+      "new-window",
+      "-d",
+      "-P",
+      "-F",
+      "#{pane_id}",
+      "-t",
+      "fleet",
+      ...codexCmd(remoteDir, "--remote", `unix://${remoteSock}`),
+    );
     // As the hire's pane opener starts it: the hire marker in the TUI's own environment, and the
     // host journal's record of that hire naming this pane (written as hire.ts writes it at launch).
     const journal = new HostJournal(join(cx.root, "agent-state"));
-    ownedPane = tmux("new-window", "-d", "-P", "-F", "#{pane_id}", "-t", "fleet", "/usr/bin/env", `${HIRE_ENV}=${ownedHire}`, ...codexCmd(ownedDir));
-    journal.write({ hireId: ownedHire, fingerprint: "f", state: "launch_committed", harness: "codex", reservedAtMs: Date.now(), committedAtMs: Date.now(), paneId: ownedPane, session: "fleet" });
+    ownedPane = tmux(
+      "new-window",
+      "-d",
+      "-P",
+      "-F",
+      "#{pane_id}",
+      "-t",
+      "fleet",
+      "/usr/bin/env",
+      `${HIRE_ENV}=${ownedHire}`,
+      ...codexCmd(ownedDir),
+    );
+    journal.write({
+      hireId: ownedHire,
+      fingerprint: "f",
+      state: "launch_committed",
+      harness: "codex",
+      reservedAtMs: Date.now(),
+      committedAtMs: Date.now(),
+      paneId: ownedPane,
+      session: "fleet",
+    });
     host = new TmuxPaneHost({ socketName: tmuxName, pollMs: 200, tmuxBin: TMUX });
     // As the agent runs it: with this OS's kernel proofs, so a daemon seat is proven by the socket-backend proof.
     const hires = new HostJournal(join(cx.root, "agent-state"));
-    adapter = new CodexAdapter({ clock: systemMonotonicClock, paneHost: host, proofs: selectProofProvider("linux", systemMonotonicClock), hires: { launched: (id) => hires.read(id) } });
+    adapter = new CodexAdapter({
+      clock: systemMonotonicClock,
+      paneHost: host,
+      proofs: selectProofProvider("linux", systemMonotonicClock),
+      hires: { launched: (id) => hires.read(id) },
+    });
     adapters.register(adapter);
     seats = new SeatBook(cx.root);
     discovery = await startSeatDiscovery({ host, adapters, seats, logger: silentLogger, rescanMs: 300 });
@@ -128,14 +192,22 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     }, "a codex seat with its thread in the daemon pane");
     expect(seat.kind).toBe(SeatKind.Codex);
     expect(seat.pane).toMatchObject({ host: "tmux", paneId: daemonPane });
-    expect(codexControlOf(seat)).toMatchObject({ codexHome: cx.codexHome, cwd: cx.workDir, launch: "shared_daemon", endpoint: join(cx.codexHome, "app-server-control", "app-server-control.sock") });
+    expect(codexControlOf(seat)).toMatchObject({
+      codexHome: cx.codexHome,
+      cwd: cx.workDir,
+      launch: "shared_daemon",
+      endpoint: join(cx.codexHome, "app-server-control", "app-server-control.sock"),
+    });
     expect(seatIn(plainPane)).toBeUndefined();
   });
 
   it("rule 47: an unowned TUI (not launched by this agent) advertises [steer, queue] from the live control it attached, and no interrupt, through the wire seat", async () => {
     const seat = seatIn(daemonPane)!;
     const { snapshot, proofs } = await adapter.inspect(seat);
-    expect(proofs.map((p) => [p.kind, p.outcome]), JSON.stringify(proofs, null, 1)).toEqual([
+    expect(
+      proofs.map((p) => [p.kind, p.outcome]),
+      JSON.stringify(proofs, null, 1),
+    ).toEqual([
       ["codex_process", "proven"],
       ["pane_occupant", "proven"],
       ["codex_home", "proven"],
@@ -147,9 +219,17 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
       ["private_home", "proven"],
       ["process_identity", "proven"],
     ]);
-    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: false, nextTurnOnly: false });
+    expect(snapshot.inputCapabilities).toEqual({
+      deliveryModes: ["steer", "queue"],
+      interrupt: false,
+      nextTurnOnly: false,
+    });
     const wire = toWireSeat(seat, snapshot);
-    expect(wire.inputCapabilities).toMatchObject({ deliveryModes: [PbDeliveryMode.STEER, PbDeliveryMode.QUEUE], interrupt: false, nextTurnOnly: false });
+    expect(wire.inputCapabilities).toMatchObject({
+      deliveryModes: [PbDeliveryMode.STEER, PbDeliveryMode.QUEUE],
+      interrupt: false,
+      nextTurnOnly: false,
+    });
     expect(codexControlOf(seat)?.ownedByHire).toBeUndefined();
     expect((await adapter.stop(seat)).result).toBe("unsupported");
   });
@@ -161,29 +241,46 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     }, "a codex seat with its thread in the hired pane");
     expect(codexControlOf(owned)?.ownedByHire).toBe(ownedHire);
     const { snapshot, proofs } = await adapter.inspect(owned);
-    expect(proofs.every((p) => p.outcome === "proven"), JSON.stringify(proofs, null, 1)).toBe(true);
-    expect(snapshot.inputCapabilities).toEqual({ deliveryModes: ["steer", "queue"], interrupt: true, nextTurnOnly: false });
+    expect(
+      proofs.every((p) => p.outcome === "proven"),
+      JSON.stringify(proofs, null, 1),
+    ).toBe(true);
+    expect(snapshot.inputCapabilities).toEqual({
+      deliveryModes: ["steer", "queue"],
+      interrupt: true,
+      nextTurnOnly: false,
+    });
     // The stop is offered and reaches Codex (an idle thread has no turn to interrupt).
     expect((await adapter.stop(owned)).result).toBe("already_finished");
     // Discovery that ran before the hire's journal named the pane recorded no owner: inspect finds it.
-    const early: SeatRecord = { ...owned, kind: SeatKind.Codex, control: { ...codexControlOf(owned)!, ownedByHire: undefined } };
+    const early: SeatRecord = {
+      ...owned,
+      kind: SeatKind.Codex,
+      control: { ...codexControlOf(owned)!, ownedByHire: undefined },
+    };
     expect((await adapter.inspect(early)).snapshot.inputCapabilities.interrupt).toBe(true);
     for (const seat of [owned, seatIn(daemonPane)!]) {
       // Under load the 250 ms gate may refuse a write (proof_stale, nothing written): a new delivery, not a resend.
       let v = await deliver(deps(), cmd(seat, `explicit queue to ${seat.name}`, "queue"));
-      for (let i = 0; i < 10 && v.reason === "proof_stale"; i++) v = await deliver(deps(), cmd(seat, `explicit queue to ${seat.name}`, "queue"));
+      for (let i = 0; i < 10 && v.reason === "proof_stale"; i++)
+        v = await deliver(deps(), cmd(seat, `explicit queue to ${seat.name}`, "queue"));
       expect(v.result, JSON.stringify(v)).toBe(AgentResult.Queued);
       expect(v.nativeReceiptId).toContain("/queue/");
       // Codex runs it at once on the idle thread; the next tests want the thread idle again.
       await mock.waitFor((q) => q.lastUserText.includes(`explicit queue to ${seat.name}`));
-      await until(async () => ((await adapter.inspect(seat)).snapshot.status === "idle" ? true : undefined), `${seat.name} idle again`);
+      await until(
+        async () => ((await adapter.inspect(seat)).snapshot.status === "idle" ? true : undefined),
+        `${seat.name} idle again`,
+      );
     }
   });
 
   it("starts a turn in the idle TUI, then steers the active turn with its exact id; the mock model sees both", async () => {
     const seat = seatIn(daemonPane)!;
     const started = await deliver(deps(), cmd(seat, `tui task ${SLOW_MARKER}`, "auto"));
-    expect(started.result, JSON.stringify({ reason: started.reason, detail: started.detail })).toBe(AgentResult.Started);
+    expect(started.result, JSON.stringify({ reason: started.reason, detail: started.detail })).toBe(
+      AgentResult.Started,
+    );
     await mock.waitFor((q) => q.lastUserText.includes("tui task"));
     const steered = await deliver(deps(), cmd(seat, "tui steer", "steer"));
     expect(steered.result).toBe(AgentResult.Steered);
@@ -197,7 +294,11 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
       const s = seatIn(remotePane);
       return s && codexControlOf(s)?.threadId ? s : undefined;
     }, "a codex seat with its thread in the --remote pane");
-    expect(codexControlOf(seat)).toMatchObject({ launch: "remote", endpoint: `unix://${remoteSock}`, cwd: join(cx.root, "w3") });
+    expect(codexControlOf(seat)).toMatchObject({
+      launch: "remote",
+      endpoint: `unix://${remoteSock}`,
+      cwd: join(cx.root, "w3"),
+    });
     const v = await deliver(deps(), cmd(seat, "remote hello", "auto"));
     expect(v.result).toBe(AgentResult.Started);
     await mock.waitFor((q) => q.lastUserText === "remote hello");
@@ -227,7 +328,9 @@ describe("the real Codex TUI in a real tmux pane, discovered as a seat", () => {
     }, "a new occupant in the respawned pane");
     expect(codexControlOf(after)!.tuiPid).not.toBe(codexControlOf(before)!.tuiPid);
     // The old occupant's proofs and control are not the new one's.
-    expect((await deliver(deps(), { ...cmd(after, "x", "auto"), occupantId: before.occupantId })).reason).toBe("occupant_changed");
+    expect((await deliver(deps(), { ...cmd(after, "x", "auto"), occupantId: before.occupantId })).reason).toBe(
+      "occupant_changed",
+    );
     tmux("respawn-pane", "-k", "-t", noDaemonPane, "/bin/sleep", "600");
     await until(() => (seatIn(noDaemonPane) ? undefined : true), "the seat gone once Codex left the pane");
   });

@@ -26,7 +26,11 @@ import { silentLogger } from "../../shared/logger.js";
 import { prepareStore } from "../kit/test-db.js";
 import { assertBuilt, CLI } from "../kit/cli.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
-import { startMockResponsesServer, type MockResponsesServer, type RecordedRequest } from "../fixtures/mock-responses-server.js";
+import {
+  startMockResponsesServer,
+  type MockResponsesServer,
+  type RecordedRequest,
+} from "../fixtures/mock-responses-server.js";
 import { workerCallFaults, type WorkerCallFaults } from "../kit/worker-call-faults.js";
 import { create } from "@bufbuild/protobuf";
 import { SetPeerMessagesRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
@@ -69,11 +73,16 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
       sent = await lead.call("message_seat", { seat: seat!.name, message: prompt });
     }
     expect(sent.structuredContent, JSON.stringify(sent.structuredContent)).toMatchObject({ outcome: "delivered" });
-    const answered: RecordedRequest = await mock.waitFor((r) => !before.has(r) && r.turnToolOutputs.length > 0 && r.userTexts.at(-1) === prompt);
+    const answered: RecordedRequest = await mock.waitFor(
+      (r) => !before.has(r) && r.turnToolOutputs.length > 0 && r.userTexts.at(-1) === prompt,
+    );
     const out = answered.turnToolOutputs.at(-1)!.output;
     return JSON.parse(out.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
   };
-  const reportTexts = async () => ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports as { text: string }[]).map((r) => r.text);
+  const reportTexts = async () =>
+    ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports as { text: string }[]).map(
+      (r) => r.text,
+    );
 
   beforeAll(async () => {
     if (!bin) throw new Error("codex is not installed in .harnesses/codex: run `npm run harnesses:install -- codex`");
@@ -83,8 +92,13 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
       // "report back: TEXT" from the lead → the model calls message_clankie{text: TEXT}.
       // "peer peerbox: TEXT" → message_peer{seat: "peerbox", text: TEXT}; "list your peers" → list_fleet_seats.
       toolCall: (r) => {
-        if (r.lastUserText.startsWith(ASK)) return { name: "mcp__clankie/message_clankie", arguments: { text: r.lastUserText.slice(ASK.length) } };
-        if (r.lastUserText.startsWith(PEER)) return { name: "mcp__clankie/message_peer", arguments: { seat: "peerbox", text: r.lastUserText.slice(PEER.length) } };
+        if (r.lastUserText.startsWith(ASK))
+          return { name: "mcp__clankie/message_clankie", arguments: { text: r.lastUserText.slice(ASK.length) } };
+        if (r.lastUserText.startsWith(PEER))
+          return {
+            name: "mcp__clankie/message_peer",
+            arguments: { seat: "peerbox", text: r.lastUserText.slice(PEER.length) },
+          };
         if (r.lastUserText === LIST) return { name: "mcp__clankie/list_fleet_seats", arguments: {} };
         return undefined;
       },
@@ -94,14 +108,64 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
     agentStateDir = join(store.stateDir, "agent");
     appendFileSync(
       join(cx.codexHome, "config.toml"),
-      ["", "[mcp_servers.clankie]", `command = ${JSON.stringify(process.execPath)}`, `args = ${JSON.stringify([CLI, "worker", "mcp", "--agent-state-dir", agentStateDir])}`, "required = true", 'default_tools_approval_mode = "approve"', ""].join("\n"),
+      [
+        "",
+        "[mcp_servers.clankie]",
+        `command = ${JSON.stringify(process.execPath)}`,
+        `args = ${JSON.stringify([CLI, "worker", "mcp", "--agent-state-dir", agentStateDir])}`,
+        "required = true",
+        'default_tools_approval_mode = "approve"',
+        "",
+      ].join("\n"),
     );
     tmuxSock = join(cx.root, "tmux.sock");
     const env = Object.entries(cx.env).map(([k, v]) => `${k}=${v}`);
-    execFileSync(TMUX, ["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "fleet", "-x", "200", "-y", "50", "-c", cx.workDir, "/usr/bin/env", ...env, bin, "-C", cx.workDir]);
+    execFileSync(TMUX, [
+      "-S",
+      tmuxSock,
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "fleet",
+      "-x",
+      "200",
+      "-y",
+      "50",
+      "-c",
+      cx.workDir,
+      "/usr/bin/env",
+      ...env,
+      bin,
+      "-C",
+      cx.workDir,
+    ]);
     faults = workerCallFaults();
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger, { faults });
-    agent = await startAgent({ ...compileAgentConfig({ stateDir: agentStateDir, controllerUrl: controller.agentUrl, machine: "workbox", paneHost: "tmux", tmuxSocket: tmuxSock, statusRefreshMs: 300 }), joinToken: await controller.issueJoinToken("workbox") }, silentLogger);
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 1000,
+      }),
+      silentLogger,
+      { faults },
+    );
+    agent = await startAgent(
+      {
+        ...compileAgentConfig({
+          stateDir: agentStateDir,
+          controllerUrl: controller.agentUrl,
+          machine: "workbox",
+          paneHost: "tmux",
+          tmuxSocket: tmuxSock,
+          statusRefreshMs: 300,
+        }),
+        joinToken: await controller.issueJoinToken("workbox"),
+      },
+      silentLogger,
+    );
     await agent.linked;
     lead = await connectLead(controller.mcpUrl, controller.leadToken);
   });
@@ -122,15 +186,32 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
 
   it("the lead messages the Codex seat, the worker calls message_clankie from its pane, and the lead reads the stored report", async () => {
     for (let i = 0; i < 600 && !seat; i++) {
-      const seats = ((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as { id: string; name: string; kind: string; inputCapabilities: { deliveryModes: string[] } }[];
+      const seats = ((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as {
+        id: string;
+        name: string;
+        kind: string;
+        inputCapabilities: { deliveryModes: string[] };
+      }[];
       seat = seats.find((s) => s.kind === "codex" && s.inputCapabilities.deliveryModes.length > 0);
       if (!seat) await new Promise((r) => setTimeout(r, 100));
     }
     expect(seat).toBeDefined();
     const receipt = await askReport(REPORT);
-    expect(receipt).toMatchObject({ received: true, deliveryStage: "stored", deliveryId: expect.any(String), binding: expect.any(String) });
-    const reports = (await lead.call("worker_reports", {})).structuredContent?.reports as { deliveryId: string; seat: string; text: string; unadopted: boolean }[];
-    expect(reports).toEqual([expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat!.id, text: REPORT, unadopted: false })]);
+    expect(receipt).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      deliveryId: expect.any(String),
+      binding: expect.any(String),
+    });
+    const reports = (await lead.call("worker_reports", {})).structuredContent?.reports as {
+      deliveryId: string;
+      seat: string;
+      text: string;
+      unadopted: boolean;
+    }[];
+    expect(reports).toEqual([
+      expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat!.id, text: REPORT, unadopted: false }),
+    ]);
     // Settled: the pane's claim is released.
     expect(claimFiles()).toEqual([]);
   });
@@ -154,7 +235,11 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
 
     // Reachable again: the original is settled as never received (for good), the claim released, the new text stored.
     const third = await askReport("third-report");
-    expect(third).toMatchObject({ received: true, deliveryStage: "stored", previous: { deliveryId: originalId, deliveryStage: "not_sent" } });
+    expect(third).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      previous: { deliveryId: originalId, deliveryStage: "not_sent" },
+    });
     expect(third.deliveryId).not.toBe(originalId);
     expect(claimFiles()).toEqual([]);
     const texts = await reportTexts();
@@ -188,14 +273,26 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
     expect(off).toMatchObject({ outcome: "undelivered", reason: "peers_off" });
     expect(peerbox()).toEqual([]);
 
-    expect((await ownerOf(controller.url, controller.ownerToken).owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled: true }))).enabled).toBe(true);
+    expect(
+      (
+        await ownerOf(controller.url, controller.ownerToken).owner.setPeerMessages(
+          create(SetPeerMessagesRequestSchema, { enabled: true }),
+        )
+      ).enabled,
+    ).toBe(true);
     const listed = await ask(LIST);
     expect((listed.seats as { seatId: string }[]).map((x) => x.seatId)).toContain("workbox/peerbox");
     expect((listed.seats as { seatId: string }[]).map((x) => x.seatId)).not.toContain(seat!.id);
 
     const sent = await ask(PEER + "hello from codex");
     expect(sent).toMatchObject({ outcome: "delivered", seat: "workbox/peerbox", deliveryId: expect.any(String) });
-    expect(peerbox()).toEqual([expect.objectContaining({ deliveryId: sent.deliveryId, text: "hello from codex", conversationId: `peer:${seat!.id}` })]);
+    expect(peerbox()).toEqual([
+      expect.objectContaining({
+        deliveryId: sent.deliveryId,
+        text: "hello from codex",
+        conversationId: `peer:${seat!.id}`,
+      }),
+    ]);
 
     // The send is lost before the controller acts: uncertain, the pane's peer claim held; a different text waits and nothing is sent.
     const cut = faults.arm((c) => c.op === "peer_send" && c.text === "peer that is lost", "request");
@@ -209,18 +306,40 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
 
   it("a worker MCP server with no agent to reach is not sent (refused connection), and one in no seat's pane gets no binding; neither writes anything", async () => {
     const lonely = new Client({ name: "lonely", version: "0" });
-    await lonely.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "worker", "mcp", "--agent-state-dir", join(store.stateDir, "no-agent-here")], stderr: "ignore" }));
+    await lonely.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "worker", "mcp", "--agent-state-dir", join(store.stateDir, "no-agent-here")],
+        stderr: "ignore",
+      }),
+    );
     try {
       const r = await lonely.callTool({ name: "message_clankie", arguments: { text: "nobody listens" } });
-      expect(r.structuredContent).toMatchObject({ received: false, deliveryStage: "unavailable", definitive: "not_sent", reason: "agent_unreachable" });
+      expect(r.structuredContent).toMatchObject({
+        received: false,
+        deliveryStage: "unavailable",
+        definitive: "not_sent",
+        reason: "agent_unreachable",
+      });
     } finally {
       await lonely.close();
     }
     const client = new Client({ name: "outsider", version: "0" });
-    await client.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "worker", "mcp", "--agent-state-dir", agentStateDir], stderr: "ignore" }));
+    await client.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "worker", "mcp", "--agent-state-dir", agentStateDir],
+        stderr: "ignore",
+      }),
+    );
     try {
       const r = await client.callTool({ name: "message_clankie", arguments: { text: "not from a pane" } });
-      expect(r.structuredContent).toMatchObject({ received: false, deliveryStage: "unavailable", definitive: "not_sent", reason: "not_in_a_seat_pane" });
+      expect(r.structuredContent).toMatchObject({
+        received: false,
+        deliveryStage: "unavailable",
+        definitive: "not_sent",
+        reason: "not_in_a_seat_pane",
+      });
       const reports = (await lead.call("worker_reports", {})).structuredContent?.reports as { text: string }[];
       expect(reports.filter((x) => x.text === "not from a pane")).toEqual([]);
       expect(claimFiles()).toEqual([]);

@@ -22,43 +22,58 @@ import { ownerConfirmsDevChannel } from "./kit/owner-confirms.js";
 
 const bin = requireHarness("claude");
 
-describe.runIf(bin)("hire_agent, rule 32 development mode beside an installed clankie-worker plugin: a real Claude Code", () => {
-  let mock: MockAnthropicServer;
-  let env: HireEnv;
-  let fleet: HireFleet | undefined;
-  let ran = "";
-  beforeAll(async () => {
-    mock = await startMockAnthropicServer();
-    const plugin = claudePluginHireEnv(bin!, mock.url, { allowlisted: true });
-    ran = join(plugin.root, "plugin-ran.log");
-    const recorder = join(plugin.root, "plugin-recorder.mjs");
-    writeFileSync(recorder, `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(ran)}, process.argv.slice(2).join(" ") + "\\n");\n`);
-    env = { ...plugin, hire: { ...plugin.hire, claudeChannel: "development", env: { ...plugin.hire.env, CLANKIE_NODE: process.execPath, CLANKIE_CLI: recorder } } };
-  });
-  afterAll(async () => {
-    await mock?.close();
-    if (env) rmSync(env.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-  });
+describe.runIf(bin)(
+  "hire_agent, rule 32 development mode beside an installed clankie-worker plugin: a real Claude Code",
+  () => {
+    let mock: MockAnthropicServer;
+    let env: HireEnv;
+    let fleet: HireFleet | undefined;
+    let ran = "";
+    beforeAll(async () => {
+      mock = await startMockAnthropicServer();
+      const plugin = claudePluginHireEnv(bin!, mock.url, { allowlisted: true });
+      ran = join(plugin.root, "plugin-ran.log");
+      const recorder = join(plugin.root, "plugin-recorder.mjs");
+      writeFileSync(
+        recorder,
+        `import { appendFileSync } from "node:fs";\nappendFileSync(${JSON.stringify(ran)}, process.argv.slice(2).join(" ") + "\\n");\n`,
+      );
+      env = {
+        ...plugin,
+        hire: {
+          ...plugin.hire,
+          claudeChannel: "development",
+          env: { ...plugin.hire.env, CLANKIE_NODE: process.execPath, CLANKIE_CLI: recorder },
+        },
+      };
+    });
+    afterAll(async () => {
+      await mock?.close();
+      if (env) rmSync(env.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    });
 
-  hireScenario({
-    harness: "claude",
-    env: () => env,
-    reached: (marker) => mock.userMessagesContaining(marker),
-    waitForModel: (marker) => mock.waitForRequest(marker, 60_000).then(() => undefined),
-    owner: (f) => {
-      fleet = f;
-      return ownerConfirmsDevChannel(f);
-    },
-  });
+    hireScenario({
+      harness: "claude",
+      env: () => env,
+      reached: (marker) => mock.userMessagesContaining(marker),
+      waitForModel: (marker) => mock.waitForRequest(marker, 60_000).then(() => undefined),
+      owner: (f) => {
+        fleet = f;
+        return ownerConfirmsDevChannel(f);
+      },
+    });
 
-  it("issue 12 item 4: the installed plugin stays off for the development hire: one channel server, one session report, the brief from the hire's clankie-seat", () => {
-    expect(existsSync(ran) ? readFileSync(ran, "utf8") : "").toBe("");
-    const brief = mock.requests.find((r) => /brief-[0-9a-f]{8}: say hello/.test(r.latestUserText));
-    expect(brief?.latestUserText).toMatch(/<channel source="clankie-seat"/);
-    expect(brief!.toolNames.filter((t) => t === "mcp__clankie__message_clankie")).toHaveLength(1);
-    const channels = readdirSync(join(fleet!.agentStateDir, "claude/channels")).filter((f) => f.endsWith(".sock"));
-    expect(channels).toHaveLength(1);
-    const reports = readdirSync(join(fleet!.agentStateDir, "claude/sessions")).filter((f) => f.endsWith(".session.json"));
-    expect(reports).toEqual([channels[0]!.replace(".sock", ".session.json")]);
-  });
-});
+    it("issue 12 item 4: the installed plugin stays off for the development hire: one channel server, one session report, the brief from the hire's clankie-seat", () => {
+      expect(existsSync(ran) ? readFileSync(ran, "utf8") : "").toBe("");
+      const brief = mock.requests.find((r) => /brief-[0-9a-f]{8}: say hello/.test(r.latestUserText));
+      expect(brief?.latestUserText).toMatch(/<channel source="clankie-seat"/);
+      expect(brief!.toolNames.filter((t) => t === "mcp__clankie__message_clankie")).toHaveLength(1);
+      const channels = readdirSync(join(fleet!.agentStateDir, "claude/channels")).filter((f) => f.endsWith(".sock"));
+      expect(channels).toHaveLength(1);
+      const reports = readdirSync(join(fleet!.agentStateDir, "claude/sessions")).filter((f) =>
+        f.endsWith(".session.json"),
+      );
+      expect(reports).toEqual([channels[0]!.replace(".sock", ".session.json")]);
+    });
+  },
+);

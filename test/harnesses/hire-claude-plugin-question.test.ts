@@ -21,8 +21,15 @@ import { expectQuestionAnsweredByHiringLead } from "./kit/claude-question-answer
 
 const bin = requireHarness("claude");
 const ASK = "[ask]";
-const QUESTION = { question: "Which database should the service use?", header: "Database", options: [{ label: "PostgreSQL", description: "shared" }, { label: "SQLite", description: "local" }], multiSelect: false };
-
+const QUESTION = {
+  question: "Which database should the service use?",
+  header: "Database",
+  options: [
+    { label: "PostgreSQL", description: "shared" },
+    { label: "SQLite", description: "local" },
+  ],
+  multiSelect: false,
+};
 
 describe("rule 35 in plugin mode: a hired Claude Code's AskUserQuestion reaches its hiring lead through the clankie-worker plugin's question hook", () => {
   let mock: MockAnthropicServer;
@@ -33,16 +40,27 @@ describe("rule 35 in plugin mode: a hired Claude Code's AskUserQuestion reaches 
   let seat: string;
 
   beforeAll(async () => {
-    if (!bin) throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
+    if (!bin)
+      throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
     mock = await startMockAnthropicServer({
-      toolUse: (r) => (r.latestUserText.includes(ASK) && r.toolNames.includes("AskUserQuestion") ? { name: "AskUserQuestion", input: { questions: [QUESTION] } } : undefined),
+      toolUse: (r) =>
+        r.latestUserText.includes(ASK) && r.toolNames.includes("AskUserQuestion")
+          ? { name: "AskUserQuestion", input: { questions: [QUESTION] } }
+          : undefined,
     });
     env = claudePluginHireEnv(bin, mock.url, { allowlisted: true });
     fleet = await startHireFleet("pglite", { hire: env.hire });
     hiring = await fleet.leadFor("hiring-lead");
     other = await fleet.leadFor("other-lead");
-    const res = await hiring.call("hire_agent", { harness: "claude", workingDirectory: env.work, title: "claude asker", role: "asker", brief: `${ASK} choose the database`, model: env.model });
+    const res = await hiring.call("hire_agent", {
+      harness: "claude",
+      workingDirectory: env.work,
+      title: "claude asker",
+      role: "asker",
+      brief: `${ASK} choose the database`,
+      model: env.model,
+    });
     expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "spawned" });
     seat = res.structuredContent!.seat as string;
   });
@@ -53,8 +71,13 @@ describe("rule 35 in plugin mode: a hired Claude Code's AskUserQuestion reaches 
     if (env) rmSync(env.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   });
 
-
   it("rule 35, issue 12 (plugin mode): the brief turn's question is filed for the hiring conversation only, and its answer reaches the model as the hook's JSON", async () => {
-    await expectQuestionAnsweredByHiringLead({ hiring, others: [other, fleet.lead], seat, mock, question: QUESTION.question });
+    await expectQuestionAnsweredByHiringLead({
+      hiring,
+      others: [other, fleet.lead],
+      seat,
+      mock,
+      question: QUESTION.question,
+    });
   });
 });

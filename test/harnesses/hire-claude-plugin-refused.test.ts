@@ -28,8 +28,18 @@ async function noProcessesLeft(fleet: HireFleet, hireId: string): Promise<number
 }
 
 for (const c of [
-  { installed: true, reason: "channel_plugin_not_allowed", screen: /not on the approved channels allowlist/, fix: /claudeChannel: "development".*allowedChannelPlugins/s },
-  { installed: false, reason: "channel_plugin_not_installed", screen: /plugin not installed/, fix: /clankie claude install-plugin/ },
+  {
+    installed: true,
+    reason: "channel_plugin_not_allowed",
+    screen: /not on the approved channels allowlist/,
+    fix: /claudeChannel: "development".*allowedChannelPlugins/s,
+  },
+  {
+    installed: false,
+    reason: "channel_plugin_not_installed",
+    screen: /plugin not installed/,
+    fix: /clankie claude install-plugin/,
+  },
 ]) {
   describe.runIf(bin)(`hire_agent, rule 32 plugin mode refused (${c.reason}): a real Claude Code`, () => {
     let mock: MockAnthropicServer;
@@ -48,10 +58,23 @@ for (const c of [
 
     it(`issue 12 item 3: the default plugin channel is refused by Claude, and the hire answers not_ready with control.reason ${c.reason}, closes its pane, and sends no brief`, async () => {
       const hireId = randomUUID();
-      const args = { harness: "claude", workingDirectory: env.work, title: "plugin worker", role: "r", brief: `never-${hireId.slice(0, 8)}`, model: env.model };
+      const args = {
+        harness: "claude",
+        workingDirectory: env.work,
+        title: "plugin worker",
+        role: "r",
+        brief: `never-${hireId.slice(0, 8)}`,
+        model: env.model,
+      };
       const res = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
       const body = res.structuredContent as { detail: string; control: { reason: string; fix: string } };
-      expect(body, JSON.stringify(body)).toMatchObject({ outcome: "failed", reason: "not_ready", hireId, launchCommitted: true, control: { reason: c.reason } });
+      expect(body, JSON.stringify(body)).toMatchObject({
+        outcome: "failed",
+        reason: "not_ready",
+        hireId,
+        launchCommitted: true,
+        control: { reason: c.reason },
+      });
       // The exact screen Claude showed is kept in the answer's detail.
       expect(body.detail).toMatch(c.screen);
       expect(body.control.fix).toMatch(c.fix);
@@ -60,7 +83,11 @@ for (const c of [
       expect(mock.userMessagesContaining(args.brief)).toBe(0);
       // Issue 12 item 1: the same hireId again returns the same answer and launches nothing.
       const again = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
-      expect(again.structuredContent).toMatchObject({ outcome: "failed", reason: "not_ready", control: { reason: c.reason } });
+      expect(again.structuredContent).toMatchObject({
+        outcome: "failed",
+        reason: "not_ready",
+        control: { reason: c.reason },
+      });
       expect(fleet.panes().filter((p) => p.hire === hireId)).toEqual([]);
       expect(fleet.markedProcesses(hireId)).toEqual([]);
     });

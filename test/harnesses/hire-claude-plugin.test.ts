@@ -21,52 +21,65 @@ import { hireScenario } from "./kit/hire-scenario.js";
 
 const bin = requireHarness("claude");
 
-describe.runIf(bin)("hire_agent, rule 32 plugin mode: a real Claude Code with the clankie-worker plugin in a new tmux pane", () => {
-  let mock: MockAnthropicServer;
-  let env: HireEnv & { configDir: string; installOutput: string };
-  let fleet: HireFleet | undefined;
-  beforeAll(async () => {
-    mock = await startMockAnthropicServer();
-    env = claudePluginHireEnv(bin!, mock.url, { allowlisted: true });
-  });
-  afterAll(async () => {
-    await mock?.close();
-    if (env) rmSync(env.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-  });
+describe.runIf(bin)(
+  "hire_agent, rule 32 plugin mode: a real Claude Code with the clankie-worker plugin in a new tmux pane",
+  () => {
+    let mock: MockAnthropicServer;
+    let env: HireEnv & { configDir: string; installOutput: string };
+    let fleet: HireFleet | undefined;
+    beforeAll(async () => {
+      mock = await startMockAnthropicServer();
+      env = claudePluginHireEnv(bin!, mock.url, { allowlisted: true });
+    });
+    afterAll(async () => {
+      await mock?.close();
+      if (env) rmSync(env.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    });
 
-  it("issue 12 item 2: `clankie claude install-plugin` installed clankie-worker@clankie with the real claude plugin commands", () => {
-    expect(JSON.parse(env.installOutput.trim().split("\n").pop()!)).toMatchObject({ plugin: "clankie-worker@clankie", installed: true, configDir: env.configDir });
-    const installed = JSON.parse(readFileSync(join(env.configDir, "plugins/installed_plugins.json"), "utf8")) as { plugins: Record<string, unknown[]> };
-    expect(Object.keys(installed.plugins)).toEqual(["clankie-worker@clankie"]);
-    expect(env.hire.claudeChannel).toBeUndefined();
-  });
+    it("issue 12 item 2: `clankie claude install-plugin` installed clankie-worker@clankie with the real claude plugin commands", () => {
+      expect(JSON.parse(env.installOutput.trim().split("\n").pop()!)).toMatchObject({
+        plugin: "clankie-worker@clankie",
+        installed: true,
+        configDir: env.configDir,
+      });
+      const installed = JSON.parse(readFileSync(join(env.configDir, "plugins/installed_plugins.json"), "utf8")) as {
+        plugins: Record<string, unknown[]>;
+      };
+      expect(Object.keys(installed.plugins)).toEqual(["clankie-worker@clankie"]);
+      expect(env.hire.claudeChannel).toBeUndefined();
+    });
 
-  hireScenario({
-    harness: "claude",
-    env: () => env,
-    reached: (marker) => mock.userMessagesContaining(marker),
-    waitForModel: (marker) => mock.waitForRequest(marker, 60_000).then(() => undefined),
-    owner: (f) => {
-      fleet = f;
-      return () => undefined;
-    },
-  });
+    hireScenario({
+      harness: "claude",
+      env: () => env,
+      reached: (marker) => mock.userMessagesContaining(marker),
+      waitForModel: (marker) => mock.waitForRequest(marker, 60_000).then(() => undefined),
+      owner: (f) => {
+        fleet = f;
+        return () => undefined;
+      },
+    });
 
-  it("rule 32, issue 12 item 4: the brief came through the plugin's channel, and the hire passed neither the channel server nor the hooks a second time", () => {
-    const brief = mock.requests.find((r) => /brief-[0-9a-f]{8}: say hello/.test(r.latestUserText));
-    expect(brief?.latestUserText).toMatch(/<channel source="plugin:clankie-worker:clankie-seat"/);
-    // One worker server: its tools are offered once, under the hire's --mcp-config name.
-    expect(brief!.toolNames.filter((t) => t === "mcp__clankie__message_clankie")).toHaveLength(1);
-    const hires = join(fleet!.agentStateDir, "hires");
-    const [dir] = readdirSync(hires);
-    const mcp = JSON.parse(readFileSync(join(hires, dir!, "mcp.json"), "utf8")) as { mcpServers: Record<string, unknown> };
-    expect(Object.keys(mcp.mcpServers)).toEqual(["clankie"]);
-    const settings = JSON.parse(readFileSync(join(hires, dir!, "settings.json"), "utf8")) as { hooks?: unknown };
-    expect(settings.hooks).toBeUndefined();
-    // One channel server and one session report for the one Claude (the plugin's, fed the agent's folders).
-    const channels = readdirSync(join(fleet!.agentStateDir, "claude/channels")).filter((f) => f.endsWith(".sock"));
-    expect(channels).toHaveLength(1);
-    const reports = readdirSync(join(fleet!.agentStateDir, "claude/sessions"));
-    expect(reports.filter((f) => f.endsWith(".session.json"))).toEqual([channels[0]!.replace(".sock", ".session.json")]);
-  });
-});
+    it("rule 32, issue 12 item 4: the brief came through the plugin's channel, and the hire passed neither the channel server nor the hooks a second time", () => {
+      const brief = mock.requests.find((r) => /brief-[0-9a-f]{8}: say hello/.test(r.latestUserText));
+      expect(brief?.latestUserText).toMatch(/<channel source="plugin:clankie-worker:clankie-seat"/);
+      // One worker server: its tools are offered once, under the hire's --mcp-config name.
+      expect(brief!.toolNames.filter((t) => t === "mcp__clankie__message_clankie")).toHaveLength(1);
+      const hires = join(fleet!.agentStateDir, "hires");
+      const [dir] = readdirSync(hires);
+      const mcp = JSON.parse(readFileSync(join(hires, dir!, "mcp.json"), "utf8")) as {
+        mcpServers: Record<string, unknown>;
+      };
+      expect(Object.keys(mcp.mcpServers)).toEqual(["clankie"]);
+      const settings = JSON.parse(readFileSync(join(hires, dir!, "settings.json"), "utf8")) as { hooks?: unknown };
+      expect(settings.hooks).toBeUndefined();
+      // One channel server and one session report for the one Claude (the plugin's, fed the agent's folders).
+      const channels = readdirSync(join(fleet!.agentStateDir, "claude/channels")).filter((f) => f.endsWith(".sock"));
+      expect(channels).toHaveLength(1);
+      const reports = readdirSync(join(fleet!.agentStateDir, "claude/sessions"));
+      expect(reports.filter((f) => f.endsWith(".session.json"))).toEqual([
+        channels[0]!.replace(".sock", ".session.json"),
+      ]);
+    });
+  },
+);

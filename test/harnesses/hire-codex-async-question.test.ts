@@ -32,7 +32,6 @@ const META = "clankie/seat-call";
 const ASYNC = "[async] ";
 const faults = workerCallFaults();
 
-
 describe("a hired Codex's async question is answered by its hiring lead with a native user message", () => {
   let mock: MockResponsesServer;
   let env: HireEnv;
@@ -46,7 +45,10 @@ describe("a hired Codex's async question is answered by its hiring lead with a n
   const askAsync = async (tag: string) => {
     const sent = await hiring.call("message_seat", { seat, message: ASYNC + tag });
     expect(sent.structuredContent, JSON.stringify(sent.structuredContent)).toMatchObject({ outcome: "delivered" });
-    const report = await until(async () => (await reportsOf(hiring)).find((x) => x.text.includes(`Which colour for ${tag}?`)), `the async question ${tag} to reach the hiring lead`);
+    const report = await until(
+      async () => (await reportsOf(hiring)).find((x) => x.text.includes(`Which colour for ${tag}?`)),
+      `the async question ${tag} to reach the hiring lead`,
+    );
     expect((await reportsOf(other)).some((x) => x.deliveryId === report.deliveryId)).toBe(false);
     return /requestId ([^;]+);/.exec(report.text)![1]!;
   };
@@ -56,7 +58,13 @@ describe("a hired Codex's async question is answered by its hiring lead with a n
     assertBuilt();
     mock = await startMockResponsesServer({
       reply: "ok",
-      toolCall: (r) => (r.lastUserText.startsWith(ASYNC) && r.toolNames.includes("send_message_to_user_async") ? { name: "send_message_to_user_async", arguments: { message: `Which colour for ${r.lastUserText.slice(ASYNC.length)}?` } } : undefined),
+      toolCall: (r) =>
+        r.lastUserText.startsWith(ASYNC) && r.toolNames.includes("send_message_to_user_async")
+          ? {
+              name: "send_message_to_user_async",
+              arguments: { message: `Which colour for ${r.lastUserText.slice(ASYNC.length)}?` },
+            }
+          : undefined,
     });
     env = codexHireEnv(bin, mock.baseUrl);
     // The owner's decision, in the owner's config: the hire's app-server reads it too.
@@ -64,29 +72,56 @@ describe("a hired Codex's async question is answered by its hiring lead with a n
     fleet = await startHireFleet("pglite", { hire: env.hire, hooks: { faults } });
     hiring = await fleet.leadFor("hiring-lead");
     other = await fleet.leadFor("other-lead");
-    const res = await hiring.call("hire_agent", { harness: "codex", workingDirectory: env.work, title: "codex asker", role: "asker", brief: "hello" }, { [META]: { hireId } });
+    const res = await hiring.call(
+      "hire_agent",
+      { harness: "codex", workingDirectory: env.work, title: "codex asker", role: "asker", brief: "hello" },
+      { [META]: { hireId } },
+    );
     expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "spawned" });
     seat = res.structuredContent!.seat as string;
     socket = join(fleet.agentStateDir, "hires", hireId.toLowerCase(), "codex.sock");
     await mock.waitFor((r) => r.lastUserText.includes("hello"));
-    await until(() => fleet.agent.watchingQuestions(seat.split("/")[1]!), "the agent's question desk to watch the hired seat's thread", 300);
+    await until(
+      () => fleet.agent.watchingQuestions(seat.split("/")[1]!),
+      "the agent's question desk to watch the hired seat's thread",
+      300,
+    );
   });
   afterAll(async () => {
     await fleet?.close();
-    if (env) cleanupCodexEnv(bin!, { root: env.root, home: env.hire.env!.HOME!, codexHome: env.hire.env!.CODEX_HOME!, workDir: env.work, env: { ...env.hire.env } });
+    if (env)
+      cleanupCodexEnv(bin!, {
+        root: env.root,
+        home: env.hire.env!.HOME!,
+        codexHome: env.hire.env!.CODEX_HOME!,
+        workDir: env.work,
+        env: { ...env.hire.env },
+      });
     await mock?.close();
   });
 
   it("rule 39, async: the lead's answer is a user message with our exact client id and content; delivered with that receipt; the model gets it once; a second answer is refused", async () => {
     const requestId = await askAsync("the door");
     const reply = `Blue-${hireId.slice(0, 6)}`;
-    const answered = await hiring.call("message_seat", { seat, questionAnswer: { requestId, answers: { reply: { answers: [reply] } } } });
-    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({ outcome: "delivered", requestId, nativeReceiptId: expect.any(String) });
-    expect(String(answered.structuredContent!.detail)).toMatch(/the async reply: user message .* carries this answer under client id/);
+    const answered = await hiring.call("message_seat", {
+      seat,
+      questionAnswer: { requestId, answers: { reply: { answers: [reply] } } },
+    });
+    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      requestId,
+      nativeReceiptId: expect.any(String),
+    });
+    expect(String(answered.structuredContent!.detail)).toMatch(
+      /the async reply: user message .* carries this answer under client id/,
+    );
     await mock.waitFor((q) => q.lastUserText === reply);
     expect(mock.countRequestsWith(reply, "last")).toBe(1);
     expect(mock.maxCopiesInOneRequest(reply)).toBe(1);
-    const again = await hiring.call("message_seat", { seat, questionAnswer: { requestId, answers: { reply: { answers: ["Red"] } } } });
+    const again = await hiring.call("message_seat", {
+      seat,
+      questionAnswer: { requestId, answers: { reply: { answers: ["Red"] } } },
+    });
     expect(again.structuredContent).toMatchObject({ outcome: "refused", reason: "already_answered" });
   });
 
@@ -102,15 +137,24 @@ describe("a hired Codex's async question is answered by its hiring lead with a n
         const r = await opened.connection.call<{ thread: { status: { type: string } } }>("thread/read", { threadId });
         return r.ok && r.result.thread.status.type === "idle";
       }, "the asking turn to end");
-      const owner = await opened.connection.call("turn/start", { threadId, input: [{ type: "text", text: "owner says red", text_elements: [] }] });
+      const owner = await opened.connection.call("turn/start", {
+        threadId,
+        input: [{ type: "text", text: "owner says red", text_elements: [] }],
+      });
       expect(owner.ok, JSON.stringify(owner)).toBe(true);
       await mock.waitFor((q) => q.lastUserText === "owner says red");
     } finally {
       opened.connection.close();
     }
     const lead = `Green-${hireId.slice(0, 6)}`;
-    const answered = await hiring.call("message_seat", { seat, questionAnswer: { requestId, answers: { reply: { answers: [lead] } } } });
-    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({ outcome: "unconfirmed", reason: "answered_concurrently_by_owner" });
+    const answered = await hiring.call("message_seat", {
+      seat,
+      questionAnswer: { requestId, answers: { reply: { answers: [lead] } } },
+    });
+    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({
+      outcome: "unconfirmed",
+      reason: "answered_concurrently_by_owner",
+    });
     expect(String(answered.structuredContent!.detail)).toMatch(/was not sent/);
     await new Promise((r) => setTimeout(r, 1000));
     expect(mock.countRequestsWith(lead, "any")).toBe(0);
@@ -121,13 +165,27 @@ describe("a hired Codex's async question is answered by its hiring lead with a n
     const reply = `Gold-${hireId.slice(0, 6)}`;
     const dropped = faults.armDrop("drop_question_answer");
     const id = randomUUID();
-    const lost = await hiring.call("message_seat", { seat, questionAnswer: { requestId, answers: { reply: { answers: [reply] } } } }, { [META]: { deliveryId: id } });
+    const lost = await hiring.call(
+      "message_seat",
+      { seat, questionAnswer: { requestId, answers: { reply: { answers: [reply] } } } },
+      { [META]: { deliveryId: id } },
+    );
     await dropped;
-    expect(lost.structuredContent, JSON.stringify(lost.structuredContent)).toMatchObject({ outcome: "uncertain", deliveryId: id });
+    expect(lost.structuredContent, JSON.stringify(lost.structuredContent)).toMatchObject({
+      outcome: "uncertain",
+      deliveryId: id,
+    });
     await mock.waitFor((q) => q.lastUserText === reply);
     const rec = await hiring.call("reconcile_seat_call", { deliveryId: id });
-    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({ outcome: "delivered", requestId, deliveryId: id, nativeReceiptId: expect.any(String) });
-    expect(String(rec.structuredContent!.detail)).toMatch(/the async reply: user message .* carries this answer under client id/);
+    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      requestId,
+      deliveryId: id,
+      nativeReceiptId: expect.any(String),
+    });
+    expect(String(rec.structuredContent!.detail)).toMatch(
+      /the async reply: user message .* carries this answer under client id/,
+    );
     expect(mock.countRequestsWith(reply, "last")).toBe(1);
   });
 });

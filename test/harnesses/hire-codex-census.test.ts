@@ -36,21 +36,47 @@ describe("the census of a hired Codex names its private app-server", () => {
     mock = await startMockResponsesServer();
     env = codexHireEnv(bin, mock.baseUrl);
     fleet = await startHireFleet("pglite", { hire: { ...env.hire, fault: "drop_brief_answer" } });
-    args = { harness: "codex", workingDirectory: env.work, title: "codex worker", role: "tester", brief: `${marker}: go` };
+    args = {
+      harness: "codex",
+      workingDirectory: env.work,
+      title: "codex worker",
+      role: "tester",
+      brief: `${marker}: go`,
+    };
   });
   afterAll(async () => {
     await fleet?.close();
-    if (env) cleanupCodexEnv(bin!, { root: env.root, home: env.hire.env!.HOME!, codexHome: env.hire.env!.CODEX_HOME!, workDir: env.work, env: { ...env.hire.env } });
+    if (env)
+      cleanupCodexEnv(bin!, {
+        root: env.root,
+        home: env.hire.env!.HOME!,
+        codexHome: env.hire.env!.CODEX_HOME!,
+        workDir: env.work,
+        env: { ...env.hire.env },
+      });
     await mock?.close();
   });
 
   it("rule 53: delivery_unconfirmed; not-launched is refused and the census lists the private app-server; a replay starts nothing", async () => {
     const res = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
-    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "delivery_unconfirmed", hireId, launchCommitted: true });
+    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "delivery_unconfirmed",
+      hireId,
+      launchCommitted: true,
+    });
     const server = fleet.markedProcesses(hireId).find((p) => argvOf(p).slice(1, 3).join(" ") === "app-server --listen");
     expect(server, JSON.stringify(fleet.markedProcesses(hireId).map(argvOf))).toBeDefined();
     const roots = fleet.launchedRoots(hireId);
-    const refused = await runCli(["hire-receipt", "settle", hireId, "not-launched", "--json", "--state-dir", fleet.stateDir]);
+    const refused = await runCli([
+      "hire-receipt",
+      "settle",
+      hireId,
+      "not-launched",
+      "--json",
+      "--state-dir",
+      fleet.stateDir,
+    ]);
     expect(refused.code).toBe(1);
     const r = JSON.parse(refused.stdout) as { state: string; detail: string };
     expect(r.state).toBe("refused");

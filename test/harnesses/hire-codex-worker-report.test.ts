@@ -30,8 +30,15 @@ const bin = requireHarness("codex");
 const META = "clankie/seat-call";
 const TEXT = "hired codex report: done";
 const QASK = "[ask]";
-const QUESTION = { id: "colour", header: "Colour", question: "Which colour should the button be?", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }] };
-
+const QUESTION = {
+  id: "colour",
+  header: "Colour",
+  question: "Which colour should the button be?",
+  options: [
+    { label: "Red", description: "warm" },
+    { label: "Blue", description: "cool" },
+  ],
+};
 
 const argvOf = (pid: number) => {
   const a = readCmdline(pid);
@@ -66,7 +73,8 @@ describe("a hired Codex on its own app-server reports, asks, and is answered by 
       toolCall: (r) => {
         const asked = askedIn(r.lastUserText);
         if (asked !== undefined) return { name: "mcp__clankie/message_clankie", arguments: { text: asked } };
-        if (r.lastUserText.includes(QASK) && r.toolNames.includes("request_user_input")) return { name: "request_user_input", arguments: { questions: [QUESTION] } };
+        if (r.lastUserText.includes(QASK) && r.toolNames.includes("request_user_input"))
+          return { name: "request_user_input", arguments: { questions: [QUESTION] } };
         return undefined;
       },
     });
@@ -75,18 +83,38 @@ describe("a hired Codex on its own app-server reports, asks, and is answered by 
     fleet = await startHireFleet("pglite", { hire: env.hire });
     hiring = await fleet.leadFor("hiring-lead");
     other = await fleet.leadFor("other-lead");
-    args = { harness: "codex", workingDirectory: env.work, title: "codex reporter", role: "reporter", brief: ASK + TEXT, model: "mock-model-b", effort: "high" };
+    args = {
+      harness: "codex",
+      workingDirectory: env.work,
+      title: "codex reporter",
+      role: "reporter",
+      brief: ASK + TEXT,
+      model: "mock-model-b",
+      effort: "high",
+    };
   });
   afterAll(async () => {
     await fleet?.close();
-    if (env) cleanupCodexEnv(bin!, { root: env.root, home: env.hire.env!.HOME!, codexHome: env.hire.env!.CODEX_HOME!, workDir: env.work, env: { ...env.hire.env } });
+    if (env)
+      cleanupCodexEnv(bin!, {
+        root: env.root,
+        home: env.hire.env!.HOME!,
+        codexHome: env.hire.env!.CODEX_HOME!,
+        workDir: env.work,
+        env: { ...env.hire.env },
+      });
     await mock?.close();
   });
 
   it("issue 12 item 2: spawned with the private app-server proven in the pane's tree; the brief reached the model once, with the hire's model and effort", async () => {
     const res = await hiring.call("hire_agent", args, { [META]: { hireId } });
     body = res.structuredContent as Record<string, unknown>;
-    expect(body, JSON.stringify(body)).toMatchObject({ outcome: "spawned", hireId, harness: "codex", launchCommitted: true });
+    expect(body, JSON.stringify(body)).toMatchObject({
+      outcome: "spawned",
+      hireId,
+      harness: "codex",
+      launchCommitted: true,
+    });
     seat = body.seat as string;
     const proofs = body.proofs as { kind: string; outcome: string }[];
     expect(proofs.find((p) => p.kind === "private_app_server")).toMatchObject({ outcome: "proven" });
@@ -100,13 +128,18 @@ describe("a hired Codex on its own app-server reports, asks, and is answered by 
 
   it("issue 12 item 5, rule 48: the brief turn's message_clankie is stored under the hired seat for the hiring conversation only", async () => {
     const answered = await mock.waitFor((r) => askedIn(r.lastUserText) === TEXT && r.turnToolOutputs.length > 0);
-    const receipt = JSON.parse(answered.turnToolOutputs.at(-1)!.output.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
+    const receipt = JSON.parse(answered.turnToolOutputs.at(-1)!.output.match(/\{.*\}/s)?.[0] ?? "{}") as Record<
+      string,
+      unknown
+    >;
     await expectReportOnlyFor({ hiring, others: [fleet.lead, other], seat }, TEXT, receipt);
   });
 
   it("ADR 0040 addendum: the pane runs the app-server and the TUI on its socket; the worker server is the app-server's child; no account daemon; the census sees the server by the hire marker", () => {
     const marked = fleet.markedProcesses(hireId);
-    const server = marked.find((p) => argvOf(p).slice(1, 3).join(" ") === "app-server --listen" && /codex$/.test(argvOf(p)[0] ?? ""));
+    const server = marked.find(
+      (p) => argvOf(p).slice(1, 3).join(" ") === "app-server --listen" && /codex$/.test(argvOf(p)[0] ?? ""),
+    );
     const tui = marked.find((p) => argvOf(p)[1] === "--remote" && /codex$/.test(argvOf(p)[0] ?? ""));
     expect(server, JSON.stringify(marked.map(argvOf))).toBeDefined();
     expect(tui).toBeDefined();
@@ -118,7 +151,9 @@ describe("a hired Codex on its own app-server reports, asks, and is answered by 
     const common = ancestorsOf(server!).filter((p) => ancestorsOf(tui!).includes(p));
     expect(common.some((p) => argvOf(p).some((a) => a.endsWith("codex/pane-runner.js")))).toBe(true);
     // Codex clears an MCP server's environment (no marker), so the worker server is found by its ancestry.
-    const worker = allPids().find((p) => argvOf(p).includes("worker") && argvOf(p).includes("mcp") && ancestorsOf(p).includes(server!));
+    const worker = allPids().find(
+      (p) => argvOf(p).includes("worker") && argvOf(p).includes("mcp") && ancestorsOf(p).includes(server!),
+    );
     expect(worker, "the worker MCP server runs under the hire's own app-server").toBeDefined();
     expect(marked.some((p) => argvOf(p).includes("--managed-daemon"))).toBe(false);
   });
@@ -143,15 +178,28 @@ describe("a hired Codex on its own app-server reports, asks, and is answered by 
 
   it("issue 13 part 4, rules 35 and 39: the hired Codex's question reaches the hiring lead only, and its questionAnswer is Codex's reply", async () => {
     const seatName = seat.split("/")[1]!;
-    await until(() => fleet.agent.watchingQuestions(seatName), "the agent's question desk to watch the hired seat's thread", 300);
+    await until(
+      () => fleet.agent.watchingQuestions(seatName),
+      "the agent's question desk to watch the hired seat's thread",
+      300,
+    );
     const ask = await hiring.call("message_seat", { seat, message: `${QASK} pick a colour` });
     expect(ask.structuredContent, JSON.stringify(ask.structuredContent)).toMatchObject({ outcome: "delivered" });
-    const report = await until(async () => (await reportsOf(hiring)).find((x) => x.text.startsWith("Question from seat")), "the question to reach the hiring lead");
+    const report = await until(
+      async () => (await reportsOf(hiring)).find((x) => x.text.startsWith("Question from seat")),
+      "the question to reach the hiring lead",
+    );
     expect(report.text).toContain(QUESTION.question);
     expect((await reportsOf(other)).some((x) => x.deliveryId === report.deliveryId)).toBe(false);
     const requestId = /requestId ([^;]+);/.exec(report.text)![1]!;
-    const answered = await hiring.call("message_seat", { seat, questionAnswer: { requestId, answers: { colour: { answers: ["Blue"] } } } });
-    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({ outcome: "delivered", requestId });
+    const answered = await hiring.call("message_seat", {
+      seat,
+      questionAnswer: { requestId, answers: { colour: { answers: ["Blue"] } } },
+    });
+    expect(answered.structuredContent, JSON.stringify(answered.structuredContent)).toMatchObject({
+      outcome: "delivered",
+      requestId,
+    });
     await mock.waitFor((q) => q.turnToolOutputs.some((o) => o.output.includes('"colour"')));
     const outputs = mock.requests.flatMap((r) => r.turnToolOutputs).filter((o) => o.output.includes('"colour"'));
     expect(outputs.map((o) => JSON.parse(o.output))).toEqual([{ answers: { colour: { answers: ["Blue"] } } }]);

@@ -23,7 +23,14 @@ describe.runIf(bin)("hire_agent: a real Codex in a new tmux pane", () => {
     env = codexHireEnv(bin!, mock.baseUrl);
   });
   afterAll(async () => {
-    if (env) cleanupCodexEnv(bin!, { root: env.root, home: env.hire.env!.HOME!, codexHome: env.hire.env!.CODEX_HOME!, workDir: env.work, env: { ...env.hire.env } });
+    if (env)
+      cleanupCodexEnv(bin!, {
+        root: env.root,
+        home: env.hire.env!.HOME!,
+        codexHome: env.hire.env!.CODEX_HOME!,
+        workDir: env.work,
+        env: { ...env.hire.env },
+      });
     await mock?.close();
   });
   hireScenario({

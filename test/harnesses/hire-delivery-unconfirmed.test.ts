@@ -35,7 +35,14 @@ describe.runIf(bin)("hire_agent: the brief's native answer is lost after Pi took
     mock = await startMockAnthropicServer();
     env = piHireEnv(bin!, mock.url);
     fleet = await startHireFleet("pglite", { hire: { ...env.hire, fault: "drop_brief_answer" } });
-    args = { harness: "pi", workingDirectory: env.work, title: "pi worker", role: "tester", brief: `${marker}: go`, model: env.model };
+    args = {
+      harness: "pi",
+      workingDirectory: env.work,
+      title: "pi worker",
+      role: "tester",
+      brief: `${marker}: go`,
+      model: env.model,
+    };
   });
   afterAll(async () => {
     await fleet?.close();
@@ -47,8 +54,19 @@ describe.runIf(bin)("hire_agent: the brief's native answer is lost after Pi took
     const res = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
     expect(res.isError).toBe(true);
     const body = res.structuredContent as Record<string, unknown>;
-    expect(body, JSON.stringify(body)).toMatchObject({ outcome: "failed", reason: "delivery_unconfirmed", hireId, deliveryStage: "uncertain", reconcileTool: "reconcile_seat_call", launchCommitted: true, brief: { mechanism: "unconfirmed" } });
-    expect(body.control).toEqual({ reason: "delivery_unconfirmed", fix: expect.stringMatching(new RegExp(`clankie hire-receipt settle ${hireId} abandoned-unknown`)) });
+    expect(body, JSON.stringify(body)).toMatchObject({
+      outcome: "failed",
+      reason: "delivery_unconfirmed",
+      hireId,
+      deliveryStage: "uncertain",
+      reconcileTool: "reconcile_seat_call",
+      launchCommitted: true,
+      brief: { mechanism: "unconfirmed" },
+    });
+    expect(body.control).toEqual({
+      reason: "delivery_unconfirmed",
+      fix: expect.stringMatching(new RegExp(`clankie hire-receipt settle ${hireId} abandoned-unknown`)),
+    });
     expect(body.detail).toMatch(/drop_brief_answer/);
     expect(body.detail).toMatch(/never be written again/);
     seat = body.seat as string;
@@ -64,7 +82,11 @@ describe.runIf(bin)("hire_agent: the brief's native answer is lost after Pi took
 
   it("a replay of the hireId returns the uncertainty and starts nothing: no second pane, process or brief", async () => {
     const again = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
-    expect(again.structuredContent, JSON.stringify(again.structuredContent)).toMatchObject({ outcome: "failed", reason: "delivery_unconfirmed", hireId });
+    expect(again.structuredContent, JSON.stringify(again.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "delivery_unconfirmed",
+      hireId,
+    });
     expect(fleet.panes().filter((p) => p.hire === hireId)).toHaveLength(1);
     expect(fleet.launchedRoots(hireId)).toEqual(roots);
     await sleep(1000);
@@ -73,7 +95,13 @@ describe.runIf(bin)("hire_agent: the brief's native answer is lost after Pi took
 
   it("reconcile_seat_call finds the seat from the host journal, still delivery_unconfirmed, and launches nothing", async () => {
     const rec = await fleet.lead.call("reconcile_seat_call", { hireId });
-    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({ outcome: "failed", reason: "delivery_unconfirmed", hireId, seat, recoveredFrom: "host_journal" });
+    expect(rec.structuredContent, JSON.stringify(rec.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "delivery_unconfirmed",
+      hireId,
+      seat,
+      recoveredFrom: "host_journal",
+    });
     expect(rec._meta?.[META]).toMatchObject({ state: "uncertain" });
     const list = await runCli(["hire-receipt", "list", "--json", "--state-dir", fleet.stateDir]);
     expect(list.code, list.stderr).toBe(0);
@@ -83,13 +111,29 @@ describe.runIf(bin)("hire_agent: the brief's native answer is lost after Pi took
   });
 
   it("the owner's not-launched is refused (the census finds the pane and process); abandoned-unknown keeps the evidence; the id stays refused", async () => {
-    const refused = await runCli(["hire-receipt", "settle", hireId, "not-launched", "--json", "--state-dir", fleet.stateDir]);
+    const refused = await runCli([
+      "hire-receipt",
+      "settle",
+      hireId,
+      "not-launched",
+      "--json",
+      "--state-dir",
+      fleet.stateDir,
+    ]);
     expect(refused.code).toBe(1);
     const r = JSON.parse(refused.stdout) as { state: string; detail: string };
     expect(r.state).toBe("refused");
     expect(r.detail).toMatch(/does not prove/);
     expect(r.detail).toMatch(/processes \d+/);
-    const settled = await runCli(["hire-receipt", "settle", hireId, "abandoned-unknown", "--json", "--state-dir", fleet.stateDir]);
+    const settled = await runCli([
+      "hire-receipt",
+      "settle",
+      hireId,
+      "abandoned-unknown",
+      "--json",
+      "--state-dir",
+      fleet.stateDir,
+    ]);
     expect(settled.code, settled.stdout + settled.stderr).toBe(0);
     const again = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
     expect(again.structuredContent).toMatchObject({ reason: "abandoned_unknown", hireId });

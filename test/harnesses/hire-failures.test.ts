@@ -22,7 +22,8 @@ const pi = requireHarness("pi");
 const claude = requireHarness("claude");
 const META = "clankie/seat-call";
 
-const screenOf = (fleet: HireFleet, paneId: string) => execFileSync("tmux", ["-S", fleet.tmuxSocket, "capture-pane", "-p", "-t", paneId], { encoding: "utf8" });
+const screenOf = (fleet: HireFleet, paneId: string) =>
+  execFileSync("tmux", ["-S", fleet.tmuxSocket, "capture-pane", "-p", "-t", paneId], { encoding: "utf8" });
 
 describe.runIf(codex)("hire_agent failures with a real Codex", () => {
   let mock: MockResponsesServer;
@@ -35,7 +36,14 @@ describe.runIf(codex)("hire_agent failures with a real Codex", () => {
   });
   afterAll(async () => {
     await fleet?.close();
-    if (env) cleanupCodexEnv(codex!, { root: env.root, home: env.hire.env!.HOME!, codexHome: env.hire.env!.CODEX_HOME!, workDir: env.work, env: { ...env.hire.env } });
+    if (env)
+      cleanupCodexEnv(codex!, {
+        root: env.root,
+        home: env.hire.env!.HOME!,
+        codexHome: env.hire.env!.CODEX_HOME!,
+        workDir: env.work,
+        env: { ...env.hire.env },
+      });
     await mock?.close();
   });
 
@@ -45,8 +53,18 @@ describe.runIf(codex)("hire_agent failures with a real Codex", () => {
     // Codex asks about trust for a repository it has no decision for.
     execFileSync("git", ["init", "-q", untrusted]);
     const hireId = randomUUID();
-    const res = await fleet.lead.call("hire_agent", { harness: "codex", workingDirectory: untrusted, title: "t", role: "r", brief: "never sent" }, { [META]: { hireId } });
-    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "trust_required", hireId, launchCommitted: true, control: { reason: "trust_required" } });
+    const res = await fleet.lead.call(
+      "hire_agent",
+      { harness: "codex", workingDirectory: untrusted, title: "t", role: "r", brief: "never sent" },
+      { [META]: { hireId } },
+    );
+    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "trust_required",
+      hireId,
+      launchCommitted: true,
+      control: { reason: "trust_required" },
+    });
     expect((res.structuredContent!.control as { fix: string }).fix).toMatch(/owner's decision/);
     const pane = fleet.panes().find((p) => p.hire === hireId);
     expect(pane).toBeDefined();
@@ -57,7 +75,12 @@ describe.runIf(codex)("hire_agent failures with a real Codex", () => {
   it("at_capacity launches nothing", async () => {
     const capped = await startHireFleet("pglite", { hire: { ...env.hire, maxHiredSeats: 0 } });
     try {
-      const res = await capped.lead.call("hire_agent", { harness: "codex", workingDirectory: env.work, title: "t", role: "r" });
+      const res = await capped.lead.call("hire_agent", {
+        harness: "codex",
+        workingDirectory: env.work,
+        title: "t",
+        role: "r",
+      });
       expect(res.structuredContent).toMatchObject({ outcome: "failed", reason: "at_capacity", launchCommitted: false });
       expect((res.structuredContent!.control as { fix: string }).fix).toMatch(/limit/);
       expect(capped.panes()).toEqual([]);
@@ -70,11 +93,22 @@ describe.runIf(codex)("hire_agent failures with a real Codex", () => {
     const brokenHome = join(env.root, "broken-home");
     mkdirSync(brokenHome);
     writeFileSync(join(brokenHome, "config.toml"), "this is = = not toml [[[\n");
-    const broken = await startHireFleet("pglite", { hire: { ...env.hire, env: { ...env.hire.env, CODEX_HOME: brokenHome } } });
+    const broken = await startHireFleet("pglite", {
+      hire: { ...env.hire, env: { ...env.hire.env, CODEX_HOME: brokenHome } },
+    });
     try {
       const hireId = randomUUID();
-      const res = await broken.lead.call("hire_agent", { harness: "codex", workingDirectory: env.work, title: "t", role: "r" }, { [META]: { hireId } });
-      expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "launch_failed", hireId, launchCommitted: true });
+      const res = await broken.lead.call(
+        "hire_agent",
+        { harness: "codex", workingDirectory: env.work, title: "t", role: "r" },
+        { [META]: { hireId } },
+      );
+      expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+        outcome: "failed",
+        reason: "launch_failed",
+        hireId,
+        launchCommitted: true,
+      });
       expect(broken.panes().filter((p) => p.hire === hireId)).toEqual([]);
       expect(broken.launchedRoots(hireId)).toEqual([]);
     } finally {
@@ -100,8 +134,24 @@ describe.runIf(claude)("hire_agent failures with a real Claude Code", () => {
 
   it("a consent prompt nobody answers is not_ready with control.reason consent_required; the pane stays for the owner", async () => {
     const hireId = randomUUID();
-    const res = await fleet.lead.call("hire_agent", { harness: "claude", workingDirectory: env.work, title: "t", role: "r", brief: "waits for consent", model: env.model }, { [META]: { hireId } });
-    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "not_ready", hireId, control: { reason: "consent_required" } });
+    const res = await fleet.lead.call(
+      "hire_agent",
+      {
+        harness: "claude",
+        workingDirectory: env.work,
+        title: "t",
+        role: "r",
+        brief: "waits for consent",
+        model: env.model,
+      },
+      { [META]: { hireId } },
+    );
+    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "not_ready",
+      hireId,
+      control: { reason: "consent_required" },
+    });
     const pane = fleet.panes().find((p) => p.hire === hireId);
     expect(pane).toBeDefined();
     expect(screenOf(fleet, pane!.paneId)).toMatch(/local development/i);
@@ -126,9 +176,15 @@ describe.runIf(pi)("hire_agent capacity with a real Pi", () => {
 
   it("two hires at once with room for one: one spawns, the other is at_capacity and opens nothing", async () => {
     const a = { harness: "pi", workingDirectory: env.work, title: "a", role: "r", model: env.model };
-    const [x, y] = await Promise.all([fleet.lead.call("hire_agent", a), fleet.lead.call("hire_agent", { ...a, title: "b" })]);
+    const [x, y] = await Promise.all([
+      fleet.lead.call("hire_agent", a),
+      fleet.lead.call("hire_agent", { ...a, title: "b" }),
+    ]);
     const outcomes = [x, y].map((r) => r.structuredContent as { outcome: string; reason?: string; hireId: string });
-    expect(outcomes.map((o) => o.reason ?? o.outcome).sort(), JSON.stringify(outcomes)).toEqual(["at_capacity", "spawned"]);
+    expect(outcomes.map((o) => o.reason ?? o.outcome).sort(), JSON.stringify(outcomes)).toEqual([
+      "at_capacity",
+      "spawned",
+    ]);
     const refused = outcomes.find((o) => o.reason === "at_capacity")!;
     expect(fleet.panes().filter((p) => p.hire === refused.hireId)).toEqual([]);
     expect(fleet.panes().filter((p) => p.hire)).toHaveLength(1);

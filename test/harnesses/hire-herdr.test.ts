@@ -57,8 +57,18 @@ describe.runIf(bin)("hire_agent through Herdr's agent.start: a real Pi in a real
     herdr = await startFakeHerdr({ terminals });
     fleet = await startHireFleet("pglite", { herdrSocket: herdr.socketPath, hire: env.hire });
     // The owner's Herdr Pi integration: Pi with its homes and the agent's Pi socket folder.
-    herdr.integrate("pi", { bin: bin!, env: { ...env.hire.env!, CLANKIE_PI_SOCKET_DIR: join(fleet.agentStateDir, "pi", "sockets") } });
-    args = { harness: "pi", workingDirectory: env.work, title: "pi worker", role: "tester", brief: `${marker}: say hello`, model: env.model };
+    herdr.integrate("pi", {
+      bin: bin!,
+      env: { ...env.hire.env!, CLANKIE_PI_SOCKET_DIR: join(fleet.agentStateDir, "pi", "sockets") },
+    });
+    args = {
+      harness: "pi",
+      workingDirectory: env.work,
+      title: "pi worker",
+      role: "tester",
+      brief: `${marker}: say hello`,
+      model: env.model,
+    };
   });
   afterAll(async () => {
     await fleet?.close();
@@ -70,17 +80,33 @@ describe.runIf(bin)("hire_agent through Herdr's agent.start: a real Pi in a real
   it("spawns Pi with pane.split + agent.start, and the brief goes in natively and reaches the model exactly once", async () => {
     const res = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
     const body = res.structuredContent as Record<string, unknown>;
-    expect(body, JSON.stringify(body)).toMatchObject({ outcome: "spawned", hireId, machine: "testbox", harness: "pi", launchCommitted: true, brief: { mechanism: "delivered" } });
+    expect(body, JSON.stringify(body)).toMatchObject({
+      outcome: "spawned",
+      hireId,
+      machine: "testbox",
+      harness: "pi",
+      launchCommitted: true,
+      brief: { mechanism: "delivered" },
+    });
     paneId = body.paneId as string;
     seat = body.seat as string;
     expect(seat).toBe(`testbox/pi-${paneId.replace(/[^A-Za-z0-9._-]/g, "-")}`);
-    expect((body.proofs as { kind: string; outcome: string }[]).find((p) => p.kind === "pi_control")).toMatchObject({ outcome: "proven" });
+    expect((body.proofs as { kind: string; outcome: string }[]).find((p) => p.kind === "pi_control")).toMatchObject({
+      outcome: "proven",
+    });
     // Herdr's calls, in order: one pane, tagged, the agent started in it; nothing typed.
-    const hireCalls = herdr.calls.filter((c) => ["pane.split", "pane.report_metadata", "agent.start", "pane.close"].includes(c.method));
+    const hireCalls = herdr.calls.filter((c) =>
+      ["pane.split", "pane.report_metadata", "agent.start", "pane.close"].includes(c.method),
+    );
     expect(hireCalls.map((c) => c.method)).toEqual(["pane.split", "pane.report_metadata", "agent.start"]);
     expect(hireCalls[0]!.params).toMatchObject({ cwd: env.work, focus: false });
     expect(hireCalls[1]!.params).toMatchObject({ pane_id: paneId, tokens: { clankie_hire: hireId } });
-    expect(hireCalls[2]!.params).toMatchObject({ kind: "pi", pane_id: paneId, timeout_ms: 30_000, args: expect.arrayContaining(["-e", "--model", env.model]) });
+    expect(hireCalls[2]!.params).toMatchObject({
+      kind: "pi",
+      pane_id: paneId,
+      timeout_ms: 30_000,
+      args: expect.arrayContaining(["-e", "--model", env.model]),
+    });
     expect(herdr.calls.filter((c) => TYPING_METHODS.includes(c.method))).toEqual([]);
     // A real Pi runs in the pane's real terminal, in the working directory.
     const info = await terminals.processInfo(paneId);
@@ -104,7 +130,10 @@ describe.runIf(bin)("hire_agent through Herdr's agent.start: a real Pi in a real
   });
 
   it("list_seats shows the hired Herdr seat with its hiring conversation; a message_seat to it arrives", async () => {
-    const seats = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as { id: string; hiredBy?: unknown }[];
+    const seats = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as {
+      id: string;
+      hiredBy?: unknown;
+    }[];
     expect(seats.find((x) => x.id === seat)?.hiredBy).toEqual({ conversationId: "global-default", hireId });
     const text = `followup-${hireId.slice(0, 8)}`;
     let res;
@@ -132,8 +161,15 @@ describe.runIf(bin)("hire_agent through Herdr: the answer is lost after the pane
     mock = await startMockAnthropicServer();
     env = piHireEnv(bin!, mock.url);
     herdr = await startFakeHerdr({ terminals: startHerdrTerminals() });
-    fleet = await startHireFleet("pglite", { herdrSocket: herdr.socketPath, hire: env.hire, controller: { fault: "drop_hire_answer" } });
-    herdr.integrate("pi", { bin: bin!, env: { ...env.hire.env!, CLANKIE_PI_SOCKET_DIR: join(fleet.agentStateDir, "pi", "sockets") } });
+    fleet = await startHireFleet("pglite", {
+      herdrSocket: herdr.socketPath,
+      hire: env.hire,
+      controller: { fault: "drop_hire_answer" },
+    });
+    herdr.integrate("pi", {
+      bin: bin!,
+      env: { ...env.hire.env!, CLANKIE_PI_SOCKET_DIR: join(fleet.agentStateDir, "pi", "sockets") },
+    });
   });
   afterAll(async () => {
     await fleet?.close();
@@ -143,13 +179,33 @@ describe.runIf(bin)("hire_agent through Herdr: the answer is lost after the pane
   });
 
   it("start_unconfirmed; the census finds the Herdr pane and its processes, so not-launched is refused; reconcile finds the seat; nothing launches twice", async () => {
-    const args = { harness: "pi", workingDirectory: env.work, title: "pi worker", role: "tester", brief: `${marker}: go`, model: env.model };
+    const args = {
+      harness: "pi",
+      workingDirectory: env.work,
+      title: "pi worker",
+      role: "tester",
+      brief: `${marker}: go`,
+      model: env.model,
+    };
     const res = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
-    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "start_unconfirmed", hireId, launchCommitted: true });
+    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "start_unconfirmed",
+      hireId,
+      launchCommitted: true,
+    });
     const split = herdr.calls.filter((c) => c.method === "pane.split");
     expect(split).toHaveLength(1);
     // The owner's not-launched: the sealing census sees the pane and the processes in it.
-    const settle = await runCli(["hire-receipt", "settle", hireId, "not-launched", "--json", "--state-dir", fleet.stateDir]);
+    const settle = await runCli([
+      "hire-receipt",
+      "settle",
+      hireId,
+      "not-launched",
+      "--json",
+      "--state-dir",
+      fleet.stateDir,
+    ]);
     expect(settle.code, settle.stdout + settle.stderr).toBe(1);
     const refused = JSON.parse(settle.stdout) as { state: string; detail: string };
     expect(refused.state).toBe("refused");
@@ -162,12 +218,17 @@ describe.runIf(bin)("hire_agent through Herdr: the answer is lost after the pane
       if ((rec._meta?.[META] as { state?: string } | undefined)?.state === "settled") break;
       await sleep(500);
     }
-    expect(rec!.structuredContent, JSON.stringify(rec!.structuredContent)).toMatchObject({ outcome: "spawned", hireId, recoveredFrom: "host_journal" });
+    expect(rec!.structuredContent, JSON.stringify(rec!.structuredContent)).toMatchObject({
+      outcome: "spawned",
+      hireId,
+      recoveredFrom: "host_journal",
+    });
     const paneId = rec!.structuredContent!.paneId as string;
     const inPane = paneProcesses(paneId, herdr.socketPath);
     expect(inPane.length).toBeGreaterThan(0);
     // What the census named is what runs in that pane.
-    for (const pid of /processes ([\d, ]+)/.exec(refused.detail)![1]!.split(", ").map(Number)) expect(inPane).toContain(pid);
+    for (const pid of /processes ([\d, ]+)/.exec(refused.detail)![1]!.split(", ").map(Number))
+      expect(inPane).toContain(pid);
     await mock.waitForRequest(marker, 60_000);
     expect(mock.userMessagesContaining(marker)).toBe(1);
     expect(herdr.calls.filter((c) => c.method === "agent.start")).toHaveLength(1);

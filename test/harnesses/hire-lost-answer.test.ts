@@ -33,7 +33,14 @@ describe.runIf(bin)("hire_agent: the answer is lost after the pane opened", () =
     mock = await startMockAnthropicServer();
     env = piHireEnv(bin!, mock.url);
     fleet = await startHireFleet("pglite", { hire: env.hire, controller: { fault: "drop_hire_answer" } });
-    args = { harness: "pi", workingDirectory: env.work, title: "pi worker", role: "tester", brief: `${marker}: go`, model: env.model };
+    args = {
+      harness: "pi",
+      workingDirectory: env.work,
+      title: "pi worker",
+      role: "tester",
+      brief: `${marker}: go`,
+      model: env.model,
+    };
   });
   afterAll(async () => {
     await fleet?.close();
@@ -44,10 +51,20 @@ describe.runIf(bin)("hire_agent: the answer is lost after the pane opened", () =
   it("the lead gets start_unconfirmed with the original id, uncertain in _meta, never a second launch", async () => {
     const res = await fleet.lead.call("hire_agent", args, { [META]: { hireId } });
     expect(res.isError).toBe(true);
-    expect(res.structuredContent).toMatchObject({ outcome: "failed", reason: "start_unconfirmed", hireId, deliveryStage: "uncertain", reconcileTool: "reconcile_seat_call", launchCommitted: true });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "failed",
+      reason: "start_unconfirmed",
+      hireId,
+      deliveryStage: "uncertain",
+      reconcileTool: "reconcile_seat_call",
+      launchCommitted: true,
+    });
     expect(res._meta?.[META]).toMatchObject({ id: hireId, state: "uncertain", hireId });
     // What the owner can do (issue 12 item 3: control.reason and control.fix where the owner can act).
-    expect(res.structuredContent!.control).toEqual({ reason: "start_unconfirmed", fix: expect.stringMatching(new RegExp(`clankie hire-receipt settle ${hireId} not-launched`)) });
+    expect(res.structuredContent!.control).toEqual({
+      reason: "start_unconfirmed",
+      fix: expect.stringMatching(new RegExp(`clankie hire-receipt settle ${hireId} not-launched`)),
+    });
     // The pane did open: the answer was lost, not the launch.
     for (let i = 0; i < 100 && fleet.panes().filter((p) => p.hire === hireId).length === 0; i++) await sleep(100);
     expect(fleet.panes().filter((p) => p.hire === hireId)).toHaveLength(1);
@@ -59,13 +76,30 @@ describe.runIf(bin)("hire_agent: the answer is lost after the pane opened", () =
   it("hire-receipt list shows it unresolved with its age", async () => {
     const list = await runCli(["hire-receipt", "list", "--json", "--state-dir", fleet.stateDir]);
     expect(list.code, list.stderr).toBe(0);
-    const rows = (JSON.parse(list.stdout) as { unresolved: { id: string; state: string; ageMs: number; conversation: string; machine: string }[] }).unresolved;
-    expect(rows.find((r) => r.id === hireId)).toMatchObject({ state: "start_unconfirmed", conversation: "global-default", machine: "testbox", ageMs: expect.any(Number) });
+    const rows = (
+      JSON.parse(list.stdout) as {
+        unresolved: { id: string; state: string; ageMs: number; conversation: string; machine: string }[];
+      }
+    ).unresolved;
+    expect(rows.find((r) => r.id === hireId)).toMatchObject({
+      state: "start_unconfirmed",
+      conversation: "global-default",
+      machine: "testbox",
+      ageMs: expect.any(Number),
+    });
   });
 
   it("settle not-launched is refused: a fresh census finds the hire's pane and process", async () => {
     expect(fleet.markedProcesses(hireId).length).toBeGreaterThan(0);
-    const settle = await runCli(["hire-receipt", "settle", hireId, "not-launched", "--json", "--state-dir", fleet.stateDir]);
+    const settle = await runCli([
+      "hire-receipt",
+      "settle",
+      hireId,
+      "not-launched",
+      "--json",
+      "--state-dir",
+      fleet.stateDir,
+    ]);
     expect(settle.code).toBe(1);
     const body = JSON.parse(settle.stdout) as { state: string; detail: string };
     expect(body.state).toBe("refused");
@@ -80,7 +114,11 @@ describe.runIf(bin)("hire_agent: the answer is lost after the pane opened", () =
       if (rec._meta?.[META] && (rec._meta[META] as { state: string }).state === "settled") break;
       await sleep(500);
     }
-    expect(rec!.structuredContent, JSON.stringify(rec!.structuredContent)).toMatchObject({ outcome: "spawned", hireId, recoveredFrom: "host_journal" });
+    expect(rec!.structuredContent, JSON.stringify(rec!.structuredContent)).toMatchObject({
+      outcome: "spawned",
+      hireId,
+      recoveredFrom: "host_journal",
+    });
     const seat = rec!.structuredContent!.seat as string;
     expect(seat).toMatch(/^testbox\/pi-/);
     const roots = fleet.launchedRoots(hireId);
@@ -91,7 +129,9 @@ describe.runIf(bin)("hire_agent: the answer is lost after the pane opened", () =
     await mock.waitForRequest(marker, 60_000);
     expect(mock.userMessagesContaining(marker)).toBe(1);
     const list = await runCli(["hire-receipt", "list", "--json", "--state-dir", fleet.stateDir]);
-    expect((JSON.parse(list.stdout) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id)).not.toContain(hireId);
+    expect((JSON.parse(list.stdout) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id)).not.toContain(
+      hireId,
+    );
   });
 });
 
@@ -114,13 +154,24 @@ describe.runIf(bin)("hire_agent: the controller stops while a hire is in flight"
   });
 
   it("the in-flight hire answers start_unconfirmed; after a restart reconcile finds the seat in the host journal; nothing launches twice", async () => {
-    const args = { harness: "pi", workingDirectory: env.work, title: "pi worker", role: "tester", brief: `${marker}: go`, model: env.model };
+    const args = {
+      harness: "pi",
+      workingDirectory: env.work,
+      title: "pi worker",
+      role: "tester",
+      brief: `${marker}: go`,
+      model: env.model,
+    };
     const call = fleet.lead.call("hire_agent", args, { [META]: { hireId } });
     for (let i = 0; i < 200 && fleet.panes().filter((p) => p.hire === hireId).length === 0; i++) await sleep(50);
     expect(fleet.panes().filter((p) => p.hire === hireId)).toHaveLength(1);
     const restarted = fleet.restartController();
     const res = await call;
-    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "start_unconfirmed", hireId });
+    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+      outcome: "failed",
+      reason: "start_unconfirmed",
+      hireId,
+    });
     await restarted;
     const lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
     try {
@@ -130,7 +181,11 @@ describe.runIf(bin)("hire_agent: the controller stops while a hire is in flight"
         if ((rec._meta?.[META] as { state?: string } | undefined)?.state === "settled") break;
         await sleep(500);
       }
-      expect(rec!.structuredContent, JSON.stringify(rec!.structuredContent)).toMatchObject({ outcome: "spawned", hireId, recoveredFrom: "host_journal" });
+      expect(rec!.structuredContent, JSON.stringify(rec!.structuredContent)).toMatchObject({
+        outcome: "spawned",
+        hireId,
+        recoveredFrom: "host_journal",
+      });
       const again = await lead.call("hire_agent", args, { [META]: { hireId } });
       expect(again.structuredContent).toEqual(rec!.structuredContent);
       expect(fleet.panes().filter((p) => p.hire === hireId)).toHaveLength(1);

@@ -27,7 +27,8 @@ describe("a hired OpenCode reports to its hiring lead with message_clankie", () 
   let h: HiredReporter;
 
   beforeAll(async () => {
-    if (!bin) throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
+    if (!bin)
+      throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
     assertBuilt();
     mock = await startMockAnthropicServer({ toolUse: reportToolUse });
     env = openCodeHireEnv(bin, mock.url);
@@ -57,6 +58,16 @@ describe("a hired OpenCode reports to its hiring lead with message_clankie", () 
       if (r) answer = JSON.parse(r.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
       else await new Promise((res) => setTimeout(res, 100));
     }
-    await expectReportOnlyForHiring(h, TEXT, answer ?? { seen: mock.requests.map((x) => ({ last: x.latestUserText, tools: x.toolNames.filter((n) => n.includes("clankie")), results: x.turnToolResults })) });
+    await expectReportOnlyForHiring(
+      h,
+      TEXT,
+      answer ?? {
+        seen: mock.requests.map((x) => ({
+          last: x.latestUserText,
+          tools: x.toolNames.filter((n) => n.includes("clankie")),
+          results: x.turnToolResults,
+        })),
+      },
+    );
   });
 });

@@ -21,9 +21,15 @@ import { cleanupCodexEnv, makeCodexEnv, type CodexEnv } from "./kit/codex-env.js
 const claude = requireHarness("claude");
 const codex = requireHarness("codex");
 
-function sh(line: string, env: NodeJS.ProcessEnv, cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function sh(
+  line: string,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile("/bin/sh", ["-c", line], { env, cwd, timeout: 120_000 }, (error, stdout, stderr) => resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }));
+    execFile("/bin/sh", ["-c", line], { env, cwd, timeout: 120_000 }, (error, stdout, stderr) =>
+      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr }),
+    );
   });
 }
 
@@ -35,9 +41,16 @@ describe("the printed lead config lines, run by the real Claude Code and Codex",
   beforeAll(async () => {
     store = await prepareStore("pglite");
     up = await startUp(["--state-dir", store.stateDir, "--port", "0", "--pane-host", "none"], { DATABASE_URL: "" });
-    const res = await runCli(["lead", "token", "--conversation", "paste-test", "--state-dir", store.stateDir], { DATABASE_URL: "" });
+    const res = await runCli(["lead", "token", "--conversation", "paste-test", "--state-dir", store.stateDir], {
+      DATABASE_URL: "",
+    });
     expect(res.code).toBe(0);
-    const line = (label: string) => res.stdout.split("\n").find((l) => l.startsWith(label))!.slice(label.length).trim();
+    const line = (label: string) =>
+      res.stdout
+        .split("\n")
+        .find((l) => l.startsWith(label))!
+        .slice(label.length)
+        .trim();
     printed = { claude: line("Claude Code:"), codex: line("Codex:"), token: line("token"), mcpUrl: line("MCP") };
   });
   afterAll(async () => {
@@ -58,7 +71,9 @@ describe("the printed lead config lines, run by the real Claude Code and Codex",
       const add = await sh(printed.claude, env, home);
       expect(add.code, add.stderr).toBe(0);
       const list = await sh("claude mcp list", env, home);
-      expect(list.stdout).toMatch(new RegExp(`clankie: ${printed.mcpUrl.replace(/[.]/g, "\\.")} \\(HTTP\\) - . Connected`));
+      expect(list.stdout).toMatch(
+        new RegExp(`clankie: ${printed.mcpUrl.replace(/[.]/g, "\\.")} \\(HTTP\\) - . Connected`),
+      );
       const get = await sh("claude mcp get clankie", env, home);
       expect(get.stdout).toContain("Scope: User config");
       // From another folder too: user scope is every project.
@@ -72,15 +87,30 @@ describe("the printed lead config lines, run by the real Claude Code and Codex",
       const wrong = printed.claude.replace(printed.token, "lead_not-the-token");
       expect((await sh(wrong, env, home)).code).toBe(0);
       expect((await sh("claude mcp list", env, home)).stdout).toMatch(/clankie: .* Failed to connect/);
-      const res = await fetch(printed.mcpUrl, { method: "POST", headers: { "content-type": "application/json", authorization: "Bearer lead_not-the-token" }, body: "{}" });
+      const res = await fetch(printed.mcpUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer lead_not-the-token" },
+        body: "{}",
+      });
       expect(res.status).toBe(401);
       const challenge = res.headers.get("www-authenticate")!;
-      expect(challenge).toMatch(/^Bearer realm="clankie", error="invalid_token", error_description="wrong lead token: .*does not do OAuth", resource_metadata="(http:[^"]+)"$/);
-      const meta = (await (await fetch(/resource_metadata="([^"]+)"/.exec(challenge)![1]!)).json()) as Record<string, unknown>;
-      expect(meta).toMatchObject({ resource: printed.mcpUrl, authorization_servers: [], bearer_methods_supported: ["header"] });
+      expect(challenge).toMatch(
+        /^Bearer realm="clankie", error="invalid_token", error_description="wrong lead token: .*does not do OAuth", resource_metadata="(http:[^"]+)"$/,
+      );
+      const meta = (await (await fetch(/resource_metadata="([^"]+)"/.exec(challenge)![1]!)).json()) as Record<
+        string,
+        unknown
+      >;
+      expect(meta).toMatchObject({
+        resource: printed.mcpUrl,
+        authorization_servers: [],
+        bearer_methods_supported: ["header"],
+      });
       const as = await fetch(new URL("/.well-known/oauth-authorization-server", printed.mcpUrl));
       expect(as.status).toBe(404);
-      expect(((await as.json()) as { error_description: string }).error_description).toMatch(/no OAuth authorization server/);
+      expect(((await as.json()) as { error_description: string }).error_description).toMatch(
+        /no OAuth authorization server/,
+      );
     });
   });
 
@@ -106,12 +136,19 @@ describe("the printed lead config lines, run by the real Claude Code and Codex",
       expect(config.match(/\[mcp_servers\.clankie\]/g)).toHaveLength(1);
       const get = await sh("codex mcp get clankie --json", env, cx.workDir);
       expect(get.code, get.stderr).toBe(0);
-      expect(JSON.parse(get.stdout).transport).toMatchObject({ type: "streamable_http", url: printed.mcpUrl, http_headers: { Authorization: `Bearer ${printed.token}` } });
+      expect(JSON.parse(get.stdout).transport).toMatchObject({
+        type: "streamable_http",
+        url: printed.mcpUrl,
+        http_headers: { Authorization: `Bearer ${printed.token}` },
+      });
       // No CLANKIE_TOKEN or any other variable: the token comes from Codex's own config.
       const run = await sh("codex exec --skip-git-repo-check 'list the seats' </dev/null", env, cx.workDir);
       expect(run.code, run.stderr).toBe(0);
       const req = await mock.waitFor((r) => r.lastUserText.includes("list the seats"));
-      expect(req.toolNames.some((n) => n.includes("list_seats")), JSON.stringify(req.toolNames)).toBe(true);
+      expect(
+        req.toolNames.some((n) => n.includes("list_seats")),
+        JSON.stringify(req.toolNames),
+      ).toBe(true);
       expect(req.toolNames.some((n) => n.includes("message_seat"))).toBe(true);
     });
   });

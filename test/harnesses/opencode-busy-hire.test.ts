@@ -29,14 +29,22 @@ describe("rule 41: message_seat to a hired OpenCode seat while its turn runs rea
   let seat: string;
 
   beforeAll(async () => {
-    if (!bin) throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
+    if (!bin)
+      throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
     assertBuilt();
     mock = await startMockAnthropicServer({ slowMs: SLOW_MS });
     env = openCodeHireEnv(bin, mock.url);
     fleet = await startHireFleet("pglite", { hire: env.hire });
     hiring = await fleet.leadFor("hiring-lead");
     const brief = `brief ${randomUUID()}`;
-    const res = await hiring.call("hire_agent", { harness: "opencode", workingDirectory: env.work, title: "opencode busy", role: "busy", brief, model: env.model });
+    const res = await hiring.call("hire_agent", {
+      harness: "opencode",
+      workingDirectory: env.work,
+      title: "opencode busy",
+      role: "busy",
+      brief,
+      model: env.model,
+    });
     expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "spawned" });
     seat = res.structuredContent!.seat as string;
     await mock.waitForRequest(brief);

@@ -28,7 +28,16 @@ describe("pinned OpenCode: which turns are offered the worker server's tools", (
   let serve: ChildProcess;
   let url = "";
   const stateDir = () => join(env.root, "agent");
-  const session = async () => ((await (await fetch(`${url}/api/session`, { method: "POST", headers: H, body: JSON.stringify({ location: { directory: env.work } }) })).json()) as { data: { id: string } }).data.id;
+  const session = async () =>
+    (
+      (await (
+        await fetch(`${url}/api/session`, {
+          method: "POST",
+          headers: H,
+          body: JSON.stringify({ location: { directory: env.work } }),
+        })
+      ).json()) as { data: { id: string } }
+    ).data.id;
   /** The clankie tools offered to the turn for MARKER (its model request; the title request offers no tools at all). */
   const clankieTools = async (marker: string) => {
     for (let i = 0; i < 600; i++) {
@@ -40,13 +49,26 @@ describe("pinned OpenCode: which turns are offered the worker server's tools", (
   };
 
   beforeAll(async () => {
-    if (!bin) throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
+    if (!bin)
+      throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
     assertBuilt();
     mock = await startMockAnthropicServer({});
     env = openCodeHireEnv(bin, mock.url);
     const port = await freePort();
-    const mcp = JSON.stringify({ mcp: { clankie: { type: "local", command: [process.execPath, CLI, "worker", "mcp", "--agent-state-dir", stateDir()], enabled: true } } });
-    serve = spawn(bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: env.work, env: { ...env.hire.env, OPENCODE_CONFIG_CONTENT: mcp }, stdio: ["ignore", "pipe", "pipe"] });
+    const mcp = JSON.stringify({
+      mcp: {
+        clankie: {
+          type: "local",
+          command: [process.execPath, CLI, "worker", "mcp", "--agent-state-dir", stateDir()],
+          enabled: true,
+        },
+      },
+    });
+    serve = spawn(bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
+      cwd: env.work,
+      env: { ...env.hire.env, OPENCODE_CONFIG_CONTENT: mcp },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     let log = "";
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`opencode serve did not listen: ${log}`)), 60_000);
@@ -63,7 +85,11 @@ describe("pinned OpenCode: which turns are offered the worker server's tools", (
     url = `http://127.0.0.1:${port}`;
     // Observed on 1.18.33: the first v2 prompt a fresh server admits never reaches the model; a throwaway takes it.
     const warm = await session();
-    await fetch(`${url}/api/session/${warm}/prompt`, { method: "POST", headers: H, body: JSON.stringify({ prompt: { text: "warm-up" }, delivery: "queue" }) });
+    await fetch(`${url}/api/session/${warm}/prompt`, {
+      method: "POST",
+      headers: H,
+      body: JSON.stringify({ prompt: { text: "warm-up" }, delivery: "queue" }),
+    });
     await fetch(`${url}/api/session/${warm}/interrupt`, { method: "POST", headers: H });
     // A turn started before the server's MCP client connects is offered no MCP tools on either route.
     let status = "";
@@ -84,16 +110,29 @@ describe("pinned OpenCode: which turns are offered the worker server's tools", (
   });
 
   it("with the MCP server connected, a v1 prompt_async turn is offered message_clankie and a later v2 prompt turn no clankie tool", async () => {
-    const v1 = await fetch(`${url}/session/${await session()}/prompt_async?directory=${encodeURIComponent(env.work)}`, { method: "POST", headers: H, body: JSON.stringify({ parts: [{ type: "text", text: "v1-route-marker" }], model: { providerID: "mock", modelID: "mock-model" } }) });
+    const v1 = await fetch(`${url}/session/${await session()}/prompt_async?directory=${encodeURIComponent(env.work)}`, {
+      method: "POST",
+      headers: H,
+      body: JSON.stringify({
+        parts: [{ type: "text", text: "v1-route-marker" }],
+        model: { providerID: "mock", modelID: "mock-model" },
+      }),
+    });
     expect(v1.status).toBe(204);
     expect(await clankieTools("v1-route-marker")).toContain("clankie_message_clankie");
-    const v2 = await fetch(`${url}/api/session/${await session()}/prompt`, { method: "POST", headers: H, body: JSON.stringify({ prompt: { text: "v2-route-marker" }, delivery: "queue" }) });
+    const v2 = await fetch(`${url}/api/session/${await session()}/prompt`, {
+      method: "POST",
+      headers: H,
+      body: JSON.stringify({ prompt: { text: "v2-route-marker" }, delivery: "queue" }),
+    });
     expect(v2.status).toBe(200);
     expect(await clankieTools("v2-route-marker")).toEqual([]);
   });
 
   it("the worker server runs as a child of the process serving the API, so the hire runs that server inside the pane", () => {
-    const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" }).split("\n").map((l) => l.trim().split(/\s+/));
+    const rows = execFileSync("ps", ["-eo", "pid=,ppid=,args="], { encoding: "utf8" })
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/));
     const worker = rows.filter((r) => r.includes("mcp") && r.includes(stateDir()));
     expect(worker.map((r) => Number(r[1]))).toEqual([serve.pid]);
   });

@@ -22,8 +22,16 @@ import { startHttpLossyProxy, type HttpLossyProxy } from "./kit/http-lossy-proxy
 import { startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
 
 const bin = requireHarness("opencode");
-const QUESTION = { question: "Which queue should the service use?", header: "Queue", options: [{ label: "Redis", description: "shared" }, { label: "None", description: "in process" }] };
-const told = (answer: string) => `User has answered your questions: "${QUESTION.question}"="${answer}". You can now continue with the user's answers in mind.`;
+const QUESTION = {
+  question: "Which queue should the service use?",
+  header: "Queue",
+  options: [
+    { label: "Redis", description: "shared" },
+    { label: "None", description: "in process" },
+  ],
+};
+const told = (answer: string) =>
+  `User has answered your questions: "${QUESTION.question}"="${answer}". You can now continue with the user's answers in mind.`;
 
 async function until<T>(probe: () => T | undefined, what: string, tries = 600): Promise<T> {
   for (let i = 0; i < tries; i++) {
@@ -41,12 +49,21 @@ describe("an OpenCode question's lost answer is uncertain, fenced, and settled b
   let watcher: OpenCodeQuestionWatcher;
   let sessionId: string;
   const asked: WorkerQuestion[] = [];
-  const headers = () => ({ authorization: `Basic ${Buffer.from(`opencode:${oc.password}`).toString("base64")}`, "content-type": "application/json" });
-  const ask = (text: string) => fetch(`${oc.url}/session/${sessionId}/prompt_async`, { method: "POST", headers: headers(), body: JSON.stringify({ parts: [{ type: "text", text }] }) });
+  const headers = () => ({
+    authorization: `Basic ${Buffer.from(`opencode:${oc.password}`).toString("base64")}`,
+    "content-type": "application/json",
+  });
+  const ask = (text: string) =>
+    fetch(`${oc.url}/session/${sessionId}/prompt_async`, {
+      method: "POST",
+      headers: headers(),
+      body: JSON.stringify({ parts: [{ type: "text", text }] }),
+    });
   const results = () => mock.requests.flatMap((r) => r.turnToolResults).filter((t) => t.includes(QUESTION.question));
 
   beforeAll(async () => {
-    if (!bin) throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
+    if (!bin)
+      throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
     mock = await startMockAnthropicServer({
       toolUse: (r) =>
         r.latestUserText.includes("[ask]") && r.toolNames.includes("question")
@@ -58,8 +75,19 @@ describe("an OpenCode question's lost answer is uncertain, fenced, and settled b
     oc = await startOpenCodeServer(bin, mock.url, { permission: { bash: "ask" } });
     sessionId = await oc.createSession();
     proxy = await startHttpLossyProxy(oc.url);
-    const seat: SeatRecord = { name: "oc-asker", kind: SeatKind.OpenCode, title: "asker", occupantId: `opencode:${oc.pid}:${sessionId}`, createdAtMs: Date.now(), control: { baseUrl: proxy.url, sessionId, passwordFile: oc.passwordFile } };
-    const w = await OpenCodeQuestionWatcher.attach(seat, new QuestionLedger(mkdtempSync(join(tmpdir(), "ocq-ledger-"))), { pollMs: 200, receiptWaitMs: 5000 });
+    const seat: SeatRecord = {
+      name: "oc-asker",
+      kind: SeatKind.OpenCode,
+      title: "asker",
+      occupantId: `opencode:${oc.pid}:${sessionId}`,
+      createdAtMs: Date.now(),
+      control: { baseUrl: proxy.url, sessionId, passwordFile: oc.passwordFile },
+    };
+    const w = await OpenCodeQuestionWatcher.attach(
+      seat,
+      new QuestionLedger(mkdtempSync(join(tmpdir(), "ocq-ledger-"))),
+      { pollMs: 200, receiptWaitMs: 5000 },
+    );
     if (!w.ok) throw new Error(w.message);
     watcher = w.watcher;
     watcher.onQuestion((q) => asked.push(q));
@@ -74,15 +102,29 @@ describe("an OpenCode question's lost answer is uncertain, fenced, and settled b
   it("rule 39: the reply OpenCode took but whose answer was lost is uncertain; a second answer is refused and never sent; reconcile_only proves delivered from the tool part", async () => {
     expect((await ask("[ask] lost one")).status).toBe(204);
     const q = await until(() => asked[0], "the question to be seen");
-    expect(q).toMatchObject({ seat: "oc-asker", threadId: sessionId, requestId: expect.stringMatching(/^que_/), itemId: expect.any(String), turnId: expect.stringMatching(/^msg_/) });
-    expect(q.questions).toEqual([{ id: "q1", header: "Queue", question: QUESTION.question, isOther: true, options: QUESTION.options }]);
+    expect(q).toMatchObject({
+      seat: "oc-asker",
+      threadId: sessionId,
+      requestId: expect.stringMatching(/^que_/),
+      itemId: expect.any(String),
+      turnId: expect.stringMatching(/^msg_/),
+    });
+    expect(q.questions).toEqual([
+      { id: "q1", header: "Queue", question: QUESTION.question, isOther: true, options: QUESTION.options },
+    ]);
     proxy.arm("POST", /^\/question\/que_[^/]+\/reply/);
-    expect(await watcher.answer(q.requestId, { q1: { answers: ["Redis"] } })).toEqual({ result: "uncertain", reason: "connection_lost" });
+    expect(await watcher.answer(q.requestId, { q1: { answers: ["Redis"] } })).toEqual({
+      result: "uncertain",
+      reason: "connection_lost",
+    });
     expect(proxy.lost).toEqual([expect.objectContaining({ status: 200, body: "true" })]);
     await until(() => (results().length > 0 ? true : undefined), "the model to be given the lost answer");
     const again = await watcher.answer(q.requestId, { q1: { answers: ["None"] } });
     expect(again).toMatchObject({ result: "refused", reason: "fenced", previous: { state: "uncertain" } });
-    expect(await watcher.reconcile(q.requestId)).toMatchObject({ result: "delivered", receipt: { callId: q.itemId, turnId: q.turnId, output: told("Redis") } });
+    expect(await watcher.reconcile(q.requestId)).toMatchObject({
+      result: "delivered",
+      receipt: { callId: q.itemId, turnId: q.turnId, output: told("Redis") },
+    });
     // Settled: a later reconcile reads the same, and nothing was ever sent twice.
     expect(await watcher.reconcile(q.requestId)).toMatchObject({ result: "delivered" });
     expect(results()).toEqual([told("Redis")]);
@@ -92,9 +134,15 @@ describe("an OpenCode question's lost answer is uncertain, fenced, and settled b
     expect((await ask("[ask] never answered")).status).toBe(204);
     const q = await until(() => asked[1], "the second question to be seen");
     expect(await watcher.reconcile(q.requestId)).toMatchObject({ result: "not_sent", reason: "no_claim" });
-    expect(await watcher.answer(q.requestId, { q9: { answers: ["x"] } })).toMatchObject({ result: "refused", reason: "bad_answer" });
+    expect(await watcher.answer(q.requestId, { q9: { answers: ["x"] } })).toMatchObject({
+      result: "refused",
+      reason: "bad_answer",
+    });
     expect(await watcher.reconcile(q.requestId)).toMatchObject({ result: "not_sent", reason: "no_claim" });
-    expect(await watcher.answer(q.requestId, { q1: { answers: ["None"] } })).toMatchObject({ result: "delivered", receipt: { output: told("None") } });
+    expect(await watcher.answer(q.requestId, { q1: { answers: ["None"] } })).toMatchObject({
+      result: "delivered",
+      receipt: { output: told("None") },
+    });
   });
 
   it("rules 35/39: a permission prompt stays with the owner: OpenCode holds it under /permission and it never surfaces as a question", async () => {
@@ -102,7 +150,9 @@ describe("an OpenCode question's lost answer is uncertain, fenced, and settled b
     expect((await ask("[perm] run the probe")).status).toBe(204);
     let perms: { id?: string; sessionID?: string; permission?: string }[] = [];
     for (let i = 0; i < 300 && perms.length === 0; i++) {
-      perms = ((await (await fetch(`${oc.url}/permission`, { headers: headers() })).json()) as typeof perms).filter((p) => p.sessionID === sessionId);
+      perms = ((await (await fetch(`${oc.url}/permission`, { headers: headers() })).json()) as typeof perms).filter(
+        (p) => p.sessionID === sessionId,
+      );
       if (perms.length === 0) await new Promise((r) => setTimeout(r, 100));
     }
     expect(perms, "OpenCode asked for the bash permission").toHaveLength(1);

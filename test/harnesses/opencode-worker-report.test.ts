@@ -19,7 +19,13 @@ import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/
 import { assertBuilt } from "../kit/cli.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { freePort } from "./kit/opencode-server.js";
-import { ASK, prepareWorkerReportStore, reportToolUse, startWorkerReportFleet, type WorkerReportFleet } from "./kit/worker-report-fleet.js";
+import {
+  ASK,
+  prepareWorkerReportStore,
+  reportToolUse,
+  startWorkerReportFleet,
+  type WorkerReportFleet,
+} from "./kit/worker-report-fleet.js";
 
 const bin = requireHarness("opencode");
 const TMUX = "/usr/bin/tmux";
@@ -27,7 +33,11 @@ const TMUX = "/usr/bin/tmux";
 /** Creates a session in WORK with a short-lived `opencode serve` over the same homes; the TUI then opens it by id. */
 async function createSession(env: Record<string, string>, work: string): Promise<string> {
   const port = await freePort();
-  const child = spawn(bin!, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: work, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(bin!, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
+    cwd: work,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   try {
     let log = "";
     await new Promise<void>((resolve, reject) => {
@@ -42,7 +52,11 @@ async function createSession(env: Record<string, string>, work: string): Promise
       child.stdout!.on("data", onData);
       child.stderr!.on("data", onData);
     });
-    const res = await fetch(`http://127.0.0.1:${port}/api/session`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: { id: "mock-model", providerID: "mock" }, location: { directory: work } }) });
+    const res = await fetch(`http://127.0.0.1:${port}/api/session`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ model: { id: "mock-model", providerID: "mock" }, location: { directory: work } }),
+    });
     const body = (await res.json()) as { data?: { id?: string } };
     if (!body.data?.id) throw new Error(`session create failed: ${JSON.stringify(body)}`);
     return body.data.id;
@@ -63,13 +77,20 @@ describe("a real OpenCode worker answers its lead with message_clankie through `
   };
 
   beforeAll(async () => {
-    if (!bin) throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
+    if (!bin)
+      throw new Error("opencode is not installed in .harnesses/opencode: run `npm run harnesses:install -- opencode`");
     assertBuilt();
     mock = await startMockAnthropicServer({ toolUse: reportToolUse });
     const store = await prepareWorkerReportStore();
     const root = join(store.stateDir, "opencode-seat");
     const env: Record<string, string> = { PATH: process.env.PATH ?? "", TERM: "xterm-256color" };
-    for (const [k, sub] of Object.entries({ HOME: "home", XDG_CONFIG_HOME: "config", XDG_DATA_HOME: "data", XDG_STATE_HOME: "state", XDG_CACHE_HOME: "cache" })) {
+    for (const [k, sub] of Object.entries({
+      HOME: "home",
+      XDG_CONFIG_HOME: "config",
+      XDG_DATA_HOME: "data",
+      XDG_STATE_HOME: "state",
+      XDG_CACHE_HOME: "cache",
+    })) {
       mkdirSync(join(root, sub), { recursive: true });
       env[k] = join(root, sub);
     }
@@ -84,14 +105,45 @@ describe("a real OpenCode worker answers its lead with message_clankie through `
         small_model: "mock/mock-model",
         autoupdate: false,
         share: "disabled",
-        provider: { mock: { npm: "@ai-sdk/anthropic", name: "Mock", options: { baseURL: `${mock.url}/v1`, apiKey: "sk-mock" }, models: { "mock-model": { name: "Mock" } } } },
+        provider: {
+          mock: {
+            npm: "@ai-sdk/anthropic",
+            name: "Mock",
+            options: { baseURL: `${mock.url}/v1`, apiKey: "sk-mock" },
+            models: { "mock-model": { name: "Mock" } },
+          },
+        },
         mcp: { clankie: { type: "local", command: [store.workerMcp.command, ...store.workerMcp.args], enabled: true } },
       }),
     );
     const sessionId = await createSession(env, work);
     const port = await freePort();
     tmuxSock = join(root, "tmux.sock");
-    execFileSync(TMUX, ["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "oc", "-x", "160", "-y", "40", "-c", work, "/usr/bin/env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), bin!, "--port", String(port), "--hostname", "127.0.0.1", "--session", sessionId]);
+    execFileSync(TMUX, [
+      "-S",
+      tmuxSock,
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "oc",
+      "-x",
+      "160",
+      "-y",
+      "40",
+      "-c",
+      work,
+      "/usr/bin/env",
+      ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      bin!,
+      "--port",
+      String(port),
+      "--hostname",
+      "127.0.0.1",
+      "--session",
+      sessionId,
+    ]);
     fleet = await startWorkerReportFleet(store, mock, tmuxSock);
     seat = await fleet.seat("opencode");
   });
@@ -109,9 +161,18 @@ describe("a real OpenCode worker answers its lead with message_clankie through `
   it("issue 13 part 2: a message_seat to the discovered OpenCode seat starts a turn offered message_clankie, and its report is stored under the binding for the lead", async () => {
     const text = "opencode message_seat report: done";
     const receipt = await fleet.askReport(seat.name, text);
-    expect(mock.requests.find((r) => r.latestUserText.includes(ASK + text) && r.toolNames.length > 0)?.toolNames).toContain("clankie_message_clankie");
-    expect(receipt).toMatchObject({ received: true, deliveryStage: "stored", deliveryId: expect.any(String), binding: expect.any(String) });
-    expect((await fleet.reports()).filter((r) => r.text === text)).toEqual([expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false })]);
+    expect(
+      mock.requests.find((r) => r.latestUserText.includes(ASK + text) && r.toolNames.length > 0)?.toolNames,
+    ).toContain("clankie_message_clankie");
+    expect(receipt).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      deliveryId: expect.any(String),
+      binding: expect.any(String),
+    });
+    expect((await fleet.reports()).filter((r) => r.text === text)).toEqual([
+      expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false }),
+    ]);
     expect(mock.userMessagesContaining(ASK + text)).toBe(1);
     expect(claimFiles()).toEqual([]);
   });
@@ -122,8 +183,15 @@ describe("a real OpenCode worker answers its lead with message_clankie through `
     execFileSync(TMUX, ["-S", tmuxSock, "send-keys", "-t", "oc", "-l", ASK + "opencode worker report: done"]);
     execFileSync(TMUX, ["-S", tmuxSock, "send-keys", "-t", "oc", "Enter"]);
     const receipt = await fleet.toolAnswer("opencode worker report: done", before);
-    expect(receipt).toMatchObject({ received: true, deliveryStage: "stored", deliveryId: expect.any(String), binding: expect.any(String) });
-    expect((await fleet.reports()).filter((r) => r.text === "opencode worker report: done")).toEqual([expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false })]);
+    expect(receipt).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      deliveryId: expect.any(String),
+      binding: expect.any(String),
+    });
+    expect((await fleet.reports()).filter((r) => r.text === "opencode worker report: done")).toEqual([
+      expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false }),
+    ]);
     expect(claimFiles()).toEqual([]);
   });
 });

@@ -46,10 +46,19 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
       title: "opencode",
       occupantId: `opencode:${sessionId}`,
       createdAtMs: Date.now(),
-      control: { baseUrl: opts.viaProxy ? proxy.url : server.url, sessionId, passwordFile: opts.passwordFile ?? server.passwordFile },
+      control: {
+        baseUrl: opts.viaProxy ? proxy.url : server.url,
+        sessionId,
+        passwordFile: opts.passwordFile ?? server.passwordFile,
+      },
     };
   }
-  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({
+    deliveryId: randomUUID(),
+    text,
+    mode,
+    conversationId: "c1",
+  });
 
   async function untilWorking(s: SeatRecord): Promise<void> {
     for (let i = 0; i < 300; i++) {
@@ -93,14 +102,24 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     await mock.waitForRequest(queue.text);
     expect(mock.userMessagesContaining(queue.text)).toBe(1);
     expect(mock.userMessagesContaining(steer.text)).toBe(0);
-    expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([hold.deliveryId, queue.deliveryId]);
+    expect((await adapter.readSession(s, 0)).entries.map((e) => e.deliveryId)).toEqual([
+      hold.deliveryId,
+      queue.deliveryId,
+    ]);
   });
 
   it("a run another client started through v2 is joined through v2: explicit steer is admitted once (stored) and reaches the model once", async () => {
     const s = await seat();
     const hold = `hold v2 ${randomUUID()}`;
-    const auth = { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}`, "content-type": "application/json" };
-    const started = await fetch(`${server.url}/api/session/${s.control!.sessionId}/prompt`, { method: "POST", headers: auth, body: JSON.stringify({ prompt: { text: hold }, delivery: "queue" }) });
+    const auth = {
+      authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}`,
+      "content-type": "application/json",
+    };
+    const started = await fetch(`${server.url}/api/session/${s.control!.sessionId}/prompt`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify({ prompt: { text: hold }, delivery: "queue" }),
+    });
     expect(started.status).toBe(200);
     await mock.waitForRequest(hold);
     await untilWorking(s);
@@ -136,7 +155,9 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     expect(read.complete).toBe(true);
     expect(read.entries.map((e) => e.deliveryId)).toEqual([m.deliveryId]);
     expect(read.entries[0]!.nativeReceiptId).toBe(v.nativeReceiptId);
-    const h = await fetch(`${server.url}/session/${s.control!.sessionId}/message`, { headers: { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}` } });
+    const h = await fetch(`${server.url}/session/${s.control!.sessionId}/message`, {
+      headers: { authorization: `Basic ${Buffer.from(`opencode:${server.password}`).toString("base64")}` },
+    });
     const rows = (await h.json()) as { info: { id: string; role: string } }[];
     expect(rows.filter((r) => r.info.role === "user").map((r) => deliveryIdOf(r.info.id))).toEqual([m.deliveryId]);
   });
@@ -153,7 +174,11 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     // Rule 41: the uncertain delivery blocks even an explicit retry of it: nothing leaves the agent.
     for (const mode of ["queue", "auto"] as const) {
       const retry = await deliverTo(adapter, s, { ...m, mode });
-      expect(retry).toMatchObject({ result: AgentResult.Unconfirmed, reason: "uncertain_original", deliveryStage: "uncertain" });
+      expect(retry).toMatchObject({
+        result: AgentResult.Unconfirmed,
+        reason: "uncertain_original",
+        deliveryStage: "uncertain",
+      });
     }
     expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.includes("/prompt_async"))).toHaveLength(1);
     // The next message's model call carries the whole conversation: the lost one is in it exactly once.
@@ -172,9 +197,20 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     try {
       const m = msg(`unreadable receipt ${randomUUID()}`);
       const v = await deliverTo(quick, s, m);
-      expect(v).toMatchObject({ result: AgentResult.Unconfirmed, reason: "receipt_missing", deliveryStage: "uncertain" });
-      expect(await deliverTo(quick, s, { ...m, mode: "queue" })).toMatchObject({ result: AgentResult.Unconfirmed, reason: "uncertain_original" });
-      expect(proxy.forwarded.filter((f) => f.startsWith("POST") && f.includes(s.control!.sessionId as string) && f.includes("/prompt_async"))).toHaveLength(1);
+      expect(v).toMatchObject({
+        result: AgentResult.Unconfirmed,
+        reason: "receipt_missing",
+        deliveryStage: "uncertain",
+      });
+      expect(await deliverTo(quick, s, { ...m, mode: "queue" })).toMatchObject({
+        result: AgentResult.Unconfirmed,
+        reason: "uncertain_original",
+      });
+      expect(
+        proxy.forwarded.filter(
+          (f) => f.startsWith("POST") && f.includes(s.control!.sessionId as string) && f.includes("/prompt_async"),
+        ),
+      ).toHaveLength(1);
       await mock.waitForRequest(m.text);
       expect(mock.userMessagesContaining(m.text)).toBe(1);
     } finally {
@@ -189,7 +225,9 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
     const v = await deliverTo(adapter, s, m);
     expect(v.result).toBe(AgentResult.Unconfirmed);
     expect(v.reason).toBe("opencode_error");
-    expect(proxy.forwarded.filter((f) => f.includes(s.control!.sessionId as string) && f.includes("/prompt_async"))).toHaveLength(0);
+    expect(
+      proxy.forwarded.filter((f) => f.includes(s.control!.sessionId as string) && f.includes("/prompt_async")),
+    ).toHaveLength(0);
     expect(mock.userMessagesContaining(m.text)).toBe(0);
   });
 

@@ -30,28 +30,81 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
   const tmuxSocket = `clankie-pi-${process.pid}-${Date.now()}`;
   const links = new PiLinkBook((c) => dialPiExtension(c));
   const adapter = new PiAdapter({ clock: frozenClock, links, startWaitMs: 30_000 });
-  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({
+    deliveryId: randomUUID(),
+    text,
+    mode,
+    conversationId: "c1",
+  });
 
   beforeAll(async () => {
-    if (!existsSync(EXTENSION)) throw new Error(`${EXTENSION} is missing: run npm run build (npm run test:harnesses does)`);
+    if (!existsSync(EXTENSION))
+      throw new Error(`${EXTENSION} is missing: run npm run build (npm run test:harnesses does)`);
     mock = await startMockAnthropicServer();
     dir = mkdtempSync(join(tmpdir(), "clankie-pitui-"));
     const agentDir = join(dir, "home/.pi/agent");
     const socketDir = join(dir, "sockets");
     mkdirSync(agentDir, { recursive: true });
     mkdirSync(join(dir, "work"));
-    writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] } } }));
-    const env = { HOME: join(dir, "home"), PI_CODING_AGENT_DIR: agentDir, CLANKIE_PI_SOCKET_DIR: socketDir, XDG_CONFIG_HOME: join(dir, "config"), XDG_CACHE_HOME: join(dir, "cache"), PATH: process.env.PATH ?? "", TERM: "xterm-256color" };
+    writeFileSync(
+      join(agentDir, "models.json"),
+      JSON.stringify({
+        providers: {
+          mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
+        },
+      }),
+    );
+    const env = {
+      HOME: join(dir, "home"),
+      PI_CODING_AGENT_DIR: agentDir,
+      CLANKIE_PI_SOCKET_DIR: socketDir,
+      XDG_CONFIG_HOME: join(dir, "config"),
+      XDG_CACHE_HOME: join(dir, "cache"),
+      PATH: process.env.PATH ?? "",
+      TERM: "xterm-256color",
+    };
     // Fixed paths and flags only; tmux hands this line to a shell.
-    const command = [bin!, "-e", EXTENSION, "--no-session", "--provider", "mock", "--model", "mock-model"].map((a) => `'${a}'`).join(" ");
-    execFileSync("tmux", ["-L", tmuxSocket, "new-session", "-d", "-s", "pi", "-x", "160", "-y", "40", "-c", join(dir, "work"), ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]), command]);
+    const command = [bin!, "-e", EXTENSION, "--no-session", "--provider", "mock", "--model", "mock-model"]
+      .map((a) => `'${a}'`)
+      .join(" ");
+    execFileSync("tmux", [
+      "-L",
+      tmuxSocket,
+      "new-session",
+      "-d",
+      "-s",
+      "pi",
+      "-x",
+      "160",
+      "-y",
+      "40",
+      "-c",
+      join(dir, "work"),
+      ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]),
+      command,
+    ]);
     for (let i = 0; i < 600 && piPid < 0; i++) {
       const sock = existsSync(socketDir) ? readdirSync(socketDir).find((f) => /^pi-\d+\.sock$/.test(f)) : undefined;
       if (sock && existsSync(join(socketDir, sock.replace(".sock", ".token")))) piPid = Number(/\d+/.exec(sock)![0]);
       else await new Promise((r) => setTimeout(r, 200));
     }
-    if (piPid < 0) throw new Error(`the Pi TUI never opened the extension socket:\n${execFileSync("tmux", ["-L", tmuxSocket, "capture-pane", "-p", "-t", "pi"], { encoding: "utf8" })}`);
-    seat = { name: "pi-tui", kind: SeatKind.Pi, title: "pi", occupantId: `pi:${piPid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: join(socketDir, `pi-${piPid}.sock`), tokenFile: join(socketDir, `pi-${piPid}.token`), piPid } };
+    if (piPid < 0)
+      throw new Error(
+        `the Pi TUI never opened the extension socket:\n${execFileSync("tmux", ["-L", tmuxSocket, "capture-pane", "-p", "-t", "pi"], { encoding: "utf8" })}`,
+      );
+    seat = {
+      name: "pi-tui",
+      kind: SeatKind.Pi,
+      title: "pi",
+      occupantId: `pi:${piPid}`,
+      createdAtMs: Date.now(),
+      control: {
+        transport: "extension",
+        socketPath: join(socketDir, `pi-${piPid}.sock`),
+        tokenFile: join(socketDir, `pi-${piPid}.token`),
+        piPid,
+      },
+    };
   });
   afterAll(async () => {
     mock?.release();
@@ -71,14 +124,29 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
   });
 
   it("rule 42: an idle Pi TUI advertises exactly what the extension's hello offers: queue (followUp) and abort, no steer", async () => {
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const link = await links.get(seat);
-    expect(link?.origin).toEqual({ kind: "extension", pid: piPid, commands: ["get_state", "prompt", "abort"], deliverAs: ["steer", "followUp"] });
-    expect((await adapter.inspect(seat)).snapshot.inputCapabilities).toEqual({ deliveryModes: ["queue"], interrupt: true, nextTurnOnly: false });
+    expect(link?.origin).toEqual({
+      kind: "extension",
+      pid: piPid,
+      commands: ["get_state", "prompt", "abort"],
+      deliverAs: ["steer", "followUp"],
+    });
+    expect((await adapter.inspect(seat)).snapshot.inputCapabilities).toEqual({
+      deliveryModes: ["queue"],
+      interrupt: true,
+      nextTurnOnly: false,
+    });
   });
 
   it("rule 3: a seat whose recorded Pi is not the process serving the socket is refused, and nothing is sent", async () => {
-    const other: SeatRecord = { ...seat, name: "pi-someone-else", occupantId: `pi:${piPid + 100_000}`, control: { ...seat.control!, piPid: piPid + 100_000 } };
+    const other: SeatRecord = {
+      ...seat,
+      name: "pi-someone-else",
+      occupantId: `pi:${piPid + 100_000}`,
+      control: { ...seat.control!, piPid: piPid + 100_000 },
+    };
     const { snapshot, proofs } = await adapter.inspect(other);
     expect(snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
     expect(proofs[0]).toMatchObject({ outcome: "refuted", detail: expect.stringContaining(`served by Pi ${piPid}`) });
@@ -96,13 +164,15 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
   });
 
   it("a streaming Pi TUI is steered through the extension, and explicit steer to it idle is refused pre-send", async () => {
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const idleSteer = msg(`idle steer ${randomUUID()}`, "steer");
     expect((await deliverTo(adapter, seat, idleSteer)).result).toBe(AgentResult.Rejected);
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "working"; i++) await new Promise((r) => setTimeout(r, 100));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "working"; i++)
+      await new Promise((r) => setTimeout(r, 100));
     // Rule 42: while a turn runs, the hello's steer route is advertised too.
     expect((await adapter.inspect(seat)).snapshot.inputCapabilities.deliveryModes).toEqual(["steer", "queue"]);
     const steer = msg(`tui steer ${randomUUID()}`, "steer");
@@ -114,7 +184,8 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
   });
 
   it("issue 35 item 2: the prompt's answer carries Pi's disposition at the send; a Pi busy since the last inspect queues the message at once", async () => {
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);
     expect((await deliverTo(adapter, seat, hold)).result).toBe(AgentResult.Delivered);
     await mock.waitForRequest(hold.text);
@@ -131,7 +202,8 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
   });
 
   it("stop aborts the TUI's running turn through the extension", async () => {
-    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++) await new Promise((r) => setTimeout(r, 200));
+    for (let i = 0; i < 150 && (await adapter.inspect(seat)).snapshot.status !== "idle"; i++)
+      await new Promise((r) => setTimeout(r, 200));
     const hold = msg(`hold ${randomUUID()}`);
     await deliverTo(adapter, seat, hold);
     await mock.waitForRequest(hold.text);

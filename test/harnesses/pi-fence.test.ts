@@ -29,7 +29,13 @@ import { prepareWorkerReportStore, startWorkerReportFleet, type WorkerReportFlee
 const bin = requireHarness("pi");
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-type Line = { type?: string; id?: string; customType?: string; data?: { deliveryId?: string; entryId?: string }; message?: { role?: string; content?: unknown } };
+type Line = {
+  type?: string;
+  id?: string;
+  customType?: string;
+  data?: { deliveryId?: string; entryId?: string };
+  message?: { role?: string; content?: unknown };
+};
 
 function sessionLines(path: string): Line[] {
   if (!existsSync(path)) return [];
@@ -48,11 +54,17 @@ function sessionLines(path: string): Line[] {
 function textOf(l: Line): string {
   const c = l.message?.content;
   if (typeof c === "string") return c;
-  return Array.isArray(c) ? (c as { type?: string; text?: string }[]).filter((x) => x.type === "text").map((x) => x.text ?? "").join("") : "";
+  return Array.isArray(c)
+    ? (c as { type?: string; text?: string }[])
+        .filter((x) => x.type === "text")
+        .map((x) => x.text ?? "")
+        .join("")
+    : "";
 }
 
 /** User-message entries in Pi's own session file whose text is `text`. */
-const userEntries = (path: string, text: string) => sessionLines(path).filter((l) => l.type === "message" && l.message?.role === "user" && textOf(l) === text);
+const userEntries = (path: string, text: string) =>
+  sessionLines(path).filter((l) => l.type === "message" && l.message?.role === "user" && textOf(l) === text);
 
 async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, tries = 300): Promise<T> {
   for (let i = 0; i < tries; i++) {
@@ -74,14 +86,21 @@ describe.runIf(bin)("rule 42: Pi's fence keeps the native session entry id and t
   /** message_seat, sent again only after a definite not-sent refusal of a stale or unanswered proof (machine load). */
   const send = async (text: string) => {
     let body = (await fleet.lead.call("message_seat", { seat: seat.name, message: text })).structuredContent!;
-    for (let i = 0; i < 100 && body.outcome === "undelivered" && ["proof_stale", "proof_unknown"].includes(String(body.reason)); i++) {
+    for (
+      let i = 0;
+      i < 100 && body.outcome === "undelivered" && ["proof_stale", "proof_unknown"].includes(String(body.reason));
+      i++
+    ) {
       await sleep(200);
       body = (await fleet.lead.call("message_seat", { seat: seat.name, message: text })).structuredContent!;
     }
     return body;
   };
   const receipt = async (id: string) => (await owner.receipts()).find((r) => r.deliveryId === id);
-  const sessionFile = () => readdirSync(sessionDir, { recursive: true }).map(String).find((f) => f.endsWith(".jsonl"));
+  const sessionFile = () =>
+    readdirSync(sessionDir, { recursive: true })
+      .map(String)
+      .find((f) => f.endsWith(".jsonl"));
 
   beforeAll(async () => {
     assertBuilt();
@@ -89,12 +108,24 @@ describe.runIf(bin)("rule 42: Pi's fence keeps the native session entry id and t
     const store = await prepareWorkerReportStore();
     sessionDir = join(store.stateDir, "pi-sessions");
     const piSocketDir = join(store.stateDir, "pi-own-sockets");
-    pane = startPiPane({ bin: bin!, root: join(store.stateDir, "pi-seat"), mockUrl: mock.url, agentStateDir: store.agentStateDir, workerTools: false, sessionDir, socketDir: piSocketDir });
+    pane = startPiPane({
+      bin: bin!,
+      root: join(store.stateDir, "pi-seat"),
+      mockUrl: mock.url,
+      agentStateDir: store.agentStateDir,
+      workerTools: false,
+      sessionDir,
+      socketDir: piSocketDir,
+    });
     const sock = await until("the Pi extension socket", () => {
       const f = existsSync(piSocketDir) ? readdirSync(piSocketDir).find((x) => /^pi-\d+\.sock$/.test(x)) : undefined;
       return f && existsSync(join(piSocketDir, f.replace(".sock", ".token"))) ? f : undefined;
     });
-    proxy = await startPiLossyProxy({ piSocketDir, agentSocketDir: join(store.agentStateDir, "pi", "sockets"), piPid: Number(/\d+/.exec(sock)![0]) });
+    proxy = await startPiLossyProxy({
+      piSocketDir,
+      agentSocketDir: join(store.agentStateDir, "pi", "sockets"),
+      piPid: Number(/\d+/.exec(sock)![0]),
+    });
     fleet = await startWorkerReportFleet(store, mock, pane.tmuxSocket);
     owner = ownerOf(fleet.controller.statusUrl, fleet.controller.ownerToken);
     seat = await fleet.seat("pi");
@@ -115,10 +146,16 @@ describe.runIf(bin)("rule 42: Pi's fence keeps the native session entry id and t
     expect(r?.nativeSessionPath.startsWith(sessionDir)).toBe(true);
     await mock.waitForRequest(text);
     // Pi writes its file once a reply exists: then the recorded path holds exactly that entry, with our text.
-    const entries = await until("the entry in Pi's session file", () => (userEntries(r!.nativeSessionPath, text).length ? userEntries(r!.nativeSessionPath, text) : undefined));
+    const entries = await until("the entry in Pi's session file", () =>
+      userEntries(r!.nativeSessionPath, text).length ? userEntries(r!.nativeSessionPath, text) : undefined,
+    );
     expect(entries.map((e) => e.id)).toEqual([r!.nativeMessageId]);
     // The file itself binds our delivery id to that entry (the extension's clankie-delivery entry).
-    expect(sessionLines(r!.nativeSessionPath).filter((l) => l.customType === "clankie-delivery" && l.data?.deliveryId === sent.deliveryId).map((l) => l.data?.entryId)).toEqual([r!.nativeMessageId]);
+    expect(
+      sessionLines(r!.nativeSessionPath)
+        .filter((l) => l.customType === "clankie-delivery" && l.data?.deliveryId === sent.deliveryId)
+        .map((l) => l.data?.entryId),
+    ).toEqual([r!.nativeMessageId]);
     expect(mock.userMessagesContaining(text)).toBe(1);
   });
 
@@ -130,22 +167,41 @@ describe.runIf(bin)("rule 42: Pi's fence keeps the native session entry id and t
     const id = String(lost.deliveryId);
     await mock.waitForRequest(text);
     const file = join(sessionDir, sessionFile()!);
-    const [entry] = await until("Pi's entry for the lost message", () => (userEntries(file, text).length ? userEntries(file, text) : undefined));
+    const [entry] = await until("Pi's entry for the lost message", () =>
+      userEntries(file, text).length ? userEntries(file, text) : undefined,
+    );
     // The fence kept both even though the answer was lost: the extension named the entry before the answer timed out.
-    expect(await receipt(id)).toMatchObject({ state: "unconfirmed", nativeMessageId: entry!.id, nativeSessionPath: file });
+    expect(await receipt(id)).toMatchObject({
+      state: "unconfirmed",
+      nativeMessageId: entry!.id,
+      nativeSessionPath: file,
+    });
     // The same delivery under any other entry id, or in any other session file, is not the original (rules 30, 42).
     const db = fleet.controller.database.db;
     await db.update(deliveryReceipts).set({ nativeMessageId: "00000000" }).where(eq(deliveryReceipts.id, id));
     const wrongId = (await fleet.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent!;
-    expect(wrongId, JSON.stringify(wrongId)).toMatchObject({ outcome: "unconfirmed", sessionCheck: expect.stringContaining(`under entry ${entry!.id}, not the recorded 00000000`) });
-    await db.update(deliveryReceipts).set({ nativeMessageId: entry!.id, nativeSessionPath: `${file}.other` }).where(eq(deliveryReceipts.id, id));
+    expect(wrongId, JSON.stringify(wrongId)).toMatchObject({
+      outcome: "unconfirmed",
+      sessionCheck: expect.stringContaining(`under entry ${entry!.id}, not the recorded 00000000`),
+    });
+    await db
+      .update(deliveryReceipts)
+      .set({ nativeMessageId: entry!.id, nativeSessionPath: `${file}.other` })
+      .where(eq(deliveryReceipts.id, id));
     const wrongFile = (await fleet.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent!;
-    expect(wrongFile, JSON.stringify(wrongFile)).toMatchObject({ outcome: "unconfirmed", sessionCheck: expect.stringContaining(`not the recorded ${file}.other`) });
+    expect(wrongFile, JSON.stringify(wrongFile)).toMatchObject({
+      outcome: "unconfirmed",
+      sessionCheck: expect.stringContaining(`not the recorded ${file}.other`),
+    });
     await db.update(deliveryReceipts).set({ nativeSessionPath: file }).where(eq(deliveryReceipts.id, id));
-    const rec = await until("reconcile to find it", async () => {
-      const body = (await fleet.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent!;
-      return body.outcome === "delivered" ? body : undefined;
-    }, 100);
+    const rec = await until(
+      "reconcile to find it",
+      async () => {
+        const body = (await fleet.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent!;
+        return body.outcome === "delivered" ? body : undefined;
+      },
+      100,
+    );
     expect(rec).toMatchObject({ outcome: "delivered", deliveryId: id, nativeReceiptId: entry!.id });
     expect(await receipt(id)).toMatchObject({ state: "delivered", nativeReceiptId: entry!.id });
     expect(proxy!.forwardedPrompts.filter((p) => p === text)).toHaveLength(1);
@@ -164,11 +220,17 @@ describe.runIf(bin)("rule 42: Pi's fence keeps the native session entry id and t
     execFileSync("/usr/bin/tmux", ["-S", pane!.tmuxSocket, "send-keys", "-t", "pi", "Enter"]);
     await mock.waitForRequest(text);
     const file = join(sessionDir, sessionFile()!);
-    const [typed] = await until("the typed message in Pi's session file", () => (userEntries(file, text).length ? userEntries(file, text) : undefined));
+    const [typed] = await until("the typed message in Pi's session file", () =>
+      userEntries(file, text).length ? userEntries(file, text) : undefined,
+    );
     expect(typed!.id).toMatch(/^[0-9a-f]{8}$/);
     const rec = (await fleet.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent!;
     // Not delivered: the typed entry is not bound to this delivery, so the read proves nothing either way.
-    expect(rec, JSON.stringify(rec)).toMatchObject({ outcome: "unconfirmed", deliveryId: id, sessionCheck: expect.stringContaining("could not be read") });
+    expect(rec, JSON.stringify(rec)).toMatchObject({
+      outcome: "unconfirmed",
+      deliveryId: id,
+      sessionCheck: expect.stringContaining("could not be read"),
+    });
     expect(rec.nativeReceiptId).toBeUndefined();
     expect((await receipt(id))?.state).toBe("unconfirmed");
     expect(proxy!.forwardedPrompts).not.toContain(text);

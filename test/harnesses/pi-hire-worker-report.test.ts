@@ -26,7 +26,14 @@ describe("a hired Pi reports to its hiring lead with message_clankie", () => {
     const env = piHireEnv(bin, mock.url);
     fleet = await startHireFleet("pglite", { hire: env.hire });
     hiring = await fleet.leadFor("hiring-lead");
-    const res = await hiring.call("hire_agent", { harness: "pi", workingDirectory: env.work, title: "pi worker", role: "reporter", brief: "wait for your lead", model: env.model });
+    const res = await hiring.call("hire_agent", {
+      harness: "pi",
+      workingDirectory: env.work,
+      title: "pi worker",
+      role: "reporter",
+      brief: "wait for your lead",
+      model: env.model,
+    });
     expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "spawned" });
     seat = res.structuredContent!.seat as string;
   });
@@ -48,14 +55,25 @@ describe("a hired Pi reports to its hiring lead with message_clankie", () => {
     expect(sent.structuredContent, JSON.stringify(sent.structuredContent)).toMatchObject({ outcome: "delivered" });
     let answer: Record<string, unknown> | undefined;
     for (let i = 0; i < 600 && !answer; i++) {
-      const r = mock.requests.find((x) => !before.has(x) && x.latestUserText.includes(ASK + text) && x.turnToolResults.length > 0);
+      const r = mock.requests.find(
+        (x) => !before.has(x) && x.latestUserText.includes(ASK + text) && x.turnToolResults.length > 0,
+      );
       if (r) answer = JSON.parse(r.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
       else await new Promise((res) => setTimeout(res, 100));
     }
     expect(answer).toMatchObject({ received: true, deliveryStage: "stored", deliveryId: expect.any(String) });
-    const reports = ((await hiring.call("worker_reports", {})).structuredContent?.reports ?? []) as { deliveryId: string; seat: string; text: string; unadopted: boolean }[];
-    expect(reports.filter((r) => r.text === text)).toEqual([expect.objectContaining({ deliveryId: answer!.deliveryId, seat, unadopted: false })]);
-    const elsewhere = ((await fleet.lead.call("worker_reports", {})).structuredContent?.reports ?? []) as { text: string }[];
+    const reports = ((await hiring.call("worker_reports", {})).structuredContent?.reports ?? []) as {
+      deliveryId: string;
+      seat: string;
+      text: string;
+      unadopted: boolean;
+    }[];
+    expect(reports.filter((r) => r.text === text)).toEqual([
+      expect.objectContaining({ deliveryId: answer!.deliveryId, seat, unadopted: false }),
+    ]);
+    const elsewhere = ((await fleet.lead.call("worker_reports", {})).structuredContent?.reports ?? []) as {
+      text: string;
+    }[];
     expect(elsewhere.some((r) => r.text === text)).toBe(false);
   });
 });

@@ -15,7 +15,11 @@ import { create } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AddSeatRequestSchema, SetPeerMessagesRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { SeatKind } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
-import { startMockAnthropicServer, type MockAnthropicServer, type RecordedRequest } from "../fixtures/mock-anthropic-server.js";
+import {
+  startMockAnthropicServer,
+  type MockAnthropicServer,
+  type RecordedRequest,
+} from "../fixtures/mock-anthropic-server.js";
 import { assertBuilt } from "../kit/cli.js";
 import { ownerOf } from "../kit/owner.js";
 import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
@@ -68,22 +72,55 @@ describe("peers between two real Pi seats on two machines", () => {
       },
     });
     const store = await prepareWorkerReportStore();
-    senderPane = startPiPane({ bin, root: join(store.stateDir, "sender-pi"), mockUrl: mock.url, agentStateDir: store.agentStateDir, workerTools: true });
+    senderPane = startPiPane({
+      bin,
+      root: join(store.stateDir, "sender-pi"),
+      mockUrl: mock.url,
+      agentStateDir: store.agentStateDir,
+      workerTools: true,
+    });
     // A frozen recipient agent leaves a send uncertain soon, not after the default 20 s.
     fleet = await startWorkerReportFleet(store, mock, senderPane.tmuxSocket, { deliverTimeoutMs: 6000 });
     const farState = join(store.stateDir, "far");
     mkdirSync(farState, { recursive: true });
-    recipientPane = startPiPane({ bin, root: join(store.stateDir, "recipient-pi"), mockUrl: mock.url, agentStateDir: join(farState, "agent"), workerTools: false });
-    far = await startAgentProcess({ controllerUrl: fleet.controller.agentUrl, stateDir: farState, machine: "far", joinToken: await fleet.controller.issueJoinToken("far"), extraArgs: ["--pane-host", "tmux", "--tmux-socket", recipientPane.tmuxSocket] });
+    recipientPane = startPiPane({
+      bin,
+      root: join(store.stateDir, "recipient-pi"),
+      mockUrl: mock.url,
+      agentStateDir: join(farState, "agent"),
+      workerTools: false,
+    });
+    far = await startAgentProcess({
+      controllerUrl: fleet.controller.agentUrl,
+      stateDir: farState,
+      machine: "far",
+      joinToken: await fleet.controller.issueJoinToken("far"),
+      extraArgs: ["--pane-host", "tmux", "--tmux-socket", recipientPane.tmuxSocket],
+    });
     sender = await fleet.seat("pi");
     for (let i = 0; i < 900 && !recipient; i++) {
-      const seats = ((await fleet.lead.call("list_seats", {})).structuredContent?.seats ?? []) as { id: string; name: string; kind: string; inputCapabilities: { deliveryModes: string[] } }[];
-      recipient = seats.find((s) => s.kind === "pi" && s.id.startsWith("far/") && s.inputCapabilities.deliveryModes.length > 0)!;
+      const seats = ((await fleet.lead.call("list_seats", {})).structuredContent?.seats ?? []) as {
+        id: string;
+        name: string;
+        kind: string;
+        inputCapabilities: { deliveryModes: string[] };
+      }[];
+      recipient = seats.find(
+        (s) => s.kind === "pi" && s.id.startsWith("far/") && s.inputCapabilities.deliveryModes.length > 0,
+      )!;
       if (!recipient) await new Promise((r) => setTimeout(r, 100));
     }
     expect(recipient).toBeDefined();
-    await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.addSeat(create(AddSeatRequestSchema, { machine: "workbox", name: "peerbox", kind: SeatKind.MAILBOX }));
-    expect((await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled: true }))).enabled).toBe(true);
+    await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.addSeat(
+      create(AddSeatRequestSchema, { machine: "workbox", name: "peerbox", kind: SeatKind.MAILBOX }),
+    );
+    expect(
+      (
+        await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.setPeerMessages(
+          create(SetPeerMessagesRequestSchema, { enabled: true }),
+        )
+      ).enabled,
+    ).toBe(true);
   });
   afterAll(async () => {
     mock?.release();
@@ -101,7 +138,9 @@ describe("peers between two real Pi seats on two machines", () => {
     expect(reached("hello other pi")).toBe(1);
     expect(peerClaims()).toEqual([]);
     // Filed under the sender's peer conversation, not a lead's: it carries no owner authority.
-    const receipt = (await ownerOf(fleet.controller.url, fleet.controller.ownerToken).receipts()).find((r) => r.deliveryId === sent.deliveryId);
+    const receipt = (await ownerOf(fleet.controller.url, fleet.controller.ownerToken).receipts()).find(
+      (r) => r.deliveryId === sent.deliveryId,
+    );
     expect(receipt?.conversationId).toBe(`peer:${sender.id}`);
   });
 
@@ -112,7 +151,10 @@ describe("peers between two real Pi seats on two machines", () => {
     expect(lost).toMatchObject({ outcome: "uncertain", deliveryId: expect.any(String) });
     expect(peerClaims()).toHaveLength(1);
     const next = await askPeer(recipient.id, "the next peer text");
-    expect(next).toMatchObject({ outcome: "delivered", previous: [{ deliveryId: lost.deliveryId, state: "delivered" }] });
+    expect(next).toMatchObject({
+      outcome: "delivered",
+      previous: [{ deliveryId: lost.deliveryId, state: "delivered" }],
+    });
     expect(next.deliveryId).not.toBe(lost.deliveryId);
     expect(peerClaims()).toEqual([]);
     for (let i = 0; i < 300 && reached("the next peer text") === 0; i++) await new Promise((r) => setTimeout(r, 100));
@@ -141,7 +183,11 @@ describe("peers between two real Pi seats on two machines", () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     const after = await askPeer("workbox/peerbox", "after the recipient went");
-    expect(after).toMatchObject({ outcome: "delivered", seat: "workbox/peerbox", previous: [{ deliveryId: stuck.deliveryId, state: "unconfirmed", reason: "recipient_gone" }] });
+    expect(after).toMatchObject({
+      outcome: "delivered",
+      seat: "workbox/peerbox",
+      previous: [{ deliveryId: stuck.deliveryId, state: "unconfirmed", reason: "recipient_gone" }],
+    });
     expect(peerClaims()).toEqual([]);
     expect(peerbox().map((e) => e.text)).toEqual(["after the recipient went"]);
     expect(reached("to a frozen agent")).toBe(0);

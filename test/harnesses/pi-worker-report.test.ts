@@ -14,7 +14,12 @@ import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/
 import { assertBuilt } from "../kit/cli.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { startPiPane, type PiPane } from "./kit/pi-pane.js";
-import { prepareWorkerReportStore, reportToolUse, startWorkerReportFleet, type WorkerReportFleet } from "./kit/worker-report-fleet.js";
+import {
+  prepareWorkerReportStore,
+  reportToolUse,
+  startWorkerReportFleet,
+  type WorkerReportFleet,
+} from "./kit/worker-report-fleet.js";
 
 const bin = requireHarness("pi");
 
@@ -34,7 +39,13 @@ describe("a real Pi worker answers its lead with message_clankie through the wor
     assertBuilt();
     mock = await startMockAnthropicServer({ toolUse: reportToolUse });
     const store = await prepareWorkerReportStore();
-    pane = startPiPane({ bin, root: join(store.stateDir, "pi-seat"), mockUrl: mock.url, agentStateDir: store.agentStateDir, workerTools: true });
+    pane = startPiPane({
+      bin,
+      root: join(store.stateDir, "pi-seat"),
+      mockUrl: mock.url,
+      agentStateDir: store.agentStateDir,
+      workerTools: true,
+    });
     tmuxSock = pane.tmuxSocket;
     fleet = await startWorkerReportFleet(store, mock, tmuxSock);
     seat = await fleet.seat("pi");
@@ -48,8 +59,15 @@ describe("a real Pi worker answers its lead with message_clankie through the wor
 
   it("rule 48: the Pi worker calls message_clankie from its pane, the report is stored under the binding, and the lead reads it", async () => {
     const receipt = await fleet.askReport(seat.name, "pi worker report: done");
-    expect(receipt).toMatchObject({ received: true, deliveryStage: "stored", deliveryId: expect.any(String), binding: expect.any(String) });
-    expect((await fleet.reports()).filter((r) => r.text === "pi worker report: done")).toEqual([expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false })]);
+    expect(receipt).toMatchObject({
+      received: true,
+      deliveryStage: "stored",
+      deliveryId: expect.any(String),
+      binding: expect.any(String),
+    });
+    expect((await fleet.reports()).filter((r) => r.text === "pi worker report: done")).toEqual([
+      expect.objectContaining({ deliveryId: receipt.deliveryId, seat: seat.id, unadopted: false }),
+    ]);
     expect(claimFiles()).toEqual([]);
   });
 

@@ -34,8 +34,22 @@ describe.runIf(bin)("rule 3: a headless pi --mode rpc link is not a seat", () =>
     const agentDir = join(dir, "home/.pi/agent");
     mkdirSync(agentDir, { recursive: true });
     mkdirSync(join(dir, "work"));
-    writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] } } }));
-    env = { PATH: process.env.PATH, HOME: join(dir, "home"), PI_CODING_AGENT_DIR: agentDir, XDG_CONFIG_HOME: join(dir, "config"), XDG_DATA_HOME: join(dir, "data"), XDG_CACHE_HOME: join(dir, "cache") };
+    writeFileSync(
+      join(agentDir, "models.json"),
+      JSON.stringify({
+        providers: {
+          mock: { baseUrl: mock.url, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
+        },
+      }),
+    );
+    env = {
+      PATH: process.env.PATH,
+      HOME: join(dir, "home"),
+      PI_CODING_AGENT_DIR: agentDir,
+      XDG_CONFIG_HOME: join(dir, "config"),
+      XDG_DATA_HOME: join(dir, "data"),
+      XDG_CACHE_HOME: join(dir, "cache"),
+    };
   });
   afterAll(async () => {
     mock?.release();
@@ -56,9 +70,24 @@ describe.runIf(bin)("rule 3: a headless pi --mode rpc link is not a seat", () =>
     const name = `pi-${randomUUID().slice(0, 8)}`;
     links.addLaunched(name, link);
     // Even a record naming the RPC child's own pid does not make it an interactive session.
-    return { link, seat: { name, kind: SeatKind.Pi, title: "pi", occupantId: `pi:${link.pid}`, createdAtMs: Date.now(), control: { transport: "extension", socketPath: "", tokenFile: "", piPid: link.pid } } };
+    return {
+      link,
+      seat: {
+        name,
+        kind: SeatKind.Pi,
+        title: "pi",
+        occupantId: `pi:${link.pid}`,
+        createdAtMs: Date.now(),
+        control: { transport: "extension", socketPath: "", tokenFile: "", piPid: link.pid },
+      },
+    };
   }
-  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({ deliveryId: randomUUID(), text, mode, conversationId: "c1" });
+  const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({
+    deliveryId: randomUUID(),
+    text,
+    mode,
+    conversationId: "c1",
+  });
 
   it("the live RPC link answers, yet the seat advertises nothing and its proof is refuted", async () => {
     const { seat, link } = await launched();
@@ -66,7 +95,13 @@ describe.runIf(bin)("rule 3: a headless pi --mode rpc link is not a seat", () =>
     expect(link.origin).toEqual({ kind: "headless-rpc" });
     const { snapshot, proofs } = await adapter.inspect(seat);
     expect(snapshot.inputCapabilities).toEqual({ deliveryModes: [], interrupt: false, nextTurnOnly: false });
-    expect(proofs).toContainEqual(expect.objectContaining({ kind: "pi_control", outcome: "refuted", detail: expect.stringContaining("headless pi --mode rpc") }));
+    expect(proofs).toContainEqual(
+      expect.objectContaining({
+        kind: "pi_control",
+        outcome: "refuted",
+        detail: expect.stringContaining("headless pi --mode rpc"),
+      }),
+    );
   });
 
   it("a message to it is not sent, plain or steered, and nothing reaches the model", async () => {

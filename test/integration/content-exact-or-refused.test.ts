@@ -40,7 +40,11 @@ describe(`issue 32 item 7: content is delivered exactly or refused (${driver})`,
       const id = randomUUID();
       const r = await lead.call("message_seat", { seat: "inbox", message }, { [META]: { deliveryId: id } });
       expect(r.isError).toBe(true);
-      expect(r.structuredContent).toMatchObject({ outcome: "invalid_argument", reason: "invalid_text", dispatched: false });
+      expect(r.structuredContent).toMatchObject({
+        outcome: "invalid_argument",
+        reason: "invalid_text",
+        dispatched: false,
+      });
       expect((await owner.receipts()).some((x) => x.deliveryId === id)).toBe(false);
     }
     expect(files().length).toBe(before);
@@ -48,14 +52,25 @@ describe(`issue 32 item 7: content is delivered exactly or refused (${driver})`,
     const ok = await lead.call("message_seat", { seat: "inbox", message: "a whole pair \ud83d\ude00" });
     expect(ok.structuredContent).toMatchObject({ outcome: "delivered" });
     const id = ok.structuredContent!.deliveryId as string;
-    const entry = new MailboxStore(join(fleet.agentStateDir, "mailboxes")).list("inbox").entries.find((e) => e.deliveryId === id);
+    const entry = new MailboxStore(join(fleet.agentStateDir, "mailboxes"))
+      .list("inbox")
+      .entries.find((e) => e.deliveryId === id);
     expect(entry?.text).toBe("a whole pair \ud83d\ude00");
   });
 
   it("item 7: a lone surrogate in a question's answer, a hire's brief or an inReplyTo is refused the same way", async () => {
-    const answer = await lead.call("message_seat", { seat: "inbox", questionAnswer: { requestId: "7", answers: { colour: { answers: ["red \udfff"] } } } });
+    const answer = await lead.call("message_seat", {
+      seat: "inbox",
+      questionAnswer: { requestId: "7", answers: { colour: { answers: ["red \udfff"] } } },
+    });
     expect(answer.structuredContent).toMatchObject({ outcome: "invalid_argument", reason: "invalid_text" });
-    const hire = await lead.call("hire_agent", { harness: "codex", workingDirectory: "/tmp", title: "t", role: "r", brief: "go \ud800" });
+    const hire = await lead.call("hire_agent", {
+      harness: "codex",
+      workingDirectory: "/tmp",
+      title: "t",
+      role: "r",
+      brief: "go \ud800",
+    });
     expect(hire.structuredContent).toMatchObject({ outcome: "invalid_argument", reason: "invalid_text" });
     const reply = await lead.call("message_seat", { seat: "inbox", message: "hi", inReplyTo: "ref \u0000 nul" });
     expect(reply.structuredContent).toMatchObject({ outcome: "invalid_argument", reason: "invalid_text" });
@@ -69,10 +84,12 @@ describe(`issue 32 item 7: content is delivered exactly or refused (${driver})`,
     const detail = String(byId.structuredContent!.detail);
     expect(detail).toContain(`"${"x".repeat(100)}"… (5000 characters)`);
     expect(detail).not.toContain("x".repeat(101));
-    const settle = await owner.owner.settleSeatDelivery({ deliveryId: longId, conversationId: "global-default", disposition: "abandoned-unknown" }).then(
-      () => "",
-      (e: Error) => e.message,
-    );
+    const settle = await owner.owner
+      .settleSeatDelivery({ deliveryId: longId, conversationId: "global-default", disposition: "abandoned-unknown" })
+      .then(
+        () => "",
+        (e: Error) => e.message,
+      );
     expect(settle).toMatch(/must be a UUID/);
     expect(settle).not.toContain("x".repeat(101));
     const machine = await owner.owner.addSeat({ name: "inbox2", machine: "m".repeat(10_000), kind: 1 }).then(
@@ -107,10 +124,17 @@ describe(`issue 32 item 7: content is delivered exactly or refused (${driver})`,
     const mine = await lead.call("message_seat", { seat: "inbox", message: "mine" }, { [META]: { deliveryId: id } });
     expect(mine.structuredContent).toMatchObject({ outcome: "delivered" });
     const before = files().length;
-    const other = await connectLead(fleet.controller.mcpUrl, (await owner.owner.issueLeadToken({ conversationId: "stranger" })).token);
+    const other = await connectLead(
+      fleet.controller.mcpUrl,
+      (await owner.owner.issueLeadToken({ conversationId: "stranger" })).token,
+    );
     try {
       for (const message of ["mine", "something else"]) {
-        const r = await other.call("message_seat", { seat: "inbox", message }, { [META]: { deliveryId: id.toUpperCase() } });
+        const r = await other.call(
+          "message_seat",
+          { seat: "inbox", message },
+          { [META]: { deliveryId: id.toUpperCase() } },
+        );
         expect(r.isError).toBe(true);
         expect(r.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
         expect(JSON.stringify(r.structuredContent)).not.toMatch(/another conversation|conflict|delivered/);

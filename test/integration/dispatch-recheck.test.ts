@@ -47,7 +47,9 @@ describe.each(DRIVERS)("rule 25: the seat lost at the dispatch recheck is a defi
 
   it("the occupant replaced while the message waited: occupant_changed, not sent, nothing written", async () => {
     const db = fleet.controller.database.db;
-    const r = await whileWaiting("first", () => db.update(seats).set({ occupantId: "a-new-occupant" }).where(eq(seats.id, "testbox/first")));
+    const r = await whileWaiting("first", () =>
+      db.update(seats).set({ occupantId: "a-new-occupant" }).where(eq(seats.id, "testbox/first")),
+    );
     expect(r.structuredContent).toMatchObject({ outcome: "undelivered", reason: "occupant_changed" });
     expect(r._meta?.["clankie/seat-call"]).toMatchObject({ state: "settled" });
     expect(inbox("first")).toHaveLength(0);
@@ -55,7 +57,9 @@ describe.each(DRIVERS)("rule 25: the seat lost at the dispatch recheck is a defi
 
   it("the seat gone while the message waited: seat_gone, not sent, nothing written", async () => {
     const db = fleet.controller.database.db;
-    const r = await whileWaiting("second", () => db.update(seats).set({ present: false }).where(eq(seats.id, "testbox/second")));
+    const r = await whileWaiting("second", () =>
+      db.update(seats).set({ present: false }).where(eq(seats.id, "testbox/second")),
+    );
     expect(r.structuredContent).toMatchObject({ outcome: "undelivered", reason: "seat_gone" });
     expect(r._meta?.["clankie/seat-call"]).toMatchObject({ state: "settled" });
     expect(inbox("second")).toHaveLength(0);

@@ -22,7 +22,13 @@ import { startAgent, type RunningAgent } from "../../node-agent/main.js";
 import { joinFleet } from "../../node-agent/identity/join.js";
 import { AgentGatewayService, RegisterRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { REVERSE_ALPN } from "../../shared/pki/alpn.js";
-import { createCaCertificate, createCsr, generateKeyPair, issueCertificate, verifiedCsrKey } from "../../shared/pki/x509.js";
+import {
+  createCaCertificate,
+  createCsr,
+  generateKeyPair,
+  issueCertificate,
+  verifiedCsrKey,
+} from "../../shared/pki/x509.js";
 import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 import { silentLogger } from "../../shared/logger.js";
 import { controllerInstances, machines } from "../../controller/db/schema.js";
@@ -40,13 +46,25 @@ const until = async (what: string, f: () => Promise<boolean> | boolean, ms = 10_
 };
 
 /** The handshake's outcome, and whether an HTTP/2 request got any answer. */
-async function tryGateway(url: string, tls: { ca?: string[]; cert?: string; key?: string }): Promise<{ answered: boolean; error?: string; grpcStatus?: string; grpcMessage?: string }> {
+async function tryGateway(
+  url: string,
+  tls: { ca?: string[]; cert?: string; key?: string },
+): Promise<{ answered: boolean; error?: string; grpcStatus?: string; grpcMessage?: string }> {
   const session = h2connect(url, { ...tls, rejectUnauthorized: !!tls.ca });
   return new Promise((resolve) => {
     session.on("error", (e) => resolve({ answered: false, error: e.message }));
-    const req = session.request({ [constants.HTTP2_HEADER_METHOD]: "POST", [constants.HTTP2_HEADER_PATH]: "/clankie.fleet.v1.AgentGatewayService/Heartbeat", "content-type": "application/grpc+proto", te: "trailers" });
+    const req = session.request({
+      [constants.HTTP2_HEADER_METHOD]: "POST",
+      [constants.HTTP2_HEADER_PATH]: "/clankie.fleet.v1.AgentGatewayService/Heartbeat",
+      "content-type": "application/grpc+proto",
+      te: "trailers",
+    });
     req.on("response", (headers) => {
-      resolve({ answered: true, grpcStatus: String(headers["grpc-status"]), grpcMessage: decodeURIComponent(String(headers["grpc-message"] ?? "")) });
+      resolve({
+        answered: true,
+        grpcStatus: String(headers["grpc-status"]),
+        grpcMessage: decodeURIComponent(String(headers["grpc-message"] ?? "")),
+      });
       session.destroy();
     });
     req.on("error", (e) => resolve({ answered: false, error: e.message }));
@@ -66,7 +84,10 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     const store = await prepareStore(driver);
     cleanup = store.cleanup;
     stateDir = store.stateDir;
-    controller = await startController(compileControllerConfig({ stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 500 }), silentLogger);
+    controller = await startController(
+      compileControllerConfig({ stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 500 }),
+      silentLogger,
+    );
     owner = ownerOf(controller.url, controller.ownerToken);
   });
   afterAll(async () => {
@@ -77,7 +98,13 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
 
   const machineRows = async () => (await controller.database.db.select().from(machines)).map((m) => m.name);
   const start = async (machine: string, dir = tempDir(`agent-${machine}`), joinToken?: string) => {
-    const a = await startAgent({ ...compileAgentConfig({ stateDir: dir, controllerUrl: controller.agentUrl, machine }), joinToken: joinToken ?? (await owner.enroll(machine)) }, silentLogger);
+    const a = await startAgent(
+      {
+        ...compileAgentConfig({ stateDir: dir, controllerUrl: controller.agentUrl, machine }),
+        joinToken: joinToken ?? (await owner.enroll(machine)),
+      },
+      silentLogger,
+    );
     agents.push(a);
     await a.linked;
     return { agent: a, dir };
@@ -104,12 +131,18 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     const before = await machineRows();
     const token = await owner.enroll("twice");
     await joinFleet({ stateDir: tempDir("j1"), controllerUrl: controller.agentUrl, token, agentVersion: "t" });
-    await expect(joinFleet({ stateDir: tempDir("j2"), controllerUrl: controller.agentUrl, token, agentVersion: "t" })).rejects.toThrow(/already used/);
+    await expect(
+      joinFleet({ stateDir: tempDir("j2"), controllerUrl: controller.agentUrl, token, agentVersion: "t" }),
+    ).rejects.toThrow(/already used/);
     const short = await owner.enroll("late", 1000);
     await new Promise((r) => setTimeout(r, 1200));
-    await expect(joinFleet({ stateDir: tempDir("j3"), controllerUrl: controller.agentUrl, token: short, agentVersion: "t" })).rejects.toThrow(/expired/);
+    await expect(
+      joinFleet({ stateDir: tempDir("j3"), controllerUrl: controller.agentUrl, token: short, agentVersion: "t" }),
+    ).rejects.toThrow(/expired/);
     const forged = token.replace(/\.[A-Za-z0-9_-]{43}\./, `.${"A".repeat(43)}.`);
-    await expect(joinFleet({ stateDir: tempDir("j4"), controllerUrl: controller.agentUrl, token: forged, agentVersion: "t" })).rejects.toThrow(/unknown join token/);
+    await expect(
+      joinFleet({ stateDir: tempDir("j4"), controllerUrl: controller.agentUrl, token: forged, agentVersion: "t" }),
+    ).rejects.toThrow(/unknown join token/);
     expect(await machineRows()).toEqual(before);
     expect((await owner.fleet.listFleet({})).machines.map((m) => m.name)).not.toContain("late");
   });
@@ -117,17 +150,35 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
   it("a join token for another fleet's CA is never sent: the agent checks the pinned fingerprint first", async () => {
     const token = await owner.enroll("pinned");
     const wrong = token.replace(/[0-9a-f]{64}$/, "0".repeat(64));
-    await expect(joinFleet({ stateDir: tempDir("j5"), controllerUrl: controller.agentUrl, token: wrong, agentVersion: "t" })).rejects.toThrow(/refusing to send the token/);
+    await expect(
+      joinFleet({ stateDir: tempDir("j5"), controllerUrl: controller.agentUrl, token: wrong, agentVersion: "t" }),
+    ).rejects.toThrow(/refusing to send the token/);
     // The real token is still unused.
     await joinFleet({ stateDir: tempDir("j6"), controllerUrl: controller.agentUrl, token, agentVersion: "t" });
   });
 
   it("registering with only the old fleet token (or any bearer) is refused on both ports", async () => {
     const before = await machineRows();
-    const req = create(RegisterRequestSchema, { machine: "intruder", endpoint: "http://127.0.0.1:9", agentToken: "x", instanceId: "i", capabilityVersion: 1 });
-    const plain = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: controller.url, interceptors: [bearerHeaderInterceptor(() => "fleet_anything")] }));
+    const req = create(RegisterRequestSchema, {
+      machine: "intruder",
+      endpoint: "http://127.0.0.1:9",
+      agentToken: "x",
+      instanceId: "i",
+      capabilityVersion: 1,
+    });
+    const plain = createClient(
+      AgentGatewayService,
+      createGrpcTransport({ baseUrl: controller.url, interceptors: [bearerHeaderInterceptor(() => "fleet_anything")] }),
+    );
     await expect(plain.register(req)).rejects.toThrow();
-    const tlsNoCert = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: controller.agentUrl, nodeOptions: { ca: [controller.caCertificatePem] }, interceptors: [bearerHeaderInterceptor(() => "fleet_anything")] }));
+    const tlsNoCert = createClient(
+      AgentGatewayService,
+      createGrpcTransport({
+        baseUrl: controller.agentUrl,
+        nodeOptions: { ca: [controller.caCertificatePem] },
+        interceptors: [bearerHeaderInterceptor(() => "fleet_anything")],
+      }),
+    );
     await expect(tlsNoCert.register(req)).rejects.toThrow();
     expect(await machineRows()).toEqual(before);
   });
@@ -136,35 +187,71 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     const other = await generateKeyPair();
     const caPem = await createCaCertificate("fleet-evil", other.keys);
     const leaf = await generateKeyPair();
-    const cert = await issueCertificate({ ca: { certificatePem: caPem, keys: other.keys }, subjectKey: leaf.keys.publicKey, commonName: "m1", fleetId: controller.fleetId, usage: "client", notAfter: new Date(Date.now() + 3_600_000) });
-    const r = await tryGateway(controller.agentUrl, { ca: [controller.caCertificatePem], cert: cert.certificatePem, key: leaf.privateKeyPem });
+    const cert = await issueCertificate({
+      ca: { certificatePem: caPem, keys: other.keys },
+      subjectKey: leaf.keys.publicKey,
+      commonName: "m1",
+      fleetId: controller.fleetId,
+      usage: "client",
+      notAfter: new Date(Date.now() + 3_600_000),
+    });
+    const r = await tryGateway(controller.agentUrl, {
+      ca: [controller.caCertificatePem],
+      cert: cert.certificatePem,
+      key: leaf.privateKeyPem,
+    });
     expect(r.answered).toBe(false);
   });
 
   it("a certificate for m1 cannot act for m2: register, heartbeat, seat reports and the worker/peer calls naming m2 are refused", async () => {
     const dir = tempDir("m1-claims");
-    const id = await joinFleet({ stateDir: dir, controllerUrl: controller.agentUrl, token: await owner.enroll("m1b"), agentVersion: "t" });
-    const gw = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: controller.agentUrl, nodeOptions: { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem } }));
-    await expect(gw.register(create(RegisterRequestSchema, { machine: "m2", agentToken: "t", instanceId: "i", capabilityVersion: 1 }))).rejects.toThrow(/this certificate is for m1b; it cannot act for m2/);
+    const id = await joinFleet({
+      stateDir: dir,
+      controllerUrl: controller.agentUrl,
+      token: await owner.enroll("m1b"),
+      agentVersion: "t",
+    });
+    const gw = createClient(
+      AgentGatewayService,
+      createGrpcTransport({
+        baseUrl: controller.agentUrl,
+        nodeOptions: { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem },
+      }),
+    );
+    await expect(
+      gw.register(
+        create(RegisterRequestSchema, { machine: "m2", agentToken: "t", instanceId: "i", capabilityVersion: 1 }),
+      ),
+    ).rejects.toThrow(/this certificate is for m1b; it cannot act for m2/);
     await expect(gw.reportSeats({ machine: "m2", instanceId: "i", seats: [] })).rejects.toThrow(/cannot act for m2/);
     // i13's worker and peer calls take the machine from the certificate too (ADR 0050 on ADR 0021).
     const worker = { machine: "m2", instanceId: "i", seatName: "w" };
     await expect(gw.bindWorker({ ...worker, occupantId: "o" })).rejects.toThrow(/cannot act for m2/);
-    await expect(gw.submitWorkerMessage({ ...worker, id: randomUUID(), text: "x", binding: "b" })).rejects.toThrow(/cannot act for m2/);
+    await expect(gw.submitWorkerMessage({ ...worker, id: randomUUID(), text: "x", binding: "b" })).rejects.toThrow(
+      /cannot act for m2/,
+    );
     await expect(gw.workerMessageStatus({ ...worker, id: randomUUID() })).rejects.toThrow(/cannot act for m2/);
     await expect(gw.listFleetSeats({ ...worker, binding: "b" })).rejects.toThrow(/cannot act for m2/);
-    await expect(gw.sendPeerMessage({ ...worker, binding: "b", recipientSeat: "m1b/x", id: randomUUID(), text: "x" })).rejects.toThrow(/cannot act for m2/);
-    await expect(gw.peerMessageStatus({ ...worker, binding: "b", id: randomUUID() })).rejects.toThrow(/cannot act for m2/);
+    await expect(
+      gw.sendPeerMessage({ ...worker, binding: "b", recipientSeat: "m1b/x", id: randomUUID(), text: "x" }),
+    ).rejects.toThrow(/cannot act for m2/);
+    await expect(gw.peerMessageStatus({ ...worker, binding: "b", id: randomUUID() })).rejects.toThrow(
+      /cannot act for m2/,
+    );
     expect(await machineRows()).not.toContain("m2");
     // With its own name it registers as itself.
-    await gw.register(create(RegisterRequestSchema, { machine: "", agentToken: "t", instanceId: "i", capabilityVersion: 1 }));
+    await gw.register(
+      create(RegisterRequestSchema, { machine: "", agentToken: "t", instanceId: "i", capabilityVersion: 1 }),
+    );
     expect(await machineRows()).toContain("m1b");
   });
 
   it("plaintext h2c to the agent port gets no HTTP/2 answer", async () => {
     const u = new URL(controller.agentUrl);
     const got = await new Promise<string>((resolve) => {
-      const s = netConnect(Number(u.port), u.hostname, () => s.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"));
+      const s = netConnect(Number(u.port), u.hostname, () =>
+        s.write("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00"),
+      );
       let data = Buffer.alloc(0);
       s.on("data", (d) => (data = Buffer.concat([data, d])));
       s.on("error", () => {});
@@ -179,7 +266,13 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
   it("a reverse link without a certificate is refused", async () => {
     const u = new URL(controller.agentUrl);
     const closed = await new Promise<boolean>((resolve) => {
-      const s = tlsConnect({ host: u.hostname, port: Number(u.port), ca: [controller.caCertificatePem], servername: "localhost", ALPNProtocols: [REVERSE_ALPN] });
+      const s = tlsConnect({
+        host: u.hostname,
+        port: Number(u.port),
+        ca: [controller.caCertificatePem],
+        servername: "localhost",
+        ALPNProtocols: [REVERSE_ALPN],
+      });
       s.on("error", () => {});
       s.on("close", () => resolve(true));
       setTimeout(() => resolve(false), 3000).unref();
@@ -190,8 +283,23 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
   it("the certificate is renewed before it expires without anyone's help, and the agent keeps serving", async () => {
     // Its own controller with 6-second certificates: renewal at half-life, every 3 s.
     const store = await prepareStore(driver);
-    const short = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 500, machineCertTtlMs: 6_000 }), silentLogger);
-    const agent = await startAgent({ ...compileAgentConfig({ stateDir: tempDir("renewer"), controllerUrl: short.agentUrl }), joinToken: await short.issueJoinToken("renewer") }, silentLogger);
+    const short = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 500,
+        machineCertTtlMs: 6_000,
+      }),
+      silentLogger,
+    );
+    const agent = await startAgent(
+      {
+        ...compileAgentConfig({ stateDir: tempDir("renewer"), controllerUrl: short.agentUrl }),
+        joinToken: await short.issueJoinToken("renewer"),
+      },
+      silentLogger,
+    );
     try {
       await agent.linked;
       const first = agent.identity.identity.certificatePem;
@@ -225,7 +333,9 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     try {
       const r = await lead.call("message_seat", { seat: "victim/vbox", message: "to a revoked machine" });
       expect(r.structuredContent).toMatchObject({ outcome: "seat_offline" });
-      expect((await owner.receipts()).find((x) => x.deliveryId === r.structuredContent!.deliveryId)?.state).toBe("not_sent");
+      expect((await owner.receipts()).find((x) => x.deliveryId === r.structuredContent!.deliveryId)?.state).toBe(
+        "not_sent",
+      );
     } finally {
       await lead.close();
     }
@@ -235,7 +345,11 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     await new Promise((r) => setTimeout(r, 1500));
     expect(agent.linkedUrls()).toEqual([]);
     const id = agent.identity.identity;
-    const refused = await tryGateway(controller.agentUrl, { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem });
+    const refused = await tryGateway(controller.agentUrl, {
+      ca: [id.caCertificatePem],
+      cert: id.certificatePem,
+      key: id.privateKeyPem,
+    });
     expect(refused).toMatchObject({ answered: true, grpcStatus: "7" });
     expect(refused.grpcMessage).toMatch(/^machine_revoked: certificate of victim revoked at /);
     expect(await agent.revoked).toMatch(/certificate of victim revoked at/);
@@ -248,7 +362,10 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
       const upstream = netConnect(Number(target.port), target.hostname);
       client.on("data", (d: Buffer) => (captured.push(Buffer.from(d)), upstream.write(d)));
       upstream.on("data", (d: Buffer) => (captured.push(Buffer.from(d)), client.write(d)));
-      for (const [a, b] of [[client, upstream], [upstream, client]] as const) {
+      for (const [a, b] of [
+        [client, upstream],
+        [upstream, client],
+      ] as const) {
         a.on("error", () => b.destroy());
         a.on("close", () => b.destroy());
       }
@@ -256,14 +373,20 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
     await new Promise<void>((r) => relay.listen(0, "127.0.0.1", () => r()));
     const relayUrl = `https://127.0.0.1:${(relay.address() as AddressInfo).port}`;
     // This replica advertises the relay: the agent's reverse links ride it too.
-    await controller.database.db.update(controllerInstances).set({ agentUrl: relayUrl }).where(eq(controllerInstances.agentUrl, controller.agentUrl));
+    await controller.database.db
+      .update(controllerInstances)
+      .set({ agentUrl: relayUrl })
+      .where(eq(controllerInstances.agentUrl, controller.agentUrl));
     // The replica list the gateway answers with is cached for 2 s (replicas.ts): one read just
     // before the update (the previous test's agents heartbeating) would still name the old URL.
     await new Promise((r) => setTimeout(r, 2_100));
     const token = await owner.enroll("relayed");
     const text = "the relayed secret plan 4242";
     try {
-      const a = await startAgent({ ...compileAgentConfig({ stateDir: tempDir("relayed"), controllerUrl: relayUrl }), joinToken: token }, silentLogger);
+      const a = await startAgent(
+        { ...compileAgentConfig({ stateDir: tempDir("relayed"), controllerUrl: relayUrl }), joinToken: token },
+        silentLogger,
+      );
       agents.push(a);
       await a.linked;
       expect(a.linkedUrls()).toEqual([relayUrl]);
@@ -276,13 +399,17 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
         await lead.close();
       }
     } finally {
-      await controller.database.db.update(controllerInstances).set({ agentUrl: controller.agentUrl }).where(eq(controllerInstances.agentUrl, relayUrl));
+      await controller.database.db
+        .update(controllerInstances)
+        .set({ agentUrl: controller.agentUrl })
+        .where(eq(controllerInstances.agentUrl, relayUrl));
       relay.close();
     }
     const bytes = Buffer.concat(captured);
     expect(bytes.length).toBeGreaterThan(1000);
     const secret = token.split(".")[2]!;
-    for (const needle of [secret, token, text, "relayed/rin", controller.leadToken, controller.ownerToken]) expect(bytes.includes(Buffer.from(needle))).toBe(false);
+    for (const needle of [secret, token, text, "relayed/rin", controller.leadToken, controller.ownerToken])
+      expect(bytes.includes(Buffer.from(needle))).toBe(false);
   });
 
   it("a CSR must be signed by its own key (P-256)", async () => {
@@ -294,24 +421,49 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
 });
 
 describe("one fleet CA per database", () => {
-  it.runIf(DRIVERS.includes("postgres"))("two replicas on one PostgreSQL share the CA, and an agent links to both", async () => {
-    const store = await prepareStore("postgres");
-    const a = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 500 }), silentLogger);
-    const b = await startController(compileControllerConfig({ stateDir: tempDir("replica-b"), port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 500 }), silentLogger);
-    try {
-      expect(b.caCertificatePem).toBe(a.caCertificatePem);
-      expect(b.agentUrl).not.toBe(a.agentUrl);
-      const agent = await startAgent({ ...compileAgentConfig({ stateDir: tempDir("two"), controllerUrl: a.agentUrl }), joinToken: await a.issueJoinToken("both") }, silentLogger);
+  it.runIf(DRIVERS.includes("postgres"))(
+    "two replicas on one PostgreSQL share the CA, and an agent links to both",
+    async () => {
+      const store = await prepareStore("postgres");
+      const a = await startController(
+        compileControllerConfig({
+          stateDir: store.stateDir,
+          port: 0,
+          databaseUrl: store.databaseUrl,
+          heartbeatIntervalMs: 500,
+        }),
+        silentLogger,
+      );
+      const b = await startController(
+        compileControllerConfig({
+          stateDir: tempDir("replica-b"),
+          port: 0,
+          databaseUrl: store.databaseUrl,
+          heartbeatIntervalMs: 500,
+        }),
+        silentLogger,
+      );
       try {
-        await until("links to both replicas", () => agent.linkedUrls().length === 2);
-        expect(agent.linkedUrls().sort()).toEqual([a.agentUrl, b.agentUrl].sort());
+        expect(b.caCertificatePem).toBe(a.caCertificatePem);
+        expect(b.agentUrl).not.toBe(a.agentUrl);
+        const agent = await startAgent(
+          {
+            ...compileAgentConfig({ stateDir: tempDir("two"), controllerUrl: a.agentUrl }),
+            joinToken: await a.issueJoinToken("both"),
+          },
+          silentLogger,
+        );
+        try {
+          await until("links to both replicas", () => agent.linkedUrls().length === 2);
+          expect(agent.linkedUrls().sort()).toEqual([a.agentUrl, b.agentUrl].sort());
+        } finally {
+          await agent.close();
+        }
       } finally {
-        await agent.close();
+        await b.close();
+        await a.close();
+        await store.cleanup();
       }
-    } finally {
-      await b.close();
-      await a.close();
-      await store.cleanup();
-    }
-  });
+    },
+  );
 });

@@ -14,10 +14,21 @@ describe.each(DRIVERS)("heartbeats written together (%s)", (driver) => {
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
     const store = await prepareStore(driver);
-    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    database = await openDatabase(
+      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
+    );
     cleanup = store.cleanup;
     const old = new Date(Date.now() - 60_000);
-    const row = (i: number) => ({ name: `m${i}`, endpoint: "reverse://x", agentToken: "t", instanceId: `i${i}`, platform: "linux", capabilityVersion: 1, agentVersion: "0", lastSeenAt: old });
+    const row = (i: number) => ({
+      name: `m${i}`,
+      endpoint: "reverse://x",
+      agentToken: "t",
+      instanceId: `i${i}`,
+      platform: "linux",
+      capabilityVersion: 1,
+      agentVersion: "0",
+      lastSeenAt: old,
+    });
     await database.db.insert(machines).values(Array.from({ length: 50 }, (_, i) => row(i)));
   });
   afterAll(async () => {

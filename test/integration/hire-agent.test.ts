@@ -30,17 +30,31 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
     await fleet?.close();
   });
 
-  const hire = (args: Record<string, unknown>, hireId?: string, lead = fleet.lead) => lead.call("hire_agent", { harness: "codex", workingDirectory: work, title: "worker", role: "tester", ...args }, hireId ? { [META]: { hireId } } : undefined);
+  const hire = (args: Record<string, unknown>, hireId?: string, lead = fleet.lead) =>
+    lead.call(
+      "hire_agent",
+      { harness: "codex", workingDirectory: work, title: "worker", role: "tester", ...args },
+      hireId ? { [META]: { hireId } } : undefined,
+    );
   const journal = (id: string) => {
     const f = join(fleet.agentStateDir, "hires", `${id}.json`);
-    return existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { state: string; answer?: { launchCommitted: boolean } }) : undefined;
+    return existsSync(f)
+      ? (JSON.parse(readFileSync(f, "utf8")) as { state: string; answer?: { launchCommitted: boolean } })
+      : undefined;
   };
 
   it("a harness the machine lacks: harness_unavailable with control.fix, nothing launched, no pane opened", async () => {
     const id = randomUUID();
     const res = await hire({ brief: "do it" }, id);
     expect(res.isError).toBe(true);
-    expect(res.structuredContent).toMatchObject({ outcome: "failed", reason: "harness_unavailable", hireId: id, machine: "testbox", harness: "codex", launchCommitted: false });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "failed",
+      reason: "harness_unavailable",
+      hireId: id,
+      machine: "testbox",
+      harness: "codex",
+      launchCommitted: false,
+    });
     expect((res.structuredContent?.control as { fix: string }).fix).toMatch(/install codex/);
     expect(res._meta?.[META]).toEqual({ id, tool: "hire_agent", state: "settled", hireId: id });
     expect(journal(id)).toMatchObject({ state: "finished", answer: { launchCommitted: false } });
@@ -49,7 +63,11 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
 
   it("a directory that does not exist: unknown_directory, nothing launched", async () => {
     const res = await hire({ workingDirectory: join(work, "missing") });
-    expect(res.structuredContent).toMatchObject({ outcome: "failed", reason: "unknown_directory", launchCommitted: false });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "failed",
+      reason: "unknown_directory",
+      launchCommitted: false,
+    });
     expect(fleet.panes()).toEqual([]);
   });
 
@@ -88,7 +106,9 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
     const again = await hire({ brief: "once" }, id);
     expect(again.structuredContent).toEqual(first.structuredContent);
     expect(journal(id)).toMatchObject({ state: "finished" });
-    expect((await fleet.lead.call("reconcile_seat_call", { hireId: id.toUpperCase() })).structuredContent).toEqual(first.structuredContent);
+    expect((await fleet.lead.call("reconcile_seat_call", { hireId: id.toUpperCase() })).structuredContent).toEqual(
+      first.structuredContent,
+    );
   });
 
   it("the same hireId with other arguments, or from another conversation, is refused with nothing dispatched", async () => {
@@ -128,10 +148,23 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
 
 describe("hire_agent on a Herdr pane host (the fake Herdr: Herdr cannot be installed here)", () => {
   it("an unreachable Herdr is herdr_unreachable with control.fix; nothing launched", async () => {
-    const fleet = await startHireFleet("pglite", { herdrSocket: join(tmpdir(), `no-herdr-${randomUUID()}.sock`), hire: { bins: { pi: process.execPath } } });
+    const fleet = await startHireFleet("pglite", {
+      herdrSocket: join(tmpdir(), `no-herdr-${randomUUID()}.sock`),
+      hire: { bins: { pi: process.execPath } },
+    });
     try {
-      const res = await fleet.lead.call("hire_agent", { harness: "pi", workingDirectory: tmpdir(), title: "t", role: "r" });
-      expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "herdr_unreachable", launchCommitted: false, control: { reason: "herdr_unreachable" } });
+      const res = await fleet.lead.call("hire_agent", {
+        harness: "pi",
+        workingDirectory: tmpdir(),
+        title: "t",
+        role: "r",
+      });
+      expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+        outcome: "failed",
+        reason: "herdr_unreachable",
+        launchCommitted: false,
+        control: { reason: "herdr_unreachable" },
+      });
       expect((res.structuredContent!.control as { fix: string }).fix).toMatch(/start Herdr/);
     } finally {
       await fleet.close();
@@ -141,7 +174,10 @@ describe("hire_agent on a Herdr pane host (the fake Herdr: Herdr cannot be insta
   it("bad input on a Herdr host (missing directory, a harness it lacks, relative and '..' paths, control characters) is a typed refusal and calls no Herdr method that opens or starts anything", async () => {
     const herdr = await startFakeHerdr();
     // PATH without any harness and no configured binary: this machine lacks codex.
-    const fleet = await startHireFleet("pglite", { herdrSocket: herdr.socketPath, hire: { env: { PATH: "/nonexistent-bin" } } });
+    const fleet = await startHireFleet("pglite", {
+      herdrSocket: herdr.socketPath,
+      hire: { env: { PATH: "/nonexistent-bin" } },
+    });
     try {
       const work = mkdtempSync(join(tmpdir(), "clankie-hire-herdr-"));
       const cases: [Record<string, unknown>, RegExp][] = [
@@ -156,7 +192,11 @@ describe("hire_agent on a Herdr pane host (the fake Herdr: Herdr cannot be insta
         expect(res.isError).toBe(true);
         expect(JSON.stringify(res.structuredContent ?? res.content)).toMatch(why);
       }
-      expect(herdr.calls.filter((c) => ["pane.split", "agent.start", "pane.report_metadata", "pane.close"].includes(c.method))).toEqual([]);
+      expect(
+        herdr.calls.filter((c) =>
+          ["pane.split", "agent.start", "pane.report_metadata", "pane.close"].includes(c.method),
+        ),
+      ).toEqual([]);
       expect(fleet.markedProcesses()).toEqual([]);
     } finally {
       await fleet.close();
@@ -166,12 +206,23 @@ describe("hire_agent on a Herdr pane host (the fake Herdr: Herdr cannot be insta
 
   it("a refused agent.start is launch_failed and the hire closes the pane it split, and no other", async () => {
     const herdr = await startFakeHerdr();
-    const fleet = await startHireFleet("pglite", { herdrSocket: herdr.socketPath, hire: { bins: { pi: process.execPath } } });
+    const fleet = await startHireFleet("pglite", {
+      herdrSocket: herdr.socketPath,
+      hire: { bins: { pi: process.execPath } },
+    });
     try {
       herdr.addPane({ pane_id: "w1:p1" });
       herdr.failNextAgentStart("agent_unavailable", "pi is not integrated");
-      const res = await fleet.lead.call("hire_agent", { harness: "pi", workingDirectory: tmpdir(), title: "t", role: "r" });
-      expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({ outcome: "failed", reason: "launch_failed" });
+      const res = await fleet.lead.call("hire_agent", {
+        harness: "pi",
+        workingDirectory: tmpdir(),
+        title: "t",
+        role: "r",
+      });
+      expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+        outcome: "failed",
+        reason: "launch_failed",
+      });
       const split = herdr.calls.filter((c) => c.method === "pane.split");
       const closed = herdr.calls.filter((c) => c.method === "pane.close").map((c) => c.params.pane_id);
       expect(split).toHaveLength(1);

@@ -29,15 +29,34 @@ describe.each(DRIVERS)("rule 53: an agent's launchCommitted beats a reset host j
   async function unresolvedHire(launchCommittedByAgent: boolean): Promise<string> {
     const id = randomUUID();
     const db = fleet.controller.database.db;
-    await db.insert(hireReceipts).values({ id, conversationId, fingerprint: "f".repeat(64), machine: "testbox", harness: "codex", state: HireState.Reserved });
+    await db
+      .insert(hireReceipts)
+      .values({
+        id,
+        conversationId,
+        fingerprint: "f".repeat(64),
+        machine: "testbox",
+        harness: "codex",
+        state: HireState.Reserved,
+      });
     const base = { schemaVersion: 1 as const, hireId: id, machine: "testbox", harness: "codex" as const };
     const reason = launchCommittedByAgent ? "delivery_unconfirmed" : "start_unconfirmed";
     const state = launchCommittedByAgent ? HireState.DeliveryUnconfirmed : HireState.StartUnconfirmed;
-    await settleHireOutcome(db, { kind: "hire", id, state, unresolved: true, body: unconfirmedBody(base, reason, "test"), now: new Date(), launchCommittedByAgent });
+    await settleHireOutcome(db, {
+      kind: "hire",
+      id,
+      state,
+      unresolved: true,
+      body: unconfirmedBody(base, reason, "test"),
+      now: new Date(),
+      launchCommittedByAgent,
+    });
     return id;
   }
   const settle = (hireId: string, disposition: string) =>
-    ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.settleHireReceipt(create(SettleHireReceiptRequestSchema, { hireId, conversationId, disposition }));
+    ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.settleHireReceipt(
+      create(SettleHireReceiptRequestSchema, { hireId, conversationId, disposition }),
+    );
 
   it("not-launched is refused for a hire the agent said launched, though its host journal holds nothing now", async () => {
     const id = await unresolvedHire(true);

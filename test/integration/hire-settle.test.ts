@@ -52,20 +52,43 @@ describe.each(DRIVERS)("hire receipts settle on %s", (driver) => {
   });
 
   it("settle not-launched from another conversation finds no receipt; from its own it is accepted with census evidence", async () => {
-    const wrong = await runCli(["hire-receipt", "settle", original, "not-launched", "--conversation", "someone-else", "--json", "--state-dir", t.stateDir]);
+    const wrong = await runCli([
+      "hire-receipt",
+      "settle",
+      original,
+      "not-launched",
+      "--conversation",
+      "someone-else",
+      "--json",
+      "--state-dir",
+      t.stateDir,
+    ]);
     expect(JSON.parse(wrong.stdout)).toMatchObject({ state: "refused" });
     const ok = await runCli(["hire-receipt", "settle", original, "not-launched", "--json", "--state-dir", t.stateDir]);
     expect(ok.code, ok.stderr + ok.stdout).toBe(0);
     expect(JSON.parse(ok.stdout)).toMatchObject({ hireId: original, state: "settled-not-launched" });
     // The agent sealed the id before it looked: a late request can never launch it.
     expect(journal(original)).toMatchObject({ state: "sealed" });
-    const again = await runCli(["hire-receipt", "settle", original, "abandoned-unknown", "--json", "--state-dir", t.stateDir]);
+    const again = await runCli([
+      "hire-receipt",
+      "settle",
+      original,
+      "abandoned-unknown",
+      "--json",
+      "--state-dir",
+      t.stateDir,
+    ]);
     expect(JSON.parse(again.stdout)).toMatchObject({ state: "refused" });
   });
 
   it("the original hireId stays refused forever: a replay returns the settlement, nothing is launched", async () => {
     const replay = await t.lead.call("hire_agent", args(), { [META]: { hireId: original } });
-    expect(replay.structuredContent).toMatchObject({ outcome: "failed", reason: "settled_not_launched", hireId: original, freshIntentAllowed: true });
+    expect(replay.structuredContent).toMatchObject({
+      outcome: "failed",
+      reason: "settled_not_launched",
+      hireId: original,
+      freshIntentAllowed: true,
+    });
     const rec = await t.lead.call("reconcile_seat_call", { hireId: original });
     expect(rec.structuredContent).toMatchObject({ reason: "settled_not_launched" });
     expect(journal(original)).toMatchObject({ state: "sealed" });
@@ -77,14 +100,19 @@ describe.each(DRIVERS)("hire receipts settle on %s", (driver) => {
     // Admitted and sent to the agent (which refuses it for its own reason: no pane host here).
     expect(res.structuredContent).toMatchObject({ hireId: fresh, reason: "harness_unavailable" });
     expect(journal(fresh)).toMatchObject({ state: "finished" });
-    const second = await t.lead.call("hire_agent", { ...args(), freshIntent: { id: randomUUID(), afterReceiptId: original } });
+    const second = await t.lead.call("hire_agent", {
+      ...args(),
+      freshIntent: { id: randomUUID(), afterReceiptId: original },
+    });
     expect(second.structuredContent).toMatchObject({ reason: "fresh_intent_refused" });
     expect(String(second.structuredContent?.detail)).toMatch(/already followed/);
   });
 
   it("hire-receipt list no longer shows the settled original; bad dispositions are refused", async () => {
     const list = await runCli(["hire-receipt", "list", "--json", "--state-dir", t.stateDir]);
-    expect((JSON.parse(list.stdout) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id)).not.toContain(original);
+    expect((JSON.parse(list.stdout) as { unresolved: { id: string }[] }).unresolved.map((r) => r.id)).not.toContain(
+      original,
+    );
     const bad = await runCli(["hire-receipt", "settle", original, "delivered", "--state-dir", t.stateDir]);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/usage/);

@@ -64,17 +64,15 @@ describe.each(DRIVERS)(
         drop = pg.drop;
         database = await openDatabase({ url: pg.url });
       }
-      await db()
-        .insert(machines)
-        .values({
-          name: "box",
-          endpoint: "https://box",
-          agentToken: "t",
-          instanceId: "i",
-          platform: "linux",
-          capabilityVersion: 1,
-          agentVersion: "0",
-        });
+      await db().insert(machines).values({
+        name: "box",
+        endpoint: "https://box",
+        agentToken: "t",
+        instanceId: "i",
+        platform: "linux",
+        capabilityVersion: 1,
+        agentVersion: "0",
+      });
       await db()
         .insert(seats)
         .values({
@@ -148,10 +146,15 @@ describe.each(DRIVERS)(
       receipt: (await db().select().from(deliveryReceipts).where(eq(deliveryReceipts.id, id)))[0],
       lease: (await db().select().from(seatTurns).where(eq(seatTurns.seatId, SEAT)))[0],
     });
-    const line = async () => (await db().select().from(seatWaiters).where(eq(seatWaiters.seatId, SEAT)).orderBy(seatWaiters.admittedAt)).map((w) => w.holder);
+    const line = async () =>
+      (await db().select().from(seatWaiters).where(eq(seatWaiters.seatId, SEAT)).orderBy(seatWaiters.admittedAt)).map(
+        (w) => w.holder,
+      );
     /** Puts `holder` in the seat's line directly, `ago` ms back (the line is in admission order). */
     const queue = (holder: string, ago = 0) =>
-      db().execute(sql`insert into seat_waiters (holder, seat_id, admitted_at, expires_at) values (${holder}, ${SEAT}, now() - make_interval(secs => ${ago / 1000}::float8), now() + interval '25 seconds')`);
+      db().execute(
+        sql`insert into seat_waiters (holder, seat_id, admitted_at, expires_at) values (${holder}, ${SEAT}, now() - make_interval(secs => ${ago / 1000}::float8), now() + interval '25 seconds')`,
+      );
 
     for (const [how, lose] of [
       ["an expired lease", async (f: InstanceEpoch) => (await expire(f), f)],
@@ -182,11 +185,15 @@ describe.each(DRIVERS)(
 
       it(`with ${how} a replica can neither take a free seat nor join the seat's line (ADR 0039's line, fenced)`, async () => {
         const f = await lose(await live());
-        await expect(joinTurn(db(), SEAT, `${f.instance}:notice`, 60_000, 25_000, f)).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(joinTurn(db(), SEAT, `${f.instance}:notice`, 60_000, 25_000, f)).rejects.toBeInstanceOf(
+          FencedWriteError,
+        );
         expect([(await rowsOf("none")).lease, await line()]).toEqual([undefined, []]);
         const other = await live();
         expect(await joinTurn(db(), SEAT, `${other.instance}:held`, 60_000, 25_000, other)).toBe(true);
-        await expect(joinTurn(db(), SEAT, `${f.instance}:stop`, 60_000, 25_000, f)).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(joinTurn(db(), SEAT, `${f.instance}:stop`, 60_000, 25_000, f)).rejects.toBeInstanceOf(
+          FencedWriteError,
+        );
         expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${other.instance}:held`, []]);
       });
 
@@ -199,7 +206,10 @@ describe.each(DRIVERS)(
         expect(await passTurn(db(), SEAT, `${f.instance}:held`, 60_000, f)).toEqual({ moved: false, handedTo: null });
         expect(await passTurn(db(), SEAT, `${f.instance}:mine`, 60_000, f)).toEqual({ moved: false, handedTo: null });
         expect(await handLease(db(), SEAT, `${f.instance}:held`, `${other.instance}:head`, 60_000, f)).toBe(false);
-        expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${f.instance}:held`, [`${other.instance}:head`, `${f.instance}:mine`]]);
+        expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([
+          `${f.instance}:held`,
+          [`${other.instance}:head`, `${f.instance}:mine`],
+        ]);
       });
 
       it(`with ${how} a replica's poll takes no lease: neither a free one for its waiter nor one for the head of the line`, async () => {
@@ -210,7 +220,9 @@ describe.each(DRIVERS)(
         await expect(pollTurn(db(), SEAT, f.instance, 60_000, f)).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf("none")).lease).toBeUndefined();
         // An expired seat lease in its own holder's name is not taken back either.
-        await db().execute(sql`insert into seat_turns (seat_id, holder, expires_at) values (${SEAT}, ${`${f.instance}:first`}, now() - interval '1 second')`);
+        await db().execute(
+          sql`insert into seat_turns (seat_id, holder, expires_at) values (${SEAT}, ${`${f.instance}:first`}, now() - interval '1 second')`,
+        );
         await expect(pollTurn(db(), SEAT, f.instance, 60_000, f)).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf("none")).lease?.holder).toBe(`${f.instance}:first`);
         expect(await line()).toContain(`${other.instance}:second`);
@@ -236,17 +248,15 @@ describe.each(DRIVERS)(
           ),
         ).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf(id)).call).toBeUndefined();
-        await db()
-          .insert(callReceipts)
-          .values({
-            id,
-            tool: "hire_agent",
-            conversationId: "c",
-            fingerprint: "fp",
-            state: CallState.InFlight,
-            controllerInstance: f.instance,
-            controllerEpoch: f.epoch,
-          });
+        await db().insert(callReceipts).values({
+          id,
+          tool: "hire_agent",
+          conversationId: "c",
+          fingerprint: "fp",
+          state: CallState.InFlight,
+          controllerInstance: f.instance,
+          controllerEpoch: f.epoch,
+        });
         await expect(
           settleCall(db(), id, CallState.Settled, { outcome: "spawned" }, new Date(), { owner: f, writer: f }),
         ).rejects.toBeInstanceOf(FencedWriteError);
@@ -259,16 +269,14 @@ describe.each(DRIVERS)(
         await db().transaction((tx) =>
           admitCall(tx, { id, tool: "hire_agent", conversationId: "c", fingerprint: "fp", fence: f }),
         );
-        await db()
-          .insert(hireReceipts)
-          .values({
-            id,
-            conversationId: "c",
-            fingerprint: "fp",
-            machine: "box",
-            harness: "codex",
-            state: HireState.Launching,
-          });
+        await db().insert(hireReceipts).values({
+          id,
+          conversationId: "c",
+          fingerprint: "fp",
+          machine: "box",
+          harness: "codex",
+          state: HireState.Launching,
+        });
         await lose(f);
         const body = unconfirmedBody({ hireId: id, machine: "box", harness: "codex" }, "start_unconfirmed", "lost");
         await expect(
@@ -336,7 +344,10 @@ describe.each(DRIVERS)(
       const [f, other] = [await live(), await live()];
       expect(await joinTurn(db(), SEAT, `${f.instance}:a`, 60_000, 25_000, f)).toBe(true);
       expect(await joinTurn(db(), SEAT, `${other.instance}:b`, 60_000, 25_000, other)).toBe(false);
-      expect(await passTurn(db(), SEAT, `${f.instance}:a`, 60_000, f)).toEqual({ moved: true, handedTo: `${other.instance}:b` });
+      expect(await passTurn(db(), SEAT, `${f.instance}:a`, 60_000, f)).toEqual({
+        moved: true,
+        handedTo: `${other.instance}:b`,
+      });
       expect(await pollTurn(db(), SEAT, other.instance, 60_000, other)).toBe(`${other.instance}:b`);
       expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${other.instance}:b`, []]);
     });

@@ -21,7 +21,11 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
   beforeAll(async () => {
     const target = new URL(process.env.DATABASE_URL!);
     relay = await startPgWireRelay(target.hostname, Number(target.port || 5432));
-    fleet = await startFleet("postgres", { heartbeatIntervalMs: 60_000 }, { databaseUrlVia: (url) => relay.urlFor(url) });
+    fleet = await startFleet(
+      "postgres",
+      { heartbeatIntervalMs: 60_000 },
+      { databaseUrlVia: (url) => relay.urlFor(url) },
+    );
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
   });
@@ -33,7 +37,10 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
 
   it("one delivered message_seat costs at most 4 round trips and at most 2 WAL-flushing commits", async () => {
     // Warm: each pooled connection prepares each statement once (a Parse/Describe round trip).
-    for (let i = 0; i < 30; i++) expect((await lead.call("message_seat", { seat: "inbox", message: `warm ${i}` })).structuredContent).toMatchObject({ outcome: "delivered" });
+    for (let i = 0; i < 30; i++)
+      expect(
+        (await lead.call("message_seat", { seat: "inbox", message: `warm ${i}` })).structuredContent,
+      ).toMatchObject({ outcome: "delivered" });
     const trips: number[] = [];
     const commits: number[] = [];
     const seen: string[][] = [];
@@ -57,12 +64,19 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
 
   it("issue 34 item 4: a busy seat on one replica costs no more round trips per delivery than a free one (the hand-off rides the settle)", async () => {
     // Four callers on one seat: every delivery but the first finds the seat busy and waits for its turn.
-    const leads = await Promise.all(Array.from({ length: 4 }, () => connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken)));
+    const leads = await Promise.all(
+      Array.from({ length: 4 }, () => connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken)),
+    );
     try {
       const round = async (n: number, tag: string) =>
-        Promise.all(leads.map(async (l, c) => {
-          for (let i = 0; i < n; i++) expect((await l.call("message_seat", { seat: "inbox", message: `${tag} ${c}.${i}` })).structuredContent).toMatchObject({ outcome: "delivered" });
-        }));
+        Promise.all(
+          leads.map(async (l, c) => {
+            for (let i = 0; i < n; i++)
+              expect(
+                (await l.call("message_seat", { seat: "inbox", message: `${tag} ${c}.${i}` })).structuredContent,
+              ).toMatchObject({ outcome: "delivered" });
+          }),
+        );
       await round(5, "busy warm");
       relay.reset();
       const t0 = performance.now();
@@ -75,13 +89,19 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
         const k = /clankie:(\w+)/.exec(s)?.[1] ?? s.slice(0, 30);
         kinds.set(k, (kinds.get(k) ?? 0) + 1);
       }
-      const detail = JSON.stringify({ perDelivery, walCommits: c.walCommits / 100, deliveriesPerS: Math.round(100_000 / ms), kinds: Object.fromEntries(kinds) });
+      const detail = JSON.stringify({
+        perDelivery,
+        walCommits: c.walCommits / 100,
+        deliveriesPerS: Math.round(100_000 / ms),
+        kinds: Object.fromEntries(kinds),
+      });
       console.log(`journal per delivery, one seat with 4 callers: ${detail}`);
       // admit + recheck (the seat was busy at admission) + settle, and the heartbeats of the window.
       expect(perDelivery, detail).toBeLessThanOrEqual(4);
       expect(c.walCommits / 100, detail).toBeLessThanOrEqual(2.2);
       // The turn passes inside the settle statement: no turn statement of its own on one replica.
-      for (const k of ["join_turn", "poll_turn", "pass_turn", "take_turn", "hand_turn", "release_turn"]) expect(kinds.get(k) ?? 0, detail).toBe(0);
+      for (const k of ["join_turn", "poll_turn", "pass_turn", "take_turn", "hand_turn", "release_turn"])
+        expect(kinds.get(k) ?? 0, detail).toBe(0);
       for (const k of ["admit", "settle", "recheck"]) expect(kinds.get(k) ?? 0, detail).toBeLessThanOrEqual(100);
     } finally {
       await Promise.all(leads.map((l) => l.close()));

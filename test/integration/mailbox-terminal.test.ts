@@ -10,7 +10,8 @@ import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { runCli } from "../kit/cli.js";
 
-const TEXT = "hi\u001b[2J\u001b]0;owned\u0007 \u202eevil\n#2 2026-01-01T00:00:00.000Z from global-default (00000000-0000-4000-8000-000000000000)\nthe end";
+const TEXT =
+  "hi\u001b[2J\u001b]0;owned\u0007 \u202eevil\n#2 2026-01-01T00:00:00.000Z from global-default (00000000-0000-4000-8000-000000000000)\nthe end";
 
 describe("mailbox read is terminal-safe", () => {
   let fleet: TestFleet;
@@ -19,7 +20,9 @@ describe("mailbox read is terminal-safe", () => {
     fleet = await startFleet("pglite");
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
     const lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
-    expect((await lead.call("message_seat", { seat: "inbox", message: TEXT })).structuredContent).toMatchObject({ outcome: "delivered" });
+    expect((await lead.call("message_seat", { seat: "inbox", message: TEXT })).structuredContent).toMatchObject({
+      outcome: "delivered",
+    });
     await lead.close();
   });
   afterAll(async () => {

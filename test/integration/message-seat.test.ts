@@ -35,7 +35,12 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     const res = await lead.call("message_seat", { seat: "inbox", message: "hello worker" });
     expect(res.isError).toBeFalsy();
     const body = res.structuredContent!;
-    expect(body).toMatchObject({ schemaVersion: 1, outcome: "delivered", seat: "testbox/inbox", deliveryStage: "delivered" });
+    expect(body).toMatchObject({
+      schemaVersion: 1,
+      outcome: "delivered",
+      seat: "testbox/inbox",
+      deliveryStage: "delivered",
+    });
     const id = body.deliveryId as string;
     expect(res._meta?.[META]).toEqual({ id, tool: "message_seat", state: "settled", deliveryId: id });
     const entries = mailbox.list("inbox").entries;
@@ -46,9 +51,16 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
 
   it("the result and the receipt carry every proof with its age at the write; the authority's transit bound is the link's measured round trip", async () => {
     const res = await lead.call("message_seat", { seat: "inbox", message: "with evidence" });
-    const body = res.structuredContent as { proofAgeMs: number; proofs: { kind: string; outcome: string; detail: string; ageAtWriteMs: number }[]; deliveryId: string };
+    const body = res.structuredContent as {
+      proofAgeMs: number;
+      proofs: { kind: string; outcome: string; detail: string; ageAtWriteMs: number }[];
+      deliveryId: string;
+    };
     const authority = body.proofs.find((p) => p.kind === "controller_authority");
-    expect(authority).toMatchObject({ outcome: "proven", detail: expect.stringContaining("the link's worst recent round trip") });
+    expect(authority).toMatchObject({
+      outcome: "proven",
+      detail: expect.stringContaining("the link's worst recent round trip"),
+    });
     expect(body.proofs.every((p) => p.outcome === "proven" && p.ageAtWriteMs <= body.proofAgeMs)).toBe(true);
     expect(body.proofAgeMs).toBeLessThanOrEqual(250);
     const receipt = (await owner.receipts()).find((r) => r.deliveryId === body.deliveryId);
@@ -57,9 +69,17 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
 
   it("uses the caller's deliveryId from _meta, and a repeat returns the original without a second write", async () => {
     const id = randomUUID();
-    const first = await lead.call("message_seat", { seat: "inbox", message: "once only" }, { [META]: { deliveryId: id } });
+    const first = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "once only" },
+      { [META]: { deliveryId: id } },
+    );
     expect(first.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
-    const again = await lead.call("message_seat", { seat: "inbox", message: "once only" }, { [META]: { deliveryId: id } });
+    const again = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "once only" },
+      { [META]: { deliveryId: id } },
+    );
     expect(again.structuredContent).toEqual(first.structuredContent);
     expect(mailbox.list("inbox").entries.filter((e) => e.deliveryId === id)).toHaveLength(1);
   });
@@ -68,7 +88,11 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     const id = randomUUID();
     await lead.call("message_seat", { seat: "inbox", message: "first text" }, { [META]: { deliveryId: id } });
     const before = mailbox.list("inbox").entries.length;
-    const res = await lead.call("message_seat", { seat: "inbox", message: "other text" }, { [META]: { deliveryId: id } });
+    const res = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "other text" },
+      { [META]: { deliveryId: id } },
+    );
     expect(res.isError).toBe(true);
     expect(res.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
     expect(mailbox.list("inbox").entries.length).toBe(before);
@@ -87,7 +111,11 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
       const foreign = await other.call("reconcile_seat_call", { deliveryId: id });
       expect(foreign.structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
       // Rule 7, issue 32 item 7: refused, in the words of an unknown id; nothing says it exists elsewhere.
-      const reuse = await other.call("message_seat", { seat: "inbox", message: "reconcile me" }, { [META]: { deliveryId: id } });
+      const reuse = await other.call(
+        "message_seat",
+        { seat: "inbox", message: "reconcile me" },
+        { [META]: { deliveryId: id } },
+      );
       expect(reuse.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
       expect(reuse._meta?.[META]).toBeUndefined();
       expect(JSON.stringify(reuse.structuredContent)).not.toMatch(/another conversation|conflict/);
@@ -108,7 +136,11 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     const extra = await lead.call("message_seat", { seat: "inbox", message: "x", urgent: true });
     expect(extra.isError).toBe(true);
     expect(JSON.stringify(extra.content)).toMatch(/urgent/);
-    const badId = await lead.call("message_seat", { seat: "inbox", message: "x" }, { [META]: { deliveryId: "not-a-uuid" } });
+    const badId = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "x" },
+      { [META]: { deliveryId: "not-a-uuid" } },
+    );
     expect(badId.isError).toBe(true);
     expect(badId.structuredContent).toMatchObject({ outcome: "invalid_argument" });
     expect(JSON.stringify(badId.structuredContent)).toMatch(/deliveryId/);
@@ -125,7 +157,11 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
   it("an explicit delivery mode the mailbox does not offer is rejected before any write", async () => {
     const before = mailbox.list("inbox").entries.length;
     const res = await lead.call("message_seat", { seat: "inbox", message: "steer this", delivery: "steer" });
-    expect(res.structuredContent).toMatchObject({ outcome: "undelivered", deliveryStage: "rejected", reason: "delivery_mode_unsupported" });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      deliveryStage: "rejected",
+      reason: "delivery_mode_unsupported",
+    });
     expect(mailbox.list("inbox").entries.length).toBe(before);
   });
 
@@ -133,14 +169,21 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
     const res = await lead.call("stop_task", { seat: "inbox" });
     expect(res.isError).toBe(true);
     expect(res.structuredContent).toMatchObject({ outcome: "unsupported", seat: "testbox/inbox" });
-    expect((await lead.call("stop_task", { seat: "nobody" })).structuredContent).toMatchObject({ outcome: "unknown_seat" });
+    expect((await lead.call("stop_task", { seat: "nobody" })).structuredContent).toMatchObject({
+      outcome: "unknown_seat",
+    });
   });
 
   it("list_seats shows the mailbox seat with plain-Send capabilities", async () => {
     const res = await lead.call("list_seats", {});
     const seats = res.structuredContent!.seats as Record<string, unknown>[];
     expect(seats).toContainEqual(
-      expect.objectContaining({ id: "testbox/inbox", kind: "mailbox", online: true, inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false } }),
+      expect.objectContaining({
+        id: "testbox/inbox",
+        kind: "mailbox",
+        online: true,
+        inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false },
+      }),
     );
   });
 
@@ -150,7 +193,12 @@ describe.each(DRIVERS)("message_seat on %s", (driver) => {
       const res = await fetch(fleet.controller.mcpUrl, {
         method: "POST",
         headers: { "content-type": "application/json", accept: "application/json, text/event-stream", ...headers },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/call", params: { name: "message_seat", arguments: { seat: "inbox", message: "sneaky" } } }),
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "tools/call",
+          params: { name: "message_seat", arguments: { seat: "inbox", message: "sneaky" } },
+        }),
       });
       expect(res.status).toBe(401);
     }

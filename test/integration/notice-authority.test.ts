@@ -28,7 +28,9 @@ describe("notice authority", () => {
   const pendingFence = async () => {
     const { db } = fleet.controller.database;
     const id = randomUUID();
-    await db.insert(deliveryReceipts).values({ id, conversationId: "c", seatId, contentFingerprint: `fp-${id}`, mode: "auto", state: "uncertain" });
+    await db
+      .insert(deliveryReceipts)
+      .values({ id, conversationId: "c", seatId, contentFingerprint: `fp-${id}`, mode: "auto", state: "uncertain" });
     await db.insert(fences).values({ deliveryId: id, seatId, contentFingerprint: `fp-${id}`, conversationId: "c" });
     return id;
   };
@@ -54,11 +56,20 @@ describe("notice authority", () => {
     const { db } = fleet.controller.database;
     const seat = await seatRow();
     const resolved = await pendingFence();
-    await db.update(fences).set({ resolvedAt: new Date(), disposition: "delivered" }).where(eq(fences.deliveryId, resolved));
-    expect(await checkNoticeAuthority(db, resolved, seat)).toMatchObject({ ok: false, why: expect.stringMatching(/resolved/) });
+    await db
+      .update(fences)
+      .set({ resolvedAt: new Date(), disposition: "delivered" })
+      .where(eq(fences.deliveryId, resolved));
+    expect(await checkNoticeAuthority(db, resolved, seat)).toMatchObject({
+      ok: false,
+      why: expect.stringMatching(/resolved/),
+    });
     const acked = await pendingFence();
     await db.update(fences).set({ noticeAcknowledgedAt: new Date() }).where(eq(fences.deliveryId, acked));
-    expect(await checkNoticeAuthority(db, acked, seat)).toMatchObject({ ok: false, why: expect.stringMatching(/acknowledged/) });
+    expect(await checkNoticeAuthority(db, acked, seat)).toMatchObject({
+      ok: false,
+      why: expect.stringMatching(/acknowledged/),
+    });
   });
 
   it("refuses when the seat is no longer present", async () => {
@@ -67,7 +78,10 @@ describe("notice authority", () => {
     const seat = await seatRow();
     await db.update(seats).set({ present: false }).where(eq(seats.id, seatId));
     try {
-      expect(await checkNoticeAuthority(db, id, seat)).toMatchObject({ ok: false, why: expect.stringMatching(/no longer present/) });
+      expect(await checkNoticeAuthority(db, id, seat)).toMatchObject({
+        ok: false,
+        why: expect.stringMatching(/no longer present/),
+      });
     } finally {
       await db.update(seats).set({ present: true }).where(eq(seats.id, seatId));
     }

@@ -27,7 +27,8 @@ describe(`issue 32 item 4: one id, one delivery (${driver})`, () => {
   let owner: ReturnType<typeof ownerOf>;
 
   /** Mailbox files of `id` in any case: on a case-insensitive file system two of them would be one file. */
-  const filesOf = (id: string) => readdirSync(join(fleet.agentStateDir, "mailboxes", "inbox")).filter((f) => f.toLowerCase() === `${id}.json`);
+  const filesOf = (id: string) =>
+    readdirSync(join(fleet.agentStateDir, "mailboxes", "inbox")).filter((f) => f.toLowerCase() === `${id}.json`);
   const receiptsOf = async (id: string) => (await owner.receipts()).filter((r) => r.deliveryId.toLowerCase() === id);
   const viaBridge = async (name: string, args: Record<string, unknown>, meta: Record<string, unknown>) =>
     (await bridge.callTool({ name, arguments: args, _meta: meta }, undefined, { timeout: 60_000 })) as Result;
@@ -40,7 +41,16 @@ describe(`issue 32 item 4: one id, one delivery (${driver})`, () => {
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [CLI, "mcp", "--url", fleet.controller.mcpUrl, "--token-file", join(fleet.stateDir, "lead.token"), "--log-level", "error"],
+      args: [
+        CLI,
+        "mcp",
+        "--url",
+        fleet.controller.mcpUrl,
+        "--token-file",
+        join(fleet.stateDir, "lead.token"),
+        "--log-level",
+        "error",
+      ],
       env: { PATH: process.env.PATH ?? "" },
       stderr: "pipe",
     });
@@ -55,10 +65,18 @@ describe(`issue 32 item 4: one id, one delivery (${driver})`, () => {
 
   it("item 4, MCP over HTTP: the deliveryId in upper then lower case is one receipt, one mailbox file, and the original answer", async () => {
     const id = randomUUID();
-    const first = await lead.call("message_seat", { seat: "inbox", message: "once, in any case" }, { [META]: { deliveryId: id.toUpperCase() } });
+    const first = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "once, in any case" },
+      { [META]: { deliveryId: id.toUpperCase() } },
+    );
     expect(first.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
     expect(first._meta?.[META]).toMatchObject({ id, deliveryId: id });
-    const again = await lead.call("message_seat", { seat: "inbox", message: "once, in any case" }, { [META]: { deliveryId: id } });
+    const again = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "once, in any case" },
+      { [META]: { deliveryId: id } },
+    );
     expect(again.structuredContent).toEqual(first.structuredContent);
     expect(filesOf(id)).toEqual([`${id}.json`]);
     expect(await receiptsOf(id)).toHaveLength(1);
@@ -69,14 +87,30 @@ describe(`issue 32 item 4: one id, one delivery (${driver})`, () => {
 
   it("item 4, the stdio bridge: the deliveryId in upper then lower case is one receipt, one mailbox file, and the original answer", async () => {
     const id = randomUUID();
-    const first = await viaBridge("message_seat", { seat: "inbox", message: "once through the bridge" }, { [META]: { deliveryId: id.toUpperCase() } });
+    const first = await viaBridge(
+      "message_seat",
+      { seat: "inbox", message: "once through the bridge" },
+      { [META]: { deliveryId: id.toUpperCase() } },
+    );
     expect(first.structuredContent, JSON.stringify(first)).toMatchObject({ outcome: "delivered", deliveryId: id });
-    const again = await viaBridge("message_seat", { seat: "inbox", message: "once through the bridge" }, { [META]: { deliveryId: id } });
+    const again = await viaBridge(
+      "message_seat",
+      { seat: "inbox", message: "once through the bridge" },
+      { [META]: { deliveryId: id } },
+    );
     expect(again.structuredContent).toEqual(first.structuredContent);
     // And the other way round: lower case first (over HTTP), then upper case through the bridge.
     const other = randomUUID();
-    const lower = await lead.call("message_seat", { seat: "inbox", message: "lower first" }, { [META]: { deliveryId: other } });
-    const upper = await viaBridge("message_seat", { seat: "inbox", message: "lower first" }, { [META]: { deliveryId: other.toUpperCase() } });
+    const lower = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "lower first" },
+      { [META]: { deliveryId: other } },
+    );
+    const upper = await viaBridge(
+      "message_seat",
+      { seat: "inbox", message: "lower first" },
+      { [META]: { deliveryId: other.toUpperCase() } },
+    );
     expect(upper.structuredContent).toEqual(lower.structuredContent);
     for (const x of [id, other]) {
       expect(filesOf(x)).toEqual([`${x}.json`]);
@@ -87,9 +121,17 @@ describe(`issue 32 item 4: one id, one delivery (${driver})`, () => {
   it("item 4: inReplyTo is canonical before the request is fingerprinted, so its case is no other request", async () => {
     const id = randomUUID();
     const ref = randomUUID();
-    const first = await lead.call("message_seat", { seat: "inbox", message: "a reply", inReplyTo: ref.toUpperCase() }, { [META]: { deliveryId: id } });
+    const first = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "a reply", inReplyTo: ref.toUpperCase() },
+      { [META]: { deliveryId: id } },
+    );
     expect(first.structuredContent).toMatchObject({ outcome: "delivered" });
-    const again = await lead.call("message_seat", { seat: "inbox", message: "a reply", inReplyTo: ref }, { [META]: { deliveryId: id } });
+    const again = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "a reply", inReplyTo: ref },
+      { [META]: { deliveryId: id } },
+    );
     expect(again.structuredContent).toEqual(first.structuredContent);
     expect(filesOf(id)).toHaveLength(1);
   });
@@ -98,10 +140,16 @@ describe(`issue 32 item 4: one id, one delivery (${driver})`, () => {
     const id = randomUUID();
     await lead.call("message_seat", { seat: "inbox", message: "settled already" }, { [META]: { deliveryId: id } });
     // A settled delivery is refused as settled: the id was found, not "no delivery".
-    const err = await owner.owner.settleSeatDelivery({ deliveryId: id.toUpperCase(), conversationId: "global-default", disposition: "abandoned-unknown" }).then(
-      () => undefined,
-      (e: Error) => e,
-    );
+    const err = await owner.owner
+      .settleSeatDelivery({
+        deliveryId: id.toUpperCase(),
+        conversationId: "global-default",
+        disposition: "abandoned-unknown",
+      })
+      .then(
+        () => undefined,
+        (e: Error) => e,
+      );
     expect(err?.message).toMatch(/already delivered/);
   });
 });

@@ -19,7 +19,9 @@ import { WORKER_SOCKET } from "../../node-agent/worker-link/worker-endpoint.js";
 const CODEX_TOOL_LIMIT_MS = 60_000;
 
 /** A worker MCP server whose agent socket answers peer_send after `answerAfterMs` (never when undefined). */
-async function workerWithAgent(answerAfterMs: number | undefined): Promise<{ client: Client; close: () => Promise<void> }> {
+async function workerWithAgent(
+  answerAfterMs: number | undefined,
+): Promise<{ client: Client; close: () => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), "clankie-peer-budget-"));
   mkdirSync(join(dir, "worker"), { recursive: true });
   const sockets: Socket[] = [];
@@ -32,7 +34,8 @@ async function workerWithAgent(answerAfterMs: number | undefined): Promise<{ cli
       const nl = buf.indexOf("\n");
       if (nl < 0) return;
       const req = JSON.parse(buf.slice(0, nl)) as { op: string; id?: string };
-      if (req.op === "bind") s.end(JSON.stringify({ ok: true, seatName: "sender", seatId: "box/sender", binding: "binding-1" }) + "\n");
+      if (req.op === "bind")
+        s.end(JSON.stringify({ ok: true, seatName: "sender", seatId: "box/sender", binding: "binding-1" }) + "\n");
       else if (req.op === "peer_send" && answerAfterMs !== undefined) {
         const body = { schemaVersion: 1, outcome: "delivered", deliveryId: req.id, detail: "delivered late" };
         setTimeout(() => s.end(JSON.stringify({ ok: true, state: "settled", body }) + "\n"), answerAfterMs);
@@ -67,7 +70,11 @@ describe("rule 27: the worker waits 50 s for a peer send, inside Codex's 60 s to
     open.push(late, silent);
     const call = async (w: { client: Client }) => {
       const started = Date.now();
-      const r = await w.client.callTool({ name: "message_peer", arguments: { seat: "box/peer", text: "hello" } }, undefined, { timeout: 120_000 });
+      const r = await w.client.callTool(
+        { name: "message_peer", arguments: { seat: "box/peer", text: "hello" } },
+        undefined,
+        { timeout: 120_000 },
+      );
       return { r, ms: Date.now() - started };
     };
     const [answered, unanswered] = await Promise.all([call(late), call(silent)]);

@@ -19,37 +19,63 @@ import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { ownerOf } from "../kit/owner.js";
 import { until } from "../kit/until.js";
 
-describe.each(DRIVERS)("rule 26: a peer message's sender authority is read again before the agent call (%s)", (driver) => {
-  let fleet: TestFleet;
-  let binding: string;
-  const who = () => ({ machine: fleet.agent.link.machine, instanceId: fleet.agent.link.instanceId, seatName: "sender" });
-  const owner = () => ownerOf(fleet.controller.url, fleet.controller.ownerToken);
-  const peerbox = () => new MailboxStore(join(fleet.agentStateDir, "mailboxes")).list("peerbox").entries;
-  const peers = (enabled: boolean) => owner().owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled }));
+describe.each(DRIVERS)(
+  "rule 26: a peer message's sender authority is read again before the agent call (%s)",
+  (driver) => {
+    let fleet: TestFleet;
+    let binding: string;
+    const who = () => ({
+      machine: fleet.agent.link.machine,
+      instanceId: fleet.agent.link.instanceId,
+      seatName: "sender",
+    });
+    const owner = () => ownerOf(fleet.controller.url, fleet.controller.ownerToken);
+    const peerbox = () => new MailboxStore(join(fleet.agentStateDir, "mailboxes")).list("peerbox").entries;
+    const peers = (enabled: boolean) =>
+      owner().owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled }));
 
-  beforeAll(async () => {
-    // Longer than any stall of a loaded machine: the test frees the turn itself.
-    fleet = await startFleet(driver, { seatTurnWaitMs: 30_000 });
-    await owner().addMailbox("sender");
-    await owner().addMailbox("peerbox");
-    const [row] = await fleet.controller.database.db.select({ occupantId: seats.occupantId }).from(seats).where(eq(seats.id, "testbox/sender"));
-    binding = (await fleet.agent.link.gateway.bindWorker(create(BindWorkerRequestSchema, { ...who(), occupantId: row!.occupantId }))).binding;
-  });
-  afterAll(async () => fleet?.close());
+    beforeAll(async () => {
+      // Longer than any stall of a loaded machine: the test frees the turn itself.
+      fleet = await startFleet(driver, { seatTurnWaitMs: 30_000 });
+      await owner().addMailbox("sender");
+      await owner().addMailbox("peerbox");
+      const [row] = await fleet.controller.database.db
+        .select({ occupantId: seats.occupantId })
+        .from(seats)
+        .where(eq(seats.id, "testbox/sender"));
+      binding = (
+        await fleet.agent.link.gateway.bindWorker(
+          create(BindWorkerRequestSchema, { ...who(), occupantId: row!.occupantId }),
+        )
+      ).binding;
+    });
+    afterAll(async () => fleet?.close());
 
-  it("peers turned off while the message waits for the recipient's turn: not sent, peers_off, nothing written", async () => {
-    await peers(true);
-    const db = fleet.controller.database.db;
-    // Another delivery holds the recipient's turn, so the peer message waits after its admission.
-    expect(await tryTakeLease(db, "testbox/peerbox", "another-delivery", 30_000)).toBe(true);
-    const id = randomUUID();
-    const sent = fleet.agent.link.gateway.sendPeerMessage(create(SendPeerMessageRequestSchema, { ...who(), binding, recipientSeat: "peerbox", id, text: "admitted while peers were on" }));
-    // Admitted (its receipt written) while peers were on: only the recheck can refuse it now.
-    await until(async () => (await db.select().from(callReceipts).where(eq(callReceipts.id, id))).length === 1, "the peer message admitted");
-    await peers(false);
-    await releaseLease(db, "testbox/peerbox", "another-delivery");
-    const r = await sent;
-    expect(JSON.parse(r.bodyJson)).toMatchObject({ outcome: "undelivered", reason: "peers_off" });
-    expect(peerbox()).toHaveLength(0);
-  });
-});
+    it("peers turned off while the message waits for the recipient's turn: not sent, peers_off, nothing written", async () => {
+      await peers(true);
+      const db = fleet.controller.database.db;
+      // Another delivery holds the recipient's turn, so the peer message waits after its admission.
+      expect(await tryTakeLease(db, "testbox/peerbox", "another-delivery", 30_000)).toBe(true);
+      const id = randomUUID();
+      const sent = fleet.agent.link.gateway.sendPeerMessage(
+        create(SendPeerMessageRequestSchema, {
+          ...who(),
+          binding,
+          recipientSeat: "peerbox",
+          id,
+          text: "admitted while peers were on",
+        }),
+      );
+      // Admitted (its receipt written) while peers were on: only the recheck can refuse it now.
+      await until(
+        async () => (await db.select().from(callReceipts).where(eq(callReceipts.id, id))).length === 1,
+        "the peer message admitted",
+      );
+      await peers(false);
+      await releaseLease(db, "testbox/peerbox", "another-delivery");
+      const r = await sent;
+      expect(JSON.parse(r.bodyJson)).toMatchObject({ outcome: "undelivered", reason: "peers_off" });
+      expect(peerbox()).toHaveLength(0);
+    });
+  },
+);

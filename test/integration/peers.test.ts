@@ -11,7 +11,12 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { eq } from "drizzle-orm";
-import { BindWorkerRequestSchema, ListFleetSeatsRequestSchema, PeerMessageStatusRequestSchema, SendPeerMessageRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import {
+  BindWorkerRequestSchema,
+  ListFleetSeatsRequestSchema,
+  PeerMessageStatusRequestSchema,
+  SendPeerMessageRequestSchema,
+} from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { SetPeerMessagesRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { callReceipts, seats } from "../../controller/db/schema.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
@@ -23,19 +28,36 @@ import { ownerOf } from "../kit/owner.js";
 describe.each(DRIVERS)("peer messages on %s", (driver) => {
   let fleet: TestFleet;
   let binding: string;
-  const who = () => ({ machine: fleet.agent.link.machine, instanceId: fleet.agent.link.instanceId, seatName: "sender" });
+  const who = () => ({
+    machine: fleet.agent.link.machine,
+    instanceId: fleet.agent.link.instanceId,
+    seatName: "sender",
+  });
   const gw = () => fleet.agent.link.gateway;
   const owner = () => ownerOf(fleet.controller.url, fleet.controller.ownerToken);
   const peerbox = () => new MailboxStore(join(fleet.agentStateDir, "mailboxes")).list("peerbox").entries;
-  const send = (text: string, recipient = "peerbox", id = randomUUID(), b = binding) => gw().sendPeerMessage(create(SendPeerMessageRequestSchema, { ...who(), binding: b, recipientSeat: recipient, id, text }));
-  const receiptsUnder = async (conversationId: string) => (await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.conversationId, conversationId))).length;
+  const send = (text: string, recipient = "peerbox", id = randomUUID(), b = binding) =>
+    gw().sendPeerMessage(
+      create(SendPeerMessageRequestSchema, { ...who(), binding: b, recipientSeat: recipient, id, text }),
+    );
+  const receiptsUnder = async (conversationId: string) =>
+    (
+      await fleet.controller.database.db
+        .select()
+        .from(callReceipts)
+        .where(eq(callReceipts.conversationId, conversationId))
+    ).length;
 
   beforeAll(async () => {
     fleet = await startFleet(driver);
     await owner().addMailbox("sender");
     await owner().addMailbox("peerbox");
-    const [row] = await fleet.controller.database.db.select({ occupantId: seats.occupantId }).from(seats).where(eq(seats.id, "testbox/sender"));
-    binding = (await gw().bindWorker(create(BindWorkerRequestSchema, { ...who(), occupantId: row!.occupantId }))).binding;
+    const [row] = await fleet.controller.database.db
+      .select({ occupantId: seats.occupantId })
+      .from(seats)
+      .where(eq(seats.id, "testbox/sender"));
+    binding = (await gw().bindWorker(create(BindWorkerRequestSchema, { ...who(), occupantId: row!.occupantId })))
+      .binding;
   });
   afterAll(async () => {
     await fleet?.close();
@@ -52,7 +74,9 @@ describe.each(DRIVERS)("peer messages on %s", (driver) => {
   });
 
   it("once the owner turns them on: the fleet's other seats are listed (not the sender) and a peer message is delivered once", async () => {
-    expect((await owner().owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled: true }))).enabled).toBe(true);
+    expect((await owner().owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled: true }))).enabled).toBe(
+      true,
+    );
     const list = await gw().listFleetSeats(create(ListFleetSeatsRequestSchema, { ...who(), binding }));
     expect(list.allowed).toBe(true);
     expect(list.seats.map((s) => s.seatId)).toEqual(["testbox/peerbox"]);
@@ -60,9 +84,14 @@ describe.each(DRIVERS)("peer messages on %s", (driver) => {
     const r = await send("hello peer", "peerbox", id);
     expect(r.state).toBe("settled");
     expect(JSON.parse(r.bodyJson)).toMatchObject({ outcome: "delivered", deliveryId: id, seat: "testbox/peerbox" });
-    expect(peerbox().filter((e) => e.text === "hello peer")).toEqual([expect.objectContaining({ deliveryId: id, conversationId: "peer:testbox/sender" })]);
+    expect(peerbox().filter((e) => e.text === "hello peer")).toEqual([
+      expect.objectContaining({ deliveryId: id, conversationId: "peer:testbox/sender" }),
+    ]);
     // The same id again is answered from its receipt, never sent twice.
-    expect(JSON.parse((await send("hello peer", "peerbox", id)).bodyJson)).toMatchObject({ outcome: "delivered", deliveryId: id });
+    expect(JSON.parse((await send("hello peer", "peerbox", id)).bodyJson)).toMatchObject({
+      outcome: "delivered",
+      deliveryId: id,
+    });
     expect(peerbox().filter((e) => e.text === "hello peer")).toHaveLength(1);
     const status = await gw().peerMessageStatus(create(PeerMessageStatusRequestSchema, { ...who(), binding, id }));
     expect(status.state).toBe("settled");
@@ -71,9 +100,18 @@ describe.each(DRIVERS)("peer messages on %s", (driver) => {
 
   it("an unknown seat, the sender itself, a stale binding and text over 32 KiB are refused with nothing written", async () => {
     const before = await receiptsUnder("peer:testbox/sender");
-    expect(JSON.parse((await send("to nobody", "nobody")).bodyJson)).toMatchObject({ outcome: "undelivered", reason: "unknown_seat" });
-    expect(JSON.parse((await send("to myself", "sender")).bodyJson)).toMatchObject({ outcome: "undelivered", reason: "self" });
-    expect(JSON.parse((await send("stale", "peerbox", randomUUID(), "0".repeat(64))).bodyJson)).toMatchObject({ outcome: "undelivered", reason: "binding_stale" });
+    expect(JSON.parse((await send("to nobody", "nobody")).bodyJson)).toMatchObject({
+      outcome: "undelivered",
+      reason: "unknown_seat",
+    });
+    expect(JSON.parse((await send("to myself", "sender")).bodyJson)).toMatchObject({
+      outcome: "undelivered",
+      reason: "self",
+    });
+    expect(JSON.parse((await send("stale", "peerbox", randomUUID(), "0".repeat(64))).bodyJson)).toMatchObject({
+      outcome: "undelivered",
+      reason: "binding_stale",
+    });
     await expect(send("x".repeat(32_769))).rejects.toThrow(/1-32768 characters/);
     expect(await receiptsUnder("peer:testbox/sender")).toBe(before);
     expect(peerbox().filter((e) => ["to nobody", "to myself", "stale"].includes(e.text))).toEqual([]);
@@ -98,7 +136,12 @@ describe.each(DRIVERS)("peer messages on %s", (driver) => {
 
   it("a peer carries no lead authority: a report from the recipient never routes to the peer's conversation", async () => {
     const id = randomUUID();
-    await acceptReports(fleet.controller.database.db, "testbox", [{ id, seatName: "peerbox", text: "report after a peer message", createdAtMs: Date.now() }], new Date());
+    await acceptReports(
+      fleet.controller.database.db,
+      "testbox",
+      [{ id, seatName: "peerbox", text: "report after a peer message", createdAtMs: Date.now() }],
+      new Date(),
+    );
     const { workerReports } = await import("../../controller/db/schema.js");
     const [row] = await fleet.controller.database.db.select().from(workerReports).where(eq(workerReports.id, id));
     expect(row).toMatchObject({ conversationId: "global-default", unadopted: true });
@@ -108,7 +151,9 @@ describe.each(DRIVERS)("peer messages on %s", (driver) => {
     await owner().owner.setPeerMessages(create(SetPeerMessagesRequestSchema, { enabled: false }));
     expect(JSON.parse((await send("after off")).bodyJson)).toMatchObject({ reason: "peers_off" });
     const ids = peerbox().map((e) => e.deliveryId);
-    const status = await gw().peerMessageStatus(create(PeerMessageStatusRequestSchema, { ...who(), binding, id: ids[0]! }));
+    const status = await gw().peerMessageStatus(
+      create(PeerMessageStatusRequestSchema, { ...who(), binding, id: ids[0]! }),
+    );
     expect(status.state).toBe("settled");
   });
 });

@@ -43,20 +43,43 @@ describe.runIf(available("postgres") && available("pgbouncer"))("issue 34 item 5
       const url = bouncer.urlFor(pg.url);
       // Both start on the fresh database: the migration lock (transaction-level here) lets one
       // migrate while the other waits, then finds the migrations applied.
-      const [first, second] = await Promise.all([startControllerProcess(tempDir(`pgb-${mode}-a`), url), startControllerProcess(tempDir(`pgb-${mode}-b`), url)]).catch((e: Error) => {
+      const [first, second] = await Promise.all([
+        startControllerProcess(tempDir(`pgb-${mode}-a`), url),
+        startControllerProcess(tempDir(`pgb-${mode}-b`), url),
+      ]).catch((e: Error) => {
         throw new Error(`${e.message}\npgbouncer log:\n${bouncer.log().slice(-2000)}`);
       });
-      cleanups.push(() => first!.stop(), () => second!.stop());
+      cleanups.push(
+        () => first!.stop(),
+        () => second!.stop(),
+      );
       // The kit takes the first line for the ready record: a start that failed printed its error there.
-      for (const c of [first!, second!]) expect(c.url, `a controller through pgbouncer did not start:\n${bouncer.log().slice(-2000)}`).toBeTruthy();
+      for (const c of [first!, second!])
+        expect(c.url, `a controller through pgbouncer did not start:\n${bouncer.log().slice(-2000)}`).toBeTruthy();
       const controller = first!;
       const owner = ownerOf(controller.url, controller.ownerToken);
       const agentDir = tempDir(`pgb-${mode}-agent`);
-      const agent = await startAgentProcess({ controllerUrl: controller.agentUrl, stateDir: agentDir, machine: "pooledbox", joinToken: await owner.enroll("pooledbox") });
+      const agent = await startAgentProcess({
+        controllerUrl: controller.agentUrl,
+        stateDir: agentDir,
+        machine: "pooledbox",
+        joinToken: await owner.enroll("pooledbox"),
+      });
       cleanups.push(() => agent.stop());
-      await until(async () => await owner.addMailbox("inbox").then(() => true, () => false), "the mailbox seat added on the linked agent", 200);
+      await until(
+        async () =>
+          await owner.addMailbox("inbox").then(
+            () => true,
+            () => false,
+          ),
+        "the mailbox seat added on the linked agent",
+        200,
+      );
       // Each replica issues its own state dir's lead token at boot: the later one's is the journal's.
-      const leadToken = await connectLead(controller.mcpUrl, controller.leadToken).then(async (l) => (await l.close(), controller.leadToken), () => second!.leadToken);
+      const leadToken = await connectLead(controller.mcpUrl, controller.leadToken).then(
+        async (l) => (await l.close(), controller.leadToken),
+        () => second!.leadToken,
+      );
       const lead = await connectLead(controller.mcpUrl, leadToken);
       cleanups.push(() => lead.close());
 
@@ -64,11 +87,16 @@ describe.runIf(available("postgres") && available("pgbouncer"))("issue 34 item 5
       const texts = Array.from({ length: 24 }, (_, i) => `through pgbouncer (${mode}) ${i}`);
       const outcomes: string[] = [];
       for (let i = 0; i < texts.length; i += 4) {
-        const batch = await Promise.all(texts.slice(i, i + 4).map((message) => lead.call("message_seat", { seat: "inbox", message })));
+        const batch = await Promise.all(
+          texts.slice(i, i + 4).map((message) => lead.call("message_seat", { seat: "inbox", message })),
+        );
         outcomes.push(...batch.map((r) => String(r.structuredContent?.outcome ?? JSON.stringify(r.content))));
       }
       expect(outcomes).toEqual(texts.map(() => "delivered"));
-      const entries = new MailboxStore(join(agentDir, "agent", "mailboxes")).list("inbox").entries.map((e) => e.text).sort();
+      const entries = new MailboxStore(join(agentDir, "agent", "mailboxes"))
+        .list("inbox")
+        .entries.map((e) => e.text)
+        .sort();
       expect(entries).toEqual([...texts].sort());
       // The second replica serves the same lead (its token is the journal's) through the pooler.
       const other = await connectLead(second!.mcpUrl, leadToken);
@@ -82,16 +110,32 @@ describe.runIf(available("postgres") && available("pgbouncer"))("issue 34 item 5
     cleanups.push(() => pg.drop());
     const bouncer = await startPgbouncer("transaction", serverOf(), 2);
     cleanups.push(() => bouncer.stop());
-    const raw = postgres(bouncer.urlFor(pg.url).replace(/[?&]pool_mode=transaction/, ""), { max: 6, prepare: false, onnotice: () => {} });
+    const raw = postgres(bouncer.urlFor(pg.url).replace(/[?&]pool_mode=transaction/, ""), {
+      max: 6,
+      prepare: false,
+      onnotice: () => {},
+    });
     cleanups.push(() => raw.end({ timeout: 1 }));
-    const sql = timeoutsPerTransaction(raw, { lockTimeoutMs: 700, statementTimeoutMs: 900, idleInTransactionMs: 3_000 });
+    const sql = timeoutsPerTransaction(raw, {
+      lockTimeoutMs: 700,
+      statementTimeoutMs: 900,
+      idleInTransactionMs: 3_000,
+    });
     // More client connections than the 2 servers; each statement reports the settings it ran under.
     const seen = await Promise.all(
-      Array.from({ length: 12 }, () => sql.unsafe("select current_setting('lock_timeout') as l, current_setting('statement_timeout') as s, current_setting('idle_in_transaction_session_timeout') as i")),
+      Array.from({ length: 12 }, () =>
+        sql.unsafe(
+          "select current_setting('lock_timeout') as l, current_setting('statement_timeout') as s, current_setting('idle_in_transaction_session_timeout') as i",
+        ),
+      ),
     );
-    expect(new Set(seen.map((r) => JSON.stringify(r[0])))).toEqual(new Set([JSON.stringify({ l: "700ms", s: "900ms", i: "3s" })]));
+    expect(new Set(seen.map((r) => JSON.stringify(r[0])))).toEqual(
+      new Set([JSON.stringify({ l: "700ms", s: "900ms", i: "3s" })]),
+    );
     // drizzle's transactions get them too, and `.values()` still works.
-    expect(await sql.begin(async (t) => (await t.unsafe("select current_setting('statement_timeout') as s"))[0]!.s)).toBe("900ms");
+    expect(
+      await sql.begin(async (t) => (await t.unsafe("select current_setting('statement_timeout') as s"))[0]!.s),
+    ).toBe("900ms");
     expect(await sql.unsafe("select 1 as one").values()).toEqual([[1]]);
     await expect(sql.unsafe("select pg_sleep(3)")).rejects.toMatchObject({ code: "57014" });
     // Nothing leaked into the server sessions: a statement outside the wrapper runs unbounded.

@@ -16,11 +16,15 @@ describe.each(DRIVERS)("issue 37 item 2: receipts paged by key on %s", (driver) 
   let cleanup: () => Promise<void>;
   const q = { limit: 2, offset: 0, unresolvedOnly: false, seatId: "", conversationId: "", state: "" };
   const insert = (id: string, at: string, seat = "m/s") =>
-    database.db.execute(sql`insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state, created_at) values (${id}, 'c', ${seat}, 'f', 'send', 'delivered', ${at}::timestamptz)`);
+    database.db.execute(
+      sql`insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state, created_at) values (${id}, 'c', ${seat}, 'f', 'send', 'delivered', ${at}::timestamptz)`,
+    );
 
   beforeAll(async () => {
     const store = await prepareStore(driver);
-    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    database = await openDatabase(
+      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
+    );
     cleanup = store.cleanup;
     // Five in one millisecond (two share the microsecond too), one older.
     await insert("r1", "2026-12-05 10:00:00.123001+00");
@@ -52,14 +56,30 @@ describe.each(DRIVERS)("issue 37 item 2: receipts paged by key on %s", (driver) 
 
   it("since filters by creation time, with the other filters", async () => {
     const since = BigInt(Date.parse("2026-12-04T00:00:00Z"));
-    expect((await queryReceipts(database.db, { ...q, limit: 100, sinceUnixMs: since }, Date.now())).receipts.map((r) => r.deliveryId)).toEqual(["r5", "r4", "r3", "r2", "r1"]);
-    expect((await queryReceipts(database.db, { ...q, limit: 100, seatId: "m/other" }, Date.now())).receipts.map((r) => r.deliveryId)).toEqual(["old"]);
+    expect(
+      (await queryReceipts(database.db, { ...q, limit: 100, sinceUnixMs: since }, Date.now())).receipts.map(
+        (r) => r.deliveryId,
+      ),
+    ).toEqual(["r5", "r4", "r3", "r2", "r1"]);
+    expect(
+      (await queryReceipts(database.db, { ...q, limit: 100, seatId: "m/other" }, Date.now())).receipts.map(
+        (r) => r.deliveryId,
+      ),
+    ).toEqual(["old"]);
   });
 
   it("a token this controller did not issue, or a token with an offset, is invalid_argument", async () => {
-    const code = (p: Promise<unknown>) => p.then(() => "ok", (e: unknown) => FleetError.from(e).code);
-    expect(await code(queryReceipts(database.db, { ...q, pageToken: "not-a-token" }, Date.now()))).toBe("invalid_argument");
+    const code = (p: Promise<unknown>) =>
+      p.then(
+        () => "ok",
+        (e: unknown) => FleetError.from(e).code,
+      );
+    expect(await code(queryReceipts(database.db, { ...q, pageToken: "not-a-token" }, Date.now()))).toBe(
+      "invalid_argument",
+    );
     const first = await queryReceipts(database.db, q, Date.now());
-    expect(await code(queryReceipts(database.db, { ...q, offset: 2, pageToken: first.nextPageToken }, Date.now()))).toBe("invalid_argument");
+    expect(
+      await code(queryReceipts(database.db, { ...q, offset: 2, pageToken: first.nextPageToken }, Date.now())),
+    ).toBe("invalid_argument");
   });
 });

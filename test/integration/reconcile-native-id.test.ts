@@ -27,7 +27,9 @@ describe.each(DRIVERS)("reconcile by a harness's own id (%s)", (driver) => {
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
     const { IssueLeadTokenRequestSchema } = await import("../../shared/gen/clankie/fleet/v1/owner_pb.js");
     const { create } = await import("@bufbuild/protobuf");
-    const token = (await owner.owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: "another-lead" }))).token;
+    const token = (
+      await owner.owner.issueLeadToken(create(IssueLeadTokenRequestSchema, { conversationId: "another-lead" }))
+    ).token;
     other = await connectLead(fleet.controller.mcpUrl, token);
   });
   afterAll(async () => {
@@ -38,9 +40,16 @@ describe.each(DRIVERS)("reconcile by a harness's own id (%s)", (driver) => {
 
   it("the mailbox's native id and the delivery id in upper case both find the original; another conversation finds nothing", async () => {
     const deliveryId = randomUUID();
-    const sent = await lead.call("message_seat", { seat: "inbox", message: "found by its native id" }, { [META]: { deliveryId } });
+    const sent = await lead.call(
+      "message_seat",
+      { seat: "inbox", message: "found by its native id" },
+      { [META]: { deliveryId } },
+    );
     expect(sent.structuredContent).toMatchObject({ outcome: "delivered" });
-    const [row] = await fleet.controller.database.db.select().from(deliveryReceipts).where(eq(deliveryReceipts.id, deliveryId));
+    const [row] = await fleet.controller.database.db
+      .select()
+      .from(deliveryReceipts)
+      .where(eq(deliveryReceipts.id, deliveryId));
     expect(row?.nativeReceiptId).toMatch(/^inbox#\d+$/);
 
     const byNative = await lead.call("reconcile_seat_call", { nativeId: row!.nativeReceiptId! });

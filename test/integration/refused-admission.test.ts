@@ -14,7 +14,8 @@ import { available } from "../kit/requirements.js";
 import { freshPostgres } from "../kit/test-db.js";
 
 /** drizzle's execute answers an array on postgres-js and `{ rows }` on PGlite. */
-const rowsOf = <T = Record<string, unknown>>(r: unknown): T[] => (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
+const rowsOf = <T = Record<string, unknown>>(r: unknown): T[] =>
+  (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
 
 const ME = "instance-me";
 
@@ -37,7 +38,13 @@ describe.runIf(available("postgres"))("a refused admission recorded by id", () =
     conversationId: "conv-a",
     fingerprint: "fp-1",
     controllerInstance: ME,
-    body: { schemaVersion: 1, deliveryId: id, outcome: "undelivered", reason: "journal_unavailable", detail: "refused" },
+    body: {
+      schemaVersion: 1,
+      deliveryId: id,
+      outcome: "undelivered",
+      reason: "journal_unavailable",
+      detail: "refused",
+    },
     reason: "journal_unavailable",
     detail: "refused",
     holder: `${ME}:${id}`,
@@ -45,19 +52,34 @@ describe.runIf(available("postgres"))("a refused admission recorded by id", () =
     ...o,
   });
   /** What an admission writes: the call in flight, the receipt dispatching, the seat's lease. */
-  const admit = async (id: string, o: { instance?: string; conversation?: string; fingerprint?: string; seat?: string } = {}) => {
+  const admit = async (
+    id: string,
+    o: { instance?: string; conversation?: string; fingerprint?: string; seat?: string } = {},
+  ) => {
     const instance = o.instance ?? ME;
     const seat = o.seat ?? `seat-${id}`;
-    const inserted = rowsOf(await database.db.execute(sql`insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance)
-      values (${id}, 'message_seat', ${o.conversation ?? "conv-a"}, ${o.fingerprint ?? "fp-1"}, 'in_flight', ${instance}) on conflict do nothing returning id`));
+    const inserted = rowsOf(
+      await database.db.execute(sql`insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance)
+      values (${id}, 'message_seat', ${o.conversation ?? "conv-a"}, ${o.fingerprint ?? "fp-1"}, 'in_flight', ${instance}) on conflict do nothing returning id`),
+    );
     if (inserted.length === 0) return false;
-    await database.db.execute(sql`insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state) values (${id}, ${o.conversation ?? "conv-a"}, ${seat}, 'cf', 'auto', 'dispatching')`);
-    await database.db.execute(sql`insert into seat_turns (seat_id, holder, expires_at) values (${seat}, ${`${instance}:${id}`}, now() + interval '30 seconds')`);
+    await database.db.execute(
+      sql`insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state) values (${id}, ${o.conversation ?? "conv-a"}, ${seat}, 'cf', 'auto', 'dispatching')`,
+    );
+    await database.db.execute(
+      sql`insert into seat_turns (seat_id, holder, expires_at) values (${seat}, ${`${instance}:${id}`}, now() + interval '30 seconds')`,
+    );
     return true;
   };
   const stateOf = async (id: string) => {
-    const [call] = rowsOf<{ state: string; reason: string | null }>(await database.db.execute(sql`select state, result->>'reason' as reason from operator_call_receipts where id = ${id}`));
-    const [receipt] = rowsOf<{ state: string }>(await database.db.execute(sql`select state from delivery_receipts where id = ${id}`));
+    const [call] = rowsOf<{ state: string; reason: string | null }>(
+      await database.db.execute(
+        sql`select state, result->>'reason' as reason from operator_call_receipts where id = ${id}`,
+      ),
+    );
+    const [receipt] = rowsOf<{ state: string }>(
+      await database.db.execute(sql`select state from delivery_receipts where id = ${id}`),
+    );
     const leases = rowsOf(await database.db.execute(sql`select holder from seat_turns where holder like ${`%:${id}`}`));
     return { call: call?.state, reason: call?.reason ?? null, receipt: receipt?.state, leases: leases.length };
   };
@@ -66,14 +88,24 @@ describe.runIf(available("postgres"))("a refused admission recorded by id", () =
     const id = randomUUID();
     await admit(id);
     await recordRefusedAdmission(database.db, refusal(id));
-    expect(await stateOf(id)).toEqual({ call: "settled", reason: "journal_unavailable", receipt: "not_sent", leases: 0 });
+    expect(await stateOf(id)).toEqual({
+      call: "settled",
+      reason: "journal_unavailable",
+      receipt: "not_sent",
+      leases: 0,
+    });
   });
 
   it("ADR 0033: committed before it, the admission that comes later writes nothing (no receipt, no lease)", async () => {
     const id = randomUUID();
     await recordRefusedAdmission(database.db, refusal(id));
     expect(await admit(id)).toBe(false);
-    expect(await stateOf(id)).toEqual({ call: "settled", reason: "journal_unavailable", receipt: undefined, leases: 0 });
+    expect(await stateOf(id)).toEqual({
+      call: "settled",
+      reason: "journal_unavailable",
+      receipt: undefined,
+      leases: 0,
+    });
   });
 
   it("ADR 0033: recorded twice (the retry after a commit it did not hear), the answer is the same", async () => {
@@ -81,7 +113,12 @@ describe.runIf(available("postgres"))("a refused admission recorded by id", () =
     await admit(id);
     await recordRefusedAdmission(database.db, refusal(id));
     await recordRefusedAdmission(database.db, refusal(id));
-    expect(await stateOf(id)).toEqual({ call: "settled", reason: "journal_unavailable", receipt: "not_sent", leases: 0 });
+    expect(await stateOf(id)).toEqual({
+      call: "settled",
+      reason: "journal_unavailable",
+      receipt: "not_sent",
+      leases: 0,
+    });
   });
 
   for (const [what, other] of [
@@ -99,8 +136,15 @@ describe.runIf(available("postgres"))("a refused admission recorded by id", () =
 
   it("ADR 0033: a call that takes no lease (a question's answer) is refused by its call receipt alone", async () => {
     const id = randomUUID();
-    await database.db.execute(sql`insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance) values (${id}, 'message_seat', 'conv-a', 'fp-1', 'in_flight', ${ME})`);
+    await database.db.execute(
+      sql`insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance) values (${id}, 'message_seat', 'conv-a', 'fp-1', 'in_flight', ${ME})`,
+    );
     await recordRefusedAdmission(database.db, refusal(id, { holder: null }));
-    expect(await stateOf(id)).toEqual({ call: "settled", reason: "journal_unavailable", receipt: undefined, leases: 0 });
+    expect(await stateOf(id)).toEqual({
+      call: "settled",
+      reason: "journal_unavailable",
+      receipt: undefined,
+      leases: 0,
+    });
   });
 });

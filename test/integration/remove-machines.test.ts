@@ -25,7 +25,11 @@ const until = async (what: string, f: () => Promise<boolean> | boolean, ms = 10_
   }
 };
 
-const codeOf = async (p: Promise<unknown>) => p.then(() => "ok", (e: unknown) => FleetError.from(e).code);
+const codeOf = async (p: Promise<unknown>) =>
+  p.then(
+    () => "ok",
+    (e: unknown) => FleetError.from(e).code,
+  );
 
 describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (driver) => {
   let controller: RunningController;
@@ -36,7 +40,15 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
   beforeAll(async () => {
     const store = await prepareStore(driver);
     cleanup = store.cleanup;
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 300 }), silentLogger);
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 300,
+      }),
+      silentLogger,
+    );
     owner = ownerOf(controller.url, controller.ownerToken);
   });
   afterAll(async () => {
@@ -49,12 +61,19 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
   const start = async (machine: string) => {
     const dir = tempDir(`agent-${machine}`);
     dirs.set(machine, dir);
-    const a = await startAgent({ ...compileAgentConfig({ stateDir: dir, controllerUrl: controller.agentUrl, machine }), joinToken: await owner.enroll(machine) }, silentLogger);
+    const a = await startAgent(
+      {
+        ...compileAgentConfig({ stateDir: dir, controllerUrl: controller.agentUrl, machine }),
+        joinToken: await owner.enroll(machine),
+      },
+      silentLogger,
+    );
     agents.push(a);
     await a.linked;
     return a;
   };
-  const machineRow = async (name: string) => (await owner.status.listMachines({})).machines.find((m) => m.name === name);
+  const machineRow = async (name: string) =>
+    (await owner.status.listMachines({})).machines.find((m) => m.name === name);
 
   it("fleet remove refuses a machine that is online and not revoked, and one never enrolled", async () => {
     await start("live");
@@ -110,7 +129,10 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
     await until("quiet to go offline", async () => (await machineRow("quiet"))?.online === false);
     expect((await owner.fleet.removeMachine({ machine: "quiet" })).was).toBe("offline");
     // The same identity, started again: the typed refusal says removed, and it never registers.
-    const back = await startAgent(compileAgentConfig({ stateDir: dirs.get("quiet")!, controllerUrl: controller.agentUrl }), silentLogger);
+    const back = await startAgent(
+      compileAgentConfig({ stateDir: dirs.get("quiet")!, controllerUrl: controller.agentUrl }),
+      silentLogger,
+    );
     agents.push(back);
     expect(await back.revoked).toMatch(/not on record: the machine was removed/);
     expect(await machineRow("quiet")).toBeUndefined();
@@ -122,7 +144,10 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
     await agent.close();
     await until("laptop to go offline", async () => (await machineRow("laptop"))?.online === false);
     expect(await codeOf(owner.owner.removeSeat({ seat: "nope/none" }))).toBe("unknown_seat");
-    expect(await owner.owner.removeSeat({ seat: "laptop/notes" })).toMatchObject({ seatId: "laptop/notes", unresolvedReceipts: 0 });
+    expect(await owner.owner.removeSeat({ seat: "laptop/notes" })).toMatchObject({
+      seatId: "laptop/notes",
+      unresolvedReceipts: 0,
+    });
     expect((await owner.seats()).map((s) => s.id)).not.toContain("laptop/notes");
     // The machine itself stays until fleet remove.
     expect(await machineRow("laptop")).toBeDefined();

@@ -11,7 +11,13 @@ import { startControllerUnderTest, type ControllerUnderTest } from "../kit/contr
 import { startFleet } from "../kit/start-fleet.js";
 import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
-import { admitCall, CallState, expireOldResults, RETAINED_RESULT_BODIES, settleCall } from "../../controller/journal/call-receipts.js";
+import {
+  admitCall,
+  CallState,
+  expireOldResults,
+  RETAINED_RESULT_BODIES,
+  settleCall,
+} from "../../controller/journal/call-receipts.js";
 
 const META = "clankie/seat-call";
 
@@ -34,13 +40,20 @@ describe.each(DRIVERS)("retention on %s", (driver) => {
     // The oldest five go through message_seat; the 1,000 newer settled receipts are written
     // through the same journal functions in one transaction, to keep the suite fast.
     const ids = Array.from({ length: 5 }, () => randomUUID());
-    for (const [i, id] of ids.entries()) await t.lead.call("message_seat", { seat: "nobody", message: `m${i}` }, { [META]: { deliveryId: id } });
+    for (const [i, id] of ids.entries())
+      await t.lead.call("message_seat", { seat: "nobody", message: `m${i}` }, { [META]: { deliveryId: id } });
     const later = Date.now() + 1000;
     await t.controller.database.db.transaction(async (tx) => {
       for (let i = 0; i < RETAINED_RESULT_BODIES; i++) {
         const id = randomUUID();
         await admitCall(tx, { id, tool: "message_seat", conversationId: "global-default", fingerprint: `filler-${i}` });
-        await settleCall(tx, id, CallState.Settled, { schemaVersion: 1, outcome: "unknown_seat", deliveryId: id }, new Date(later + i));
+        await settleCall(
+          tx,
+          id,
+          CallState.Settled,
+          { schemaVersion: 1, outcome: "unknown_seat", deliveryId: id },
+          new Date(later + i),
+        );
         ids.push(id);
       }
     });
@@ -48,14 +61,29 @@ describe.each(DRIVERS)("retention on %s", (driver) => {
     expect(expired).toBeGreaterThanOrEqual(5);
 
     const oldest = ids[0]!;
-    const replay = await t.lead.call("message_seat", { seat: "nobody", message: "m0" }, { [META]: { deliveryId: oldest } });
+    const replay = await t.lead.call(
+      "message_seat",
+      { seat: "nobody", message: "m0" },
+      { [META]: { deliveryId: oldest } },
+    );
     expect(replay.structuredContent).toMatchObject({ outcome: "expired", deliveryId: oldest });
-    expect((await t.lead.call("reconcile_seat_call", { deliveryId: oldest })).structuredContent).toMatchObject({ outcome: "expired" });
-    const otherArgs = await t.lead.call("message_seat", { seat: "inbox", message: "something new" }, { [META]: { deliveryId: oldest } });
+    expect((await t.lead.call("reconcile_seat_call", { deliveryId: oldest })).structuredContent).toMatchObject({
+      outcome: "expired",
+    });
+    const otherArgs = await t.lead.call(
+      "message_seat",
+      { seat: "inbox", message: "something new" },
+      { [META]: { deliveryId: oldest } },
+    );
     expect(otherArgs.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
     const newest = ids.at(-1)!;
-    expect((await t.lead.call("reconcile_seat_call", { deliveryId: newest })).structuredContent).toMatchObject({ outcome: "unknown_seat", deliveryId: newest });
-    const kept = await t.lead.call("reconcile_seat_call", { deliveryId: uncertain.structuredContent!.deliveryId as string });
+    expect((await t.lead.call("reconcile_seat_call", { deliveryId: newest })).structuredContent).toMatchObject({
+      outcome: "unknown_seat",
+      deliveryId: newest,
+    });
+    const kept = await t.lead.call("reconcile_seat_call", {
+      deliveryId: uncertain.structuredContent!.deliveryId as string,
+    });
     expect(kept.structuredContent).toMatchObject({ outcome: "uncertain" });
     expect(t.mailbox.list("inbox").entries.some((e) => e.text === "something new")).toBe(false);
   });
@@ -73,8 +101,17 @@ describe.each(DRIVERS)("shutdown on %s", (driver) => {
       await new Promise((r) => setTimeout(r, 200));
       const during = await fetch(fleet.controller.mcpUrl, {
         method: "POST",
-        headers: { "content-type": "application/json", accept: "application/json, text/event-stream", authorization: `Bearer ${fleet.controller.leadToken}` },
-        body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "0" } } }),
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json, text/event-stream",
+          authorization: `Bearer ${fleet.controller.leadToken}`,
+        },
+        body: JSON.stringify({
+          jsonrpc: "2.0",
+          id: 1,
+          method: "initialize",
+          params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "0" } },
+        }),
       });
       expect(during.status).toBe(503);
       expect(await during.text()).toContain("service_stopping");

@@ -9,7 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
-import { SeatTurns, TURN_CLAIM_MS, withSeatTurn, handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
+import {
+  SeatTurns,
+  TURN_CLAIM_MS,
+  withSeatTurn,
+  handLease,
+  releaseLease,
+  tryTakeLease,
+} from "../../controller/delivery/turn.js";
 
 describe.each(DRIVERS)("seat turns on %s", (driver) => {
   let database: Database;
@@ -21,10 +28,14 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
   };
   beforeAll(async () => {
     const store = await prepareStore(driver);
-    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    database = await openDatabase(
+      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
+    );
     cleanup = store.cleanup;
     // The line counts a waiter only while its controller's instance lease is live (ADR 0039, ADR 0036).
-    await database.db.execute(sql`insert into controller_instances (id, pid, host, lease_expires_at) select id, 1, 'test', now() + interval '1 hour' from unnest(array['me', 'other', 'ra', 'rb']) id`);
+    await database.db.execute(
+      sql`insert into controller_instances (id, pid, host, lease_expires_at) select id, 1, 'test', now() + interval '1 hour' from unnest(array['me', 'other', 'ra', 'rb']) id`,
+    );
   });
   afterAll(async () => {
     await database?.close();
@@ -140,7 +151,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     // Joined alternately, each once the one before it is in the line: a's own waiters never go first.
     const joined: string[] = [];
     for (let i = 1; i <= 8; i++) {
-      const [turns, holder] = i % 2 ? [b, `rb:${i}`] as const : [a, `ra:${i}`] as const;
+      const [turns, holder] = i % 2 ? ([b, `rb:${i}`] as const) : ([a, `ra:${i}`] as const);
       const before = a.waiting("m/shared") + b.waiting("m/shared");
       all.push(take(turns, holder, 5));
       joined.push(holder);
@@ -154,7 +165,9 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
 
   it("issue 34 item 4: a waiter whose controller is dead does not hold the line: skipped at once when its instance lease expired, passed over after the claim window when it has not", async () => {
     // 'dead''s lease expired a second ago (its last heartbeat is recent: the lease decides); 'silent''s lease is live but it is gone (killed a moment ago).
-    await database.db.execute(sql`insert into controller_instances (id, pid, host, heartbeat_at, lease_expires_at) values ('dead', 1, 'test', now(), now() - interval '1 second'), ('silent', 1, 'test', now(), now() + interval '10 seconds')`);
+    await database.db.execute(
+      sql`insert into controller_instances (id, pid, host, heartbeat_at, lease_expires_at) values ('dead', 1, 'test', now(), now() - interval '1 second'), ('silent', 1, 'test', now(), now() + interval '10 seconds')`,
+    );
     const live = new SeatTurns(database.db, 30_000, "me");
     const first = await live.enter("m/dead", "me:first", undefined, 1_000);
     expect(first.held).toBe(true);

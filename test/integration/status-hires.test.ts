@@ -111,8 +111,13 @@ describe.each(DRIVERS)("hires in view on %s", (driver) => {
     expect(table[0]).toMatch(/^ID\s+CONVERSATION\s+MACHINE\s+HARNESS\s+STATE\s+SEAT\s+AGE\s+REASON$/);
     expect(table.find((l) => l.startsWith(refusedId))).toMatch(/failed\s+.*harness_unavailable$/);
     const bad = await runCli(["hire-receipt", "list", "--state", "gone", "--state-dir", t.stateDir]);
-    expect([bad.code, bad.stderr]).toEqual([2, expect.stringMatching(/^clankie: invalid_argument: --state must be one of reserved, launching, spawned/)]);
+    expect([bad.code, bad.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^clankie: invalid_argument: --state must be one of reserved, launching, spawned/),
+    ]);
     // Nothing unresolved: the empty answer says how to see every hire.
-    expect((await runCli(["hire-receipt", "list", "--state-dir", t.stateDir])).stdout.trim()).toBe("no unresolved hires (clankie hire-receipt list --all shows every hire)");
+    expect((await runCli(["hire-receipt", "list", "--state-dir", t.stateDir])).stdout.trim()).toBe(
+      "no unresolved hires (clankie hire-receipt list --all shows every hire)",
+    );
   });
 });

@@ -44,34 +44,61 @@ describe("stop_task authority", () => {
     const lead = await leadFor("unlucky");
     // A seat that does not exist: the receipt is settled as unknown_seat, nothing reached `inbox`.
     await lead.call("message_seat", { seat: "nobody", message: "hello" });
-    expect((await lead.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "not_authorized" });
+    expect((await lead.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "not_authorized",
+    });
   });
 
   it("a conversation messaging the seat passes the check", async () => {
     const sender = await leadFor("sender");
-    expect((await sender.call("message_seat", { seat: "inbox", message: "work on this" })).structuredContent).toMatchObject({ outcome: "delivered" });
-    expect((await sender.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "unsupported" });
+    expect(
+      (await sender.call("message_seat", { seat: "inbox", message: "work on this" })).structuredContent,
+    ).toMatchObject({ outcome: "delivered" });
+    expect((await sender.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "unsupported",
+    });
     // Its authority is its own: the intruder is still refused.
-    expect((await leads[0]!.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "not_authorized" });
+    expect((await leads[0]!.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "not_authorized",
+    });
   });
 
   it("the owner's conversation (the state dir's lead token) passes the check", async () => {
     const own = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
     leads.push(own);
-    expect((await own.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "unsupported" });
+    expect((await own.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "unsupported",
+    });
   });
 
   it("the conversation that hired the seat's current occupant passes the check; a hire of an earlier occupant does not", async () => {
     const db = fleet.controller.database.db;
     const [seat] = await db.select().from(seats).where(eq(seats.name, "inbox"));
     const hire = (conversationId: string, occupantId: string) =>
-      db.insert(hireReceipts).values({ id: randomUUID(), conversationId, fingerprint: "f", machine: "testbox", harness: "codex", state: "spawned", seatId: seat!.id, occupantId });
+      db
+        .insert(hireReceipts)
+        .values({
+          id: randomUUID(),
+          conversationId,
+          fingerprint: "f",
+          machine: "testbox",
+          harness: "codex",
+          state: "spawned",
+          seatId: seat!.id,
+          occupantId,
+        });
     const earlier = await leadFor("hired-earlier-occupant");
     await hire("hired-earlier-occupant", `${seat!.occupantId}-before`);
-    expect((await earlier.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "not_authorized" });
+    expect((await earlier.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "not_authorized",
+    });
     const hirer = await leadFor("hirer");
-    expect((await hirer.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "not_authorized" });
+    expect((await hirer.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "not_authorized",
+    });
     await hire("hirer", seat!.occupantId);
-    expect((await hirer.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({ outcome: "unsupported" });
+    expect((await hirer.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({
+      outcome: "unsupported",
+    });
   });
 });

@@ -29,7 +29,9 @@ describe.each(DRIVERS)("seat turns through the pipeline on %s", (driver) => {
     const results = await Promise.all(texts.map((message) => t.lead.call("message_seat", { seat: "inbox", message })));
     for (const r of results) expect(r.structuredContent).toMatchObject({ outcome: "delivered" });
     const ids = new Set(results.map((r) => r.structuredContent!.deliveryId as string));
-    const admitted = rowsOf<{ id: string }>(await t.controller.database.db.execute(sql`select id from delivery_receipts order by created_at, id`))
+    const admitted = rowsOf<{ id: string }>(
+      await t.controller.database.db.execute(sql`select id from delivery_receipts order by created_at, id`),
+    )
       .map((r) => r.id)
       .filter((id) => ids.has(id));
     const landed = t.mailbox
@@ -44,13 +46,21 @@ describe.each(DRIVERS)("seat turns through the pipeline on %s", (driver) => {
     const t = await startControllerUnderTest(driver, { deliverTimeoutMs: 5000, seatTurnWaitMs: 1000 });
     cleanups.push(() => t.close());
     // Another live controller (its lease renewed for a minute) holds the seat (its delivery is stuck).
-    await t.controller.database.db.execute(sql`insert into controller_instances (id, pid, host, lease_expires_at) values ('another-controller', 1, 'another-host', now() + interval '60 seconds')`);
-    await t.controller.database.db.execute(sql`insert into seat_turns (seat_id, holder, expires_at) values ('box/inbox', 'another-controller:stuck', now() + interval '60 seconds') on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at`);
+    await t.controller.database.db.execute(
+      sql`insert into controller_instances (id, pid, host, lease_expires_at) values ('another-controller', 1, 'another-host', now() + interval '60 seconds')`,
+    );
+    await t.controller.database.db.execute(
+      sql`insert into seat_turns (seat_id, holder, expires_at) values ('box/inbox', 'another-controller:stuck', now() + interval '60 seconds') on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at`,
+    );
     const res = await t.lead.call("message_seat", { seat: "inbox", message: "after waiting out the turn" });
     expect(res.structuredContent).toMatchObject({ outcome: "delivered" });
     expect(res.structuredContent!.reason).not.toBe("seat_busy");
     expect(t.mailbox.list("inbox").entries.filter((e) => e.text === "after waiting out the turn")).toHaveLength(1);
     // The other holder's lease was not taken from it.
-    expect(rowsOf<{ holder: string }>(await t.controller.database.db.execute(sql`select holder from seat_turns where seat_id = 'box/inbox'`))[0]?.holder).toBe("another-controller:stuck");
+    expect(
+      rowsOf<{ holder: string }>(
+        await t.controller.database.db.execute(sql`select holder from seat_turns where seat_id = 'box/inbox'`),
+      )[0]?.holder,
+    ).toBe("another-controller:stuck");
   });
 });

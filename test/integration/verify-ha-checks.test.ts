@@ -37,7 +37,12 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal 
   it("a message arriving in a seat before the previous one settled is an overlap; one after the other is not", async () => {
     await db`insert into delivery_receipts (id, seat_id, state) values ('a', 's1', 'dispatching'), ('b', 's1', 'dispatching'), ('c', 's2', 'dispatching'), ('d', 's2', 'dispatching'), ('e', 's3', 'dispatching')`;
     await db`update delivery_receipts set state = 'delivered' where id in ('a', 'b', 'c', 'd')`;
-    const settled = new Map((await db<{ id: string; at: Date }[]>`select id, at from verify_writes where op = 'UPDATE'`).map((r) => [r.id, r.at.getTime()]));
+    const settled = new Map(
+      (await db<{ id: string; at: Date }[]>`select id, at from verify_writes where op = 'UPDATE'`).map((r) => [
+        r.id,
+        r.at.getTime(),
+      ]),
+    );
     const before = (id: string, ms: number) => settled.get(id)! - ms;
     const r = await seatOverlaps(db, [
       // s1: b arrives after a settled. s2: d arrives while c is still in flight. s3: e never settled.
@@ -73,19 +78,53 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal 
 
 describe("issue 34 item 6: the HA figures and goals", () => {
   it("the delivery gap is the longest wait between two delivered answers in the window", () => {
-    const op = (type: Op["type"], atMs: number): Op => ({ type, op: 0, lead: "l", deliveryId: "d", seat: "s", text: "t", atMs });
+    const op = (type: Op["type"], atMs: number): Op => ({
+      type,
+      op: 0,
+      lead: "l",
+      deliveryId: "d",
+      seat: "s",
+      text: "t",
+      atMs,
+    });
     const h = [op("ok", 100), op("info", 900), op("ok", 1_500), op("ok", 1_600)];
     expect(deliveryGapMs(h, 0, 2_000)).toBe(1_400);
     expect(deliveryGapMs(h, 0, 5_000)).toBe(3_400);
   });
 
   it("every HA goal is met by a calm result and each fails on its own figure", () => {
-    const calm = { kills: 5, kill_gap_p99_ms: 1_200, agents_shown_offline: 0, lost: 0, duplicates: 0, paused_writes_after_resume: 0, max_in_flight_per_seat: 1, resume_after_promotion_ms: 9_000, fair_max_over_mean: 1.5, fair_skipped_turns: 0, tokens_valid: 18, tokens_checked: 18 };
+    const calm = {
+      kills: 5,
+      kill_gap_p99_ms: 1_200,
+      agents_shown_offline: 0,
+      lost: 0,
+      duplicates: 0,
+      paused_writes_after_resume: 0,
+      max_in_flight_per_seat: 1,
+      resume_after_promotion_ms: 9_000,
+      fair_max_over_mean: 1.5,
+      fair_skipped_turns: 0,
+      tokens_valid: 18,
+      tokens_checked: 18,
+    };
     expect(judgeHaGoals({ high_availability: calm }).every((g) => g.met === true)).toBe(true);
-    const bad: Record<string, number> = { kill_gap_p99_ms: 6_000, agents_shown_offline: 1, lost: 1, paused_writes_after_resume: 2, max_in_flight_per_seat: 2, resume_after_promotion_ms: 31_000, fair_max_over_mean: 2.5, fair_skipped_turns: 3, tokens_valid: 12 };
+    const bad: Record<string, number> = {
+      kill_gap_p99_ms: 6_000,
+      agents_shown_offline: 1,
+      lost: 1,
+      paused_writes_after_resume: 2,
+      max_in_flight_per_seat: 2,
+      resume_after_promotion_ms: 31_000,
+      fair_max_over_mean: 2.5,
+      fair_skipped_turns: 3,
+      tokens_valid: 12,
+    };
     for (const [k, v] of Object.entries(bad)) {
       const goals = judgeHaGoals({ high_availability: { ...calm, [k]: v } });
-      expect(goals.filter((g) => g.met === false), k).toHaveLength(1);
+      expect(
+        goals.filter((g) => g.met === false),
+        k,
+      ).toHaveLength(1);
     }
     expect(judgeHaGoals({ high_availability: { ...calm, kills: 2 } })[0]!.met).toBeNull();
     expect(judgeHaGoals({ high_availability: "skipped: no HAProxy" }).every((g) => g.met === null)).toBe(true);

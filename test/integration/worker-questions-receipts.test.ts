@@ -19,7 +19,10 @@ import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 
 const META = "clankie/seat-call";
-const answerOf = (colour: string, requestId = "7") => ({ seat: "inbox", questionAnswer: { requestId, answers: { colour: { answers: [colour] } } } });
+const answerOf = (colour: string, requestId = "7") => ({
+  seat: "inbox",
+  questionAnswer: { requestId, answers: { colour: { answers: [colour] } } },
+});
 
 describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver) => {
   let fleet: TestFleet;
@@ -36,9 +39,26 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     const [seat] = await db.select().from(seats).where(eq(seats.id, "testbox/inbox"));
     // The hire row as the hire pipeline writes it: this suite is about the answer's receipt.
     hireId = randomUUID();
-    await db.insert(hireReceipts).values({ id: hireId, conversationId: "hirer", fingerprint: "f", machine: "testbox", harness: "codex", state: "spawned", seatId: seat!.id, occupantId: seat!.occupantId });
-    hirer = await connectLead(fleet.controller.mcpUrl, (await owner.owner.issueLeadToken({ conversationId: "hirer" })).token);
-    other = await connectLead(fleet.controller.mcpUrl, (await owner.owner.issueLeadToken({ conversationId: "bystander" })).token);
+    await db
+      .insert(hireReceipts)
+      .values({
+        id: hireId,
+        conversationId: "hirer",
+        fingerprint: "f",
+        machine: "testbox",
+        harness: "codex",
+        state: "spawned",
+        seatId: seat!.id,
+        occupantId: seat!.occupantId,
+      });
+    hirer = await connectLead(
+      fleet.controller.mcpUrl,
+      (await owner.owner.issueLeadToken({ conversationId: "hirer" })).token,
+    );
+    other = await connectLead(
+      fleet.controller.mcpUrl,
+      (await owner.owner.issueLeadToken({ conversationId: "bystander" })).token,
+    );
   });
   afterAll(async () => {
     await hirer?.close().catch(() => {});
@@ -50,7 +70,13 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     const id = randomUUID();
     const res = await hirer.call("message_seat", answerOf("Red"), { [META]: { deliveryId: id } });
     // The mailbox seat has no native question: the agent's desk refuses, nothing is sent.
-    expect(res.structuredContent).toMatchObject({ outcome: "refused", reason: "unknown_seat", requestId: "7", deliveryId: id, seat: "testbox/inbox" });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "refused",
+      reason: "unknown_seat",
+      requestId: "7",
+      deliveryId: id,
+      seat: "testbox/inbox",
+    });
     expect(res._meta?.[META]).toEqual({ id, tool: "message_seat", state: "settled", deliveryId: id });
     const [row] = await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.id, id));
     expect(row).toMatchObject({ tool: "message_seat", conversationId: "hirer", state: "settled" });
@@ -66,7 +92,9 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     expect(rec.structuredContent).toEqual(res.structuredContent);
     expect(rec._meta?.[META]).toMatchObject({ id, state: "settled" });
     // Another conversation never sees it.
-    expect((await other.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
+    expect((await other.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({
+      outcome: "no_matching_receipt",
+    });
   });
 
   it("VUH-1638: a same-id replay returns the original result without asking again, even after a fresh ask would answer otherwise", async () => {
@@ -97,7 +125,11 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     // Rule 7, issue 32 item 7: refused, in the words of an unknown id; nothing says it exists elsewhere.
     expect(foreign.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
     // A message_seat text under an answer's id is a different request too.
-    const asText = await hirer.call("message_seat", { seat: "inbox", message: "hello" }, { [META]: { deliveryId: id } });
+    const asText = await hirer.call(
+      "message_seat",
+      { seat: "inbox", message: "hello" },
+      { [META]: { deliveryId: id } },
+    );
     expect(asText.structuredContent).toMatchObject({ outcome: "refused", reason: "receipt_conflict" });
     const [row] = await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.id, id));
     expect(row).toMatchObject({ conversationId: "hirer", state: "settled" });
@@ -107,7 +139,9 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     const res = await hirer.call("message_seat", answerOf("Red"), { [META]: { deliveryId: "not-a-uuid" } });
     expect(res.isError).toBe(true);
     expect(res.structuredContent).toMatchObject({ outcome: "invalid_argument" });
-    expect(await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.id, "not-a-uuid"))).toEqual([]);
+    expect(
+      await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.id, "not-a-uuid")),
+    ).toEqual([]);
   });
 });
 
@@ -122,8 +156,22 @@ describe.each(DRIVERS)("a question answer whose result is lost, on %s", (driver)
     await owner.addMailbox("inbox");
     const db = fleet.controller.database.db;
     const [seat] = await db.select().from(seats).where(eq(seats.id, "testbox/inbox"));
-    await db.insert(hireReceipts).values({ id: randomUUID(), conversationId: "hirer", fingerprint: "f", machine: "testbox", harness: "codex", state: "spawned", seatId: seat!.id, occupantId: seat!.occupantId });
-    hirer = await connectLead(fleet.controller.mcpUrl, (await owner.owner.issueLeadToken({ conversationId: "hirer" })).token);
+    await db
+      .insert(hireReceipts)
+      .values({
+        id: randomUUID(),
+        conversationId: "hirer",
+        fingerprint: "f",
+        machine: "testbox",
+        harness: "codex",
+        state: "spawned",
+        seatId: seat!.id,
+        occupantId: seat!.occupantId,
+      });
+    hirer = await connectLead(
+      fleet.controller.mcpUrl,
+      (await owner.owner.issueLeadToken({ conversationId: "hirer" })).token,
+    );
   });
   afterAll(async () => {
     await hirer?.close().catch(() => {});
@@ -133,7 +181,12 @@ describe.each(DRIVERS)("a question answer whose result is lost, on %s", (driver)
   it("rule 39 / VUH-1638: it is uncertain in the journal, a replay returns that uncertain original, and reconcile_seat_call keeps it uncertain when the agent cannot prove its fate", async () => {
     const id = randomUUID();
     const lost = await hirer.call("message_seat", answerOf("Red"), { [META]: { deliveryId: id } });
-    expect(lost.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: id, requestId: "7", reconcileTool: "reconcile_seat_call" });
+    expect(lost.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      deliveryId: id,
+      requestId: "7",
+      reconcileTool: "reconcile_seat_call",
+    });
     expect(lost._meta?.[META]).toEqual({ id, tool: "message_seat", state: "uncertain", deliveryId: id });
     const [row] = await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.id, id));
     expect(row).toMatchObject({ state: "uncertain", conversationId: "hirer" });
@@ -142,7 +195,12 @@ describe.each(DRIVERS)("a question answer whose result is lost, on %s", (driver)
     expect(replay._meta?.[META]).toMatchObject({ state: "uncertain" });
     // The mailbox seat's agent holds no such question: nothing proves its fate, so it stays uncertain.
     const rec = await hirer.call("reconcile_seat_call", { deliveryId: id });
-    expect(rec.structuredContent).toMatchObject({ outcome: "uncertain", deliveryId: id, requestId: "7", sessionCheck: expect.stringContaining("never resent") });
+    expect(rec.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      deliveryId: id,
+      requestId: "7",
+      sessionCheck: expect.stringContaining("never resent"),
+    });
     expect(rec._meta?.[META]).toMatchObject({ id, state: "uncertain" });
     const [after] = await fleet.controller.database.db.select().from(callReceipts).where(eq(callReceipts.id, id));
     expect(after).toMatchObject({ state: "uncertain" });

@@ -42,21 +42,43 @@ describe.each(DRIVERS)("worker questions on %s", (driver) => {
       turnId: `turn-${k}`,
       itemId: `call_${k}`,
       requestId: String(k),
-      questions: [{ id: "colour", header: "Colour", question: `Which colour (${k})?`, isOther: true, options: [{ label: "Red", description: "warm" }] }],
+      questions: [
+        {
+          id: "colour",
+          header: "Colour",
+          question: `Which colour (${k})?`,
+          isOther: true,
+          options: [{ label: "Red", description: "warm" }],
+        },
+      ],
       askedUnixMs: BigInt(Date.now()),
     });
   };
   const hire = async (conversationId: string, occupant: string) => {
     const db = fleet.controller.database.db;
     const [seat] = await db.select().from(seats).where(eq(seats.name, "inbox"));
-    await db.insert(hireReceipts).values({ id: randomUUID(), conversationId, fingerprint: "f", machine: "testbox", harness: "codex", state: "spawned", seatId: seat!.id, occupantId: occupant });
+    await db
+      .insert(hireReceipts)
+      .values({
+        id: randomUUID(),
+        conversationId,
+        fingerprint: "f",
+        machine: "testbox",
+        harness: "codex",
+        state: "spawned",
+        seatId: seat!.id,
+        occupantId: occupant,
+      });
   };
 
   beforeAll(async () => {
     fleet = await startFleet(driver);
     owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
     await owner.addMailbox("inbox");
-    const [row] = await fleet.controller.database.db.select({ occupantId: seats.occupantId }).from(seats).where(eq(seats.id, "testbox/inbox"));
+    const [row] = await fleet.controller.database.db
+      .select({ occupantId: seats.occupantId })
+      .from(seats)
+      .where(eq(seats.id, "testbox/inbox"));
     occupantId = row!.occupantId;
   });
   afterAll(async () => {
@@ -75,7 +97,10 @@ describe.each(DRIVERS)("worker questions on %s", (driver) => {
   it("a hire of an earlier occupant does not take the new occupant's questions", async () => {
     await hire("hired-earlier", `${occupantId}-before`);
     const earlier = await leadFor("hired-earlier");
-    expect(await fleet.agent.link.gateway.submitWorkerQuestion(ask())).toMatchObject({ filed: false, reason: "not_hired" });
+    expect(await fleet.agent.link.gateway.submitWorkerQuestion(ask())).toMatchObject({
+      filed: false,
+      reason: "not_hired",
+    });
     expect(await reportsOf(earlier)).toEqual([]);
   });
 
@@ -84,7 +109,9 @@ describe.each(DRIVERS)("worker questions on %s", (driver) => {
     const hirer = await leadFor("hirer");
     const other = await leadFor("messenger");
     // The messenger's delivered message would adopt the seat's reports (rule 50): questions stay with the hirer.
-    expect((await other.call("message_seat", { seat: "inbox", message: "status?" })).structuredContent).toMatchObject({ outcome: "delivered" });
+    expect((await other.call("message_seat", { seat: "inbox", message: "status?" })).structuredContent).toMatchObject({
+      outcome: "delivered",
+    });
     const q = ask();
     const r = await fleet.agent.link.gateway.submitWorkerQuestion(q);
     expect(r).toMatchObject({ filed: true, questionId: expect.stringMatching(/^question-[0-9a-f]{32}$/) });
@@ -95,27 +122,48 @@ describe.each(DRIVERS)("worker questions on %s", (driver) => {
     expect(mine[0]!.text).toContain('"questionAnswer":{"requestId":');
     expect((await reportsOf(other)).some((x) => x.deliveryId === r.questionId)).toBe(false);
     // The same native question again is the same report: one copy.
-    expect(await fleet.agent.link.gateway.submitWorkerQuestion(q)).toMatchObject({ filed: true, questionId: r.questionId });
+    expect(await fleet.agent.link.gateway.submitWorkerQuestion(q)).toMatchObject({
+      filed: true,
+      questionId: r.questionId,
+    });
     expect((await reportsOf(hirer)).filter((x) => x.deliveryId === r.questionId)).toHaveLength(1);
   });
 
   it("a question from another occupant than the seat's current one is refused with nothing filed", async () => {
-    expect(await fleet.agent.link.gateway.submitWorkerQuestion(ask("inbox", () => "someone-else"))).toMatchObject({ filed: false, reason: "occupant_changed" });
-    expect(await fleet.agent.link.gateway.submitWorkerQuestion(ask("nobody"))).toMatchObject({ filed: false, reason: "unknown_seat" });
+    expect(await fleet.agent.link.gateway.submitWorkerQuestion(ask("inbox", () => "someone-else"))).toMatchObject({
+      filed: false,
+      reason: "occupant_changed",
+    });
+    expect(await fleet.agent.link.gateway.submitWorkerQuestion(ask("nobody"))).toMatchObject({
+      filed: false,
+      reason: "unknown_seat",
+    });
   });
 
   it("message_seat{questionAnswer}: only the hiring conversation may answer; the agent, with no such question, refuses; nothing is sent either way", async () => {
     const other = await leadFor("not-the-hirer");
     const answer = { seat: "inbox", questionAnswer: { requestId: "1", answers: { colour: { answers: ["Red"] } } } };
-    expect((await other.call("message_seat", answer)).structuredContent).toMatchObject({ outcome: "refused", reason: "not_authorized", seat: "testbox/inbox" });
+    expect((await other.call("message_seat", answer)).structuredContent).toMatchObject({
+      outcome: "refused",
+      reason: "not_authorized",
+      seat: "testbox/inbox",
+    });
     const hirer = await leadFor("hirer");
     // A mailbox seat has no native question: the agent's desk holds no watcher for it.
-    expect((await hirer.call("message_seat", answer)).structuredContent).toMatchObject({ outcome: "refused", reason: "unknown_seat", requestId: "1" });
+    expect((await hirer.call("message_seat", answer)).structuredContent).toMatchObject({
+      outcome: "refused",
+      reason: "unknown_seat",
+      requestId: "1",
+    });
   });
 
   it("message_seat takes exactly one of message or questionAnswer, and bounded answers", async () => {
     const hirer = await leadFor("hirer");
-    const both = await hirer.call("message_seat", { seat: "inbox", message: "hi", questionAnswer: { requestId: "1", answers: { colour: { answers: ["Red"] } } } });
+    const both = await hirer.call("message_seat", {
+      seat: "inbox",
+      message: "hi",
+      questionAnswer: { requestId: "1", answers: { colour: { answers: ["Red"] } } },
+    });
     expect(both.isError).toBe(true);
     expect(JSON.stringify(both.content)).toMatch(/exactly one of message or questionAnswer/);
     const none = await hirer.call("message_seat", { seat: "inbox" });
@@ -125,4 +173,3 @@ describe.each(DRIVERS)("worker questions on %s", (driver) => {
     expect(JSON.stringify(empty.content)).toMatch(/1-20 question ids/);
   });
 });
-

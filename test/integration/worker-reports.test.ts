@@ -24,7 +24,12 @@ describe.each(DRIVERS)("worker reports on %s", (driver) => {
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
     worker = new Client({ name: "worker", version: "0" });
-    await worker.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "mailbox", "mcp", "inbox", "--agent-state-dir", fleet.agentStateDir] }));
+    await worker.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mailbox", "mcp", "inbox", "--agent-state-dir", fleet.agentStateDir],
+      }),
+    );
   });
   afterAll(async () => {
     await worker?.close();
@@ -43,22 +48,44 @@ describe.each(DRIVERS)("worker reports on %s", (driver) => {
     }
     throw new Error("the agent never forwarded the report");
   };
-  const reports = async (c: LeadClient) => (await c.call("worker_reports", {})).structuredContent!.reports as { deliveryId: string; seat: string; text: string; unadopted: boolean }[];
-  const status = async (id: string) => (await lead.call("worker_report_status", { deliveryId: id })).structuredContent!.state;
+  const reports = async (c: LeadClient) =>
+    (await c.call("worker_reports", {})).structuredContent!.reports as {
+      deliveryId: string;
+      seat: string;
+      text: string;
+      unadopted: boolean;
+    }[];
+  const status = async (id: string) =>
+    (await lead.call("worker_report_status", { deliveryId: id })).structuredContent!.state;
 
   it("a report reaches the conversation that messaged the seat, and only that one", async () => {
     await lead.call("message_seat", { seat: "inbox", message: "please report back" });
     const id = await report("tests pass");
-    expect(await reports(lead)).toContainEqual({ deliveryId: id, seat: "testbox/inbox", text: "tests pass", createdAt: expect.any(String), unadopted: false });
-    const otherToken = (await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.issueLeadToken({ conversationId: "bystander" })).token;
+    expect(await reports(lead)).toContainEqual({
+      deliveryId: id,
+      seat: "testbox/inbox",
+      text: "tests pass",
+      createdAt: expect.any(String),
+      unadopted: false,
+    });
+    const otherToken = (
+      await ownerOf(fleet.controller.url, fleet.controller.ownerToken).owner.issueLeadToken({
+        conversationId: "bystander",
+      })
+    ).token;
     const other = await connectLead(fleet.controller.mcpUrl, otherToken);
     try {
       expect(await reports(other)).toEqual([]);
-      expect((await other.call("acknowledge_worker_reports", { deliveryIds: [id] })).structuredContent).toMatchObject({ acknowledged: [], refused: [id] });
+      expect((await other.call("acknowledge_worker_reports", { deliveryIds: [id] })).structuredContent).toMatchObject({
+        acknowledged: [],
+        refused: [id],
+      });
     } finally {
       await other.close();
     }
-    expect((await lead.call("acknowledge_worker_reports", { deliveryIds: [id] })).structuredContent).toMatchObject({ acknowledged: [id] });
+    expect((await lead.call("acknowledge_worker_reports", { deliveryIds: [id] })).structuredContent).toMatchObject({
+      acknowledged: [id],
+    });
     expect(await status(id)).toBe("read");
   });
 

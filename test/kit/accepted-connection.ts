@@ -14,5 +14,13 @@ export async function connectAccepted(port: number, keep: Socket[]): Promise<{ s
     s.once("data", () => resolve(s));
   });
   keep.push(socket);
-  return { socket, tuple: { localAddress: socket.localAddress!, localPort: socket.localPort!, remoteAddress: socket.remoteAddress!, remotePort: socket.remotePort! } };
+  return {
+    socket,
+    tuple: {
+      localAddress: socket.localAddress!,
+      localPort: socket.localPort!,
+      remoteAddress: socket.remoteAddress!,
+      remotePort: socket.remotePort!,
+    },
+  };
 }

@@ -19,7 +19,13 @@ export interface AgentProcess {
 }
 
 /** The first launch joins with `joinToken` (from the environment, never argv); restarts use the stored identity. */
-export async function startAgentProcess(opts: { controllerUrl: string; stateDir: string; machine: string; joinToken: string; extraArgs?: string[] }): Promise<AgentProcess> {
+export async function startAgentProcess(opts: {
+  controllerUrl: string;
+  stateDir: string;
+  machine: string;
+  joinToken: string;
+  extraArgs?: string[];
+}): Promise<AgentProcess> {
   assertBuilt();
   let child: ChildProcess;
   let joinToken: string | undefined = opts.joinToken;
@@ -28,7 +34,20 @@ export async function startAgentProcess(opts: { controllerUrl: string; stateDir:
     joinToken = undefined;
     child = spawn(
       process.execPath,
-      [CLI, "agent", "--json", "--controller", opts.controllerUrl, "--state-dir", join(opts.stateDir, "agent"), "--machine", opts.machine, "--log-level", "error", ...(opts.extraArgs ?? [])],
+      [
+        CLI,
+        "agent",
+        "--json",
+        "--controller",
+        opts.controllerUrl,
+        "--state-dir",
+        join(opts.stateDir, "agent"),
+        "--machine",
+        opts.machine,
+        "--log-level",
+        "error",
+        ...(opts.extraArgs ?? []),
+      ],
       { stdio: ["ignore", "pipe", "inherit"], env },
     );
     await new Promise<void>((resolve, reject) => {
@@ -36,7 +55,10 @@ export async function startAgentProcess(opts: { controllerUrl: string; stateDir:
       child.once("exit", (code) => reject(new Error(`agent exited with ${code}`)));
     });
   };
-  const exited = () => new Promise<void>((r) => (child.exitCode !== null || child.signalCode !== null ? r() : child.once("exit", () => r())));
+  const exited = () =>
+    new Promise<void>((r) =>
+      child.exitCode !== null || child.signalCode !== null ? r() : child.once("exit", () => r()),
+    );
   await launch();
   const kill = async () => {
     const done = exited();

@@ -14,14 +14,20 @@ export interface BridgeProcess {
 }
 
 export async function startBridgeProcess(args: string[], env: Record<string, string> = {}): Promise<BridgeProcess> {
-  const transport = new StdioClientTransport({ command: process.execPath, args: [CLI, "mcp", "--log-level", "info", ...args], env: { PATH: process.env.PATH ?? "", ...env }, stderr: "pipe" });
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: [CLI, "mcp", "--log-level", "info", ...args],
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stderr: "pipe",
+  });
   let stderr = "";
   transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
   const client = new Client({ name: "bridge-test-lead", version: "0.0.0" });
   await client.connect(transport);
   return {
     client,
-    call: async (name, a) => (await client.callTool({ name, arguments: a }, undefined, { timeout: 120_000 })) as BridgeResult,
+    call: async (name, a) =>
+      (await client.callTool({ name, arguments: a }, undefined, { timeout: 120_000 })) as BridgeResult,
     stderr: () => stderr,
     close: () => client.close(),
   };

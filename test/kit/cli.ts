@@ -10,18 +10,34 @@ export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' (npm test does it first)`);
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   assertBuilt();
   return new Promise((resolve) => {
-    execFile(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, timeout: 60_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env: { ...process.env, ...env }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? (typeof error.code === "number" ? error.code : 1) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
 export interface UpProcess {
   child: ChildProcess;
-  ready: { mcpUrl: string; token: string; statusUrl: string; dashboardUrl: string; agentUrl: string; caFile?: string; bridge: { command: string; args: string[] } };
+  ready: {
+    mcpUrl: string;
+    token: string;
+    statusUrl: string;
+    dashboardUrl: string;
+    agentUrl: string;
+    caFile?: string;
+    bridge: { command: string; args: string[] };
+  };
   /** The extra stdout lines after the ready line (there must be none). */
   extraStdout: string[];
   stderr: () => string;
@@ -31,7 +47,10 @@ export interface UpProcess {
 /** Starts `clankie up --json` and waits for its one ready line. */
 export async function startUp(args: string[], env: NodeJS.ProcessEnv = {}): Promise<UpProcess> {
   assertBuilt();
-  const child = spawn(process.execPath, [CLI, "up", "--json", ...args], { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [CLI, "up", "--json", ...args], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const lines = createInterface({ input: child.stdout! });

@@ -35,15 +35,43 @@ export interface ControllerProcessOptions {
   extraArgs?: string[];
 }
 
-export async function startControllerProcess(stateDir: string, databaseUrl?: string, env: NodeJS.ProcessEnv = {}, opts: ControllerProcessOptions = {}): Promise<ControllerProcess> {
+export async function startControllerProcess(
+  stateDir: string,
+  databaseUrl?: string,
+  env: NodeJS.ProcessEnv = {},
+  opts: ControllerProcessOptions = {},
+): Promise<ControllerProcess> {
   assertBuilt();
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   delete childEnv.DATABASE_URL;
-  const args = [CLI, "controller", "--json", "--state-dir", stateDir, "--port", "0", "--log-level", "warn", ...(opts.extraArgs ?? [])];
+  const args = [
+    CLI,
+    "controller",
+    "--json",
+    "--state-dir",
+    stateDir,
+    "--port",
+    "0",
+    "--log-level",
+    "warn",
+    ...(opts.extraArgs ?? []),
+  ];
   if (databaseUrl) args.push("--database-url", databaseUrl);
   // In the namespace the shell is pid 1 and forks the controller as its next pid, 50000; not exec'd.
-  const inNamespace = ["--pid", "--fork", "--mount-proc", "--kill-child", "sh", "-c", 'echo 49999 > /proc/sys/kernel/ns_last_pid && "$@"; exit $?', "sh", process.execPath];
-  const child = opts.pidNamespace ? spawn("unshare", [...inNamespace, ...args], { env: childEnv, stdio: ["ignore", "pipe", "pipe"] }) : spawn(process.execPath, args, { env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
+  const inNamespace = [
+    "--pid",
+    "--fork",
+    "--mount-proc",
+    "--kill-child",
+    "sh",
+    "-c",
+    'echo 49999 > /proc/sys/kernel/ns_last_pid && "$@"; exit $?',
+    "sh",
+    process.execPath,
+  ];
+  const child = opts.pidNamespace
+    ? spawn("unshare", [...inNamespace, ...args], { env: childEnv, stdio: ["ignore", "pipe", "pipe"] })
+    : spawn(process.execPath, args, { env: childEnv, stdio: ["ignore", "pipe", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
   const ready = await new Promise<{ url: string; mcpUrl: string; agentUrl: string }>((resolve, reject) => {

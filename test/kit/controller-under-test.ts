@@ -26,15 +26,31 @@ export interface ControllerUnderTest {
   close(): Promise<void>;
 }
 
-export async function startControllerUnderTest(driver: Driver, overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {}, seatName = "inbox"): Promise<ControllerUnderTest> {
+export async function startControllerUnderTest(
+  driver: Driver,
+  overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {},
+  seatName = "inbox",
+): Promise<ControllerUnderTest> {
   const store = await prepareStore(driver);
   let offsetMs = 0;
   const controller = await startController(
-    compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 500, deliverTimeoutMs: 1500, ...overrides }),
+    compileControllerConfig({
+      stateDir: store.stateDir,
+      port: 0,
+      databaseUrl: store.databaseUrl,
+      heartbeatIntervalMs: 500,
+      deliverTimeoutMs: 1500,
+      ...overrides,
+    }),
     silentLogger,
     { now: () => new Date(Date.now() + offsetMs) },
   );
-  const agent = await startAgentProcess({ controllerUrl: controller.agentUrl, stateDir: store.stateDir, machine: "box", joinToken: await controller.issueJoinToken("box") });
+  const agent = await startAgentProcess({
+    controllerUrl: controller.agentUrl,
+    stateDir: store.stateDir,
+    machine: "box",
+    joinToken: await controller.issueJoinToken("box"),
+  });
   const owner = ownerOf(controller.url, controller.ownerToken);
   const waitOnline = async () => {
     for (let i = 0; i < 200; i++) {

@@ -10,7 +10,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { WebSocketServer, type WebSocket } from "ws";
 
-export type AppServerScript = (msg: { id?: number; method?: string; params?: Record<string, unknown> }, ws: WebSocket) => void;
+export type AppServerScript = (
+  msg: { id?: number; method?: string; params?: Record<string, unknown> },
+  ws: WebSocket,
+) => void;
 
 export interface FakeAppServer {
   /** The unix socket path (transport "unix"), "" over TCP. */
@@ -24,7 +27,11 @@ export interface FakeAppServer {
   close(): Promise<void>;
 }
 
-export async function startFakeAppServer(script: AppServerScript, codexHome = "/home/x/.codex", transport: "unix" | "tcp" = "unix"): Promise<FakeAppServer> {
+export async function startFakeAppServer(
+  script: AppServerScript,
+  codexHome = "/home/x/.codex",
+  transport: "unix" | "tcp" = "unix",
+): Promise<FakeAppServer> {
   const dir = mkdtempSync(join(tmpdir(), "cx-fake-"));
   const sock = join(dir, "s.sock");
   const received: FakeAppServer["received"] = [];
@@ -34,7 +41,8 @@ export async function startFakeAppServer(script: AppServerScript, codexHome = "/
     ws.on("message", (data) => {
       const msg = JSON.parse(data.toString()) as { id?: number; method?: string; params?: Record<string, unknown> };
       received.push(msg);
-      if (msg.method === "initialize") ws.send(JSON.stringify({ id: msg.id, result: { userAgent: "fake/0", codexHome } }));
+      if (msg.method === "initialize")
+        ws.send(JSON.stringify({ id: msg.id, result: { userAgent: "fake/0", codexHome } }));
       else if (msg.method !== "initialized") script(msg, ws);
     });
   });

@@ -35,23 +35,36 @@ export async function spawnFakeCodex(flags: string[], codexHome?: string): Promi
   mkdirSync(home, { recursive: true });
   writeFileSync(join(bin, "codex"), "#!/bin/sh\nsleep 600\n");
   chmodSync(join(bin, "codex"), 0o755);
-  const child = spawn("/bin/sh", [join(bin, "codex"), ...flags], { cwd, env: { PATH: process.env.PATH, CODEX_HOME: home }, stdio: "ignore", detached: true });
+  const child = spawn("/bin/sh", [join(bin, "codex"), ...flags], {
+    cwd,
+    env: { PATH: process.env.PATH, CODEX_HOME: home },
+    stdio: "ignore",
+    detached: true,
+  });
   const pid = child.pid!;
   // Wait until the shell has spawned its sleep, so the group is complete.
-  for (let i = 0; i < 200 && (await processGroupMembers(pid)).length < 2; i++) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 200 && (await processGroupMembers(pid)).length < 2; i++)
+    await new Promise((r) => setTimeout(r, 10));
   return {
     child,
     pid,
     codexHome: home,
     cwd,
-    processInfo: async (paneId) => ({ paneId, shellPid: pid, foregroundProcessGroupId: pid, tty: "", foregroundProcesses: await processGroupMembers(pid) }),
+    processInfo: async (paneId) => ({
+      paneId,
+      shellPid: pid,
+      foregroundProcessGroupId: pid,
+      tty: "",
+      foregroundProcesses: await processGroupMembers(pid),
+    }),
     async kill() {
       try {
         process.kill(-pid, "SIGKILL");
       } catch {
         // already gone
       }
-      for (let i = 0; i < 200 && (await processGroupMembers(pid)).length > 0; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && (await processGroupMembers(pid)).length > 0; i++)
+        await new Promise((r) => setTimeout(r, 10));
       rmSync(root, { recursive: true, force: true });
     },
   };

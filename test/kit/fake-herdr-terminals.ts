@@ -33,7 +33,17 @@ export interface HerdrTerminals {
   start(paneId: string, integration: HerdrIntegration, args: string[], env: Record<string, string>): Promise<void>;
   alive(paneId: string): Promise<boolean>;
   read(paneId: string): Promise<string>;
-  processInfo(paneId: string): Promise<{ shell_pid: number | null; foreground_process_group_id: number | null; tty: string | null; foreground_processes: { pid: number; name: string; argv: string[] }[] } | undefined>;
+  processInfo(
+    paneId: string,
+  ): Promise<
+    | {
+        shell_pid: number | null;
+        foreground_process_group_id: number | null;
+        tty: string | null;
+        foreground_processes: { pid: number; name: string; argv: string[] }[];
+      }
+    | undefined
+  >;
   close(paneId: string): Promise<void>;
   /** tmux pane ids by Herdr pane id, for a test to compare with what it sees. */
   backing(): Map<string, string>;
@@ -47,12 +57,16 @@ export function startHerdrTerminals(): HerdrTerminals {
   const panes = new Map<string, { tmux: string; cwd: string; proc: ProcessIdentity | undefined }>();
   const tmux = (...a: string[]) =>
     new Promise<string>((resolve, reject) =>
-      execFile("tmux", ["-S", tmuxSocket, ...a], { encoding: "utf8", timeout: 10_000 }, (err, stdout, stderr) => (err ? reject(new Error(String(stderr || err.message).trim())) : resolve(String(stdout)))),
+      execFile("tmux", ["-S", tmuxSocket, ...a], { encoding: "utf8", timeout: 10_000 }, (err, stdout, stderr) =>
+        err ? reject(new Error(String(stderr || err.message).trim())) : resolve(String(stdout)),
+      ),
     );
   const envArgs = (env: Record<string, string>) => Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]);
   const pid = async (tmuxPane: string): Promise<number | undefined> => {
     try {
-      const out = (await tmux("display-message", "-p", "-t", tmuxPane, "#{pane_id}\t#{pane_pid}\t#{pane_dead}")).trim().split("\t");
+      const out = (await tmux("display-message", "-p", "-t", tmuxPane, "#{pane_id}\t#{pane_pid}\t#{pane_dead}"))
+        .trim()
+        .split("\t");
       return out[0] === tmuxPane && out[2] !== "1" ? Number(out[1]) : undefined;
     } catch {
       return undefined;
@@ -81,7 +95,22 @@ export function startHerdrTerminals(): HerdrTerminals {
       const shell = ["/bin/sh"];
       const out = has
         ? await tmux("new-window", "-d", ...fmt, "-t", "=herdr:", "-c", cwd, ...envArgs(env), "--", ...shell)
-        : await tmux("new-session", "-d", ...fmt, "-s", "herdr", "-x", "200", "-y", "50", "-c", cwd, ...envArgs(env), "--", ...shell);
+        : await tmux(
+            "new-session",
+            "-d",
+            ...fmt,
+            "-s",
+            "herdr",
+            "-x",
+            "200",
+            "-y",
+            "50",
+            "-c",
+            cwd,
+            ...envArgs(env),
+            "--",
+            ...shell,
+          );
       const tmuxPane = out.trim();
       panes.set(paneId, { tmux: tmuxPane, cwd, proc: await identity(tmuxPane) });
       return tmuxPane;
@@ -89,7 +118,18 @@ export function startHerdrTerminals(): HerdrTerminals {
     async start(paneId, integration, args, env) {
       const p = panes.get(paneId);
       if (!p) throw new Error(`no terminal for pane ${paneId}`);
-      await tmux("respawn-pane", "-k", "-t", p.tmux, "-c", p.cwd, ...envArgs({ ...env, ...integration.env }), "--", integration.bin, ...args);
+      await tmux(
+        "respawn-pane",
+        "-k",
+        "-t",
+        p.tmux,
+        "-c",
+        p.cwd,
+        ...envArgs({ ...env, ...integration.env }),
+        "--",
+        integration.bin,
+        ...args,
+      );
       p.proc = await identity(p.tmux);
     },
     async alive(paneId) {

@@ -45,7 +45,13 @@ export interface FakeProcessInfo {
   shell_pid: number | null;
   foreground_process_group_id: number | null;
   tty: string | null;
-  foreground_processes: { pid: number; name: string; argv?: string[] | null; cmdline?: string | null; cwd?: string | null }[];
+  foreground_processes: {
+    pid: number;
+    name: string;
+    argv?: string[] | null;
+    cmdline?: string | null;
+    cwd?: string | null;
+  }[];
 }
 
 export interface FakeHerdr {
@@ -105,7 +111,8 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
       const pane = panes.get(id);
       panes.delete(id);
       await terminals!.close(id);
-      if (pane) emit({ event: "pane_closed", data: { type: "pane_closed", pane_id: id, workspace_id: pane.workspace_id } });
+      if (pane)
+        emit({ event: "pane_closed", data: { type: "pane_closed", pane_id: id, workspace_id: pane.workspace_id } });
     }
   };
 
@@ -117,7 +124,8 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
       if (method === "pane.list" || method === "session.snapshot" || method === "agent.list") await prune();
       if (paneId) await prune(paneId);
       if (method === "pane.split") return split(s, id, params);
-      if (method === "agent.start" && paneId && backed.has(paneId) && !agentStartFailure) return startAgent(s, id, paneId, params);
+      if (method === "agent.start" && paneId && backed.has(paneId) && !agentStartFailure)
+        return startAgent(s, id, paneId, params);
       const screen = method === "pane.read" && paneId && backed.has(paneId) ? await terminals.read(paneId) : undefined;
       answerNow(s, id, method, params, screen);
     })().catch((e: Error) => send(s, { id, error: { code: "internal", message: e.message } }));
@@ -125,13 +133,26 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
 
   /** pane.split on real terminals: the pane's shell runs with Herdr's pane environment. */
   const split = async (s: Socket, id: string, params: Record<string, unknown>) => {
-    if (params.direction !== "right" && params.direction !== "down") return send(s, { id, error: { code: "invalid_params", message: "direction must be right or down" } });
+    if (params.direction !== "right" && params.direction !== "down")
+      return send(s, { id, error: { code: "invalid_params", message: "direction must be right or down" } });
     const paneId = `w1:p${++paneSeq}`;
-    const created: FakePane = { pane_id: paneId, terminal_id: `term_${paneId}`, workspace_id: "w1", tab_id: "w1:t1", focused: params.focus === true, agent_status: "unknown", revision: 1, cwd: typeof params.cwd === "string" ? params.cwd : null };
+    const created: FakePane = {
+      pane_id: paneId,
+      terminal_id: `term_${paneId}`,
+      workspace_id: "w1",
+      tab_id: "w1:t1",
+      focused: params.focus === true,
+      agent_status: "unknown",
+      revision: 1,
+      cwd: typeof params.cwd === "string" ? params.cwd : null,
+    };
     try {
       await terminals!.open(paneId, created.cwd ?? "/", paneEnv(created));
     } catch (e) {
-      return send(s, { id, error: { code: "internal", message: `could not open a terminal: ${(e as Error).message}` } });
+      return send(s, {
+        id,
+        error: { code: "internal", message: `could not open a terminal: ${(e as Error).message}` },
+      });
     }
     backed.add(paneId);
     panes.set(paneId, created);
@@ -143,9 +164,11 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
   const startAgent = async (s: Socket, id: string, paneId: string, params: Record<string, unknown>) => {
     const pane = panes.get(paneId)!;
     const err = (code: string, message: string) => send(s, { id, error: { code, message } });
-    if (typeof params.name !== "string" || typeof params.kind !== "string") return err("invalid_params", "name and kind are required");
+    if (typeof params.name !== "string" || typeof params.kind !== "string")
+      return err("invalid_params", "name and kind are required");
     const t = params.timeout_ms;
-    if (t !== undefined && t !== null && (typeof t !== "number" || t < 3001 || t > 300000)) return err("invalid_params", "timeout_ms must be 3001..300000");
+    if (t !== undefined && t !== null && (typeof t !== "number" || t < 3001 || t > 300000))
+      return err("invalid_params", "timeout_ms must be 3001..300000");
     const integration = integrations.get(params.kind);
     if (!integration) return err("agent_unavailable", `no ${params.kind} integration is installed`);
     const args = Array.isArray(params.args) ? (params.args as string[]) : [];
@@ -154,16 +177,38 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
     } catch (e) {
       return err("agent_start_failed", (e as Error).message);
     }
-    emit({ event: "pane.agent_detected", data: { pane_id: paneId, workspace_id: pane.workspace_id, agent: params.kind } });
+    emit({
+      event: "pane.agent_detected",
+      data: { pane_id: paneId, workspace_id: pane.workspace_id, agent: params.kind },
+    });
     pane.agent = params.kind;
     pane.revision++;
-    send(s, { id, result: { type: "agent_started", agent: { ...pane, name: params.name, agent_status: "unknown" }, argv: [integration.bin, ...args] } });
+    send(s, {
+      id,
+      result: {
+        type: "agent_started",
+        agent: { ...pane, name: params.name, agent_status: "unknown" },
+        argv: [integration.bin, ...args],
+      },
+    });
   };
 
   /** What Herdr gives every pane's processes. */
-  const paneEnv = (p: FakePane) => ({ HERDR_ENV: "1", HERDR_SOCKET_PATH: socketPath, HERDR_WORKSPACE_ID: p.workspace_id, HERDR_TAB_ID: p.tab_id, HERDR_PANE_ID: p.pane_id });
+  const paneEnv = (p: FakePane) => ({
+    HERDR_ENV: "1",
+    HERDR_SOCKET_PATH: socketPath,
+    HERDR_WORKSPACE_ID: p.workspace_id,
+    HERDR_TAB_ID: p.tab_id,
+    HERDR_PANE_ID: p.pane_id,
+  });
 
-  const answerNow = (s: Socket, id: string, method: string, params: Record<string, unknown>, screen: string | undefined) => {
+  const answerNow = (
+    s: Socket,
+    id: string,
+    method: string,
+    params: Record<string, unknown>,
+    screen: string | undefined,
+  ) => {
     const ok = (result: unknown) => send(s, { id, result });
     const err = (code: string, message: string) => send(s, { id, error: { code, message } });
     const raw = corrupt.get(method);
@@ -181,28 +226,68 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
       case "pane.get":
         return pane ? ok({ type: "pane_info", pane }) : err("not_found", "pane not found");
       case "agent.list":
-        return ok({ type: "agent_list", agents: [...panes.values()].map((p) => ({ ...p, interactive_ready: true, launch_pending: false, state_change_seq: p.revision })) });
+        return ok({
+          type: "agent_list",
+          agents: [...panes.values()].map((p) => ({
+            ...p,
+            interactive_ready: true,
+            launch_pending: false,
+            state_change_seq: p.revision,
+          })),
+        });
       case "pane.process_info":
         if (pane && backed.has(pane.pane_id)) {
           void terminals!.processInfo(pane.pane_id).then(
-            (info) => (info ? ok({ type: "pane_process_info", process_info: { pane_id: pane.pane_id, ...info } }) : err("not_found", "pane not found")),
+            (info) =>
+              info
+                ? ok({ type: "pane_process_info", process_info: { pane_id: pane.pane_id, ...info } })
+                : err("not_found", "pane not found"),
             (e: Error) => err("internal", e.message),
           );
           return;
         }
-        return pane ? ok({ type: "pane_process_info", process_info: procs.get(pane.pane_id) ?? { pane_id: pane.pane_id, foreground_processes: [] } }) : err("not_found", "pane not found");
+        return pane
+          ? ok({
+              type: "pane_process_info",
+              process_info: procs.get(pane.pane_id) ?? { pane_id: pane.pane_id, foreground_processes: [] },
+            })
+          : err("not_found", "pane not found");
       case "pane.read": {
         if (!pane) return err("not_found", "pane not found");
         const sources = ["visible", "recent", "recent_unwrapped", "detection"];
-        if (typeof params.source !== "string" || !sources.includes(params.source)) return err("invalid_params", "source must be one of visible, recent, recent_unwrapped, detection");
+        if (typeof params.source !== "string" || !sources.includes(params.source))
+          return err("invalid_params", "source must be one of visible, recent, recent_unwrapped, detection");
         const format = params.format === "ansi" ? "ansi" : "text";
-        return ok({ type: "pane_read", read: { pane_id: pane.pane_id, workspace_id: pane.workspace_id, tab_id: pane.tab_id, source: params.source, format, text: screen ?? screens.get(pane.pane_id) ?? "", revision: pane.revision, truncated: false } });
+        return ok({
+          type: "pane_read",
+          read: {
+            pane_id: pane.pane_id,
+            workspace_id: pane.workspace_id,
+            tab_id: pane.tab_id,
+            source: params.source,
+            format,
+            text: screen ?? screens.get(pane.pane_id) ?? "",
+            revision: pane.revision,
+            truncated: false,
+          },
+        });
       }
       case "session.snapshot": {
         const fn = beforeSnapshot;
         beforeSnapshot = undefined;
         fn?.();
-        return ok({ type: "session_snapshot", snapshot: { version: "fake-0.0.0", protocol: 20, workspaces: [], tabs: [], panes: [...panes.values()], layouts: [], agents: [] } });
+        return ok({
+          type: "session_snapshot",
+          snapshot: {
+            version: "fake-0.0.0",
+            protocol: 20,
+            workspaces: [],
+            tabs: [],
+            panes: [...panes.values()],
+            layouts: [],
+            agents: [],
+          },
+        });
       }
       case "events.subscribe":
         if (!Array.isArray(params.subscriptions)) return err("invalid_params", "subscriptions must be an array");
@@ -210,9 +295,19 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
         subscribers.add(s);
         return;
       case "pane.split": {
-        if (params.direction !== "right" && params.direction !== "down") return err("invalid_params", "direction must be right or down");
+        if (params.direction !== "right" && params.direction !== "down")
+          return err("invalid_params", "direction must be right or down");
         const id = `w1:p${++paneSeq}`;
-        const created: FakePane = { pane_id: id, terminal_id: `term_${id}`, workspace_id: "w1", tab_id: "w1:t1", focused: params.focus === true, agent_status: "unknown", revision: 1, cwd: typeof params.cwd === "string" ? params.cwd : null };
+        const created: FakePane = {
+          pane_id: id,
+          terminal_id: `term_${id}`,
+          workspace_id: "w1",
+          tab_id: "w1:t1",
+          focused: params.focus === true,
+          agent_status: "unknown",
+          revision: 1,
+          cwd: typeof params.cwd === "string" ? params.cwd : null,
+        };
         panes.set(id, created);
         emit({ event: "pane_created", data: { type: "pane_created", pane: created } });
         return ok({ type: "pane_info", pane: created });
@@ -225,9 +320,11 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
         return ok({ type: "ok" });
       case "agent.start": {
         if (!pane) return err("not_found", "pane not found");
-        if (typeof params.name !== "string" || typeof params.kind !== "string") return err("invalid_params", "name and kind are required");
+        if (typeof params.name !== "string" || typeof params.kind !== "string")
+          return err("invalid_params", "name and kind are required");
         const t = params.timeout_ms;
-        if (t !== undefined && t !== null && (typeof t !== "number" || t < 3001 || t > 300000)) return err("invalid_params", "timeout_ms must be 3001..300000");
+        if (t !== undefined && t !== null && (typeof t !== "number" || t < 3001 || t > 300000))
+          return err("invalid_params", "timeout_ms must be 3001..300000");
         if (agentStartFailure) {
           const f = agentStartFailure;
           agentStartFailure = undefined;
@@ -236,14 +333,21 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
         const args = Array.isArray(params.args) ? (params.args as string[]) : [];
         pane.agent = params.kind;
         pane.revision++;
-        return ok({ type: "agent_started", agent: { ...pane, name: params.name, agent_status: "unknown" }, argv: [params.kind, ...args] });
+        return ok({
+          type: "agent_started",
+          agent: { ...pane, name: params.name, agent_status: "unknown" },
+          argv: [params.kind, ...args],
+        });
       }
       case "pane.close":
         if (!pane) return err("not_found", "pane not found");
         panes.delete(pane.pane_id);
         procs.delete(pane.pane_id);
         if (backed.delete(pane.pane_id)) void terminals!.close(pane.pane_id);
-        emit({ event: "pane_closed", data: { type: "pane_closed", pane_id: pane.pane_id, workspace_id: pane.workspace_id } });
+        emit({
+          event: "pane_closed",
+          data: { type: "pane_closed", pane_id: pane.pane_id, workspace_id: pane.workspace_id },
+        });
         return ok({ type: "ok" });
       case "pane.send_text":
       case "pane.send_keys":
@@ -275,8 +379,16 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
           send(s, { id: "", error: { code: "invalid_request", message: "not JSON" } });
           continue;
         }
-        if (typeof req.id !== "string" || typeof req.method !== "string" || typeof req.params !== "object" || req.params === null) {
-          send(s, { id: String(req.id ?? ""), error: { code: "invalid_request", message: "id, method and params are required" } });
+        if (
+          typeof req.id !== "string" ||
+          typeof req.method !== "string" ||
+          typeof req.params !== "object" ||
+          req.params === null
+        ) {
+          send(s, {
+            id: String(req.id ?? ""),
+            error: { code: "invalid_request", message: "id, method and params are required" },
+          });
           continue;
         }
         calls.push({ method: req.method, params: req.params as Record<string, unknown> });
@@ -296,7 +408,15 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
     socketPath,
     calls,
     addPane(p, processInfo) {
-      const pane: FakePane = { terminal_id: `term_${++terminalSeq}`, workspace_id: p.pane_id.split(":")[0] ?? "w1", tab_id: `${p.pane_id.split(":")[0]}:t1`, focused: false, agent_status: "unknown", revision: 1, ...p };
+      const pane: FakePane = {
+        terminal_id: `term_${++terminalSeq}`,
+        workspace_id: p.pane_id.split(":")[0] ?? "w1",
+        tab_id: `${p.pane_id.split(":")[0]}:t1`,
+        focused: false,
+        agent_status: "unknown",
+        revision: 1,
+        ...p,
+      };
       panes.set(pane.pane_id, pane);
       if (processInfo) procs.set(pane.pane_id, { pane_id: pane.pane_id, ...processInfo });
       emit({ event: "pane_created", data: { type: "pane_created", pane } });
@@ -317,7 +437,10 @@ export async function startFakeHerdr(o: { terminals?: HerdrTerminals } = {}): Pr
       if (!pane) return;
       pane.agent_status = status;
       pane.revision++;
-      emit({ event: "pane.agent_status_changed", data: { pane_id: paneId, workspace_id: pane.workspace_id, agent_status: status, agent: pane.agent ?? null } });
+      emit({
+        event: "pane.agent_status_changed",
+        data: { pane_id: paneId, workspace_id: pane.workspace_id, agent_status: status, agent: pane.agent ?? null },
+      });
     },
     beforeNextSnapshot(fn) {
       beforeSnapshot = fn;

@@ -27,7 +27,10 @@ rl.on("line", (line) => {
     case 3:
       return process.stdout.write("Add-Type : error CS0246\n");
     case 4: {
-      const bytes = Buffer.from(`${JSON.stringify({ id: q.id, ok: true, data: read("detail-tui-private.json") })}\n`, "utf8");
+      const bytes = Buffer.from(
+        `${JSON.stringify({ id: q.id, ok: true, data: read("detail-tui-private.json") })}\n`,
+        "utf8",
+      );
       const cut = bytes.indexOf(Buffer.from("Ö", "utf8")) + 1; // inside the two-byte Ö
       process.stdout.write(bytes.subarray(0, cut));
       setTimeout(() => process.stdout.write(bytes.subarray(cut)), 20);
@@ -38,6 +41,12 @@ rl.on("line", (line) => {
     case 6:
       return setTimeout(() => answer(read("detail-backend-private.json")), 50);
     default:
-      return answer(q.pid === 7200 ? read("detail-tui-private.json") : q.pid === 7300 ? read("detail-backend-private.json") : { ProcessId: q.pid, Error: "gone", Message: "87" });
+      return answer(
+        q.pid === 7200
+          ? read("detail-tui-private.json")
+          : q.pid === 7300
+            ? read("detail-backend-private.json")
+            : { ProcessId: q.pid, Error: "gone", Message: "87" },
+      );
   }
 });

@@ -40,9 +40,24 @@ export interface HireFleet {
   close(): Promise<void>;
 }
 
-export async function startHireFleet(driver: Driver, o: { hire?: HireOptions; controller?: Partial<ControllerConfig>; statusRefreshMs?: number; herdrSocket?: string; hooks?: ControllerHooks } = {}): Promise<HireFleet> {
+export async function startHireFleet(
+  driver: Driver,
+  o: {
+    hire?: HireOptions;
+    controller?: Partial<ControllerConfig>;
+    statusRefreshMs?: number;
+    herdrSocket?: string;
+    hooks?: ControllerHooks;
+  } = {},
+): Promise<HireFleet> {
   const store = await prepareStore(driver);
-  const controllerConfig = compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000, ...o.controller });
+  const controllerConfig = compileControllerConfig({
+    stateDir: store.stateDir,
+    port: 0,
+    databaseUrl: store.databaseUrl,
+    heartbeatIntervalMs: 1000,
+    ...o.controller,
+  });
   let controller = await startController(controllerConfig, silentLogger, o.hooks);
   const tmuxDir = tempDir("hire-tmux");
   const tmuxSocket = join(tmuxDir, "tmux.sock");
@@ -63,11 +78,16 @@ export async function startHireFleet(driver: Driver, o: { hire?: HireOptions; co
   const owner = ownerOf(controller.url, controller.ownerToken);
   const lead = await connectLead(controller.mcpUrl, controller.leadToken);
   const leads: LeadClient[] = [lead];
-  const tmux = (...a: string[]) => execFileSync("tmux", ["-S", tmuxSocket, ...a], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  const tmux = (...a: string[]) =>
+    execFileSync("tmux", ["-S", tmuxSocket, ...a], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
   // Only hires this fleet's agent journaled: never another test's processes.
   const ownHires = () => {
     try {
-      return new Set(readdirSync(join(agentStateDir, "hires")).filter((f) => f.endsWith(".json")).map((f) => f.slice(0, -5)));
+      return new Set(
+        readdirSync(join(agentStateDir, "hires"))
+          .filter((f) => f.endsWith(".json"))
+          .map((f) => f.slice(0, -5)),
+      );
     } catch {
       return new Set<string>();
     }
@@ -133,7 +153,11 @@ export async function startHireFleet(driver: Driver, o: { hire?: HireOptions; co
     async restartController() {
       await controller.close();
       // The same agent port too: the agent redials the address it enrolled with.
-      controller = await startController({ ...controllerConfig, port: controller.port, agentPort: Number(new URL(controller.agentUrl).port) }, silentLogger, o.hooks);
+      controller = await startController(
+        { ...controllerConfig, port: controller.port, agentPort: Number(new URL(controller.agentUrl).port) },
+        silentLogger,
+        o.hooks,
+      );
       return controller;
     },
     async restartAgent() {
@@ -162,4 +186,3 @@ export async function startHireFleet(driver: Driver, o: { hire?: HireOptions; co
     },
   };
 }
-

@@ -26,15 +26,19 @@ export async function startOutageFleet(hooks?: ControllerHooks): Promise<OutageF
   // These suites hold the journal frozen past the default 10 s instance lease (two 7 s answer
   // deadlines); their subject is what a late commit does (ADR 0033), so the lease outlasts their
   // outages. A lease lost in an outage is ADR 0036's (test/faults/replica-lease.test.ts).
-  const fleet = await startFleet("postgres", { instanceLeaseMs: 60_000 }, {
-    ...(hooks ? { hooks } : {}),
-    databaseUrlVia: (url) => {
-      const u = new URL(url);
-      u.hostname = "127.0.0.1";
-      u.port = String(proxy.port);
-      return u.toString();
+  const fleet = await startFleet(
+    "postgres",
+    { instanceLeaseMs: 60_000 },
+    {
+      ...(hooks ? { hooks } : {}),
+      databaseUrlVia: (url) => {
+        const u = new URL(url);
+        u.hostname = "127.0.0.1";
+        u.port = String(proxy.port);
+        return u.toString();
+      },
     },
-  });
+  );
   const owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
   await owner.addMailbox("inbox");
   const lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);

@@ -51,7 +51,13 @@ export async function freePort(): Promise<number> {
 
 const asPostgres = (cmd: string, args: string[], opts: { timeoutMs?: number } = {}): string => {
   const full = join(PG_BIN, cmd);
-  const run = userInfo().username === "postgres" ? execFileSync(full, args, { stdio: "pipe", timeout: opts.timeoutMs ?? 60_000 }) : execFileSync("runuser", ["-u", "postgres", "--", full, ...args], { stdio: "pipe", timeout: opts.timeoutMs ?? 60_000 });
+  const run =
+    userInfo().username === "postgres"
+      ? execFileSync(full, args, { stdio: "pipe", timeout: opts.timeoutMs ?? 60_000 })
+      : execFileSync("runuser", ["-u", "postgres", "--", full, ...args], {
+          stdio: "pipe",
+          timeout: opts.timeoutMs ?? 60_000,
+        });
   return run.toString();
 };
 
@@ -70,12 +76,28 @@ export async function startStandbyPair(): Promise<PgStandbyPair> {
   const log = (s: PgServer) => join(root, `${s.port}.log`);
   const started: PgServer[] = [];
   const start = (s: PgServer) => {
-    asPostgres("pg_ctl", ["-D", s.dataDir, "-l", log(s), "-w", "-t", "60", "-o", `-p ${s.port} -k ${root} -c listen_addresses=127.0.0.1`, "start"]);
+    asPostgres("pg_ctl", [
+      "-D",
+      s.dataDir,
+      "-l",
+      log(s),
+      "-w",
+      "-t",
+      "60",
+      "-o",
+      `-p ${s.port} -k ${root} -c listen_addresses=127.0.0.1`,
+      "start",
+    ]);
     started.push(s);
   };
   const stop = () => {
     for (const s of started) {
-      if (existsSync(join(s.dataDir, "postmaster.pid"))) spawnSync("runuser", ["-u", "postgres", "--", join(PG_BIN, "pg_ctl"), "-D", s.dataDir, "-m", "immediate", "-w", "stop"], { stdio: "ignore" });
+      if (existsSync(join(s.dataDir, "postmaster.pid")))
+        spawnSync(
+          "runuser",
+          ["-u", "postgres", "--", join(PG_BIN, "pg_ctl"), "-D", s.dataDir, "-m", "immediate", "-w", "stop"],
+          { stdio: "ignore" },
+        );
     }
     rmSync(root, { recursive: true, force: true });
   };
@@ -83,11 +105,37 @@ export async function startStandbyPair(): Promise<PgStandbyPair> {
     asPostgres("initdb", ["-D", primary.dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
     appendFileSync(
       join(primary.dataDir, "postgresql.conf"),
-      ["wal_level = replica", "max_wal_senders = 5", "hot_standby = on", "synchronous_standby_names = '*'", "fsync = off", "shared_buffers = 16MB", ""].join("\n"),
+      [
+        "wal_level = replica",
+        "max_wal_senders = 5",
+        "hot_standby = on",
+        "synchronous_standby_names = '*'",
+        "fsync = off",
+        "shared_buffers = 16MB",
+        "",
+      ].join("\n"),
     );
-    writeFileSync(join(primary.dataDir, "pg_hba.conf"), ["local all all trust", "host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust", ""].join("\n"));
+    writeFileSync(
+      join(primary.dataDir, "pg_hba.conf"),
+      ["local all all trust", "host all all 127.0.0.1/32 trust", "host replication all 127.0.0.1/32 trust", ""].join(
+        "\n",
+      ),
+    );
     start(primary);
-    asPostgres("pg_basebackup", ["-h", "127.0.0.1", "-p", String(pPort), "-U", "postgres", "-D", standby.dataDir, "-R", "-X", "stream", "--no-sync"]);
+    asPostgres("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(pPort),
+      "-U",
+      "postgres",
+      "-D",
+      standby.dataDir,
+      "-R",
+      "-X",
+      "stream",
+      "--no-sync",
+    ]);
     // The copy carries the primary's synchronous_standby_names: once promoted, with no standby of
     // its own, its every commit would wait for ever (each held its row locks: lock timeouts on all).
     appendFileSync(join(standby.dataDir, "postgresql.conf"), "synchronous_standby_names = ''\nlog_connections = on\n");
@@ -100,7 +148,8 @@ export async function startStandbyPair(): Promise<PgStandbyPair> {
   return {
     primary,
     standby,
-    multiHostUrl: (db) => `postgres://postgres@127.0.0.1:${pPort},127.0.0.1:${sPort}/${db}?target_session_attrs=read-write`,
+    multiHostUrl: (db) =>
+      `postgres://postgres@127.0.0.1:${pPort},127.0.0.1:${sPort}/${db}?target_session_attrs=read-write`,
     killPrimary: () => process.kill(primary.pid(), "SIGKILL"),
     promoteStandby: () => void asPostgres("pg_ctl", ["-D", standby.dataDir, "-w", "-t", "60", "promote"]),
     standbyConnections: () => (readFileSync(log(standby), "utf8").match(/connection authorized/g) ?? []).length,

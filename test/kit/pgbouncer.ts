@@ -23,7 +23,11 @@ export interface Pgbouncer {
   stop(): void;
 }
 
-export async function startPgbouncer(mode: "transaction" | "session", server: { host: string; port: number }, serverPool = 4): Promise<Pgbouncer> {
+export async function startPgbouncer(
+  mode: "transaction" | "session",
+  server: { host: string; port: number },
+  serverPool = 4,
+): Promise<Pgbouncer> {
   const dir = mkdtempSync(join(tmpdir(), "clankie-pgbouncer-"));
   const port = await freePort();
   const ini = join(dir, "pgbouncer.ini");
@@ -52,9 +56,20 @@ export async function startPgbouncer(mode: "transaction" | "session", server: { 
   const uid = Number(execFileSync("id", ["-u", "postgres"]).toString().trim());
   chownSync(dir, uid, Number(execFileSync("id", ["-g", "postgres"]).toString().trim()));
   for (const f of ["pgbouncer.ini", "users.txt"]) chownSync(join(dir, f), uid, -1);
-  const cmd = userInfo().username === "postgres" ? [PGBOUNCER, "-d", ini] : ["runuser", "-u", "postgres", "--", PGBOUNCER, "-d", ini];
+  const cmd =
+    userInfo().username === "postgres"
+      ? [PGBOUNCER, "-d", ini]
+      : ["runuser", "-u", "postgres", "--", PGBOUNCER, "-d", ini];
   execFileSync(cmd[0]!, cmd.slice(1), { stdio: "pipe", timeout: 10_000 });
-  const listening = () => new Promise<boolean>((r) => connect(port, "127.0.0.1").once("connect", function (this: import("node:net").Socket) { this.destroy(); r(true); }).once("error", () => r(false)));
+  const listening = () =>
+    new Promise<boolean>((r) =>
+      connect(port, "127.0.0.1")
+        .once("connect", function (this: import("node:net").Socket) {
+          this.destroy();
+          r(true);
+        })
+        .once("error", () => r(false)),
+    );
   await until(listening, `pgbouncer listening on ${port}`, 100);
   return {
     port,

@@ -8,7 +8,8 @@
 import { readFileSync } from "node:fs";
 import type { HostAnswer, WindowsChannel, WindowsQuery } from "../../node-agent/proofs/windows-host.js";
 
-export const windowsFixture = (name: string) => readFileSync(new URL(`../fixtures/proofs/windows/${name}`, import.meta.url), "utf8");
+export const windowsFixture = (name: string) =>
+  readFileSync(new URL(`../fixtures/proofs/windows/${name}`, import.meta.url), "utf8");
 
 export interface RecordedWindows {
   processes?: string;
@@ -21,13 +22,20 @@ export interface RecordedWindows {
 
 export function recordedWindows(files: RecordedWindows): WindowsChannel & { asked: WindowsQuery[] } {
   const asked: WindowsQuery[] = [];
-  const answer = (name: string | undefined, fallback: string): HostAnswer => ({ ok: true, data: name ? windowsFixture(name) : fallback });
+  const answer = (name: string | undefined, fallback: string): HostAnswer => ({
+    ok: true,
+    data: name ? windowsFixture(name) : fallback,
+  });
   const channel = async (q: WindowsQuery): Promise<HostAnswer> => {
     asked.push(q);
     if (q.op === "processes") return answer(files.processes ?? "host-processes.json", "[]");
-    if (q.op === "tcp" && q.state === "Listen") return answer(q.pid === undefined ? undefined : files.listen?.[q.pid], "[]");
+    if (q.op === "tcp" && q.state === "Listen")
+      return answer(q.pid === undefined ? undefined : files.listen?.[q.pid], "[]");
     if (q.op === "tcp") return answer(files.established ?? "host-established.json", "[]");
-    return answer(files.detail?.[q.pid], JSON.stringify({ ProcessId: q.pid, Error: "gone", Message: "OpenProcess failed with 87" }));
+    return answer(
+      files.detail?.[q.pid],
+      JSON.stringify({ ProcessId: q.pid, Error: "gone", Message: "OpenProcess failed with 87" }),
+    );
   };
   return Object.assign(channel, { asked });
 }

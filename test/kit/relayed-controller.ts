@@ -25,7 +25,10 @@ export interface RelayedController {
   lead: LeadClient;
 }
 
-export async function startRelayedController(name: string, cleanups: (() => Promise<unknown>)[]): Promise<RelayedController> {
+export async function startRelayedController(
+  name: string,
+  cleanups: (() => Promise<unknown>)[],
+): Promise<RelayedController> {
   const pg = await freshPostgres();
   cleanups.push(() => pg.drop());
   const target = new URL(pg.url);
@@ -36,10 +39,23 @@ export async function startRelayedController(name: string, cleanups: (() => Prom
   cleanups.push(() => first.stop());
   const owner = ownerOf(first.url, first.ownerToken);
   const agentDir = tempDir(`${name}-agent`);
-  const agent = await startAgentProcess({ controllerUrl: first.agentUrl, stateDir: agentDir, machine: `${name}box`, joinToken: await owner.enroll(`${name}box`) });
+  const agent = await startAgentProcess({
+    controllerUrl: first.agentUrl,
+    stateDir: agentDir,
+    machine: `${name}box`,
+    joinToken: await owner.enroll(`${name}box`),
+  });
   cleanups.push(() => agent.stop());
   // The agent is linked (and its machine online) once a seat can be added through it.
-  await until(async () => await owner.addMailbox("inbox").then(() => true, () => false), "the mailbox seat added on the linked agent", 200);
+  await until(
+    async () =>
+      await owner.addMailbox("inbox").then(
+        () => true,
+        () => false,
+      ),
+    "the mailbox seat added on the linked agent",
+    200,
+  );
   const lead = await connectLead(first.mcpUrl, first.leadToken);
   cleanups.push(() => lead.close());
   return { databaseUrl: pg.url, relay, stateDir, first, owner, agent, agentDir, lead };

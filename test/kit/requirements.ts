@@ -12,8 +12,14 @@ export const REQUIREMENTS = {
   chromium: { why: "no Chromium at /usr/bin/chromium", fix: "apt-get install chromium" },
   mcs: { why: "no Mono C# compiler (mcs)", fix: "apt-get install mono-mcs" },
   systemd: { why: "no systemd-analyze", fix: "apt-get install systemd" },
-  pgbouncer: { why: "no pgbouncer at /usr/sbin/pgbouncer", fix: "apt-get install pgbouncer (its service is never used: the suite runs its own)" },
-  "pg-server": { why: "no PostgreSQL 15 server binaries (initdb, pg_basebackup)", fix: "apt-get install postgresql-15" },
+  pgbouncer: {
+    why: "no pgbouncer at /usr/sbin/pgbouncer",
+    fix: "apt-get install pgbouncer (its service is never used: the suite runs its own)",
+  },
+  "pg-server": {
+    why: "no PostgreSQL 15 server binaries (initdb, pg_basebackup)",
+    fix: "apt-get install postgresql-15",
+  },
 } as const;
 export type Requirement = keyof typeof REQUIREMENTS;
 
@@ -30,7 +36,8 @@ export function available(r: Requirement): boolean {
   if (process.env.CI) return true;
   if (r === "chromium") return existsSync(CHROMIUM);
   if (r === "pgbouncer") return existsSync("/usr/sbin/pgbouncer");
-  if (r === "pg-server") return existsSync("/usr/lib/postgresql/15/bin/initdb") && existsSync("/usr/lib/postgresql/15/bin/pg_basebackup");
+  if (r === "pg-server")
+    return existsSync("/usr/lib/postgresql/15/bin/initdb") && existsSync("/usr/lib/postgresql/15/bin/pg_basebackup");
   const [cmd, args] = PROBES[r]!;
   return spawnSync(cmd, args).status === 0;
 }

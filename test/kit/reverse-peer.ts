@@ -27,14 +27,24 @@ export async function startReversePeer(db: Db): Promise<ReversePeer> {
   const server = await new FleetAuthority(db, ca, () => new Date()).serverCertificate(["localhost"], ["127.0.0.1"]);
   const waiting: ((l: { machine: string; session: ClientHttp2Session; socket: TLSSocket }) => void)[] = [];
   const sockets = new Set<TLSSocket>();
-  const tls = createServer({ key: server.privateKeyPem, cert: server.certificatePem, ca: [ca.certificatePem], requestCert: true, rejectUnauthorized: true, ALPNProtocols: [REVERSE_ALPN] }, (socket) => {
-    sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
-    const machine = String(socket.getPeerCertificate().subject?.CN);
-    const session = h2connect("http://agent", { createConnection: () => socket });
-    session.on("error", () => {});
-    waiting.shift()?.({ machine, session, socket });
-  });
+  const tls = createServer(
+    {
+      key: server.privateKeyPem,
+      cert: server.certificatePem,
+      ca: [ca.certificatePem],
+      requestCert: true,
+      rejectUnauthorized: true,
+      ALPNProtocols: [REVERSE_ALPN],
+    },
+    (socket) => {
+      sockets.add(socket);
+      socket.once("close", () => sockets.delete(socket));
+      const machine = String(socket.getPeerCertificate().subject?.CN);
+      const session = h2connect("http://agent", { createConnection: () => socket });
+      session.on("error", () => {});
+      waiting.shift()?.({ machine, session, socket });
+    },
+  );
   await new Promise<void>((r) => tls.listen(0, "127.0.0.1", () => r()));
   const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
   const id = randomUUID();

@@ -18,7 +18,11 @@ function requirementsOf(file: string): Requirement[] {
   return [...text.matchAll(/available\("(\w+)"\)/g)].map((m) => m[1] as Requirement).filter((r) => r in REQUIREMENTS);
 }
 
-export function skipSummary(modules: ReadonlyArray<{ file: string; skipped: number }>, root: string, isAvailable: (r: Requirement) => boolean = available): string {
+export function skipSummary(
+  modules: ReadonlyArray<{ file: string; skipped: number }>,
+  root: string,
+  isAvailable: (r: Requirement) => boolean = available,
+): string {
   const byReason = new Map<string, { tests: number; files: string[] }>();
   for (const m of modules) {
     if (m.skipped === 0) continue;
@@ -29,8 +33,11 @@ export function skipSummary(modules: ReadonlyArray<{ file: string; skipped: numb
     entry.files.push(relative(root, m.file));
     byReason.set(reason, entry);
   }
-  const parts = [...byReason].map(([reason, e]) => `${e.tests} test${e.tests === 1 ? "" : "s"} (${reason}: ${e.files.join(", ")})`);
-  if (!isAvailable("postgres")) parts.push("the PostgreSQL half of the both-drivers suites (DATABASE_URL unset: they ran on PGlite only)");
+  const parts = [...byReason].map(
+    ([reason, e]) => `${e.tests} test${e.tests === 1 ? "" : "s"} (${reason}: ${e.files.join(", ")})`,
+  );
+  if (!isAvailable("postgres"))
+    parts.push("the PostgreSQL half of the both-drivers suites (DATABASE_URL unset: they ran on PGlite only)");
   return parts.length ? `skipped: ${parts.join("; ")}` : "skipped: nothing";
 }
 

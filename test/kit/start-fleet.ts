@@ -29,10 +29,25 @@ export interface FleetOptions {
   machine?: string;
 }
 
-export async function startFleet(driver: Driver, overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {}, options: FleetOptions = {}): Promise<TestFleet> {
+export async function startFleet(
+  driver: Driver,
+  overrides: Omit<Parameters<typeof compileControllerConfig>[0], "stateDir"> = {},
+  options: FleetOptions = {},
+): Promise<TestFleet> {
   const store = await prepareStore(driver);
-  const databaseUrl = store.databaseUrl && options.databaseUrlVia ? options.databaseUrlVia(store.databaseUrl) : store.databaseUrl;
-  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl, heartbeatIntervalMs: 1000, ...overrides }), silentLogger, options.hooks);
+  const databaseUrl =
+    store.databaseUrl && options.databaseUrlVia ? options.databaseUrlVia(store.databaseUrl) : store.databaseUrl;
+  const controller = await startController(
+    compileControllerConfig({
+      stateDir: store.stateDir,
+      port: 0,
+      databaseUrl,
+      heartbeatIntervalMs: 1000,
+      ...overrides,
+    }),
+    silentLogger,
+    options.hooks,
+  );
   const agentStateDir = join(store.stateDir, "agent");
   // Enrolled as a real fleet machine: join token, key pair made here, mutual TLS, reverse links.
   const machine = options.machine ?? "testbox";

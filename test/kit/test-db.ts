@@ -44,7 +44,9 @@ export async function freshPostgres(): Promise<{ url: string; drop: () => Promis
 }
 
 /** State dir + database for one controller under test. */
-export async function prepareStore(driver: Driver): Promise<{ stateDir: string; databaseUrl: string | undefined; cleanup: () => Promise<void> }> {
+export async function prepareStore(
+  driver: Driver,
+): Promise<{ stateDir: string; databaseUrl: string | undefined; cleanup: () => Promise<void> }> {
   const stateDir = tempDir("state");
   if (driver === "pglite") {
     seedPglite(stateDir);

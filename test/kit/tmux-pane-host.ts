@@ -19,7 +19,20 @@ export class TmuxServer implements PaneHost {
 
   /** A new session running an interactive shell; returns its pane id. */
   newSession(name: string): string {
-    return this.tmux("new-session", "-d", "-P", "-F", "#{pane_id}", "-s", name, "-x", "160", "-y", "40", "exec /bin/sh -i");
+    return this.tmux(
+      "new-session",
+      "-d",
+      "-P",
+      "-F",
+      "#{pane_id}",
+      "-s",
+      name,
+      "-x",
+      "160",
+      "-y",
+      "40",
+      "exec /bin/sh -i",
+    );
   }
 
   type(paneId: string, line: string): void {
@@ -36,25 +49,45 @@ export class TmuxServer implements PaneHost {
   }
 
   async listPanes(): Promise<PaneInfo[]> {
-    const out = this.tmux("list-panes", "-a", "-F", "#{pane_id}\t#{window_id}\t#{session_name}\t#{pane_title}\t#{pane_current_path}");
+    const out = this.tmux(
+      "list-panes",
+      "-a",
+      "-F",
+      "#{pane_id}\t#{window_id}\t#{session_name}\t#{pane_title}\t#{pane_current_path}",
+    );
     return out
       .split("\n")
       .filter(Boolean)
       .map((line) => {
-        const [paneId, terminalId, sessionId, title, cwd] = line.split("\t") as [string, string, string, string, string];
+        const [paneId, terminalId, sessionId, title, cwd] = line.split("\t") as [
+          string,
+          string,
+          string,
+          string,
+          string,
+        ];
         return { paneId, terminalId, sessionId, title, cwd, agentStatus: "unknown" as const };
       });
   }
 
   async processInfo(paneId: string): Promise<PaneProcessInfo> {
-    const [pid, tty] = this.tmux("display-message", "-p", "-t", paneId, "#{pane_pid}\t#{pane_tty}").split("\t") as [string, string];
+    const [pid, tty] = this.tmux("display-message", "-p", "-t", paneId, "#{pane_pid}\t#{pane_tty}").split("\t") as [
+      string,
+      string,
+    ];
     const shellPid = Number(pid);
     const tpgid = Number(execFileSync("ps", ["-o", "tpgid=", "-p", String(shellPid)], { encoding: "utf8" }).trim());
     const rows = execFileSync("ps", ["-eo", "pid=,pgid=,comm="], { encoding: "utf8" })
       .split("\n")
       .map((l) => l.trim().split(/\s+/))
       .filter((f) => Number(f[1]) === tpgid);
-    return { paneId, shellPid, foregroundProcessGroupId: tpgid, tty, foregroundProcesses: rows.map((f) => ({ pid: Number(f[0]), name: f[2] ?? "", argv: [] })) };
+    return {
+      paneId,
+      shellPid,
+      foregroundProcessGroupId: tpgid,
+      tty,
+      foregroundProcesses: rows.map((f) => ({ pid: Number(f[0]), name: f[2] ?? "", argv: [] })),
+    };
   }
 
   async subscribe(): Promise<() => void> {

@@ -16,7 +16,15 @@ import { CLI, assertBuilt } from "../kit/cli.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
-import { CONTROLLER_IP, CONTROLLER_NS, removeDir, setupAgentHost, setupController, teardown, type AgentHost } from "./hosts.js";
+import {
+  CONTROLLER_IP,
+  CONTROLLER_NS,
+  removeDir,
+  setupAgentHost,
+  setupController,
+  teardown,
+  type AgentHost,
+} from "./hosts.js";
 
 const run = (ns: string, args: string[], timeoutMs = 240_000) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -54,10 +62,48 @@ describe("fleet deploy to a Linux host with a user systemd", () => {
   let owner: ReturnType<typeof ownerOf>;
   let ca: string;
   const remote = () => join(dir, "remote-h3");
-  const deploy = () => run(CONTROLLER_NS, ["fleet", "deploy", "root@10.210.3.2", "--machine", "h3", "--identity", key, "--known-hosts", join(dir, "known_hosts"), "--accept-new", "--remote-dir", remote(), "--state-dir", stateDir, "--controller", url, "--controller-agent-url", agentUrl, "--json"]);
+  const deploy = () =>
+    run(CONTROLLER_NS, [
+      "fleet",
+      "deploy",
+      "root@10.210.3.2",
+      "--machine",
+      "h3",
+      "--identity",
+      key,
+      "--known-hosts",
+      join(dir, "known_hosts"),
+      "--accept-new",
+      "--remote-dir",
+      remote(),
+      "--state-dir",
+      stateDir,
+      "--controller",
+      url,
+      "--controller-agent-url",
+      agentUrl,
+      "--json",
+    ]);
   /** systemctl --user as the SSH user's session runs it: in the host's mount and network namespaces. */
-  const systemctl = (...args: string[]) => spawnSync("nsenter", ["-t", String(host.sshd.pid), "-m", "-n", "--", "env", `XDG_RUNTIME_DIR=${host.userSystemd!.runtimeDir}`, "systemctl", "--user", ...args], { encoding: "utf8" });
-  const mainPid = () => Number(/MainPID=(\d+)/.exec(systemctl("show", "-p", "MainPID", "clankie-agent").stdout)?.[1] ?? 0);
+  const systemctl = (...args: string[]) =>
+    spawnSync(
+      "nsenter",
+      [
+        "-t",
+        String(host.sshd.pid),
+        "-m",
+        "-n",
+        "--",
+        "env",
+        `XDG_RUNTIME_DIR=${host.userSystemd!.runtimeDir}`,
+        "systemctl",
+        "--user",
+        ...args,
+      ],
+      { encoding: "utf8" },
+    );
+  const mainPid = () =>
+    Number(/MainPID=(\d+)/.exec(systemctl("show", "-p", "MainPID", "clankie-agent").stdout)?.[1] ?? 0);
   const unitFile = () => join(host.userSystemd!.home, ".config", "systemd", "user", "clankie-agent.service");
 
   beforeAll(async () => {
@@ -67,9 +113,35 @@ describe("fleet deploy to a Linux host with a user systemd", () => {
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", key]);
     setupController();
     host = setupAgentHost(3, dir, readFileSync(`${key}.pub`, "utf8"), { userSystemd: true });
-    await until("the user systemd's private socket", () => (existsSync(join(host.userSystemd!.runtimeDir, "systemd", "private")) ? true : undefined));
+    await until("the user systemd's private socket", () =>
+      existsSync(join(host.userSystemd!.runtimeDir, "systemd", "private")) ? true : undefined,
+    );
     stateDir = join(dir, "controller");
-    controller = spawn("ip", ["netns", "exec", CONTROLLER_NS, process.execPath, CLI, "controller", "--json", "--host", "0.0.0.0", "--port", "0", "--agent-port", "0", "--agent-advertise", CONTROLLER_IP, "--state-dir", stateDir, "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
+    controller = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        CONTROLLER_NS,
+        process.execPath,
+        CLI,
+        "controller",
+        "--json",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--agent-port",
+        "0",
+        "--agent-advertise",
+        CONTROLLER_IP,
+        "--state-dir",
+        stateDir,
+        "--log-level",
+        "warn",
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     const line = await new Promise<string>((resolve, reject) => {
       createInterface({ input: controller.stdout! }).once("line", resolve);
       controller.once("exit", (c) => reject(new Error(`controller exited ${c}`)));
@@ -90,35 +162,74 @@ describe("fleet deploy to a Linux host with a user systemd", () => {
   it("a key the host does not accept is permission_denied (not agent_unreachable), and nothing is installed", async () => {
     const other = join(dir, "other_key");
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", other]);
-    const r = await run(CONTROLLER_NS, ["fleet", "deploy", "root@10.210.3.2", "--machine", "h3", "--identity", other, "--known-hosts", join(dir, "known_hosts"), "--accept-new", "--remote-dir", remote(), "--state-dir", stateDir, "--controller", url, "--controller-agent-url", agentUrl]);
+    const r = await run(CONTROLLER_NS, [
+      "fleet",
+      "deploy",
+      "root@10.210.3.2",
+      "--machine",
+      "h3",
+      "--identity",
+      other,
+      "--known-hosts",
+      join(dir, "known_hosts"),
+      "--accept-new",
+      "--remote-dir",
+      remote(),
+      "--state-dir",
+      stateDir,
+      "--controller",
+      url,
+      "--controller-agent-url",
+      agentUrl,
+    ]);
     expect(r.code).toBe(1);
-    expect(r.stderr.trim().split("\n").pop()).toMatch(/^clankie: permission_denied: step 1\/6 \(connect and verify the host key\) failed: ssh root@10\.210\.3\.2:22 refused the key .*other_key .*authorized_keys there\?\. Nothing was left on 10\.210\.3\.2\.$/);
+    expect(r.stderr.trim().split("\n").pop()).toMatch(
+      /^clankie: permission_denied: step 1\/6 \(connect and verify the host key\) failed: ssh root@10\.210\.3\.2:22 refused the key .*other_key .*authorized_keys there\?\. Nothing was left on 10\.210\.3\.2\.$/,
+    );
     expect(existsSync(remote())).toBe(false);
   });
 
   it("installs the unit with systemctl --user: enabled, active, and the installed file passes systemd-analyze verify --user", async () => {
     const r = await deploy();
     expect(r.code, r.stderr + r.stdout).toBe(0);
-    expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toMatchObject({ machine: "h3", os: "Linux", service: "systemd-user", identityKept: false });
+    expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toMatchObject({
+      machine: "h3",
+      os: "Linux",
+      service: "systemd-user",
+      identityKept: false,
+    });
     expect(r.stderr).toMatch(/\[5\/6\] install and start the service: ok \(systemd-user\)/);
     expect(systemctl("is-enabled", "clankie-agent").stdout.trim()).toBe("enabled");
     expect(systemctl("is-active", "clankie-agent").stdout.trim()).toBe("active");
-    expect(readlinkSync(join(host.userSystemd!.home, ".config", "systemd", "user", "default.target.wants", "clankie-agent.service"))).toBe(unitFile().replace(host.userSystemd!.home, "/root"));
+    expect(
+      readlinkSync(
+        join(host.userSystemd!.home, ".config", "systemd", "user", "default.target.wants", "clankie-agent.service"),
+      ),
+    ).toBe(unitFile().replace(host.userSystemd!.home, "/root"));
     // No supervisor script: the user systemd runs the agent.
     expect(existsSync(join(remote(), "supervisor.pid"))).toBe(false);
     const unit = readFileSync(unitFile(), "utf8");
-    expect(unit).toContain(`ExecStart="${process.execPath}" "${remote()}/current/dist/controller/cli/main.js" "agent" "--state-dir" "${remote()}/state"`);
-    const verify = spawnSync("systemd-analyze", ["verify", "--user", unitFile()], { env: { ...process.env, XDG_RUNTIME_DIR: mkdtempSync(join(dir, "xdg-verify-")) }, encoding: "utf8" });
+    expect(unit).toContain(
+      `ExecStart="${process.execPath}" "${remote()}/current/dist/controller/cli/main.js" "agent" "--state-dir" "${remote()}/state"`,
+    );
+    const verify = spawnSync("systemd-analyze", ["verify", "--user", unitFile()], {
+      env: { ...process.env, XDG_RUNTIME_DIR: mkdtempSync(join(dir, "xdg-verify-")) },
+      encoding: "utf8",
+    });
     expect({ status: verify.status, stderr: verify.stderr }).toEqual({ status: 0, stderr: "" });
   });
 
   it("the machine is online under the unit, and a lead delivers to a mailbox seat on it", async () => {
-    expect((await owner.fleet.listFleet({})).machines).toContainEqual(expect.objectContaining({ name: "h3", status: "online" }));
+    expect((await owner.fleet.listFleet({})).machines).toContainEqual(
+      expect.objectContaining({ name: "h3", status: "online" }),
+    );
     lead = await connectLead(`${url}/mcp`, readFileSync(join(stateDir, "lead.token"), "utf8").trim(), ca);
     await owner.owner.addSeat({ machine: "h3", name: "inbox", kind: 1 });
     const res = await lead.call("message_seat", { seat: "h3/inbox", message: "hello from systemd" });
     expect(res.structuredContent).toMatchObject({ outcome: "delivered" });
-    expect(new MailboxStore(join(remote(), "state", "mailboxes")).list("inbox").entries.map((e) => e.text)).toEqual(["hello from systemd"]);
+    expect(new MailboxStore(join(remote(), "state", "mailboxes")).list("inbox").entries.map((e) => e.text)).toEqual([
+      "hello from systemd",
+    ]);
   });
 
   it("a killed agent is restarted by systemd (Restart=on-failure) and delivers again", async () => {
@@ -142,7 +253,10 @@ describe("fleet deploy to a Linux host with a user systemd", () => {
     const keyBefore = readFileSync(join(remote(), "state", "identity", "key.pem"), "utf8");
     const r = await deploy();
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toMatchObject({ service: "systemd-user", identityKept: true });
+    expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toMatchObject({
+      service: "systemd-user",
+      identityKept: true,
+    });
     expect(mainPid()).not.toBe(before);
     expect(systemctl("is-active", "clankie-agent").stdout.trim()).toBe("active");
     expect(readFileSync(join(remote(), "state", "identity", "key.pem"), "utf8")).toBe(keyBefore);

@@ -15,7 +15,16 @@ import { CLI, assertBuilt } from "../kit/cli.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
-import { CONTROLLER_IP, CONTROLLER_NS, inNs, removeDir, setupAgentHost, setupController, teardown, type AgentHost } from "./hosts.js";
+import {
+  CONTROLLER_IP,
+  CONTROLLER_NS,
+  inNs,
+  removeDir,
+  setupAgentHost,
+  setupController,
+  teardown,
+  type AgentHost,
+} from "./hosts.js";
 
 const run = (ns: string, args: string[], timeoutMs = 240_000) =>
   new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
@@ -45,7 +54,27 @@ describe("fleet deploy across network namespaces", () => {
   let ca: string;
   const remote = (i: number) => join(dir, `remote-h${i}`);
   const deploy = (i: number, extra: string[] = []) =>
-    run(CONTROLLER_NS, ["fleet", "deploy", `root@10.210.${i}.2`, "--machine", `h${i}`, "--identity", key, "--known-hosts", knownHosts, "--remote-dir", remote(i), "--state-dir", stateDir, "--controller", url, "--controller-agent-url", agentUrl, "--json", ...extra]);
+    run(CONTROLLER_NS, [
+      "fleet",
+      "deploy",
+      `root@10.210.${i}.2`,
+      "--machine",
+      `h${i}`,
+      "--identity",
+      key,
+      "--known-hosts",
+      knownHosts,
+      "--remote-dir",
+      remote(i),
+      "--state-dir",
+      stateDir,
+      "--controller",
+      url,
+      "--controller-agent-url",
+      agentUrl,
+      "--json",
+      ...extra,
+    ]);
 
   beforeAll(async () => {
     assertBuilt();
@@ -56,7 +85,31 @@ describe("fleet deploy across network namespaces", () => {
     setupController();
     hosts = [1, 2].map((i) => setupAgentHost(i, dir, readFileSync(`${key}.pub`, "utf8")));
     stateDir = join(dir, "controller");
-    controller = spawn("ip", ["netns", "exec", CONTROLLER_NS, process.execPath, CLI, "controller", "--json", "--host", "0.0.0.0", "--port", "0", "--agent-port", "0", "--agent-advertise", CONTROLLER_IP, "--state-dir", stateDir, "--log-level", "warn"], { stdio: ["ignore", "pipe", "inherit"] });
+    controller = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        CONTROLLER_NS,
+        process.execPath,
+        CLI,
+        "controller",
+        "--json",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "0",
+        "--agent-port",
+        "0",
+        "--agent-advertise",
+        CONTROLLER_IP,
+        "--state-dir",
+        stateDir,
+        "--log-level",
+        "warn",
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
     const line = await new Promise<string>((resolve, reject) => {
       createInterface({ input: controller.stdout! }).once("line", resolve);
       controller.once("exit", (c) => reject(new Error(`controller exited ${c}`)));
@@ -78,18 +131,36 @@ describe("fleet deploy across network namespaces", () => {
 
   it("the agent hosts' firewalls drop everything inbound but SSH", () => {
     // Something listens on 9999 in c10-a1; from the controller's namespace it cannot be reached.
-    const listener = spawn("ip", ["netns", "exec", "c10-a1", process.execPath, "-e", "require('net').createServer(s=>s.end('open')).listen(9999,'10.210.1.2')"], { stdio: "ignore" });
+    const listener = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        "c10-a1",
+        process.execPath,
+        "-e",
+        "require('net').createServer(s=>s.end('open')).listen(9999,'10.210.1.2')",
+      ],
+      { stdio: "ignore" },
+    );
     try {
       execFileSync("sleep", ["0.5"]);
-      expect(() => inNs(CONTROLLER_NS, ["timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/10.210.1.2/9999; cat <&3"])).toThrow();
-      expect(inNs(CONTROLLER_NS, ["timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/10.210.1.2/22; head -c 7 <&3"])).toBe("SSH-2.0");
+      expect(() =>
+        inNs(CONTROLLER_NS, ["timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/10.210.1.2/9999; cat <&3"]),
+      ).toThrow();
+      expect(inNs(CONTROLLER_NS, ["timeout", "3", "bash", "-c", "exec 3<>/dev/tcp/10.210.1.2/22; head -c 7 <&3"])).toBe(
+        "SSH-2.0",
+      );
     } finally {
       listener.kill("SIGKILL");
     }
   });
 
   it("off loopback the leads' and owner's port is TLS: plain HTTP gets no answer, the fleet CA verifies it", async () => {
-    const plain = await fetch(url.replace(/^https:/, "http:") + "/mcp", { method: "POST", signal: AbortSignal.timeout(5000) }).then(
+    const plain = await fetch(url.replace(/^https:/, "http:") + "/mcp", {
+      method: "POST",
+      signal: AbortSignal.timeout(5000),
+    }).then(
       (r) => r.status,
       () => "refused",
     );
@@ -101,7 +172,27 @@ describe("fleet deploy across network namespaces", () => {
 
   it("clankie up off loopback: its readiness line names caFile, every URL is https, and its own agent enrolled", async () => {
     const upDir = join(dir, "up");
-    const up = spawn("ip", ["netns", "exec", CONTROLLER_NS, process.execPath, CLI, "up", "--json", "--host", CONTROLLER_IP, "--port", "0", "--state-dir", upDir, "--machine", "upbox"], { stdio: ["pipe", "pipe", "inherit"] });
+    const up = spawn(
+      "ip",
+      [
+        "netns",
+        "exec",
+        CONTROLLER_NS,
+        process.execPath,
+        CLI,
+        "up",
+        "--json",
+        "--host",
+        CONTROLLER_IP,
+        "--port",
+        "0",
+        "--state-dir",
+        upDir,
+        "--machine",
+        "upbox",
+      ],
+      { stdio: ["pipe", "pipe", "inherit"] },
+    );
     try {
       const line = await new Promise<string>((resolve, reject) => {
         createInterface({ input: up.stdout! }).once("line", resolve);
@@ -109,8 +200,17 @@ describe("fleet deploy across network namespaces", () => {
       });
       const ready = JSON.parse(line) as Record<string, string>;
       // `bridge` (i13): the command a lead harness starts for `clankie mcp`.
-      expect(Object.keys(ready).sort()).toEqual(["agentUrl", "bridge", "caFile", "dashboardUrl", "mcpUrl", "statusUrl", "token"]);
-      for (const k of ["mcpUrl", "statusUrl", "dashboardUrl", "agentUrl"]) expect(ready[k]).toMatch(/^https:\/\/10\.210\.0\.2:\d+/);
+      expect(Object.keys(ready).sort()).toEqual([
+        "agentUrl",
+        "bridge",
+        "caFile",
+        "dashboardUrl",
+        "mcpUrl",
+        "statusUrl",
+        "token",
+      ]);
+      for (const k of ["mcpUrl", "statusUrl", "dashboardUrl", "agentUrl"])
+        expect(ready[k]).toMatch(/^https:\/\/10\.210\.0\.2:\d+/);
       const upCa = readFileSync(ready.caFile!, "utf8");
       const l = await connectLead(ready.mcpUrl!, ready.token!, upCa);
       try {
@@ -119,7 +219,11 @@ describe("fleet deploy across network namespaces", () => {
       } finally {
         await l.close();
       }
-      const m = (await ownerOf(ready.statusUrl!, readFileSync(join(upDir, "owner.token"), "utf8").trim(), upCa).fleet.listFleet({})).machines;
+      const m = (
+        await ownerOf(ready.statusUrl!, readFileSync(join(upDir, "owner.token"), "utf8").trim(), upCa).fleet.listFleet(
+          {},
+        )
+      ).machines;
       expect(m).toContainEqual(expect.objectContaining({ name: "upbox", status: "online" }));
     } finally {
       up.kill("SIGTERM");
@@ -141,13 +245,20 @@ describe("fleet deploy across network namespaces", () => {
       expect(JSON.parse(r.stdout.trim().split("\n").pop()!)).toMatchObject({ machine: `h${i}`, identityKept: false });
     }
     const list = (await owner.fleet.listFleet({})).machines;
-    expect(list.filter((m) => m.status === "online").map((m) => m.name).sort()).toEqual(["h1", "h2"]);
+    expect(
+      list
+        .filter((m) => m.status === "online")
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(["h1", "h2"]);
     lead = await connectLead(`${url}/mcp`, readFileSync(join(stateDir, "lead.token"), "utf8").trim(), ca);
     for (const i of [1, 2]) {
       await owner.owner.addSeat({ machine: `h${i}`, name: "inbox", kind: 1 });
       const res = await lead.call("message_seat", { seat: `h${i}/inbox`, message: `hello h${i}` });
       expect(res.structuredContent).toMatchObject({ outcome: "delivered" });
-      expect(new MailboxStore(join(remote(i), "state", "mailboxes")).list("inbox").entries.map((e) => e.text)).toEqual([`hello h${i}`]);
+      expect(new MailboxStore(join(remote(i), "state", "mailboxes")).list("inbox").entries.map((e) => e.text)).toEqual([
+        `hello h${i}`,
+      ]);
     }
   });
 
@@ -155,7 +266,11 @@ describe("fleet deploy across network namespaces", () => {
     const keyBefore = readFileSync(join(remote(1), "state", "identity", "key.pem"), "utf8");
     const r = await deploy(1);
     expect(r.code, r.stderr).toBe(0);
-    const rep = JSON.parse(r.stdout.trim().split("\n").pop()!) as { release: string; previous: string; identityKept: boolean };
+    const rep = JSON.parse(r.stdout.trim().split("\n").pop()!) as {
+      release: string;
+      previous: string;
+      identityKept: boolean;
+    };
     expect(rep.identityKept).toBe(true);
     expect(rep.previous).toBeDefined();
     expect(rep.release).not.toBe(rep.previous);
@@ -166,7 +281,10 @@ describe("fleet deploy across network namespaces", () => {
 
     const back = await deploy(1, ["--rollback"]);
     expect(back.code, back.stderr).toBe(0);
-    expect(JSON.parse(back.stdout.trim().split("\n").pop()!)).toMatchObject({ release: rep.previous, identityKept: true });
+    expect(JSON.parse(back.stdout.trim().split("\n").pop()!)).toMatchObject({
+      release: rep.previous,
+      identityKept: true,
+    });
     const after = await lead.call("message_seat", { seat: "h1/inbox", message: "after the rollback" });
     expect(after.structuredContent).toMatchObject({ outcome: "delivered" });
   });
@@ -175,7 +293,9 @@ describe("fleet deploy across network namespaces", () => {
     const other = join(dir, "other_key");
     execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", other]);
     const forged = readFileSync(`${other}.pub`, "utf8").split(" ").slice(0, 2).join(" ");
-    const lines = readFileSync(knownHosts, "utf8").split("\n").map((l) => (l.startsWith("10.210.2.2 ") ? `10.210.2.2 ${forged}` : l));
+    const lines = readFileSync(knownHosts, "utf8")
+      .split("\n")
+      .map((l) => (l.startsWith("10.210.2.2 ") ? `10.210.2.2 ${forged}` : l));
     writeFileSync(knownHosts, lines.join("\n"));
     const r = await deploy(2, ["--accept-new"]);
     expect(r.code).not.toBe(0);

@@ -68,7 +68,9 @@ export function heal(host: Host): void {
 
 /** A process in `host`, its stdout piped (readiness lines), stderr to `log` when given. */
 export function runIn(host: Host, argv: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn("ip", ["netns", "exec", host.ns, "env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], { stdio: ["ignore", "pipe", "pipe"] });
+  return spawn("ip", ["netns", "exec", host.ns, "env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), ...argv], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 const PG_BIN = "/usr/lib/postgresql/15/bin";
@@ -80,20 +82,66 @@ export function initPrimary(dir: string): string {
   chownSync(dir, uidOf("postgres"), gidOf("postgres"));
   chownSync(data, uidOf("postgres"), gidOf("postgres"));
   sh("runuser", ["-u", "postgres", "--", `${PG_BIN}/initdb`, "-D", data, "-A", "trust", "-U", "postgres", "--no-sync"]);
-  writeFileSync(join(data, "pg_hba.conf"), "local all all trust\nhost all all 10.234.0.0/24 trust\nhost replication all 10.234.0.0/24 trust\n");
+  writeFileSync(
+    join(data, "pg_hba.conf"),
+    "local all all trust\nhost all all 10.234.0.0/24 trust\nhost replication all 10.234.0.0/24 trust\n",
+  );
   return data;
 }
 
 /** A streaming standby of the primary at `primaryIp`, made by pg_basebackup -R (run from the standby's host). */
 export function baseBackup(host: Host, dir: string, primaryIp: string): string {
   const data = join(dir, "pg-standby");
-  inHost(host.ns, ["runuser", "-u", "postgres", "--", `${PG_BIN}/pg_basebackup`, "-h", primaryIp, "-U", "postgres", "-D", data, "-R", "-X", "stream", "--no-sync"]);
+  inHost(host.ns, [
+    "runuser",
+    "-u",
+    "postgres",
+    "--",
+    `${PG_BIN}/pg_basebackup`,
+    "-h",
+    primaryIp,
+    "-U",
+    "postgres",
+    "-D",
+    data,
+    "-R",
+    "-X",
+    "stream",
+    "--no-sync",
+  ]);
   return data;
 }
 
 /** postgres in `host`, listening on its address only; SIGKILL it to crash the server. */
 export function startPostgres(host: Host, data: string): ChildProcess {
-  return spawn("ip", ["netns", "exec", host.ns, "runuser", "-u", "postgres", "--", `${PG_BIN}/postgres`, "-D", data, "-c", `listen_addresses=${host.ip}`, "-c", "unix_socket_directories=", "-c", "fsync=off", "-c", "wal_level=replica", "-c", "max_wal_senders=4", "-c", "hot_standby=on"], { stdio: ["ignore", "ignore", "pipe"] });
+  return spawn(
+    "ip",
+    [
+      "netns",
+      "exec",
+      host.ns,
+      "runuser",
+      "-u",
+      "postgres",
+      "--",
+      `${PG_BIN}/postgres`,
+      "-D",
+      data,
+      "-c",
+      `listen_addresses=${host.ip}`,
+      "-c",
+      "unix_socket_directories=",
+      "-c",
+      "fsync=off",
+      "-c",
+      "wal_level=replica",
+      "-c",
+      "max_wal_senders=4",
+      "-c",
+      "hot_standby=on",
+    ],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
 }
 
 export function promote(host: Host, data: string): void {
@@ -114,17 +162,41 @@ export async function waitForPostgres(host: Host, timeoutMs = 30_000): Promise<v
 }
 
 /** HAProxy in `host`: TCP pass-through (TLS ends at the replicas, agents keep their client certificates). */
-export function startHaproxy(host: Host, dir: string, routes: { port: number; backends: { name: string; ip: string; port: number; readyz: boolean }[] }[]): ChildProcess {
+export function startHaproxy(
+  host: Host,
+  dir: string,
+  routes: { port: number; backends: { name: string; ip: string; port: number; readyz: boolean }[] }[],
+): ChildProcess {
   const cfg = join(dir, "haproxy.cfg");
-  const lines = ["global", "  maxconn 4096", "defaults", "  mode tcp", "  timeout connect 2s", "  timeout client 1h", "  timeout server 1h", "  timeout check 1s"];
+  const lines = [
+    "global",
+    "  maxconn 4096",
+    "defaults",
+    "  mode tcp",
+    "  timeout connect 2s",
+    "  timeout client 1h",
+    "  timeout server 1h",
+    "  timeout check 1s",
+  ];
   for (const r of routes) {
-    lines.push(`frontend f${r.port}`, `  bind ${host.ip}:${r.port}`, `  default_backend b${r.port}`, `backend b${r.port}`, "  balance roundrobin");
+    lines.push(
+      `frontend f${r.port}`,
+      `  bind ${host.ip}:${r.port}`,
+      `  default_backend b${r.port}`,
+      `backend b${r.port}`,
+      "  balance roundrobin",
+    );
     // The leads' port answers /readyz over TLS: a replica whose journal is gone leaves the rotation.
     if (r.backends.some((b) => b.readyz)) lines.push("  option httpchk GET /readyz", "  http-check expect status 200");
-    for (const b of r.backends) lines.push(`  server ${b.name} ${b.ip}:${b.port} check inter 500ms fall 2 rise 2${b.readyz ? " check-ssl verify none" : ""} on-marked-down shutdown-sessions`);
+    for (const b of r.backends)
+      lines.push(
+        `  server ${b.name} ${b.ip}:${b.port} check inter 500ms fall 2 rise 2${b.readyz ? " check-ssl verify none" : ""} on-marked-down shutdown-sessions`,
+      );
   }
   writeFileSync(cfg, `${lines.join("\n")}\n`);
-  return spawn("ip", ["netns", "exec", host.ns, "/usr/sbin/haproxy", "-db", "-f", cfg], { stdio: ["ignore", "ignore", "pipe"] });
+  return spawn("ip", ["netns", "exec", host.ns, "/usr/sbin/haproxy", "-db", "-f", cfg], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
 }
 
 export function teardown(hosts: Host[], children: ChildProcess[]): void {

@@ -18,7 +18,19 @@ import { ownerOf } from "../kit/owner.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { removeDir } from "./hosts.js";
 import { execFileSync } from "node:child_process";
-import { addHost, baseBackup, initPrimary, promote, runIn, setupSwitch, startHaproxy, startPostgres, teardown, waitForPostgres, type Host } from "./ha-hosts.js";
+import {
+  addHost,
+  baseBackup,
+  initPrimary,
+  promote,
+  runIn,
+  setupSwitch,
+  startHaproxy,
+  startPostgres,
+  teardown,
+  waitForPostgres,
+  type Host,
+} from "./ha-hosts.js";
 
 const MCP_PORT = 7420;
 const AGENT_PORT = 7421;
@@ -48,7 +60,26 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
   const lbUrl = () => `https://${lb.ip}:${MCP_PORT}`;
 
   const startReplica = async (host: Host, stateDir: string): Promise<ChildProcess> => {
-    const args = ["controller", "--json", "--host", "0.0.0.0", "--port", String(MCP_PORT), "--agent-port", String(AGENT_PORT), "--agent-advertise", host.ip, "--tls-name", lb.ip, "--state-dir", stateDir, "--database-url", databaseUrl, "--log-level", "warn"];
+    const args = [
+      "controller",
+      "--json",
+      "--host",
+      "0.0.0.0",
+      "--port",
+      String(MCP_PORT),
+      "--agent-port",
+      String(AGENT_PORT),
+      "--agent-advertise",
+      host.ip,
+      "--tls-name",
+      lb.ip,
+      "--state-dir",
+      stateDir,
+      "--database-url",
+      databaseUrl,
+      "--log-level",
+      "warn",
+    ];
     const p = runIn(host, [process.execPath, CLI, ...args]);
     children.push(p);
     p.stderr!.on("data", (d: Buffer) => process.stderr.write(`[${host.name}] ${d}`));
@@ -61,7 +92,18 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
 
   const startAgent = async (host: Host, joinToken: string | undefined): Promise<ChildProcess> => {
     const stateDir = agents.get(host.name)?.stateDir ?? join(dir, `agent-${host.name}`);
-    const args = ["agent", "--machine", host.name, "--state-dir", stateDir, "--controller", `https://${lb.ip}:${AGENT_PORT}`, "--log-level", "warn", ...(joinToken ? ["--join", joinToken] : [])];
+    const args = [
+      "agent",
+      "--machine",
+      host.name,
+      "--state-dir",
+      stateDir,
+      "--controller",
+      `https://${lb.ip}:${AGENT_PORT}`,
+      "--log-level",
+      "warn",
+      ...(joinToken ? ["--join", joinToken] : []),
+    ];
     const p = runIn(host, [process.execPath, CLI, ...args]);
     children.push(p);
     p.stderr!.on("data", (d: Buffer) => process.stderr.write(`[${host.name}] ${d}`));
@@ -70,7 +112,11 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
   };
 
   const owner = (url = lbUrl()) => ownerOf(url, ownerToken, ca);
-  const online = async (url = lbUrl()) => (await owner(url).fleet.listFleet({})).machines.filter((m) => m.status === "online").map((m) => m.name).sort();
+  const online = async (url = lbUrl()) =>
+    (await owner(url).fleet.listFleet({})).machines
+      .filter((m) => m.status === "online")
+      .map((m) => m.name)
+      .sort();
   const until = async (what: string, ok: () => Promise<boolean>, timeoutMs = 60_000) => {
     const end = Date.now() + timeoutMs;
     for (;;) {
@@ -83,7 +129,8 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
       await new Promise((r) => setTimeout(r, 250));
     }
   };
-  const mailbox = (machine: string) => new MailboxStore(join(agents.get(machine)!.stateDir, "mailboxes")).list("inbox").entries;
+  const mailbox = (machine: string) =>
+    new MailboxStore(join(agents.get(machine)!.stateDir, "mailboxes")).list("inbox").entries;
 
   beforeAll(async () => {
     assertBuilt();
@@ -109,8 +156,14 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
 
     children.push(
       startHaproxy(lb, dir, [
-        { port: MCP_PORT, backends: replicaHosts.map((h) => ({ name: h.name, ip: h.ip, port: MCP_PORT, readyz: true })) },
-        { port: AGENT_PORT, backends: replicaHosts.map((h) => ({ name: h.name, ip: h.ip, port: AGENT_PORT, readyz: false })) },
+        {
+          port: MCP_PORT,
+          backends: replicaHosts.map((h) => ({ name: h.name, ip: h.ip, port: MCP_PORT, readyz: true })),
+        },
+        {
+          port: AGENT_PORT,
+          backends: replicaHosts.map((h) => ({ name: h.name, ip: h.ip, port: AGENT_PORT, readyz: false })),
+        },
       ]),
     );
     // As the recipe says: the first replica makes the fleet (its CA, tokens), the others join its database.
@@ -157,7 +210,11 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
         const text = `${label} ${i} to ${machine}`;
         let outcome: string;
         try {
-          const r = await lead.call("message_seat", { seat: `${machine}/inbox`, message: text }, { "clankie/seat-call": { deliveryId } });
+          const r = await lead.call(
+            "message_seat",
+            { seat: `${machine}/inbox`, message: text },
+            { "clankie/seat-call": { deliveryId } },
+          );
           outcome = String(r.structuredContent?.outcome ?? "error");
         } catch {
           outcome = "lost_answer";
@@ -209,7 +266,10 @@ describe("issue 34 item 6: three replicas behind HAProxy, two agents, a PostgreS
     await audit(told);
     // The replica comes back as an upgrade would: same state directory, same fleet.
     victim.process = await startReplica(victim.host, victim.stateDir);
-    await until("the replica back in rotation", async () => (await online(`https://${victim.host.ip}:${MCP_PORT}`)).join() === "a1,a2");
+    await until(
+      "the replica back in rotation",
+      async () => (await online(`https://${victim.host.ip}:${MCP_PORT}`)).join() === "a1,a2",
+    );
   });
 
   it("replicas restarted one at a time (an upgrade): every message is delivered once or reconciled", async () => {

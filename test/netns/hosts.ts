@@ -42,7 +42,12 @@ export function setupController(): void {
  * not booted with it) and a HOME of the test's own over /root, so nothing of the real machine's
  * systemd or root account is touched. sshd gives its sessions that manager's XDG_RUNTIME_DIR.
  */
-export function setupAgentHost(i: number, dir: string, authorizedKey: string, opts: { userSystemd?: boolean } = {}): AgentHost {
+export function setupAgentHost(
+  i: number,
+  dir: string,
+  authorizedKey: string,
+  opts: { userSystemd?: boolean } = {},
+): AgentHost {
   const ns = `c10-a${i}`;
   const ip = `10.210.${i}.2`;
   sh("ip", ["netns", "add", ns]);
@@ -71,7 +76,21 @@ export function setupAgentHost(i: number, dir: string, authorizedKey: string, op
   const runtimeDir = join(d, "xdg");
   writeFileSync(
     join(d, "sshd_config"),
-    [`Port 22`, `ListenAddress ${ip}`, `HostKey ${join(d, "host_key")}`, `AuthorizedKeysFile ${join(d, "authorized_keys")}`, `PidFile ${join(d, "sshd.pid")}`, "PermitRootLogin prohibit-password", "PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no", "StrictModes no", "Subsystem sftp internal-sftp", ...(opts.userSystemd ? [`SetEnv XDG_RUNTIME_DIR=${runtimeDir}`] : []), ""].join("\n"),
+    [
+      `Port 22`,
+      `ListenAddress ${ip}`,
+      `HostKey ${join(d, "host_key")}`,
+      `AuthorizedKeysFile ${join(d, "authorized_keys")}`,
+      `PidFile ${join(d, "sshd.pid")}`,
+      "PermitRootLogin prohibit-password",
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "UsePAM no",
+      "StrictModes no",
+      "Subsystem sftp internal-sftp",
+      ...(opts.userSystemd ? [`SetEnv XDG_RUNTIME_DIR=${runtimeDir}`] : []),
+      "",
+    ].join("\n"),
   );
   mkdirSync("/run/sshd", { recursive: true });
   const sshdArgs = ["/usr/sbin/sshd", "-D", "-e", "-f", join(d, "sshd_config")];
@@ -90,7 +109,9 @@ export function setupAgentHost(i: number, dir: string, authorizedKey: string, op
     `XDG_RUNTIME_DIR='${runtimeDir}' HOME=/root nsenter --net=/run/netns/${ns} /lib/systemd/systemd --user >'${join(d, "systemd-user.log")}' 2>&1 &`,
     `exec nsenter --net=/run/netns/${ns} ${sshdArgs.map((a) => `'${a}'`).join(" ")}`,
   ].join("\n");
-  const sshd = spawn("unshare", ["-m", "--propagation", "private", "sh", "-c", script], { stdio: ["ignore", "ignore", "pipe"] });
+  const sshd = spawn("unshare", ["-m", "--propagation", "private", "sh", "-c", script], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
   return { ns, ip, sshd, userSystemd: { home, runtimeDir } };
 }
 

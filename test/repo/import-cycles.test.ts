@@ -23,7 +23,11 @@ function sources(): string[] {
 /** Relative imports of a file, resolved to repository paths of .ts sources. */
 function edges(file: string): string[] {
   const text = readFileSync(join(ROOT, file), "utf8").replace(/\/\*[\s\S]*?\*\//g, "");
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^"'`;]*?from\s*["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g)]
+  return [
+    ...text.matchAll(
+      /(?:^|\n)\s*(?:import|export)[^"'`;]*?from\s*["'](\.[^"']+)["']|import\(\s*["'](\.[^"']+)["']\s*\)/g,
+    ),
+  ]
     .map((m) => (m[1] ?? m[2])!)
     .map((spec) => relative(ROOT, join(ROOT, dirname(file), spec)).replace(/\.js$/, ".ts"))
     .filter((target) => existsSync(join(ROOT, target)));

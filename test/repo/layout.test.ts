@@ -30,7 +30,9 @@ describe("repository layout", () => {
 
   it("every source file opens with a comment that says what it is for", () => {
     const missing = files.filter((f) => {
-      const head = readFileSync(join(ROOT, f), "utf8").replace(/^#!.*\n/, "").trimStart();
+      const head = readFileSync(join(ROOT, f), "utf8")
+        .replace(/^#!.*\n/, "")
+        .trimStart();
       return !head.startsWith("/**") && !head.startsWith("//");
     });
     expect(missing).toEqual([]);
@@ -45,7 +47,11 @@ describe("repository layout", () => {
     const forbidden = /^(drizzle-orm|postgres|@electric-sql\/pglite|@modelcontextprotocol\/sdk)/;
     const bad = files
       .filter((f) => f.startsWith("node-agent/") && !f.startsWith("node-agent/worker/"))
-      .flatMap((f) => imports(f).filter((i) => forbidden.test(i)).map((i) => `${f} → ${i}`));
+      .flatMap((f) =>
+        imports(f)
+          .filter((i) => forbidden.test(i))
+          .map((i) => `${f} → ${i}`),
+      );
     expect(bad).toEqual([]);
   });
 
@@ -54,7 +60,11 @@ describe("repository layout", () => {
       imports(f)
         .filter((i) => i.startsWith("."))
         .map((i) => relative(ROOT, join(ROOT, f, "..", i)))
-        .filter((target) => (f.startsWith("shared/") && !target.startsWith("shared/")) || (f.startsWith("node-agent/") && target.startsWith("controller/")))
+        .filter(
+          (target) =>
+            (f.startsWith("shared/") && !target.startsWith("shared/")) ||
+            (f.startsWith("node-agent/") && target.startsWith("controller/")),
+        )
         .map((t) => `${f} → ${t}`),
     );
     expect(bad).toEqual([]);

@@ -37,9 +37,15 @@ describe("process facts only through the ProofProvider", () => {
   });
 
   it("the check itself catches a read in another file and ignores comments and the allowed files", () => {
-    expect(procReaders([{ path: "node-agent/panes/x.ts", text: 'readFileSync(`/proc/${pid}/stat`, "utf8");' }])).toEqual(["node-agent/panes/x.ts"]);
-    expect(procReaders([{ path: "node-agent/panes/y.ts", text: 'readdirSync("/proc")' }])).toEqual(["node-agent/panes/y.ts"]);
-    expect(procReaders([{ path: "node-agent/panes/z.ts", text: "// reads /proc/PID/stat\n/** from /proc */ const a = 1;" }])).toEqual([]);
+    expect(
+      procReaders([{ path: "node-agent/panes/x.ts", text: 'readFileSync(`/proc/${pid}/stat`, "utf8");' }]),
+    ).toEqual(["node-agent/panes/x.ts"]);
+    expect(procReaders([{ path: "node-agent/panes/y.ts", text: 'readdirSync("/proc")' }])).toEqual([
+      "node-agent/panes/y.ts",
+    ]);
+    expect(
+      procReaders([{ path: "node-agent/panes/z.ts", text: "// reads /proc/PID/stat\n/** from /proc */ const a = 1;" }]),
+    ).toEqual([]);
     expect(procReaders([{ path: "node-agent/proofs/linux-read.ts", text: 'readdirSync("/proc")' }])).toEqual([]);
   });
 });

@@ -15,8 +15,14 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const RPC_LAYER = new Map([
   ["controller/fleet/unary-link-transport.ts", "the client transport on a reverse link: gRPC statuses are its output"],
   ["node-agent/service/unary-server.ts", "the agent's lean unary server: gRPC statuses are its output"],
-  ["controller/fleet/reverse-links.ts", "client side: no live link is the transport's own failure, before anything is sent"],
-  ["controller/hire/hire-agent.ts", "client side: a suite's fault point drops the agent's answer the way a cut link would"],
+  [
+    "controller/fleet/reverse-links.ts",
+    "client side: no live link is the transport's own failure, before anything is sent",
+  ],
+  [
+    "controller/hire/hire-agent.ts",
+    "client side: a suite's fault point drops the agent's answer the way a cut link would",
+  ],
 ]);
 
 function code(text: string): string {
@@ -39,7 +45,10 @@ function sources(): { path: string; text: string }[] {
 describe("one error family at the service boundary (issue 17 item 4)", () => {
   it("the check finds a service that builds its own ConnectError, and not one in a comment", () => {
     const service = { path: "controller/services/x.ts", text: 'throw new ConnectError("no", Code.InvalidArgument);' };
-    const comment = { path: "controller/services/y.ts", text: "// never `new ConnectError(...)` here\nthrow new InvalidArgumentError('no');" };
+    const comment = {
+      path: "controller/services/y.ts",
+      text: "// never `new ConnectError(...)` here\nthrow new InvalidArgumentError('no');",
+    };
     expect(rawConnectErrors([service, comment])).toEqual(["controller/services/x.ts"]);
   });
 

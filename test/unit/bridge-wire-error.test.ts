@@ -18,7 +18,10 @@ describe("issue 37 item 5: the bridge's MCP errors carry one prefix", () => {
   });
 
   it("the bridge's own failures are InternalError with the bare message, even when already prefixed twice", () => {
-    expect(wireError(new Error("could not open a session"))).toMatchObject({ code: ErrorCode.InternalError, message: "could not open a session" });
+    expect(wireError(new Error("could not open a session"))).toMatchObject({
+      code: ErrorCode.InternalError,
+      message: "could not open a session",
+    });
     expect(wireError("MCP error -32001: MCP error -32001: Request timed out").message).toBe("Request timed out");
   });
 });

@@ -18,12 +18,16 @@ export function callerHireId(meta: Record<string, unknown> | undefined): string 
   const raw = meta?.[SEAT_CALL_META_KEY];
   if (raw === undefined) return undefined;
   const parsed = seatCallMeta.safeParse(raw);
-  if (!parsed.success) throw new InvalidArgumentError(`_meta["${SEAT_CALL_META_KEY}"] must be an object with an optional string hireId`);
+  if (!parsed.success)
+    throw new InvalidArgumentError(`_meta["${SEAT_CALL_META_KEY}"] must be an object with an optional string hireId`);
   return parsed.data.hireId;
 }
 
 export function hireToolResult(o: ToolOutcome): CallToolResult {
-  return { ...toolResult(o), _meta: { [SEAT_CALL_META_KEY]: { id: o.id, tool: o.tool, state: o.state, hireId: o.id } } };
+  return {
+    ...toolResult(o),
+    _meta: { [SEAT_CALL_META_KEY]: { id: o.id, tool: o.tool, state: o.state, hireId: o.id } },
+  };
 }
 
 export function registerHireAgent(server: McpServer, deps: HireDeps, conversationId: string): void {
@@ -36,7 +40,13 @@ export function registerHireAgent(server: McpServer, deps: HireDeps, conversatio
       inputSchema: hireAgentArgs,
       outputSchema: hireAgentResult,
       // Opens a pane and launches a process: not read-only; a repeated hireId returns the original hire.
-      annotations: { title: "Hire an agent", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      annotations: {
+        title: "Hire an agent",
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
     },
     async (args, extra) => {
       try {

@@ -12,7 +12,8 @@ export function registerListSeats(server: McpServer, deps: StatusDeps): void {
     "list_seats",
     {
       title: "List seats",
-      description: "The fleet's seats: id, machine, kind, status, whether its agent is online, the input capabilities observed from its live control, and for a seat hire_agent started, hiredBy {conversationId, hireId}.",
+      description:
+        "The fleet's seats: id, machine, kind, status, whether its agent is online, the input capabilities observed from its live control, and for a seat hire_agent started, hiredBy {conversationId, hireId}.",
       inputSchema: z.object({}).strict(),
       outputSchema: listSeatsResult,
       annotations: { title: "List seats", readOnlyHint: true, idempotentHint: true, openWorldHint: false },

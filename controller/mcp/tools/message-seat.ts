@@ -19,16 +19,35 @@ export const MAX_MESSAGE_CHARS = 32_768;
 export const questionAnswerArgs = z
   .object({
     requestId: z.string().min(1).max(200),
-    answers: z.record(z.string().min(1).max(200), z.object({ answers: z.array(z.string().min(1).max(MAX_MESSAGE_CHARS)).min(1).max(20) }).strict()),
+    answers: z.record(
+      z.string().min(1).max(200),
+      z.object({ answers: z.array(z.string().min(1).max(MAX_MESSAGE_CHARS)).min(1).max(20) }).strict(),
+    ),
   })
   .strict();
 
 export const messageSeatArgs = z
   .object({
     seat: z.string().min(1).max(200).describe('The seat: "machine/name", or a name that is unique in the fleet.'),
-    message: z.string().min(1).max(MAX_MESSAGE_CHARS).optional().describe("The message text. It is delivered as data, never typed into a terminal. Exactly one of message or questionAnswer."),
-    questionAnswer: questionAnswerArgs.optional().describe("The hiring lead's answer to a worker's question (see worker_reports): its requestId and an answer list per question id."),
-    delivery: z.enum(["steer", "queue"]).optional().describe("An explicit delivery mode; omit for plain Send. Refused before sending when the seat does not offer it."),
+    message: z
+      .string()
+      .min(1)
+      .max(MAX_MESSAGE_CHARS)
+      .optional()
+      .describe(
+        "The message text. It is delivered as data, never typed into a terminal. Exactly one of message or questionAnswer.",
+      ),
+    questionAnswer: questionAnswerArgs
+      .optional()
+      .describe(
+        "The hiring lead's answer to a worker's question (see worker_reports): its requestId and an answer list per question id.",
+      ),
+    delivery: z
+      .enum(["steer", "queue"])
+      .optional()
+      .describe(
+        "An explicit delivery mode; omit for plain Send. Refused before sending when the seat does not offer it.",
+      ),
     inReplyTo: z.string().min(1).max(200).optional().describe("The event id this message answers."),
   })
   .strict();
@@ -40,7 +59,10 @@ export function callerDeliveryId(meta: Record<string, unknown> | undefined): str
   const raw = meta?.[SEAT_CALL_META_KEY];
   if (raw === undefined) return undefined;
   const parsed = seatCallMeta.safeParse(raw);
-  if (!parsed.success) throw new InvalidArgumentError(`_meta["${SEAT_CALL_META_KEY}"] must be an object with an optional string deliveryId`);
+  if (!parsed.success)
+    throw new InvalidArgumentError(
+      `_meta["${SEAT_CALL_META_KEY}"] must be an object with an optional string deliveryId`,
+    );
   return parsed.data.deliveryId;
 }
 
@@ -59,26 +81,50 @@ export function registerMessageSeat(server: McpServer, deps: PipelineDeps, conve
       inputSchema: messageSeatArgs,
       outputSchema: deliveryResult,
       // Writes into another agent's session: not read-only, not destructive (it adds, never removes), idempotent only with a caller-minted deliveryId.
-      annotations: { title: "Message a seat", readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+      annotations: {
+        title: "Message a seat",
+        readOnlyHint: false,
+        destructiveHint: false,
+        idempotentHint: false,
+        openWorldHint: true,
+      },
     },
-    async (args, extra) => traceCall(MESSAGE_SEAT, async () => {
-      const startedAt = performance.now();
-      try {
-        const deliveryId = callerDeliveryId(extra._meta as Record<string, unknown> | undefined);
-        if ((args.message === undefined) === (args.questionAnswer === undefined)) throw new InvalidArgumentError("give exactly one of message or questionAnswer");
-        if (args.questionAnswer) {
-          const n = Object.keys(args.questionAnswer.answers).length;
-          if (n === 0 || n > 20 || JSON.stringify(args.questionAnswer.answers).length > MAX_MESSAGE_CHARS) throw new InvalidArgumentError(`questionAnswer.answers needs 1-20 question ids, at most ${MAX_MESSAGE_CHARS} characters in all`);
-          return observeMessageSeat(deps.metrics, startedAt, toolResult(await answerWorkerQuestion(deps, { conversationId, deliveryId }, { seat: args.seat, questionAnswer: args.questionAnswer })));
+    async (args, extra) =>
+      traceCall(MESSAGE_SEAT, async () => {
+        const startedAt = performance.now();
+        try {
+          const deliveryId = callerDeliveryId(extra._meta as Record<string, unknown> | undefined);
+          if ((args.message === undefined) === (args.questionAnswer === undefined))
+            throw new InvalidArgumentError("give exactly one of message or questionAnswer");
+          if (args.questionAnswer) {
+            const n = Object.keys(args.questionAnswer.answers).length;
+            if (n === 0 || n > 20 || JSON.stringify(args.questionAnswer.answers).length > MAX_MESSAGE_CHARS)
+              throw new InvalidArgumentError(
+                `questionAnswer.answers needs 1-20 question ids, at most ${MAX_MESSAGE_CHARS} characters in all`,
+              );
+            return observeMessageSeat(
+              deps.metrics,
+              startedAt,
+              toolResult(
+                await answerWorkerQuestion(
+                  deps,
+                  { conversationId, deliveryId },
+                  { seat: args.seat, questionAnswer: args.questionAnswer },
+                ),
+              ),
+            );
+          }
+          const outcome = await messageSeat(deps, { conversationId, deliveryId }, { ...args, message: args.message! });
+          // A reply acknowledges that exact original report (only this conversation was offered its id),
+          // and only once the reply itself was admitted: a refused or unsent reply answered nothing (rule 19).
+          if (args.inReplyTo && replyAdmitted(outcome))
+            await acknowledgeReports(deps.db, conversationId, [canonicalRef(args.inReplyTo)], deps.now()).catch(
+              () => undefined,
+            );
+          return observeMessageSeat(deps.metrics, startedAt, toolResult(outcome));
+        } catch (e) {
+          return observeMessageSeat(deps.metrics, startedAt, errorResult(e));
         }
-        const outcome = await messageSeat(deps, { conversationId, deliveryId }, { ...args, message: args.message! });
-        // A reply acknowledges that exact original report (only this conversation was offered its id),
-        // and only once the reply itself was admitted: a refused or unsent reply answered nothing (rule 19).
-        if (args.inReplyTo && replyAdmitted(outcome)) await acknowledgeReports(deps.db, conversationId, [canonicalRef(args.inReplyTo)], deps.now()).catch(() => undefined);
-        return observeMessageSeat(deps.metrics, startedAt, toolResult(outcome));
-      } catch (e) {
-        return observeMessageSeat(deps.metrics, startedAt, errorResult(e));
-      }
-    }),
+      }),
   );
 }

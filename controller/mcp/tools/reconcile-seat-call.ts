@@ -18,8 +18,15 @@ export const reconcileArgs = z
       .max(200)
       .regex(/^[^\u0000-\u001f]+$/, "a native id has no control characters")
       .optional()
-      .describe("The harness's own id for the message (Codex clientId or turn id, OpenCode message id, Pi entry id), instead of deliveryId."),
-    settle: z.literal("not_delivered").optional().describe('Abandon an unresolved delivery as not delivered. It is kept as abandoned-unknown evidence and never resent.'),
+      .describe(
+        "The harness's own id for the message (Codex clientId or turn id, OpenCode message id, Pi entry id), instead of deliveryId.",
+      ),
+    settle: z
+      .literal("not_delivered")
+      .optional()
+      .describe(
+        "Abandon an unresolved delivery as not delivered. It is kept as abandoned-unknown evidence and never resent.",
+      ),
   })
   .strict();
 
@@ -33,7 +40,13 @@ export function registerReconcileSeatCall(server: McpServer, deps: PipelineDeps,
       inputSchema: reconcileArgs,
       outputSchema: deliveryResult,
       // Without settle it only reads; with settle it abandons a receipt for good, so it cannot be marked read-only as a whole.
-      annotations: { title: "Reconcile a seat call", readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
+      annotations: {
+        title: "Reconcile a seat call",
+        readOnlyHint: false,
+        destructiveHint: true,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
     },
     async (args) => {
       try {
@@ -42,7 +55,12 @@ export function registerReconcileSeatCall(server: McpServer, deps: PipelineDeps,
         // Rule 24: an unreadable journal reconciles and settles nothing, and says so in typed
         // words (journal_unavailable), never with the failed SQL.
         if (e instanceof FleetError) return errorResult(e);
-        return errorResult(new JournalUnavailableError(`the receipt journal could not be read, so nothing was reconciled or settled (${journalError(e)})`, e));
+        return errorResult(
+          new JournalUnavailableError(
+            `the receipt journal could not be read, so nothing was reconciled or settled (${journalError(e)})`,
+            e,
+          ),
+        );
       }
     },
   );

@@ -9,7 +9,15 @@ import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
 import type { ProofProvider } from "../../proofs/provider.js";
 import type { PaneAgentStatus } from "../../panes/pane-host.js";
-import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "../adapter.js";
+import type {
+  HarnessAdapter,
+  NativeWrite,
+  NativeWriteResult,
+  SeatRecord,
+  SeatSnapshot,
+  SessionRead,
+  StopResult,
+} from "../adapter.js";
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./channel-client.js";
 import { channelPaths } from "./channel-wire.js";
 import { readSessionReport, readTurnReport, type ClaudeTurnReport } from "./session-report.js";
@@ -61,7 +69,8 @@ const QUEUED_GRACE_MS = 1500;
 
 export function claudeControl(seat: SeatRecord): ClaudeControl {
   const c = seat.kind === SeatKind.Claude ? seat.control : undefined;
-  if (!c || typeof c.channelDir !== "string" || typeof c.reportDir !== "string" || typeof c.claudePid !== "number") throw new Error(`seat ${seat.name} has no Claude channel`);
+  if (!c || typeof c.channelDir !== "string" || typeof c.reportDir !== "string" || typeof c.claudePid !== "number")
+    throw new Error(`seat ${seat.name} has no Claude channel`);
   return { channelDir: c.channelDir, reportDir: c.reportDir, claudePid: c.claudePid };
 }
 
@@ -77,17 +86,35 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * last UserPromptSubmit ended that turn (Stop does not fire on Esc). Undefined when no hook
  * has reported for this session.
  */
-export function turnFromHooks(turn: ClaudeTurnReport | undefined, sessionId: string, t: TranscriptRead): SeatStatus | undefined {
+export function turnFromHooks(
+  turn: ClaudeTurnReport | undefined,
+  sessionId: string,
+  t: TranscriptRead,
+): SeatStatus | undefined {
   if (!turn || turn.sessionId !== sessionId) return undefined;
   if (turn.state === "idle") return t.lastPromptAtMs > turn.atMs ? SeatStatus.Working : SeatStatus.Idle;
   return t.interruptedAtMs > turn.atMs ? SeatStatus.Idle : SeatStatus.Working;
 }
 
 /** A Claude seat's status: the pane host's view, else the turn hooks', else the transcript's. */
-function liveStatus(pane: PaneAgentStatus | undefined, control: ClaudeControl, sessionId: string, t: ReturnType<TranscriptReader["read"]>, fallback: SeatStatus = SeatStatus.Idle): SeatStatus {
-  const fromPane = pane === "working" ? SeatStatus.Working : pane === "blocked" ? SeatStatus.Blocked : pane === "idle" || pane === "done" ? SeatStatus.Idle : undefined;
+function liveStatus(
+  pane: PaneAgentStatus | undefined,
+  control: ClaudeControl,
+  sessionId: string,
+  t: ReturnType<TranscriptReader["read"]>,
+  fallback: SeatStatus = SeatStatus.Idle,
+): SeatStatus {
+  const fromPane =
+    pane === "working"
+      ? SeatStatus.Working
+      : pane === "blocked"
+        ? SeatStatus.Blocked
+        : pane === "idle" || pane === "done"
+          ? SeatStatus.Idle
+          : undefined;
   const turn = turnFromHooks(readTurnReport(control.reportDir, control.claudePid), sessionId, t);
-  const status = fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : fallback);
+  const status =
+    fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : fallback);
   // Between two turns, with input queued, Claude is about to start the next: not idle. (Observed
   // under load: the Stop hook files idle, and the dequeue comes a few ms to 100+ ms later.)
   return status === SeatStatus.Idle && t.queueDepth > 0 ? SeatStatus.Working : status;
@@ -113,7 +140,11 @@ export class ClaudeAdapter implements HarnessAdapter {
 
   async inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
     const refuse = (outcome: "refuted" | "unknown", status: SeatStatus, detail: string) => ({
-      snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: [] as ("queue" | "steer")[], interrupt: false, nextTurnOnly: false } },
+      snapshot: {
+        status,
+        occupantId: seat.occupantId,
+        inputCapabilities: { deliveryModes: [] as ("queue" | "steer")[], interrupt: false, nextTurnOnly: false },
+      },
       proofs: [{ kind: "claude_channel", outcome, detail, completedAtMs: this.options.clock.nowMs() }],
     });
     let control: ClaudeControl;
@@ -129,41 +160,120 @@ export class ClaudeAdapter implements HarnessAdapter {
     const liveId = claudeOccupantId(live);
     if (liveId !== seat.occupantId) {
       this.views.delete(seat.name);
-      const r = refuse("refuted", live.alive ? SeatStatus.Unknown : SeatStatus.Offline, `the seat's occupant changed: recorded ${seat.occupantId}, now ${liveId}`);
+      const r = refuse(
+        "refuted",
+        live.alive ? SeatStatus.Unknown : SeatStatus.Offline,
+        `the seat's occupant changed: recorded ${seat.occupantId}, now ${liveId}`,
+      );
       return { ...r, snapshot: { ...r.snapshot, occupantId: liveId } };
     }
-    const [hello, pane] = await Promise.all([channelHello(channelAddress(control), this.timeoutMs), this.options.paneStatus?.(seat)]);
+    const [hello, pane] = await Promise.all([
+      channelHello(channelAddress(control), this.timeoutMs),
+      this.options.paneStatus?.(seat),
+    ]);
     if (!hello.ok) return refuse("refuted", SeatStatus.Offline, hello.detail);
-    if (hello.claudePid !== control.claudePid) return refuse("refuted", SeatStatus.Unknown, `the channel serves Claude ${hello.claudePid}, not ${control.claudePid}`);
-    if (!hello.mcpReady) return refuse("refuted", SeatStatus.Unknown, "Claude has not connected the channel (started without the channel opt-in?)");
+    if (hello.claudePid !== control.claudePid)
+      return refuse(
+        "refuted",
+        SeatStatus.Unknown,
+        `the channel serves Claude ${hello.claudePid}, not ${control.claudePid}`,
+      );
+    if (!hello.mcpReady)
+      return refuse(
+        "refuted",
+        SeatStatus.Unknown,
+        "Claude has not connected the channel (started without the channel opt-in?)",
+      );
     const report = readSessionReport(control.reportDir, control.claudePid);
-    if (!report) return refuse("unknown", SeatStatus.Unknown, "no SessionStart report for this Claude: its transcript cannot be found");
+    if (!report)
+      return refuse(
+        "unknown",
+        SeatStatus.Unknown,
+        "no SessionStart report for this Claude: its transcript cannot be found",
+      );
     // The session may have changed between the occupant check and this read.
-    if (report.sessionId !== live.sessionId) return refuse("refuted", SeatStatus.Unknown, `Claude ${control.claudePid} started session ${report.sessionId} just now`);
+    if (report.sessionId !== live.sessionId)
+      return refuse(
+        "refuted",
+        SeatStatus.Unknown,
+        `Claude ${control.claudePid} started session ${report.sessionId} just now`,
+      );
     const queueSinceMs = report.atMs - SESSION_START_LEEWAY_MS;
     const t = this.transcripts.read(report.transcriptPath, queueSinceMs);
     const status = liveStatus(pane, control, report.sessionId, t);
-    this.views.set(seat.name, { status, transcriptPath: report.transcriptPath, sessionId: report.sessionId, hasChannelEvent: t.ok && t.hasChannelEvent, queueSinceMs });
+    this.views.set(seat.name, {
+      status,
+      transcriptPath: report.transcriptPath,
+      sessionId: report.sessionId,
+      hasChannelEvent: t.ok && t.hasChannelEvent,
+      queueSinceMs,
+    });
     return {
-      snapshot: { status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: ["queue"], interrupt: this.options.stopper !== undefined, nextTurnOnly: true } },
-      proofs: [{ kind: "claude_channel", outcome: "proven", detail: `channel live for Claude ${control.claudePid}, session ${report.sessionId}`, completedAtMs: this.options.clock.nowMs() }],
+      snapshot: {
+        status,
+        occupantId: seat.occupantId,
+        inputCapabilities: {
+          deliveryModes: ["queue"],
+          interrupt: this.options.stopper !== undefined,
+          nextTurnOnly: true,
+        },
+      },
+      proofs: [
+        {
+          kind: "claude_channel",
+          outcome: "proven",
+          detail: `channel live for Claude ${control.claudePid}, session ${report.sessionId}`,
+          completedAtMs: this.options.clock.nowMs(),
+        },
+      ],
     };
   }
 
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
-    if (message.mode === "steer") return { result: AgentResult.Rejected, reason: "delivery_mode_unsupported", detail: "a Claude channel message cannot steer a running turn; nothing was sent" };
+    if (message.mode === "steer")
+      return {
+        result: AgentResult.Rejected,
+        reason: "delivery_mode_unsupported",
+        detail: "a Claude channel message cannot steer a running turn; nothing was sent",
+      };
     const view = this.views.get(seat.name);
-    if (!view) return { result: AgentResult.NotSent, reason: "not_inspected", detail: "the seat was not proven just before the write; nothing was sent" };
+    if (!view)
+      return {
+        result: AgentResult.NotSent,
+        reason: "not_inspected",
+        detail: "the seat was not proven just before the write; nothing was sent",
+      };
     const control = claudeControl(seat);
     const meta: Record<string, string> = { conversation: message.conversationId };
     if (message.inReplyTo) meta.in_reply_to = message.inReplyTo;
-    const pushed = await pushChannelEvent(channelAddress(control), this.timeoutMs, message.deliveryId, message.text, meta);
-    if (pushed.kind === "not_sent") return { result: AgentResult.NotSent, reason: "channel_unreachable", detail: `${pushed.detail}; nothing was sent` };
-    if (pushed.kind === "lost") return { result: AgentResult.Unconfirmed, reason: "ack_lost", detail: `the event was written to the channel but ${pushed.detail}; not resent` };
+    const pushed = await pushChannelEvent(
+      channelAddress(control),
+      this.timeoutMs,
+      message.deliveryId,
+      message.text,
+      meta,
+    );
+    if (pushed.kind === "not_sent")
+      return {
+        result: AgentResult.NotSent,
+        reason: "channel_unreachable",
+        detail: `${pushed.detail}; nothing was sent`,
+      };
+    if (pushed.kind === "lost")
+      return {
+        result: AgentResult.Unconfirmed,
+        reason: "ack_lost",
+        detail: `the event was written to the channel but ${pushed.detail}; not resent`,
+      };
     const busy = view.status === SeatStatus.Working || view.status === SeatStatus.Blocked;
     const proven = view.hasChannelEvent || this.provenReceivers.has(view.sessionId);
     if (busy && proven) {
-      return { result: AgentResult.Queued, nativeReceiptId: `channel:${message.deliveryId}`, detail: "queued_until_turn_end: the channel acknowledged our event id exactly; this session already takes channel events and is mid-turn" };
+      return {
+        result: AgentResult.Queued,
+        nativeReceiptId: `channel:${message.deliveryId}`,
+        detail:
+          "queued_until_turn_end: the channel acknowledged our event id exactly; this session already takes channel events and is mid-turn",
+      };
     }
     // Idle, or a receiver never seen taking a channel event: only the exact transcript entry
     // proves it, as a prompt (delivered) or held in Claude's input queue (queued until the turn ends).
@@ -172,7 +282,8 @@ export class ClaudeAdapter implements HarnessAdapter {
     const queued = (): NativeWriteResult => ({
       result: AgentResult.Queued,
       nativeReceiptId: `channel:${message.deliveryId}`,
-      detail: "queued_until_turn_end: the session's transcript shows our channel event (exact id) in Claude's input queue; it runs when the current turn ends",
+      detail:
+        "queued_until_turn_end: the session's transcript shows our channel event (exact id) in Claude's input queue; it runs when the current turn ends",
     });
     const deadline = Date.now() + this.waitMs;
     do {
@@ -181,7 +292,11 @@ export class ClaudeAdapter implements HarnessAdapter {
       const hit = t.entries.find((e) => e.deliveryId === message.deliveryId);
       if (hit) {
         this.provenReceivers.add(view.sessionId);
-        return { result: AgentResult.Delivered, nativeReceiptId: hit.nativeReceiptId, detail: "the session's transcript shows our channel event (exact id)" };
+        return {
+          result: AgentResult.Delivered,
+          nativeReceiptId: hit.nativeReceiptId,
+          detail: "the session's transcript shows our channel event (exact id)",
+        };
       }
       if (t.queuedIds.has(message.deliveryId)) {
         queuedSinceMs ??= Date.now();
@@ -202,7 +317,9 @@ export class ClaudeAdapter implements HarnessAdapter {
   async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
     const control = claudeControl(seat);
     // The session read is the live occupant's: a changed occupant is reported as such (rule 46).
-    const occupantId = claudeOccupantId(await observeClaudeOccupant(control.claudePid, control.reportDir, this.options.proofs));
+    const occupantId = claudeOccupantId(
+      await observeClaudeOccupant(control.claudePid, control.reportDir, this.options.proofs),
+    );
     const report = readSessionReport(control.reportDir, control.claudePid);
     if (!report) return { occupantId, status: SeatStatus.Unknown, entries: [], complete: false };
     const t = this.transcripts.read(report.transcriptPath, report.atMs - SESSION_START_LEEWAY_MS);

@@ -35,11 +35,21 @@ export function readClaudeAnswerReceipt(transcriptPath: string, toolUseId: strin
       continue; // the last line may be half written
     }
     if (row.type !== "user" || !Array.isArray(row.message?.content)) continue;
-    const block = (row.message.content as { type?: unknown; tool_use_id?: unknown; content?: unknown }[]).find((b) => b?.type === "tool_result" && b.tool_use_id === toolUseId);
+    const block = (row.message.content as { type?: unknown; tool_use_id?: unknown; content?: unknown }[]).find(
+      (b) => b?.type === "tool_result" && b.tool_use_id === toolUseId,
+    );
     if (!block) continue;
     const r = row.toolUseResult as { answers?: unknown } | undefined;
-    const answers = r && typeof r === "object" && r.answers && typeof r.answers === "object" ? (r.answers as Record<string, string>) : undefined;
-    return { toolUseId, uuid: typeof row.uuid === "string" ? row.uuid : "", answers, content: typeof block.content === "string" ? block.content : JSON.stringify(block.content) };
+    const answers =
+      r && typeof r === "object" && r.answers && typeof r.answers === "object"
+        ? (r.answers as Record<string, string>)
+        : undefined;
+    return {
+      toolUseId,
+      uuid: typeof row.uuid === "string" ? row.uuid : "",
+      answers,
+      content: typeof block.content === "string" ? block.content : JSON.stringify(block.content),
+    };
   }
   return undefined;
 }

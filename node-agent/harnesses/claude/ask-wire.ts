@@ -25,17 +25,35 @@ export function parseClaudeAsk(m: Record<string, unknown>): ClaudeAsk | undefine
   const out: ClaudeAsk["questions"] = [];
   const seen = new Set<string>();
   for (const raw of questions as Record<string, unknown>[]) {
-    if (typeof raw !== "object" || raw === null || !text(raw.question) || raw.question.length === 0 || seen.has(raw.question)) return undefined;
+    if (
+      typeof raw !== "object" ||
+      raw === null ||
+      !text(raw.question) ||
+      raw.question.length === 0 ||
+      seen.has(raw.question)
+    )
+      return undefined;
     // Claude keys the answers by question text: two equal texts could not be told apart.
     seen.add(raw.question);
     const options = raw.options === undefined ? [] : raw.options;
     if (!Array.isArray(options) || options.length > MAX_OPTIONS) return undefined;
     const opts: { label: string; description: string }[] = [];
     for (const o of options as Record<string, unknown>[]) {
-      if (typeof o !== "object" || o === null || !text(o.label) || (o.description !== undefined && !text(o.description))) return undefined;
+      if (
+        typeof o !== "object" ||
+        o === null ||
+        !text(o.label) ||
+        (o.description !== undefined && !text(o.description))
+      )
+        return undefined;
       opts.push({ label: o.label, description: typeof o.description === "string" ? o.description : "" });
     }
-    out.push({ question: raw.question, header: text(raw.header, 200) ? raw.header : "", options: opts, multiSelect: raw.multiSelect === true });
+    out.push({
+      question: raw.question,
+      header: text(raw.header, 200) ? raw.header : "",
+      options: opts,
+      multiSelect: raw.multiSelect === true,
+    });
   }
   return { sessionId, promptId, toolUseId, questions: out };
 }

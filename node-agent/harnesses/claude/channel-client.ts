@@ -18,7 +18,17 @@ export type PushOutcome =
   | { kind: "lost"; detail: string };
 
 /** One authenticated session on the channel socket; one request at a time. */
-async function session<T>(address: ChannelAddress, timeoutMs: number, body: (send: (o: unknown) => void, next: () => Promise<Record<string, unknown> | undefined>, token: string, hello: Record<string, unknown>) => Promise<T>, onNoConnect: (detail: string) => T): Promise<T> {
+async function session<T>(
+  address: ChannelAddress,
+  timeoutMs: number,
+  body: (
+    send: (o: unknown) => void,
+    next: () => Promise<Record<string, unknown> | undefined>,
+    token: string,
+    hello: Record<string, unknown>,
+  ) => Promise<T>,
+  onNoConnect: (detail: string) => T,
+): Promise<T> {
   let token: string;
   try {
     token = readFileSync(address.tokenFile, "utf8").trim();
@@ -67,7 +77,8 @@ async function session<T>(address: ChannelAddress, timeoutMs: number, body: (sen
   try {
     send({ op: "hello", token });
     const hello = await next();
-    if (!hello || hello.op !== "hello" || hello.ok !== true) return onNoConnect("the channel refused our token or did not answer");
+    if (!hello || hello.op !== "hello" || hello.ok !== true)
+      return onNoConnect("the channel refused our token or did not answer");
     return await body(send, next, token, hello);
   } finally {
     socket.destroy();
@@ -78,12 +89,22 @@ export function channelHello(address: ChannelAddress, timeoutMs: number): Promis
   return session<ChannelHello>(
     address,
     timeoutMs,
-    async (_send, _next, _token, hello) => ({ ok: true, claudePid: Number(hello.claudePid), mcpReady: hello.mcpReady === true }),
+    async (_send, _next, _token, hello) => ({
+      ok: true,
+      claudePid: Number(hello.claudePid),
+      mcpReady: hello.mcpReady === true,
+    }),
     (detail) => ({ ok: false, detail }),
   );
 }
 
-export function pushChannelEvent(address: ChannelAddress, timeoutMs: number, eventId: string, content: string, meta: Record<string, string>): Promise<PushOutcome> {
+export function pushChannelEvent(
+  address: ChannelAddress,
+  timeoutMs: number,
+  eventId: string,
+  content: string,
+  meta: Record<string, string>,
+): Promise<PushOutcome> {
   return session<PushOutcome>(
     address,
     timeoutMs,
@@ -91,9 +112,12 @@ export function pushChannelEvent(address: ChannelAddress, timeoutMs: number, eve
       send({ op: "push", eventId, content, meta });
       const r = await next();
       if (!r) return { kind: "lost", detail: "the channel went away before acknowledging the event" };
-      if (r.op === "nack" && r.mayHaveSent !== true) return { kind: "not_sent", detail: `the channel refused the event: ${String(r.reason)}` };
-      if (r.op !== "ack" || r.eventId !== eventId || r.acknowledged !== true) return { kind: "lost", detail: `no exact ack of ${eventId} (got ${String(r.op)} for ${String(r.eventId)})` };
-      if (!ackMacMatches(token, eventId, r.mac)) return { kind: "lost", detail: "the ack's authentication did not match our event id" };
+      if (r.op === "nack" && r.mayHaveSent !== true)
+        return { kind: "not_sent", detail: `the channel refused the event: ${String(r.reason)}` };
+      if (r.op !== "ack" || r.eventId !== eventId || r.acknowledged !== true)
+        return { kind: "lost", detail: `no exact ack of ${eventId} (got ${String(r.op)} for ${String(r.eventId)})` };
+      if (!ackMacMatches(token, eventId, r.mac))
+        return { kind: "lost", detail: "the ack's authentication did not match our event id" };
       return { kind: "acked", replayed: r.replayed === true };
     },
     (detail) => ({ kind: "not_sent", detail }),

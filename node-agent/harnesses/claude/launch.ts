@@ -14,7 +14,17 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CHANNEL_SERVER_NAME } from "./channel-wire.js";
-import { CLI_PATH, WORKER_SERVER_NAME, WORKER_TOOLS, workerMcpCommand, type HarnessLauncher, type LaunchContext, type LaunchRequest, type LaunchPlan, type ScreenBlock } from "../../hire/launcher.js";
+import {
+  CLI_PATH,
+  WORKER_SERVER_NAME,
+  WORKER_TOOLS,
+  workerMcpCommand,
+  type HarnessLauncher,
+  type LaunchContext,
+  type LaunchRequest,
+  type LaunchPlan,
+  type ScreenBlock,
+} from "../../hire/launcher.js";
 import { channelRefusal, CLAUDE_PLUGIN } from "./plugin-screen.js";
 
 export class ClaudeLauncher implements HarnessLauncher {
@@ -23,20 +33,48 @@ export class ClaudeLauncher implements HarnessLauncher {
   async plan(req: LaunchRequest, ctx: LaunchContext): Promise<LaunchPlan> {
     const cli = CLI_PATH();
     const plugin = ctx.claudeChannel !== "development";
-    const channel = { [CHANNEL_SERVER_NAME]: { command: process.execPath, args: [cli, "worker", "claude-channel", "--channel-dir", ctx.claudeChannelDir] } };
+    const channel = {
+      [CHANNEL_SERVER_NAME]: {
+        command: process.execPath,
+        args: [cli, "worker", "claude-channel", "--channel-dir", ctx.claudeChannelDir],
+      },
+    };
     const mcpConfig = join(ctx.hireDir, "mcp.json");
-    writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [WORKER_SERVER_NAME]: workerMcpCommand(ctx), ...(plugin ? {} : channel) } }), { mode: 0o600 });
+    writeFileSync(
+      mcpConfig,
+      JSON.stringify({ mcpServers: { [WORKER_SERVER_NAME]: workerMcpCommand(ctx), ...(plugin ? {} : channel) } }),
+      { mode: 0o600 },
+    );
     const settings = join(ctx.hireDir, "settings.json");
     // Hook commands are run by Claude through a shell: every word is a fixed path, single-quoted.
-    const command = (sub: string) => [process.execPath, cli, "worker", sub, "--report-dir", ctx.claudeReportDir].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
+    const command = (sub: string) =>
+      [process.execPath, cli, "worker", sub, "--report-dir", ctx.claudeReportDir]
+        .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+        .join(" ");
     const on = (sub: string) => [{ matcher: "", hooks: [{ type: "command", command: command(sub) }] }];
-    const permissions = ctx.workerToolApproval === "approve" ? { permissions: { allow: WORKER_TOOLS.map((t) => `mcp__${WORKER_SERVER_NAME}__${t}`) } } : {};
+    const permissions =
+      ctx.workerToolApproval === "approve"
+        ? { permissions: { allow: WORKER_TOOLS.map((t) => `mcp__${WORKER_SERVER_NAME}__${t}`) } }
+        : {};
     // Rule 35: AskUserQuestion alone goes to the hiring lead (node-agent/worker/claude-question-hook.ts); permission prompts never do.
-    const question = [process.execPath, cli, "worker", "question-hook", "--agent-state-dir", ctx.agentStateDir].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(" ");
+    const question = [process.execPath, cli, "worker", "question-hook", "--agent-state-dir", ctx.agentStateDir]
+      .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
+      .join(" ");
     const preToolUse = [{ matcher: "AskUserQuestion", hooks: [{ type: "command", command: question }] }];
-    const hooks = { hooks: { SessionStart: on("session-start-hook"), UserPromptSubmit: on("turn-hook"), Stop: on("turn-hook"), PreToolUse: preToolUse } };
+    const hooks = {
+      hooks: {
+        SessionStart: on("session-start-hook"),
+        UserPromptSubmit: on("turn-hook"),
+        Stop: on("turn-hook"),
+        PreToolUse: preToolUse,
+      },
+    };
     // --settings outranks the user's settings: an installed plugin is off for a development hire.
-    writeFileSync(settings, JSON.stringify({ ...permissions, ...(plugin ? {} : { ...hooks, enabledPlugins: { [CLAUDE_PLUGIN]: false } }) }), { mode: 0o600 });
+    writeFileSync(
+      settings,
+      JSON.stringify({ ...permissions, ...(plugin ? {} : { ...hooks, enabledPlugins: { [CLAUDE_PLUGIN]: false } }) }),
+      { mode: 0o600 },
+    );
     const argv = [ctx.bin, "--mcp-config", mcpConfig, "--settings", settings];
     if (req.model) argv.push("--model", req.model);
     if (!plugin) {
@@ -45,18 +83,30 @@ export class ClaudeLauncher implements HarnessLauncher {
     }
     argv.push("--channels", `plugin:${CLAUDE_PLUGIN}`);
     // The plugin's wrapper (integrations/claude/clankie-worker/bin/clankie-worker) reads these: fixed paths only.
-    const env = { CLANKIE_NODE: process.execPath, CLANKIE_CLI: cli, CLANKIE_AGENT_STATE_DIR: ctx.agentStateDir, CLANKIE_CLAUDE_CHANNEL_DIR: ctx.claudeChannelDir, CLANKIE_CLAUDE_REPORT_DIR: ctx.claudeReportDir };
+    const env = {
+      CLANKIE_NODE: process.execPath,
+      CLANKIE_CLI: cli,
+      CLANKIE_AGENT_STATE_DIR: ctx.agentStateDir,
+      CLANKIE_CLAUDE_CHANNEL_DIR: ctx.claudeChannelDir,
+      CLANKIE_CLAUDE_REPORT_DIR: ctx.claudeReportDir,
+    };
     return { argv, env };
   }
 
   screenBlock(screen: string, paneId: string): ScreenBlock | undefined {
     if (/trust the files in this folder|project you created or one you trust|Do you trust/i.test(screen)) {
-      return { kind: "trust_required", fix: `Claude asks whether to trust the folder in pane ${paneId}: that is the owner's decision. Answer it there, then message the seat.` };
+      return {
+        kind: "trust_required",
+        fix: `Claude asks whether to trust the folder in pane ${paneId}: that is the owner's decision. Answer it there, then message the seat.`,
+      };
     }
     const refused = channelRefusal(screen, paneId);
     if (refused) return refused;
     if (/local development/i.test(screen)) {
-      return { kind: "consent_required", fix: `Claude asks to confirm the development channel in pane ${paneId}; confirm it there (or install the clankie-worker plugin) and the hire continues.` };
+      return {
+        kind: "consent_required",
+        fix: `Claude asks to confirm the development channel in pane ${paneId}; confirm it there (or install the clankie-worker plugin) and the hire continues.`,
+      };
     }
     return undefined;
   }

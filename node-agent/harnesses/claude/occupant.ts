@@ -31,8 +31,17 @@ export function machineProofs(): ProofProvider {
  * every OS answers the same way and an unknown is never guessed) and the session its hook
  * last reported.
  */
-export async function observeClaudeOccupant(pid: number, reportDir: string, proofs: ProofProvider = machineProofs()): Promise<ClaudeOccupant & { alive: boolean }> {
+export async function observeClaudeOccupant(
+  pid: number,
+  reportDir: string,
+  proofs: ProofProvider = machineProofs(),
+): Promise<ClaudeOccupant & { alive: boolean }> {
   const entry = await proofs.identify(pid);
   const alive = entry.known;
-  return { pid, startTime: entry.known ? entry.value.startTime : undefined, sessionId: readSessionReport(reportDir, pid)?.sessionId, alive };
+  return {
+    pid,
+    startTime: entry.known ? entry.value.startTime : undefined,
+    sessionId: readSessionReport(reportDir, pid)?.sessionId,
+    alive,
+  };
 }

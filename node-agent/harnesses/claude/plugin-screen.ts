@@ -11,7 +11,8 @@ import type { ScreenBlock } from "../../hire/launcher.js";
 
 export const CLAUDE_PLUGIN = "clankie-worker@clankie";
 
-const NOT_ALLOWED = /clankie-worker@clankie\s*(?:·|is)?\s*not on (?:the approved channels allowlist|your org's approved channels list)/i;
+const NOT_ALLOWED =
+  /clankie-worker@clankie\s*(?:·|is)?\s*not on (?:the approved channels allowlist|your org's approved channels list)/i;
 const NOT_INSTALLED = /plugin:clankie-worker@clankie\s*·\s*plugin not installed/i;
 
 export function channelRefusal(screen: string, paneId: string): ScreenBlock | undefined {

@@ -7,7 +7,10 @@ import { programName } from "../../proofs/provider.js";
 
 export function isClaude(argv: string[]): boolean {
   if (argv.slice(0, 2).some((a) => programName(a) === "claude")) return true;
-  return /^(node|nodejs)$/.test(programName(argv[0] ?? "")) && /@anthropic-ai[\\/]claude-code[\\/]cli\.m?js$/i.test(argv[1] ?? "");
+  return (
+    /^(node|nodejs)$/.test(programName(argv[0] ?? "")) &&
+    /@anthropic-ai[\\/]claude-code[\\/]cli\.m?js$/i.test(argv[1] ?? "")
+  );
 }
 
 export function isPrintMode(argv: string[]): boolean {

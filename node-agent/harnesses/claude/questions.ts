@@ -36,7 +36,12 @@ export interface ClaudeAsk {
   sessionId: string;
   promptId: string;
   toolUseId: string;
-  questions: { question: string; header: string; options: { label: string; description: string }[]; multiSelect: boolean }[];
+  questions: {
+    question: string;
+    header: string;
+    options: { label: string; description: string }[];
+    multiSelect: boolean;
+  }[];
 }
 
 /** The hook's open connection: one reply line, written once. */
@@ -81,12 +86,19 @@ export class ClaudeQuestionBoard {
   async ask(seat: SeatRecord, callerPids: ReadonlySet<number>, a: ClaudeAsk, line: HookLine): Promise<void> {
     const refuse = (reason: string, detail: string) => void line.send({ ok: false, reason, detail });
     const c = seat.kind === SeatKind.Claude ? seat.control : undefined;
-    if (seat.kind !== SeatKind.Claude || typeof c?.claudePid !== "number" || typeof c.reportDir !== "string") return refuse("not_a_claude_seat", `seat ${seat.name} is not a Claude seat`);
+    if (seat.kind !== SeatKind.Claude || typeof c?.claudePid !== "number" || typeof c.reportDir !== "string")
+      return refuse("not_a_claude_seat", `seat ${seat.name} is not a Claude seat`);
     // Bound to the seat's own Claude process and its current session, not only to the pane.
-    if (!callerPids.has(c.claudePid)) return refuse("not_this_claude", `the caller does not run under seat ${seat.name}'s Claude process`);
-    if (!seat.occupantId.endsWith(`:${a.sessionId}`)) return refuse("session_changed", `session ${a.sessionId} is not seat ${seat.name}'s current session`);
+    if (!callerPids.has(c.claudePid))
+      return refuse("not_this_claude", `the caller does not run under seat ${seat.name}'s Claude process`);
+    if (!seat.occupantId.endsWith(`:${a.sessionId}`))
+      return refuse("session_changed", `session ${a.sessionId} is not seat ${seat.name}'s current session`);
     const report = readSessionReport(c.reportDir, c.claudePid);
-    if (report?.sessionId !== a.sessionId) return refuse("no_transcript", "the agent knows no transcript for this session: no answer could be proved, so none is offered");
+    if (report?.sessionId !== a.sessionId)
+      return refuse(
+        "no_transcript",
+        "the agent knows no transcript for this session: no answer could be proved, so none is offered",
+      );
     const q: WorkerQuestion = {
       seat: seat.name,
       occupantId: seat.occupantId,
@@ -96,20 +108,35 @@ export class ClaudeQuestionBoard {
       turnId: a.promptId || "no-prompt-id",
       itemId: a.toolUseId,
       requestId: a.toolUseId,
-      questions: a.questions.map((x, i) => ({ id: `q${i + 1}`, header: x.header, question: x.multiSelect ? `${x.question} (several may be chosen)` : x.question, isOther: true, options: x.options })),
+      questions: a.questions.map((x, i) => ({
+        id: `q${i + 1}`,
+        header: x.header,
+        question: x.multiSelect ? `${x.question} (several may be chosen)` : x.question,
+        isOther: true,
+        options: x.options,
+      })),
     };
     // One answer per tool call, across agent restarts: a claim already taken is never offered again.
-    if (this.ledger.read(q) !== undefined) return refuse("already_claimed", "this tool call already has an answer claim");
+    if (this.ledger.read(q) !== undefined)
+      return refuse("already_claimed", "this tool call already has an answer claim");
     const key = ClaudeQuestionBoard.keyOf(seat.name, q.requestId);
     // The lead reads the annotated text; the answer is keyed by Claude's own question text.
-    const p: Pending = { q: { ...q, questions: q.questions.map((x, i) => ({ ...x, question: a.questions[i]!.question })) }, transcriptPath: report.transcriptPath, line, withdrawn: false };
+    const p: Pending = {
+      q: { ...q, questions: q.questions.map((x, i) => ({ ...x, question: a.questions[i]!.question })) },
+      transcriptPath: report.transcriptPath,
+      line,
+      withdrawn: false,
+    };
     this.pending.set(key, p);
     if (this.pending.size > MAX_REMEMBERED) this.pending.delete(this.pending.keys().next().value!);
     line.onClose(() => (p.withdrawn = true));
     const filed = await this.file(q);
     if (!filed.filed) {
       this.pending.delete(key);
-      return refuse(filed.reason || "not_filed", "the question was not filed for a lead: it stays with the owner in the pane");
+      return refuse(
+        filed.reason || "not_filed",
+        "the question was not filed for a lead: it stays with the owner in the pane",
+      );
     }
   }
 
@@ -118,7 +145,13 @@ export class ClaudeQuestionBoard {
   }
 
   /** The lead's answer as hook JSON; see the file comment for what each outcome proves. */
-  async answer(seatName: string, occupantId: string, requestId: string, answers: QuestionAnswers, o: { receiptWaitMs?: number } = {}): Promise<AnswerOutcome | { result: "refused"; reason: "occupant_changed" }> {
+  async answer(
+    seatName: string,
+    occupantId: string,
+    requestId: string,
+    answers: QuestionAnswers,
+    o: { receiptWaitMs?: number } = {},
+  ): Promise<AnswerOutcome | { result: "refused"; reason: "occupant_changed" }> {
     const p = this.pending.get(ClaudeQuestionBoard.keyOf(seatName, requestId));
     if (!p) return { result: "refused", reason: "unknown_request" };
     if (p.q.occupantId !== occupantId) return { result: "refused", reason: "occupant_changed" };
@@ -129,7 +162,11 @@ export class ClaudeQuestionBoard {
     if (!claim.ok) {
       if ("unreadable" in claim) return { result: "refused", reason: "fenced", detail: claim.unreadable };
       const s = claim.existing.state;
-      return { result: "refused", reason: s === "sending" || s === "uncertain" ? "fenced" : "already_answered", previous: claim.existing };
+      return {
+        result: "refused",
+        reason: s === "sending" || s === "uncertain" ? "fenced" : "already_answered",
+        previous: claim.existing,
+      };
     }
     const native = nativeAnswers(p.q, answers);
     const nativeJson = JSON.stringify(native);
@@ -138,14 +175,24 @@ export class ClaudeQuestionBoard {
       // The hook let go before this answer: the question is the owner's in the TUI, and nothing of
       // ours was sent. The receipt, when the owner has answered by now, names what the model got.
       const r = await this.receipt(p, waitMs);
-      return this.finish(p, answerJson, { result: "unconfirmed", reason: "answered_concurrently_by_owner", ...(r ? { receipt: this.wire(p, r) } : {}) });
+      return this.finish(p, answerJson, {
+        result: "unconfirmed",
+        reason: "answered_concurrently_by_owner",
+        ...(r ? { receipt: this.wire(p, r) } : {}),
+      });
     }
     const sent = await p.line.send({ ok: true, answers: native });
     if (!sent) return this.finish(p, answerJson, { result: "uncertain", reason: "connection_lost" });
     const r = await this.receipt(p, waitMs);
     if (!r) return this.finish(p, answerJson, { result: "uncertain", reason: "no_receipt" });
     const ours = r.answers !== undefined && sameAnswers(JSON.stringify(r.answers), nativeJson);
-    return this.finish(p, answerJson, ours ? { result: "delivered", receipt: this.wire(p, r) } : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt: this.wire(p, r) });
+    return this.finish(
+      p,
+      answerJson,
+      ours
+        ? { result: "delivered", receipt: this.wire(p, r) }
+        : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt: this.wire(p, r) },
+    );
   }
 
   /** Re-reads the receipt for this question's claim and settles what it proves; sends nothing. */
@@ -154,16 +201,33 @@ export class ClaudeQuestionBoard {
     if (!p) return { result: "refused", reason: "unknown_request" };
     if (p.q.occupantId !== occupantId) return { result: "refused", reason: "occupant_changed" };
     const s = this.ledger.read(p.q);
-    if (s === undefined) return { result: "not_sent", reason: "no_claim", detail: "no answer was ever claimed for this question, so none was sent" };
+    if (s === undefined)
+      return {
+        result: "not_sent",
+        reason: "no_claim",
+        detail: "no answer was ever claimed for this question, so none was sent",
+      };
     if ("unreadable" in s) return { result: "uncertain", reason: "claim_unreadable" };
     const r = await this.receipt(p, 0);
-    if (s.state === "delivered") return { result: "delivered", receipt: r ? this.wire(p, r) : { callId: p.q.itemId, turnId: p.q.turnId, output: s.answerJson } };
-    if (s.state === "unconfirmed") return { result: "unconfirmed", reason: s.reason, ...(r ? { receipt: this.wire(p, r) } : {}) };
+    if (s.state === "delivered")
+      return {
+        result: "delivered",
+        receipt: r ? this.wire(p, r) : { callId: p.q.itemId, turnId: p.q.turnId, output: s.answerJson },
+      };
+    if (s.state === "unconfirmed")
+      return { result: "unconfirmed", reason: s.reason, ...(r ? { receipt: this.wire(p, r) } : {}) };
     if (s.state === "not_sent") return { result: "not_sent", reason: "connection_closed" };
     if (!r) return { result: "uncertain", reason: "no_receipt" };
     const sent = (JSON.parse(s.answerJson) as { answers: QuestionAnswers }).answers;
-    const ours = r.answers !== undefined && sameAnswers(JSON.stringify(r.answers), JSON.stringify(nativeAnswers(p.q, sent)));
-    return this.finish(p, s.answerJson, ours ? { result: "delivered", receipt: this.wire(p, r) } : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt: this.wire(p, r) });
+    const ours =
+      r.answers !== undefined && sameAnswers(JSON.stringify(r.answers), JSON.stringify(nativeAnswers(p.q, sent)));
+    return this.finish(
+      p,
+      s.answerJson,
+      ours
+        ? { result: "delivered", receipt: this.wire(p, r) }
+        : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt: this.wire(p, r) },
+    );
   }
 
   /** The transcript's tool_result for the call; Claude writes it as the turn goes on, so it may lag a little. */

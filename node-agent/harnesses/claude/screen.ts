@@ -20,4 +20,3 @@ export function claudeScreenStatus(screen: string): PaneAgentStatus {
   if (claudeInputLine(screen) !== undefined) return "idle";
   return "unknown";
 }
-

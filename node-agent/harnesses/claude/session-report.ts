@@ -57,7 +57,9 @@ export function writeTurnReport(dir: string, report: ClaudeTurnReport): void {
 export function readTurnReport(dir: string, claudePid: number): ClaudeTurnReport | undefined {
   try {
     const r = JSON.parse(readFileSync(turnReportPath(dir, claudePid), "utf8")) as ClaudeTurnReport;
-    return SAFE_SESSION_ID.test(r.sessionId) && (r.state === "working" || r.state === "idle") && Number.isFinite(r.atMs) ? r : undefined;
+    return SAFE_SESSION_ID.test(r.sessionId) && (r.state === "working" || r.state === "idle") && Number.isFinite(r.atMs)
+      ? r
+      : undefined;
   } catch {
     return undefined;
   }

@@ -13,7 +13,14 @@ export function herdrClaudeKeys(host: HerdrPaneHost): PaneKeyInput {
     async paneState(paneId) {
       try {
         const pane = await host.getPane(paneId);
-        return pane ? { paneId: pane.paneId, terminalId: pane.terminalId, sessionId: pane.sessionId, agentStatus: pane.agentStatus } : undefined;
+        return pane
+          ? {
+              paneId: pane.paneId,
+              terminalId: pane.terminalId,
+              sessionId: pane.sessionId,
+              agentStatus: pane.agentStatus,
+            }
+          : undefined;
       } catch {
         return undefined;
       }

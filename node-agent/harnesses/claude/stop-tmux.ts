@@ -17,9 +17,18 @@ export function tmuxClaudeKeys(server: string | { socketPath?: string | undefine
   return {
     async paneState(paneId) {
       try {
-        const [id, windowId, session] = (await tmux("display-message", "-p", "-t", paneId, "#{pane_id}\t#{window_id}\t#{session_name}")).trim().split("\t");
+        const [id, windowId, session] = (
+          await tmux("display-message", "-p", "-t", paneId, "#{pane_id}\t#{window_id}\t#{session_name}")
+        )
+          .trim()
+          .split("\t");
         if (id !== paneId) return undefined;
-        return { paneId, terminalId: windowId!, sessionId: session!, agentStatus: claudeScreenStatus(await tmux("capture-pane", "-p", "-t", paneId)) };
+        return {
+          paneId,
+          terminalId: windowId!,
+          sessionId: session!,
+          agentStatus: claudeScreenStatus(await tmux("capture-pane", "-p", "-t", paneId)),
+        };
       } catch {
         return undefined;
       }

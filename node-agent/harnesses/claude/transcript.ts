@@ -46,7 +46,9 @@ const ID_ATTR = /clankie_id="([0-9a-fA-F-]{36})"/;
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
   if (!Array.isArray(content)) return "";
-  return content.map((c) => (typeof c === "object" && c && "text" in c ? String((c as { text: unknown }).text) : "")).join("");
+  return content
+    .map((c) => (typeof c === "object" && c && "text" in c ? String((c as { text: unknown }).text) : ""))
+    .join("");
 }
 
 function isToolResult(content: unknown): boolean {
@@ -82,7 +84,20 @@ interface Folded {
 /** Bounds on the queue bookkeeping, so a session that never drains its queue cannot grow it without end. */
 const MAX_PENDING = 1000;
 
-const fresh = (ino: number): Folded => ({ ino, offset: 0, size: 0, entries: [], ids: new Set(), hasChannelEvent: false, damaged: 0, turnLine: undefined, lastPromptAtMs: 0, interruptedAtMs: 0, pending: [], queueSinceMs: 0 });
+const fresh = (ino: number): Folded => ({
+  ino,
+  offset: 0,
+  size: 0,
+  entries: [],
+  ids: new Set(),
+  hasChannelEvent: false,
+  damaged: 0,
+  turnLine: undefined,
+  lastPromptAtMs: 0,
+  interruptedAtMs: 0,
+  pending: [],
+  queueSinceMs: 0,
+});
 
 /** The largest slice read at once; a longer backlog is read over several calls' worth of slices. */
 const READ_SLICE_BYTES = 8 * 1024 * 1024;
@@ -100,7 +115,18 @@ export class TranscriptReader {
    * report): queue operations before it are an earlier process's, whose queue died with it.
    */
   read(path: string, queueSinceMs = 0): TranscriptRead {
-    const empty = (detail: string): TranscriptRead => ({ ok: false, detail, entries: [], hasChannelEvent: false, turn: "unknown", lastPromptAtMs: 0, interruptedAtMs: 0, complete: false, queuedIds: new Set(), queueDepth: 0 });
+    const empty = (detail: string): TranscriptRead => ({
+      ok: false,
+      detail,
+      entries: [],
+      hasChannelEvent: false,
+      turn: "unknown",
+      lastPromptAtMs: 0,
+      interruptedAtMs: 0,
+      complete: false,
+      queuedIds: new Set(),
+      queueDepth: 0,
+    });
     let fd: number;
     try {
       fd = openSync(path, "r");
@@ -151,7 +177,13 @@ export class TranscriptReader {
     }
     return {
       ok: true,
-      detail: rotated ? "the transcript shrank since the last read (rotated or truncated)" : f.damaged ? `${f.damaged} damaged line(s)` : tail.trim() ? "last line still being written" : "read",
+      detail: rotated
+        ? "the transcript shrank since the last read (rotated or truncated)"
+        : f.damaged
+          ? `${f.damaged} damaged line(s)`
+          : tail.trim()
+            ? "last line still being written"
+            : "read",
       entries: [...f.entries],
       hasChannelEvent: f.hasChannelEvent,
       turn: turnOf(f.turnLine),
@@ -178,7 +210,8 @@ export class TranscriptReader {
       const at = Date.parse(l.timestamp);
       const text = textOf(l.message?.content);
       if (Number.isFinite(at) && INTERRUPTED.test(text)) f.interruptedAtMs = Math.max(f.interruptedAtMs, at);
-      else if (Number.isFinite(at) && text && (!l.isMeta || l.origin?.kind === "channel")) f.lastPromptAtMs = Math.max(f.lastPromptAtMs, at);
+      else if (Number.isFinite(at) && text && (!l.isMeta || l.origin?.kind === "channel"))
+        f.lastPromptAtMs = Math.max(f.lastPromptAtMs, at);
     }
     if (l.type !== "user" || l.origin?.kind !== "channel") return;
     f.hasChannelEvent = true;
@@ -189,7 +222,12 @@ export class TranscriptReader {
     // Taken for certain, whether or not a dequeue was written for it: it waits no longer.
     const waiting = f.pending.findIndex((p) => p.id === id);
     if (waiting >= 0) f.pending.splice(waiting, 1);
-    f.entries.push({ deliveryId: id, nativeReceiptId: l.uuid ?? "", contentFingerprint: contentFingerprint(channelBody(text)), atMs: l.timestamp ? Date.parse(l.timestamp) : 0 });
+    f.entries.push({
+      deliveryId: id,
+      nativeReceiptId: l.uuid ?? "",
+      contentFingerprint: contentFingerprint(channelBody(text)),
+      atMs: l.timestamp ? Date.parse(l.timestamp) : 0,
+    });
   }
 
   /**
@@ -242,4 +280,3 @@ const INTERRUPTED = /^\[Request interrupted by user/;
 
 /** Stands for the prompt line of an input Claude just dequeued, until that line is written. */
 const DEQUEUED: Line = { type: "user", message: { role: "user", content: "(a queued input, dequeued)" } };
-

@@ -14,7 +14,11 @@ export interface ToolOutputReceipt {
   output: string;
 }
 
-export function readToolOutputReceipt(rolloutPath: string, callId: string, turnId: string): ToolOutputReceipt | undefined {
+export function readToolOutputReceipt(
+  rolloutPath: string,
+  callId: string,
+  turnId: string,
+): ToolOutputReceipt | undefined {
   let text: string;
   try {
     text = readFileSync(rolloutPath, "utf8");
@@ -24,7 +28,15 @@ export function readToolOutputReceipt(rolloutPath: string, callId: string, turnI
   for (const line of text.split("\n")) {
     // Cheap filter first: rollouts grow large, and most lines are other items.
     if (!line.includes("function_call_output") || !line.includes(callId)) continue;
-    let row: { type?: unknown; payload?: { type?: unknown; call_id?: unknown; output?: unknown; internal_chat_message_metadata_passthrough?: { turn_id?: unknown } } };
+    let row: {
+      type?: unknown;
+      payload?: {
+        type?: unknown;
+        call_id?: unknown;
+        output?: unknown;
+        internal_chat_message_metadata_passthrough?: { turn_id?: unknown };
+      };
+    };
     try {
       row = JSON.parse(line);
     } catch {
@@ -51,7 +63,10 @@ export function sameAnswers(output: string, answerJson: string): boolean {
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(",")}]`;
   if (v !== null && typeof v === "object") {
-    return `{${Object.keys(v as object).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(",")}}`;
+    return `{${Object.keys(v as object)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
   }
   return JSON.stringify(v);
 }

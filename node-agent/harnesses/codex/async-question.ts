@@ -27,9 +27,19 @@ const WRITE: CodexWriteOptions = { confirmTimeoutMs: 8000, confirmPollMs: 100, c
 
 /** An async question seen on the seat's own thread, or undefined. */
 export function asyncQuestionOf(n: CodexNotification, b: QuestionBinding): WorkerQuestion | undefined {
-  if (n.method !== "item/completed" || n.params.threadId !== b.threadId || typeof n.params.turnId !== "string") return undefined;
-  const item = n.params.item as { type?: unknown; id?: unknown; text?: unknown; delivery?: unknown; completedAtMs?: unknown } | undefined;
-  if (item?.type !== "agentMessage" || item.delivery !== "async" || typeof item.id !== "string" || typeof item.text !== "string" || item.text.trim() === "") return undefined;
+  if (n.method !== "item/completed" || n.params.threadId !== b.threadId || typeof n.params.turnId !== "string")
+    return undefined;
+  const item = n.params.item as
+    | { type?: unknown; id?: unknown; text?: unknown; delivery?: unknown; completedAtMs?: unknown }
+    | undefined;
+  if (
+    item?.type !== "agentMessage" ||
+    item.delivery !== "async" ||
+    typeof item.id !== "string" ||
+    typeof item.text !== "string" ||
+    item.text.trim() === ""
+  )
+    return undefined;
   return {
     seat: b.seat,
     occupantId: b.occupantId,
@@ -50,15 +60,32 @@ export function asyncReplyText(answers: QuestionAnswers): string {
 
 /** One client id per question, ever: a reconcile finds the reply by it. */
 export function asyncReplyClientId(key: QuestionKey): string {
-  const h = createHash("sha256").update(`clankie-async-reply:${key.threadId}/${key.turnId}/${key.itemId}`).digest("hex");
+  const h = createHash("sha256")
+    .update(`clankie-async-reply:${key.threadId}/${key.turnId}/${key.itemId}`)
+    .digest("hex");
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 type UserMessage = { clientId: string | null; itemId: string; turnId: string; text: string; atMs: number };
 
 /** User messages on the thread since `sinceMs` (newest turns first, up to 10), any client's. */
-async function userMessagesSince(conn: CodexConnection, threadId: string, sinceMs: number): Promise<UserMessage[] | undefined> {
-  const r = await conn.call<{ data?: { id?: unknown; items?: { type?: unknown; id?: unknown; clientId?: unknown; startedAtMs?: unknown; content?: { type?: unknown; text?: unknown }[] }[] }[] }>("thread/turns/list", { threadId, cursor: null, limit: 10, itemsView: "full" });
+async function userMessagesSince(
+  conn: CodexConnection,
+  threadId: string,
+  sinceMs: number,
+): Promise<UserMessage[] | undefined> {
+  const r = await conn.call<{
+    data?: {
+      id?: unknown;
+      items?: {
+        type?: unknown;
+        id?: unknown;
+        clientId?: unknown;
+        startedAtMs?: unknown;
+        content?: { type?: unknown; text?: unknown }[];
+      }[];
+    }[];
+  }>("thread/turns/list", { threadId, cursor: null, limit: 10, itemsView: "full" });
   if (!r.ok || !Array.isArray(r.result?.data)) return undefined;
   const out: UserMessage[] = [];
   for (const turn of r.result.data) {
@@ -66,15 +93,28 @@ async function userMessagesSince(conn: CodexConnection, threadId: string, sinceM
       if (item.type !== "userMessage" || typeof item.id !== "string") continue;
       const atMs = typeof item.startedAtMs === "number" ? item.startedAtMs : 0;
       if (atMs < sinceMs) continue;
-      const text = (item.content ?? []).map((c) => (c.type === "text" && typeof c.text === "string" ? c.text : "")).join("");
-      out.push({ clientId: typeof item.clientId === "string" ? item.clientId : null, itemId: item.id, turnId: String(turn.id), text, atMs });
+      const text = (item.content ?? [])
+        .map((c) => (c.type === "text" && typeof c.text === "string" ? c.text : ""))
+        .join("");
+      out.push({
+        clientId: typeof item.clientId === "string" ? item.clientId : null,
+        itemId: item.id,
+        turnId: String(turn.id),
+        text,
+        atMs,
+      });
     }
   }
   return out;
 }
 
 /** The reply as the thread shows it, judged: ours exactly, after nobody else's. */
-async function judge(conn: CodexConnection, q: WorkerQuestion, clientId: string, text: string): Promise<AnswerOutcome | undefined> {
+async function judge(
+  conn: CodexConnection,
+  q: WorkerQuestion,
+  clientId: string,
+  text: string,
+): Promise<AnswerOutcome | undefined> {
   const since = q.async?.askedAtMs ?? 0;
   const seen = await userMessagesSince(conn, q.threadId, since);
   if (!seen) return undefined;
@@ -85,31 +125,52 @@ async function judge(conn: CodexConnection, q: WorkerQuestion, clientId: string,
   const before = seen.some((m) => m.clientId !== clientId && m.atMs <= ours.atMs);
   const where = `user message ${ours.itemId} in turn ${ours.turnId} carries this answer under client id ${clientId}`;
   return before
-    ? { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt, detail: `someone else answered in the thread first; then this answer was written too (${where})` }
+    ? {
+        result: "unconfirmed",
+        reason: "answered_concurrently_by_owner",
+        receipt,
+        detail: `someone else answered in the thread first; then this answer was written too (${where})`,
+      }
     : { result: "delivered", receipt, detail: `the async reply: ${where}` };
 }
 
 /** reconcile_only: the reply as the thread shows it now (by its client id), or undefined when unproven. */
-export function judgeAsyncReply(conn: CodexConnection, q: WorkerQuestion, answers: QuestionAnswers): Promise<AnswerOutcome | undefined> {
+export function judgeAsyncReply(
+  conn: CodexConnection,
+  q: WorkerQuestion,
+  answers: QuestionAnswers,
+): Promise<AnswerOutcome | undefined> {
   return conn.isOpen ? judge(conn, q, asyncReplyClientId(q), asyncReplyText(answers)) : Promise.resolve(undefined);
 }
 
 /** Sends the lead's reply once (the caller holds the ledger's claim); see the file comment. */
-export async function sendAsyncReply(conn: CodexConnection, q: WorkerQuestion, answers: QuestionAnswers, waitMs: number): Promise<AnswerOutcome> {
+export async function sendAsyncReply(
+  conn: CodexConnection,
+  q: WorkerQuestion,
+  answers: QuestionAnswers,
+  waitMs: number,
+): Promise<AnswerOutcome> {
   if (!conn.isOpen) return { result: "not_sent", reason: "connection_closed" };
   const since = q.async?.askedAtMs ?? 0;
   const first = await userMessagesSince(conn, q.threadId, since);
   if (!first) return { result: "not_sent", reason: "connection_closed" };
   // Someone already answered in the thread: nothing of ours is sent.
-  if (first.length > 0) return { result: "unconfirmed", reason: "answered_concurrently_by_owner", detail: `${first.length} user message(s) reached the thread after the question; this answer was not sent` };
+  if (first.length > 0)
+    return {
+      result: "unconfirmed",
+      reason: "answered_concurrently_by_owner",
+      detail: `${first.length} user message(s) reached the thread after the question; this answer was not sent`,
+    };
   const obs = await observeThread(conn, q.threadId);
   if (!obs.ok) return { result: "not_sent", reason: "connection_closed" };
   const clientId = asyncReplyClientId(q);
   const text = asyncReplyText(answers);
   const w = await writeToThread({ connection: conn, observation: obs.value }, clientId, text, "auto", WRITE);
-  if (w.result === AgentResult.Rejected || w.result === AgentResult.NotSent) return { result: "not_sent", reason: "refused_by_codex" };
+  if (w.result === AgentResult.Rejected || w.result === AgentResult.NotSent)
+    return { result: "not_sent", reason: "refused_by_codex" };
   if (w.result === AgentResult.Unconfirmed) return { result: "uncertain", reason: "connection_lost" };
   // Queued behind a running turn: the user message appears when Codex starts it.
-  if (w.result === AgentResult.Queued) await findReceipt(conn, q.threadId, clientId, { ...WRITE, confirmTimeoutMs: waitMs });
+  if (w.result === AgentResult.Queued)
+    await findReceipt(conn, q.threadId, clientId, { ...WRITE, confirmTimeoutMs: waitMs });
   return (await judge(conn, q, clientId, text)) ?? { result: "uncertain", reason: "no_receipt" };
 }

@@ -44,7 +44,8 @@ export function unixSocketPathOf(endpoint: string): string | undefined {
 
 /** `/path/to.sock` or `unix:///path` → `ws+unix:///path:/`; ws:// stays as it is. */
 export function wsUrlFor(endpoint: string): string {
-  if (endpoint.startsWith("ws://") || endpoint.startsWith("wss://") || endpoint.startsWith("ws+unix://")) return endpoint;
+  if (endpoint.startsWith("ws://") || endpoint.startsWith("wss://") || endpoint.startsWith("ws+unix://"))
+    return endpoint;
   return `ws+unix://${unixSocketPathOf(endpoint)}:/`;
 }
 
@@ -88,7 +89,10 @@ export class CodexConnection {
     const connection = new CodexConnection(ws, socket);
     const init = await connection.call<{ userAgent?: string; codexHome?: string }>(
       "initialize",
-      { clientInfo: { name: o.clientName ?? "clankie_node_agent", title: "Clankie node agent", version: "0.1.0" }, capabilities: { experimentalApi: true } },
+      {
+        clientInfo: { name: o.clientName ?? "clankie_node_agent", title: "Clankie node agent", version: "0.1.0" },
+        capabilities: { experimentalApi: true },
+      },
       timeoutMs,
     );
     if (!init.ok) {
@@ -97,8 +101,16 @@ export class CodexConnection {
     }
     connection.notify("initialized", {});
     // A reply's result may be anything (found by fuzzing: `"result": null` threw here).
-    const result = (typeof init.result === "object" && init.result !== null ? init.result : {}) as { userAgent?: unknown; codexHome?: unknown };
-    return { ok: true, connection, userAgent: String(result.userAgent ?? ""), codexHome: String(result.codexHome ?? "") };
+    const result = (typeof init.result === "object" && init.result !== null ? init.result : {}) as {
+      userAgent?: unknown;
+      codexHome?: unknown;
+    };
+    return {
+      ok: true,
+      connection,
+      userAgent: String(result.userAgent ?? ""),
+      codexHome: String(result.codexHome ?? ""),
+    };
   }
 
   get isOpen(): boolean {
@@ -109,7 +121,12 @@ export class CodexConnection {
   get tcpTuple(): TcpTuple | undefined {
     const s = this.socket;
     if (!this.isOpen || !s?.localAddress || !s.remoteAddress || !s.localPort || !s.remotePort) return undefined;
-    return { localAddress: s.localAddress, localPort: s.localPort, remoteAddress: s.remoteAddress, remotePort: s.remotePort };
+    return {
+      localAddress: s.localAddress,
+      localPort: s.localPort,
+      remoteAddress: s.remoteAddress,
+      remotePort: s.remotePort,
+    };
   }
 
   /** This connection's descriptor in the agent when it runs over a unix socket (for its kernel peer proof). */
@@ -127,7 +144,12 @@ export class CodexConnection {
   }
 
   call<T = unknown>(method: string, params: unknown, timeoutMs = DEFAULT_CALL_TIMEOUT_MS): Promise<CallOutcome<T>> {
-    if (!this.isOpen) return Promise.resolve({ ok: false, kind: "closed", message: this.closedReason ?? "the app-server connection is not open" });
+    if (!this.isOpen)
+      return Promise.resolve({
+        ok: false,
+        kind: "closed",
+        message: this.closedReason ?? "the app-server connection is not open",
+      });
     const id = this.nextId++;
     return new Promise<CallOutcome<T>>((resolve) => {
       const timer = setTimeout(() => {
@@ -190,8 +212,15 @@ export class CodexConnection {
       // can be known any more, so they all end "garbled" and the connection is dropped.
       return this.fail("garbled", `the app-server sent a frame that is not JSON (${text.length} chars)`);
     }
-    if (typeof msg !== "object" || msg === null || Array.isArray(msg)) return this.fail("garbled", "the app-server sent a frame that is not a JSON-RPC object");
-    const m = msg as { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: { code?: unknown; message?: unknown } };
+    if (typeof msg !== "object" || msg === null || Array.isArray(msg))
+      return this.fail("garbled", "the app-server sent a frame that is not a JSON-RPC object");
+    const m = msg as {
+      id?: unknown;
+      method?: unknown;
+      params?: unknown;
+      result?: unknown;
+      error?: { code?: unknown; message?: unknown };
+    };
     if (typeof m.method === "string") {
       // A notification, or a server request (has an id): observed here, never answered here.
       const params = (typeof m.params === "object" && m.params !== null ? m.params : {}) as Record<string, unknown>;
@@ -204,7 +233,12 @@ export class CodexConnection {
     }
     if (typeof m.id !== "number") return this.fail("garbled", "the app-server sent a reply without a numeric id");
     if (m.error !== undefined) {
-      this.settle(m.id, { ok: false, kind: "error", code: Number(m.error?.code ?? 0), message: String(m.error?.message ?? "unknown error") });
+      this.settle(m.id, {
+        ok: false,
+        kind: "error",
+        code: Number(m.error?.code ?? 0),
+        message: String(m.error?.message ?? "unknown error"),
+      });
     } else if ("result" in m) {
       this.settle(m.id, { ok: true, result: m.result });
     } else {

@@ -32,7 +32,7 @@ export function codexControlOf(seat: SeatRecord): CodexControl | undefined {
   if (seat.kind !== SeatKind.Codex) return undefined;
   // The seat book is read back from disk: its fields are checked, not trusted.
   const c = seat.control;
-  if (!c || typeof c.codexHome !== "string" || typeof c.cwd !== "string" || typeof c.launch !== "string") return undefined;
+  if (!c || typeof c.codexHome !== "string" || typeof c.cwd !== "string" || typeof c.launch !== "string")
+    return undefined;
   return c;
 }
-

@@ -27,14 +27,25 @@ function tail(path: string): string {
 }
 
 /** Starts the server and waits for SOCK; throws (with nothing left running) when it does not listen. */
-export async function startCodexServer(o: { spec: CodexPaneSpec; hireId: string; cwd: string; env: Record<string, string>; proofs: ProofProvider }): Promise<RecordedCodexServer> {
+export async function startCodexServer(o: {
+  spec: CodexPaneSpec;
+  hireId: string;
+  cwd: string;
+  env: Record<string, string>;
+  proofs: ProofProvider;
+}): Promise<RecordedCodexServer> {
   const { spec } = o;
   rmSync(spec.socketPath, { force: true });
   const log = openSync(spec.serverLog, "a", 0o600);
   // The agent's own environment as the base (as a tmux pane has the owner's), minus the agent's CLANKIE_* settings:
   // the model's shell commands run under this server for the worker's whole life.
   const base = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("CLANKIE_")));
-  const child = spawn(spec.bin, serverArgv(spec), { cwd: o.cwd, env: { ...base, ...o.env, [HIRE_ENV]: o.hireId }, stdio: ["ignore", "ignore", log], detached: true });
+  const child = spawn(spec.bin, serverArgv(spec), {
+    cwd: o.cwd,
+    env: { ...base, ...o.env, [HIRE_ENV]: o.hireId },
+    stdio: ["ignore", "ignore", log],
+    detached: true,
+  });
   closeSync(log);
   child.unref();
   const exited = () => child.exitCode !== null || child.signalCode !== null;
@@ -44,13 +55,16 @@ export async function startCodexServer(o: { spec: CodexPaneSpec; hireId: string;
   };
   if (child.pid === undefined) return fail("could not be started");
   const deadline = Date.now() + SOCKET_WAIT_MS;
-  while (!existsSync(spec.socketPath) && !exited() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (!existsSync(spec.socketPath) && !exited() && Date.now() < deadline)
+    await new Promise((r) => setTimeout(r, 50));
   if (exited()) return fail(`exited (${child.signalCode ?? child.exitCode}) before it listened`);
-  if (!existsSync(spec.socketPath)) return fail(`did not listen on ${spec.socketPath} within ${SOCKET_WAIT_MS / 1000} s`);
+  if (!existsSync(spec.socketPath))
+    return fail(`did not listen on ${spec.socketPath} within ${SOCKET_WAIT_MS / 1000} s`);
   // The binary may be a wrapper (npm's node shim): the server is the member of its group that listens on SOCK.
   for (let i = 0; i < 40 && !exited(); i++) {
     const listener = await listenerIn(o.proofs, child.pid, spec.socketPath);
-    if (listener) return { pid: listener.pid, startTime: listener.startTime, socketPath: spec.socketPath, pgid: child.pid };
+    if (listener)
+      return { pid: listener.pid, startTime: listener.startTime, socketPath: spec.socketPath, pgid: child.pid };
     await new Promise((r) => setTimeout(r, 50));
   }
   return fail(`started, but no process of its group was seen listening on ${spec.socketPath}`);

@@ -38,7 +38,11 @@ export interface CodexBackendFacts {
 }
 
 /** The one process lifetime holding the other end of the agent's connection, if the kernel shows exactly one. */
-export async function backendOfConnection(provider: ProofProvider, connection: CodexConnection, endpoint: string): Promise<ProcessIdentity | undefined> {
+export async function backendOfConnection(
+  provider: ProofProvider,
+  connection: CodexConnection,
+  endpoint: string,
+): Promise<ProcessIdentity | undefined> {
   const tuple = connection.tcpTuple;
   const fd = connection.unixSocketFd;
   const socketPath = unixSocketPathOf(endpoint);
@@ -49,7 +53,8 @@ export async function backendOfConnection(provider: ProofProvider, connection: C
     peers = f.value.peers;
   } else if (fd !== undefined && socketPath) {
     const f = await provider.unixConnectionPeer(fd);
-    if (!f.known || !f.value.isAgentEnd || !f.value.isComplete || f.value.peerPath !== boundPathOf(socketPath)) return undefined;
+    if (!f.known || !f.value.isAgentEnd || !f.value.isComplete || f.value.peerPath !== boundPathOf(socketPath))
+      return undefined;
     peers = f.value.peers;
   } else return undefined;
   if (peers.length !== 1) return undefined;
@@ -58,10 +63,18 @@ export async function backendOfConnection(provider: ProofProvider, connection: C
 }
 
 /** The pane proof for this seat over `connection` (the one the write will use), or one `unknown` saying what is missing. */
-export async function codexKernelProofs(deps: CodexKernelDeps, seat: SeatRecord, ctl: CodexBackendFacts, connection: CodexConnection): Promise<ProofFact[]> {
-  const missing = (detail: string): ProofFact[] => [{ kind: "pane_proof", outcome: "unknown", detail, completedAtMs: deps.clock.nowMs() }];
+export async function codexKernelProofs(
+  deps: CodexKernelDeps,
+  seat: SeatRecord,
+  ctl: CodexBackendFacts,
+  connection: CodexConnection,
+): Promise<ProofFact[]> {
+  const missing = (detail: string): ProofFact[] => [
+    { kind: "pane_proof", outcome: "unknown", detail, completedAtMs: deps.clock.nowMs() },
+  ];
   if (!deps.host || !seat.pane) return missing("unsupported: the seat has no pane host to prove its pane with");
-  if (ctl.tuiPid === undefined || ctl.tuiStartTime === undefined) return missing("race: the TUI's process lifetime was not recorded at discovery");
+  if (ctl.tuiPid === undefined || ctl.tuiStartTime === undefined)
+    return missing("race: the TUI's process lifetime was not recorded at discovery");
   const socketPath = unixSocketPathOf(ctl.endpoint ?? "");
   const fd = connection.unixSocketFd;
   if (socketPath && (ctl.backendPid === undefined || ctl.backendStartTime === undefined || fd === undefined)) {
@@ -70,13 +83,22 @@ export async function codexKernelProofs(deps: CodexKernelDeps, seat: SeatRecord,
     if (probe && !probe.known && probe.reason === "unsupported") return [];
   }
   if (ctl.backendPid === undefined || ctl.backendStartTime === undefined) {
-    return missing("race: no single app-server process was found at the other end of the agent's connection at discovery");
+    return missing(
+      "race: no single app-server process was found at the other end of the agent's connection at discovery",
+    );
   }
   if (socketPath) {
     if (fd === undefined) return missing("race: the agent's connection to the app-server is closed");
     return proveSocketBackend(
       { provider: deps.provider, clock: deps.clock },
-      { tui: { pid: ctl.tuiPid, startTime: ctl.tuiStartTime }, backend: { pid: ctl.backendPid, startTime: ctl.backendStartTime }, harness: "codex", home: ctl.codexHome, socketPath, agentFd: fd },
+      {
+        tui: { pid: ctl.tuiPid, startTime: ctl.tuiStartTime },
+        backend: { pid: ctl.backendPid, startTime: ctl.backendStartTime },
+        harness: "codex",
+        home: ctl.codexHome,
+        socketPath,
+        agentFd: fd,
+      },
     );
   }
   const tuple = connection.tcpTuple;

@@ -18,7 +18,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tuiArgv, type CodexPaneSpec } from "./pane-plan.js";
 import { startCodexServer, stopCodexServer } from "./herdr-server.js";
-import { installedFile, WORKER_SERVER_NAME, WORKER_TOOLS, workerMcpCommand, type HarnessLauncher, type LaunchContext, type LaunchRequest, type LaunchPlan, type ScreenBlock } from "../../hire/launcher.js";
+import {
+  installedFile,
+  WORKER_SERVER_NAME,
+  WORKER_TOOLS,
+  workerMcpCommand,
+  type HarnessLauncher,
+  type LaunchContext,
+  type LaunchRequest,
+  type LaunchPlan,
+  type ScreenBlock,
+} from "../../hire/launcher.js";
 
 /** sun_path holds 108 bytes with its NUL. */
 const MAX_SOCKET_PATH = 100;
@@ -29,11 +39,18 @@ export function tomlString(s: string): string {
 }
 
 /** The hire's `-c` overrides for its private app-server, in a fixed order. */
-export function codexServerConfig(req: Pick<LaunchRequest, "model" | "effort">, ctx: Pick<LaunchContext, "workerToolApproval" | "agentStateDir">): string[] {
+export function codexServerConfig(
+  req: Pick<LaunchRequest, "model" | "effort">,
+  ctx: Pick<LaunchContext, "workerToolApproval" | "agentStateDir">,
+): string[] {
   const worker = workerMcpCommand(ctx as LaunchContext);
-  const pairs = [`mcp_servers.${WORKER_SERVER_NAME}.command=${tomlString(worker.command)}`, `mcp_servers.${WORKER_SERVER_NAME}.args=[${worker.args.map(tomlString).join(", ")}]`];
+  const pairs = [
+    `mcp_servers.${WORKER_SERVER_NAME}.command=${tomlString(worker.command)}`,
+    `mcp_servers.${WORKER_SERVER_NAME}.args=[${worker.args.map(tomlString).join(", ")}]`,
+  ];
   // Only the report tools, and only as the owner's explicit option (docs/hire-agent.md): peers are never pre-approved.
-  if (ctx.workerToolApproval === "approve") for (const t of WORKER_TOOLS) pairs.push(`mcp_servers.${WORKER_SERVER_NAME}.tools.${t}.approval_mode="approve"`);
+  if (ctx.workerToolApproval === "approve")
+    for (const t of WORKER_TOOLS) pairs.push(`mcp_servers.${WORKER_SERVER_NAME}.tools.${t}.approval_mode="approve"`);
   if (req.model) pairs.push(`model=${tomlString(req.model)}`);
   if (req.effort) pairs.push(`model_reasoning_effort=${tomlString(req.effort)}`);
   pairs.push("features.default_mode_request_user_input=true");
@@ -48,8 +65,15 @@ export function privateSocketPath(hireDir: string, hireId: string): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   // A shared temp folder: the socket goes only into a folder this user owns and nobody else can enter.
   const st = statSync(dir);
-  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o077) !== 0) throw new Error(`${dir} is not a private folder of this user; the Codex socket is not put there`);
-  return join(dir, `${hireId.toLowerCase().replace(/[^a-z0-9-]/g, "").slice(0, 36)}.sock`);
+  if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o077) !== 0)
+    throw new Error(`${dir} is not a private folder of this user; the Codex socket is not put there`);
+  return join(
+    dir,
+    `${hireId
+      .toLowerCase()
+      .replace(/[^a-z0-9-]/g, "")
+      .slice(0, 36)}.sock`,
+  );
 }
 
 export class CodexLauncher implements HarnessLauncher {
@@ -65,8 +89,17 @@ export class CodexLauncher implements HarnessLauncher {
     };
     if (ctx.paneHost === "herdr") {
       const proofs = ctx.proofs;
-      if (!proofs) throw new Error("the agent has no process facts to record the hire's Codex app-server with; nothing was started");
-      const server = await startCodexServer({ spec, hireId: req.hireId, cwd: req.workingDirectory, env: ctx.env, proofs });
+      if (!proofs)
+        throw new Error(
+          "the agent has no process facts to record the hire's Codex app-server with; nothing was started",
+        );
+      const server = await startCodexServer({
+        spec,
+        hireId: req.hireId,
+        cwd: req.workingDirectory,
+        env: ctx.env,
+        proofs,
+      });
       const stop = async () => void (await stopCodexServer(proofs, server));
       return { argv: [ctx.bin, ...tuiArgv(spec)], env: {}, codexServer: server, sidecars: [{ pid: server.pid, stop }] };
     }
@@ -77,7 +110,10 @@ export class CodexLauncher implements HarnessLauncher {
 
   screenBlock(screen: string, paneId: string): ScreenBlock | undefined {
     if (/trust (the contents of )?this (folder|directory)|Do you trust/i.test(screen)) {
-      return { kind: "trust_required", fix: `Codex asks whether to trust the folder in pane ${paneId}: that is the owner's decision. Answer it there (or mark the project trusted in config.toml), then message the seat.` };
+      return {
+        kind: "trust_required",
+        fix: `Codex asks whether to trust the folder in pane ${paneId}: that is the owner's decision. Answer it there (or mark the project trusted in config.toml), then message the seat.`,
+      };
     }
     return undefined;
   }

@@ -15,13 +15,31 @@ import type { ProofProvider } from "../../proofs/provider.js";
 /** The host journal, as ownership needs it: which pane a hire id opened for which harness. */
 export interface HireLookup {
   /** The pane and harness a hire recorded, or undefined when the id is unknown or unreadable. */
-  launched(hireId: string): { paneId?: string | undefined; harness?: string | undefined; codexServer?: RecordedCodexServer | undefined } | undefined;
+  launched(
+    hireId: string,
+  ):
+    | { paneId?: string | undefined; harness?: string | undefined; codexServer?: RecordedCodexServer | undefined }
+    | undefined;
   /** The hire that recorded this pane (a Herdr launch carries no marker). */
-  ofPane?(paneId: string): { hireId: string; paneId?: string | undefined; harness?: string | undefined; codexServer?: RecordedCodexServer | undefined } | undefined;
+  ofPane?(
+    paneId: string,
+  ):
+    | {
+        hireId: string;
+        paneId?: string | undefined;
+        harness?: string | undefined;
+        codexServer?: RecordedCodexServer | undefined;
+      }
+    | undefined;
 }
 
 /** The hire id that owns this TUI in this pane, or undefined (unowned, or not provable). */
-export async function codexOwner(provider: ProofProvider, tui: { pid: number; startTime: number }, paneId: string, hires: HireLookup | undefined): Promise<string | undefined> {
+export async function codexOwner(
+  provider: ProofProvider,
+  tui: { pid: number; startTime: number },
+  paneId: string,
+  hires: HireLookup | undefined,
+): Promise<string | undefined> {
   if (!hires) return undefined;
   const env = await provider.environment(tui);
   if (!env.known) return undefined;
@@ -30,7 +48,12 @@ export async function codexOwner(provider: ProofProvider, tui: { pid: number; st
     if (env.value.get("HERDR_PANE_ID") !== paneId) return undefined;
     try {
       const rec = hires.ofPane?.(paneId);
-      return rec?.harness === "codex" && rec.paneId === paneId && rec.codexServer && rec.codexServer.stoppedAtMs === undefined ? rec.hireId : undefined;
+      return rec?.harness === "codex" &&
+        rec.paneId === paneId &&
+        rec.codexServer &&
+        rec.codexServer.stoppedAtMs === undefined
+        ? rec.hireId
+        : undefined;
     } catch {
       return undefined;
     }

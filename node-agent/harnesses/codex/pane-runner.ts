@@ -30,7 +30,10 @@ const KILL_AFTER_MS = 5_000;
 function stop(child: ChildProcess | undefined): void {
   if (!child || child.exitCode !== null || child.signalCode !== null) return;
   child.kill("SIGTERM");
-  setTimeout(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"), KILL_AFTER_MS).unref();
+  setTimeout(
+    () => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"),
+    KILL_AFTER_MS,
+  ).unref();
 }
 
 async function main(): Promise<void> {
@@ -52,15 +55,25 @@ async function main(): Promise<void> {
   server.on("exit", (code, signal) => {
     if (tui && tui.exitCode === null) stop(tui);
     else if (!tui) {
-      process.stderr.write(`codex app-server exited (${signal ?? code}) before it listened:\n${tail(spec.serverLog)}\n`);
+      process.stderr.write(
+        `codex app-server exited (${signal ?? code}) before it listened:\n${tail(spec.serverLog)}\n`,
+      );
       finish(1);
     }
   });
   const deadline = Date.now() + SOCKET_WAIT_MS;
-  while (!existsSync(spec.socketPath) && server.exitCode === null && server.signalCode === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while (
+    !existsSync(spec.socketPath) &&
+    server.exitCode === null &&
+    server.signalCode === null &&
+    Date.now() < deadline
+  )
+    await new Promise((r) => setTimeout(r, 50));
   if (server.exitCode !== null || server.signalCode !== null) return;
   if (!existsSync(spec.socketPath)) {
-    process.stderr.write(`codex app-server did not listen on ${spec.socketPath} within ${SOCKET_WAIT_MS / 1000} s:\n${tail(spec.serverLog)}\n`);
+    process.stderr.write(
+      `codex app-server did not listen on ${spec.socketPath} within ${SOCKET_WAIT_MS / 1000} s:\n${tail(spec.serverLog)}\n`,
+    );
     return finish(1);
   }
   tui = spawn(spec.bin, tuiArgv(spec), { stdio: "inherit" });

@@ -27,7 +27,10 @@ export interface AgentServerFacts {
 }
 
 /** The server the agent recorded for the hire that owns a seat, if it started one (never the worker's word). */
-export function recordedServerOf(hires: HireLookup | undefined, owner: string | undefined): RecordedCodexServer | undefined {
+export function recordedServerOf(
+  hires: HireLookup | undefined,
+  owner: string | undefined,
+): RecordedCodexServer | undefined {
   try {
     return owner ? hires?.launched(owner)?.codexServer : undefined;
   } catch {
@@ -52,32 +55,62 @@ export interface AgentServerFactsRead {
 export function judgeAgentServer(f: AgentServerFactsRead): { outcome: "proven" | "refuted"; detail: string } {
   const no = (detail: string) => ({ outcome: "refuted" as const, detail });
   const server: ProcessIdentity = { pid: f.recorded.pid, startTime: f.recorded.startTime };
-  if (f.recorded.stoppedAtMs !== undefined) return no(`the app-server the agent started for this hire (pid ${f.recorded.pid}) was stopped`);
-  if (!samePath(f.path, f.recorded.socketPath)) return no(`the seat's endpoint ${f.path} is not the socket ${f.recorded.socketPath} the agent started this hire's app-server on`);
-  if (!sameIdentity(f.backend, server)) return no(`the agent's connection ends in ${describeIdentity(f.backend)}, not the app-server ${describeIdentity(server)} the agent started for this hire`);
+  if (f.recorded.stoppedAtMs !== undefined)
+    return no(`the app-server the agent started for this hire (pid ${f.recorded.pid}) was stopped`);
+  if (!samePath(f.path, f.recorded.socketPath))
+    return no(
+      `the seat's endpoint ${f.path} is not the socket ${f.recorded.socketPath} the agent started this hire's app-server on`,
+    );
+  if (!sameIdentity(f.backend, server))
+    return no(
+      `the agent's connection ends in ${describeIdentity(f.backend)}, not the app-server ${describeIdentity(server)} the agent started for this hire`,
+    );
   const args = appServerArgs(f.argv);
   if (!args) return no(`the recorded process ${describeIdentity(server)} is not a codex app-server`);
   const listens = listenPathOf(args);
-  if (!listens || !samePath(listens, f.path)) return no(`the recorded app-server listens by its flags on ${listens ?? "the account daemon's default socket"}, not ${f.path}`);
+  if (!listens || !samePath(listens, f.path))
+    return no(
+      `the recorded app-server listens by its flags on ${listens ?? "the account daemon's default socket"}, not ${f.path}`,
+    );
   const clients = new Map<string, ProcessIdentity>();
   // The server's own socket pairs and this agent's connections are not clients.
-  for (const p of f.clients) if (!sameIdentity(p, server) && p.pid !== f.agentPid) clients.set(`${p.pid}:${p.startTime}`, p);
+  for (const p of f.clients)
+    if (!sameIdentity(p, server) && p.pid !== f.agentPid) clients.set(`${p.pid}:${p.startTime}`, p);
   const others = [...clients.values()].filter((p) => !sameIdentity(p, f.tui));
-  if (others.length > 0) return no(`the hire's app-server has other clients than the pane's TUI: ${others.map(describeIdentity).join(", ")}`);
-  if (clients.size === 0) return no(`the pane's TUI ${describeIdentity(f.tui)} holds no connection to the hire's app-server`);
-  return { outcome: "proven", detail: `the app-server ${describeIdentity(server)} the agent started for this hire listens on ${f.path}; the pane's TUI ${describeIdentity(f.tui)} is its only client` };
+  if (others.length > 0)
+    return no(
+      `the hire's app-server has other clients than the pane's TUI: ${others.map(describeIdentity).join(", ")}`,
+    );
+  if (clients.size === 0)
+    return no(`the pane's TUI ${describeIdentity(f.tui)} holds no connection to the hire's app-server`);
+  return {
+    outcome: "proven",
+    detail: `the app-server ${describeIdentity(server)} the agent started for this hire listens on ${f.path}; the pane's TUI ${describeIdentity(f.tui)} is its only client`,
+  };
 }
 
 /** Reads the facts from the kernel (through the ProofProvider) and judges them. */
-export async function agentServerProof(deps: { provider: ProofProvider; clock: MonotonicClock; agentPid?: number }, ctl: AgentServerFacts, recorded: RecordedCodexServer): Promise<ProofFact> {
-  const fact = (outcome: ProofFact["outcome"], detail: string): ProofFact => ({ kind: "private_app_server", outcome, detail, completedAtMs: deps.clock.nowMs() });
+export async function agentServerProof(
+  deps: { provider: ProofProvider; clock: MonotonicClock; agentPid?: number },
+  ctl: AgentServerFacts,
+  recorded: RecordedCodexServer,
+): Promise<ProofFact> {
+  const fact = (outcome: ProofFact["outcome"], detail: string): ProofFact => ({
+    kind: "private_app_server",
+    outcome,
+    detail,
+    completedAtMs: deps.clock.nowMs(),
+  });
   const path = unixSocketPathOf(ctl.endpoint ?? "");
   if (!path) return fact("refuted", `the seat's endpoint ${ctl.endpoint ?? "(none)"} is not a private unix socket`);
-  if (ctl.tuiPid === undefined || ctl.tuiStartTime === undefined) return fact("unknown", "race: the TUI's process lifetime was not recorded at discovery");
-  if (ctl.backendPid === undefined || ctl.backendStartTime === undefined) return fact("unknown", "race: no single app-server process was found at the other end of the agent's connection");
+  if (ctl.tuiPid === undefined || ctl.tuiStartTime === undefined)
+    return fact("unknown", "race: the TUI's process lifetime was not recorded at discovery");
+  if (ctl.backendPid === undefined || ctl.backendStartTime === undefined)
+    return fact("unknown", "race: no single app-server process was found at the other end of the agent's connection");
   const server: ProcessIdentity = { pid: recorded.pid, startTime: recorded.startTime };
   const [argv, conns] = await Promise.all([deps.provider.commandLine(server), deps.provider.unixConnections(server)]);
-  for (const f of [argv, conns]) if (!f.known) return fact(f.reason === "pid_gone" ? "refuted" : "unknown", `${f.reason}: ${f.detail}`);
+  for (const f of [argv, conns])
+    if (!f.known) return fact(f.reason === "pid_gone" ? "refuted" : "unknown", `${f.reason}: ${f.detail}`);
   if (!argv.known || !conns.known) throw new Error("unreachable");
   const judged = judgeAgentServer({
     path,

@@ -9,7 +9,13 @@
  */
 import type { PaneHost } from "../../panes/pane-host.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
-import { describeIdentity, programName, sameIdentity, type ProcessIdentity, type ProofProvider } from "../../proofs/provider.js";
+import {
+  describeIdentity,
+  programName,
+  sameIdentity,
+  type ProcessIdentity,
+  type ProofProvider,
+} from "../../proofs/provider.js";
 import type { SeatRecord } from "../adapter.js";
 import { unixSocketPathOf } from "./connection.js";
 
@@ -39,13 +45,23 @@ export function listenPathOf(serverArgs: readonly string[]): string | undefined 
 }
 
 /** The backend of a `--remote unix://` seat is its own app-server, in its pane's tree. */
-export async function privateServerProof(deps: PrivateServerDeps, seat: SeatRecord, ctl: { endpoint?: string | undefined; backendPid?: number | undefined; backendStartTime?: number | undefined }): Promise<ProofFact> {
+export async function privateServerProof(
+  deps: PrivateServerDeps,
+  seat: SeatRecord,
+  ctl: { endpoint?: string | undefined; backendPid?: number | undefined; backendStartTime?: number | undefined },
+): Promise<ProofFact> {
   const at = () => deps.clock.nowMs();
-  const fact = (outcome: ProofFact["outcome"], detail: string): ProofFact => ({ kind: "private_app_server", outcome, detail, completedAtMs: at() });
+  const fact = (outcome: ProofFact["outcome"], detail: string): ProofFact => ({
+    kind: "private_app_server",
+    outcome,
+    detail,
+    completedAtMs: at(),
+  });
   const path = unixSocketPathOf(ctl.endpoint ?? "");
   if (!path) return fact("refuted", `the seat's endpoint ${ctl.endpoint ?? "(none)"} is not a private unix socket`);
   if (!deps.host || !seat.pane) return fact("unknown", "unsupported: the seat has no pane host to prove its pane with");
-  if (ctl.backendPid === undefined || ctl.backendStartTime === undefined) return fact("unknown", "race: no single app-server process was found at the other end of the agent's connection");
+  if (ctl.backendPid === undefined || ctl.backendStartTime === undefined)
+    return fact("unknown", "race: no single app-server process was found at the other end of the agent's connection");
   const backend: ProcessIdentity = { pid: ctl.backendPid, startTime: ctl.backendStartTime };
   let shellPid: number;
   try {
@@ -53,15 +69,36 @@ export async function privateServerProof(deps: PrivateServerDeps, seat: SeatReco
   } catch (e) {
     return fact("unknown", `${deps.host.kind}: ${(e as Error).message}`);
   }
-  const [shell, chain, argv] = await Promise.all([deps.provider.identify(shellPid), deps.provider.ancestry(backend), deps.provider.commandLine(backend)]);
-  for (const f of [shell, chain, argv]) if (!f.known) return fact(f.reason === "pid_gone" ? "refuted" : "unknown", `${f.reason}: ${f.detail}`);
+  const [shell, chain, argv] = await Promise.all([
+    deps.provider.identify(shellPid),
+    deps.provider.ancestry(backend),
+    deps.provider.commandLine(backend),
+  ]);
+  for (const f of [shell, chain, argv])
+    if (!f.known) return fact(f.reason === "pid_gone" ? "refuted" : "unknown", `${f.reason}: ${f.detail}`);
   if (!shell.known || !chain.known || !argv.known) throw new Error("unreachable");
   const args = appServerArgs(argv.value.argv);
-  if (!args) return fact("refuted", `the backend ${describeIdentity(backend)} is not a codex app-server (${argv.value.argv.slice(0, 3).join(" ")})`);
+  if (!args)
+    return fact(
+      "refuted",
+      `the backend ${describeIdentity(backend)} is not a codex app-server (${argv.value.argv.slice(0, 3).join(" ")})`,
+    );
   const listens = listenPathOf(args);
-  if (listens !== path) return fact("refuted", `the backend listens by its flags on ${listens ?? "the account daemon's default socket"}, not the seat's private ${path}`);
-  if (chain.value.broken || !chain.value.chain.some((p) => sameIdentity(p, shell.value))) return fact("refuted", `the app-server ${describeIdentity(backend)} does not run in pane ${seat.pane.paneId}'s tree (its shell ${describeIdentity(shell.value)})`);
+  if (listens !== path)
+    return fact(
+      "refuted",
+      `the backend listens by its flags on ${listens ?? "the account daemon's default socket"}, not the seat's private ${path}`,
+    );
+  if (chain.value.broken || !chain.value.chain.some((p) => sameIdentity(p, shell.value)))
+    return fact(
+      "refuted",
+      `the app-server ${describeIdentity(backend)} does not run in pane ${seat.pane.paneId}'s tree (its shell ${describeIdentity(shell.value)})`,
+    );
   const self = chain.value.chain[0]!;
-  if (self.startTime < shell.value.startTime) return fact("refuted", "the app-server was created before the pane's shell");
-  return fact("proven", `the app-server ${describeIdentity(backend)} on ${path} runs in pane ${seat.pane.paneId}'s tree`);
+  if (self.startTime < shell.value.startTime)
+    return fact("refuted", "the app-server was created before the pane's shell");
+  return fact(
+    "proven",
+    `the app-server ${describeIdentity(backend)} on ${path} runs in pane ${seat.pane.paneId}'s tree`,
+  );
 }

@@ -41,13 +41,32 @@ export class CodexFactUnknownError extends Error {
 }
 
 /** Subcommands that are not the interactive TUI (they have no pane thread to deliver into). */
-const NOT_TUI = new Set(["app-server", "exec", "e", "login", "logout", "mcp", "mcp-server", "proto", "completion", "sandbox", "debug", "apply", "a", "queue", "cloud", "features", "help"]);
+const NOT_TUI = new Set([
+  "app-server",
+  "exec",
+  "e",
+  "login",
+  "logout",
+  "mcp",
+  "mcp-server",
+  "proto",
+  "completion",
+  "sandbox",
+  "debug",
+  "apply",
+  "a",
+  "queue",
+  "cloud",
+  "features",
+  "help",
+]);
 
 /** argv[0] names the codex binary, or argv[1] does under an interpreter (npm's node or sh shims). */
 function codexArgs(argv: string[]): string[] | undefined {
   if (argv.length === 0) return undefined;
   if (programName(argv[0]!) === "codex") return argv.slice(1);
-  if (/^(node|nodejs|sh|bash|dash)$/.test(programName(argv[0]!)) && argv[1] && programName(argv[1]) === "codex") return argv.slice(2);
+  if (/^(node|nodejs|sh|bash|dash)$/.test(programName(argv[0]!)) && argv[1] && programName(argv[1]) === "codex")
+    return argv.slice(2);
   return undefined;
 }
 
@@ -56,7 +75,13 @@ export function daemonSocketPath(codexHome: string, platform: string = process.p
 }
 
 /** Parses the TUI's flags that decide its control endpoint. */
-export function codexLaunchFromArgs(args: string[]): { isTui: boolean; launch: CodexLaunch; remote: string | undefined; cd: string | undefined; profile: string | undefined } {
+export function codexLaunchFromArgs(args: string[]): {
+  isTui: boolean;
+  launch: CodexLaunch;
+  remote: string | undefined;
+  cd: string | undefined;
+  profile: string | undefined;
+} {
   let remote: string | undefined;
   let cd: string | undefined;
   let profile: string | undefined;
@@ -82,7 +107,10 @@ export function codexLaunchFromArgs(args: string[]): { isTui: boolean; launch: C
  * The pane's Codex TUI, if one runs in its foreground. The vendored binary is preferred over
  * the node wrapper that spawned it (both carry the same environment and flags).
  */
-export async function findCodexTui(processes: PaneProcess[], provider: ProofProvider): Promise<CodexTuiProcess | undefined> {
+export async function findCodexTui(
+  processes: PaneProcess[],
+  provider: ProofProvider,
+): Promise<CodexTuiProcess | undefined> {
   const candidates = processes
     .map((p) => ({ p, args: codexArgs(p.argv) }))
     .filter((c): c is { p: PaneProcess; args: string[] } => c.args !== undefined)
@@ -107,12 +135,21 @@ export async function findCodexTui(processes: PaneProcess[], provider: ProofProv
     cwd,
     launch,
     profile,
-    endpoint: launch === "remote" ? remote : launch === "shared_daemon" ? daemonSocketPath(home.value.path, provider.platform) : undefined,
+    endpoint:
+      launch === "remote"
+        ? remote
+        : launch === "shared_daemon"
+          ? daemonSocketPath(home.value.path, provider.platform)
+          : undefined,
   };
 }
 
 /** True while the same process lifetime is alive; unknown when the provider cannot tell. */
-export async function isSameProcessAlive(provider: ProofProvider, pid: number, startTime: number): Promise<boolean | { unknown: string }> {
+export async function isSameProcessAlive(
+  provider: ProofProvider,
+  pid: number,
+  startTime: number,
+): Promise<boolean | { unknown: string }> {
   const f = await provider.identify(pid);
   if (f.known) return f.value.startTime === startTime;
   return f.reason === "pid_gone" ? false : { unknown: `${f.reason}: ${f.detail}` };

@@ -18,7 +18,13 @@ export interface WorkerQuestion extends QuestionKey {
   paneId?: string | undefined;
   /** The app-server's id for this server request, as a string. */
   requestId: string;
-  questions: { id: string; header: string; question: string; isOther: boolean; options: { label: string; description: string }[] | null }[];
+  questions: {
+    id: string;
+    header: string;
+    question: string;
+    isOther: boolean;
+    options: { label: string; description: string }[] | null;
+  }[];
   /** Set for Codex's async question (codex-async-question.ts): answered by a user message, not a server response. */
   async?: { askedAtMs: number } | undefined;
 }
@@ -30,7 +36,15 @@ export type AnswerOutcome =
   | { result: "unconfirmed"; reason: "answered_concurrently_by_owner"; receipt?: ToolOutputReceipt; detail?: string }
   | { result: "uncertain"; reason: "connection_lost" | "not_resolved" | "no_receipt" | "claim_unreadable" }
   | { result: "not_sent"; reason: "connection_closed" | "refused_by_codex" | "refused_by_harness"; detail?: string }
-  | { result: "refused"; reason: "unknown_request" | "bad_answer" | "fenced" | "already_answered"; detail?: string; previous?: LedgerState };
+  | {
+      result: "refused";
+      reason: "unknown_request" | "bad_answer" | "fenced" | "already_answered";
+      detail?: string;
+      previous?: LedgerState;
+    };
 
 /** What a reconcile proves: an answer outcome, or that no answer was ever claimed (an exact not-sent). */
-export type ReconcileOutcome = AnswerOutcome | { result: "not_sent"; reason: "no_claim"; detail: string } | { result: "refused"; reason: "occupant_changed" };
+export type ReconcileOutcome =
+  | AnswerOutcome
+  | { result: "not_sent"; reason: "no_claim"; detail: string }
+  | { result: "refused"; reason: "occupant_changed" };

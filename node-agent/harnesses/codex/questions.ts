@@ -17,7 +17,13 @@
 import type { CodexConnection, CodexServerRequest } from "./connection.js";
 import { readToolOutputReceipt, sameAnswers } from "./answer-receipt.js";
 import { asyncQuestionOf, judgeAsyncReply, sendAsyncReply } from "./async-question.js";
-import type { AnswerOutcome, QuestionAnswers, QuestionBinding, ReconcileOutcome, WorkerQuestion } from "./question-types.js";
+import type {
+  AnswerOutcome,
+  QuestionAnswers,
+  QuestionBinding,
+  ReconcileOutcome,
+  WorkerQuestion,
+} from "./question-types.js";
 import type { LedgerState, QuestionKey, QuestionLedger } from "../../questions/question-ledger.js";
 
 export const QUESTION_METHOD = "item/tool/requestUserInput";
@@ -63,11 +69,18 @@ export class CodexQuestionWatcher {
   }
 
   /** Subscribes to the seat's thread (`thread/resume`, which also names its rollout). */
-  static async attach(conn: CodexConnection, binding: QuestionBinding, ledger: QuestionLedger): Promise<{ ok: true; watcher: CodexQuestionWatcher } | { ok: false; message: string }> {
-    const r = await conn.call<{ thread?: { id?: unknown; path?: unknown } }>("thread/resume", { threadId: binding.threadId });
+  static async attach(
+    conn: CodexConnection,
+    binding: QuestionBinding,
+    ledger: QuestionLedger,
+  ): Promise<{ ok: true; watcher: CodexQuestionWatcher } | { ok: false; message: string }> {
+    const r = await conn.call<{ thread?: { id?: unknown; path?: unknown } }>("thread/resume", {
+      threadId: binding.threadId,
+    });
     if (!r.ok) return { ok: false, message: r.message };
     const path = r.result?.thread?.path;
-    if (r.result?.thread?.id !== binding.threadId || typeof path !== "string") return { ok: false, message: "thread/resume did not name the seat's thread and rollout" };
+    if (r.result?.thread?.id !== binding.threadId || typeof path !== "string")
+      return { ok: false, message: "thread/resume did not name the seat's thread and rollout" };
     return { ok: true, watcher: new CodexQuestionWatcher(conn, binding, path, ledger) };
   }
 
@@ -106,15 +119,41 @@ export class CodexQuestionWatcher {
   /** An informational question, or undefined when any part of it is the owner's (a secret) or malformed. */
   private asQuestion(r: CodexServerRequest): WorkerQuestion | undefined {
     const p = r.params as { turnId?: unknown; itemId?: unknown; questions?: unknown };
-    if (typeof p.turnId !== "string" || typeof p.itemId !== "string" || !Array.isArray(p.questions) || p.questions.length === 0) return undefined;
+    if (
+      typeof p.turnId !== "string" ||
+      typeof p.itemId !== "string" ||
+      !Array.isArray(p.questions) ||
+      p.questions.length === 0
+    )
+      return undefined;
     const questions: WorkerQuestion["questions"] = [];
     for (const raw of p.questions as Record<string, unknown>[]) {
       if (typeof raw?.id !== "string" || typeof raw.question !== "string" || raw.isSecret === true) return undefined;
-      const options = Array.isArray(raw.options) ? (raw.options as { label?: unknown; description?: unknown }[]).map((o) => ({ label: String(o?.label ?? ""), description: String(o?.description ?? "") })) : null;
-      questions.push({ id: raw.id, header: String(raw.header ?? ""), question: raw.question, isOther: raw.isOther === true, options });
+      const options = Array.isArray(raw.options)
+        ? (raw.options as { label?: unknown; description?: unknown }[]).map((o) => ({
+            label: String(o?.label ?? ""),
+            description: String(o?.description ?? ""),
+          }))
+        : null;
+      questions.push({
+        id: raw.id,
+        header: String(raw.header ?? ""),
+        question: raw.question,
+        isOther: raw.isOther === true,
+        options,
+      });
     }
     const b = this.binding;
-    return { seat: b.seat, occupantId: b.occupantId, paneId: b.paneId, threadId: b.threadId, turnId: p.turnId, itemId: p.itemId, requestId: String(r.id), questions };
+    return {
+      seat: b.seat,
+      occupantId: b.occupantId,
+      paneId: b.paneId,
+      threadId: b.threadId,
+      turnId: p.turnId,
+      itemId: p.itemId,
+      requestId: String(r.id),
+      questions,
+    };
   }
 
   /** The lead's sync reply; see the file comment for what each outcome proves. */
@@ -128,7 +167,11 @@ export class CodexQuestionWatcher {
     if (!claim.ok) {
       if ("unreadable" in claim) return { result: "refused", reason: "fenced", detail: claim.unreadable };
       const s = claim.existing.state;
-      return { result: "refused", reason: s === "sending" || s === "uncertain" ? "fenced" : "already_answered", previous: claim.existing };
+      return {
+        result: "refused",
+        reason: s === "sending" || s === "uncertain" ? "fenced" : "already_answered",
+        previous: claim.existing,
+      };
     }
     const waitMs = o.waitMs ?? 10_000;
     if (t.q.async) {
@@ -149,11 +192,18 @@ export class CodexQuestionWatcher {
   /** Re-reads the receipt for an unsettled claim; sends nothing. */
   reconcile(key: QuestionKey): AnswerOutcome | LedgerState | undefined {
     const s = this.ledger.read(key);
-    if (s === undefined || "unreadable" in s) return s === undefined ? undefined : { result: "uncertain", reason: "claim_unreadable" };
+    if (s === undefined || "unreadable" in s)
+      return s === undefined ? undefined : { result: "uncertain", reason: "claim_unreadable" };
     if (s.state !== "sending" && s.state !== "uncertain") return s;
     const receipt = readToolOutputReceipt(this.rolloutPath, key.itemId, key.turnId);
     if (!receipt) return s;
-    return this.finish(key, s.answerJson, sameAnswers(receipt.output, s.answerJson) ? { result: "delivered", receipt } : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt });
+    return this.finish(
+      key,
+      s.answerJson,
+      sameAnswers(receipt.output, s.answerJson)
+        ? { result: "delivered", receipt }
+        : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt },
+    );
   }
 
   /** reconcile_only for one request: re-reads its receipt (the rollout's winning output, or the async reply's client id); settles only what it proves. */
@@ -161,16 +211,30 @@ export class CodexQuestionWatcher {
     const t = this.tracked.get(requestId);
     if (!t) return { result: "refused", reason: "unknown_request" };
     const s = this.ledger.read(t.q);
-    if (s === undefined) return { result: "not_sent", reason: "no_claim", detail: "no answer was ever claimed for this question, so none was sent" };
+    if (s === undefined)
+      return {
+        result: "not_sent",
+        reason: "no_claim",
+        detail: "no answer was ever claimed for this question, so none was sent",
+      };
     if ("unreadable" in s) return { result: "uncertain", reason: "claim_unreadable" };
     if (s.state === "not_sent") return { result: "not_sent", reason: "connection_closed" };
     if (s.state === "unconfirmed") return { result: "unconfirmed", reason: s.reason };
-    const stored = { result: "delivered" as const, receipt: { callId: t.q.itemId, turnId: t.q.turnId, output: s.answerJson } };
+    const stored = {
+      result: "delivered" as const,
+      receipt: { callId: t.q.itemId, turnId: t.q.turnId, output: s.answerJson },
+    };
     if (t.q.async) {
       // The thread, read again: the user message with the reply's client id is the receipt.
-      const o = await judgeAsyncReply(this.conn, t.q, (JSON.parse(s.answerJson) as { answers: QuestionAnswers }).answers);
+      const o = await judgeAsyncReply(
+        this.conn,
+        t.q,
+        (JSON.parse(s.answerJson) as { answers: QuestionAnswers }).answers,
+      );
       if (s.state === "delivered") return o?.result === "delivered" ? o : stored;
-      return o && (o.result === "delivered" || o.result === "unconfirmed") ? this.finish(t.q, s.answerJson, o) : { result: "uncertain", reason: "no_receipt" };
+      return o && (o.result === "delivered" || o.result === "unconfirmed")
+        ? this.finish(t.q, s.answerJson, o)
+        : { result: "uncertain", reason: "no_receipt" };
     }
     if (s.state === "delivered") return stored;
     const o = this.reconcile(t.q);
@@ -195,27 +259,48 @@ export class CodexQuestionWatcher {
     });
   }
 
-  private async settleFromReceipt(key: QuestionKey, answerJson: string, waitMs: number, ownerFirst: boolean): Promise<AnswerOutcome> {
+  private async settleFromReceipt(
+    key: QuestionKey,
+    answerJson: string,
+    waitMs: number,
+    ownerFirst: boolean,
+  ): Promise<AnswerOutcome> {
     // Codex writes the output when the turn goes on; the rollout may lag the resolution a little.
     for (const end = Date.now() + waitMs; ; await sleep(50)) {
       const receipt = readToolOutputReceipt(this.rolloutPath, key.itemId, key.turnId);
       if (receipt) {
         const ours = !ownerFirst && sameAnswers(receipt.output, answerJson);
-        return this.finish(key, answerJson, ours ? { result: "delivered", receipt } : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt });
+        return this.finish(
+          key,
+          answerJson,
+          ours
+            ? { result: "delivered", receipt }
+            : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt },
+        );
       }
       if (Date.now() >= end) break;
     }
     // Resolved before we sent: nothing of ours left, whatever the rollout shows.
-    if (ownerFirst) return this.finish(key, answerJson, { result: "unconfirmed", reason: "answered_concurrently_by_owner" });
+    if (ownerFirst)
+      return this.finish(key, answerJson, { result: "unconfirmed", reason: "answered_concurrently_by_owner" });
     return this.finish(key, answerJson, { result: "uncertain", reason: "no_receipt" });
   }
 
   private finish(key: QuestionKey, answerJson: string, o: AnswerOutcome): AnswerOutcome {
     const atMs = Date.now();
     if (o.result === "delivered") this.ledger.settle(key, { state: "delivered", answerJson, atMs });
-    else if (o.result === "unconfirmed") this.ledger.settle(key, { state: "unconfirmed", reason: o.reason, answerJson, winningOutput: o.receipt?.output, atMs });
-    else if (o.result === "uncertain") this.ledger.settle(key, { state: "uncertain", reason: o.reason, answerJson, atMs });
-    else if (o.result === "not_sent") this.ledger.settle(key, { state: "not_sent", reason: o.reason, answerJson, atMs });
+    else if (o.result === "unconfirmed")
+      this.ledger.settle(key, {
+        state: "unconfirmed",
+        reason: o.reason,
+        answerJson,
+        winningOutput: o.receipt?.output,
+        atMs,
+      });
+    else if (o.result === "uncertain")
+      this.ledger.settle(key, { state: "uncertain", reason: o.reason, answerJson, atMs });
+    else if (o.result === "not_sent")
+      this.ledger.settle(key, { state: "not_sent", reason: o.reason, answerJson, atMs });
     return o;
   }
 }
@@ -226,8 +311,10 @@ export function badAnswer(q: WorkerQuestion, answers: QuestionAnswers): string |
   for (const k of Object.keys(answers)) if (!ids.has(k)) return `no question has id ${JSON.stringify(k)}`;
   for (const id of ids) {
     const a = answers[id]?.answers;
-    if (!Array.isArray(a) || a.length === 0 || a.some((s) => typeof s !== "string" || s.length === 0)) return `question ${JSON.stringify(id)} needs at least one non-empty answer`;
+    if (!Array.isArray(a) || a.length === 0 || a.some((s) => typeof s !== "string" || s.length === 0))
+      return `question ${JSON.stringify(id)} needs at least one non-empty answer`;
   }
-  if (Buffer.byteLength(JSON.stringify(answers)) > MAX_ANSWER_BYTES) return `the answers exceed ${MAX_ANSWER_BYTES} bytes`;
+  if (Buffer.byteLength(JSON.stringify(answers)) > MAX_ANSWER_BYTES)
+    return `the answers exceed ${MAX_ANSWER_BYTES} bytes`;
   return undefined;
 }

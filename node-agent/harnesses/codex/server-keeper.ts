@@ -23,11 +23,20 @@ export class CodexServerKeeper {
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | undefined;
 
-  constructor(private readonly d: { journal: HostJournal; proofs: ProofProvider; panes: TuiProbe; logger: Logger; everyMs?: number }) {}
+  constructor(
+    private readonly d: {
+      journal: HostJournal;
+      proofs: ProofProvider;
+      panes: TuiProbe;
+      logger: Logger;
+      everyMs?: number;
+    },
+  ) {}
 
   /** Adopts the journal's servers not yet seen stopped, then checks them periodically. */
   start(): void {
-    for (const r of this.d.journal.all()) if (r.codexServer && r.codexServer.stoppedAtMs === undefined) this.watched.add(r.hireId);
+    for (const r of this.d.journal.all())
+      if (r.codexServer && r.codexServer.stoppedAtMs === undefined) this.watched.add(r.hireId);
     this.timer = setInterval(() => void this.tick(), this.d.everyMs ?? 2000);
     this.timer.unref();
   }
@@ -67,9 +76,14 @@ export class CodexServerKeeper {
     };
     if (!(await isRecordedAlive(this.d.proofs, server))) return mark("gone");
     const closed = rec.answer?.paneClosed === true || (rec.state === "finished" && !rec.paneId);
-    const state = closed ? "gone" : rec.paneId ? await this.d.panes.tuiState(rec.paneId, `unix://${server.socketPath}`) : "unknown";
+    const state = closed
+      ? "gone"
+      : rec.paneId
+        ? await this.d.panes.tuiState(rec.paneId, `unix://${server.socketPath}`)
+        : "unknown";
     if (state !== "gone") return;
-    if (await stopCodexServer(this.d.proofs, server)) mark(closed ? "the hire's pane was closed" : "the pane's TUI is gone");
+    if (await stopCodexServer(this.d.proofs, server))
+      mark(closed ? "the hire's pane was closed" : "the pane's TUI is gone");
   }
 
   close(): void {

@@ -30,12 +30,22 @@ interface RawThread {
 interface RawTurn {
   id?: unknown;
   status?: unknown;
-  items?: { type?: unknown; id?: unknown; clientId?: unknown; startedAtMs?: unknown; content?: { type?: unknown; text?: unknown }[] }[];
+  items?: {
+    type?: unknown;
+    id?: unknown;
+    clientId?: unknown;
+    startedAtMs?: unknown;
+    content?: { type?: unknown; text?: unknown }[];
+  }[];
 }
 
 function failed(what: string, o: CallOutcome): Observed<never> {
   if (o.ok) return { ok: false, reason: "bad_reply", detail: `${what}: reply of an unexpected shape` };
-  return { ok: false, reason: o.kind === "error" ? "codex_error" : `connection_${o.kind}`, detail: `${what}: ${o.message}` };
+  return {
+    ok: false,
+    reason: o.kind === "error" ? "codex_error" : `connection_${o.kind}`,
+    detail: `${what}: ${o.message}`,
+  };
 }
 
 async function loadedThreadIds(conn: CodexConnection): Promise<Observed<string[]>> {
@@ -75,8 +85,13 @@ export async function pickPaneThread(conn: CodexConnection, cwd: string): Promis
   const tui = matches.filter((t) => t.originator === "codex-tui");
   const pool = tui.length > 0 ? tui : matches;
   if (pool.length === 1) return { ok: true, value: String(pool[0]!.id) };
-  if (pool.length === 0) return { ok: false, reason: "no_thread", detail: `no loaded, persisted thread with cwd ${cwd}`, mayRetry: true };
-  return { ok: false, reason: "ambiguous_thread", detail: `${pool.length} loaded threads share cwd ${cwd}; none is picked` };
+  if (pool.length === 0)
+    return { ok: false, reason: "no_thread", detail: `no loaded, persisted thread with cwd ${cwd}`, mayRetry: true };
+  return {
+    ok: false,
+    reason: "ambiguous_thread",
+    detail: `${pool.length} loaded threads share cwd ${cwd}; none is picked`,
+  };
 }
 
 /** How often, and how far apart, a thread seen between turns is read again before it counts as in flux. */
@@ -100,22 +115,30 @@ export async function observeThread(conn: CodexConnection, threadId: string): Pr
 async function observeThreadOnce(conn: CodexConnection, threadId: string): Promise<Observed<ThreadObservation>> {
   const ids = await loadedThreadIds(conn);
   if (!ids.ok) return ids;
-  if (!ids.value.includes(threadId)) return { ok: false, reason: "thread_not_loaded", detail: `thread ${threadId} is not loaded in this app-server` };
+  if (!ids.value.includes(threadId))
+    return { ok: false, reason: "thread_not_loaded", detail: `thread ${threadId} is not loaded in this app-server` };
   const t = await readThread(conn, threadId);
   if (!t.ok) return t;
-  if (t.value.ephemeral !== false) return { ok: false, reason: "thread_ephemeral", detail: `thread ${threadId} is ephemeral` };
+  if (t.value.ephemeral !== false)
+    return { ok: false, reason: "thread_ephemeral", detail: `thread ${threadId} is ephemeral` };
   const type = t.value.status?.type;
   if (type !== "idle" && type !== "active" && type !== "notLoaded" && type !== "systemError") {
     return { ok: false, reason: "bad_reply", detail: `thread/read: unknown status ${JSON.stringify(type)}` };
   }
-  const activeFlags = Array.isArray(t.value.status?.activeFlags) ? (t.value.status.activeFlags as unknown[]).map(String) : [];
+  const activeFlags = Array.isArray(t.value.status?.activeFlags)
+    ? (t.value.status.activeFlags as unknown[]).map(String)
+    : [];
   let activeTurnId: string | undefined;
   if (type === "active") {
     const turns = await conn.call<{ data?: RawTurn[] }>("thread/turns/list", { threadId, limit: 1 });
     if (!turns.ok || !Array.isArray(turns.result?.data)) return failed("thread/turns/list", turns);
     const latest = turns.result.data[0];
     if (latest?.status !== "inProgress" || typeof latest.id !== "string") {
-      return { ok: false, reason: "turn_in_flux", detail: "the thread is active but its latest turn is not in progress" };
+      return {
+        ok: false,
+        reason: "turn_in_flux",
+        detail: "the thread is active but its latest turn is not in progress",
+      };
     }
     activeTurnId = latest.id;
   }
@@ -132,19 +155,36 @@ export interface ClientMessage {
 }
 
 /** User messages that carry a client id, newest turns first, up to `maxTurns` turns. */
-export async function listClientMessages(conn: CodexConnection, threadId: string, maxTurns: number): Promise<Observed<{ messages: ClientMessage[]; complete: boolean }>> {
+export async function listClientMessages(
+  conn: CodexConnection,
+  threadId: string,
+  maxTurns: number,
+): Promise<Observed<{ messages: ClientMessage[]; complete: boolean }>> {
   const messages: ClientMessage[] = [];
   let cursor: string | null = null;
   let seen = 0;
   while (seen < maxTurns) {
-    const r: CallOutcome<{ data?: RawTurn[]; nextCursor?: unknown }> = await conn.call("thread/turns/list", { threadId, cursor, limit: Math.min(20, maxTurns - seen), itemsView: "full" });
+    const r: CallOutcome<{ data?: RawTurn[]; nextCursor?: unknown }> = await conn.call("thread/turns/list", {
+      threadId,
+      cursor,
+      limit: Math.min(20, maxTurns - seen),
+      itemsView: "full",
+    });
     if (!r.ok || !Array.isArray(r.result?.data)) return failed("thread/turns/list", r);
     for (const turn of r.result.data) {
       seen++;
       for (const item of turn.items ?? []) {
         if (item.type !== "userMessage" || typeof item.clientId !== "string" || typeof item.id !== "string") continue;
-        const text = (item.content ?? []).map((c) => (c.type === "text" && typeof c.text === "string" ? c.text : "")).join("");
-        messages.push({ clientId: item.clientId, itemId: item.id, turnId: String(turn.id), text, atMs: typeof item.startedAtMs === "number" ? item.startedAtMs : 0 });
+        const text = (item.content ?? [])
+          .map((c) => (c.type === "text" && typeof c.text === "string" ? c.text : ""))
+          .join("");
+        messages.push({
+          clientId: item.clientId,
+          itemId: item.id,
+          turnId: String(turn.id),
+          text,
+          atMs: typeof item.startedAtMs === "number" ? item.startedAtMs : 0,
+        });
       }
     }
     cursor = typeof r.result.nextCursor === "string" ? r.result.nextCursor : null;
@@ -160,7 +200,10 @@ export interface QueuedMessage {
 }
 
 export async function listQueue(conn: CodexConnection, threadId: string): Promise<Observed<QueuedMessage[]>> {
-  const r = await conn.call<{ data?: { id?: unknown; clientUserMessageId?: unknown; input?: { text?: unknown }[] }[] }>("thread/queue/list", { threadId });
+  const r = await conn.call<{ data?: { id?: unknown; clientUserMessageId?: unknown; input?: { text?: unknown }[] }[] }>(
+    "thread/queue/list",
+    { threadId },
+  );
   if (!r.ok || !Array.isArray(r.result?.data)) return failed("thread/queue/list", r);
   return {
     ok: true,

@@ -25,15 +25,34 @@ import { codexLaunchFromArgs, type CodexTuiProcess } from "./process.js";
 
 export type WindowsRefusal = "no_daemon" | "profile_launch" | "not_loopback";
 
-export type WindowsControlPlan = { kind: "private_app_server" } | { kind: "cli_queue" } | { kind: "refused"; reason: WindowsRefusal; detail: string };
+export type WindowsControlPlan =
+  | { kind: "private_app_server" }
+  | { kind: "cli_queue" }
+  | { kind: "refused"; reason: WindowsRefusal; detail: string };
 
 /** What the launch allows, from the TUI's own flags; decided once, at discovery. */
 export function windowsControlPlan(tui: Pick<CodexTuiProcess, "launch" | "profile" | "endpoint">): WindowsControlPlan {
-  if (tui.launch === "no_daemon") return { kind: "refused", reason: "no_daemon", detail: "this Codex runs with --no-daemon: its embedded app-server has no endpoint any other process can reach, so it cannot be steered or queued" };
-  if (tui.profile !== undefined) return { kind: "refused", reason: "profile_launch", detail: `this Codex was launched with profile ${JSON.stringify(tui.profile)} (-p/--profile): a profile launch cannot be steered on Windows` };
+  if (tui.launch === "no_daemon")
+    return {
+      kind: "refused",
+      reason: "no_daemon",
+      detail:
+        "this Codex runs with --no-daemon: its embedded app-server has no endpoint any other process can reach, so it cannot be steered or queued",
+    };
+  if (tui.profile !== undefined)
+    return {
+      kind: "refused",
+      reason: "profile_launch",
+      detail: `this Codex was launched with profile ${JSON.stringify(tui.profile)} (-p/--profile): a profile launch cannot be steered on Windows`,
+    };
   if (tui.launch === "remote") {
     const m = /^ws:\/\/(127\.\d+\.\d+\.\d+|\[::1\]|localhost):(\d+)\/?$/.exec(tui.endpoint ?? "");
-    if (!m) return { kind: "refused", reason: "not_loopback", detail: `the TUI's --remote ${tui.endpoint ?? ""} is not a loopback ws:// endpoint of a dedicated app-server` };
+    if (!m)
+      return {
+        kind: "refused",
+        reason: "not_loopback",
+        detail: `the TUI's --remote ${tui.endpoint ?? ""} is not a loopback ws:// endpoint of a dedicated app-server`,
+      };
     return { kind: "private_app_server" };
   }
   return { kind: "cli_queue" };
@@ -47,17 +66,45 @@ export interface WindowsControlDeps {
   agentProfile: string;
 }
 
-const proof = (clock: MonotonicClock, kind: string, outcome: ProofFact["outcome"], detail: string): ProofFact => ({ kind, outcome, detail, completedAtMs: clock.nowMs() });
+const proof = (clock: MonotonicClock, kind: string, outcome: ProofFact["outcome"], detail: string): ProofFact => ({
+  kind,
+  outcome,
+  detail,
+  completedAtMs: clock.nowMs(),
+});
 
 /** Fresh kernel probe: the TUI's home is this account's default `~/.codex`, chosen by no CODEX_HOME. */
 export async function defaultHomeProof(deps: WindowsControlDeps, tui: ProcessIdentity): Promise<ProofFact> {
   const f = await deps.provider.home(tui, "codex");
-  if (!f.known) return { kind: "default_home", outcome: "unknown", detail: `${f.reason}: ${f.detail}`, completedAtMs: f.completedAtMs };
+  if (!f.known)
+    return {
+      kind: "default_home",
+      outcome: "unknown",
+      detail: `${f.reason}: ${f.detail}`,
+      completedAtMs: f.completedAtMs,
+    };
   const expected = win32.join(deps.agentProfile, ".codex");
   const at = f.completedAtMs;
-  if (f.value.variable === "CODEX_HOME") return { kind: "default_home", outcome: "refuted", detail: `the pane's Codex uses a private home ${f.value.path} (CODEX_HOME): the CLI would not reach it`, completedAtMs: at };
-  if (!sameHome(f.value.path, expected, "win32")) return { kind: "default_home", outcome: "refuted", detail: `the pane's home ${f.value.path} is not this account's default ${expected}`, completedAtMs: at };
-  return { kind: "default_home", outcome: "proven", detail: `the pane's Codex uses this account's default home ${expected}`, completedAtMs: at };
+  if (f.value.variable === "CODEX_HOME")
+    return {
+      kind: "default_home",
+      outcome: "refuted",
+      detail: `the pane's Codex uses a private home ${f.value.path} (CODEX_HOME): the CLI would not reach it`,
+      completedAtMs: at,
+    };
+  if (!sameHome(f.value.path, expected, "win32"))
+    return {
+      kind: "default_home",
+      outcome: "refuted",
+      detail: `the pane's home ${f.value.path} is not this account's default ${expected}`,
+      completedAtMs: at,
+    };
+  return {
+    kind: "default_home",
+    outcome: "proven",
+    detail: `the pane's Codex uses this account's default home ${expected}`,
+    completedAtMs: at,
+  };
 }
 
 /** `-c key=value` overrides, order-insensitive: the configuration a launch adds to config.toml. */
@@ -78,7 +125,11 @@ const INHERITED = /^(CODEX_HOME|USERPROFILE|HOME|PATH|CODEX_[A-Z0-9_]+|OPENAI_[A
  * Codex/OpenAI variables, the same `-c` configuration and no profile, and it listens through
  * `app-server --listen ws://` on loopback (its listener itself is the pane proof's).
  */
-export async function launchInheritanceProof(deps: WindowsControlDeps, tui: ProcessIdentity, backend: ProcessIdentity): Promise<ProofFact> {
+export async function launchInheritanceProof(
+  deps: WindowsControlDeps,
+  tui: ProcessIdentity,
+  backend: ProcessIdentity,
+): Promise<ProofFact> {
   const [tArgv, bArgv, tCwd, bCwd, tEnv, bEnv] = await Promise.all([
     deps.provider.commandLine(tui),
     deps.provider.commandLine(backend),
@@ -90,28 +141,59 @@ export async function launchInheritanceProof(deps: WindowsControlDeps, tui: Proc
   const facts = [tArgv, bArgv, tCwd, bCwd, tEnv, bEnv];
   const at = Math.max(...facts.map((f) => f.completedAtMs));
   const unknown = facts.find((f) => !f.known);
-  if (unknown && !unknown.known) return { kind: "launch_inheritance", outcome: "unknown", detail: `${unknown.reason}: ${unknown.detail}`, completedAtMs: at };
-  if (!tArgv.known || !bArgv.known || !tCwd.known || !bCwd.known || !tEnv.known || !bEnv.known) throw new Error("unreachable");
+  if (unknown && !unknown.known)
+    return {
+      kind: "launch_inheritance",
+      outcome: "unknown",
+      detail: `${unknown.reason}: ${unknown.detail}`,
+      completedAtMs: at,
+    };
+  if (!tArgv.known || !bArgv.known || !tCwd.known || !bCwd.known || !tEnv.known || !bEnv.known)
+    throw new Error("unreachable");
   const problems: string[] = [];
   const b = bArgv.value.argv;
   const sub = b.findIndex((a) => a === "app-server");
   const listen = b[b.indexOf("--listen") + 1] ?? "";
-  if (sub < 0 || !/^ws:\/\/(127\.\d+\.\d+\.\d+|\[::1\]):\d+\/?$/.test(listen)) problems.push(`the backend is not \`codex app-server --listen ws://<loopback>:PORT\` (${b.slice(1).join(" ")})`);
+  if (sub < 0 || !/^ws:\/\/(127\.\d+\.\d+\.\d+|\[::1\]):\d+\/?$/.test(listen))
+    problems.push(`the backend is not \`codex app-server --listen ws://<loopback>:PORT\` (${b.slice(1).join(" ")})`);
   if (codexLaunchFromArgs(b.slice(sub + 1)).profile !== undefined) problems.push("the backend runs a profile (-p)");
-  if (!sameHome(tCwd.value, bCwd.value, "win32")) problems.push(`cwd differs: TUI ${tCwd.value}, backend ${bCwd.value}`);
+  if (!sameHome(tCwd.value, bCwd.value, "win32"))
+    problems.push(`cwd differs: TUI ${tCwd.value}, backend ${bCwd.value}`);
   const t = configOverrides(tArgv.value.argv).join("\n");
-  if (t !== configOverrides(b).join("\n")) problems.push("the -c configuration differs between the TUI and the backend");
+  if (t !== configOverrides(b).join("\n"))
+    problems.push("the -c configuration differs between the TUI and the backend");
   const names = new Set([...tEnv.value.keys(), ...bEnv.value.keys()].filter((k) => INHERITED.test(k)));
   for (const k of names) if (tEnv.value.get(k) !== bEnv.value.get(k)) problems.push(`${k} differs`);
-  if (problems.length) return { kind: "launch_inheritance", outcome: "refuted", detail: problems.join("; "), completedAtMs: at };
-  return { kind: "launch_inheritance", outcome: "proven", detail: `the backend inherits the TUI's cwd, home, configuration and ${names.size} Codex variables`, completedAtMs: at };
+  if (problems.length)
+    return { kind: "launch_inheritance", outcome: "refuted", detail: problems.join("; "), completedAtMs: at };
+  return {
+    kind: "launch_inheritance",
+    outcome: "proven",
+    detail: `the backend inherits the TUI's cwd, home, configuration and ${names.size} Codex variables`,
+    completedAtMs: at,
+  };
 }
 
 /** Just before dispatch: the pane is the one recorded, and the home is still the one proven. */
-export async function beforeDispatch(deps: WindowsControlDeps, seat: SeatRecord, o: { plan: WindowsControlPlan; tui: ProcessIdentity; backend?: ProcessIdentity | undefined; codexHome: string }): Promise<ProofFact[]> {
-  if (!deps.host || !seat.pane) return [proof(deps.clock, "pane_identity", "unknown", "unsupported: the seat has no pane host to prove its pane with")];
+export async function beforeDispatch(
+  deps: WindowsControlDeps,
+  seat: SeatRecord,
+  o: { plan: WindowsControlPlan; tui: ProcessIdentity; backend?: ProcessIdentity | undefined; codexHome: string },
+): Promise<ProofFact[]> {
+  if (!deps.host || !seat.pane)
+    return [
+      proof(deps.clock, "pane_identity", "unknown", "unsupported: the seat has no pane host to prove its pane with"),
+    ];
   const { paneId, terminalId, sessionId } = seat.pane;
-  const req = { pane: { paneId, terminalId, sessionId }, tui: o.tui, backend: o.backend ?? o.tui, order: "backend_first" as const, harness: "codex" as const, home: o.codexHome, connection: { localAddress: "", localPort: 0, remoteAddress: "", remotePort: 0 } };
+  const req = {
+    pane: { paneId, terminalId, sessionId },
+    tui: o.tui,
+    backend: o.backend ?? o.tui,
+    order: "backend_first" as const,
+    harness: "codex" as const,
+    home: o.codexHome,
+    connection: { localAddress: "", localPort: 0, remoteAddress: "", remotePort: 0 },
+  };
   const pd = { host: deps.host, provider: deps.provider, clock: deps.clock };
   const home = o.plan.kind === "cli_queue" ? defaultHomeProof(deps, o.tui) : privateHome(pd, req);
   return Promise.all([paneIdentity(pd, req), home]);
@@ -126,13 +208,40 @@ export const CLI_MAX_MESSAGE = 8000;
  * default home, the one just proven. Once the CLI has started, a failure is `unconfirmed`:
  * it may have queued, and it is never run again.
  */
-export async function queueViaCli(run: CommandRunner, o: { codexExe: string; threadId: string; text: string }): Promise<NativeWriteResult> {
-  if (!/\.exe$/i.test(o.codexExe)) return { result: AgentResult.NotSent, reason: "no_native_cli", detail: `${o.codexExe} is not the native codex.exe; nothing was run` };
-  if (o.text.length > CLI_MAX_MESSAGE) return { result: AgentResult.NotSent, reason: "message_too_long_for_cli", detail: `${o.text.length} characters; the CLI path takes at most ${CLI_MAX_MESSAGE}` };
+export async function queueViaCli(
+  run: CommandRunner,
+  o: { codexExe: string; threadId: string; text: string },
+): Promise<NativeWriteResult> {
+  if (!/\.exe$/i.test(o.codexExe))
+    return {
+      result: AgentResult.NotSent,
+      reason: "no_native_cli",
+      detail: `${o.codexExe} is not the native codex.exe; nothing was run`,
+    };
+  if (o.text.length > CLI_MAX_MESSAGE)
+    return {
+      result: AgentResult.NotSent,
+      reason: "message_too_long_for_cli",
+      detail: `${o.text.length} characters; the CLI path takes at most ${CLI_MAX_MESSAGE}`,
+    };
   // Windows variable names ignore case: every spelling of CODEX_HOME goes.
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => k.toUpperCase() !== "CODEX_HOME"));
   const r = await run(o.codexExe, ["queue", "--thread", o.threadId, "--message", o.text], { env, timeoutMs: 30_000 });
-  if (r.isMissing) return { result: AgentResult.NotSent, reason: "no_native_cli", detail: `${o.codexExe} is not there; nothing was run` };
-  if (r.code === 0) return { result: AgentResult.Queued, nativeReceiptId: `${o.threadId}/queue/cli`, detail: `codex queue accepted it: ${r.stdout.trim().slice(0, 200)}` };
-  return { result: AgentResult.Unconfirmed, reason: "cli_failed", detail: `codex queue exited ${r.code} after it started; it may have queued: ${r.stderr.trim().slice(0, 200)}` };
+  if (r.isMissing)
+    return {
+      result: AgentResult.NotSent,
+      reason: "no_native_cli",
+      detail: `${o.codexExe} is not there; nothing was run`,
+    };
+  if (r.code === 0)
+    return {
+      result: AgentResult.Queued,
+      nativeReceiptId: `${o.threadId}/queue/cli`,
+      detail: `codex queue accepted it: ${r.stdout.trim().slice(0, 200)}`,
+    };
+  return {
+    result: AgentResult.Unconfirmed,
+    reason: "cli_failed",
+    detail: `codex queue exited ${r.code} after it started; it may have queued: ${r.stderr.trim().slice(0, 200)}`,
+  };
 }

@@ -34,7 +34,12 @@ function textInput(text: string) {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls the thread's recent turns for the user message carrying `clientId`. */
-export async function findReceipt(conn: CodexConnection, threadId: string, clientId: string, o: CodexWriteOptions): Promise<{ turnId: string; itemId: string } | undefined> {
+export async function findReceipt(
+  conn: CodexConnection,
+  threadId: string,
+  clientId: string,
+  o: CodexWriteOptions,
+): Promise<{ turnId: string; itemId: string } | undefined> {
   const deadline = Date.now() + o.confirmTimeoutMs;
   for (;;) {
     const r = await listClientMessages(conn, threadId, 3);
@@ -56,18 +61,40 @@ function lost(method: string, o: CallOutcome & { ok: false }): NativeWriteResult
 /** The server answered with an error: the request was refused, so nothing was written. */
 function refused(method: string, o: { message: string }): NativeWriteResult {
   if (/expected active turn id/i.test(o.message)) {
-    return { result: AgentResult.Rejected, reason: "turn_changed", detail: `${method} refused: ${o.message}. The turn changed after the proof; nothing was written and nothing else was tried.` };
+    return {
+      result: AgentResult.Rejected,
+      reason: "turn_changed",
+      detail: `${method} refused: ${o.message}. The turn changed after the proof; nothing was written and nothing else was tried.`,
+    };
   }
   if (/no active turn/i.test(o.message)) {
-    return { result: AgentResult.Rejected, reason: "no_active_turn", detail: `${method} refused: ${o.message}; nothing was written and nothing else was tried.` };
+    return {
+      result: AgentResult.Rejected,
+      reason: "no_active_turn",
+      detail: `${method} refused: ${o.message}; nothing was written and nothing else was tried.`,
+    };
   }
-  return { result: AgentResult.Rejected, reason: "codex_refused", detail: `${method} refused: ${o.message}; nothing was written.` };
+  return {
+    result: AgentResult.Rejected,
+    reason: "codex_refused",
+    detail: `${method} refused: ${o.message}; nothing was written.`,
+  };
 }
 
-async function steer(p: ProvenThread, deliveryId: string, text: string, o: CodexWriteOptions): Promise<NativeWriteResult> {
+async function steer(
+  p: ProvenThread,
+  deliveryId: string,
+  text: string,
+  o: CodexWriteOptions,
+): Promise<NativeWriteResult> {
   const { threadId, activeTurnId } = p.observation;
   if (!activeTurnId) {
-    return { result: AgentResult.Rejected, reason: "no_active_turn", detail: "the thread is idle, so there is no turn to steer; nothing was written (no fallback to a new turn or the queue)" };
+    return {
+      result: AgentResult.Rejected,
+      reason: "no_active_turn",
+      detail:
+        "the thread is idle, so there is no turn to steer; nothing was written (no fallback to a new turn or the queue)",
+    };
   }
   const r = await p.connection.call<{ turnId?: unknown }>(
     "turn/steer",
@@ -76,16 +103,34 @@ async function steer(p: ProvenThread, deliveryId: string, text: string, o: Codex
   );
   if (!r.ok) return r.kind === "error" ? refused("turn/steer", r) : lost("turn/steer", r);
   if (r.result?.turnId !== activeTurnId) {
-    return { result: AgentResult.Unconfirmed, reason: "bad_reply", detail: `turn/steer answered turn ${JSON.stringify(r.result?.turnId)}, not ${activeTurnId}` };
+    return {
+      result: AgentResult.Unconfirmed,
+      reason: "bad_reply",
+      detail: `turn/steer answered turn ${JSON.stringify(r.result?.turnId)}, not ${activeTurnId}`,
+    };
   }
   const receipt = await findReceipt(p.connection, threadId, deliveryId, o);
   if (!receipt) {
-    return { result: AgentResult.Unconfirmed, reason: "receipt_missing", detail: `turn/steer was accepted but no userMessage with clientId ${deliveryId} appeared within ${o.confirmTimeoutMs} ms` };
+    return {
+      result: AgentResult.Unconfirmed,
+      reason: "receipt_missing",
+      detail: `turn/steer was accepted but no userMessage with clientId ${deliveryId} appeared within ${o.confirmTimeoutMs} ms`,
+    };
   }
-  return { result: AgentResult.Steered, nativeReceiptId: `${threadId}/${receipt.turnId}/${receipt.itemId}`, detail: `steered into active turn ${receipt.turnId}` };
+  return {
+    result: AgentResult.Steered,
+    nativeReceiptId: `${threadId}/${receipt.turnId}/${receipt.itemId}`,
+    detail: `steered into active turn ${receipt.turnId}`,
+  };
 }
 
-async function queue(p: ProvenThread, deliveryId: string, text: string, mode: DeliveryMode, o: CodexWriteOptions): Promise<NativeWriteResult> {
+async function queue(
+  p: ProvenThread,
+  deliveryId: string,
+  text: string,
+  mode: DeliveryMode,
+  o: CodexWriteOptions,
+): Promise<NativeWriteResult> {
   const { threadId, activeTurnId } = p.observation;
   const r = await p.connection.call<{ queuedSubmission?: { id?: unknown; clientUserMessageId?: unknown } }>(
     "thread/queue/add",
@@ -95,7 +140,11 @@ async function queue(p: ProvenThread, deliveryId: string, text: string, mode: De
   if (!r.ok) return r.kind === "error" ? refused("thread/queue/add", r) : lost("thread/queue/add", r);
   const sub = r.result?.queuedSubmission;
   if (typeof sub?.id !== "string" || sub.clientUserMessageId !== deliveryId) {
-    return { result: AgentResult.Unconfirmed, reason: "bad_reply", detail: "thread/queue/add answered without our queued submission" };
+    return {
+      result: AgentResult.Unconfirmed,
+      reason: "bad_reply",
+      detail: "thread/queue/add answered without our queued submission",
+    };
   }
   const queued: NativeWriteResult = {
     result: AgentResult.Queued,
@@ -107,13 +156,24 @@ async function queue(p: ProvenThread, deliveryId: string, text: string, mode: De
   // Auto on an idle thread means "start": Codex starts queued input at once on an idle thread.
   if (mode === "auto" && !activeTurnId) {
     const receipt = await findReceipt(p.connection, threadId, deliveryId, o);
-    if (receipt) return { result: AgentResult.Started, nativeReceiptId: `${threadId}/${receipt.turnId}/${receipt.itemId}`, detail: `started turn ${receipt.turnId}` };
+    if (receipt)
+      return {
+        result: AgentResult.Started,
+        nativeReceiptId: `${threadId}/${receipt.turnId}/${receipt.itemId}`,
+        detail: `started turn ${receipt.turnId}`,
+      };
     return { ...queued, detail: "accepted by Codex's native queue; a turn had not started from it yet" };
   }
   return queued;
 }
 
-export async function writeToThread(p: ProvenThread, deliveryId: string, text: string, mode: DeliveryMode, o: CodexWriteOptions): Promise<NativeWriteResult> {
+export async function writeToThread(
+  p: ProvenThread,
+  deliveryId: string,
+  text: string,
+  mode: DeliveryMode,
+  o: CodexWriteOptions,
+): Promise<NativeWriteResult> {
   if (mode === "steer") return steer(p, deliveryId, text, o);
   return queue(p, deliveryId, text, mode, o);
 }

@@ -5,7 +5,14 @@
 import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
 import { MailboxFencedError, type MailboxStore } from "../../mailbox/store.js";
-import type { HarnessAdapter, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead } from "../adapter.js";
+import type {
+  HarnessAdapter,
+  NativeWrite,
+  NativeWriteResult,
+  SeatRecord,
+  SeatSnapshot,
+  SessionRead,
+} from "../adapter.js";
 
 export class MailboxAdapter implements HarnessAdapter {
   readonly kind = SeatKind.Mailbox;
@@ -68,7 +75,12 @@ export class MailboxAdapter implements HarnessAdapter {
       complete: unreadable.length === 0,
       entries: entries
         .filter((e) => e.receivedAtMs >= sinceMs)
-        .map((e) => ({ deliveryId: e.deliveryId, nativeReceiptId: `${seat.name}#${e.seq}`, contentFingerprint: e.contentFingerprint, atMs: e.receivedAtMs })),
+        .map((e) => ({
+          deliveryId: e.deliveryId,
+          nativeReceiptId: `${seat.name}#${e.seq}`,
+          contentFingerprint: e.contentFingerprint,
+          atMs: e.receivedAtMs,
+        })),
     };
   }
 }

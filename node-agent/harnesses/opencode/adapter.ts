@@ -9,7 +9,16 @@
  */
 import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
-import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionRead, StopResult } from "../adapter.js";
+import type {
+  HarnessAdapter,
+  InputCapabilities,
+  NativeWrite,
+  NativeWriteResult,
+  SeatRecord,
+  SeatSnapshot,
+  SessionRead,
+  StopResult,
+} from "../adapter.js";
 import { callOpenCode, type HttpOutcome } from "./http.js";
 import { openCodeControl, openCodeEndpoint, type OpenCodeControl } from "./control.js";
 import { directoryQuery, isRunning, probeOpenCode, type OpenCodeCall, type OpenCodeProbe } from "./probe.js";
@@ -28,7 +37,11 @@ export interface OpenCodeAdapterOptions {
 
 /** Steer exists only inside a v2 run; a v1 turn (ours, the TUI's) takes further messages queued behind it. */
 function capabilities(p: OpenCodeProbe & { ok: true }): InputCapabilities {
-  return { deliveryModes: p.api === "v2" && p.v2Running && !p.v1Busy ? ["steer", "queue"] : ["queue"], interrupt: true, nextTurnOnly: false };
+  return {
+    deliveryModes: p.api === "v2" && p.v2Running && !p.v1Busy ? ["steer", "queue"] : ["queue"],
+    interrupt: true,
+    nextTurnOnly: false,
+  };
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -72,21 +85,50 @@ export class OpenCodeAdapter implements HarnessAdapter {
     try {
       control = openCodeControl(seat);
     } catch (e) {
-      const proofs: ProofFact[] = [{ kind: "opencode_session", outcome: "refuted", detail: (e as Error).message, completedAtMs: this.options.clock.nowMs() }];
-      return { snapshot: { status: SeatStatus.Unknown, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false } }, proofs };
+      const proofs: ProofFact[] = [
+        {
+          kind: "opencode_session",
+          outcome: "refuted",
+          detail: (e as Error).message,
+          completedAtMs: this.options.clock.nowMs(),
+        },
+      ];
+      return {
+        snapshot: {
+          status: SeatStatus.Unknown,
+          occupantId: seat.occupantId,
+          inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false },
+        },
+        proofs,
+      };
     }
     const p = await this.probe(control);
     this.lastProbe.set(seat.name, p);
     const completedAtMs = this.options.clock.nowMs();
     if (!p.ok) {
       return {
-        snapshot: { status: p.status, occupantId: seat.occupantId, inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false } },
+        snapshot: {
+          status: p.status,
+          occupantId: seat.occupantId,
+          inputCapabilities: { deliveryModes: [], interrupt: false, nextTurnOnly: false },
+        },
         proofs: [{ kind: "opencode_session", outcome: p.outcome, detail: p.detail, completedAtMs }],
       };
     }
     return {
-      snapshot: { status: isRunning(p) ? SeatStatus.Working : SeatStatus.Idle, occupantId: seat.occupantId, inputCapabilities: capabilities(p) },
-      proofs: [{ kind: "opencode_session", outcome: "proven", detail: `${p.api} server: session ${control.sessionId} at ${control.baseUrl} is ${p.v1Busy ? "running a turn" : p.v2Running ? "running a v2 run" : "idle"}`, completedAtMs }],
+      snapshot: {
+        status: isRunning(p) ? SeatStatus.Working : SeatStatus.Idle,
+        occupantId: seat.occupantId,
+        inputCapabilities: capabilities(p),
+      },
+      proofs: [
+        {
+          kind: "opencode_session",
+          outcome: "proven",
+          detail: `${p.api} server: session ${control.sessionId} at ${control.baseUrl} is ${p.v1Busy ? "running a turn" : p.v2Running ? "running a v2 run" : "idle"}`,
+          completedAtMs,
+        },
+      ],
     };
   }
 
@@ -96,11 +138,20 @@ export class OpenCodeAdapter implements HarnessAdapter {
     const key = `${control.sessionId}\n${message.deliveryId}`;
     const earlier = this.uncertainIds.get(key);
     if (earlier !== undefined) {
-      return { result: AgentResult.Unconfirmed, deliveryStage: OPENCODE_STAGE.uncertain, reason: "uncertain_original", detail: `this delivery's earlier write is uncertain (${earlier}); it blocks every retry, explicit modes included; nothing was written` };
+      return {
+        result: AgentResult.Unconfirmed,
+        deliveryStage: OPENCODE_STAGE.uncertain,
+        reason: "uncertain_original",
+        detail: `this delivery's earlier write is uncertain (${earlier}); it blocks every retry, explicit modes included; nothing was written`,
+      };
     }
     const probe = this.lastProbe.get(seat.name);
     const written: NativeWriteResult = !probe?.ok
-      ? { result: AgentResult.NotSent, reason: "not_inspected", detail: "the seat was not proven live just before the write; nothing was sent" }
+      ? {
+          result: AgentResult.NotSent,
+          reason: "not_inspected",
+          detail: "the seat was not proven live just before the write; nothing was sent",
+        }
       : probe.api === "v2" && probe.v2Running && !probe.v1Busy
         ? await writeV2(this.caller(control), control, message)
         : await writeV1(this.caller(control), control, message, probe.v1Busy, directoryQuery(probe), this.timing);
@@ -121,21 +172,31 @@ export class OpenCodeAdapter implements HarnessAdapter {
     const p = await this.probe(control);
     const api = p.ok ? p.api : "v2";
     const { entries, complete } = await readOpenCodeSession(control, this.timeoutMs, api, sinceMs);
-    return { occupantId: seat.occupantId, status: p.ok ? (isRunning(p) ? SeatStatus.Working : SeatStatus.Idle) : p.status, entries, complete: complete && p.ok };
+    return {
+      occupantId: seat.occupantId,
+      status: p.ok ? (isRunning(p) ? SeatStatus.Working : SeatStatus.Idle) : p.status,
+      entries,
+      complete: complete && p.ok,
+    };
   }
 
   async stop(seat: SeatRecord): Promise<StopResult> {
     const control = openCodeControl(seat);
     const before = await this.probe(control);
-    if (!before.ok) return { result: before.outcome === "refuted" ? "unavailable" : "uncertain", detail: before.detail };
+    if (!before.ok)
+      return { result: before.outcome === "refuted" ? "unavailable" : "uncertain", detail: before.detail };
     if (!isRunning(before)) return { result: "already_finished", detail: "no turn was running" };
     const sid = encodeURIComponent(control.sessionId);
     // Each API stops its own run: v1 abort for a v1 turn, v2 interrupt for a v2 run.
-    const paths = [...(before.v1Busy ? [`/session/${sid}/abort${directoryQuery(before)}`] : []), ...(before.v2Running ? [`/api/session/${sid}/interrupt`] : [])];
+    const paths = [
+      ...(before.v1Busy ? [`/session/${sid}/abort${directoryQuery(before)}`] : []),
+      ...(before.v2Running ? [`/api/session/${sid}/interrupt`] : []),
+    ];
     for (const path of paths) {
       const o = await this.call(control, "POST", path);
       if (o.kind === "not_connected") return { result: "unavailable", detail: o.detail };
-      if (o.kind === "lost" || o.status >= 300) return { result: "uncertain", detail: o.kind === "lost" ? o.detail : `HTTP ${o.status}` };
+      if (o.kind === "lost" || o.status >= 300)
+        return { result: "uncertain", detail: o.kind === "lost" ? o.detail : `HTTP ${o.status}` };
     }
     const deadline = Date.now() + this.promptedWaitMs;
     do {

@@ -19,7 +19,8 @@ declare module "../adapter.js" {
 
 export function openCodeControl(seat: SeatRecord): OpenCodeControl {
   const c = seat.kind === SeatKind.OpenCode ? seat.control : undefined;
-  if (!c || typeof c.baseUrl !== "string" || typeof c.sessionId !== "string") throw new Error(`seat ${seat.name} has no OpenCode endpoint`);
+  if (!c || typeof c.baseUrl !== "string" || typeof c.sessionId !== "string")
+    throw new Error(`seat ${seat.name} has no OpenCode endpoint`);
   return { baseUrl: c.baseUrl, sessionId: c.sessionId, passwordFile: c.passwordFile };
 }
 

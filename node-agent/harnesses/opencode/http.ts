@@ -49,16 +49,26 @@ export function callOpenCode(endpoint: OpenCodeEndpoint, call: HttpCall): Promis
     const req = request(url, { method: call.method, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => done({ kind: "answered", status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        done({ kind: "answered", status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString("utf8") }),
+      );
       res.on("error", (e) => done({ kind: "lost", detail: `the response broke off: ${e.message}` }));
       res.on("aborted", () => done({ kind: "lost", detail: "the response was cut off" }));
     });
     req.on("socket", (s) => s.once("connect", () => (connected = true)));
     req.on("error", (e) =>
-      done(connected ? { kind: "lost", detail: `connection failed after the request began: ${e.message}` } : { kind: "not_connected", detail: `could not connect to ${url.origin}: ${e.message}` }),
+      done(
+        connected
+          ? { kind: "lost", detail: `connection failed after the request began: ${e.message}` }
+          : { kind: "not_connected", detail: `could not connect to ${url.origin}: ${e.message}` },
+      ),
     );
     const timer = setTimeout(() => {
-      done(connected ? { kind: "lost", detail: `no answer within ${call.timeoutMs} ms` } : { kind: "not_connected", detail: `could not connect within ${call.timeoutMs} ms` });
+      done(
+        connected
+          ? { kind: "lost", detail: `no answer within ${call.timeoutMs} ms` }
+          : { kind: "not_connected", detail: `could not connect within ${call.timeoutMs} ms` },
+      );
       req.destroy();
     }, call.timeoutMs);
     req.end(payload);

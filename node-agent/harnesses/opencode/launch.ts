@@ -15,7 +15,16 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { HIRE_ENV } from "../../hire/pane-opener.js";
-import { WORKER_SERVER_NAME, WORKER_TOOLS, workerMcpCommand, type HarnessLauncher, type LaunchContext, type LaunchRequest, type LaunchPlan, type ScreenBlock } from "../../hire/launcher.js";
+import {
+  WORKER_SERVER_NAME,
+  WORKER_TOOLS,
+  workerMcpCommand,
+  type HarnessLauncher,
+  type LaunchContext,
+  type LaunchRequest,
+  type LaunchPlan,
+  type ScreenBlock,
+} from "../../hire/launcher.js";
 
 const SERVE_WAIT_MS = 30_000;
 const STOP_WAIT_MS = 5_000;
@@ -53,11 +62,20 @@ export function openCodeConfigContent(ctx: LaunchContext): string {
     // not JSON: OpenCode would refuse it too; ours replaces it
   }
   const { command, args } = workerMcpCommand(ctx);
-  const mcp = { ...((owner.mcp as Record<string, unknown> | undefined) ?? {}), [WORKER_SERVER_NAME]: { type: "local", command: [command, ...args], enabled: true } };
+  const mcp = {
+    ...((owner.mcp as Record<string, unknown> | undefined) ?? {}),
+    [WORKER_SERVER_NAME]: { type: "local", command: [command, ...args], enabled: true },
+  };
   const config: Record<string, unknown> = { ...owner, mcp };
   const rules = owner.permission;
-  if (ctx.workerToolApproval === "approve" && (rules === undefined || (typeof rules === "object" && rules !== null && !Array.isArray(rules)))) {
-    config.permission = { ...(rules as Record<string, unknown> | undefined), ...Object.fromEntries(WORKER_TOOLS.map((t) => [`${WORKER_SERVER_NAME}_${t}`, "allow"])) };
+  if (
+    ctx.workerToolApproval === "approve" &&
+    (rules === undefined || (typeof rules === "object" && rules !== null && !Array.isArray(rules)))
+  ) {
+    config.permission = {
+      ...(rules as Record<string, unknown> | undefined),
+      ...Object.fromEntries(WORKER_TOOLS.map((t) => [`${WORKER_SERVER_NAME}_${t}`, "allow"])),
+    };
   }
   return JSON.stringify(config);
 }
@@ -66,12 +84,19 @@ export function openCodeConfigContent(ctx: LaunchContext): string {
 async function createSession(req: LaunchRequest, ctx: LaunchContext, password: string): Promise<string> {
   const port = await freePort();
   const env = { ...process.env, ...ctx.env, OPENCODE_SERVER_PASSWORD: password, [HIRE_ENV]: req.hireId };
-  const child = spawn(ctx.bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: req.workingDirectory, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(ctx.bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
+    cwd: req.workingDirectory,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   try {
     let log = "";
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`opencode serve did not listen within ${SERVE_WAIT_MS / 1000} s: ${log.slice(-400)}`)), SERVE_WAIT_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`opencode serve did not listen within ${SERVE_WAIT_MS / 1000} s: ${log.slice(-400)}`)),
+        SERVE_WAIT_MS,
+      );
       const onData = (c: Buffer) => {
         log += c.toString();
         if (log.includes("listening on")) {
@@ -86,13 +111,23 @@ async function createSession(req: LaunchRequest, ctx: LaunchContext, password: s
         reject(new Error(`opencode serve exited ${code}: ${log.slice(-400)}`));
       });
     });
-    const headers = { authorization: `Basic ${Buffer.from(`opencode:${password}`).toString("base64")}`, "content-type": "application/json" };
+    const headers = {
+      authorization: `Basic ${Buffer.from(`opencode:${password}`).toString("base64")}`,
+      "content-type": "application/json",
+    };
     const body: Record<string, unknown> = { location: { directory: req.workingDirectory } };
-    if (req.model?.includes("/")) body.model = { providerID: req.model.split("/")[0], id: req.model.split("/").slice(1).join("/") };
-    const res = await fetch(`http://127.0.0.1:${port}/api/session`, { method: "POST", headers, body: JSON.stringify(body), signal: AbortSignal.timeout(SERVE_WAIT_MS) });
+    if (req.model?.includes("/"))
+      body.model = { providerID: req.model.split("/")[0], id: req.model.split("/").slice(1).join("/") };
+    const res = await fetch(`http://127.0.0.1:${port}/api/session`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(SERVE_WAIT_MS),
+    });
     const created = (await res.json().catch(() => ({}))) as { data?: { id?: string } };
     const sessionId = created.data?.id;
-    if (!sessionId || !/^ses[A-Za-z0-9_]+$/.test(sessionId)) throw new Error(`opencode serve created no session: HTTP ${res.status}`);
+    if (!sessionId || !/^ses[A-Za-z0-9_]+$/.test(sessionId))
+      throw new Error(`opencode serve created no session: HTTP ${res.status}`);
     return sessionId;
   } finally {
     // Stopped and reaped before the pane opens: the TUI's own server is the seat's only one.
@@ -118,7 +153,16 @@ export class OpenCodeLauncher implements HarnessLauncher {
     const port = await freePort();
     writeFileSync(openCodePasswordFile(passwordDir, port), password, { mode: 0o600 });
     return {
-      argv: [ctx.bin, "--port", String(port), "--hostname", "127.0.0.1", "--session", sessionId, ...(req.model?.includes("/") ? ["--model", req.model] : [])],
+      argv: [
+        ctx.bin,
+        "--port",
+        String(port),
+        "--hostname",
+        "127.0.0.1",
+        "--session",
+        sessionId,
+        ...(req.model?.includes("/") ? ["--model", req.model] : []),
+      ],
       env: { OPENCODE_SERVER_PASSWORD: password, OPENCODE_CONFIG_CONTENT: openCodeConfigContent(ctx) },
     };
   }

@@ -34,10 +34,24 @@ export function directoryQuery(p: OpenCodeProbe): string {
 }
 
 function failed(control: OpenCodeControl, o: HttpOutcome, what: string): OpenCodeProbe {
-  if (o.kind === "not_connected") return { ok: false, outcome: "refuted", status: SeatStatus.Offline, detail: o.detail };
-  if (o.kind === "lost") return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: `${what}: ${o.detail}` };
-  if (o.status === 401) return { ok: false, outcome: "refuted", status: SeatStatus.Unknown, detail: `${what}: the server refused our credentials (401)` };
-  if (o.status === 404) return { ok: false, outcome: "refuted", status: SeatStatus.Offline, detail: `${what}: session ${control.sessionId} is not on this server` };
+  if (o.kind === "not_connected")
+    return { ok: false, outcome: "refuted", status: SeatStatus.Offline, detail: o.detail };
+  if (o.kind === "lost")
+    return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: `${what}: ${o.detail}` };
+  if (o.status === 401)
+    return {
+      ok: false,
+      outcome: "refuted",
+      status: SeatStatus.Unknown,
+      detail: `${what}: the server refused our credentials (401)`,
+    };
+  if (o.status === 404)
+    return {
+      ok: false,
+      outcome: "refuted",
+      status: SeatStatus.Offline,
+      detail: `${what}: session ${control.sessionId} is not on this server`,
+    };
   return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: `${what}: HTTP ${o.status}` };
 }
 
@@ -46,19 +60,38 @@ export async function probeOpenCode(call: OpenCodeCall, control: OpenCodeControl
   const info = await call("GET", `/session/${sid}`);
   if (info.kind !== "answered" || info.status !== 200) return failed(control, info, "GET /session/{id}");
   const session = jsonBody<{ id?: string; directory?: string }>(info);
-  if (session?.id !== control.sessionId) return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: "GET /session/{id}: not the expected session" };
+  if (session?.id !== control.sessionId)
+    return {
+      ok: false,
+      outcome: "unknown",
+      status: SeatStatus.Unknown,
+      detail: "GET /session/{id}: not the expected session",
+    };
   const directory = typeof session.directory === "string" && session.directory ? session.directory : undefined;
   const q = directory ? `?directory=${encodeURIComponent(directory)}` : "";
   // The two run states are read together: the proof is stamped when both are in.
   const [active, status] = await Promise.all([call("GET", "/api/session/active"), call("GET", `/session/status${q}`)]);
   if (status.kind !== "answered" || status.status !== 200) return failed(control, status, "GET /session/status");
   const states = jsonBody<Record<string, { type?: string }>>(status);
-  if (!states || typeof states !== "object") return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: "GET /session/status: not the expected JSON" };
+  if (!states || typeof states !== "object")
+    return {
+      ok: false,
+      outcome: "unknown",
+      status: SeatStatus.Unknown,
+      detail: "GET /session/status: not the expected JSON",
+    };
   const v1Type = states[control.sessionId]?.type;
   const v1Busy = v1Type === "busy" || v1Type === "retry";
-  if (active.kind === "answered" && active.status === 404) return { ok: true, api: "v1", v1Busy, v2Running: false, directory };
+  if (active.kind === "answered" && active.status === 404)
+    return { ok: true, api: "v1", v1Busy, v2Running: false, directory };
   if (active.kind !== "answered" || active.status !== 200) return failed(control, active, "GET /api/session/active");
   const runs = jsonBody<{ data?: Record<string, { type?: string }> }>(active)?.data;
-  if (!runs) return { ok: false, outcome: "unknown", status: SeatStatus.Unknown, detail: "GET /api/session/active: not the expected JSON" };
+  if (!runs)
+    return {
+      ok: false,
+      outcome: "unknown",
+      status: SeatStatus.Unknown,
+      detail: "GET /api/session/active: not the expected JSON",
+    };
   return { ok: true, api: "v2", v1Busy, v2Running: runs[control.sessionId]?.type === "running", directory };
 }

@@ -15,7 +15,13 @@ import type { OpenCodeCall } from "./probe.js";
 export interface OpenCodeQuestionRequest {
   id: string;
   sessionID: string;
-  questions: { question: string; header: string; options: { label: string; description: string }[]; multiple?: boolean; custom?: boolean }[];
+  questions: {
+    question: string;
+    header: string;
+    options: { label: string; description: string }[];
+    multiple?: boolean;
+    custom?: boolean;
+  }[];
   tool: { messageID: string; callID: string };
 }
 
@@ -26,22 +32,42 @@ export interface OpenCodeQuestionPart {
   output: string;
 }
 
-export type ReplyOutcome = { sent: "accepted" } | { sent: "gone" } | { sent: "refused"; detail: string } | { sent: "not_connected"; detail: string } | { sent: "lost"; detail: string };
+export type ReplyOutcome =
+  | { sent: "accepted" }
+  | { sent: "gone" }
+  | { sent: "refused"; detail: string }
+  | { sent: "not_connected"; detail: string }
+  | { sent: "lost"; detail: string };
 
 function isRequest(v: unknown): v is OpenCodeQuestionRequest {
   const r = v as OpenCodeQuestionRequest | undefined;
-  return typeof r?.id === "string" && typeof r.sessionID === "string" && Array.isArray(r.questions) && typeof r.tool?.messageID === "string" && typeof r.tool.callID === "string";
+  return (
+    typeof r?.id === "string" &&
+    typeof r.sessionID === "string" &&
+    Array.isArray(r.questions) &&
+    typeof r.tool?.messageID === "string" &&
+    typeof r.tool.callID === "string"
+  );
 }
 
 /** The session's pending questions, or undefined when the server could not be read. */
-export async function pendingQuestions(call: OpenCodeCall, sessionId: string, dirQuery: string): Promise<OpenCodeQuestionRequest[] | undefined> {
+export async function pendingQuestions(
+  call: OpenCodeCall,
+  sessionId: string,
+  dirQuery: string,
+): Promise<OpenCodeQuestionRequest[] | undefined> {
   const list = jsonBody<unknown[]>(await call("GET", `/question${dirQuery}`));
   if (!Array.isArray(list)) return undefined;
   return list.filter(isRequest).filter((r) => r.sessionID === sessionId);
 }
 
 /** One reply to one request; says how far it got (a lost reply may have been taken). */
-export async function replyQuestion(call: OpenCodeCall, requestId: string, answers: string[][], dirQuery: string): Promise<ReplyOutcome> {
+export async function replyQuestion(
+  call: OpenCodeCall,
+  requestId: string,
+  answers: string[][],
+  dirQuery: string,
+): Promise<ReplyOutcome> {
   const o: HttpOutcome = await call("POST", `/question/${encodeURIComponent(requestId)}/reply${dirQuery}`, { answers });
   if (o.kind === "not_connected") return { sent: "not_connected", detail: o.detail };
   if (o.kind === "lost") return { sent: "lost", detail: o.detail };
@@ -52,14 +78,32 @@ export async function replyQuestion(call: OpenCodeCall, requestId: string, answe
 }
 
 /** The question's tool part in its message, or undefined when it cannot be read. */
-export async function readQuestionPart(call: OpenCodeCall, sessionId: string, messageId: string, callId: string): Promise<OpenCodeQuestionPart | undefined> {
-  const m = jsonBody<{ parts?: { type?: unknown; callID?: unknown; tool?: unknown; state?: { status?: unknown; output?: unknown; error?: unknown; metadata?: { answers?: unknown } } }[] }>(
-    await call("GET", `/session/${encodeURIComponent(sessionId)}/message/${encodeURIComponent(messageId)}`),
-  );
+export async function readQuestionPart(
+  call: OpenCodeCall,
+  sessionId: string,
+  messageId: string,
+  callId: string,
+): Promise<OpenCodeQuestionPart | undefined> {
+  const m = jsonBody<{
+    parts?: {
+      type?: unknown;
+      callID?: unknown;
+      tool?: unknown;
+      state?: { status?: unknown; output?: unknown; error?: unknown; metadata?: { answers?: unknown } };
+    }[];
+  }>(await call("GET", `/session/${encodeURIComponent(sessionId)}/message/${encodeURIComponent(messageId)}`));
   const part = m?.parts?.find((p) => p.type === "tool" && p.callID === callId && p.tool === "question");
   if (!part?.state || typeof part.state.status !== "string") return undefined;
   const a = part.state.metadata?.answers;
-  const answers = Array.isArray(a) && a.every((x) => Array.isArray(x) && x.every((s) => typeof s === "string")) ? (a as string[][]) : undefined;
-  const output = typeof part.state.output === "string" ? part.state.output : typeof part.state.error === "string" ? part.state.error : "";
+  const answers =
+    Array.isArray(a) && a.every((x) => Array.isArray(x) && x.every((s) => typeof s === "string"))
+      ? (a as string[][])
+      : undefined;
+  const output =
+    typeof part.state.output === "string"
+      ? part.state.output
+      : typeof part.state.error === "string"
+        ? part.state.error
+        : "";
   return { status: part.state.status, answers, output };
 }

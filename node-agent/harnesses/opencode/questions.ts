@@ -18,7 +18,13 @@ import type { SeatRecord } from "../adapter.js";
 import { callOpenCode } from "./http.js";
 import { openCodeControl, openCodeEndpoint, type OpenCodeControl } from "./control.js";
 import { directoryQuery, probeOpenCode, type OpenCodeCall } from "./probe.js";
-import { pendingQuestions, readQuestionPart, replyQuestion, type OpenCodeQuestionPart, type OpenCodeQuestionRequest } from "./question-api.js";
+import {
+  pendingQuestions,
+  readQuestionPart,
+  replyQuestion,
+  type OpenCodeQuestionPart,
+  type OpenCodeQuestionRequest,
+} from "./question-api.js";
 import { badAnswer, type AnswerOutcome, type QuestionAnswers, type WorkerQuestion } from "../codex/questions.js";
 import type { ReconcileOutcome } from "../codex/question-types.js";
 import type { ToolOutputReceipt } from "../codex/answer-receipt.js";
@@ -68,7 +74,9 @@ export function questionOf(seat: SeatRecord, r: OpenCodeQuestionRequest): Worker
       header: String(x.header ?? ""),
       question: x.multiple ? `${x.question} (several may be chosen)` : String(x.question),
       isOther: x.custom !== false,
-      options: Array.isArray(x.options) ? x.options.map((o) => ({ label: String(o?.label ?? ""), description: String(o?.description ?? "") })) : null,
+      options: Array.isArray(x.options)
+        ? x.options.map((o) => ({ label: String(o?.label ?? ""), description: String(o?.description ?? "") }))
+        : null,
     })),
   };
 }
@@ -89,11 +97,20 @@ export class OpenCodeQuestionWatcher {
   ) {}
 
   /** Proves the seat's session on its server (and learns its directory), then starts watching. */
-  static async attach(seat: SeatRecord, ledger: QuestionLedger, options: OpenCodeWatchOptions = {}): Promise<{ ok: true; watcher: OpenCodeQuestionWatcher } | { ok: false; message: string }> {
+  static async attach(
+    seat: SeatRecord,
+    ledger: QuestionLedger,
+    options: OpenCodeWatchOptions = {},
+  ): Promise<{ ok: true; watcher: OpenCodeQuestionWatcher } | { ok: false; message: string }> {
     const control = openCodeTarget(seat);
     if (!control) return { ok: false, message: `seat ${seat.name} has no OpenCode endpoint` };
-    const o = { pollMs: options.pollMs ?? 500, requestTimeoutMs: options.requestTimeoutMs ?? 5000, receiptWaitMs: options.receiptWaitMs ?? 10_000 };
-    const call: OpenCodeCall = (method, path, body) => callOpenCode(openCodeEndpoint(control), { method, path, body, timeoutMs: o.requestTimeoutMs });
+    const o = {
+      pollMs: options.pollMs ?? 500,
+      requestTimeoutMs: options.requestTimeoutMs ?? 5000,
+      receiptWaitMs: options.receiptWaitMs ?? 10_000,
+    };
+    const call: OpenCodeCall = (method, path, body) =>
+      callOpenCode(openCodeEndpoint(control), { method, path, body, timeoutMs: o.requestTimeoutMs });
     const p = await probeOpenCode(call, control);
     if (!p.ok) return { ok: false, message: p.detail };
     const w = new OpenCodeQuestionWatcher(seat, call, control.sessionId, directoryQuery(p), ledger, o);
@@ -148,7 +165,11 @@ export class OpenCodeQuestionWatcher {
     if (!claim.ok) {
       if ("unreadable" in claim) return { result: "refused", reason: "fenced", detail: claim.unreadable };
       const s = claim.existing.state;
-      return { result: "refused", reason: s === "sending" || s === "uncertain" ? "fenced" : "already_answered", previous: claim.existing };
+      return {
+        result: "refused",
+        reason: s === "sending" || s === "uncertain" ? "fenced" : "already_answered",
+        previous: claim.existing,
+      };
     }
     const native = nativeOpenCodeAnswers(t.q, answers);
     const sent = await replyQuestion(this.call, requestId, native, this.dirQuery);
@@ -165,7 +186,13 @@ export class OpenCodeQuestionWatcher {
     if (sent.sent === "gone") {
       // Answered (or dismissed) before ours arrived: nothing of ours was taken.
       const part = await this.receipt(t.q, this.o.receiptWaitMs);
-      return this.finish(t.q, answerJson, { result: "unconfirmed", reason: "answered_concurrently_by_owner", ...(part ? { receipt: this.wire(t.q, part) } : {}), detail: "OpenCode no longer held this question when our reply arrived (404): someone else answered it first; ours was not taken" });
+      return this.finish(t.q, answerJson, {
+        result: "unconfirmed",
+        reason: "answered_concurrently_by_owner",
+        ...(part ? { receipt: this.wire(t.q, part) } : {}),
+        detail:
+          "OpenCode no longer held this question when our reply arrived (404): someone else answered it first; ours was not taken",
+      });
     }
     const part = await this.receipt(t.q, this.o.receiptWaitMs);
     if (!part) return this.finish(t.q, answerJson, { result: "uncertain", reason: "no_receipt" });
@@ -177,12 +204,22 @@ export class OpenCodeQuestionWatcher {
     const t = this.tracked.get(requestId);
     if (!t) return { result: "refused", reason: "unknown_request" };
     const s = this.ledger.read(t.q);
-    if (s === undefined) return { result: "not_sent", reason: "no_claim", detail: "no answer was ever claimed for this question, so none was sent" };
+    if (s === undefined)
+      return {
+        result: "not_sent",
+        reason: "no_claim",
+        detail: "no answer was ever claimed for this question, so none was sent",
+      };
     if ("unreadable" in s) return { result: "uncertain", reason: "claim_unreadable" };
     if (s.state === "not_sent") return { result: "not_sent", reason: "connection_closed" };
     const part = await this.receipt(t.q, 0);
-    if (s.state === "delivered") return { result: "delivered", receipt: part ? this.wire(t.q, part) : { callId: t.q.itemId, turnId: t.q.turnId, output: s.answerJson } };
-    if (s.state === "unconfirmed") return { result: "unconfirmed", reason: s.reason, ...(part ? { receipt: this.wire(t.q, part) } : {}) };
+    if (s.state === "delivered")
+      return {
+        result: "delivered",
+        receipt: part ? this.wire(t.q, part) : { callId: t.q.itemId, turnId: t.q.turnId, output: s.answerJson },
+      };
+    if (s.state === "unconfirmed")
+      return { result: "unconfirmed", reason: s.reason, ...(part ? { receipt: this.wire(t.q, part) } : {}) };
     if (!part) return { result: "uncertain", reason: "no_receipt" };
     const sent = (JSON.parse(s.answerJson) as { answers: QuestionAnswers }).answers;
     return this.finish(t.q, s.answerJson, this.judge(t.q, part, nativeOpenCodeAnswers(t.q, sent)));
@@ -191,8 +228,17 @@ export class OpenCodeQuestionWatcher {
   private judge(q: WorkerQuestion, part: OpenCodeQuestionPart, native: string[][]): AnswerOutcome {
     const receipt = this.wire(q, part);
     return sameNative(part.answers, native)
-      ? { result: "delivered", receipt, detail: `the question tool part (message ${q.turnId}, call ${q.itemId}) carries this answer` }
-      : { result: "unconfirmed", reason: "answered_concurrently_by_owner", receipt, detail: "the question tool part carries another answer than ours" };
+      ? {
+          result: "delivered",
+          receipt,
+          detail: `the question tool part (message ${q.turnId}, call ${q.itemId}) carries this answer`,
+        }
+      : {
+          result: "unconfirmed",
+          reason: "answered_concurrently_by_owner",
+          receipt,
+          detail: "the question tool part carries another answer than ours",
+        };
   }
 
   /** The tool part once it is settled (completed or error); OpenCode writes it as the turn goes on. */

@@ -11,7 +11,17 @@
 import { contentFingerprint } from "../../../shared/fingerprint.js";
 import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
-import type { HarnessAdapter, InputCapabilities, NativeWrite, NativeWriteResult, SeatRecord, SeatSnapshot, SessionEntry, SessionRead, StopResult } from "../adapter.js";
+import type {
+  HarnessAdapter,
+  InputCapabilities,
+  NativeWrite,
+  NativeWriteResult,
+  SeatRecord,
+  SeatSnapshot,
+  SessionEntry,
+  SessionRead,
+  StopResult,
+} from "../adapter.js";
 import type { PiEvent, PiLink } from "./link.js";
 import type { PaneHost } from "../../panes/pane-host.js";
 import { readPiSessionFile } from "./session-file.js";
@@ -46,14 +56,20 @@ function userText(e: PiEvent): string | undefined {
   if (!m || (m.role !== "user" && m.role !== "custom")) return undefined;
   if (typeof m.content === "string") return m.content;
   if (!Array.isArray(m.content)) return undefined;
-  return (m.content as { type?: string; text?: string }[]).filter((c) => c.type === "text").map((c) => c.text ?? "").join("");
+  return (m.content as { type?: string; text?: string }[])
+    .filter((c) => c.type === "text")
+    .map((c) => c.text ?? "")
+    .join("");
 }
 
 function within(p: Promise<void>, ms: number): Promise<boolean> {
   return Promise.race([p.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), ms))]);
 }
 
-function capabilitiesFrom(origin: Extract<PiLink["origin"], { kind: "extension" }>, streaming: boolean): InputCapabilities {
+function capabilitiesFrom(
+  origin: Extract<PiLink["origin"], { kind: "extension" }>,
+  streaming: boolean,
+): InputCapabilities {
   const modes: ("steer" | "queue")[] = [];
   if (streaming && origin.deliverAs.includes("steer")) modes.push("steer");
   if (origin.deliverAs.includes("followUp")) modes.push("queue");
@@ -85,7 +101,11 @@ export class PiAdapter implements HarnessAdapter {
   private async state(link: PiLink): Promise<PiState | string> {
     const r = await link.request({ type: "get_state" }, this.nextId("state"), this.timeoutMs);
     if (r.kind !== "ok") return r.kind === "refused" ? r.error : r.detail;
-    return { isStreaming: r.data.isStreaming === true, sessionId: String(r.data.sessionId ?? ""), sessionFile: typeof r.data.sessionFile === "string" ? r.data.sessionFile : undefined };
+    return {
+      isStreaming: r.data.isStreaming === true,
+      sessionId: String(r.data.sessionId ?? ""),
+      sessionFile: typeof r.data.sessionFile === "string" ? r.data.sessionFile : undefined,
+    };
   }
 
   async inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
@@ -97,16 +117,32 @@ export class PiAdapter implements HarnessAdapter {
     if (!link?.isOpen) return refuse("refuted", SeatStatus.Offline, "no live Pi control link for this seat");
     // Rule 3: only control of the pane's own interactive Pi counts. A headless RPC link proves none.
     const origin = link.origin;
-    if (origin.kind !== "extension") return refuse("refuted", SeatStatus.Unknown, "a headless pi --mode rpc link does not prove control of an interactive session; it is not a seat");
+    if (origin.kind !== "extension")
+      return refuse(
+        "refuted",
+        SeatStatus.Unknown,
+        "a headless pi --mode rpc link does not prove control of an interactive session; it is not a seat",
+      );
     const control = seat.kind === SeatKind.Pi ? seat.control : undefined;
     const piPid = control?.piPid;
-    if (piPid === undefined || origin.pid !== piPid) return refuse("refuted", SeatStatus.Unknown, `the link is served by Pi ${origin.pid}, not by the seat's Pi ${piPid ?? "(none recorded)"}`);
+    if (piPid === undefined || origin.pid !== piPid)
+      return refuse(
+        "refuted",
+        SeatStatus.Unknown,
+        `the link is served by Pi ${origin.pid}, not by the seat's Pi ${piPid ?? "(none recorded)"}`,
+      );
     const inPane = await this.paneRuns(seat, piPid);
-    if (inPane !== undefined && !inPane.ok) return refuse(inPane.outcome, inPane.outcome === "refuted" ? SeatStatus.Offline : SeatStatus.Unknown, inPane.detail);
+    if (inPane !== undefined && !inPane.ok)
+      return refuse(
+        inPane.outcome,
+        inPane.outcome === "refuted" ? SeatStatus.Offline : SeatStatus.Unknown,
+        inPane.detail,
+      );
     const s = await this.state(link);
     if (typeof s === "string") return refuse("unknown", SeatStatus.Unknown, `get_state failed: ${s}`);
     const expected = control?.sessionId;
-    if (expected && s.sessionId !== expected) return refuse("refuted", SeatStatus.Unknown, `the link now serves session ${s.sessionId}, not ${expected}`);
+    if (expected && s.sessionId !== expected)
+      return refuse("refuted", SeatStatus.Unknown, `the link now serves session ${s.sessionId}, not ${expected}`);
     this.lastState.set(seat.name, s);
     return {
       snapshot: {
@@ -116,16 +152,28 @@ export class PiAdapter implements HarnessAdapter {
         // that turn), followUp as queue, abort as interrupt.
         inputCapabilities: capabilitiesFrom(origin, s.isStreaming),
       },
-      proofs: [{ kind: "pi_control", outcome: "proven", detail: `Pi session ${s.sessionId} is ${s.isStreaming ? "streaming" : "idle"}`, completedAtMs: this.options.clock.nowMs() }],
+      proofs: [
+        {
+          kind: "pi_control",
+          outcome: "proven",
+          detail: `Pi session ${s.sessionId} is ${s.isStreaming ? "streaming" : "idle"}`,
+          completedAtMs: this.options.clock.nowMs(),
+        },
+      ],
     };
   }
 
   /** The seat's pane still runs `pid` in its foreground; undefined when there is no pane or host to ask. */
-  private async paneRuns(seat: SeatRecord, pid: number): Promise<{ ok: true } | { ok: false; outcome: "refuted" | "unknown"; detail: string } | undefined> {
+  private async paneRuns(
+    seat: SeatRecord,
+    pid: number,
+  ): Promise<{ ok: true } | { ok: false; outcome: "refuted" | "unknown"; detail: string } | undefined> {
     if (!seat.pane || !this.options.paneHost) return undefined;
     try {
       const info = await this.options.paneHost.processInfo(seat.pane.paneId);
-      return info.foregroundProcesses.some((p) => p.pid === pid) ? { ok: true } : { ok: false, outcome: "refuted", detail: `pane ${seat.pane.paneId} no longer runs Pi ${pid}` };
+      return info.foregroundProcesses.some((p) => p.pid === pid)
+        ? { ok: true }
+        : { ok: false, outcome: "refuted", detail: `pane ${seat.pane.paneId} no longer runs Pi ${pid}` };
     } catch (e) {
       return { ok: false, outcome: "unknown", detail: `pane host: ${(e as Error).message}` };
     }
@@ -134,8 +182,18 @@ export class PiAdapter implements HarnessAdapter {
   async write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult> {
     const link = await this.options.links.get(seat);
     const before = this.lastState.get(seat.name);
-    if (link?.origin.kind !== "extension") return { result: AgentResult.NotSent, reason: "no_native_control", detail: "a headless pi --mode rpc link is not a seat's control; nothing was sent" };
-    if (!link?.isOpen || !before) return { result: AgentResult.NotSent, reason: "pi_unreachable", detail: "no live Pi control link; nothing was sent" };
+    if (link?.origin.kind !== "extension")
+      return {
+        result: AgentResult.NotSent,
+        reason: "no_native_control",
+        detail: "a headless pi --mode rpc link is not a seat's control; nothing was sent",
+      };
+    if (!link?.isOpen || !before)
+      return {
+        result: AgentResult.NotSent,
+        reason: "pi_unreachable",
+        detail: "no live Pi control link; nothing was sent",
+      };
     const behaviour = message.mode === "steer" ? "steer" : "followUp";
     let started: (() => void) | undefined;
     let bound: (() => void) | undefined;
@@ -160,7 +218,11 @@ export class PiAdapter implements HarnessAdapter {
     });
     try {
       // Our delivery id is the command id: Pi's answer is matched by it, never by position.
-      const r = await link.request({ type: "prompt", message: message.text, streamingBehavior: behaviour, deliveryId: message.deliveryId }, `clankie-${message.deliveryId}`, this.timeoutMs);
+      const r = await link.request(
+        { type: "prompt", message: message.text, streamingBehavior: behaviour, deliveryId: message.deliveryId },
+        `clankie-${message.deliveryId}`,
+        this.timeoutMs,
+      );
       if (r.kind === "not_sent") return { result: AgentResult.NotSent, reason: "pi_unreachable", detail: r.detail };
       mayBind = r.kind !== "refused";
       // Rule 42: the session file that will hold it; its entry id once Pi has appended the entry.
@@ -168,25 +230,58 @@ export class PiAdapter implements HarnessAdapter {
       if (r.kind === "lost") {
         // Still unconfirmed (the answer is what was lost), but the fence keeps where to look and, if Pi already said, which entry.
         const known = entryId ? { nativeMessageId: entryId } : {};
-        return { result: AgentResult.Unconfirmed, reason: "response_lost", ...path, ...known, detail: `the prompt was written but Pi's answer was lost (${r.detail}); not resent` };
+        return {
+          result: AgentResult.Unconfirmed,
+          reason: "response_lost",
+          ...path,
+          ...known,
+          detail: `the prompt was written but Pi's answer was lost (${r.detail}); not resent`,
+        };
       }
-      if (r.kind === "refused") return { result: AgentResult.NotSent, reason: "refused_by_pi", detail: `Pi refused the prompt: ${r.error}` };
+      if (r.kind === "refused")
+        return { result: AgentResult.NotSent, reason: "refused_by_pi", detail: `Pi refused the prompt: ${r.error}` };
       const receipt = `${before.sessionId}#clankie-${message.deliveryId}`;
       // The extension's disposition is Pi's state when it took the message; the last inspect's may be stale.
       const disposition = r.data.disposition;
-      const streaming = disposition === "steered" || disposition === "queued" ? true : disposition === "started" ? false : before.isStreaming;
+      const streaming =
+        disposition === "steered" || disposition === "queued"
+          ? true
+          : disposition === "started"
+            ? false
+            : before.isStreaming;
       if (streaming) {
         const how = queuedAs ? ` (Pi's ${queuedAs} queue shows it)` : "";
         return behaviour === "steer"
-          ? { result: AgentResult.Steered, nativeReceiptId: receipt, ...path, detail: `accepted as steer${how}; joins after the current tool calls` }
-          : { result: AgentResult.Queued, nativeReceiptId: receipt, ...path, detail: `queued_until_turn_end: accepted as follow-up${how}` };
+          ? {
+              result: AgentResult.Steered,
+              nativeReceiptId: receipt,
+              ...path,
+              detail: `accepted as steer${how}; joins after the current tool calls`,
+            }
+          : {
+              result: AgentResult.Queued,
+              nativeReceiptId: receipt,
+              ...path,
+              detail: `queued_until_turn_end: accepted as follow-up${how}`,
+            };
       }
       const didStart = await within(startedP, this.startWaitMs);
       if (didStart) await within(boundP, this.entryWaitMs);
       const entry = entryId ? { nativeMessageId: entryId } : {};
       return didStart
-        ? { result: AgentResult.Delivered, nativeReceiptId: receipt, ...path, ...entry, detail: `Pi started a turn with it (user message_start${entryId ? `, session entry ${entryId}` : ""})` }
-        : { result: AgentResult.Queued, nativeReceiptId: receipt, ...path, detail: "accepted by Pi; not yet seen starting" };
+        ? {
+            result: AgentResult.Delivered,
+            nativeReceiptId: receipt,
+            ...path,
+            ...entry,
+            detail: `Pi started a turn with it (user message_start${entryId ? `, session entry ${entryId}` : ""})`,
+          }
+        : {
+            result: AgentResult.Queued,
+            nativeReceiptId: receipt,
+            ...path,
+            detail: "accepted by Pi; not yet seen starting",
+          };
     } finally {
       // Keep listening for a queued (or unanswered) message's start and entry, so readSession can show it later.
       if (!entryId && mayBind) {
@@ -208,7 +303,12 @@ export class PiAdapter implements HarnessAdapter {
   private record(seatName: string, message: NativeWrite, entryId: string): void {
     const list = this.seen.get(seatName) ?? [];
     if (list.some((e) => e.deliveryId === message.deliveryId)) return;
-    list.push({ deliveryId: message.deliveryId, nativeReceiptId: entryId, contentFingerprint: contentFingerprint(message.text), atMs: Date.now() });
+    list.push({
+      deliveryId: message.deliveryId,
+      nativeReceiptId: entryId,
+      contentFingerprint: contentFingerprint(message.text),
+      atMs: Date.now(),
+    });
     this.seen.set(seatName, list);
   }
 
@@ -235,7 +335,8 @@ export class PiAdapter implements HarnessAdapter {
   async stop(seat: SeatRecord): Promise<StopResult> {
     const link = await this.options.links.get(seat);
     if (!link?.isOpen) return { result: "unavailable", detail: "no live Pi control link" };
-    if (link.origin.kind !== "extension" || !link.origin.commands.includes("abort")) return { result: "unsupported", detail: "this Pi link does not offer abort for an interactive session" };
+    if (link.origin.kind !== "extension" || !link.origin.commands.includes("abort"))
+      return { result: "unsupported", detail: "this Pi link does not offer abort for an interactive session" };
     const before = await this.state(link);
     if (typeof before === "string") return { result: "uncertain", detail: before };
     if (!before.isStreaming) return { result: "already_finished", detail: "Pi was not streaming" };

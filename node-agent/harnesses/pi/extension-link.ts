@@ -30,7 +30,8 @@ export async function dialPiExtension(control: PiExtensionControl, timeoutMs = 5
   const d = hello.data as { pid?: unknown; commands?: unknown; deliverAs?: unknown };
   const strings = (v: unknown) => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);
   // An extension that does not say which process serves it proves nothing: the link stays unproven (headless).
-  if (typeof d.pid === "number" && Number.isInteger(d.pid) && d.pid > 0) link.origin = { kind: "extension", pid: d.pid, commands: strings(d.commands), deliverAs: strings(d.deliverAs) };
+  if (typeof d.pid === "number" && Number.isInteger(d.pid) && d.pid > 0)
+    link.origin = { kind: "extension", pid: d.pid, commands: strings(d.commands), deliverAs: strings(d.deliverAs) };
   return link;
 }
 
@@ -40,7 +41,12 @@ export function createPiDiscover(socketDir: string) {
       if (!p.argv.slice(0, 2).some((a) => /(^|\/)pi$/.test(a))) continue;
       const socketPath = `${socketDir}/pi-${p.pid}.sock`;
       if (!existsSync(socketPath)) continue;
-      const control: PiExtensionControl = { transport: "extension", socketPath, tokenFile: `${socketDir}/pi-${p.pid}.token`, piPid: p.pid };
+      const control: PiExtensionControl = {
+        transport: "extension",
+        socketPath,
+        tokenFile: `${socketDir}/pi-${p.pid}.token`,
+        piPid: p.pid,
+      };
       return {
         name: `pi-${pane.paneId.replace(/[^A-Za-z0-9._-]/g, "-").replace(/^-+/, "")}`,
         kind: SeatKind.Pi,

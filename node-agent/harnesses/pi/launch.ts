@@ -11,12 +11,25 @@ export class PiLauncher implements HarnessLauncher {
   readonly harness = "pi" as const;
 
   async plan(req: LaunchRequest, ctx: LaunchContext): Promise<LaunchPlan> {
-    const argv = [ctx.bin, "-e", installedFile("node-agent/worker/pi-extension.js"), "-e", installedFile("node-agent/worker/pi-worker-tools.js")];
+    const argv = [
+      ctx.bin,
+      "-e",
+      installedFile("node-agent/worker/pi-extension.js"),
+      "-e",
+      installedFile("node-agent/worker/pi-worker-tools.js"),
+    ];
     if (req.model) argv.push("--model", req.model);
     if (req.effort) argv.push("--thinking", req.effort);
     // The Pi socket folder is <agent state>/pi/sockets (native-adapters.ts).
     const agentStateDir = dirname(dirname(ctx.piSocketDir));
-    return { argv, env: { CLANKIE_PI_SOCKET_DIR: ctx.piSocketDir, CLANKIE_PI_NATIVE_ENABLED: "1", CLANKIE_AGENT_STATE_DIR: agentStateDir } };
+    return {
+      argv,
+      env: {
+        CLANKIE_PI_SOCKET_DIR: ctx.piSocketDir,
+        CLANKIE_PI_NATIVE_ENABLED: "1",
+        CLANKIE_AGENT_STATE_DIR: agentStateDir,
+      },
+    };
   }
 
   screenBlock(): ScreenBlock | undefined {

@@ -91,10 +91,17 @@ export class StreamPiLink implements PiLink {
       // Pi echoes both our id and the command's type. An answer under our id for another command
       // is not this command's answer: what happened to it is unknown, never refused or accepted.
       if (msg.command !== p.command) {
-        p.resolve({ kind: "lost", detail: `the response under id ${msg.id} echoed command ${JSON.stringify(msg.command)}, not ${p.command}` });
+        p.resolve({
+          kind: "lost",
+          detail: `the response under id ${msg.id} echoed command ${JSON.stringify(msg.command)}, not ${p.command}`,
+        });
         return;
       }
-      p.resolve(msg.success === true ? { kind: "ok", data: (msg.data as Record<string, unknown>) ?? {} } : { kind: "refused", error: String(msg.error ?? "refused") });
+      p.resolve(
+        msg.success === true
+          ? { kind: "ok", data: (msg.data as Record<string, unknown>) ?? {} }
+          : { kind: "refused", error: String(msg.error ?? "refused") },
+      );
       return;
     }
     if (typeof msg.type === "string") for (const l of this.listeners) l(msg as PiEvent);
@@ -111,7 +118,8 @@ export class StreamPiLink implements PiLink {
 
   request(command: { type: string } & Record<string, unknown>, id: string, timeoutMs: number): Promise<PiReply> {
     if (!this.open) return Promise.resolve({ kind: "not_sent", detail: "the Pi link is closed; nothing was written" });
-    if (this.pending.has(id)) return Promise.resolve({ kind: "not_sent", detail: `a command with id ${id} is already in flight` });
+    if (this.pending.has(id))
+      return Promise.resolve({ kind: "not_sent", detail: `a command with id ${id} is already in flight` });
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         if (this.pending.delete(id)) resolve({ kind: "lost", detail: `no response within ${timeoutMs} ms` });
@@ -153,7 +161,11 @@ export interface PiRpcLaunch {
 
 /** Runs `pi --mode rpc …` as this agent's child. Arguments are an argv array: never a shell. */
 export function startPiRpc(launch: PiRpcLaunch): StreamPiLink & { readonly pid: number } {
-  const child: ChildProcess = spawn(launch.bin, ["--mode", "rpc", ...launch.args], { cwd: launch.cwd, env: launch.env, stdio: ["pipe", "pipe", "ignore"] });
+  const child: ChildProcess = spawn(launch.bin, ["--mode", "rpc", ...launch.args], {
+    cwd: launch.cwd,
+    env: launch.env,
+    stdio: ["pipe", "pipe", "ignore"],
+  });
   const link = new StreamPiLink(child.stdout!, child.stdin!, async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;
     child.kill("SIGTERM");

@@ -22,7 +22,14 @@ export function parsePiSession(text: string): PiSessionFileRead {
   let badLines = 0;
   for (const line of text.split("\n")) {
     if (!line.trim()) continue;
-    let e: { type?: unknown; id?: unknown; timestamp?: unknown; message?: unknown; customType?: unknown; data?: unknown };
+    let e: {
+      type?: unknown;
+      id?: unknown;
+      timestamp?: unknown;
+      message?: unknown;
+      customType?: unknown;
+      data?: unknown;
+    };
     try {
       e = JSON.parse(line);
     } catch {
@@ -31,17 +38,24 @@ export function parsePiSession(text: string): PiSessionFileRead {
     }
     if (e.type === "message" && typeof e.id === "string") {
       const t = piUserText(e.message);
-      if (t !== undefined) messages.set(e.id, { text: t, atMs: typeof e.timestamp === "string" ? Date.parse(e.timestamp) || 0 : 0 });
+      if (t !== undefined)
+        messages.set(e.id, { text: t, atMs: typeof e.timestamp === "string" ? Date.parse(e.timestamp) || 0 : 0 });
     } else if (e.type === "custom" && e.customType === PI_DELIVERY_ENTRY) {
       const d = e.data as { deliveryId?: unknown; entryId?: unknown } | undefined;
-      if (typeof d?.deliveryId === "string" && typeof d.entryId === "string") bindings.push({ deliveryId: d.deliveryId, entryId: d.entryId });
+      if (typeof d?.deliveryId === "string" && typeof d.entryId === "string")
+        bindings.push({ deliveryId: d.deliveryId, entryId: d.entryId });
     }
   }
   const entries: SessionEntry[] = [];
   for (const b of bindings) {
     const m = messages.get(b.entryId);
     if (!m || entries.some((x) => x.deliveryId === b.deliveryId)) continue;
-    entries.push({ deliveryId: b.deliveryId, nativeReceiptId: b.entryId, contentFingerprint: contentFingerprint(m.text), atMs: m.atMs });
+    entries.push({
+      deliveryId: b.deliveryId,
+      nativeReceiptId: b.entryId,
+      contentFingerprint: contentFingerprint(m.text),
+      atMs: m.atMs,
+    });
   }
   return { entries, badLines };
 }

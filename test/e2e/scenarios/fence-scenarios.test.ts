@@ -68,7 +68,11 @@ describe.each(DRIVERS)("inventory scenarios 9, 10, 12 on %s", (driver) => {
     const original = await lostOriginal("scenario 9 order");
     t.advance(4 * 60_000);
     await sendDelivered("scenario 9: other text at 4 min");
-    expect((await send("scenario 9 order")).structuredContent).toMatchObject({ reason: "fenced_by_unresolved_original", originalDeliveryId: original, originalState: "uncertain" });
+    expect((await send("scenario 9 order")).structuredContent).toMatchObject({
+      reason: "fenced_by_unresolved_original",
+      originalDeliveryId: original,
+      originalState: "uncertain",
+    });
     expect(await state(original)).toBe("uncertain");
     t.advance(2 * 60_000);
     const late = await sendDelivered("scenario 9: other text after 5 min");
@@ -85,9 +89,15 @@ describe.each(DRIVERS)("inventory scenarios 9, 10, 12 on %s", (driver) => {
       t.advance(6 * 60_000);
       const other = await send("scenario 9: other text while the session is unreadable");
       expect(other.structuredContent).toMatchObject({ outcome: "delivered" });
-      expect(other.structuredContent!.previous ?? []).not.toContainEqual(expect.objectContaining({ deliveryId: original }));
+      expect(other.structuredContent!.previous ?? []).not.toContainEqual(
+        expect.objectContaining({ deliveryId: original }),
+      );
       expect(await state(original)).toBe("uncertain");
-      expect((await send("scenario 9 unreadable order")).structuredContent).toMatchObject({ reason: "fenced_by_unresolved_original", originalDeliveryId: original, originalState: "uncertain" });
+      expect((await send("scenario 9 unreadable order")).structuredContent).toMatchObject({
+        reason: "fenced_by_unresolved_original",
+        originalDeliveryId: original,
+        originalState: "uncertain",
+      });
     } finally {
       rmSync(broken, { force: true });
     }
@@ -97,7 +107,11 @@ describe.each(DRIVERS)("inventory scenarios 9, 10, 12 on %s", (driver) => {
   it("scenario 10: lead settle not_delivered with no acknowledgment and no trace in the session: abandoned-unknown, never resent", async () => {
     const original = await lostOriginal("scenario 10 never arrived");
     const settled = await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" });
-    expect(settled.structuredContent).toMatchObject({ outcome: "undelivered", state: "abandoned-unknown", deliveryId: original });
+    expect(settled.structuredContent).toMatchObject({
+      outcome: "undelivered",
+      state: "abandoned-unknown",
+      deliveryId: original,
+    });
     expect(await state(original)).toBe("abandoned-unknown");
     expect(entries("scenario 10 never arrived")).toHaveLength(0);
   });
@@ -108,7 +122,9 @@ describe.each(DRIVERS)("inventory scenarios 9, 10, 12 on %s", (driver) => {
     expect(settled.structuredContent).toMatchObject({ outcome: "delivered", deliveryId: original });
     expect(await state(original)).toBe("delivered");
     expect(entries("scenario 10 did arrive")).toHaveLength(1);
-    expect((await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" })).structuredContent).toMatchObject({ outcome: "refused", reason: "already_settled" });
+    expect(
+      (await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" })).structuredContent,
+    ).toMatchObject({ outcome: "refused", reason: "already_settled" });
   });
 
   it("scenario 12: a late arrival after the settle: the recipient holds both messages, the settled original stays abandoned-unknown, and nothing errors", async () => {

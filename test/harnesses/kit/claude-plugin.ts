@@ -14,7 +14,11 @@ import { claudeHireEnv, type HireEnv } from "./hire-envs.js";
 
 const CLI = fileURLToPath(new URL("../../../dist/controller/cli/main.js", import.meta.url));
 
-export function claudePluginHireEnv(bin: string, mockUrl: string, o: { allowlisted: boolean; install?: boolean }): HireEnv & { configDir: string; installOutput: string } {
+export function claudePluginHireEnv(
+  bin: string,
+  mockUrl: string,
+  o: { allowlisted: boolean; install?: boolean },
+): HireEnv & { configDir: string; installOutput: string } {
   const env = claudeHireEnv(bin, mockUrl);
   const { claudeChannel: _dev, ...hire } = env.hire;
   const launchEnv = env.hire.env!;
@@ -23,11 +27,28 @@ export function claudePluginHireEnv(bin: string, mockUrl: string, o: { allowlist
   const installOutput =
     o.install === false
       ? ""
-      : execFileSync(process.execPath, [CLI, "--json", "claude", "install-plugin", "--config-dir", configDir, "--claude-bin", bin], { encoding: "utf8", env: { PATH: launchEnv.PATH!, HOME: launchEnv.HOME!, XDG_CONFIG_HOME: launchEnv.XDG_CONFIG_HOME!, DISABLE_AUTOUPDATER: "1" } });
+      : execFileSync(
+          process.execPath,
+          [CLI, "--json", "claude", "install-plugin", "--config-dir", configDir, "--claude-bin", bin],
+          {
+            encoding: "utf8",
+            env: {
+              PATH: launchEnv.PATH!,
+              HOME: launchEnv.HOME!,
+              XDG_CONFIG_HOME: launchEnv.XDG_CONFIG_HOME!,
+              DISABLE_AUTOUPDATER: "1",
+            },
+          },
+        );
   // Claude rewrote .claude.json while installing: seed on top of what it wrote.
   const file = join(configDir, ".claude.json");
   const json = JSON.parse(readFileSync(file, "utf8")) as { cachedGrowthBookFeatures?: Record<string, unknown> };
-  json.cachedGrowthBookFeatures = { ...json.cachedGrowthBookFeatures, tengu_harbor: true, tengu_harbor_permissions: true, ...(o.allowlisted ? { tengu_harbor_ledger: [{ marketplace: "clankie", plugin: "clankie-worker" }] } : {}) };
+  json.cachedGrowthBookFeatures = {
+    ...json.cachedGrowthBookFeatures,
+    tengu_harbor: true,
+    tengu_harbor_permissions: true,
+    ...(o.allowlisted ? { tengu_harbor_ledger: [{ marketplace: "clankie", plugin: "clankie-worker" }] } : {}),
+  };
   writeFileSync(file, JSON.stringify(json));
   return { ...env, hire, configDir, installOutput };
 }

@@ -29,7 +29,18 @@ export interface ClaudeTui {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export async function startClaudeTui(bin: string, mockUrl: string, options: { optIn?: boolean; channelDir?: string; reportDir?: string; mcpServers?: Record<string, { command: string; args: string[] }>; allowedTools?: string[]; preToolUse?: { matcher: string; command: string; timeoutSeconds?: number }[] } = {}): Promise<ClaudeTui> {
+export async function startClaudeTui(
+  bin: string,
+  mockUrl: string,
+  options: {
+    optIn?: boolean;
+    channelDir?: string;
+    reportDir?: string;
+    mcpServers?: Record<string, { command: string; args: string[] }>;
+    allowedTools?: string[];
+    preToolUse?: { matcher: string; command: string; timeoutSeconds?: number }[];
+  } = {},
+): Promise<ClaudeTui> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run npm run build (npm run test:harnesses does)`);
   const dir = mkdtempSync(join(tmpdir(), "clankie-claude-"));
   const config = join(dir, "config");
@@ -49,15 +60,45 @@ export async function startClaudeTui(bin: string, mockUrl: string, options: { op
     }),
   );
   const mcpConfig = join(dir, "mcp.json");
-  writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { ...options.mcpServers, [CHANNEL_SERVER_NAME]: { command: process.execPath, args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir] } } }));
+  writeFileSync(
+    mcpConfig,
+    JSON.stringify({
+      mcpServers: {
+        ...options.mcpServers,
+        [CHANNEL_SERVER_NAME]: {
+          command: process.execPath,
+          args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir],
+        },
+      },
+    }),
+  );
   const settings = join(dir, "settings.json");
-  const command = (sub: string) => [process.execPath, CLI, "worker", sub, "--report-dir", reportDir].map((a) => `'${a}'`).join(" ");
+  const command = (sub: string) =>
+    [process.execPath, CLI, "worker", sub, "--report-dir", reportDir].map((a) => `'${a}'`).join(" ");
   const on = (sub: string) => [{ matcher: "", hooks: [{ type: "command", command: command(sub) }] }];
   // The owner's own pre-approval of named tools (a permission prompt is never answered for them).
   const permissions = options.allowedTools ? { permissions: { allow: options.allowedTools } } : {};
   // PreToolUse hooks the test names (the question hook matches AskUserQuestion only).
-  const pre = options.preToolUse ? { PreToolUse: options.preToolUse.map((h) => ({ matcher: h.matcher, hooks: [{ type: "command", command: h.command, ...(h.timeoutSeconds ? { timeout: h.timeoutSeconds } : {}) }] })) } : {};
-  writeFileSync(settings, JSON.stringify({ ...permissions, hooks: { SessionStart: on("session-start-hook"), UserPromptSubmit: on("turn-hook"), Stop: on("turn-hook"), ...pre } }));
+  const pre = options.preToolUse
+    ? {
+        PreToolUse: options.preToolUse.map((h) => ({
+          matcher: h.matcher,
+          hooks: [{ type: "command", command: h.command, ...(h.timeoutSeconds ? { timeout: h.timeoutSeconds } : {}) }],
+        })),
+      }
+    : {};
+  writeFileSync(
+    settings,
+    JSON.stringify({
+      ...permissions,
+      hooks: {
+        SessionStart: on("session-start-hook"),
+        UserPromptSubmit: on("turn-hook"),
+        Stop: on("turn-hook"),
+        ...pre,
+      },
+    }),
+  );
 
   const tmuxSocket = `clankie-claude-${process.pid}-${Date.now()}`;
   const env: Record<string, string> = {
@@ -75,7 +116,20 @@ export async function startClaudeTui(bin: string, mockUrl: string, options: { op
   if (options.optIn !== false) args.push("--dangerously-load-development-channels", `server:${CHANNEL_SERVER_NAME}`);
   const tmux = (...a: string[]) => execFileSync("tmux", ["-L", tmuxSocket, ...a], { encoding: "utf8" });
   // tmux runs the command through a shell; every word is a fixed path or flag, never message text.
-  tmux("new-session", "-d", "-s", "claude", "-x", "200", "-y", "50", "-c", work, ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]), [bin, ...args].map((a) => `'${a}'`).join(" "));
+  tmux(
+    "new-session",
+    "-d",
+    "-s",
+    "claude",
+    "-x",
+    "200",
+    "-y",
+    "50",
+    "-c",
+    work,
+    ...Object.entries(env).flatMap(([k, v]) => ["-e", `${k}=${v}`]),
+    [bin, ...args].map((a) => `'${a}'`).join(" "),
+  );
   const paneId = tmux("display-message", "-p", "-t", "claude", "#{pane_id}").trim();
   const capture = () => tmux("capture-pane", "-p", "-t", paneId);
 

@@ -63,7 +63,12 @@ export function makeCodexEnv(bin: string, mockBaseUrl: string): CodexEnv {
 
 /** A dedicated `codex app-server --listen unix://SOCK`, resolved once the socket exists. */
 export async function startAppServer(bin: string, cx: CodexEnv, socketPath: string): Promise<ChildProcess> {
-  const child = spawn(bin, ["app-server", "--listen", `unix://${socketPath}`], { env: cx.env, cwd: cx.workDir, stdio: ["ignore", "ignore", "pipe"], detached: true });
+  const child = spawn(bin, ["app-server", "--listen", `unix://${socketPath}`], {
+    env: cx.env,
+    cwd: cx.workDir,
+    stdio: ["ignore", "ignore", "pipe"],
+    detached: true,
+  });
   let stderr = "";
   child.stderr!.on("data", (d) => (stderr += String(d)));
   for (let i = 0; i < 300 && !existsSync(socketPath); i++) {

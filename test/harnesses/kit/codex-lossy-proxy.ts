@@ -15,7 +15,11 @@ export interface LossyProxy {
   close(): Promise<void>;
 }
 
-export async function startLossyProxy(upstreamSocket: string, socketPath: string, o: { dropAfter: string; how: "cut" | "garble" }): Promise<LossyProxy> {
+export async function startLossyProxy(
+  upstreamSocket: string,
+  socketPath: string,
+  o: { dropAfter: string; how: "cut" | "garble" },
+): Promise<LossyProxy> {
   const forwarded = new Map<string, number>();
   const http: Server = createServer();
   const wss = new WebSocketServer({ server: http });

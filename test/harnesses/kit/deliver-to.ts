@@ -17,6 +17,15 @@ export function deliverTo(adapter: HarnessAdapter, seat: SeatRecord, message: Na
   const clock = frozenClock;
   return deliver(
     { seats, adapters: new AdapterRegistry().register(adapter), clock },
-    { seatName: seat.name, deliveryId: message.deliveryId, text: message.text, mode: message.mode, conversationId: message.conversationId, occupantId: seat.occupantId, authorityAgeMs: 0, arrivedAtMs: clock.nowMs() },
+    {
+      seatName: seat.name,
+      deliveryId: message.deliveryId,
+      text: message.text,
+      mode: message.mode,
+      conversationId: message.conversationId,
+      occupantId: seat.occupantId,
+      authorityAgeMs: 0,
+      arrivedAtMs: clock.nowMs(),
+    },
   );
 }

@@ -8,7 +8,10 @@ import { fileURLToPath } from "node:url";
 import { join } from "node:path";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const PINS = JSON.parse(readFileSync(join(ROOT, "scripts/harnesses.json"), "utf8")) as Record<string, { package: string; version: string; bin: string }>;
+const PINS = JSON.parse(readFileSync(join(ROOT, "scripts/harnesses.json"), "utf8")) as Record<
+  string,
+  { package: string; version: string; bin: string }
+>;
 
 export type HarnessName = "codex" | "claude" | "opencode" | "pi";
 
@@ -22,7 +25,9 @@ export function harnessBin(name: HarnessName): string | undefined {
 export function requireHarness(name: HarnessName): string | undefined {
   const bin = harnessBin(name);
   if (!bin && process.env.CLANKIE_REQUIRE_HARNESSES === "1") {
-    throw new Error(`${name} is not installed but CLANKIE_REQUIRE_HARNESSES=1: run npm run harnesses:install -- ${name}`);
+    throw new Error(
+      `${name} is not installed but CLANKIE_REQUIRE_HARNESSES=1: run npm run harnesses:install -- ${name}`,
+    );
   }
   return bin;
 }

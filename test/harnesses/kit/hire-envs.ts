@@ -40,8 +40,20 @@ export function piHireEnv(bin: string, mockUrl: string): HireEnv {
   const { root, work, home } = base("hpi-");
   const agentDir = join(home, ".pi/agent");
   mkdirSync(agentDir, { recursive: true });
-  writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: { baseUrl: mockUrl, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] } } }));
-  return { root, work, model: "mock/mock-model", hire: { bins: { pi: bin }, env: { ...common(root, home), PI_CODING_AGENT_DIR: agentDir } } };
+  writeFileSync(
+    join(agentDir, "models.json"),
+    JSON.stringify({
+      providers: {
+        mock: { baseUrl: mockUrl, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
+      },
+    }),
+  );
+  return {
+    root,
+    work,
+    model: "mock/mock-model",
+    hire: { bins: { pi: bin }, env: { ...common(root, home), PI_CODING_AGENT_DIR: agentDir } },
+  };
 }
 
 export function codexHireEnv(bin: string, mockBaseUrl: string): HireEnv {
@@ -68,7 +80,14 @@ export function codexHireEnv(bin: string, mockBaseUrl: string): HireEnv {
       "",
     ].join("\n"),
   );
-  return { root, work, hire: { bins: { codex: bin }, env: { ...common(root, home), CODEX_HOME: codexHome, MOCK_API_KEY: "mock-key", CLANKIE_TEST_CODEX_ROOT: root } } };
+  return {
+    root,
+    work,
+    hire: {
+      bins: { codex: bin },
+      env: { ...common(root, home), CODEX_HOME: codexHome, MOCK_API_KEY: "mock-key", CLANKIE_TEST_CODEX_ROOT: root },
+    },
+  };
 }
 
 export function claudeHireEnv(bin: string, mockUrl: string): HireEnv {
@@ -89,7 +108,17 @@ export function claudeHireEnv(bin: string, mockUrl: string): HireEnv {
     root,
     work,
     model: "claude-sonnet-4-5",
-    hire: { bins: { claude: bin }, claudeChannel: "development", env: { ...common(root, home), CLAUDE_CONFIG_DIR: config, ANTHROPIC_BASE_URL: mockUrl, ANTHROPIC_API_KEY: apiKey, DISABLE_AUTOUPDATER: "1" } },
+    hire: {
+      bins: { claude: bin },
+      claudeChannel: "development",
+      env: {
+        ...common(root, home),
+        CLAUDE_CONFIG_DIR: config,
+        ANTHROPIC_BASE_URL: mockUrl,
+        ANTHROPIC_API_KEY: apiKey,
+        DISABLE_AUTOUPDATER: "1",
+      },
+    },
   };
 }
 
@@ -105,7 +134,14 @@ export function openCodeHireEnv(bin: string, mockUrl: string): HireEnv {
       small_model: "mock/mock-model",
       autoupdate: false,
       share: "disabled",
-      provider: { mock: { npm: "@ai-sdk/anthropic", name: "Mock", options: { baseURL: `${mockUrl}/v1`, apiKey: "sk-mock" }, models: { "mock-model": { name: "Mock" } } } },
+      provider: {
+        mock: {
+          npm: "@ai-sdk/anthropic",
+          name: "Mock",
+          options: { baseURL: `${mockUrl}/v1`, apiKey: "sk-mock" },
+          models: { "mock-model": { name: "Mock" } },
+        },
+      },
     }),
   );
   return { root, work, model: "mock/mock-model", hire: { bins: { opencode: bin }, env } };

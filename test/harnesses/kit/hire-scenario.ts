@@ -41,7 +41,14 @@ export function hireScenario(s: HireScenario): void {
     fleet = await startHireFleet("pglite", { hire: env.hire });
     stopOwner = s.owner?.(fleet);
     hiring = await fleet.leadFor("hiring-lead");
-    args = { harness: s.harness, workingDirectory: env.work, title: `${s.harness} worker`, role: "test worker", brief: `${marker}: say hello`, ...(env.model ? { model: env.model } : {}) };
+    args = {
+      harness: s.harness,
+      workingDirectory: env.work,
+      title: `${s.harness} worker`,
+      role: "test worker",
+      brief: `${marker}: say hello`,
+      ...(env.model ? { model: env.model } : {}),
+    };
   });
   afterAll(async () => {
     stopOwner?.();
@@ -51,7 +58,13 @@ export function hireScenario(s: HireScenario): void {
   it(`hire_agent spawns ${s.harness} in one new pane and delivers the brief natively, exactly once`, async () => {
     const res = await hiring.call("hire_agent", args, { [META]: { hireId } });
     const body = res.structuredContent as Record<string, unknown>;
-    expect(body, JSON.stringify(body)).toMatchObject({ outcome: "spawned", hireId, machine: "testbox", harness: s.harness, launchCommitted: true });
+    expect(body, JSON.stringify(body)).toMatchObject({
+      outcome: "spawned",
+      hireId,
+      machine: "testbox",
+      harness: s.harness,
+      launchCommitted: true,
+    });
     expect(res._meta?.[META]).toEqual({ id: hireId, tool: "hire_agent", state: "settled", hireId });
     seat = body.seat as string;
     expect(seat).toMatch(new RegExp(`^testbox/${s.harness}-`));
@@ -76,11 +89,19 @@ export function hireScenario(s: HireScenario): void {
   });
 
   it("list_seats shows the hired seat with its hiring conversation and input capabilities", async () => {
-    const seats = (await hiring.call("list_seats", {})).structuredContent?.seats as { id: string; hiredBy?: unknown; inputCapabilities: unknown }[];
+    const seats = (await hiring.call("list_seats", {})).structuredContent?.seats as {
+      id: string;
+      hiredBy?: unknown;
+      inputCapabilities: unknown;
+    }[];
     const row = seats.find((x) => x.id === seat);
     expect(row, JSON.stringify(seats)).toBeDefined();
     expect(row!.hiredBy).toEqual({ conversationId: "hiring-lead", hireId });
-    expect(row!.inputCapabilities).toMatchObject({ deliveryModes: expect.any(Array), interrupt: expect.any(Boolean), nextTurnOnly: expect.any(Boolean) });
+    expect(row!.inputCapabilities).toMatchObject({
+      deliveryModes: expect.any(Array),
+      interrupt: expect.any(Boolean),
+      nextTurnOnly: expect.any(Boolean),
+    });
     if (s.capabilities) expect(row!.inputCapabilities).toEqual(s.capabilities);
   });
 
@@ -94,7 +115,8 @@ export function hireScenario(s: HireScenario): void {
       if (!reports.some((r) => r.text === text)) await new Promise((r) => setTimeout(r, 100));
     }
     expect(reports.find((r) => r.text === text)).toMatchObject({ seat, unadopted: false });
-    const elsewhere = ((await fleet.lead.call("worker_reports", {})).structuredContent?.reports ?? []) as typeof reports;
+    const elsewhere = ((await fleet.lead.call("worker_reports", {})).structuredContent?.reports ??
+      []) as typeof reports;
     expect(elsewhere.some((r) => r.text === text)).toBe(false);
   });
 

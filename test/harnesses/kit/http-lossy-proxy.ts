@@ -23,20 +23,24 @@ export async function startHttpLossyProxy(upstream: string): Promise<HttpLossyPr
   const server: Server = createServer((req, res) => {
     const at = armed.findIndex((a) => a.method === req.method && a.path.test(req.url ?? ""));
     const trap = at >= 0 ? armed.splice(at, 1)[0] : undefined;
-    const up = request(new URL(req.url ?? "/", upstream), { method: req.method, headers: req.headers, agent: false }, (ur) => {
-      const chunks: Buffer[] = [];
-      ur.on("data", (c: Buffer) => chunks.push(c));
-      ur.on("end", () => {
-        const body = Buffer.concat(chunks);
-        if (trap) {
-          lost.push({ path: req.url ?? "", status: ur.statusCode ?? 0, body: body.toString("utf8") });
-          req.socket.destroy();
-          return;
-        }
-        res.writeHead(ur.statusCode ?? 502, ur.headers);
-        res.end(body);
-      });
-    });
+    const up = request(
+      new URL(req.url ?? "/", upstream),
+      { method: req.method, headers: req.headers, agent: false },
+      (ur) => {
+        const chunks: Buffer[] = [];
+        ur.on("data", (c: Buffer) => chunks.push(c));
+        ur.on("end", () => {
+          const body = Buffer.concat(chunks);
+          if (trap) {
+            lost.push({ path: req.url ?? "", status: ur.statusCode ?? 0, body: body.toString("utf8") });
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(ur.statusCode ?? 502, ur.headers);
+          res.end(body);
+        });
+      },
+    );
     up.on("error", () => req.socket.destroy());
     req.pipe(up);
   });

@@ -18,8 +18,14 @@ process.stdin.on("data", (d) => {
     const m = JSON.parse(line);
     log({ msg: m });
     const reply = (result) => process.stdout.write(JSON.stringify({ jsonrpc: "2.0", id: m.id, result }) + "\n");
-    if (m.method === "initialize") reply({ protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "logmcp", version: "0" } });
-    else if (m.method === "tools/list") reply({ tools: [{ name: "ping", description: "ping", inputSchema: { type: "object", properties: {} } }] });
+    if (m.method === "initialize")
+      reply({
+        protocolVersion: m.params.protocolVersion,
+        capabilities: { tools: {} },
+        serverInfo: { name: "logmcp", version: "0" },
+      });
+    else if (m.method === "tools/list")
+      reply({ tools: [{ name: "ping", description: "ping", inputSchema: { type: "object", properties: {} } }] });
     else if (m.method === "tools/call") reply({ content: [{ type: "text", text: "pong" }] });
     else if (m.id !== undefined) reply({});
   }

@@ -30,9 +30,19 @@ export function freePort(): Promise<number> {
 }
 
 /** `config`: extra opencode.json keys (a permission rule, say), merged over the defaults. */
-export async function startOpenCodeServer(bin: string, mockUrl: string, config: Record<string, unknown> = {}): Promise<OpenCodeServer> {
+export async function startOpenCodeServer(
+  bin: string,
+  mockUrl: string,
+  config: Record<string, unknown> = {},
+): Promise<OpenCodeServer> {
   const dir = mkdtempSync(join(tmpdir(), "clankie-opencode-"));
-  const dirs = { HOME: "home", XDG_CONFIG_HOME: "config", XDG_DATA_HOME: "data", XDG_STATE_HOME: "state", XDG_CACHE_HOME: "cache" };
+  const dirs = {
+    HOME: "home",
+    XDG_CONFIG_HOME: "config",
+    XDG_DATA_HOME: "data",
+    XDG_STATE_HOME: "state",
+    XDG_CACHE_HOME: "cache",
+  };
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH };
   for (const [k, sub] of Object.entries(dirs)) {
     mkdirSync(join(dir, sub), { recursive: true });
@@ -48,7 +58,14 @@ export async function startOpenCodeServer(bin: string, mockUrl: string, config: 
       small_model: "mock/mock-model",
       autoupdate: false,
       share: "disabled",
-      provider: { mock: { npm: "@ai-sdk/anthropic", name: "Mock", options: { baseURL: `${mockUrl}/v1`, apiKey: "sk-mock" }, models: { "mock-model": { name: "Mock" } } } },
+      provider: {
+        mock: {
+          npm: "@ai-sdk/anthropic",
+          name: "Mock",
+          options: { baseURL: `${mockUrl}/v1`, apiKey: "sk-mock" },
+          models: { "mock-model": { name: "Mock" } },
+        },
+      },
       ...config,
     }),
   );
@@ -57,7 +74,11 @@ export async function startOpenCodeServer(bin: string, mockUrl: string, config: 
   writeFileSync(passwordFile, password, { mode: 0o600 });
   env.OPENCODE_SERVER_PASSWORD = password;
   const port = await freePort();
-  const child: ChildProcess = spawn(bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], { cwd: join(dir, "work"), env, stdio: ["ignore", "pipe", "pipe"] });
+  const child: ChildProcess = spawn(bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
+    cwd: join(dir, "work"),
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let log = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`opencode serve did not start: ${log}`)), 60_000);
@@ -82,7 +103,10 @@ export async function startOpenCodeServer(bin: string, mockUrl: string, config: 
       const res = await fetch(`${url}/api/session`, {
         method: "POST",
         headers: { authorization: auth, "content-type": "application/json" },
-        body: JSON.stringify({ model: { id: "mock-model", providerID: "mock" }, location: { directory: join(dir, "work") } }),
+        body: JSON.stringify({
+          model: { id: "mock-model", providerID: "mock" },
+          location: { directory: join(dir, "work") },
+        }),
       });
       const body = (await res.json()) as { data?: { id?: string } };
       if (!body.data?.id) throw new Error(`session create failed: ${JSON.stringify(body)}`);
@@ -110,7 +134,11 @@ export async function startOpenCodeServer(bin: string, mockUrl: string, config: 
   // reaches the model; every later session works. Spend that first prompt on a throwaway.
   const first = await handle.createSession();
   const headers = { authorization: auth, "content-type": "application/json" };
-  await fetch(`${url}/api/session/${first}/prompt`, { method: "POST", headers, body: JSON.stringify({ prompt: { text: "warm-up" }, delivery: "queue" }) });
+  await fetch(`${url}/api/session/${first}/prompt`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ prompt: { text: "warm-up" }, delivery: "queue" }),
+  });
   await fetch(`${url}/api/session/${first}/interrupt`, { method: "POST", headers });
   return handle;
 }

@@ -12,7 +12,9 @@ export function ownerConfirmsDevChannel(fleet: HireFleet): () => void {
     for (const p of fleet.panes()) {
       if (answered.has(p.paneId) || !p.hire) continue;
       try {
-        const screen = execFileSync("tmux", ["-S", fleet.tmuxSocket, "capture-pane", "-p", "-t", p.paneId], { encoding: "utf8" });
+        const screen = execFileSync("tmux", ["-S", fleet.tmuxSocket, "capture-pane", "-p", "-t", p.paneId], {
+          encoding: "utf8",
+        });
         if (/local development/i.test(screen)) {
           execFileSync("tmux", ["-S", fleet.tmuxSocket, "send-keys", "-t", p.paneId, "Enter"]);
           answered.add(p.paneId);
@@ -24,4 +26,3 @@ export function ownerConfirmsDevChannel(fleet: HireFleet): () => void {
   }, 200);
   return () => clearInterval(timer);
 }
-

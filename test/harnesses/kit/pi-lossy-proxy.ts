@@ -20,7 +20,11 @@ export interface PiLossyProxy {
   close(): Promise<void>;
 }
 
-export async function startPiLossyProxy(o: { piSocketDir: string; agentSocketDir: string; piPid: number }): Promise<PiLossyProxy> {
+export async function startPiLossyProxy(o: {
+  piSocketDir: string;
+  agentSocketDir: string;
+  piPid: number;
+}): Promise<PiLossyProxy> {
   const upstreamPath = join(o.piSocketDir, `pi-${o.piPid}.sock`);
   const socketPath = join(o.agentSocketDir, `pi-${o.piPid}.sock`);
   mkdirSync(o.agentSocketDir, { recursive: true, mode: 0o700 });

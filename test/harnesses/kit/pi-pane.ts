@@ -18,11 +18,26 @@ export interface PiPane {
   close(): void;
 }
 
-export function startPiPane(o: { bin: string; root: string; mockUrl: string; agentStateDir: string; workerTools: boolean; sessionDir?: string; socketDir?: string }): PiPane {
+export function startPiPane(o: {
+  bin: string;
+  root: string;
+  mockUrl: string;
+  agentStateDir: string;
+  workerTools: boolean;
+  sessionDir?: string;
+  socketDir?: string;
+}): PiPane {
   const agentDir = join(o.root, "home/.pi/agent");
   mkdirSync(agentDir, { recursive: true });
   mkdirSync(join(o.root, "work"), { recursive: true });
-  writeFileSync(join(agentDir, "models.json"), JSON.stringify({ providers: { mock: { baseUrl: o.mockUrl, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] } } }));
+  writeFileSync(
+    join(agentDir, "models.json"),
+    JSON.stringify({
+      providers: {
+        mock: { baseUrl: o.mockUrl, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
+      },
+    }),
+  );
   const env: Record<string, string> = {
     HOME: join(o.root, "home"),
     PI_CODING_AGENT_DIR: agentDir,
@@ -36,7 +51,31 @@ export function startPiPane(o: { bin: string; root: string; mockUrl: string; age
   const extensions = ["-e", dist("pi-extension.js"), ...(o.workerTools ? ["-e", dist("pi-worker-tools.js")] : [])];
   const tmuxSocket = join(o.root, "tmux.sock");
   // argv, no shell: every word is a fixed path or flag.
-  execFileSync(TMUX, ["-S", tmuxSocket, "-f", "/dev/null", "new-session", "-d", "-s", "pi", "-x", "160", "-y", "40", "-c", join(o.root, "work"), "/usr/bin/env", ...Object.entries(env).map(([k, v]) => `${k}=${v}`), o.bin, ...extensions, ...(o.sessionDir ? ["--session-dir", o.sessionDir] : ["--no-session"]), "--provider", "mock", "--model", "mock-model"]);
+  execFileSync(TMUX, [
+    "-S",
+    tmuxSocket,
+    "-f",
+    "/dev/null",
+    "new-session",
+    "-d",
+    "-s",
+    "pi",
+    "-x",
+    "160",
+    "-y",
+    "40",
+    "-c",
+    join(o.root, "work"),
+    "/usr/bin/env",
+    ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    o.bin,
+    ...extensions,
+    ...(o.sessionDir ? ["--session-dir", o.sessionDir] : ["--no-session"]),
+    "--provider",
+    "mock",
+    "--model",
+    "mock-model",
+  ]);
   return {
     tmuxSocket,
     close() {

@@ -25,7 +25,9 @@ export const ASK = "report back: ";
 export function reportToolUse(r: RecordedRequest): MockToolUse | undefined {
   const text = askedText(r);
   if (text === undefined) return undefined;
-  const name = r.toolNames.find((n) => n === "message_clankie" || n.endsWith("__message_clankie") || n.endsWith("_message_clankie"));
+  const name = r.toolNames.find(
+    (n) => n === "message_clankie" || n.endsWith("__message_clankie") || n.endsWith("_message_clankie"),
+  );
   return name ? { name, input: { text } } : undefined;
 }
 
@@ -57,17 +59,52 @@ export interface WorkerReportFleet {
 }
 
 /** The store and agent state come first: a harness may need the agent's folders before it starts. */
-export async function prepareWorkerReportStore(): Promise<{ stateDir: string; agentStateDir: string; workerMcp: { command: string; args: string[] }; cleanup: () => Promise<void>; databaseUrl: string | undefined }> {
+export async function prepareWorkerReportStore(): Promise<{
+  stateDir: string;
+  agentStateDir: string;
+  workerMcp: { command: string; args: string[] };
+  cleanup: () => Promise<void>;
+  databaseUrl: string | undefined;
+}> {
   const store = await prepareStore("pglite");
   const agentStateDir = join(store.stateDir, "agent");
-  return { ...store, agentStateDir, workerMcp: { command: process.execPath, args: [CLI, "worker", "mcp", "--agent-state-dir", agentStateDir] } };
+  return {
+    ...store,
+    agentStateDir,
+    workerMcp: { command: process.execPath, args: [CLI, "worker", "mcp", "--agent-state-dir", agentStateDir] },
+  };
 }
 
-export async function startWorkerReportFleet(store: Awaited<ReturnType<typeof prepareWorkerReportStore>>, mock: MockAnthropicServer, tmuxSocket: string, controllerOptions: { deliverTimeoutMs?: number } = {}): Promise<WorkerReportFleet> {
+export async function startWorkerReportFleet(
+  store: Awaited<ReturnType<typeof prepareWorkerReportStore>>,
+  mock: MockAnthropicServer,
+  tmuxSocket: string,
+  controllerOptions: { deliverTimeoutMs?: number } = {},
+): Promise<WorkerReportFleet> {
   const faults = workerCallFaults();
-  const controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000, ...controllerOptions }), silentLogger, { faults });
+  const controller = await startController(
+    compileControllerConfig({
+      stateDir: store.stateDir,
+      port: 0,
+      databaseUrl: store.databaseUrl,
+      heartbeatIntervalMs: 1000,
+      ...controllerOptions,
+    }),
+    silentLogger,
+    { faults },
+  );
   const agent = await startAgent(
-    { ...compileAgentConfig({ stateDir: store.agentStateDir, controllerUrl: controller.agentUrl, machine: "workbox", paneHost: "tmux", tmuxSocket, statusRefreshMs: 300 }), joinToken: await controller.issueJoinToken("workbox") },
+    {
+      ...compileAgentConfig({
+        stateDir: store.agentStateDir,
+        controllerUrl: controller.agentUrl,
+        machine: "workbox",
+        paneHost: "tmux",
+        tmuxSocket,
+        statusRefreshMs: 300,
+      }),
+      joinToken: await controller.issueJoinToken("workbox"),
+    },
     silentLogger,
   );
   await agent.linked;
@@ -82,9 +119,16 @@ export async function startWorkerReportFleet(store: Awaited<ReturnType<typeof pr
     workerMcp: store.workerMcp,
     async seat(kind) {
       for (let i = 0; i < 900; i++) {
-        const seats = ((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as { id: string; name: string; kind: string; inputCapabilities: { deliveryModes: string[] } }[];
+        const seats = ((await lead.call("list_seats", {})).structuredContent?.seats ?? []) as {
+          id: string;
+          name: string;
+          kind: string;
+          inputCapabilities: { deliveryModes: string[] };
+        }[];
         // A test may join other machines; list_seats orders by id, so "far/…" would come first.
-        const s = seats.find((x) => x.kind === kind && x.id.startsWith("workbox/") && x.inputCapabilities.deliveryModes.length > 0);
+        const s = seats.find(
+          (x) => x.kind === kind && x.id.startsWith("workbox/") && x.inputCapabilities.deliveryModes.length > 0,
+        );
         if (s) return s;
         await new Promise((r) => setTimeout(r, 100));
       }
@@ -93,7 +137,13 @@ export async function startWorkerReportFleet(store: Awaited<ReturnType<typeof pr
     async message(seat, message) {
       // Under load the freshness gate may refuse a send, or a proof go unanswered (a definite not-sent): sending again is then allowed.
       let sent = await lead.call("message_seat", { seat, message });
-      for (let i = 0; i < 100 && ["proof_stale", "proof_unknown"].includes(String(sent.structuredContent?.reason)) && sent.structuredContent?.outcome === "undelivered"; i++) {
+      for (
+        let i = 0;
+        i < 100 &&
+        ["proof_stale", "proof_unknown"].includes(String(sent.structuredContent?.reason)) &&
+        sent.structuredContent?.outcome === "undelivered";
+        i++
+      ) {
         await new Promise((r) => setTimeout(r, 200));
         sent = await lead.call("message_seat", { seat, message });
       }
@@ -102,12 +152,23 @@ export async function startWorkerReportFleet(store: Awaited<ReturnType<typeof pr
     },
     async toolAnswer(text, before) {
       for (let i = 0; i < 600; i++) {
-        const answered = mock.requests.find((r) => !before.has(r) && askedText(r) === text && r.turnToolResults.length > 0);
-        if (answered) return JSON.parse(answered.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
+        const answered = mock.requests.find(
+          (r) => !before.has(r) && askedText(r) === text && r.turnToolResults.length > 0,
+        );
+        if (answered)
+          return JSON.parse(answered.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
         await new Promise((r) => setTimeout(r, 100));
       }
-      const seen = mock.requests.filter((r) => !before.has(r)).map((r) => ({ last: r.latestUserText, tools: r.toolNames.filter((n) => n.includes("clankie")), results: r.turnToolResults }));
-      throw new Error(`the model never got message_clankie's answer for ${JSON.stringify(text)}; requests since: ${JSON.stringify(seen)}`);
+      const seen = mock.requests
+        .filter((r) => !before.has(r))
+        .map((r) => ({
+          last: r.latestUserText,
+          tools: r.toolNames.filter((n) => n.includes("clankie")),
+          results: r.turnToolResults,
+        }));
+      throw new Error(
+        `the model never got message_clankie's answer for ${JSON.stringify(text)}; requests since: ${JSON.stringify(seen)}`,
+      );
     },
     async askReport(seat, text) {
       const before = new Set(mock.requests);
@@ -115,7 +176,12 @@ export async function startWorkerReportFleet(store: Awaited<ReturnType<typeof pr
       return fleet.toolAnswer(text, before);
     },
     async reports() {
-      return ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports ?? []) as { deliveryId: string; seat: string; text: string; unadopted: boolean }[];
+      return ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports ?? []) as {
+        deliveryId: string;
+        seat: string;
+        text: string;
+        unadopted: boolean;
+      }[];
     },
     async close() {
       await lead.close();

@@ -33,7 +33,6 @@ async function admitted(c: LeadClient, args: Record<string, unknown>, meta?: Rec
   return res;
 }
 
-
 describe.each(DRIVERS)("receipt ledgers on %s", (driver) => {
   let fleet: TestFleet;
   let lead: LeadClient;
@@ -45,9 +44,17 @@ describe.each(DRIVERS)("receipt ledgers on %s", (driver) => {
     const owner = ownerOf(fleet.controller.url, fleet.controller.ownerToken);
     await owner.addMailbox("inbox");
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
-    intruder = await connectLead(fleet.controller.mcpUrl, (await owner.owner.issueLeadToken({ conversationId: "intruder" })).token);
+    intruder = await connectLead(
+      fleet.controller.mcpUrl,
+      (await owner.owner.issueLeadToken({ conversationId: "intruder" })).token,
+    );
     worker = new Client({ name: "worker", version: "0" });
-    await worker.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "mailbox", "mcp", "inbox", "--agent-state-dir", fleet.agentStateDir] }));
+    await worker.connect(
+      new StdioClientTransport({
+        command: process.execPath,
+        args: [CLI, "mailbox", "mcp", "inbox", "--agent-state-dir", fleet.agentStateDir],
+      }),
+    );
   });
   afterAll(async () => {
     await worker?.close();
@@ -57,7 +64,9 @@ describe.each(DRIVERS)("receipt ledgers on %s", (driver) => {
   });
 
   const forwardedReport = async (text: string) => {
-    const body = (await worker.callTool({ name: "message_clankie", arguments: { text } })).structuredContent as { deliveryId: string };
+    const body = (await worker.callTool({ name: "message_clankie", arguments: { text } })).structuredContent as {
+      deliveryId: string;
+    };
     for (let i = 0; i < 200; i++) {
       const s = await worker.callTool({ name: "message_clankie_status", arguments: { deliveryId: body.deliveryId } });
       if ((s.structuredContent as { deliveryStage: string }).deliveryStage === "forwarded") return body.deliveryId;
@@ -73,10 +82,15 @@ describe.each(DRIVERS)("receipt ledgers on %s", (driver) => {
 
     const sent = await admitted(lead, { seat: "inbox", message: "only mine to reconcile" });
     expect(sent._meta?.[META]).toMatchObject({ state: "settled" });
-    const foreign = await intruder.call("reconcile_seat_call", { deliveryId: sent.structuredContent!.deliveryId as string });
+    const foreign = await intruder.call("reconcile_seat_call", {
+      deliveryId: sent.structuredContent!.deliveryId as string,
+    });
     expect(foreign.structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
     expect(foreign._meta?.[META]).toBeUndefined();
-    const foreignSettle = await intruder.call("reconcile_seat_call", { deliveryId: sent.structuredContent!.deliveryId as string, settle: "not_delivered" });
+    const foreignSettle = await intruder.call("reconcile_seat_call", {
+      deliveryId: sent.structuredContent!.deliveryId as string,
+      settle: "not_delivered",
+    });
     expect(foreignSettle._meta?.[META]).toBeUndefined();
   });
 
@@ -87,15 +101,30 @@ describe.each(DRIVERS)("receipt ledgers on %s", (driver) => {
     expect(reportId).not.toBe(callId);
 
     // The report's id in the operator-call ledger: no receipt there.
-    expect((await lead.call("reconcile_seat_call", { deliveryId: reportId })).structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
-    expect((await lead.call("reconcile_seat_call", { hireId: reportId })).structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
+    expect((await lead.call("reconcile_seat_call", { deliveryId: reportId })).structuredContent).toMatchObject({
+      outcome: "no_matching_receipt",
+    });
+    expect((await lead.call("reconcile_seat_call", { hireId: reportId })).structuredContent).toMatchObject({
+      outcome: "no_matching_receipt",
+    });
     // Reusing the report's id as a message_seat id opens a new operator receipt; it settles nothing in the report ledger.
-    const reused = await admitted(lead, { seat: "inbox", message: "a new message under the report's id" }, { [META]: { deliveryId: reportId } });
+    const reused = await admitted(
+      lead,
+      { seat: "inbox", message: "a new message under the report's id" },
+      { [META]: { deliveryId: reportId } },
+    );
     expect(reused.structuredContent).toMatchObject({ deliveryId: reportId });
-    expect((await lead.call("worker_report_status", { deliveryId: reportId })).structuredContent).toMatchObject({ state: "pending" });
+    expect((await lead.call("worker_report_status", { deliveryId: reportId })).structuredContent).toMatchObject({
+      state: "pending",
+    });
 
     // The operator call's id in the worker-report ledger: unknown, and acknowledging it is refused.
-    expect((await lead.call("worker_report_status", { deliveryId: callId })).structuredContent).toMatchObject({ state: "unknown" });
-    expect((await lead.call("acknowledge_worker_reports", { deliveryIds: [callId] })).structuredContent).toMatchObject({ acknowledged: [], refused: [callId] });
+    expect((await lead.call("worker_report_status", { deliveryId: callId })).structuredContent).toMatchObject({
+      state: "unknown",
+    });
+    expect((await lead.call("acknowledge_worker_reports", { deliveryIds: [callId] })).structuredContent).toMatchObject({
+      acknowledged: [],
+      refused: [callId],
+    });
   });
 });

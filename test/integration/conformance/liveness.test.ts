@@ -33,7 +33,11 @@ describe.each(DRIVERS)("rule 55: a dead agent's in-flight delivery on %s", (driv
   it("becomes uncertain when the agent stops heartbeating, not at the deliver timeout; the machine shows offline; nothing is resent", async () => {
     t.agent.freeze();
     const res = await t.lead.call("message_seat", { seat: "inbox", message: "sent to a vanished host" });
-    expect(res.structuredContent).toMatchObject({ outcome: "uncertain", deliveryStage: "uncertain", reconcileTool: "reconcile_seat_call" });
+    expect(res.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      deliveryStage: "uncertain",
+      reconcileTool: "reconcile_seat_call",
+    });
     expect(String(res.structuredContent!.detail)).toMatch(/went offline \(no heartbeat\)/);
     const box = (await t.owner.status.listMachines({})).machines.find((m) => m.name === "box");
     expect(box?.online).toBe(false);

@@ -38,9 +38,16 @@ describe.each(DRIVERS)("rule 30: reconcile checks on %s", (driver) => {
 
   it("the original's id with other content in the session is not the original: reconcile stays uncertain, settle abandons it", async () => {
     const original = await lostOriginal("rule 30 the real order");
-    await t.mailbox.append("inbox", { deliveryId: original, text: "rule 30 something else entirely", conversationId: "global-default" });
+    await t.mailbox.append("inbox", {
+      deliveryId: original,
+      text: "rule 30 something else entirely",
+      conversationId: "global-default",
+    });
     const rec = await t.lead.call("reconcile_seat_call", { deliveryId: original });
-    expect(rec.structuredContent).toMatchObject({ outcome: "uncertain", detail: expect.stringContaining("other content") });
+    expect(rec.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      detail: expect.stringContaining("other content"),
+    });
     expect(await state(original)).toBe("uncertain");
     const settled = await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" });
     expect(settled.structuredContent).toMatchObject({ state: "abandoned-unknown" });
@@ -48,9 +55,16 @@ describe.each(DRIVERS)("rule 30: reconcile checks on %s", (driver) => {
 
   it("the original's exact text under another id never substitutes for the missing id", async () => {
     const original = await lostOriginal("rule 30 same words");
-    await t.mailbox.append("inbox", { deliveryId: randomUUID(), text: "rule 30 same words", conversationId: "global-default" });
+    await t.mailbox.append("inbox", {
+      deliveryId: randomUUID(),
+      text: "rule 30 same words",
+      conversationId: "global-default",
+    });
     const rec = await t.lead.call("reconcile_seat_call", { deliveryId: original });
-    expect(rec.structuredContent).toMatchObject({ outcome: "uncertain", detail: expect.stringContaining("does not hold the original") });
+    expect(rec.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      detail: expect.stringContaining("does not hold the original"),
+    });
     expect(await state(original)).toBe("uncertain");
     const settled = await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" });
     expect(settled.structuredContent).toMatchObject({ state: "abandoned-unknown" });
@@ -67,9 +81,18 @@ describe.each(DRIVERS)("rule 30: reconcile checks on %s", (driver) => {
     writeFileSync(book, JSON.stringify(rows));
     await t.agent.restart();
     await t.waitOnline();
-    for (let i = 0; i < 100 && (await t.owner.seats()).find((s) => s.seat?.name === "inbox")?.seat?.occupantId !== `${before}:replaced`; i++) await new Promise((r) => setTimeout(r, 50));
+    for (
+      let i = 0;
+      i < 100 &&
+      (await t.owner.seats()).find((s) => s.seat?.name === "inbox")?.seat?.occupantId !== `${before}:replaced`;
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 50));
     const rec = await t.lead.call("reconcile_seat_call", { deliveryId: original });
-    expect(rec.structuredContent).toMatchObject({ outcome: "uncertain", detail: expect.stringContaining("could not be read") });
+    expect(rec.structuredContent).toMatchObject({
+      outcome: "uncertain",
+      detail: expect.stringContaining("could not be read"),
+    });
     expect(rec.structuredContent!.detail).toContain(before);
     expect(await state(original)).toBe("uncertain");
     const settled = await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" });

@@ -10,8 +10,17 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentGatewayService, RegisterRequestSchema, ReportSeatsRequestSchema } from "../../../shared/gen/clankie/fleet/v1/gateway_pb.js";
-import { InputCapabilitiesSchema, SeatKind, SeatSchema, SeatStatus } from "../../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import {
+  AgentGatewayService,
+  RegisterRequestSchema,
+  ReportSeatsRequestSchema,
+} from "../../../shared/gen/clankie/fleet/v1/gateway_pb.js";
+import {
+  InputCapabilitiesSchema,
+  SeatKind,
+  SeatSchema,
+  SeatStatus,
+} from "../../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { joinFleet } from "../../../node-agent/identity/join.js";
 import { CAPABILITY_VERSION } from "../../../shared/capability-version.js";
 import { compileControllerConfig } from "../../../controller/config.js";
@@ -29,7 +38,15 @@ describe("registry: unknown seat kinds", () => {
   beforeAll(async () => {
     const store = await prepareStore("pglite");
     cleanup = store.cleanup;
-    controller = await startController(compileControllerConfig({ stateDir: store.stateDir, port: 0, databaseUrl: store.databaseUrl, heartbeatIntervalMs: 1000 }), silentLogger);
+    controller = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 1000,
+      }),
+      silentLogger,
+    );
   });
   afterAll(async () => {
     await controller?.close();
@@ -41,18 +58,51 @@ describe("registry: unknown seat kinds", () => {
   const gatewayFor = async (machine: string) => {
     let gw = gateways.get(machine);
     if (!gw) {
-      const id = await joinFleet({ stateDir: tempDir(`seat-kind-${machine}`), controllerUrl: controller.agentUrl, token: await controller.issueJoinToken(machine), agentVersion: "test" });
-      gw = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: controller.agentUrl, nodeOptions: { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem } }));
+      const id = await joinFleet({
+        stateDir: tempDir(`seat-kind-${machine}`),
+        controllerUrl: controller.agentUrl,
+        token: await controller.issueJoinToken(machine),
+        agentVersion: "test",
+      });
+      gw = createClient(
+        AgentGatewayService,
+        createGrpcTransport({
+          baseUrl: controller.agentUrl,
+          nodeOptions: { ca: [id.caCertificatePem], cert: id.certificatePem, key: id.privateKeyPem },
+        }),
+      );
       gateways.set(machine, gw);
     }
     return gw;
   };
-  const seat = (name: string, kind: SeatKind) => create(SeatSchema, { name, kind, status: SeatStatus.IDLE, occupantId: randomUUID(), inputCapabilities: create(InputCapabilitiesSchema, {}) });
+  const seat = (name: string, kind: SeatKind) =>
+    create(SeatSchema, {
+      name,
+      kind,
+      status: SeatStatus.IDLE,
+      occupantId: randomUUID(),
+      inputCapabilities: create(InputCapabilitiesSchema, {}),
+    });
   const register = (machine: string, seats: ReturnType<typeof seat>[], instanceId = randomUUID()) =>
-    gatewayFor(machine).then((gw) => gw.register(create(RegisterRequestSchema, { machine, endpoint: "http://127.0.0.1:9/", agentToken: "t", capabilityVersion: CAPABILITY_VERSION, platform: "linux", agentVersion: "test", seats, instanceId })));
+    gatewayFor(machine).then((gw) =>
+      gw.register(
+        create(RegisterRequestSchema, {
+          machine,
+          endpoint: "http://127.0.0.1:9/",
+          agentToken: "t",
+          capabilityVersion: CAPABILITY_VERSION,
+          platform: "linux",
+          agentVersion: "test",
+          seats,
+          instanceId,
+        }),
+      ),
+    );
 
   it("register with an unknown seat kind is refused (InvalidArgument) and registers neither the machine's seats nor a mailbox", async () => {
-    const err = await register("newer-agent", [seat("known", SeatKind.MAILBOX), seat("future", FUTURE_KIND)]).catch((e: unknown) => e);
+    const err = await register("newer-agent", [seat("known", SeatKind.MAILBOX), seat("future", FUTURE_KIND)]).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(ConnectError);
     expect((err as ConnectError).code).toBe(Code.InvalidArgument);
     expect((err as ConnectError).rawMessage).toMatch(/seat "future" reports seat kind 42/);
@@ -64,10 +114,18 @@ describe("registry: unknown seat kinds", () => {
     const instanceId = randomUUID();
     await register("steady-agent", [seat("inbox", SeatKind.MAILBOX)], instanceId);
     const err = await (await gatewayFor("steady-agent"))
-      .reportSeats(create(ReportSeatsRequestSchema, { machine: "steady-agent", instanceId, seats: [seat("inbox", SeatKind.MAILBOX), seat("future", FUTURE_KIND)] }))
+      .reportSeats(
+        create(ReportSeatsRequestSchema, {
+          machine: "steady-agent",
+          instanceId,
+          seats: [seat("inbox", SeatKind.MAILBOX), seat("future", FUTURE_KIND)],
+        }),
+      )
       .catch((e: unknown) => e);
     expect((err as ConnectError).code).toBe(Code.InvalidArgument);
-    const seats = (await ownerOf(controller.url, controller.ownerToken).seats()).filter((s) => s.id.startsWith("steady-agent/"));
+    const seats = (await ownerOf(controller.url, controller.ownerToken).seats()).filter((s) =>
+      s.id.startsWith("steady-agent/"),
+    );
     expect(seats.map((s) => [s.id, s.seat?.kind])).toEqual([["steady-agent/inbox", SeatKind.MAILBOX]]);
   });
 });

@@ -45,11 +45,19 @@ describe.each(DRIVERS)("report routing and reply acknowledgment on %s", (driver)
     for (const seat of ["orphan", "shared"]) {
       await owner.addMailbox(seat);
       const w = new Client({ name: `worker-${seat}`, version: "0" });
-      await w.connect(new StdioClientTransport({ command: process.execPath, args: [CLI, "mailbox", "mcp", seat, "--agent-state-dir", fleet.agentStateDir] }));
+      await w.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [CLI, "mailbox", "mcp", seat, "--agent-state-dir", fleet.agentStateDir],
+        }),
+      );
       workers.set(seat, w);
     }
     lead = await connectLead(fleet.controller.mcpUrl, fleet.controller.leadToken);
-    other = await connectLead(fleet.controller.mcpUrl, (await owner.owner.issueLeadToken({ conversationId: "other-conversation" })).token);
+    other = await connectLead(
+      fleet.controller.mcpUrl,
+      (await owner.owner.issueLeadToken({ conversationId: "other-conversation" })).token,
+    );
   });
   afterAll(async () => {
     for (const w of workers.values()) await w.close();
@@ -61,7 +69,10 @@ describe.each(DRIVERS)("report routing and reply acknowledgment on %s", (driver)
   /** message_clankie from `seat`, returned once the agent forwarded it to the controller. */
   const report = async (seat: string, text: string) => {
     const w = workers.get(seat)!;
-    const body = (await w.callTool({ name: "message_clankie", arguments: { text } })).structuredContent as { deliveryStage: string; deliveryId: string };
+    const body = (await w.callTool({ name: "message_clankie", arguments: { text } })).structuredContent as {
+      deliveryStage: string;
+      deliveryId: string;
+    };
     expect(body.deliveryStage).toBe("stored");
     for (let i = 0; i < 200; i++) {
       const s = await w.callTool({ name: "message_clankie_status", arguments: { deliveryId: body.deliveryId } });
@@ -71,18 +82,25 @@ describe.each(DRIVERS)("report routing and reply acknowledgment on %s", (driver)
     throw new Error("the agent never forwarded the report");
   };
   const reports = async (c: LeadClient) => (await c.call("worker_reports", {})).structuredContent!.reports as Report[];
-  const status = async (c: LeadClient, id: string) => (await c.call("worker_report_status", { deliveryId: id })).structuredContent!.state;
+  const status = async (c: LeadClient, id: string) =>
+    (await c.call("worker_report_status", { deliveryId: id })).structuredContent!.state;
 
   it("rule 50: a report from a seat no conversation messaged goes to global-default tagged unadopted, and to no other conversation", async () => {
     const id = await report("orphan", "nobody hired me");
     expect(await reports(other)).toEqual([]);
-    expect(await reports(lead)).toContainEqual(expect.objectContaining({ deliveryId: id, seat: "testbox/orphan", unadopted: true }));
+    expect(await reports(lead)).toContainEqual(
+      expect.objectContaining({ deliveryId: id, seat: "testbox/orphan", unadopted: true }),
+    );
   });
 
   it("rule 50: another conversation's refused message_seat does not adopt the reports; its admitted one does", async () => {
     await admitted(lead, { seat: "shared", message: "report to me" });
     // Explicit steer to a mailbox seat is refused before anything is written (rule 45): not admitted.
-    const refused = await other.call("message_seat", { seat: "shared", message: "report to me instead", delivery: "steer" });
+    const refused = await other.call("message_seat", {
+      seat: "shared",
+      message: "report to me instead",
+      delivery: "steer",
+    });
     expect(refused.structuredContent).toMatchObject({ outcome: "undelivered", deliveryStage: "rejected" });
     const first = await report("shared", "after the refused takeover");
     expect((await reports(other)).map((r) => r.deliveryId)).not.toContain(first);
@@ -101,11 +119,20 @@ describe.each(DRIVERS)("report routing and reply acknowledgment on %s", (driver)
     expect((await reports(lead)).map((r) => r.deliveryId)).toContain(id);
     expect(await status(lead, id)).toBe("delivered");
 
-    const rejected = await lead.call("message_seat", { seat: "shared", message: "main (as a steer)", delivery: "steer", inReplyTo: id });
+    const rejected = await lead.call("message_seat", {
+      seat: "shared",
+      message: "main (as a steer)",
+      delivery: "steer",
+      inReplyTo: id,
+    });
     expect(rejected.structuredContent).toMatchObject({ outcome: "undelivered" });
     expect(await status(lead, id)).toBe("delivered");
 
-    const unknown = await lead.call("message_seat", { seat: "no-such-seat", message: "main (wrong seat)", inReplyTo: id });
+    const unknown = await lead.call("message_seat", {
+      seat: "no-such-seat",
+      message: "main (wrong seat)",
+      inReplyTo: id,
+    });
     expect(unknown.structuredContent).toMatchObject({ outcome: "unknown_seat" });
     expect(await status(lead, id)).toBe("delivered");
 

@@ -29,7 +29,8 @@ describe.each(DRIVERS)("rule 24: retention on %s", (driver) => {
   afterAll(async () => {
     await t?.close();
   });
-  const send = (message: string, meta?: Record<string, unknown>) => t.lead.call("message_seat", { seat: "inbox", message }, meta);
+  const send = (message: string, meta?: Record<string, unknown>) =>
+    t.lead.call("message_seat", { seat: "inbox", message }, meta);
   /** Under load the freshness gate may refuse a send (`proof_stale`, definite not-sent): a new call, not a resend. */
   const sendDelivered = async (message: string) => {
     let res = await send(message);
@@ -47,38 +48,65 @@ describe.each(DRIVERS)("rule 24: retention on %s", (driver) => {
     const original = lost.structuredContent!.deliveryId as string;
     await t.agent.restart();
     await t.waitOnline();
-    expect((await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" })).structuredContent).toMatchObject({ state: "abandoned-unknown" });
+    expect(
+      (await t.lead.call("reconcile_seat_call", { deliveryId: original, settle: "not_delivered" })).structuredContent,
+    ).toMatchObject({ state: "abandoned-unknown" });
 
     t.advance(7 * DAY - 60 * 60_000);
-    expect((await send("rule 24 seven days")).structuredContent).toMatchObject({ reason: "fenced_by_unresolved_original", originalDeliveryId: original });
+    expect((await send("rule 24 seven days")).structuredContent).toMatchObject({
+      reason: "fenced_by_unresolved_original",
+      originalDeliveryId: original,
+    });
     t.advance(2 * 60 * 60_000);
     const after = await sendDelivered("rule 24 seven days");
     expect(after.structuredContent!.deliveryId).not.toBe(original);
 
     // Settlements are kept forever: the original still reconciles as abandoned-unknown, its evidence intact.
     t.advance(365 * DAY);
-    expect((await t.lead.call("reconcile_seat_call", { deliveryId: original })).structuredContent).toMatchObject({ state: "abandoned-unknown" });
+    expect((await t.lead.call("reconcile_seat_call", { deliveryId: original })).structuredContent).toMatchObject({
+      state: "abandoned-unknown",
+    });
     const rows = await t.controller.database.db.select().from(settlements).where(eq(settlements.deliveryId, original));
-    expect(rows).toEqual([expect.objectContaining({ disposition: "abandoned-unknown", settledBy: "lead", conversationId: "global-default" })]);
+    expect(rows).toEqual([
+      expect.objectContaining({
+        disposition: "abandoned-unknown",
+        settledBy: "lead",
+        conversationId: "global-default",
+      }),
+    ]);
   });
 
   it("the sender binding is first write wins: another conversation's call with the same id is refused and cannot see or rebind it", async () => {
     const id = randomUUID();
-    expect((await send("rule 24 bound to the first sender", { [META]: { deliveryId: id } })).structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
+    expect(
+      (await send("rule 24 bound to the first sender", { [META]: { deliveryId: id } })).structuredContent,
+    ).toMatchObject({ outcome: "delivered", deliveryId: id });
     const token = (await t.owner.owner.issueLeadToken({ conversationId: "second-sender" })).token;
     const other = await connectLead(t.controller.mcpUrl, token);
     try {
-      const again = await other.call("message_seat", { seat: "inbox", message: "rule 24 bound to the first sender" }, { [META]: { deliveryId: id } });
+      const again = await other.call(
+        "message_seat",
+        { seat: "inbox", message: "rule 24 bound to the first sender" },
+        { [META]: { deliveryId: id } },
+      );
       expect(again.isError).toBe(true);
       // Rule 7 (issue 32 item 7): refused, in the words of an unknown id, never saying another conversation holds it.
       expect(again.structuredContent).toMatchObject({ outcome: "refused", reason: "no_matching_receipt" });
       expect(JSON.stringify(again.structuredContent)).not.toMatch(/another conversation/);
-      expect((await other.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({ outcome: "no_matching_receipt" });
+      expect((await other.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({
+        outcome: "no_matching_receipt",
+      });
     } finally {
       await other.close();
     }
-    expect((await t.owner.receipts()).find((r) => r.deliveryId === id)).toMatchObject({ conversationId: "global-default", state: "delivered" });
-    expect((await t.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({ outcome: "delivered", deliveryId: id });
+    expect((await t.owner.receipts()).find((r) => r.deliveryId === id)).toMatchObject({
+      conversationId: "global-default",
+      state: "delivered",
+    });
+    expect((await t.lead.call("reconcile_seat_call", { deliveryId: id })).structuredContent).toMatchObject({
+      outcome: "delivered",
+      deliveryId: id,
+    });
   });
 });
 
@@ -88,14 +116,18 @@ describe.runIf(process.env.DATABASE_URL)("rule 24: nothing reconciles while the 
   beforeAll(async () => {
     const target = new URL(process.env.DATABASE_URL!);
     proxy = await startTcpFaultProxy(target.hostname, Number(target.port || 5432));
-    fleet = await startFleet("postgres", {}, {
-      databaseUrlVia: (url) => {
-        const u = new URL(url);
-        u.hostname = "127.0.0.1";
-        u.port = String(proxy.port);
-        return u.toString();
+    fleet = await startFleet(
+      "postgres",
+      {},
+      {
+        databaseUrlVia: (url) => {
+          const u = new URL(url);
+          u.hostname = "127.0.0.1";
+          u.port = String(proxy.port);
+          return u.toString();
+        },
       },
-    });
+    );
     await ownerOf(fleet.controller.url, fleet.controller.ownerToken).addMailbox("inbox");
   });
   afterAll(async () => {

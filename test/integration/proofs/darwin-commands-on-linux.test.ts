@@ -48,7 +48,10 @@ describe("darwin provider on real ps and lsof (this Linux host)", () => {
     const self = id.known ? id.value : undefined;
     const chain = await darwin.ancestry(self!);
     expect(chain.known && chain.value.chain.map((e) => e.pid).slice(0, 2)).toEqual([b.pid, process.pid]);
-    expect(await darwin.commandLine({ pid: b.pid, startTime: self!.startTime - 5 })).toMatchObject({ known: false, reason: "pid_gone" });
+    expect(await darwin.commandLine({ pid: b.pid, startTime: self!.startTime - 5 })).toMatchObject({
+      known: false,
+      reason: "pid_gone",
+    });
   });
 
   it("command line, and a non-ASCII cwd decoded from lsof's escapes, agree with /proc", async () => {
@@ -57,9 +60,13 @@ describe("darwin provider on real ps and lsof (this Linux host)", () => {
     // ps joins argv with spaces: the path with a space comes back as two words, flagged inexact; the non-ASCII letters survive.
     const argv = await darwin.commandLine(id.value);
     expect(argv).toMatchObject({ known: true, value: { isExact: false } });
-    expect(argv.known && argv.value.argv.join(" ")).toBe([process.execPath, BACKEND, join(b.cwd, "backend.json")].join(" "));
+    expect(argv.known && argv.value.argv.join(" ")).toBe(
+      [process.execPath, BACKEND, join(b.cwd, "backend.json")].join(" "),
+    );
     const cwd = await darwin.cwd(id.value);
-    const procCwd = await linux.cwd((await linux.identify(b.pid) as { known: true; value: { pid: number; startTime: number } }).value);
+    const procCwd = await linux.cwd(
+      ((await linux.identify(b.pid)) as { known: true; value: { pid: number; startTime: number } }).value,
+    );
     expect(cwd).toMatchObject({ known: true, value: b.cwd });
     expect(procCwd).toMatchObject({ known: true, value: b.cwd });
   });
@@ -67,9 +74,17 @@ describe("darwin provider on real ps and lsof (this Linux host)", () => {
   it("the backend's loopback listener and the other end of this process's own connection, from lsof", async () => {
     const b = await backend();
     const id = (await darwin.identify(b.pid)) as { known: true; value: { pid: number; startTime: number } };
-    expect(await darwin.listeners(id.value)).toMatchObject({ known: true, value: { listeners: expect.arrayContaining([{ transport: "tcp", address: "127.0.0.1", port: b.port, isLoopback: true }]) } });
+    expect(await darwin.listeners(id.value)).toMatchObject({
+      known: true,
+      value: {
+        listeners: expect.arrayContaining([{ transport: "tcp", address: "127.0.0.1", port: b.port, isLoopback: true }]),
+      },
+    });
     const { tuple } = await connectAccepted(b.port, sockets);
-    expect(await darwin.connectionPeer(tuple)).toMatchObject({ known: true, value: { isAgentEnd: true, peers: [{ pid: b.pid, startTime: id.value.startTime }], isComplete: true } });
+    expect(await darwin.connectionPeer(tuple)).toMatchObject({
+      known: true,
+      value: { isAgentEnd: true, peers: [{ pid: b.pid, startTime: id.value.startTime }], isComplete: true },
+    });
   });
 
   it("the environment needs macOS's ps -E: procps refuses it, which is race, never a guessed home", async () => {

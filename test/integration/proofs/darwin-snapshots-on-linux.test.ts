@@ -41,7 +41,9 @@ function setup() {
   // Ticks a microsecond per reading, so reads are ordered as they happen; the test moves it past the window.
   const clock = { now: 5_000, nowMs: () => (clock.now += 0.001) };
   const calls: string[] = [];
-  const run: CommandRunner = (file, args, options) => (calls.push(`${file} ${args[0]}`), runCommand(file, args, options));
+  const run: CommandRunner = (file, args, options) => (
+    calls.push(`${file} ${args[0]}`), runCommand(file, args, options)
+  );
   return { clock, calls, provider: new DarwinProofProvider(clock, run, process.getuid!(), process.pid) };
 }
 
@@ -56,7 +58,13 @@ describe("darwin snapshots on real ps and lsof (this Linux host)", () => {
     const peer = await provider.connectionPeer(tuple);
     expect(peer).toMatchObject({ known: true, value: { isAgentEnd: true, peers: [backend], isComplete: true } });
     const listeners = await provider.listeners(backend);
-    expect(listeners).toMatchObject({ known: true, completedAtMs: peer.completedAtMs, value: { listeners: expect.arrayContaining([{ transport: "tcp", address: "127.0.0.1", port: b.port, isLoopback: true }]) } });
+    expect(listeners).toMatchObject({
+      known: true,
+      completedAtMs: peer.completedAtMs,
+      value: {
+        listeners: expect.arrayContaining([{ transport: "tcp", address: "127.0.0.1", port: b.port, isLoopback: true }]),
+      },
+    });
     expect(await provider.ancestry(backend)).toMatchObject({ known: true });
     // identify's table, then the socket table and the table after it that both checks share.
     expect(calls).toEqual(["ps -axww", "lsof -nP", "ps -axww"]);
@@ -68,18 +76,49 @@ describe("darwin snapshots on real ps and lsof (this Linux host)", () => {
     const { tuple } = await connectAccepted(b.port, sockets);
     const { provider, calls, clock } = setup();
     const ids = await Promise.all([b.pid, t.pid].map((pid) => provider.identify(pid)));
-    const [backend, tui] = ids.map((f, i) => ({ pid: [b.pid, t.pid][i]!, startTime: f.known ? f.value.startTime : -1 }));
+    const [backend, tui] = ids.map((f, i) => ({
+      pid: [b.pid, t.pid][i]!,
+      startTime: f.known ? f.value.startTime : -1,
+    }));
     clock.now += SNAPSHOT_REUSE_MS + 1;
     calls.length = 0;
     const host: PaneHost = {
       kind: "herdr",
-      listPanes: async () => [{ paneId: "p", terminalId: "t", sessionId: "s", title: "", cwd: "", agentStatus: "idle" }],
-      processInfo: async (paneId) => ({ paneId, shellPid: process.pid, foregroundProcessGroupId: -1, tty: "", foregroundProcesses: [{ pid: t.pid, name: "tui", argv: [] }, { pid: b.pid, name: "backend", argv: [] }] }),
+      listPanes: async () => [
+        { paneId: "p", terminalId: "t", sessionId: "s", title: "", cwd: "", agentStatus: "idle" },
+      ],
+      processInfo: async (paneId) => ({
+        paneId,
+        shellPid: process.pid,
+        foregroundProcessGroupId: -1,
+        tty: "",
+        foregroundProcesses: [
+          { pid: t.pid, name: "tui", argv: [] },
+          { pid: b.pid, name: "backend", argv: [] },
+        ],
+      }),
       subscribe: async () => () => {},
     };
-    const proofs = await provePane({ host, provider, clock }, { pane: { paneId: "p", terminalId: "t", sessionId: "s" }, tui: tui!, backend: backend!, order: "backend_first", harness: "codex", home: "/nonexistent", connection: tuple });
+    const proofs = await provePane(
+      { host, provider, clock },
+      {
+        pane: { paneId: "p", terminalId: "t", sessionId: "s" },
+        tui: tui!,
+        backend: backend!,
+        order: "backend_first",
+        harness: "codex",
+        home: "/nonexistent",
+        connection: tuple,
+      },
+    );
     const outcome = Object.fromEntries(proofs.map((p) => [p.kind, p.outcome]));
-    expect(outcome).toMatchObject({ process_identity: "proven", creation_order: "proven", backend_listener: "proven", connection_tuple: "proven", private_home: "unknown" });
+    expect(outcome).toMatchObject({
+      process_identity: "proven",
+      creation_order: "proven",
+      backend_listener: "proven",
+      connection_tuple: "proven",
+      private_home: "unknown",
+    });
     expect(calls.sort()).toEqual(["lsof -nP", "ps -E", "ps -E", "ps -axww"]);
   });
 

@@ -9,7 +9,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LinuxProofProvider } from "../../../node-agent/proofs/linux.js";
-import { sameHome, sameIdentity, type Fact, type ProcessIdentity, type TcpTuple } from "../../../node-agent/proofs/provider.js";
+import {
+  sameHome,
+  sameIdentity,
+  type Fact,
+  type ProcessIdentity,
+  type TcpTuple,
+} from "../../../node-agent/proofs/provider.js";
 import { tempDir } from "../../kit/test-db.js";
 import { readReport } from "../../kit/tmux-pane-host.js";
 import { connectAccepted } from "../../kit/accepted-connection.js";
@@ -36,10 +42,16 @@ function known<T>(f: Fact<T>): T {
   return f.value;
 }
 
-async function startBackend(env: Record<string, string> = {}, unix = false): Promise<{ identity: ProcessIdentity; port: number; unixPath: string | undefined }> {
+async function startBackend(
+  env: Record<string, string> = {},
+  unix = false,
+): Promise<{ identity: ProcessIdentity; port: number; unixPath: string | undefined }> {
   const dir = tempDir("proof-backend");
   const unixPath = unix ? join(dir, "backend.sock") : undefined;
-  const child = spawn(process.execPath, [BACKEND, join(dir, "ready.json"), ...(unixPath ? [unixPath] : [])], { env: { ...process.env, ...env }, stdio: "ignore" });
+  const child = spawn(process.execPath, [BACKEND, join(dir, "ready.json"), ...(unixPath ? [unixPath] : [])], {
+    env: { ...process.env, ...env },
+    stdio: "ignore",
+  });
   children.push(child);
   const { pid, port } = await readReport<{ pid: number; port: number }>(join(dir, "ready.json"));
   const me = known(await provider.identify(pid));
@@ -97,7 +109,8 @@ describe("linux.LinuxProofProvider", () => {
     // agent's own end closes with it).
     socket.pause();
     process.kill(backend.identity.pid, "SIGKILL");
-    for (let i = 0; i < 200 && (await provider.identify(backend.identity.pid)).known; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && (await provider.identify(backend.identity.pid)).known; i++)
+      await new Promise((r) => setTimeout(r, 10));
     expect(known(await provider.unixConnectionPeer(fd)).peers).toEqual([]);
   });
 
@@ -123,10 +136,20 @@ describe("linux.LinuxProofProvider", () => {
     const backend = await startBackend({}, true);
     const set = known(await provider.listeners(backend.identity));
     expect(set.covers).toEqual(["tcp", "unix"]);
-    expect(set.listeners).toContainEqual({ transport: "tcp", address: "127.0.0.1", port: backend.port, isLoopback: true });
+    expect(set.listeners).toContainEqual({
+      transport: "tcp",
+      address: "127.0.0.1",
+      port: backend.port,
+      isLoopback: true,
+    });
     expect(set.listeners).toContainEqual({ transport: "unix", path: backend.unixPath });
     const open = await startBackend({ BACKEND_HOST: "0.0.0.0" });
-    expect(known(await provider.listeners(open.identity)).listeners).toContainEqual({ transport: "tcp", address: "0.0.0.0", port: open.port, isLoopback: false });
+    expect(known(await provider.listeners(open.identity)).listeners).toContainEqual({
+      transport: "tcp",
+      address: "0.0.0.0",
+      port: open.port,
+      isLoopback: false,
+    });
   });
 
   it("reads a process's private home from its environment, so a different home does not match", async () => {
@@ -136,7 +159,10 @@ describe("linux.LinuxProofProvider", () => {
     const h = known(await provider.home(backend.identity, "codex"));
     expect(h).toEqual({ variable: "CODEX_HOME", path: other });
     expect(sameHome(h.path, home, "linux")).toBe(false);
-    expect(known(await provider.home(backend.identity, "claude"))).toEqual({ variable: "HOME", path: "/home/worker/.claude" });
+    expect(known(await provider.home(backend.identity, "claude"))).toEqual({
+      variable: "HOME",
+      path: "/home/worker/.claude",
+    });
   });
 
   it("ancestry runs from the process up to init, each parent created before its child", async () => {
@@ -146,7 +172,8 @@ describe("linux.LinuxProofProvider", () => {
     expect(a.chain[0]!.pid).toBe(backend.identity.pid);
     expect(a.chain[1]!.pid).toBe(process.pid);
     expect(a.chain.at(-1)!.ppid).toBe(0);
-    for (let i = 1; i < a.chain.length; i++) expect(a.chain[i]!.startTime).toBeLessThanOrEqual(a.chain[i - 1]!.startTime);
+    for (let i = 1; i < a.chain.length; i++)
+      expect(a.chain[i]!.startTime).toBeLessThanOrEqual(a.chain[i - 1]!.startTime);
   });
 
   it("pid reuse is caught: the same pid with new start ticks is another identity, and the recorded one reads as pid_gone", async () => {
@@ -181,10 +208,14 @@ describe("linux.LinuxProofProvider", () => {
     const backend = await startBackend({ CODEX_HOME: "/root/.codex-private" });
     const { tuple } = await connectTo(backend.port);
     // The provider runs in a child that dropped to nobody, as an unprivileged agent would.
-    const out = execFileSync("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", TSX, PROBE, JSON.stringify({ ...backend.identity, tuple })], {
-      encoding: "utf8",
-      env: { ...process.env, TMPDIR: writableByAll(tempDir("probe-tmp")) },
-    });
+    const out = execFileSync(
+      "setpriv",
+      ["--reuid=65534", "--regid=65534", "--clear-groups", TSX, PROBE, JSON.stringify({ ...backend.identity, tuple })],
+      {
+        encoding: "utf8",
+        env: { ...process.env, TMPDIR: writableByAll(tempDir("probe-tmp")) },
+      },
+    );
     const seen = JSON.parse(out) as Record<string, Fact<unknown>> & { uid: number };
     expect(seen.uid).toBe(65534);
     expect(seen.identify).toMatchObject({ known: true });
@@ -197,7 +228,11 @@ describe("linux.LinuxProofProvider", () => {
   });
 
   it("a process running as another user is fully visible to a root agent", async () => {
-    const child = spawn("setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "env", "CODEX_HOME=/nonexistent/codex", "sleep", "300"], { stdio: "ignore" });
+    const child = spawn(
+      "setpriv",
+      ["--reuid=65534", "--regid=65534", "--clear-groups", "env", "CODEX_HOME=/nonexistent/codex", "sleep", "300"],
+      { stdio: "ignore" },
+    );
     children.push(child);
     let entry: Fact<unknown> | undefined;
     // setpriv execs env, which execs sleep: the pid is stable, its name settles on "sleep".

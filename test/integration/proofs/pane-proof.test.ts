@@ -47,11 +47,19 @@ async function launch(session: string, homes: { tui: string; backend: string }) 
   const dir = tempDir("pane-proof");
   const backendOut = join(dir, "backend.json");
   const tuiOut = join(dir, "tui.json");
-  tmux.type(paneId, `sh -c 'CODEX_HOME=${homes.backend} node ${BACKEND} ${backendOut} & CODEX_HOME=${homes.tui} node ${TUI} ${tuiOut}; wait'`);
+  tmux.type(
+    paneId,
+    `sh -c 'CODEX_HOME=${homes.backend} node ${BACKEND} ${backendOut} & CODEX_HOME=${homes.tui} node ${TUI} ${tuiOut}; wait'`,
+  );
   const b = await readReport<{ pid: number; port: number }>(backendOut);
   const t = await readReport<{ pid: number }>(tuiOut);
   const pane = (await tmux.listPanes()).find((p) => p.paneId === paneId)!;
-  return { pane: { paneId, terminalId: pane.terminalId, sessionId: pane.sessionId }, backend: await identity(b.pid), tui: await identity(t.pid), port: b.port };
+  return {
+    pane: { paneId, terminalId: pane.terminalId, sessionId: pane.sessionId },
+    backend: await identity(b.pid),
+    tui: await identity(t.pid),
+    port: b.port,
+  };
 }
 
 const connectTo = async (port: number) => (await connectAccepted(port, sockets)).tuple;
@@ -63,7 +71,15 @@ describe("pane-proof.provePane", () => {
 
   it("a TUI and its backend launched in the pane's foreground, with one private home, reached by the agent's own connection: every proof is proven", async () => {
     const l = await launch("proven", { tui: home, backend: home });
-    const req: PaneProofRequest = { pane: l.pane, tui: l.tui, backend: l.backend, order: "backend_first", harness: "codex", home, connection: await connectTo(l.port) };
+    const req: PaneProofRequest = {
+      pane: l.pane,
+      tui: l.tui,
+      backend: l.backend,
+      order: "backend_first",
+      harness: "codex",
+      home,
+      connection: await connectTo(l.port),
+    };
     const proofs = await provePane(deps, req);
     expect(proofs.map((p) => p.kind)).toEqual([...PANE_PROOF_KINDS]);
     expect(proofs.filter((p) => p.outcome !== "proven").map((p) => `${p.kind}: ${p.detail}`)).toEqual([]);
@@ -71,14 +87,30 @@ describe("pane-proof.provePane", () => {
 
   it("the wrong creation order is refuted", async () => {
     const l = await launch("order", { tui: home, backend: home });
-    const proofs = await provePane(deps, { pane: l.pane, tui: l.tui, backend: l.backend, order: "tui_first", harness: "codex", home, connection: await connectTo(l.port) });
+    const proofs = await provePane(deps, {
+      pane: l.pane,
+      tui: l.tui,
+      backend: l.backend,
+      order: "tui_first",
+      harness: "codex",
+      home,
+      connection: await connectTo(l.port),
+    });
     expect(outcomes(proofs)).toMatchObject({ creation_order: "refuted", foreground_ancestry: "proven" });
   });
 
   it("a backend with a different private home than the TUI is refused", async () => {
     const other = tempDir("codex-other");
     const l = await launch("homes", { tui: home, backend: other });
-    const proofs = await provePane(deps, { pane: l.pane, tui: l.tui, backend: l.backend, order: "backend_first", harness: "codex", home, connection: await connectTo(l.port) });
+    const proofs = await provePane(deps, {
+      pane: l.pane,
+      tui: l.tui,
+      backend: l.backend,
+      order: "backend_first",
+      harness: "codex",
+      home,
+      connection: await connectTo(l.port),
+    });
     expect(outcomes(proofs)).toMatchObject({ private_home: "refuted", connection_tuple: "proven" });
   });
 
@@ -86,14 +118,30 @@ describe("pane-proof.provePane", () => {
     const here = await launch("titled", { tui: home, backend: home });
     const elsewhere = await launch("elsewhere", { tui: home, backend: home });
     tmux.tmux("select-pane", "-t", here.pane.paneId, "-T", "codex");
-    const proofs = await provePane(deps, { pane: here.pane, tui: elsewhere.tui, backend: elsewhere.backend, order: "backend_first", harness: "codex", home, connection: await connectTo(elsewhere.port) });
+    const proofs = await provePane(deps, {
+      pane: here.pane,
+      tui: elsewhere.tui,
+      backend: elsewhere.backend,
+      order: "backend_first",
+      harness: "codex",
+      home,
+      connection: await connectTo(elsewhere.port),
+    });
     expect(outcomes(proofs)).toMatchObject({ pane_identity: "proven", foreground_ancestry: "refuted" });
   });
 
   it("a connection that reaches another process's listener is not the backend's", async () => {
     const l = await launch("decoy", { tui: home, backend: home });
     const decoy = await launch("decoy-other", { tui: home, backend: home });
-    const proofs = await provePane(deps, { pane: l.pane, tui: l.tui, backend: l.backend, order: "backend_first", harness: "codex", home, connection: await connectTo(decoy.port) });
+    const proofs = await provePane(deps, {
+      pane: l.pane,
+      tui: l.tui,
+      backend: l.backend,
+      order: "backend_first",
+      harness: "codex",
+      home,
+      connection: await connectTo(decoy.port),
+    });
     expect(outcomes(proofs)).toMatchObject({ backend_listener: "refuted", connection_tuple: "refuted" });
   });
 
@@ -104,12 +152,28 @@ describe("pane-proof.provePane", () => {
     // Its pid stays until the shell reaps it; either way the recorded lifetime is over.
     let proofs: ProofFact[] = [];
     for (let i = 0; i < 100; i++) {
-      proofs = await provePane(deps, { pane: l.pane, tui: l.tui, backend: l.backend, order: "backend_first", harness: "codex", home, connection });
+      proofs = await provePane(deps, {
+        pane: l.pane,
+        tui: l.tui,
+        backend: l.backend,
+        order: "backend_first",
+        harness: "codex",
+        home,
+        connection,
+      });
       if (outcomes(proofs).process_identity === "refuted") break;
       await new Promise((r) => setTimeout(r, 20));
     }
     expect(outcomes(proofs).process_identity).toBe("refuted");
-    const moved = await provePane(deps, { pane: { ...l.pane, terminalId: "@999" }, tui: l.tui, backend: l.backend, order: "backend_first", harness: "codex", home, connection });
+    const moved = await provePane(deps, {
+      pane: { ...l.pane, terminalId: "@999" },
+      tui: l.tui,
+      backend: l.backend,
+      order: "backend_first",
+      harness: "codex",
+      home,
+      connection,
+    });
     expect(outcomes(moved).pane_identity).toBe("refuted");
   });
 });

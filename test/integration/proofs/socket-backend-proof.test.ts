@@ -11,7 +11,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LinuxProofProvider } from "../../../node-agent/proofs/linux.js";
-import { proveSocketBackend, SOCKET_BACKEND_PROOF_KINDS, type SocketBackendProofRequest } from "../../../node-agent/proofs/socket-backend-proof.js";
+import {
+  proveSocketBackend,
+  SOCKET_BACKEND_PROOF_KINDS,
+  type SocketBackendProofRequest,
+} from "../../../node-agent/proofs/socket-backend-proof.js";
 import { systemMonotonicClock, type ProofFact } from "../../../node-agent/proofs/proof.js";
 import type { ProcessIdentity } from "../../../node-agent/proofs/provider.js";
 import { tempDir } from "../../kit/test-db.js";
@@ -37,7 +41,10 @@ async function identity(pid: number): Promise<ProcessIdentity> {
 async function daemon(home: string): Promise<{ identity: ProcessIdentity; socketPath: string }> {
   const dir = tempDir("daemon");
   const socketPath = join(dir, "app-server-control.sock");
-  const child = spawn(process.execPath, [BACKEND, join(dir, "ready.json"), socketPath], { env: { ...process.env, CODEX_HOME: home }, stdio: "ignore" });
+  const child = spawn(process.execPath, [BACKEND, join(dir, "ready.json"), socketPath], {
+    env: { ...process.env, CODEX_HOME: home },
+    stdio: "ignore",
+  });
   children.push(child);
   const { pid } = await readReport<{ pid: number }>(join(dir, "ready.json"));
   return { identity: await identity(pid), socketPath };
@@ -45,7 +52,10 @@ async function daemon(home: string): Promise<{ identity: ProcessIdentity; socket
 
 async function tuiJoined(home: string, socketPath: string): Promise<ProcessIdentity> {
   const out = join(tempDir("tui"), "ready.json");
-  const child = spawn(process.execPath, [TUI, out, socketPath], { env: { ...process.env, CODEX_HOME: home }, stdio: "ignore" });
+  const child = spawn(process.execPath, [TUI, out, socketPath], {
+    env: { ...process.env, CODEX_HOME: home },
+    stdio: "ignore",
+  });
   children.push(child);
   return identity((await readReport<{ pid: number }>(out)).pid);
 }
@@ -65,7 +75,14 @@ describe("socket-backend-proof.proveSocketBackend", () => {
   it("a TUI joined to its home's daemon, reached by the agent's own connection on the same path: every proof is proven", async () => {
     const home = tempDir("codex-home");
     const d = await daemon(home);
-    const req: SocketBackendProofRequest = { tui: await tuiJoined(home, d.socketPath), backend: d.identity, harness: "codex", home, socketPath: d.socketPath, agentFd: await agentConnection(d.socketPath) };
+    const req: SocketBackendProofRequest = {
+      tui: await tuiJoined(home, d.socketPath),
+      backend: d.identity,
+      harness: "codex",
+      home,
+      socketPath: d.socketPath,
+      agentFd: await agentConnection(d.socketPath),
+    };
     const proofs = await proveSocketBackend(deps, req);
     expect(proofs.map((p) => p.kind)).toEqual([...SOCKET_BACKEND_PROOF_KINDS]);
     expect(proofs.filter((p) => p.outcome !== "proven")).toEqual([]);
@@ -76,7 +93,14 @@ describe("socket-backend-proof.proveSocketBackend", () => {
     const d = await daemon(home);
     const link = join(tempDir("codex-home-control"), "app-server-control.sock");
     symlinkSync(d.socketPath, link);
-    const req: SocketBackendProofRequest = { tui: await tuiJoined(home, link), backend: d.identity, harness: "codex", home, socketPath: link, agentFd: await agentConnection(link) };
+    const req: SocketBackendProofRequest = {
+      tui: await tuiJoined(home, link),
+      backend: d.identity,
+      harness: "codex",
+      home,
+      socketPath: link,
+      agentFd: await agentConnection(link),
+    };
     expect((await proveSocketBackend(deps, req)).filter((p) => p.outcome !== "proven")).toEqual([]);
   });
 
@@ -85,17 +109,41 @@ describe("socket-backend-proof.proveSocketBackend", () => {
     const d = await daemon(home);
     const decoy = await daemon(home);
     const tui = await tuiJoined(home, decoy.socketPath);
-    const proofs = await proveSocketBackend(deps, { tui, backend: d.identity, harness: "codex", home, socketPath: d.socketPath, agentFd: await agentConnection(decoy.socketPath) });
-    expect(outcomes(proofs)).toMatchObject({ connection_socket: "refuted", tui_connection: "refuted", backend_listener: "proven", private_home: "proven", process_identity: "proven" });
+    const proofs = await proveSocketBackend(deps, {
+      tui,
+      backend: d.identity,
+      harness: "codex",
+      home,
+      socketPath: d.socketPath,
+      agentFd: await agentConnection(decoy.socketPath),
+    });
+    expect(outcomes(proofs)).toMatchObject({
+      connection_socket: "refuted",
+      tui_connection: "refuted",
+      backend_listener: "proven",
+      private_home: "proven",
+      process_identity: "proven",
+    });
   });
 
   it("a daemon of another home is refuted; a daemon that has exited is refuted, not unknown", async () => {
     const home = tempDir("codex-home");
     const d = await daemon(tempDir("other-home"));
-    const req = { tui: await tuiJoined(home, d.socketPath), backend: d.identity, harness: "codex" as const, home, socketPath: d.socketPath, agentFd: await agentConnection(d.socketPath) };
-    expect(outcomes(await proveSocketBackend(deps, req))).toMatchObject({ private_home: "refuted", connection_socket: "proven" });
+    const req = {
+      tui: await tuiJoined(home, d.socketPath),
+      backend: d.identity,
+      harness: "codex" as const,
+      home,
+      socketPath: d.socketPath,
+      agentFd: await agentConnection(d.socketPath),
+    };
+    expect(outcomes(await proveSocketBackend(deps, req))).toMatchObject({
+      private_home: "refuted",
+      connection_socket: "proven",
+    });
     process.kill(d.identity.pid, "SIGKILL");
-    for (let i = 0; i < 200 && (await provider.identify(d.identity.pid)).known; i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && (await provider.identify(d.identity.pid)).known; i++)
+      await new Promise((r) => setTimeout(r, 10));
     const gone = outcomes(await proveSocketBackend(deps, req));
     expect(gone.process_identity).toBe("refuted");
     expect(gone.connection_socket).toBe("refuted");

@@ -5,7 +5,11 @@
  */
 import { LinuxProofProvider } from "../../../node-agent/proofs/linux.js";
 
-const target = JSON.parse(process.argv[2] ?? "{}") as { pid: number; startTime: number; tuple?: { localAddress: string; localPort: number; remoteAddress: string; remotePort: number } };
+const target = JSON.parse(process.argv[2] ?? "{}") as {
+  pid: number;
+  startTime: number;
+  tuple?: { localAddress: string; localPort: number; remoteAddress: string; remotePort: number };
+};
 const provider = new LinuxProofProvider();
 const out = {
   uid: process.getuid?.(),

@@ -105,35 +105,58 @@ const enrolled = ok(`{"fleetId":"f","machine":"m1","notAfter":"2026-12-02T00:00:
 
 describe("fleet deploy to macOS: a launchd LaunchAgent", () => {
   /** How a fresh Mac with Homebrew's node answers; `over` answers first. */
-  const macAnswer = (over: (c: Call) => ExecResult | undefined = () => undefined) => (c: Call): ExecResult | undefined => {
-    const o = over(c);
-    if (o) return o;
-    if (c.command === "uname -s") return ok("Darwin\n");
-    if (c.command.startsWith("command -v node")) return ok("/opt/homebrew/bin/node\n");
-    if (c.command.endsWith("--version")) return ok("v22.11.0\n");
-    if (c.command.startsWith("printf %s")) return ok("/Users/ann");
-    if (c.command.startsWith("df -Pk")) return ok("5000000\n");
-    if (c.command.startsWith("readlink") || (c.command.startsWith("cat ") && c.command.endsWith("identity.json"))) return { code: 1, stdout: "", stderr: "no such file" };
-    if (c.command.includes("agent --join-only")) return enrolled;
-    if (c.command.includes("launchctl")) return ok("launchd (gui/501)\n");
-    return undefined;
-  };
+  const macAnswer =
+    (over: (c: Call) => ExecResult | undefined = () => undefined) =>
+    (c: Call): ExecResult | undefined => {
+      const o = over(c);
+      if (o) return o;
+      if (c.command === "uname -s") return ok("Darwin\n");
+      if (c.command.startsWith("command -v node")) return ok("/opt/homebrew/bin/node\n");
+      if (c.command.endsWith("--version")) return ok("v22.11.0\n");
+      if (c.command.startsWith("printf %s")) return ok("/Users/ann");
+      if (c.command.startsWith("df -Pk")) return ok("5000000\n");
+      if (c.command.startsWith("readlink") || (c.command.startsWith("cat ") && c.command.endsWith("identity.json")))
+        return { code: 1, stdout: "", stderr: "no such file" };
+      if (c.command.includes("agent --join-only")) return enrolled;
+      if (c.command.includes("launchctl")) return ok("launchd (gui/501)\n");
+      return undefined;
+    };
   const mac = () => scriptedHost(macAnswer());
 
   it("installs the plist for the current release and (re)loads it with launchctl; the token goes on stdin only", async () => {
     const host = mac();
     const report = await runDeploy(host.session);
-    expect(report).toMatchObject({ os: "Darwin", service: "launchd (gui/501)", identityKept: false, release: "0.1.0-abcdef123456" });
+    expect(report).toMatchObject({
+      os: "Darwin",
+      service: "launchd (gui/501)",
+      identityKept: false,
+      release: "0.1.0-abcdef123456",
+    });
     expect(host.uploads).toEqual(["/Users/ann/.clankie-agent/releases/0.1.0-abcdef123456.tgz"]);
     const cmds = host.calls.map((c) => c.command);
     for (const c of cmds) expect(c).not.toContain(TOKEN);
     expect(host.calls.find((c) => c.command.includes("agent --join-only"))!.stdin).toBe(`${TOKEN}\n`);
     // BSD tools: no GNU `mv -T`, no systemd.
     expect(cmds.join("\n")).not.toMatch(/mv -T|systemctl/);
-    const plistWrite = host.calls.find((c) => c.command.startsWith("cat > '/Users/ann/.clankie-agent'/dev.clankie.agent.plist.new"))!;
+    const plistWrite = host.calls.find((c) =>
+      c.command.startsWith("cat > '/Users/ann/.clankie-agent'/dev.clankie.agent.plist.new"),
+    )!;
     const plist = parsePlist(plistWrite.stdin!) as Record<string, unknown>;
-    expect(plist).toMatchObject({ Label: "dev.clankie.agent", KeepAlive: true, RunAtLoad: true, WorkingDirectory: "/Users/ann/.clankie-agent/state" });
-    expect(plist.ProgramArguments).toEqual(["/opt/homebrew/bin/node", "/Users/ann/.clankie-agent/current/dist/controller/cli/main.js", "agent", "--state-dir", "/Users/ann/.clankie-agent/state", "--log-level", "info"]);
+    expect(plist).toMatchObject({
+      Label: "dev.clankie.agent",
+      KeepAlive: true,
+      RunAtLoad: true,
+      WorkingDirectory: "/Users/ann/.clankie-agent/state",
+    });
+    expect(plist.ProgramArguments).toEqual([
+      "/opt/homebrew/bin/node",
+      "/Users/ann/.clankie-agent/current/dist/controller/cli/main.js",
+      "agent",
+      "--state-dir",
+      "/Users/ann/.clankie-agent/state",
+      "--log-level",
+      "info",
+    ]);
     // The current link is set before the service starts, and every sh command parses.
     const link = cmds.findIndex((c) => c.includes("/current'") && c.startsWith("ln -sfn"));
     expect(link).toBeGreaterThan(-1);
@@ -153,21 +176,49 @@ describe("fleet deploy to macOS: a launchd LaunchAgent", () => {
       }),
     );
     const report = await runDeploy(host.session, { rollback: true });
-    expect(report).toMatchObject({ os: "Darwin", release: "old", previous: "new", identityKept: true, service: "launchd (user/501)" });
+    expect(report).toMatchObject({
+      os: "Darwin",
+      release: "old",
+      previous: "new",
+      identityKept: true,
+      service: "launchd (user/501)",
+    });
     const swap = host.calls.find((c) => c.command.includes("ln -sfn"))!.command;
-    expect(swap).toBe(`ln -sfn '${rel("new")}' '/Users/ann/.clankie-agent/previous' && ln -sfn '${rel("old")}' '/Users/ann/.clankie-agent/current'`);
+    expect(swap).toBe(
+      `ln -sfn '${rel("new")}' '/Users/ann/.clankie-agent/previous' && ln -sfn '${rel("old")}' '/Users/ann/.clankie-agent/current'`,
+    );
     expect(host.calls.some((c) => c.command.includes("--join"))).toBe(false);
   });
 
   it("a failure on the target keeps the target CLI's typed code (a used join token), else is failed_precondition, never internal; it says what was left", async () => {
-    const used = scriptedHost(macAnswer((c) => (c.command.includes("agent --join-only") ? { code: 1, stdout: `{"error":{"code":"permission_denied","message":"this join token was already used; nothing was registered"}}\n`, stderr: "" } : undefined)));
+    const used = scriptedHost(
+      macAnswer((c) =>
+        c.command.includes("agent --join-only")
+          ? {
+              code: 1,
+              stdout: `{"error":{"code":"permission_denied","message":"this join token was already used; nothing was registered"}}\n`,
+              stderr: "",
+            }
+          : undefined,
+      ),
+    );
     const e1 = await failure(runDeploy(used.session));
     expect(e1.code).toBe("permission_denied");
-    expect(e1.message).toMatch(/^step 4\/6 \(enroll \(join token over stdin\)\) failed: enrollment refused: this join token was already used; nothing was registered\. Left behind on mac\.example: the copied release 0\.1\.0-abcdef123456 \(not active\)\.$/);
-    const denied = scriptedHost(macAnswer((c) => (c.command.startsWith("mkdir -p") ? { code: 1, stdout: "", stderr: "mkdir: /Users/ann/.clankie-agent: Permission denied" } : undefined)));
+    expect(e1.message).toMatch(
+      /^step 4\/6 \(enroll \(join token over stdin\)\) failed: enrollment refused: this join token was already used; nothing was registered\. Left behind on mac\.example: the copied release 0\.1\.0-abcdef123456 \(not active\)\.$/,
+    );
+    const denied = scriptedHost(
+      macAnswer((c) =>
+        c.command.startsWith("mkdir -p")
+          ? { code: 1, stdout: "", stderr: "mkdir: /Users/ann/.clankie-agent: Permission denied" }
+          : undefined,
+      ),
+    );
     const e2 = await failure(runDeploy(denied.session));
     expect(e2.code).toBe("failed_precondition");
-    expect(e2.message).toMatch(/step 2\/6 \(check the target\) failed: create the install directory: exit 1: mkdir: .*Permission denied\. Nothing was left on mac\.example\./);
+    expect(e2.message).toMatch(
+      /step 2\/6 \(check the target\) failed: create the install directory: exit 1: mkdir: .*Permission denied\. Nothing was left on mac\.example\./,
+    );
   });
 
   it("ln -sfn, the macOS swap, replaces a link to a directory instead of creating one inside it (run here with real ln)", () => {
@@ -193,10 +244,20 @@ describe("fleet deploy to macOS: a launchd LaunchAgent", () => {
     for (const gui of [true, false]) {
       rmSync(log, { force: true });
       writeFileSync(join(bin, "launchctl"), recorder(gui), { mode: 0o755 });
-      const out = execFileSync("sh", ["-c", launchdRestartCommands(d)], { env: { PATH: `${bin}:/usr/bin:/bin`, HOME: fakeHome } }).toString().trim();
+      const out = execFileSync("sh", ["-c", launchdRestartCommands(d)], {
+        env: { PATH: `${bin}:/usr/bin:/bin`, HOME: fakeHome },
+      })
+        .toString()
+        .trim();
       const domain = gui ? `gui/${process.getuid!()}` : `user/${process.getuid!()}`;
       expect(out).toBe(`launchd (${domain})`);
-      expect(execFileSync("cat", [log]).toString().trim().split("\n")).toEqual([`print gui/${process.getuid!()}`, `bootout ${domain}/dev.clankie.agent`, `bootstrap ${domain} ${fakeHome}/Library/LaunchAgents/dev.clankie.agent.plist`, `bootstrap ${domain} ${fakeHome}/Library/LaunchAgents/dev.clankie.agent.plist`, `kickstart -k ${domain}/dev.clankie.agent`]);
+      expect(execFileSync("cat", [log]).toString().trim().split("\n")).toEqual([
+        `print gui/${process.getuid!()}`,
+        `bootout ${domain}/dev.clankie.agent`,
+        `bootstrap ${domain} ${fakeHome}/Library/LaunchAgents/dev.clankie.agent.plist`,
+        `bootstrap ${domain} ${fakeHome}/Library/LaunchAgents/dev.clankie.agent.plist`,
+        `kickstart -k ${domain}/dev.clankie.agent`,
+      ]);
     }
   });
 });
@@ -212,7 +273,12 @@ describe("fleet deploy's SSH errors", () => {
         srv.close(() => resolve(port));
       });
     });
-    const e = await failure(openSsh({ host: "127.0.0.1", port: closed, username: "root" }, { identityFile: key, knownHosts: join(temp(), "known_hosts"), acceptNew: true }));
+    const e = await failure(
+      openSsh(
+        { host: "127.0.0.1", port: closed, username: "root" },
+        { identityFile: key, knownHosts: join(temp(), "known_hosts"), acceptNew: true },
+      ),
+    );
     expect(e.code).toBe("host_unreachable");
     expect(e.message).toMatch(new RegExp(`^ssh root@127\\.0\\.0\\.1:${closed}: connect ECONNREFUSED`));
   });
@@ -223,11 +289,24 @@ describe("fleet deploy to Windows: a Scheduled Task, through PowerShell", () => 
   const NODE = "C:\\Program Files\\nodejs\\node.exe";
   const win = () =>
     scriptedHost((c) => {
-      if (c.command === "uname -s") return { code: 1, stdout: "", stderr: "'uname' is not recognized as an internal or external command" };
+      if (c.command === "uname -s")
+        return { code: 1, stdout: "", stderr: "'uname' is not recognized as an internal or external command" };
       if (c.command.includes("[Environment]::OSVersion.Platform")) return ok("Win32NT\r\n");
-      if (c.script?.includes("ConvertTo-Json")) return ok(JSON.stringify({ node: NODE, version: "v22.11.0", dir: DIR, freeKb: 9_000_000, current: "", previous: "", identity: "" }) + "\r\n");
+      if (c.script?.includes("ConvertTo-Json"))
+        return ok(
+          JSON.stringify({
+            node: NODE,
+            version: "v22.11.0",
+            dir: DIR,
+            freeKb: 9_000_000,
+            current: "",
+            previous: "",
+            identity: "",
+          }) + "\r\n",
+        );
       if (c.script?.includes("--join-only")) return enrolled;
-      if (c.script?.includes("install-agent.ps1")) return ok("installed and started scheduled task 'Clankie Fleet agent' for PC\\ann\r\n");
+      if (c.script?.includes("install-agent.ps1"))
+        return ok("installed and started scheduled task 'Clankie Fleet agent' for PC\\ann\r\n");
       return undefined;
     });
 
@@ -240,14 +319,25 @@ describe("fleet deploy to Windows: a Scheduled Task, through PowerShell", () => 
   it("every command is one encoded PowerShell script within cmd.exe's limit; the token travels on stdin only", async () => {
     const host = win();
     const report = await runDeploy(host.session);
-    expect(report).toMatchObject({ os: "Windows", service: "scheduled-task", release: "0.1.0-abcdef123456", identityKept: false });
+    expect(report).toMatchObject({
+      os: "Windows",
+      service: "scheduled-task",
+      release: "0.1.0-abcdef123456",
+      identityKept: false,
+    });
     const scripted = host.calls.slice(2);
     expect(scripted.length).toBeGreaterThanOrEqual(5);
     for (const c of scripted) {
-      expect(c.command).toMatch(/^powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/);
+      expect(c.command).toMatch(
+        /^powershell -NoProfile -NonInteractive -ExecutionPolicy Bypass -EncodedCommand [A-Za-z0-9+/=]+$/,
+      );
       expect(c.command.length).toBeLessThanOrEqual(CMD_MAX);
       expect(c.script).toBeDefined();
-      for (const [open, close] of [["(", ")"], ["{", "}"]] as const) expect(c.script!.split(open).length, c.script).toBe(c.script!.split(close).length);
+      for (const [open, close] of [
+        ["(", ")"],
+        ["{", "}"],
+      ] as const)
+        expect(c.script!.split(open).length, c.script).toBe(c.script!.split(close).length);
     }
     for (const c of host.calls) expect(c.command + (c.script ?? "")).not.toContain(TOKEN);
     const enroll = host.calls.find((c) => c.script?.includes("--join-only"))!;
@@ -264,7 +354,14 @@ describe("fleet deploy to Windows: a Scheduled Task, through PowerShell", () => 
     expect(install.startsWith("\uFEFF")).toBe(true);
     expect(install).toContain(`-Execute '${NODE}'`);
     const line = /-Argument '((?:[^']|'')*)'/.exec(install)![1]!.replace(/''/g, "'");
-    expect(splitWindowsCommandLine(`node.exe ${line}`).slice(1)).toEqual([`${DIR}\\current\\dist\\controller\\cli\\main.js`, "agent", "--state-dir", `${DIR}\\state`, "--log-level", "info"]);
+    expect(splitWindowsCommandLine(`node.exe ${line}`).slice(1)).toEqual([
+      `${DIR}\\current\\dist\\controller\\cli\\main.js`,
+      "agent",
+      "--state-dir",
+      `${DIR}\\state`,
+      "--log-level",
+      "info",
+    ]);
     // The junction is repointed after the task is stopped, and before the install script starts it again.
     const i = (s: string) => host.calls.findIndex((c) => c.script?.includes(s));
     const activate = host.calls[i("-ItemType Junction")]!.script!;

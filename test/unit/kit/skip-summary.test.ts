@@ -19,7 +19,16 @@ describe("skipSummary", () => {
     const pg = file("pg.test.ts", 'describe.runIf(available("postgres"))("y", () => {});');
     const code = file("todo.test.ts", "it.skip('later', () => {});");
     const ran = file("ran.test.ts", "");
-    const line = skipSummary([{ file: dash, skipped: 4 }, { file: pg, skipped: 2 }, { file: code, skipped: 1 }, { file: ran, skipped: 0 }], root, () => false);
+    const line = skipSummary(
+      [
+        { file: dash, skipped: 4 },
+        { file: pg, skipped: 2 },
+        { file: code, skipped: 1 },
+        { file: ran, skipped: 0 },
+      ],
+      root,
+      () => false,
+    );
     expect(line).toBe(
       "skipped: 4 tests (no Chromium at /usr/bin/chromium; apt-get install chromium: dash.test.ts); 2 tests (no PostgreSQL (DATABASE_URL unset); set DATABASE_URL=postgres://…: pg.test.ts); 1 test (skipped in code: todo.test.ts); the PostgreSQL half of the both-drivers suites (DATABASE_URL unset: they ran on PGlite only)",
     );
@@ -27,6 +36,8 @@ describe("skipSummary", () => {
   });
 
   it("says nothing was skipped when everything was available and ran", () => {
-    expect(skipSummary([{ file: file("a.test.ts", 'available("chromium")'), skipped: 0 }], root, () => true)).toBe("skipped: nothing");
+    expect(skipSummary([{ file: file("a.test.ts", 'available("chromium")'), skipped: 0 }], root, () => true)).toBe(
+      "skipped: nothing",
+    );
   });
 });

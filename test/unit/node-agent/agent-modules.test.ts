@@ -18,7 +18,12 @@ const dir = mkdtempSync(join(tmpdir(), "clankie-agent-modules-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // Packages only the worker-side tools need.
-const WORKER_ONLY = ["/node_modules/@modelcontextprotocol/sdk/", "/node_modules/zod/", "/node_modules/zod-to-json-schema/", "/node_modules/ajv/"];
+const WORKER_ONLY = [
+  "/node_modules/@modelcontextprotocol/sdk/",
+  "/node_modules/zod/",
+  "/node_modules/zod-to-json-schema/",
+  "/node_modules/ajv/",
+];
 
 function modulesLoadedBy(entry: string, name: string): string[] {
   const log = join(dir, `${name}.log`);
@@ -30,7 +35,10 @@ function modulesLoadedBy(entry: string, name: string): string[] {
     await import(${JSON.stringify(join(DIST, entry))});
     process.exit(0);
   `;
-  execFileSync(process.execPath, ["--input-type=module", "-e", program], { env: { ...process.env, MODULE_LOG: log }, encoding: "utf8" });
+  execFileSync(process.execPath, ["--input-type=module", "-e", program], {
+    env: { ...process.env, MODULE_LOG: log },
+    encoding: "utf8",
+  });
   return readFileSync(log, "utf8").split("\n").filter(Boolean);
 }
 

@@ -3,9 +3,15 @@ import { callFingerprint, canonicalJson, contentFingerprint, normalizeContent } 
 
 describe("fingerprint.callFingerprint", () => {
   it("binds a receipt to tool and arguments regardless of key order (rule 6)", () => {
-    expect(callFingerprint("message_seat", { seat: "a", message: "hi" })).toBe(callFingerprint("message_seat", { message: "hi", seat: "a" }));
-    expect(callFingerprint("message_seat", { seat: "a", message: "hi" })).not.toBe(callFingerprint("hire_agent", { seat: "a", message: "hi" }));
-    expect(callFingerprint("message_seat", { seat: "a", message: "hi" })).not.toBe(callFingerprint("message_seat", { seat: "a", message: "hi!" }));
+    expect(callFingerprint("message_seat", { seat: "a", message: "hi" })).toBe(
+      callFingerprint("message_seat", { message: "hi", seat: "a" }),
+    );
+    expect(callFingerprint("message_seat", { seat: "a", message: "hi" })).not.toBe(
+      callFingerprint("hire_agent", { seat: "a", message: "hi" }),
+    );
+    expect(callFingerprint("message_seat", { seat: "a", message: "hi" })).not.toBe(
+      callFingerprint("message_seat", { seat: "a", message: "hi!" }),
+    );
   });
   it("never contains the request text", () => {
     const fp = callFingerprint("message_seat", { seat: "a", message: "secret plan" });

@@ -4,9 +4,22 @@
  * a raw regular expression a newcomer has to decode; ids are canonical (issue 32 items 4 and 7).
  */
 import { describe, expect, it } from "vitest";
-import { assertSeatRef, assertValidName, canonicalRef, canonicalUuid, isValidName, parseSeatId, parseUuid } from "../../../shared/ids.js";
+import {
+  assertSeatRef,
+  assertValidName,
+  canonicalRef,
+  canonicalUuid,
+  isValidName,
+  parseSeatId,
+  parseUuid,
+} from "../../../shared/ids.js";
 import { quoteInput } from "../../../shared/public-text.js";
-import { assertJournalText, assertWellFormedText, InvalidTextError, isWellFormedText } from "../../../shared/well-formed-text.js";
+import {
+  assertJournalText,
+  assertWellFormedText,
+  InvalidTextError,
+  isWellFormedText,
+} from "../../../shared/well-formed-text.js";
 import { assertConversationId } from "../../../controller/leads/conversations.js";
 
 describe("seat and machine names", () => {
@@ -20,7 +33,9 @@ describe("seat and machine names", () => {
   });
 
   it("a refused name is explained in words, with the value quoted, and no regex source", () => {
-    expect(() => assertValidName("seat name", "in\u001bbox")).toThrow(/^seat name must be 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit; got "in\\u001bbox"$/);
+    expect(() => assertValidName("seat name", "in\u001bbox")).toThrow(
+      /^seat name must be 1 to 64 letters, digits, dots, dashes or underscores, starting with a letter or digit; got "in\\u001bbox"$/,
+    );
     try {
       assertValidName("machine name", "bad name");
     } catch (e) {
@@ -29,7 +44,9 @@ describe("seat and machine names", () => {
   });
 
   it("a refused conversation id is explained in words too", () => {
-    expect(() => assertConversationId("no spaces")).toThrow(/conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores.*got "no spaces"/);
+    expect(() => assertConversationId("no spaces")).toThrow(
+      /conversation id must be 1 to 128 letters, digits, dots, colons, dashes or underscores.*got "no spaces"/,
+    );
   });
 });
 
@@ -54,7 +71,9 @@ describe("issue 32 item 7: error texts quote at most 100 characters of an input"
   it("quotes a short input whole, as JSON, and a long one cut at 100 with its length", () => {
     expect(quoteInput("in\u0000box")).toBe('"in\\u0000box"');
     expect(quoteInput("s".repeat(10_000))).toBe(`"${"s".repeat(100)}"… (10000 characters)`);
-    expect(() => parseUuid("deliveryId", "x".repeat(5000))).toThrow(/^deliveryId must be a UUID, got "x{100}"… \(5000 characters\)$/);
+    expect(() => parseUuid("deliveryId", "x".repeat(5000))).toThrow(
+      /^deliveryId must be a UUID, got "x{100}"… \(5000 characters\)$/,
+    );
     expect(() => assertValidName("seat name", "n".repeat(10_000))).toThrow(/got "n{100}"… \(10000 characters\)$/);
   });
 

@@ -6,7 +6,8 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { readBodyBounded, type BodySource } from "../../../shared/read-body.js";
 
-const source = (headers: Record<string, string> = {}): PassThrough & BodySource => Object.assign(new PassThrough(), { headers });
+const source = (headers: Record<string, string> = {}): PassThrough & BodySource =>
+  Object.assign(new PassThrough(), { headers });
 
 describe("shared/read-body.readBodyBounded", () => {
   it("a body within the limit is read whole, one chunk or many", async () => {

@@ -26,9 +26,14 @@ describe("terminal text", () => {
   });
 
   it("a block keeps its lines but indents each, so none can look like a header", () => {
-    const fake = "hello\n#2 2026-01-01T00:00:00.000Z from global-default (00000000-0000-4000-8000-000000000000)\nbye\u001b[0m";
+    const fake =
+      "hello\n#2 2026-01-01T00:00:00.000Z from global-default (00000000-0000-4000-8000-000000000000)\nbye\u001b[0m";
     const lines = visibleBlock(fake).split("\n");
-    expect(lines).toEqual(["  | hello", "  | #2 2026-01-01T00:00:00.000Z from global-default (00000000-0000-4000-8000-000000000000)", "  | bye\\x1b[0m"]);
+    expect(lines).toEqual([
+      "  | hello",
+      "  | #2 2026-01-01T00:00:00.000Z from global-default (00000000-0000-4000-8000-000000000000)",
+      "  | bye\\x1b[0m",
+    ]);
   });
 
   it("plain text without controls is unchanged (inline)", () => {

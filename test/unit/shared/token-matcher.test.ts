@@ -10,7 +10,15 @@ describe("tokenMatcher (issue 17 item 2)", () => {
   it("issue 17: agrees with tokensEqual on the right token and on every wrong one", () => {
     const token = newToken("agent");
     const matches = tokenMatcher(token);
-    for (const presented of [token, undefined, "", token.slice(1), `${token}x`, newToken("agent"), token.toUpperCase()]) {
+    for (const presented of [
+      token,
+      undefined,
+      "",
+      token.slice(1),
+      `${token}x`,
+      newToken("agent"),
+      token.toUpperCase(),
+    ]) {
       expect(matches(presented)).toBe(tokensEqual(token, presented));
     }
     expect(matches(token)).toBe(true);

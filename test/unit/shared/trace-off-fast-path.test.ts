@@ -20,6 +20,8 @@ describe("tracing off: no span work per call (issue 17)", () => {
   });
 
   it("a failure still reaches the caller unchanged", async () => {
-    await expect(traceCall("message_seat", async () => Promise.reject(new Error("journal down")))).rejects.toThrow("journal down");
+    await expect(traceCall("message_seat", async () => Promise.reject(new Error("journal down")))).rejects.toThrow(
+      "journal down",
+    );
   });
 });

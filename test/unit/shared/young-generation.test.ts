@@ -46,10 +46,22 @@ describe("the cap decided before the CLI loads (issue 17, ADR 0015)", () => {
   const GLOBALS = ["--state-dir", "--log-level", "--controller"];
 
   it("issue 17: finds the command past the global options and their values, in both forms", () => {
-    expect(commandIn(["agent", "--controller", "https://c:7421", "--state-dir", "/s"], GLOBALS)).toEqual({ command: "agent", databaseUrl: undefined });
-    expect(commandIn(["--state-dir", "agent", "--log-level=debug", "up"], GLOBALS)).toEqual({ command: "up", databaseUrl: undefined });
-    expect(commandIn(["--json", "controller", "--database-url", "postgres://h/db"], GLOBALS)).toEqual({ command: "controller", databaseUrl: "postgres://h/db" });
-    expect(commandIn(["up", "--database-url=postgres://h/db"], GLOBALS)).toEqual({ command: "up", databaseUrl: "postgres://h/db" });
+    expect(commandIn(["agent", "--controller", "https://c:7421", "--state-dir", "/s"], GLOBALS)).toEqual({
+      command: "agent",
+      databaseUrl: undefined,
+    });
+    expect(commandIn(["--state-dir", "agent", "--log-level=debug", "up"], GLOBALS)).toEqual({
+      command: "up",
+      databaseUrl: undefined,
+    });
+    expect(commandIn(["--json", "controller", "--database-url", "postgres://h/db"], GLOBALS)).toEqual({
+      command: "controller",
+      databaseUrl: "postgres://h/db",
+    });
+    expect(commandIn(["up", "--database-url=postgres://h/db"], GLOBALS)).toEqual({
+      command: "up",
+      databaseUrl: "postgres://h/db",
+    });
   });
 
   it("issue 17: leaves the decision to commander when it cannot read the line", () => {
@@ -72,7 +84,16 @@ describe("the cap decided before the CLI loads (issue 17, ADR 0015)", () => {
     // to start, not enrolled, after its action's modules have loaded).
     const probe = `import { getHeapSpaceStatistics } from "node:v8"; process.on("exit", () => { const s = getHeapSpaceStatistics().find((x) => x.space_name === "new_space"); process.stderr.write("NEW_SPACE " + s.space_size / 2 ** 20 + "\\n"); });`;
     const newSpaceMb = (entry: string) => {
-      const out = spawnSyncText(["--import", `data:text/javascript,${encodeURIComponent(probe)}`, entry, "agent", "--controller", "https://127.0.0.1:9", "--state-dir", "/nonexistent/clankie-test"]);
+      const out = spawnSyncText([
+        "--import",
+        `data:text/javascript,${encodeURIComponent(probe)}`,
+        entry,
+        "agent",
+        "--controller",
+        "https://127.0.0.1:9",
+        "--state-dir",
+        "/nonexistent/clankie-test",
+      ]);
       return Number(/NEW_SPACE (\S+)/.exec(out)?.[1]);
     };
     expect(newSpaceMb(CLI)).toBeLessThanOrEqual(4);

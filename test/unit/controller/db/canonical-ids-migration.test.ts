@@ -76,7 +76,9 @@ async function seedUpperCase(j: Journal): Promise<void> {
       values ('${id}', 'conv', 'm/inbox', 'cf', 'auto', 'delivered', '${REPORT}')`);
   }
   await j.query(`insert into fences (delivery_id, seat_id, content_fingerprint) values ('${A}', 'm/inbox', 'cf')`);
-  await j.query(`insert into settlements (delivery_id, disposition, settled_by, evidence) values ('${A}', 'delivered', 'owner', '{}'::jsonb)`);
+  await j.query(
+    `insert into settlements (delivery_id, disposition, settled_by, evidence) values ('${A}', 'delivered', 'owner', '{}'::jsonb)`,
+  );
   await j.query(`insert into hire_receipts (id, conversation_id, fingerprint, machine, harness, state)
     values ('${HIRE}', 'conv', 'fp', 'm', 'codex', 'settled-not-launched')`);
   await j.query(`insert into hire_receipts (id, conversation_id, fingerprint, machine, harness, state, fresh_intent_id, after_receipt_id)
@@ -98,7 +100,8 @@ describe.each(DRIVERS)("migration 0010 on %s (issue 32 item 4: stored ids become
     await seedUpperCase(j);
     await j.migrate(MIGRATIONS);
 
-    const ids = async (table: string, column = "id") => (await j.query<{ v: string }>(`select ${column} as v from ${table} order by 1`)).map((r) => r.v);
+    const ids = async (table: string, column = "id") =>
+      (await j.query<{ v: string }>(`select ${column} as v from ${table} order by 1`)).map((r) => r.v);
     const a = A.toLowerCase();
     // The id in both cases stays two rows, untouched: the migration neither merges nor fails on them.
     expect(await ids("delivery_receipts")).toEqual([a, TWICE.toLowerCase(), TWICE].sort());
@@ -111,9 +114,13 @@ describe.each(DRIVERS)("migration 0010 on %s (issue 32 item 4: stored ids become
     expect(await ids("worker_reports")).toEqual([REPORT.toLowerCase()]);
     expect(new Set(await ids("delivery_receipts", "in_reply_to"))).toEqual(new Set([REPORT.toLowerCase()]));
     // A replay answers with the stored body: it names the id as the journal now holds it.
-    const [body] = await j.query<{ v: string }>(`select result->>'deliveryId' as v from operator_call_receipts where id = '${a}'`);
+    const [body] = await j.query<{ v: string }>(
+      `select result->>'deliveryId' as v from operator_call_receipts where id = '${a}'`,
+    );
     expect(body?.v).toBe(a);
     // The foreign keys are back: a fence for no receipt is refused.
-    await expect(j.query(`insert into fences (delivery_id, seat_id, content_fingerprint) values ('${A}', 'm/inbox', 'cf')`)).rejects.toThrow();
+    await expect(
+      j.query(`insert into fences (delivery_id, seat_id, content_fingerprint) values ('${A}', 'm/inbox', 'cf')`),
+    ).rejects.toThrow();
   });
 });

@@ -15,7 +15,9 @@ describe("data-dir-lock.lockDataDir", () => {
   });
   it("takes over a lock left by a dead process, and releases it", () => {
     const path = join(tempDir("lock"), "pgdata.lock");
-    const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], { encoding: "utf8" }).stdout;
+    const dead = spawnSync(process.execPath, ["-e", "process.stdout.write(String(process.pid))"], {
+      encoding: "utf8",
+    }).stdout;
     writeFileSync(path, dead);
     const lock = lockDataDir(path);
     expect(existsSync(path)).toBe(true);

@@ -12,7 +12,9 @@ describe("issue 32 item 7: database failures in words, never their SQLSTATE or t
   it("names the kind of a known SQLSTATE, and only the kind", () => {
     expect(journalCause(pgError("55P03", "canceling statement due to lock timeout"))).toBe("lock wait timed out");
     expect(journalCause(pgError("XX000", "internal"))).toBe("database error");
-    expect(journalFailure(pgError("22021", 'invalid byte sequence for encoding "UTF8": 0x00'), "the write failed").message).not.toMatch(/SQLSTATE|22021|UTF8|0x00/);
+    expect(
+      journalFailure(pgError("22021", 'invalid byte sequence for encoding "UTF8": 0x00'), "the write failed").message,
+    ).not.toMatch(/SQLSTATE|22021|UTF8|0x00/);
   });
 
   it("a raw database error that reaches a lead's tool result is typed, and carries neither its text nor its code", () => {

@@ -6,7 +6,12 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { UnrecordedOutcomes, isHireSettle, recordSpilled, type PendingSettle } from "../../../../controller/delivery/unrecorded-outcomes.js";
+import {
+  UnrecordedOutcomes,
+  isHireSettle,
+  recordSpilled,
+  type PendingSettle,
+} from "../../../../controller/delivery/unrecorded-outcomes.js";
 import type { HireSettleParams } from "../../../../controller/journal/hire-outcome.js";
 import type { SettleParams } from "../../../../controller/delivery/settle-statements.js";
 import { silentLogger } from "../../../../shared/logger.js";
@@ -52,15 +57,24 @@ describe("unrecorded-outcomes.UnrecordedOutcomes", () => {
 
   it("a pending outcome is on disk until it commits; the next boot records it (with its time) and removes the file", async () => {
     const file = join(tempDir("spill"), "unrecorded-outcomes.json");
-    const q = new UnrecordedOutcomes(silentLogger, async () => {
-      throw new Error("down");
-    }, file, 10_000);
+    const q = new UnrecordedOutcomes(
+      silentLogger,
+      async () => {
+        throw new Error("down");
+      },
+      file,
+      10_000,
+    );
     q.add("x", params("x"));
     expect(existsSync(file)).toBe(true);
     q.close();
     const replayed: PendingSettle[] = [];
     expect(await recordSpilled(file, async (p) => replayed.push(p))).toBe(1);
-    expect(replayed[0]).toMatchObject({ id: "x", outcome: { state: "not_sent", reason: "journal_unavailable" }, holder: null });
+    expect(replayed[0]).toMatchObject({
+      id: "x",
+      outcome: { state: "not_sent", reason: "journal_unavailable" },
+      holder: null,
+    });
     expect(replayed[0]!.now).toEqual(new Date(1_700_000_000_000));
     expect(existsSync(file)).toBe(false);
     expect(await recordSpilled(file, async () => undefined)).toBe(0);
@@ -73,12 +87,26 @@ describe("unrecorded-outcomes.UnrecordedOutcomes", () => {
       id: "h",
       state: "failed",
       unresolved: false,
-      body: { schemaVersion: 1, outcome: "failed", hireId: "h", machine: "m", harness: "pi", reason: "machine_offline", detail: "d", launchCommitted: false },
+      body: {
+        schemaVersion: 1,
+        outcome: "failed",
+        hireId: "h",
+        machine: "m",
+        harness: "pi",
+        reason: "machine_offline",
+        detail: "d",
+        launchCommitted: false,
+      },
       now: new Date(1_700_000_000_000),
     };
-    const q = new UnrecordedOutcomes(silentLogger, async () => {
-      throw new Error("down");
-    }, file, 10_000);
+    const q = new UnrecordedOutcomes(
+      silentLogger,
+      async () => {
+        throw new Error("down");
+      },
+      file,
+      10_000,
+    );
     q.add("hire h", hire);
     q.add("x", params("x"));
     q.close();

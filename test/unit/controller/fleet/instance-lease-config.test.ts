@@ -18,6 +18,8 @@ describe("issue 34 item 1: the instance lease's configuration", () => {
   });
 
   it("a lease shorter than two renewals is refused: one slow renewal would lose it", () => {
-    expect(() => compileControllerConfig({ stateDir: "/tmp/x", instanceLeaseMs: 3_000, instanceRenewMs: 2_000 })).toThrow(InvalidArgumentError);
+    expect(() =>
+      compileControllerConfig({ stateDir: "/tmp/x", instanceLeaseMs: 3_000, instanceRenewMs: 2_000 }),
+    ).toThrow(InvalidArgumentError);
   });
 });

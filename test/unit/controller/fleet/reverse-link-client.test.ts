@@ -10,7 +10,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ReverseLinks } from "../../../../controller/fleet/reverse-links.js";
 
 const cleanups: (() => void)[] = [];
-afterEach(() => cleanups.splice(0).reverse().forEach((c) => c()));
+afterEach(() =>
+  cleanups
+    .splice(0)
+    .reverse()
+    .forEach((c) => c()),
+);
 
 /**
  * A real HTTP/2 connection to a loopback server, as the link's socket. Cleartext: what is

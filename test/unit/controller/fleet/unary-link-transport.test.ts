@@ -33,7 +33,11 @@ async function agentLike(): Promise<{ url: string; seen: Headers[] }> {
           seen.push(ctx.requestHeader);
           if (req.text === "refuse") throw new ConnectError("bad delivery id", Code.InvalidArgument);
           if (req.text === "hang") await new Promise((r) => setTimeout(r, 5_000));
-          return create(DeliverResponseSchema, { result: 1, nativeReceiptId: `n-${req.deliveryId}`, detail: req.text.repeat(req.text === "big" ? 10_000 : 1) });
+          return create(DeliverResponseSchema, {
+            result: 1,
+            nativeReceiptId: `n-${req.deliveryId}`,
+            detail: req.text.repeat(req.text === "big" ? 10_000 : 1),
+          });
         },
       }),
   });
@@ -75,14 +79,20 @@ describe("unary link transport (issue 17 item 2; definite vs uncertain, ADR 0003
     expect(agent.seen[0]!.get("authorization")).toBe("Bearer tok-1");
     expect(agent.seen[0]!.get("grpc-timeout")).toMatch(/^\d+m$/);
     // Many calls on one session, and an answer larger than one DATA frame.
-    const many = await Promise.all(Array.from({ length: 20 }, (_, i) => client.deliver({ seatName: "s", deliveryId: id, text: i === 7 ? "big" : `m${i}` })));
+    const many = await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        client.deliver({ seatName: "s", deliveryId: id, text: i === 7 ? "big" : `m${i}` }),
+      ),
+    );
     expect(many[3]!.detail).toBe("m3");
     expect(many[7]!.detail.length).toBe(30_000);
   });
 
   it("rule 25 / ADR 0003: the agent's own refusal keeps its gRPC code and reads as refused before writing (definite not-sent)", async () => {
     const agent = await agentLike();
-    const e = await clientFor(agent.url).deliver({ seatName: "s", deliveryId: id, text: "refuse" }).catch((x: unknown) => x);
+    const e = await clientFor(agent.url)
+      .deliver({ seatName: "s", deliveryId: id, text: "refuse" })
+      .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ConnectError);
     expect((e as ConnectError).code).toBe(Code.InvalidArgument);
     expect((e as ConnectError).rawMessage).toBe("bad delivery id");
@@ -91,14 +101,18 @@ describe("unary link transport (issue 17 item 2; definite vs uncertain, ADR 0003
 
   it("rule 8: a stream reset after the request left is a lost answer, never a refusal (uncertain)", async () => {
     const agent = await agentLike();
-    const e = await clientFor(agent.url).deliver({ seatName: "s", deliveryId: id, text: "x" }, { headers: { "x-test": "reset" } }).catch((x: unknown) => x);
+    const e = await clientFor(agent.url)
+      .deliver({ seatName: "s", deliveryId: id, text: "x" }, { headers: { "x-test": "reset" } })
+      .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ConnectError);
     expect(agentCallError(e).refusedBeforeWrite).toBe(false);
   });
 
   it("rule 8: the deadline ends the call as DeadlineExceeded, uncertain", async () => {
     const agent = await agentLike();
-    const e = await clientFor(agent.url).deliver({ seatName: "s", deliveryId: id, text: "hang" }, { timeoutMs: 150 }).catch((x: unknown) => x);
+    const e = await clientFor(agent.url)
+      .deliver({ seatName: "s", deliveryId: id, text: "hang" }, { timeoutMs: 150 })
+      .catch((x: unknown) => x);
     expect((e as ConnectError).code).toBe(Code.DeadlineExceeded);
     expect(agentCallError(e).refusedBeforeWrite).toBe(false);
   });
@@ -107,12 +121,16 @@ describe("unary link transport (issue 17 item 2; definite vs uncertain, ADR 0003
     const agent = await agentLike();
     const ac = new AbortController();
     setTimeout(() => ac.abort(new Error("machine offline")), 100);
-    const e = await clientFor(agent.url).deliver({ seatName: "s", deliveryId: id, text: "hang" }, { signal: ac.signal }).catch((x: unknown) => x);
+    const e = await clientFor(agent.url)
+      .deliver({ seatName: "s", deliveryId: id, text: "hang" }, { signal: ac.signal })
+      .catch((x: unknown) => x);
     expect((e as ConnectError).code).toBe(Code.Canceled);
     expect(agentCallError(e).refusedBeforeWrite).toBe(false);
     // Aborted before the call: nothing is sent.
     const before = agent.seen.length;
-    const again = await clientFor(agent.url).deliver({ seatName: "s", deliveryId: id, text: "x" }, { signal: ac.signal }).catch((x: unknown) => x);
+    const again = await clientFor(agent.url)
+      .deliver({ seatName: "s", deliveryId: id, text: "x" }, { signal: ac.signal })
+      .catch((x: unknown) => x);
     expect((again as ConnectError).code).toBe(Code.Canceled);
     expect(agent.seen.length).toBe(before);
   });
@@ -121,7 +139,9 @@ describe("unary link transport (issue 17 item 2; definite vs uncertain, ADR 0003
     const agent = await agentLike();
     const url = agent.url;
     await cleanups.pop()!();
-    const e = await clientFor(url).deliver({ seatName: "s", deliveryId: id, text: "x" }, { timeoutMs: 2_000 }).catch((x: unknown) => x);
+    const e = await clientFor(url)
+      .deliver({ seatName: "s", deliveryId: id, text: "x" }, { timeoutMs: 2_000 })
+      .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ConnectError);
     expect(agentCallError(e).refusedBeforeWrite).toBe(false);
   });

@@ -13,8 +13,21 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
 import { errorResult } from "../../../../controller/mcp/tool-result.js";
-import { acknowledgeResult, deliveryResult, hireAgentResult, listSeatsResult, reportStatusResult, stopTaskResult, workerReportsResult } from "../../../../controller/mcp/output-schemas.js";
-import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError, UnauthenticatedError } from "../../../../shared/errors.js";
+import {
+  acknowledgeResult,
+  deliveryResult,
+  hireAgentResult,
+  listSeatsResult,
+  reportStatusResult,
+  stopTaskResult,
+  workerReportsResult,
+} from "../../../../controller/mcp/output-schemas.js";
+import {
+  InvalidArgumentError,
+  JournalUnavailableError,
+  ServiceStoppingError,
+  UnauthenticatedError,
+} from "../../../../shared/errors.js";
 import { JournalNoAnswerError } from "../../../../controller/db/answer-deadline.js";
 import { readFailure } from "../../../../controller/db/error-text.js";
 
@@ -41,8 +54,13 @@ describe("typed refusals fit every lead tool's output schema", () => {
   const server = new McpServer({ name: "refusals", version: "1" });
   const client = new Client({ name: "lead", version: "1" });
   // One tool per (tool schema, refusal): it answers that refusal, as the real tool's catch does.
-  const cases = Object.entries(schemas).flatMap(([tool, schema]) => Object.entries(refusals).map(([name, error], i) => ({ tool, name, error, schema, id: `${tool}_${i}` })));
-  for (const c of cases) server.registerTool(c.id, { inputSchema: z.object({}).strict(), outputSchema: c.schema }, async () => errorResult(c.error));
+  const cases = Object.entries(schemas).flatMap(([tool, schema]) =>
+    Object.entries(refusals).map(([name, error], i) => ({ tool, name, error, schema, id: `${tool}_${i}` })),
+  );
+  for (const c of cases)
+    server.registerTool(c.id, { inputSchema: z.object({}).strict(), outputSchema: c.schema }, async () =>
+      errorResult(c.error),
+    );
   beforeAll(async () => {
     const [a, b] = InMemoryTransport.createLinkedPair();
     await Promise.all([server.connect(a), client.connect(b)]);
@@ -67,7 +85,9 @@ describe("typed refusals fit every lead tool's output schema", () => {
       reason: "journal_unavailable",
       retryable: true,
       dispatched: false,
-      detail: expect.stringMatching(/^the receipt journal could not be read \(the database sent no answer in time \(JOURNAL_NO_ANSWER\)\)/),
+      detail: expect.stringMatching(
+        /^the receipt journal could not be read \(the database sent no answer in time \(JOURNAL_NO_ANSWER\)\)/,
+      ),
     });
   });
 

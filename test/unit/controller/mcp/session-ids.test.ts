@@ -60,10 +60,18 @@ describe("issue 34 item 3: MCP session ids every replica accepts", () => {
       const post = async (session: string, body: Record<string, unknown>) => {
         const r = await fetch(url, {
           method: "POST",
-          headers: { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": session, "mcp-protocol-version": claim.protocolVersion },
+          headers: {
+            "content-type": "application/json",
+            accept: "application/json, text/event-stream",
+            "mcp-session-id": session,
+            "mcp-protocol-version": claim.protocolVersion,
+          },
           body: JSON.stringify({ jsonrpc: "2.0", ...body }),
         });
-        return { status: r.status, body: (await r.json()) as { result?: { tools?: { name: string }[]; content?: { text: string }[] } } };
+        return {
+          status: r.status,
+          body: (await r.json()) as { result?: { tools?: { name: string }[]; content?: { text: string }[] } },
+        };
       };
       const listed = await post(id, { id: 1, method: "tools/list" });
       expect(listed.status).toBe(200);

@@ -40,14 +40,27 @@ function seatWithSlowStart(clock: VirtualClock, inspectMs: (n: number) => number
       const n = ++inspects;
       await clock.wait(inspectMs(n));
       const seen = await real.inspect(s);
-      if (n >= refuteFrom) return { ...seen, proofs: seen.proofs.map((p) => ({ ...p, outcome: "refuted" as const, detail: "gone" })) };
+      if (n >= refuteFrom)
+        return { ...seen, proofs: seen.proofs.map((p) => ({ ...p, outcome: "refuted" as const, detail: "gone" })) };
       return seen;
     },
     write: (s, m) => real.write(s, m),
     readSession: (s, since) => real.readSession(s, since),
   };
-  const deps = { seats, adapters: new AdapterRegistry().register(adapter), clock, wait: clock.wait, locks: new SeatLocks() };
-  const req = { seatName: "fresh", deliveryId: "5d0f6a3e-1c2b-4a5d-8e9f-0a1b2c3d4e5f", text: "the brief", conversationId: "lead-a", occupantId: seat.occupantId };
+  const deps = {
+    seats,
+    adapters: new AdapterRegistry().register(adapter),
+    clock,
+    wait: clock.wait,
+    locks: new SeatLocks(),
+  };
+  const req = {
+    seatName: "fresh",
+    deliveryId: "5d0f6a3e-1c2b-4a5d-8e9f-0a1b2c3d4e5f",
+    text: "the brief",
+    conversationId: "lead-a",
+    occupantId: seat.occupantId,
+  };
   return { store, deps, req, inspects: () => inspects };
 }
 

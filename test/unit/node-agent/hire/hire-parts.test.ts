@@ -33,7 +33,10 @@ describe("hire checks on the agent", () => {
     expect(checkDirectory("rel/dir")?.reason).toBe("invalid_argument");
     expect(checkDirectory("/a/../b")?.reason).toBe("invalid_argument");
     expect(checkDirectory("/tmp/\u0007bell")?.reason).toBe("invalid_argument");
-    expect(checkDirectory("/definitely/not/here")).toMatchObject({ reason: "unknown_directory", controlFix: expect.stringMatching(/create/) });
+    expect(checkDirectory("/definitely/not/here")).toMatchObject({
+      reason: "unknown_directory",
+      controlFix: expect.stringMatching(/create/),
+    });
     const file = join(temp(), "f");
     writeFileSync(file, "x");
     expect(checkDirectory(file)?.reason).toBe("unknown_directory");
@@ -81,7 +84,9 @@ describe("the hire census", () => {
     } finally {
       child.kill("SIGKILL");
     }
-    expect((await markedProcesses(ID, new UnsupportedProofProvider("plan9"))).unknown[0]).toMatch(/plan9 cannot list this host's processes \(unsupported/);
+    expect((await markedProcesses(ID, new UnsupportedProofProvider("plan9"))).unknown[0]).toMatch(
+      /plan9 cannot list this host's processes \(unsupported/,
+    );
     const view = await observeHire(ID, host, undefined, undefined);
     expect(view).toMatchObject({ panes: [], processes: [], sessions: [], complete: true });
     expect((await observeHire(ID, new UnsupportedProofProvider("plan9"), undefined, undefined)).complete).toBe(false);

@@ -20,7 +20,11 @@ describe("mailbox.MailboxStore", () => {
   it("concurrent appends get dense, ordered sequence numbers", async () => {
     const s = new MailboxStore(tempDir("mbx"));
     s.create("w");
-    await Promise.all(Array.from({ length: 20 }, (_, i) => s.append("w", { deliveryId: randomUUID(), text: `m${i}`, conversationId: "c" })));
+    await Promise.all(
+      Array.from({ length: 20 }, (_, i) =>
+        s.append("w", { deliveryId: randomUUID(), text: `m${i}`, conversationId: "c" }),
+      ),
+    );
     expect(s.list("w").entries.map((e) => e.seq)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
   it("reading advances a cursor; peeking does not", async () => {
@@ -56,6 +60,8 @@ describe("mailbox.MailboxStore", () => {
   it("refuses a delivery id that is not a uuid", async () => {
     const s = new MailboxStore(tempDir("mbx"));
     s.create("w");
-    await expect(s.append("w", { deliveryId: "../../etc/passwd", text: "x", conversationId: "c" })).rejects.toThrow(/uuid/);
+    await expect(s.append("w", { deliveryId: "../../etc/passwd", text: "x", conversationId: "c" })).rejects.toThrow(
+      /uuid/,
+    );
   });
 });

@@ -41,16 +41,41 @@ describe("HerdrPaneHost", () => {
 
   it("reads panes, agents and foreground processes in the pane-host shapes, and speaks protocol 20", async () => {
     herdr.addPane(
-      { pane_id: "w1:p1", title: "worker", cwd: "/repo", agent: "codex", agent_status: "working", agent_session: { source: "herdr:codex", agent: "codex", kind: "id", value: "thread-1" } },
-      { shell_pid: 100, foreground_process_group_id: 200, tty: "/dev/pts/4", foreground_processes: [{ pid: 200, name: "codex", argv: ["codex", "--no-alt-screen"], cwd: "/repo" }] },
+      {
+        pane_id: "w1:p1",
+        title: "worker",
+        cwd: "/repo",
+        agent: "codex",
+        agent_status: "working",
+        agent_session: { source: "herdr:codex", agent: "codex", kind: "id", value: "thread-1" },
+      },
+      {
+        shell_pid: 100,
+        foreground_process_group_id: 200,
+        tty: "/dev/pts/4",
+        foreground_processes: [{ pid: 200, name: "codex", argv: ["codex", "--no-alt-screen"], cwd: "/repo" }],
+      },
     );
     const ping = await host.ping();
     expect(ping.ok && ping.result.protocol).toBe(20);
     expect(await host.listPanes()).toEqual([
-      { paneId: "w1:p1", terminalId: "term_1", sessionId: "main", title: "worker", cwd: "/repo", agentStatus: "working", agentSession: { agent: "codex", kind: "id", value: "thread-1" } },
+      {
+        paneId: "w1:p1",
+        terminalId: "term_1",
+        sessionId: "main",
+        title: "worker",
+        cwd: "/repo",
+        agentStatus: "working",
+        agentSession: { agent: "codex", kind: "id", value: "thread-1" },
+      },
     ]);
     expect(await host.getPane("w9:p9")).toBeUndefined();
-    expect((await host.agents())[0]).toMatchObject({ paneId: "w1:p1", agent: "codex", agentStatus: "working", interactiveReady: true });
+    expect((await host.agents())[0]).toMatchObject({
+      paneId: "w1:p1",
+      agent: "codex",
+      agentStatus: "working",
+      interactiveReady: true,
+    });
     expect(await host.processInfo("w1:p1")).toEqual({
       paneId: "w1:p1",
       shellPid: 100,

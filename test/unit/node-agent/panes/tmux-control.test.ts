@@ -24,7 +24,10 @@ const clients: TmuxControlClient[] = [];
 const client = (retryAfterMs = 1000) => {
   // As TmuxPaneHost builds it: with the server's socket file, so no attach is tried (and no
   // short-lived server started) while there is no server.
-  const c = new TmuxControlClient(TMUX, ["-L", name], { retryAfterMs, socketFile: tmuxSocketFile({ socketName: name }) });
+  const c = new TmuxControlClient(TMUX, ["-L", name], {
+    retryAfterMs,
+    socketFile: tmuxSocketFile({ socketName: name }),
+  });
   clients.push(c);
   return c;
 };
@@ -43,13 +46,18 @@ describe("tmux-control.TmuxControlClient", () => {
     const b = await c.command(["display-message", "-p", "#{session_name}"]);
     expect(b).toEqual({ ok: true, stdout: "ctl\n" });
     // One control client served both: no fork per query, and it cannot type or resize.
-    expect(tmux("list-clients", "-F", "#{client_control_mode} #{client_readonly} #{client_flags}")).toMatch(/^1 1 .*ignore-size/);
+    expect(tmux("list-clients", "-F", "#{client_control_mode} #{client_readonly} #{client_flags}")).toMatch(
+      /^1 1 .*ignore-size/,
+    );
     expect(tmux("display-message", "-p", "-t", "ctl", "#{window_width}x#{window_height}")).toBe("100x30");
   });
 
   it("a tmux error is a failed reply, matched to its own command, not to the next one", async () => {
     const c = client();
-    const [bad, good] = await Promise.all([c.command(["list-panes", "-t", "%9999"]), c.command(["display-message", "-p", "ok"])]);
+    const [bad, good] = await Promise.all([
+      c.command(["list-panes", "-t", "%9999"]),
+      c.command(["display-message", "-p", "ok"]),
+    ]);
     expect(bad).toEqual({ ok: false, stderr: expect.stringContaining("%9999") });
     expect(good).toEqual({ ok: true, stdout: "ok\n" });
   });
@@ -70,7 +78,8 @@ describe("tmux-control.TmuxControlClient", () => {
   const serverGone = async () => {
     // kill-server returns before the old server has let go of its socket; a new-session then
     // would meet the dying server ("server exited unexpectedly").
-    for (let i = 0; i < 200 && existsSync(tmuxSocketFile({ socketName: name })); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 200 && existsSync(tmuxSocketFile({ socketName: name })); i++)
+      await new Promise((r) => setTimeout(r, 10));
   };
 
   it("no server means no answer (fork instead); once the server is back it re-attaches", async () => {

@@ -29,7 +29,22 @@ describe("TmuxPaneHost", () => {
   let first: string;
 
   beforeAll(() => {
-    tmux("-f", "/dev/null", "new-session", "-d", "-s", "unit", "-x", "120", "-y", "30", "-c", "/tmp", "/bin/sleep", "300");
+    tmux(
+      "-f",
+      "/dev/null",
+      "new-session",
+      "-d",
+      "-s",
+      "unit",
+      "-x",
+      "120",
+      "-y",
+      "30",
+      "-c",
+      "/tmp",
+      "/bin/sleep",
+      "300",
+    );
     first = tmux("display-message", "-p", "-t", "unit:0", "#{pane_id}");
   });
   afterAll(() => {
@@ -42,7 +57,9 @@ describe("TmuxPaneHost", () => {
 
   it("lists panes with their window and session, and reads the foreground process from /proc", async () => {
     const panes = await host.listPanes();
-    expect(panes).toEqual([expect.objectContaining({ paneId: first, sessionId: "unit", cwd: "/tmp", agentStatus: "unknown" })]);
+    expect(panes).toEqual([
+      expect.objectContaining({ paneId: first, sessionId: "unit", cwd: "/tmp", agentStatus: "unknown" }),
+    ]);
     expect(panes[0]!.terminalId).toMatch(/^@\d+$/);
     const info = await host.processInfo(first);
     expect(info.tty).toMatch(/^\/dev\/pts\/\d+$/);
@@ -74,15 +91,32 @@ describe("TmuxPaneHost", () => {
 
   it("skips malformed list-panes lines instead of guessing", () => {
     const good = "%1\t@1\tmain\t/dev/pts/1\t123\t/repo\ttitle with\ttab";
-    expect(parseListPanes(["garbage", "%2\t@1\tmain", "%x\t@1\tm\t/dev/pts/1\t1\t/\tt", good, "%3\t@1\tm\t/dev/pts/2\t-4\t/\tt"].join("\n"))).toEqual([
-      { paneId: "%1", terminalId: "@1", sessionId: "main", tty: "/dev/pts/1", shellPid: 123, cwd: "/repo", title: "title with\ttab", agentStatus: "unknown" },
+    expect(
+      parseListPanes(
+        ["garbage", "%2\t@1\tmain", "%x\t@1\tm\t/dev/pts/1\t1\t/\tt", good, "%3\t@1\tm\t/dev/pts/2\t-4\t/\tt"].join(
+          "\n",
+        ),
+      ),
+    ).toEqual([
+      {
+        paneId: "%1",
+        terminalId: "@1",
+        sessionId: "main",
+        tty: "/dev/pts/1",
+        shellPid: 123,
+        cwd: "/repo",
+        title: "title with\ttab",
+        agentStatus: "unknown",
+      },
     ]);
   });
 
   it("pane hosts, discovery and the Codex adapter never type into a pane: no send-keys, no Herdr send/prompt call", () => {
     const files = readdirSync(join(ROOT, "node-agent"), { recursive: true })
       .map(String)
-      .filter((f) => f.endsWith(".ts") && (f.startsWith("panes/") || f.startsWith("seats/") || /^harnesses\/codex/.test(f)));
+      .filter(
+        (f) => f.endsWith(".ts") && (f.startsWith("panes/") || f.startsWith("seats/") || /^harnesses\/codex/.test(f)),
+      );
     expect(files).toContain("panes/tmux.ts");
     const offenders = files.filter((f) => {
       const code = readFileSync(join(ROOT, "node-agent", f), "utf8");

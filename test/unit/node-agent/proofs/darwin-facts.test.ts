@@ -14,7 +14,8 @@ import { foregroundGroupOf, groupProcesses } from "../../../../node-agent/panes/
 import { findCodexTui } from "../../../../node-agent/harnesses/codex/process.js";
 import { ancestry, decideSessionStart } from "../../../../node-agent/worker/claude-session-start-hook.js";
 
-const fixture = (name: string) => readFileSync(new URL(`../../../fixtures/proofs/darwin/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../../fixtures/proofs/darwin/${name}`, import.meta.url), "utf8");
 const ok = (stdout: string): CommandResult => ({ code: 0, stdout, stderr: "", isMissing: false });
 
 const ARGS: Record<number, string> = {
@@ -39,8 +40,10 @@ function replay(): CommandRunner & { calls: string[][] } {
   const run = async (file: string, args: readonly string[]): Promise<CommandResult> => {
     calls.push([file, ...args]);
     const pid = Number(args[args.indexOf("-p") + 1]);
-    if (file === "ps" && args[0] === "-E") return ok(`${START[pid]} ${fixture("ps-E.txt").split(" ").slice(5).join(" ")}`);
-    if (file === "ps" && args.includes("lstart=,args=")) return ARGS[pid] ? ok(`${START[pid]} ${ARGS[pid]}\n`) : { code: 1, stdout: "", stderr: "", isMissing: false };
+    if (file === "ps" && args[0] === "-E")
+      return ok(`${START[pid]} ${fixture("ps-E.txt").split(" ").slice(5).join(" ")}`);
+    if (file === "ps" && args.includes("lstart=,args="))
+      return ARGS[pid] ? ok(`${START[pid]} ${ARGS[pid]}\n`) : { code: 1, stdout: "", stderr: "", isMissing: false };
     if (file === "ps") return ok(fixture("ps-axo-hook.txt"));
     if (file === "lsof" && args.includes("cwd")) return ok(fixture("lsof-cwd-nonascii.txt"));
     return { code: -1, stdout: "", stderr: "", isMissing: true };
@@ -55,7 +58,10 @@ describe("darwin process facts on recorded output", () => {
     expect(decodeLsofName("/Users/w/caf\\xc3\\xa9 repo")).toBe("/Users/w/café repo");
     expect(decodeLsofName("/bad\\xff")).toBe("/bad\\xff");
     const p = new DarwinProofProvider(systemMonotonicClock, replay(), 501);
-    expect(await p.cwd({ pid: 4242, startTime: at(9, 53, 12) })).toMatchObject({ known: true, value: "/Users/worker/Projekte/café repo" });
+    expect(await p.cwd({ pid: 4242, startTime: at(9, 53, 12) })).toMatchObject({
+      known: true,
+      value: "/Users/worker/Projekte/café repo",
+    });
   });
 
   it("another user's cwd is permission, never an lsof answer read as empty", async () => {
@@ -65,10 +71,19 @@ describe("darwin process facts on recorded output", () => {
 
   it("a command line from ps is split at spaces and flagged inexact; a reused pid or one gone mid-read is pid_gone", async () => {
     const p = new DarwinProofProvider(systemMonotonicClock, replay(), 501);
-    expect(await p.commandLine({ pid: 4242, startTime: at(9, 53, 12) })).toMatchObject({ known: true, value: { isExact: false, argv: ["/opt/homebrew/bin/codex", "--remote", "ws://127.0.0.1:4500"] } });
-    expect(await p.commandLine({ pid: 4242, startTime: at(9, 0, 0) })).toMatchObject({ known: false, reason: "pid_gone" });
+    expect(await p.commandLine({ pid: 4242, startTime: at(9, 53, 12) })).toMatchObject({
+      known: true,
+      value: { isExact: false, argv: ["/opt/homebrew/bin/codex", "--remote", "ws://127.0.0.1:4500"] },
+    });
+    expect(await p.commandLine({ pid: 4242, startTime: at(9, 0, 0) })).toMatchObject({
+      known: false,
+      reason: "pid_gone",
+    });
     // Gone between the table read and this one: ps -p answers nothing, exit 1, no complaint.
-    expect(await p.commandLine({ pid: 612, startTime: at(9, 42, 10) })).toMatchObject({ known: false, reason: "pid_gone" });
+    expect(await p.commandLine({ pid: 612, startTime: at(9, 42, 10) })).toMatchObject({
+      known: false,
+      reason: "pid_gone",
+    });
   });
 
   it("tmux on macOS: the shell's foreground group and its live members (a zombie is left out)", async () => {
@@ -93,15 +108,33 @@ describe("darwin process facts on recorded output", () => {
   it("Codex discovery on macOS takes the home from the process's own environment and its cwd from lsof", async () => {
     const p = new DarwinProofProvider(systemMonotonicClock, replay(), 501);
     const tui = await findCodexTui([{ pid: 4242, name: "codex", argv: ARGS[4242]!.split(" ") }], p);
-    expect(tui).toMatchObject({ pid: 4242, startTime: at(9, 53, 12), codexHome: "/Users/worker/.codex-seat", homeVariable: "CODEX_HOME", cwd: "/Users/worker/Projekte/café repo", launch: "remote", endpoint: "ws://127.0.0.1:4500" });
+    expect(tui).toMatchObject({
+      pid: 4242,
+      startTime: at(9, 53, 12),
+      codexHome: "/Users/worker/.codex-seat",
+      homeVariable: "CODEX_HOME",
+      cwd: "/Users/worker/Projekte/café repo",
+      launch: "remote",
+      endpoint: "ws://127.0.0.1:4500",
+    });
   });
 
   it("the SessionStart hook finds Claude (node running the npm bin) above the intermediary sh -c and the clankie wrapper", async () => {
     const p = new DarwinProofProvider(systemMonotonicClock, replay(), 501);
     const rows = await ancestry(p, 960);
     expect(rows!.map((r) => r.pid)).toEqual([960, 950, 900, 700, 612, 1].slice(0, rows!.length));
-    const d = decideSessionStart({ hook_event_name: "SessionStart", session_id: "17f0a106-f97a-4290-94e2-7f31f082a200", transcript_path: "/t.jsonl" }, { TMUX_PANE: "%3" }, rows);
+    const d = decideSessionStart(
+      {
+        hook_event_name: "SessionStart",
+        session_id: "17f0a106-f97a-4290-94e2-7f31f082a200",
+        transcript_path: "/t.jsonl",
+      },
+      { TMUX_PANE: "%3" },
+      rows,
+    );
     expect(d.claudePid).toBe(900);
-    expect(d.message).toContain("claude --resume 17f0a106-f97a-4290-94e2-7f31f082a200 --dangerously-load-development-channels");
+    expect(d.message).toContain(
+      "claude --resume 17f0a106-f97a-4290-94e2-7f31f082a200 --dangerously-load-development-channels",
+    );
   });
 });

@@ -6,11 +6,18 @@
  */
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { DarwinProofProvider, listenersFromLsof, parseLsof, parsePsEnvironment, parsePsTable } from "../../../../node-agent/proofs/darwin.js";
+import {
+  DarwinProofProvider,
+  listenersFromLsof,
+  parseLsof,
+  parsePsEnvironment,
+  parsePsTable,
+} from "../../../../node-agent/proofs/darwin.js";
 import type { CommandResult, CommandRunner } from "../../../../node-agent/proofs/run-command.js";
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 
-const fixture = (name: string) => readFileSync(new URL(`../../../fixtures/proofs/darwin/${name}`, import.meta.url), "utf8");
+const fixture = (name: string) =>
+  readFileSync(new URL(`../../../fixtures/proofs/darwin/${name}`, import.meta.url), "utf8");
 const ok = (stdout: string): CommandResult => ({ code: 0, stdout, stderr: "", isMissing: false });
 
 /** Replays recorded output by command: ps table, ps -E, the lsof socket table. */
@@ -23,13 +30,22 @@ function replay(files: { ps?: string; psE?: string; sockets?: string }): Command
   };
 }
 
-const provider = (files: Parameters<typeof replay>[0] = {}, uid = 501) => new DarwinProofProvider(systemMonotonicClock, replay(files), uid);
+const provider = (files: Parameters<typeof replay>[0] = {}, uid = 501) =>
+  new DarwinProofProvider(systemMonotonicClock, replay(files), uid);
 const codexTui = { pid: 4242, startTime: Date.UTC(2026, 10, 30, 9, 51, 12) / 1000 };
 
 describe("darwin parsers", () => {
   it("ps rows give identity (pid + lstart seconds), groups and terminal; names with spaces survive", () => {
     const t = parsePsTable(fixture("ps-axo.txt"))!;
-    expect(t.get(4242)).toMatchObject({ ...codexTui, ppid: 900, pgid: 900, tpgid: 900, uid: 501, tty: "ttys003", name: "codex" });
+    expect(t.get(4242)).toMatchObject({
+      ...codexTui,
+      ppid: 900,
+      pgid: 900,
+      tpgid: 900,
+      uid: 501,
+      tty: "ttys003",
+      name: "codex",
+    });
     expect(t.get(5000)!.name).toBe("Google Chrome");
   });
   it("a truncated ps table is refused whole, so no pid reads as gone by mistake", () => {
@@ -74,24 +90,51 @@ describe("darwin.DarwinProofProvider on recorded output", () => {
     expect(a.known && a.value.chain).toHaveLength(1);
   });
   it("a recorded identity with another start time is pid_gone; a malformed table is unsupported, not an exception", async () => {
-    expect(await provider().home({ pid: 4242, startTime: 1 }, "codex")).toMatchObject({ known: false, reason: "pid_gone" });
-    expect(await provider({ ps: "ps-axo-malformed.txt" }).identify(4242)).toMatchObject({ known: false, reason: "unsupported" });
+    expect(await provider().home({ pid: 4242, startTime: 1 }, "codex")).toMatchObject({
+      known: false,
+      reason: "pid_gone",
+    });
+    expect(await provider({ ps: "ps-axo-malformed.txt" }).identify(4242)).toMatchObject({
+      known: false,
+      reason: "unsupported",
+    });
   });
   it("home from ps -E; an environment hidden from this user is permission", async () => {
-    expect(await provider().home(codexTui, "codex")).toMatchObject({ known: true, value: { variable: "CODEX_HOME", path: "/Users/worker/.codex-seat" } });
-    expect(await provider({ psE: "ps-E-hidden.txt" }).home(codexTui, "codex")).toMatchObject({ known: false, reason: "permission" });
+    expect(await provider().home(codexTui, "codex")).toMatchObject({
+      known: true,
+      value: { variable: "CODEX_HOME", path: "/Users/worker/.codex-seat" },
+    });
+    expect(await provider({ psE: "ps-E-hidden.txt" }).home(codexTui, "codex")).toMatchObject({
+      known: false,
+      reason: "permission",
+    });
   });
   it("listeners of another user's process are permission for a non-root agent, never an empty list", async () => {
     expect(await provider({}, 502).listeners(codexTui)).toMatchObject({ known: false, reason: "permission" });
     expect(await provider({}, 501).listeners(codexTui)).toMatchObject({ known: true });
-    expect(await provider({ sockets: "lsof-malformed-table.txt" }).listeners(codexTui)).toMatchObject({ known: false, reason: "unsupported" });
+    expect(await provider({ sockets: "lsof-malformed-table.txt" }).listeners(codexTui)).toMatchObject({
+      known: false,
+      reason: "unsupported",
+    });
   });
   it("the other end of a connection is the process holding the mirrored tuple", async () => {
-    const peer = await provider({}, 0).connectionPeer({ localAddress: "127.0.0.1", localPort: 61234, remoteAddress: "127.0.0.1", remotePort: 4500 });
-    expect(peer).toMatchObject({ known: true, value: { peers: [{ pid: 4242, startTime: codexTui.startTime }], isComplete: true } });
+    const peer = await provider({}, 0).connectionPeer({
+      localAddress: "127.0.0.1",
+      localPort: 61234,
+      remoteAddress: "127.0.0.1",
+      remotePort: 4500,
+    });
+    expect(peer).toMatchObject({
+      known: true,
+      value: { peers: [{ pid: 4242, startTime: codexTui.startTime }], isComplete: true },
+    });
   });
   it("a missing command is unsupported", async () => {
-    const none = new DarwinProofProvider(systemMonotonicClock, async () => ({ code: -1, stdout: "", stderr: "", isMissing: true }), 0);
+    const none = new DarwinProofProvider(
+      systemMonotonicClock,
+      async () => ({ code: -1, stdout: "", stderr: "", isMissing: true }),
+      0,
+    );
     expect(await none.identify(1)).toMatchObject({ known: false, reason: "unsupported" });
   });
 });

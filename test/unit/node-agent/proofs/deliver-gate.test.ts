@@ -74,7 +74,9 @@ describe("deliver.deliver freshness gate", () => {
     const { store, deps, command } = mailboxSeat(clock, 300);
     const v = await clock.run(deliver(deps, command(1)));
     expect(v).toMatchObject({ result: "not_sent", reason: "proof_stale" });
-    expect(v.proofs.find((p) => p.kind === "controller_authority")?.ageAtWriteMs).toBe(1 + UNMEASURED_TRANSIT_BOUND_MS + 300);
+    expect(v.proofs.find((p) => p.kind === "controller_authority")?.ageAtWriteMs).toBe(
+      1 + UNMEASURED_TRANSIT_BOUND_MS + 300,
+    );
     expect(v.proofAgeMs).toBe(1 + UNMEASURED_TRANSIT_BOUND_MS + 300);
     expect(store.list("inbox").entries).toHaveLength(0);
   });

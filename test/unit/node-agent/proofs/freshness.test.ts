@@ -1,20 +1,37 @@
 import { describe, expect, it } from "vitest";
-import { judgeFreshness, passGate, FRESHNESS_LIMIT_MS, MAX_PROOF_ATTEMPTS, UNMEASURED_TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
+import {
+  judgeFreshness,
+  passGate,
+  FRESHNESS_LIMIT_MS,
+  MAX_PROOF_ATTEMPTS,
+  UNMEASURED_TRANSIT_BOUND_MS,
+} from "../../../../node-agent/proofs/freshness.js";
 import type { MonotonicClock, ProofFact } from "../../../../node-agent/proofs/proof.js";
 import { VirtualClock } from "../../../kit/virtual-clock.js";
 
 const clockAt = (ms: number): MonotonicClock => ({ nowMs: () => ms });
-const proof = (kind: string, completedAtMs: number, outcome: ProofFact["outcome"] = "proven"): ProofFact => ({ kind, outcome, detail: "", completedAtMs });
+const proof = (kind: string, completedAtMs: number, outcome: ProofFact["outcome"] = "proven"): ProofFact => ({
+  kind,
+  outcome,
+  detail: "",
+  completedAtMs,
+});
 
 describe("freshness.judgeFreshness", () => {
   it("passes when the oldest proof is within 250 ms of the write (rule 26)", () => {
-    const v = judgeFreshness(clockAt(1000), [proof("pane", 900), proof("process", 990)], { ageMs: 5, arrivedAtMs: 980 });
+    const v = judgeFreshness(clockAt(1000), [proof("pane", 900), proof("process", 990)], {
+      ageMs: 5,
+      arrivedAtMs: 980,
+    });
     expect(v.pass).toBe(true);
     expect(v.oldestKind).toBe("pane");
     expect(v.oldestAgeMs).toBe(100);
   });
   it("refuses when any proof is older than 250 ms: the oldest one counts, not the newest", () => {
-    const v = judgeFreshness(clockAt(1000), [proof("pane", 1000 - FRESHNESS_LIMIT_MS - 1), proof("process", 999)], { ageMs: 0, arrivedAtMs: 1000 });
+    const v = judgeFreshness(clockAt(1000), [proof("pane", 1000 - FRESHNESS_LIMIT_MS - 1), proof("process", 999)], {
+      ageMs: 0,
+      arrivedAtMs: 1000,
+    });
     expect(v.pass).toBe(false);
     expect(v.oldestKind).toBe("pane");
   });
@@ -27,8 +44,12 @@ describe("freshness.judgeFreshness", () => {
     expect(stale.pass).toBe(false);
   });
   it("never passes a proof that is unknown or refuted, however fresh", () => {
-    expect(judgeFreshness(clockAt(1000), [proof("pane", 1000, "unknown")], { ageMs: 0, arrivedAtMs: 1000 }).pass).toBe(false);
-    expect(judgeFreshness(clockAt(1000), [proof("pane", 1000, "refuted")], { ageMs: 0, arrivedAtMs: 1000 }).pass).toBe(false);
+    expect(judgeFreshness(clockAt(1000), [proof("pane", 1000, "unknown")], { ageMs: 0, arrivedAtMs: 1000 }).pass).toBe(
+      false,
+    );
+    expect(judgeFreshness(clockAt(1000), [proof("pane", 1000, "refuted")], { ageMs: 0, arrivedAtMs: 1000 }).pass).toBe(
+      false,
+    );
   });
 });
 
@@ -79,7 +100,14 @@ describe("freshness.passGate", () => {
   it("a controller authority already stale on arrival is refused before any proof is read", async () => {
     const clock = new VirtualClock(1_000);
     const pane = timedReader(clock, "pane", [0]);
-    const r = await clock.run(passGate({ clock, wait: clock.wait, readers: [pane.reader], authority: { ageMs: FRESHNESS_LIMIT_MS, arrivedAtMs: 1_000 } }));
+    const r = await clock.run(
+      passGate({
+        clock,
+        wait: clock.wait,
+        readers: [pane.reader],
+        authority: { ageMs: FRESHNESS_LIMIT_MS, arrivedAtMs: 1_000 },
+      }),
+    );
     expect(r.pass).toBe(false);
     if (r.pass) return;
     expect(r.reason).toBe("proof_stale");
@@ -91,7 +119,14 @@ describe("freshness.passGate", () => {
     const clock = new VirtualClock(1_000);
     const fast = timedReader(clock, "pane", [0]);
     const slow = timedReader(clock, "remote_part", [300]);
-    const r = await clock.run(passGate({ clock, wait: clock.wait, readers: [fast.reader, slow.reader], authority: { ageMs: 2, arrivedAtMs: 1_000 } }));
+    const r = await clock.run(
+      passGate({
+        clock,
+        wait: clock.wait,
+        readers: [fast.reader, slow.reader],
+        authority: { ageMs: 2, arrivedAtMs: 1_000 },
+      }),
+    );
     expect(r.pass).toBe(false);
     if (r.pass) return;
     expect(r.reason).toBe("proof_stale");
@@ -103,14 +138,18 @@ describe("freshness.passGate", () => {
   it("a refuted or unknown proof is a definite refusal on the first read, however fresh", async () => {
     const clock = new VirtualClock(1_000);
     const unknown = { name: "home", read: async () => [proof("private_home", clock.nowMs(), "unknown")] };
-    const r = await clock.run(passGate({ clock, wait: clock.wait, readers: [unknown], authority: { ageMs: 0, arrivedAtMs: 1_000 } }));
+    const r = await clock.run(
+      passGate({ clock, wait: clock.wait, readers: [unknown], authority: { ageMs: 0, arrivedAtMs: 1_000 } }),
+    );
     expect(r).toMatchObject({ pass: false, reason: "proof_unknown", attempts: 1 });
   });
 
   it("passes fresh proofs on the first read and lists the controller's authority among them", async () => {
     const clock = new VirtualClock(1_000);
     const pane = timedReader(clock, "pane", [5]);
-    const r = await clock.run(passGate({ clock, wait: clock.wait, readers: [pane.reader], authority: { ageMs: 3, arrivedAtMs: 1_000 } }));
+    const r = await clock.run(
+      passGate({ clock, wait: clock.wait, readers: [pane.reader], authority: { ageMs: 3, arrivedAtMs: 1_000 } }),
+    );
     expect(r).toMatchObject({ pass: true, attempts: 1 });
     const v = judgeFreshness(clock, r.proofs, undefined);
     expect(v.oldestKind).toBe("controller_authority");

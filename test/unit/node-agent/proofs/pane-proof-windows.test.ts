@@ -15,12 +15,25 @@ import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import { microsOf, recordedWindows, type RecordedWindows } from "../../../kit/recorded-windows.js";
 
 const AGENT_PID = 7777;
-const files: RecordedWindows = { listen: { 7300: "host-listen-backend.json" }, detail: { 7200: "detail-tui-private.json", 7300: "detail-backend-private.json" } };
-const provider = (more: RecordedWindows = {}) => new WindowsProofProvider(recordedWindows({ ...files, ...more }), systemMonotonicClock, AGENT_PID);
+const files: RecordedWindows = {
+  listen: { 7300: "host-listen-backend.json" },
+  detail: { 7200: "detail-tui-private.json", 7300: "detail-backend-private.json" },
+};
+const provider = (more: RecordedWindows = {}) =>
+  new WindowsProofProvider(recordedWindows({ ...files, ...more }), systemMonotonicClock, AGENT_PID);
 
 const host: PaneHost = {
   kind: "herdr",
-  listPanes: async () => [{ paneId: "w1:p1", terminalId: "t-9", sessionId: "main", title: "codex — seat", cwd: "C:\\work", agentStatus: "idle" }],
+  listPanes: async () => [
+    {
+      paneId: "w1:p1",
+      terminalId: "t-9",
+      sessionId: "main",
+      title: "codex — seat",
+      cwd: "C:\\work",
+      agentStatus: "idle",
+    },
+  ],
   processInfo: async (paneId) => ({
     paneId,
     shellPid: 7100,
@@ -44,7 +57,10 @@ const request: PaneProofRequest = {
   connection: { localAddress: "127.0.0.1", localPort: 61234, remoteAddress: "127.0.0.1", remotePort: 4500 },
 };
 
-const outcomes = async (p: WindowsProofProvider, req = request) => Object.fromEntries((await provePane({ host, provider: p, clock: systemMonotonicClock }, req)).map((x) => [x.kind, x.outcome]));
+const outcomes = async (p: WindowsProofProvider, req = request) =>
+  Object.fromEntries(
+    (await provePane({ host, provider: p, clock: systemMonotonicClock }, req)).map((x) => [x.kind, x.outcome]),
+  );
 
 describe("pane-proof.provePane on Windows", () => {
   it("proves pane, lifetimes, ancestry by creation time, order, the private home from both PEBs, listener and tuple", async () => {
@@ -61,15 +77,29 @@ describe("pane-proof.provePane on Windows", () => {
 
   it("a backend whose PEB cannot be read keeps the gate shut: a definite proof_unknown, nothing written", async () => {
     const p = provider({ detail: { 7200: "detail-tui-private.json", 7300: "detail-access-denied.json" } });
-    const r = await passGate({ clock: systemMonotonicClock, wait: async () => {}, readers: [{ name: "pane", read: () => provePane({ host, provider: p, clock: systemMonotonicClock }, request) }] });
+    const r = await passGate({
+      clock: systemMonotonicClock,
+      wait: async () => {},
+      readers: [{ name: "pane", read: () => provePane({ host, provider: p, clock: systemMonotonicClock }, request) }],
+    });
     expect(r).toMatchObject({ pass: false, reason: "proof_unknown" });
   });
 
   it("a backend on the account's default home is not the pane's private home: refuted", async () => {
-    expect((await outcomes(provider({ detail: { 7200: "detail-tui-private.json", 7300: "detail-backend-default.json" } }))).private_home).toBe("refuted");
+    expect(
+      (await outcomes(provider({ detail: { 7200: "detail-tui-private.json", 7300: "detail-backend-default.json" } })))
+        .private_home,
+    ).toBe("refuted");
   });
 
   it("a TUI the pane host does not show in the foreground is refuted, whatever the title says", async () => {
-    expect((await outcomes(provider(), { ...request, tui: { pid: 7777, startTime: microsOf("2026-11-30T09:40:00.000001Z") } })).foreground_ancestry).toBe("refuted");
+    expect(
+      (
+        await outcomes(provider(), {
+          ...request,
+          tui: { pid: 7777, startTime: microsOf("2026-11-30T09:40:00.000001Z") },
+        })
+      ).foreground_ancestry,
+    ).toBe("refuted");
   });
 });

@@ -11,10 +11,18 @@ describe("select.selectProofProvider", () => {
   it("an unsupported platform answers unknown/unsupported naming the platform, never an empty fact", async () => {
     const p = selectProofProvider("freebsd");
     const id = { pid: 1, startTime: 1 };
-    for (const f of [await p.identify(1), await p.ancestry(id), await p.foregroundGroup(id), await p.home(id, "codex"), await p.listeners(id)]) {
+    for (const f of [
+      await p.identify(1),
+      await p.ancestry(id),
+      await p.foregroundGroup(id),
+      await p.home(id, "codex"),
+      await p.listeners(id),
+    ]) {
       expect(f).toMatchObject({ known: false, reason: "unsupported" });
       expect(f.known || f.detail).toContain("freebsd");
     }
-    expect(await p.connectionPeer({ localAddress: "127.0.0.1", localPort: 1, remoteAddress: "127.0.0.1", remotePort: 2 })).toMatchObject({ known: false, reason: "unsupported" });
+    expect(
+      await p.connectionPeer({ localAddress: "127.0.0.1", localPort: 1, remoteAddress: "127.0.0.1", remotePort: 2 }),
+    ).toMatchObject({ known: false, reason: "unsupported" });
   });
 });

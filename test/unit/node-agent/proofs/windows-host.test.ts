@@ -12,7 +12,11 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { HOST_CSHARP, POWERSHELL_HOST_SCRIPT, powerShellHostArgs } from "../../../../node-agent/proofs/windows-host-script.js";
+import {
+  HOST_CSHARP,
+  POWERSHELL_HOST_SCRIPT,
+  powerShellHostArgs,
+} from "../../../../node-agent/proofs/windows-host-script.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { PowerShellHost } from "../../../../node-agent/proofs/windows-host.js";
 import { WindowsProofProvider } from "../../../../node-agent/proofs/windows.js";
@@ -37,7 +41,10 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
 
   it("one process answers many concurrent requests, each matched to its own id even when a slow one answers last", async () => {
     const h = host();
-    const asks = [h.ask({ op: "detail", pid: 6 }), ...Array.from({ length: 20 }, (_, i) => h.ask({ op: "detail", pid: i % 2 ? 7200 : 7300 }))];
+    const asks = [
+      h.ask({ op: "detail", pid: 6 }),
+      ...Array.from({ length: 20 }, (_, i) => h.ask({ op: "detail", pid: i % 2 ? 7200 : 7300 })),
+    ];
     const answers = await Promise.all(asks);
     expect(answers.every((a) => a.ok)).toBe(true);
     const pids = answers.map((a) => (a.ok ? (parseProcessDetail(a.data) as { pid: number }).pid : -1));
@@ -48,7 +55,11 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
   it("a host that exits mid-request: that request is race, the next one starts a new host", async () => {
     const h = host();
     expect((await h.ask({ op: "detail", pid: 7200 })).ok).toBe(true);
-    expect(await h.ask({ op: "detail", pid: 1 })).toMatchObject({ ok: false, reason: "race", detail: expect.stringContaining("exited") });
+    expect(await h.ask({ op: "detail", pid: 1 })).toMatchObject({
+      ok: false,
+      reason: "race",
+      detail: expect.stringContaining("exited"),
+    });
     expect((await h.ask({ op: "detail", pid: 7300 })).ok).toBe(true);
     expect(h.starts).toBe(2);
   });
@@ -65,8 +76,16 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
 
   it("a line that is not JSON, or longer than the limit, kills the host rather than being read", async () => {
     const h = host({ maxLineBytes: 1024 * 1024 });
-    expect(await h.ask({ op: "detail", pid: 3 })).toMatchObject({ ok: false, reason: "race", detail: expect.stringContaining("not JSON") });
-    expect(await h.ask({ op: "detail", pid: 5 })).toMatchObject({ ok: false, reason: "race", detail: expect.stringContaining("longer than the limit") });
+    expect(await h.ask({ op: "detail", pid: 3 })).toMatchObject({
+      ok: false,
+      reason: "race",
+      detail: expect.stringContaining("not JSON"),
+    });
+    expect(await h.ask({ op: "detail", pid: 5 })).toMatchObject({
+      ok: false,
+      reason: "race",
+      detail: expect.stringContaining("longer than the limit"),
+    });
     expect(h.starts).toBe(2);
   });
 
@@ -79,7 +98,11 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
   it("a host program that does not exist is unsupported, with its name", async () => {
     const h = new PowerShellHost({ file: "/nonexistent/powershell.exe", args: [], restartGapMs: 0 });
     hosts.push(h);
-    expect(await h.ask({ op: "processes" })).toMatchObject({ ok: false, reason: "unsupported", detail: expect.stringContaining("powershell.exe") });
+    expect(await h.ask({ op: "processes" })).toMatchObject({
+      ok: false,
+      reason: "unsupported",
+      detail: expect.stringContaining("powershell.exe"),
+    });
   });
 
   it("the Windows provider's whole pane proof runs over the host, on the recorded tree: every proof proven", async () => {
@@ -87,8 +110,19 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
     const provider = new WindowsProofProvider(h.ask, systemMonotonicClock, 7777);
     const pane: PaneHost = {
       kind: "herdr",
-      listPanes: async () => [{ paneId: "w1:p1", terminalId: "t-9", sessionId: "main", title: "", cwd: "", agentStatus: "idle" }],
-      processInfo: async (paneId) => ({ paneId, shellPid: 7100, foregroundProcessGroupId: 0, tty: "", foregroundProcesses: [{ pid: 7300, name: "codex.exe", argv: [] }, { pid: 7200, name: "codex.exe", argv: [] }] }),
+      listPanes: async () => [
+        { paneId: "w1:p1", terminalId: "t-9", sessionId: "main", title: "", cwd: "", agentStatus: "idle" },
+      ],
+      processInfo: async (paneId) => ({
+        paneId,
+        shellPid: 7100,
+        foregroundProcessGroupId: 0,
+        tty: "",
+        foregroundProcesses: [
+          { pid: 7300, name: "codex.exe", argv: [] },
+          { pid: 7200, name: "codex.exe", argv: [] },
+        ],
+      }),
       subscribe: async () => () => {},
     };
     const proofs = await provePane(
@@ -108,25 +142,39 @@ describe("windows-host.PowerShellHost against a real long-lived stand-in process
   });
 });
 
-
 describe("windows-host-script: the program the real host runs", () => {
-  it.skipIf(!available("mcs"))("its C# (Toolhelp snapshot, GetExtendedTcpTable, the PEB reader) compiles (Mono's mcs; the calls need Windows)", () => {
-    const dir = mkdtempSync(join(tmpdir(), "c15-cs-"));
-    try {
-      writeFileSync(join(dir, "host.cs"), HOST_CSHARP);
-      // C# 5: what Windows PowerShell 5.1's Add-Type compiles.
-      const r = spawnSync("mcs", ["-langversion:5", "-target:library", "-warnaserror+", `-out:${join(dir, "host.dll")}`, join(dir, "host.cs")], { encoding: "utf8" });
-      expect({ status: r.status, out: r.stdout + r.stderr }).toMatchObject({ status: 0 });
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  });
+  it.skipIf(!available("mcs"))(
+    "its C# (Toolhelp snapshot, GetExtendedTcpTable, the PEB reader) compiles (Mono's mcs; the calls need Windows)",
+    () => {
+      const dir = mkdtempSync(join(tmpdir(), "c15-cs-"));
+      try {
+        writeFileSync(join(dir, "host.cs"), HOST_CSHARP);
+        // C# 5: what Windows PowerShell 5.1's Add-Type compiles.
+        const r = spawnSync(
+          "mcs",
+          ["-langversion:5", "-target:library", "-warnaserror+", `-out:${join(dir, "host.dll")}`, join(dir, "host.cs")],
+          { encoding: "utf8" },
+        );
+        expect({ status: r.status, out: r.stdout + r.stderr }).toMatchObject({ status: 0 });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 
   it.skipIf(!available("mcs"))("mcs is a real check here: a C# typo fails it", () => {
     const dir = mkdtempSync(join(tmpdir(), "c15-cs-"));
     try {
-      writeFileSync(join(dir, "bad.cs"), HOST_CSHARP.replace("public static List<Dictionary<string, object>> Processes()", "public static List<Dictionary<string, object> Processes()"));
-      expect(spawnSync("mcs", ["-target:library", `-out:${join(dir, "bad.dll")}`, join(dir, "bad.cs")]).status).not.toBe(0);
+      writeFileSync(
+        join(dir, "bad.cs"),
+        HOST_CSHARP.replace(
+          "public static List<Dictionary<string, object>> Processes()",
+          "public static List<Dictionary<string, object> Processes()",
+        ),
+      );
+      expect(
+        spawnSync("mcs", ["-target:library", `-out:${join(dir, "bad.dll")}`, join(dir, "bad.cs")]).status,
+      ).not.toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -134,7 +182,13 @@ describe("windows-host-script: the program the real host runs", () => {
 
   it("-EncodedCommand carries the whole script (UTF-16LE base64), the C# inside a here-string, answering every op", () => {
     const args = powerShellHostArgs();
-    expect(args.slice(0, 5)).toEqual(["-NoProfile", "-NonInteractive", "-ExecutionPolicy", "Bypass", "-EncodedCommand"]);
+    expect(args.slice(0, 5)).toEqual([
+      "-NoProfile",
+      "-NonInteractive",
+      "-ExecutionPolicy",
+      "Bypass",
+      "-EncodedCommand",
+    ]);
     expect(Buffer.from(args[5]!, "base64").toString("utf16le")).toBe(POWERSHELL_HOST_SCRIPT);
     expect(POWERSHELL_HOST_SCRIPT).toContain(`@'\n${HOST_CSHARP}\n'@`);
     for (const op of ["'processes'", "'tcp'", "'detail'"]) expect(POWERSHELL_HOST_SCRIPT).toContain(op);

@@ -19,9 +19,15 @@ describe("QuestionLedger", () => {
     const dir = mkdtempSync(join(tmpdir(), "ql-"));
     const l = new QuestionLedger(dir);
     expect(l.claim(key, '{"a":1}', 1)).toEqual({ ok: true });
-    expect(l.claim(key, '{"a":2}', 2)).toMatchObject({ ok: false, existing: { state: "sending", answerJson: '{"a":1}' } });
+    expect(l.claim(key, '{"a":2}', 2)).toMatchObject({
+      ok: false,
+      existing: { state: "sending", answerJson: '{"a":1}' },
+    });
     l.settle(key, { state: "uncertain", reason: "connection_lost", answerJson: '{"a":1}', atMs: 3 });
-    expect(new QuestionLedger(dir).claim(key, '{"a":2}', 4)).toMatchObject({ ok: false, existing: { state: "uncertain" } });
+    expect(new QuestionLedger(dir).claim(key, '{"a":2}', 4)).toMatchObject({
+      ok: false,
+      existing: { state: "uncertain" },
+    });
     // A different call in the same turn is a different question.
     expect(l.claim({ ...key, itemId: "call_2" }, "{}", 5)).toEqual({ ok: true });
   });
@@ -44,17 +50,25 @@ describe("QuestionLedger", () => {
 });
 
 describe("answers", () => {
-  const q = { questions: [{ id: "colour", header: "", question: "?", isOther: false, options: null }] } as unknown as WorkerQuestion;
+  const q = {
+    questions: [{ id: "colour", header: "", question: "?", isOther: false, options: null }],
+  } as unknown as WorkerQuestion;
   it("every question answered by id with non-empty strings, within the bound", () => {
     expect(badAnswer(q, { colour: { answers: ["Red"] } })).toBeUndefined();
-    expect(badAnswer(q, { size: { answers: ["L"] }, colour: { answers: ["Red"] } })).toMatch(/no question has id "size"/);
+    expect(badAnswer(q, { size: { answers: ["L"] }, colour: { answers: ["Red"] } })).toMatch(
+      /no question has id "size"/,
+    );
     expect(badAnswer(q, { colour: { answers: [] } })).toMatch(/at least one/);
     expect(badAnswer(q, {})).toMatch(/at least one/);
     expect(badAnswer(q, { colour: { answers: ["x".repeat(MAX_ANSWER_BYTES)] } })).toMatch(/exceed/);
   });
   it("a receipt matches as data, not as text", () => {
-    expect(sameAnswers('{"answers":{"colour":{"answers":["Red"]}}}', '{ "answers": { "colour": { "answers": ["Red"] } } }')).toBe(true);
-    expect(sameAnswers('{"answers":{"colour":{"answers":["Red"]}}}', '{"answers":{"colour":{"answers":["Blue"]}}}')).toBe(false);
+    expect(
+      sameAnswers('{"answers":{"colour":{"answers":["Red"]}}}', '{ "answers": { "colour": { "answers": ["Red"] } } }'),
+    ).toBe(true);
+    expect(
+      sameAnswers('{"answers":{"colour":{"answers":["Red"]}}}', '{"answers":{"colour":{"answers":["Blue"]}}}'),
+    ).toBe(false);
     expect(sameAnswers("request_user_input is unavailable in Default mode", "{}")).toBe(false);
   });
 });

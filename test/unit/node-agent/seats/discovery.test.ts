@@ -41,7 +41,12 @@ async function until(pred: () => boolean, what: string): Promise<void> {
 
 async function asHerdrProcesses(p: FakeCodexProcess) {
   const info = await p.processInfo("x");
-  return { shell_pid: info.shellPid, foreground_process_group_id: info.foregroundProcessGroupId, tty: "/dev/pts/9", foreground_processes: info.foregroundProcesses };
+  return {
+    shell_pid: info.shellPid,
+    foreground_process_group_id: info.foregroundProcessGroupId,
+    tty: "/dev/pts/9",
+    foreground_processes: info.foregroundProcesses,
+  };
 }
 
 describe("seat discovery", () => {
@@ -67,7 +72,9 @@ describe("seat discovery", () => {
         return undefined;
       },
     };
-    registry = new AdapterRegistry().register(new CodexAdapter({ clock: systemMonotonicClock, callTimeoutMs: 300 })).register(other);
+    registry = new AdapterRegistry()
+      .register(new CodexAdapter({ clock: systemMonotonicClock, callTimeoutMs: 300 }))
+      .register(other);
   });
   afterEach(async () => {
     host.close();
@@ -80,7 +87,20 @@ describe("seat discovery", () => {
     const codex = await spawnFakeCodex(["--no-daemon"]);
     procs.push(codex);
     herdr.addPane({ pane_id: "w1:p1", title: "shell" }, await asHerdrProcesses(codex));
-    herdr.addPane({ pane_id: "w1:p2", title: "codex", agent: "codex", agent_session: { source: "herdr:codex", agent: "codex", kind: "id", value: "t-1" } }, { shell_pid: 1, foreground_process_group_id: 1, tty: null, foreground_processes: [{ pid: process.pid, name: "node", argv: ["node"] }] });
+    herdr.addPane(
+      {
+        pane_id: "w1:p2",
+        title: "codex",
+        agent: "codex",
+        agent_session: { source: "herdr:codex", agent: "codex", kind: "id", value: "t-1" },
+      },
+      {
+        shell_pid: 1,
+        foreground_process_group_id: 1,
+        tty: null,
+        foreground_processes: [{ pid: process.pid, name: "node", argv: ["node"] }],
+      },
+    );
     const report = await scanPanes(host, registry, seats, silentLogger);
     expect(report).toMatchObject({ ok: true, seats: ["codex-w1p1"], panes: 2 });
     const seat = seats.get("codex-w1p1")!;
@@ -93,7 +113,13 @@ describe("seat discovery", () => {
     const a = await spawnFakeCodex(["--no-daemon"]);
     procs.push(a);
     herdr.addPane({ pane_id: "w1:p1" }, await asHerdrProcesses(a));
-    const discovery = await startSeatDiscovery({ host, adapters: registry, seats, logger: silentLogger, rescanMs: 60_000 });
+    const discovery = await startSeatDiscovery({
+      host,
+      adapters: registry,
+      seats,
+      logger: silentLogger,
+      rescanMs: 60_000,
+    });
     expect(seats.get("codex-w1p1")).toBeDefined();
     const firstOccupant = seats.get("codex-w1p1")!.occupantId;
     const changes: number[] = [];
@@ -134,8 +160,12 @@ describe("seat discovery", () => {
     const dir = tempDir();
     const book = new SeatBook(dir);
     book.add("inbox", SeatKind.Mailbox, "inbox");
-    expect(book.putDiscovered({ name: "inbox", kind: SeatKind.Codex, title: "", occupantId: "x", createdAtMs: 0 })).toBe(false);
-    expect(book.putDiscovered({ name: "codex-1", kind: SeatKind.Codex, title: "", occupantId: "y", createdAtMs: 0 })).toBe(true);
+    expect(
+      book.putDiscovered({ name: "inbox", kind: SeatKind.Codex, title: "", occupantId: "x", createdAtMs: 0 }),
+    ).toBe(false);
+    expect(
+      book.putDiscovered({ name: "codex-1", kind: SeatKind.Codex, title: "", occupantId: "y", createdAtMs: 0 }),
+    ).toBe(true);
     expect(new SeatBook(dir).all().map((s) => s.name)).toEqual(["inbox"]);
   });
 });

@@ -14,7 +14,11 @@ describe("seat-locks.SeatLocks", () => {
       log.push(`${name}:end`);
       return name;
     };
-    const results = await Promise.all([locks.run("a", op("a1", 30)), locks.run("a", op("a2", 1)), locks.run("b", op("b1", 5))]);
+    const results = await Promise.all([
+      locks.run("a", op("a1", 30)),
+      locks.run("a", op("a2", 1)),
+      locks.run("b", op("b1", 5)),
+    ]);
     expect(results).toEqual(["a1", "a2", "b1"]);
     expect(log.indexOf("a1:end")).toBeLessThan(log.indexOf("a2:start"));
     expect(log.indexOf("b1:start")).toBeLessThan(log.indexOf("a1:end"));

@@ -1,17 +1,33 @@
 /** The status watch reports the seat list again only when a seat's status, capabilities or occupant changed. */
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { SeatSchema, SeatStatus, InputCapabilitiesSchema, type Seat } from "../../../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import {
+  SeatSchema,
+  SeatStatus,
+  InputCapabilitiesSchema,
+  type Seat,
+} from "../../../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { startSeatStatusWatch } from "../../../../node-agent/seats/seat-status-watch.js";
 import { silentLogger } from "../../../../shared/logger.js";
 
-const seat = (status: SeatStatus, modes: number[] = []) => create(SeatSchema, { name: "codex-1", status, occupantId: "o1", inputCapabilities: create(InputCapabilitiesSchema, { deliveryModes: modes }) });
+const seat = (status: SeatStatus, modes: number[] = []) =>
+  create(SeatSchema, {
+    name: "codex-1",
+    status,
+    occupantId: "o1",
+    inputCapabilities: create(InputCapabilitiesSchema, { deliveryModes: modes }),
+  });
 
 describe("seat-status-watch.startSeatStatusWatch", () => {
   it("reports a changed status once, and nothing while it stays the same", async () => {
     let now: Seat[] = [seat(SeatStatus.IDLE)];
     const reports: Seat[][] = [];
-    const watch = startSeatStatusWatch({ inspect: async () => now, report: async (s) => void reports.push(s), intervalMs: 10, logger: silentLogger });
+    const watch = startSeatStatusWatch({
+      inspect: async () => now,
+      report: async (s) => void reports.push(s),
+      intervalMs: 10,
+      logger: silentLogger,
+    });
     watch.reported(now);
     await new Promise((r) => setTimeout(r, 60));
     expect(reports).toHaveLength(0);

@@ -19,7 +19,11 @@ describe("issue 34 item 2: an agent's controller URLs", () => {
     expect(parseControllerUrls(undefined)).toEqual([]);
     expect(parseControllerUrls("https://a:1")).toEqual(["https://a:1"]);
     expect(parseControllerUrls("https://a:1, https://b:2,,https://a:1")).toEqual(["https://a:1", "https://b:2"]);
-    expect(parseControllerUrls(["https://b:2", "https://a:1,https://c:3"])).toEqual(["https://b:2", "https://a:1", "https://c:3"]);
+    expect(parseControllerUrls(["https://b:2", "https://a:1,https://c:3"])).toEqual([
+      "https://b:2",
+      "https://a:1",
+      "https://c:3",
+    ]);
   });
 
   it("a replica that gives no answer is left for the next; a refusal every replica would give is final", () => {
@@ -38,9 +42,20 @@ describe("issue 34 item 2: an agent's controller URLs", () => {
     const files = { "key.pem": privateKeyPem, "cert.pem": certificatePem, "ca.pem": certificatePem };
     mkdirSync(identityDir(dir), { recursive: true });
     for (const [name, text] of Object.entries(files)) writeFileSync(join(identityDir(dir), name), text);
-    writeFileSync(join(identityDir(dir), "identity.json"), JSON.stringify({ machine: "m", fleetId: "f", controllerUrl: "https://a:1" }));
+    writeFileSync(
+      join(identityDir(dir), "identity.json"),
+      JSON.stringify({ machine: "m", fleetId: "f", controllerUrl: "https://a:1" }),
+    );
     expect(loadIdentity(dir)).toMatchObject({ controllerUrl: "https://a:1", controllerUrls: ["https://a:1"] });
-    writeIdentityRecord(dir, { machine: "m", fleetId: "f", controllerUrl: "https://a:1", controllerUrls: ["https://b:2", "https://c:3", "https://a:1"] });
-    expect(loadIdentity(dir)).toMatchObject({ controllerUrl: "https://a:1", controllerUrls: ["https://b:2", "https://c:3", "https://a:1"] });
+    writeIdentityRecord(dir, {
+      machine: "m",
+      fleetId: "f",
+      controllerUrl: "https://a:1",
+      controllerUrls: ["https://b:2", "https://c:3", "https://a:1"],
+    });
+    expect(loadIdentity(dir)).toMatchObject({
+      controllerUrl: "https://a:1",
+      controllerUrls: ["https://b:2", "https://c:3", "https://a:1"],
+    });
   });
 });

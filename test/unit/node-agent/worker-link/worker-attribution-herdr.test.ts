@@ -20,19 +20,37 @@ const seat = (name: string, endpoint: string, threadId: string, backend: [number
   occupantId: `occ-${name}`,
   createdAtMs: 0,
   pane: { host: "herdr", paneId: `w1:${name}`, terminalId: "t", sessionId: "s" },
-  control: { codexHome: "/h/c", cwd: "/w", launch: "remote", endpoint, threadId, backendPid: backend[0], backendStartTime: backend[1], ownedByHire: "h1" },
+  control: {
+    codexHome: "/h/c",
+    cwd: "/w",
+    launch: "remote",
+    endpoint,
+    threadId,
+    backendPid: backend[0],
+    backendStartTime: backend[1],
+    ownedByHire: "h1",
+  },
 });
 const hired = seat("p1", `unix://${SOCK}`, "t-hired", [100, 1000]);
 const other = seat("p2", `unix://${DAEMON}`, "t-other", [50, 500]);
-const agentStarted: CodexHost = { process: { pid: 100, startTime: 1000, ppid: 7, pgid: 99, name: "codex" }, socketPath: SOCK };
+const agentStarted: CodexHost = {
+  process: { pid: 100, startTime: 1000, ppid: 7, pgid: 99, name: "codex" },
+  socketPath: SOCK,
+};
 
 describe("rule 48: a Herdr Codex hire's worker calls under the agent-started app-server", () => {
   it("issue 12 item 5: the agent-started server hosts exactly the Herdr seat, and its thread credits that seat (the pane tree says nothing)", () => {
     expect(hostedSeats(agentStarted, [hired, other]).map((s) => s.name)).toEqual(["p1"]);
-    expect(attribute({ host: agentStarted, thread: "t-hired", seats: [hired, other], paneMatches: [] })).toEqual({ seat: hired });
+    expect(attribute({ host: agentStarted, thread: "t-hired", seats: [hired, other], paneMatches: [] })).toEqual({
+      seat: hired,
+    });
   });
   it("rule 48: a server hosting only this seat can name no other: another seat's thread is unknown_worker_thread; no thread is ambiguous_worker", () => {
-    expect(attribute({ host: agentStarted, thread: "t-other", seats: [hired, other], paneMatches: [] })).toMatchObject({ reason: "unknown_worker_thread" });
-    expect(attribute({ host: agentStarted, thread: undefined, seats: [hired, other], paneMatches: [] })).toMatchObject({ reason: "ambiguous_worker" });
+    expect(attribute({ host: agentStarted, thread: "t-other", seats: [hired, other], paneMatches: [] })).toMatchObject({
+      reason: "unknown_worker_thread",
+    });
+    expect(attribute({ host: agentStarted, thread: undefined, seats: [hired, other], paneMatches: [] })).toMatchObject({
+      reason: "ambiguous_worker",
+    });
   });
 });

@@ -11,7 +11,10 @@ describe("PaneClaims", () => {
   it("a pane's claim is exclusive: a second take fails while the first is held, and succeeds once it was released", () => {
     const claims = new PaneClaims(join(tempDir("claims"), "c"));
     const first = claims.take("codex-0", claim("11111111-1111-4111-8111-111111111111"));
-    expect(first).toMatchObject({ deliveryId: "11111111-1111-4111-8111-111111111111", fingerprint: expect.any(String) });
+    expect(first).toMatchObject({
+      deliveryId: "11111111-1111-4111-8111-111111111111",
+      fingerprint: expect.any(String),
+    });
     expect(claims.take("codex-0", claim("22222222-2222-4222-8222-222222222222", "other"))).toBe(false);
     // Another pane is not fenced by it.
     expect(claims.take("codex-1", claim("33333333-3333-4333-8333-333333333333"))).not.toBe(false);
@@ -24,7 +27,10 @@ describe("PaneClaims", () => {
     const claims = new PaneClaims(join(tempDir("claims"), "c"));
     claims.take("codex-0", claim("11111111-1111-4111-8111-111111111111"));
     claims.release("codex-0", "99999999-9999-4999-8999-999999999999");
-    expect(claims.read("codex-0")).toMatchObject({ kind: "held", claim: { deliveryId: "11111111-1111-4111-8111-111111111111" } });
+    expect(claims.read("codex-0")).toMatchObject({
+      kind: "held",
+      claim: { deliveryId: "11111111-1111-4111-8111-111111111111" },
+    });
   });
 
   it("an unreadable claim file is reported as such (it cannot tell an original from a new message) and blocks a new claim", () => {

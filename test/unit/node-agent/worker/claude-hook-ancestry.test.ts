@@ -45,14 +45,22 @@ describe("claude hook ancestry through the ProofProvider", () => {
       if (sleeper === undefined) await new Promise((r) => setTimeout(r, 10));
     }
     const rows = await ancestry(linux, sleeper!);
-    expect(rows!.slice(0, 3).map((r) => r.argv.slice(0, 2))).toEqual([["sleep", "600"], ["sh", "-c"], ["/bin/sh", join(dir, "claude")]]);
+    expect(rows!.slice(0, 3).map((r) => r.argv.slice(0, 2))).toEqual([
+      ["sleep", "600"],
+      ["sh", "-c"],
+      ["/bin/sh", join(dir, "claude")],
+    ]);
     const d = decideSessionStart(input, { TMUX_PANE: "%1" }, rows);
     expect(d.claudePid).toBe(child.pid);
     expect(d.message).toContain(`claude --resume ${SID}`);
   });
 
   it("Windows, recorded: claude.exe above cmd.exe /c, and node.exe running the npm package's cli.js above PowerShell", async () => {
-    const win = new WindowsProofProvider(recordedWindows({ processes: "host-processes-hook.json" }), systemMonotonicClock, 1);
+    const win = new WindowsProofProvider(
+      recordedWindows({ processes: "host-processes-hook.json" }),
+      systemMonotonicClock,
+      1,
+    );
     const viaCmd = await ancestry(win, 7420);
     expect(decideSessionStart(input, { HERDR_PANE_ID: "w1:p1" }, viaCmd).claudePid).toBe(7400);
     const viaPwsh = await ancestry(win, 7510);
@@ -60,7 +68,11 @@ describe("claude hook ancestry through the ProofProvider", () => {
   });
 
   it("a pid the provider cannot show gives no ancestry, and the linked pane is told the channel cannot be confirmed", async () => {
-    const win = new WindowsProofProvider(recordedWindows({ processes: "host-processes-hook.json" }), systemMonotonicClock, 1);
+    const win = new WindowsProofProvider(
+      recordedWindows({ processes: "host-processes-hook.json" }),
+      systemMonotonicClock,
+      1,
+    );
     const rows = await ancestry(win, 99999);
     expect(rows).toBeUndefined();
     expect(decideSessionStart(input, { HERDR_PANE_ID: "w1:p1" }, rows).message).toContain("cannot confirm");
@@ -79,8 +91,16 @@ describe("claude hook ancestry through the ProofProvider", () => {
     writeFileSync(join(dir, "claude-7400.sock"), "");
     const discover = createClaudeDiscover(dir, dir);
     const pane = { paneId: "w1:p1", terminalId: "t", sessionId: "s", title: "", cwd: "", agentStatus: "idle" as const };
-    const info = (argv: string[]) => ({ paneId: "w1:p1", shellPid: 7100, foregroundProcessGroupId: 0, tty: "", foregroundProcesses: [{ pid: 7400, name: "claude.exe", argv }] });
-    expect(await discover(pane, info(["C:\\Users\\Jürgen Ö\\.local\\bin\\claude.exe", "--resume", SID]))).toMatchObject({ occupantId: expect.stringMatching(/^claude:7400:/) });
+    const info = (argv: string[]) => ({
+      paneId: "w1:p1",
+      shellPid: 7100,
+      foregroundProcessGroupId: 0,
+      tty: "",
+      foregroundProcesses: [{ pid: 7400, name: "claude.exe", argv }],
+    });
+    expect(await discover(pane, info(["C:\\Users\\Jürgen Ö\\.local\\bin\\claude.exe", "--resume", SID]))).toMatchObject(
+      { occupantId: expect.stringMatching(/^claude:7400:/) },
+    );
     expect(await discover(pane, info(["C:\\Users\\x\\.local\\bin\\claude.exe", "-p", "hi"]))).toBeUndefined();
   });
 });

@@ -15,8 +15,24 @@ import { answerJson, questionRequest, runQuestionHook } from "../../../../node-a
 import { WORKER_SOCKET } from "../../../../node-agent/worker-link/worker-endpoint.js";
 
 const SESSION = "cf310781-e8a3-43c4-8660-59e5132b2fd2";
-const Q = { question: "Which colour should the button be?", header: "Colour", options: [{ label: "Red", description: "warm" }, { label: "Blue", description: "cool" }], multiSelect: false };
-const input = (over: Record<string, unknown> = {}) => ({ session_id: SESSION, prompt_id: "p-1", hook_event_name: "PreToolUse", tool_name: "AskUserQuestion", tool_input: { questions: [Q] }, tool_use_id: "toolu_01", ...over });
+const Q = {
+  question: "Which colour should the button be?",
+  header: "Colour",
+  options: [
+    { label: "Red", description: "warm" },
+    { label: "Blue", description: "cool" },
+  ],
+  multiSelect: false,
+};
+const input = (over: Record<string, unknown> = {}) => ({
+  session_id: SESSION,
+  prompt_id: "p-1",
+  hook_event_name: "PreToolUse",
+  tool_name: "AskUserQuestion",
+  tool_input: { questions: [Q] },
+  tool_use_id: "toolu_01",
+  ...over,
+});
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -24,7 +40,9 @@ afterEach(async () => {
 });
 
 /** A real agent-side socket in DIR/worker/ that answers each request line with ANSWER (or never, when undefined). */
-async function agentAt(answer: ((req: Record<string, unknown>) => Record<string, unknown>) | undefined): Promise<{ dir: string; requests: Record<string, unknown>[] }> {
+async function agentAt(
+  answer: ((req: Record<string, unknown>) => Record<string, unknown>) | undefined,
+): Promise<{ dir: string; requests: Record<string, unknown>[] }> {
   const dir = mkdtempSync(join(tmpdir(), "cqh-"));
   mkdirSync(join(dir, "worker"));
   const requests: Record<string, unknown>[] = [];
@@ -48,7 +66,13 @@ async function agentAt(answer: ((req: Record<string, unknown>) => Record<string,
 
 describe("the Claude question hook decides what it delegates (rule 35)", () => {
   it("rule 35: a main-session AskUserQuestion becomes one question request bound to session, prompt and tool call", () => {
-    expect(questionRequest(input())).toEqual({ op: "question", sessionId: SESSION, promptId: "p-1", toolUseId: "toolu_01", questions: [Q] });
+    expect(questionRequest(input())).toEqual({
+      op: "question",
+      sessionId: SESSION,
+      promptId: "p-1",
+      toolUseId: "toolu_01",
+      questions: [Q],
+    });
   });
 
   it("rule 35: permission prompts, other tools, other events and subagents' questions are never delegated", () => {
@@ -64,7 +88,12 @@ describe("the Claude question hook decides what it delegates (rule 35)", () => {
   it("rule 35: the answer is hook JSON (allow + updatedInput with the tool's input and answers) only when it answers exactly the questions asked", () => {
     const out = JSON.parse(answerJson(input(), { [Q.question]: "Blue" }));
     expect(out).toEqual({
-      hookSpecificOutput: { hookEventName: "PreToolUse", permissionDecision: "allow", permissionDecisionReason: "answered by the hiring lead through Clankie", updatedInput: { questions: [Q], answers: { [Q.question]: "Blue" } } },
+      hookSpecificOutput: {
+        hookEventName: "PreToolUse",
+        permissionDecision: "allow",
+        permissionDecisionReason: "answered by the hiring lead through Clankie",
+        updatedInput: { questions: [Q], answers: { [Q.question]: "Blue" } },
+      },
     });
     expect(answerJson(input(), {})).toBe("");
     expect(answerJson(input(), { [Q.question]: "Blue", "Another?": "x" })).toBe("");
@@ -78,7 +107,9 @@ describe("the Claude question hook talks to the agent's worker socket (rule 35)"
     const agent = await agentAt(() => ({ ok: true, answers: { [Q.question]: "Red" } }));
     const out = await runQuestionHook(agent.dir, JSON.stringify(input()), 5);
     expect(JSON.parse(out).hookSpecificOutput.updatedInput.answers).toEqual({ [Q.question]: "Red" });
-    expect(agent.requests).toEqual([{ op: "question", sessionId: SESSION, promptId: "p-1", toolUseId: "toolu_01", questions: [Q] }]);
+    expect(agent.requests).toEqual([
+      { op: "question", sessionId: SESSION, promptId: "p-1", toolUseId: "toolu_01", questions: [Q] },
+    ]);
   });
 
   it("rule 35: a refusal (not hired, another session) prints nothing: the owner's dialog answers", async () => {

@@ -19,18 +19,40 @@ describe("claude-session-start-hook.decideSessionStart", () => {
   });
 
   it("the development opt-in and the plugin opt-in both suppress the notice", () => {
-    expect(decideSessionStart(input, linked, tree(["claude", "--dangerously-load-development-channels", "server:clankie-seat"])).message).toBeUndefined();
-    expect(decideSessionStart(input, linked, tree(["claude", "--channels", "plugin:clankie-worker@clankie"])).message).toBeUndefined();
+    expect(
+      decideSessionStart(
+        input,
+        linked,
+        tree(["claude", "--dangerously-load-development-channels", "server:clankie-seat"]),
+      ).message,
+    ).toBeUndefined();
+    expect(
+      decideSessionStart(input, linked, tree(["claude", "--channels", "plugin:clankie-worker@clankie"])).message,
+    ).toBeUndefined();
   });
 
   it("issue 12 (plugin mode): the clankie-worker plugin under the development flag is the opt-in too, and a hook run from the plugin names the plugin in its restart command", () => {
-    expect(decideSessionStart(input, linked, tree(["claude", "--dangerously-load-development-channels", "plugin:clankie-worker@clankie"])).message).toBeUndefined();
-    const d = decideSessionStart(input, { ...linked, CLAUDE_PLUGIN_ROOT: "/cfg/plugins/cache/clankie/clankie-worker/0.1.0" }, tree(["/usr/bin/claude"]));
-    expect(d.message).toContain(`claude --resume ${SID} --dangerously-load-development-channels plugin:clankie-worker@clankie`);
+    expect(
+      decideSessionStart(
+        input,
+        linked,
+        tree(["claude", "--dangerously-load-development-channels", "plugin:clankie-worker@clankie"]),
+      ).message,
+    ).toBeUndefined();
+    const d = decideSessionStart(
+      input,
+      { ...linked, CLAUDE_PLUGIN_ROOT: "/cfg/plugins/cache/clankie/clankie-worker/0.1.0" },
+      tree(["/usr/bin/claude"]),
+    );
+    expect(d.message).toContain(
+      `claude --resume ${SID} --dangerously-load-development-channels plugin:clankie-worker@clankie`,
+    );
   });
 
   it("an unrelated channel plugin does not count as the opt-in", () => {
-    expect(decideSessionStart(input, linked, tree(["claude", "--channels", "plugin:other@market"])).message).toBeDefined();
+    expect(
+      decideSessionStart(input, linked, tree(["claude", "--channels", "plugin:other@market"])).message,
+    ).toBeDefined();
   });
 
   it("print mode, other harnesses, unlinked panes, other hook events and unsafe ids get nothing", () => {

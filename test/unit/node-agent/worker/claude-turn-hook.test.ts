@@ -25,7 +25,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("claude-turn-hook.decideTurn", () => {
   it("UserPromptSubmit is a running turn, Stop and StopFailure an idle one, filed under the Claude pid", () => {
-    expect(decideTurn({ hook_event_name: "UserPromptSubmit", session_id: SESSION, prompt_id: "p1" }, claudeAncestors, 1000)).toEqual({
+    expect(
+      decideTurn({ hook_event_name: "UserPromptSubmit", session_id: SESSION, prompt_id: "p1" }, claudeAncestors, 1000),
+    ).toEqual({
       sessionId: SESSION,
       promptId: "p1",
       state: "working",
@@ -33,26 +35,42 @@ describe("claude-turn-hook.decideTurn", () => {
       claudePid: 600,
       atMs: 1000,
     });
-    expect(decideTurn({ hook_event_name: "Stop", session_id: SESSION, prompt_id: "p1" }, claudeAncestors, 2000)).toMatchObject({ state: "idle", claudePid: 600 });
-    expect(decideTurn({ hook_event_name: "StopFailure", session_id: SESSION }, claudeAncestors, 2000)).toMatchObject({ state: "idle", promptId: "" });
+    expect(
+      decideTurn({ hook_event_name: "Stop", session_id: SESSION, prompt_id: "p1" }, claudeAncestors, 2000),
+    ).toMatchObject({ state: "idle", claudePid: 600 });
+    expect(decideTurn({ hook_event_name: "StopFailure", session_id: SESSION }, claudeAncestors, 2000)).toMatchObject({
+      state: "idle",
+      promptId: "",
+    });
   });
 
   it("files nothing for other events, unsafe session ids, or a hook not run under Claude", () => {
     expect(decideTurn({ hook_event_name: "PreToolUse", session_id: SESSION }, claudeAncestors, 1)).toBeUndefined();
     expect(decideTurn({ hook_event_name: "Stop", session_id: "../../etc/passwd" }, claudeAncestors, 1)).toBeUndefined();
-    expect(decideTurn({ hook_event_name: "Stop", session_id: SESSION }, [{ pid: 5, argv: ["/bin/bash"] }], 1)).toBeUndefined();
+    expect(
+      decideTurn({ hook_event_name: "Stop", session_id: SESSION }, [{ pid: 5, argv: ["/bin/bash"] }], 1),
+    ).toBeUndefined();
     expect(decideTurn({ hook_event_name: "Stop", session_id: SESSION }, undefined, 1)).toBeUndefined();
   });
 
   it("garbage on stdin or no report dir files nothing and never throws", () => {
     expect(() => runTurnHook(dir, "{not json")).not.toThrow();
-    expect(() => runTurnHook(undefined, JSON.stringify({ hook_event_name: "Stop", session_id: SESSION }))).not.toThrow();
+    expect(() =>
+      runTurnHook(undefined, JSON.stringify({ hook_event_name: "Stop", session_id: SESSION })),
+    ).not.toThrow();
   });
 
   it("a report round-trips; a damaged one reads as none", () => {
     writeTurnReport(dir, { sessionId: SESSION, promptId: "p", state: "idle", event: "Stop", claudePid: 42, atMs: 5 });
     expect(readTurnReport(dir, 42)).toMatchObject({ state: "idle", atMs: 5 });
-    writeTurnReport(dir, { sessionId: SESSION, promptId: "p", state: "sleeping" as "idle", event: "Stop", claudePid: 43, atMs: 5 });
+    writeTurnReport(dir, {
+      sessionId: SESSION,
+      promptId: "p",
+      state: "sleeping" as "idle",
+      event: "Stop",
+      claudePid: 43,
+      atMs: 5,
+    });
     expect(readTurnReport(dir, 43)).toBeUndefined();
     expect(readTurnReport(dir, 44)).toBeUndefined();
   });
@@ -60,7 +78,14 @@ describe("claude-turn-hook.decideTurn", () => {
 
 describe("claude.turnFromHooks", () => {
   const t = (lastPromptAtMs: number, interruptedAtMs = 0) => ({ lastPromptAtMs, interruptedAtMs }) as TranscriptRead;
-  const report = (state: "working" | "idle", atMs: number) => ({ sessionId: SESSION, promptId: "p", state, event: state === "idle" ? "Stop" : "UserPromptSubmit", claudePid: 1, atMs });
+  const report = (state: "working" | "idle", atMs: number) => ({
+    sessionId: SESSION,
+    promptId: "p",
+    state,
+    event: state === "idle" ? "Stop" : "UserPromptSubmit",
+    claudePid: 1,
+    atMs,
+  });
 
   it("Stop means idle even when the transcript never got the reply (observed on the real binary)", () => {
     expect(turnFromHooks(report("idle", 2000), SESSION, t(1500))).toBe(SeatStatus.Idle);

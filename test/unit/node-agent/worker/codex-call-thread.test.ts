@@ -31,7 +31,8 @@ describe("the calling Codex thread on worker requests (rule 48)", () => {
     await server.connect(a);
     const client = new Client({ name: "c", version: "0" });
     await client.connect(b);
-    const text = (r: unknown) => JSON.parse((r as { content: { text: string }[] }).content[0]!.text) as Record<string, unknown>;
+    const text = (r: unknown) =>
+      JSON.parse((r as { content: { text: string }[] }).content[0]!.text) as Record<string, unknown>;
     const [slow, fast, none] = await Promise.all([
       client.callTool({ name: "probe", arguments: { wait: 30 }, _meta: { threadId: "thread-a" } }),
       client.callTool({ name: "probe", arguments: { wait: 0 }, _meta: { threadId: "thread-b" } }),

@@ -4,13 +4,22 @@
  * shapes Pi 0.73's SessionManager appends (session-format.md); the real Pi is test/harnesses/pi-fence.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { PiEntryBinder, piUserText, type EntryBound, type PiSessionEntryLike } from "../../../../node-agent/worker/pi-entry-binding.js";
+import {
+  PiEntryBinder,
+  piUserText,
+  type EntryBound,
+  type PiSessionEntryLike,
+} from "../../../../node-agent/worker/pi-entry-binding.js";
 
 /** Runs each scheduled look at once, so a test steps Pi's appends between looks. */
 function binder(tries = 5) {
   const bound: EntryBound[] = [];
   const queue: (() => void)[] = [];
-  const b = new PiEntryBinder((x) => bound.push(x), (f) => queue.push(f), tries);
+  const b = new PiEntryBinder(
+    (x) => bound.push(x),
+    (f) => queue.push(f),
+    tries,
+  );
   const step = () => queue.splice(0).forEach((f) => f());
   return { b, bound, step };
 }
@@ -73,7 +82,12 @@ describe("rule 42: PiEntryBinder", () => {
   it("assistant and tool results are not user messages: piUserText is undefined for them, and joins a user message's text parts", () => {
     expect(piUserText({ role: "assistant", content: [{ type: "text", text: "x" }] })).toBeUndefined();
     expect(piUserText({ role: "toolResult", content: [] })).toBeUndefined();
-    expect(piUserText({ role: "user", content: [{ type: "text", text: "a" }, { type: "image" }, { type: "text", text: "b" }] })).toBe("ab");
+    expect(
+      piUserText({
+        role: "user",
+        content: [{ type: "text", text: "a" }, { type: "image" }, { type: "text", text: "b" }],
+      }),
+    ).toBe("ab");
     expect(piUserText({ role: "user", content: "plain" })).toBe("plain");
   });
 });

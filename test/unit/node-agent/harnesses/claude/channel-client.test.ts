@@ -33,7 +33,8 @@ async function channel(name: string, onPush: (socket: Socket, push: { eventId: s
       while ((at = buf.indexOf("\n")) >= 0) {
         const m = JSON.parse(buf.slice(0, at));
         buf = buf.slice(at + 1);
-        if (m.op === "hello") s.write(JSON.stringify({ op: "hello", ok: m.token === TOKEN, claudePid: 1, mcpReady: true }) + "\n");
+        if (m.op === "hello")
+          s.write(JSON.stringify({ op: "hello", ok: m.token === TOKEN, claudePid: 1, mcpReady: true }) + "\n");
         if (m.op === "push") onPush(s, m);
       }
     });
@@ -45,14 +46,31 @@ async function channel(name: string, onPush: (socket: Socket, push: { eventId: s
 
 describe("claude-channel-client.pushChannelEvent", () => {
   it("an exact, authenticated ack of our event id is transport delivery", async () => {
-    const a = await channel("good", (s, p) => s.write(JSON.stringify({ op: "ack", eventId: p.eventId, acknowledged: true, mac: ackMac(TOKEN, p.eventId) }) + "\n"));
+    const a = await channel("good", (s, p) =>
+      s.write(
+        JSON.stringify({ op: "ack", eventId: p.eventId, acknowledged: true, mac: ackMac(TOKEN, p.eventId) }) + "\n",
+      ),
+    );
     expect(await pushChannelEvent(a, 2000, EVENT, "hi", {})).toEqual({ kind: "acked", replayed: false });
   });
 
   it("an ack of another event id, or without the right authentication, is not an ack", async () => {
-    const other = await channel("other", (s) => s.write(JSON.stringify({ op: "ack", eventId: "00000000-0000-4000-8000-000000000000", acknowledged: true, mac: ackMac(TOKEN, "00000000-0000-4000-8000-000000000000") }) + "\n"));
+    const other = await channel("other", (s) =>
+      s.write(
+        JSON.stringify({
+          op: "ack",
+          eventId: "00000000-0000-4000-8000-000000000000",
+          acknowledged: true,
+          mac: ackMac(TOKEN, "00000000-0000-4000-8000-000000000000"),
+        }) + "\n",
+      ),
+    );
     expect((await pushChannelEvent(other, 2000, EVENT, "hi", {})).kind).toBe("lost");
-    const forged = await channel("forged", (s, p) => s.write(JSON.stringify({ op: "ack", eventId: p.eventId, acknowledged: true, mac: ackMac("wrong", p.eventId) }) + "\n"));
+    const forged = await channel("forged", (s, p) =>
+      s.write(
+        JSON.stringify({ op: "ack", eventId: p.eventId, acknowledged: true, mac: ackMac("wrong", p.eventId) }) + "\n",
+      ),
+    );
     expect((await pushChannelEvent(forged, 2000, EVENT, "hi", {})).kind).toBe("lost");
   });
 
@@ -64,6 +82,8 @@ describe("claude-channel-client.pushChannelEvent", () => {
   it("an unreachable channel is a definite not-sent", async () => {
     const tokenFile = join(dir, "none.token");
     writeFileSync(tokenFile, TOKEN);
-    expect((await pushChannelEvent({ socketPath: join(dir, "none.sock"), tokenFile }, 2000, EVENT, "hi", {})).kind).toBe("not_sent");
+    expect(
+      (await pushChannelEvent({ socketPath: join(dir, "none.sock"), tokenFile }, 2000, EVENT, "hi", {})).kind,
+    ).toBe("not_sent");
   });
 });

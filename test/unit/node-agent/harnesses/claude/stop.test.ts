@@ -8,7 +8,14 @@ import { claudeInputLine } from "../../../../../node-agent/harnesses/claude/scre
 import type { SeatRecord } from "../../../../../node-agent/harnesses/adapter.js";
 import type { PaneAgentStatus } from "../../../../../node-agent/panes/pane-host.js";
 
-const seat: SeatRecord = { name: "c", kind: "claude", title: "", occupantId: "o", createdAtMs: 0, pane: { host: "herdr", paneId: "w1:p1", terminalId: "t1", sessionId: "s1" } };
+const seat: SeatRecord = {
+  name: "c",
+  kind: "claude",
+  title: "",
+  occupantId: "o",
+  createdAtMs: 0,
+  pane: { host: "herdr", paneId: "w1:p1", terminalId: "t1", sessionId: "s1" },
+};
 
 function keys(o: { status?: PaneAgentStatus[]; line?: string | undefined; terminalId?: string }) {
   const statuses = [...(o.status ?? ["working", "working", "idle"])];
@@ -27,7 +34,8 @@ function keys(o: { status?: PaneAgentStatus[]; line?: string | undefined; termin
   };
   return { k, presses: () => presses };
 }
-const stop = (k: PaneKeyInput, authority = true) => createGuardedEscStop({ keys: k, recheckAuthority: async () => authority, idleWaitMs: 300, pollMs: 10 });
+const stop = (k: PaneKeyInput, authority = true) =>
+  createGuardedEscStop({ keys: k, recheckAuthority: async () => authority, idleWaitMs: 300, pollMs: 10 });
 
 describe("claude-stop.createGuardedEscStop", () => {
   it("presses Esc exactly once and reports stopped when the pane is then seen idle", async () => {

@@ -9,13 +9,25 @@ const dir = mkdtempSync(join(tmpdir(), "clankie-transcript-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const ID = "7335fe0e-a46e-4d52-994d-71de1cac2a35";
 const channelLine = (id: string, text = "hello") =>
-  JSON.stringify({ type: "user", isMeta: true, uuid: "u-1", timestamp: "2026-11-30T10:00:00.000Z", origin: { kind: "channel", server: "clankie-seat" }, message: { role: "user", content: `<channel source="clankie-seat" clankie_id="${id}">\n${text}\n</channel>` } }) + "\n";
-const endTurn = JSON.stringify({ type: "assistant", message: { role: "assistant", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn" } }) + "\n";
+  JSON.stringify({
+    type: "user",
+    isMeta: true,
+    uuid: "u-1",
+    timestamp: "2026-11-30T10:00:00.000Z",
+    origin: { kind: "channel", server: "clankie-seat" },
+    message: { role: "user", content: `<channel source="clankie-seat" clankie_id="${id}">\n${text}\n</channel>` },
+  }) + "\n";
+const endTurn =
+  JSON.stringify({
+    type: "assistant",
+    message: { role: "assistant", content: [{ type: "text", text: "ok" }], stop_reason: "end_turn" },
+  }) + "\n";
 
 describe("claude-transcript.TranscriptReader", () => {
   it("finds our delivery only on a channel-origin user line carrying our id", () => {
     const p = join(dir, "a.jsonl");
-    const typed = JSON.stringify({ type: "user", message: { role: "user", content: `clankie_id="${ID}" typed by hand` } }) + "\n";
+    const typed =
+      JSON.stringify({ type: "user", message: { role: "user", content: `clankie_id="${ID}" typed by hand` } }) + "\n";
     writeFileSync(p, typed + channelLine(ID) + endTurn);
     const r = new TranscriptReader().read(p);
     expect(r.entries.map((e) => e.deliveryId)).toEqual([ID]);
@@ -72,10 +84,27 @@ describe("claude-transcript.TranscriptReader", () => {
     writeFileSync(
       p,
       channelLine(ID) +
-        line({ type: "user", timestamp: "2026-11-30T10:00:05.000Z", message: { role: "user", content: "typed prompt" } }) +
-        line({ type: "user", timestamp: "2026-11-30T10:00:06.000Z", message: { role: "user", content: [{ type: "tool_result", content: "x" }] } }) +
-        line({ type: "user", isMeta: true, timestamp: "2026-11-30T10:00:07.000Z", message: { role: "user", content: "caveat" } }) +
-        line({ type: "user", timestamp: "2026-11-30T10:00:08.000Z", message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user]" }] } }),
+        line({
+          type: "user",
+          timestamp: "2026-11-30T10:00:05.000Z",
+          message: { role: "user", content: "typed prompt" },
+        }) +
+        line({
+          type: "user",
+          timestamp: "2026-11-30T10:00:06.000Z",
+          message: { role: "user", content: [{ type: "tool_result", content: "x" }] },
+        }) +
+        line({
+          type: "user",
+          isMeta: true,
+          timestamp: "2026-11-30T10:00:07.000Z",
+          message: { role: "user", content: "caveat" },
+        }) +
+        line({
+          type: "user",
+          timestamp: "2026-11-30T10:00:08.000Z",
+          message: { role: "user", content: [{ type: "text", text: "[Request interrupted by user]" }] },
+        }),
     );
     const r = new TranscriptReader().read(p);
     expect(r.lastPromptAtMs).toBe(Date.parse("2026-11-30T10:00:05.000Z"));
@@ -108,13 +137,25 @@ describe("claude-transcript.TranscriptReader", () => {
   });
 
   // The shape Claude Code 2.1 writes (research/harnesses.md, Claude (c)): enqueue carries the text, the others none.
-  const queueOp = (operation: string, at: string, content?: string) => JSON.stringify({ type: "queue-operation", operation, timestamp: at, sessionId: "s", ...(content !== undefined && { content }) }) + "\n";
-  const channelText = (id: string) => `<channel source="clankie-seat" conversation="lead" clankie_id="${id}">\nhi\n</channel>`;
+  const queueOp = (operation: string, at: string, content?: string) =>
+    JSON.stringify({
+      type: "queue-operation",
+      operation,
+      timestamp: at,
+      sessionId: "s",
+      ...(content !== undefined && { content }),
+    }) + "\n";
+  const channelText = (id: string) =>
+    `<channel source="clankie-seat" conversation="lead" clankie_id="${id}">\nhi\n</channel>`;
   const OTHER = "0b6f3c1e-0000-4000-8000-000000000002";
 
   it("Claude's input queue: our id enqueued is queued, not delivered, until its prompt line appears; the depth counts what is not yet taken", () => {
     const p = join(dir, "queue.jsonl");
-    writeFileSync(p, queueOp("enqueue", "2026-11-30T10:00:01.000Z", channelText(ID)) + queueOp("enqueue", "2026-11-30T10:00:02.000Z", channelText(OTHER)));
+    writeFileSync(
+      p,
+      queueOp("enqueue", "2026-11-30T10:00:01.000Z", channelText(ID)) +
+        queueOp("enqueue", "2026-11-30T10:00:02.000Z", channelText(OTHER)),
+    );
     const reader = new TranscriptReader();
     let r = reader.read(p);
     expect([...r.queuedIds]).toEqual([ID, OTHER]);
@@ -133,13 +174,22 @@ describe("claude-transcript.TranscriptReader", () => {
     // A prompt line for an event still queued (taken with no dequeue written) takes it off the queue.
     appendFileSync(p, channelLine(OTHER));
     expect(reader.read(p).queueDepth).toBe(0);
-    appendFileSync(p, queueOp("enqueue", "2026-11-30T10:00:04.000Z", "typed while busy") + queueOp("popAll", "2026-11-30T10:00:05.000Z", "typed while busy"));
+    appendFileSync(
+      p,
+      queueOp("enqueue", "2026-11-30T10:00:04.000Z", "typed while busy") +
+        queueOp("popAll", "2026-11-30T10:00:05.000Z", "typed while busy"),
+    );
     expect(reader.read(p).queueDepth).toBe(0);
   });
 
   it("a typed prompt naming our id in the queue is not our channel event, and a dequeue on an empty queue stays at zero", () => {
     const p = join(dir, "queue-typed.jsonl");
-    writeFileSync(p, queueOp("enqueue", "2026-11-30T10:00:01.000Z", `please look at clankie_id="${ID}"`) + queueOp("dequeue", "2026-11-30T10:00:02.000Z") + queueOp("remove", "2026-11-30T10:00:03.000Z"));
+    writeFileSync(
+      p,
+      queueOp("enqueue", "2026-11-30T10:00:01.000Z", `please look at clankie_id="${ID}"`) +
+        queueOp("dequeue", "2026-11-30T10:00:02.000Z") +
+        queueOp("remove", "2026-11-30T10:00:03.000Z"),
+    );
     const r = new TranscriptReader().read(p);
     expect(r.queuedIds.size).toBe(0);
     expect(r.queueDepth).toBe(0);
@@ -161,7 +211,13 @@ describe("claude-transcript.TranscriptReader", () => {
 
   it("a dequeue starts a turn before its prompt line is written: the newest prompt time moves to it and the transcript reads working", () => {
     const p = join(dir, "queue-dequeue.jsonl");
-    writeFileSync(p, channelLine(OTHER) + endTurn + queueOp("enqueue", "2026-11-30T10:00:05.000Z", channelText(ID)) + queueOp("dequeue", "2026-11-30T10:00:05.030Z"));
+    writeFileSync(
+      p,
+      channelLine(OTHER) +
+        endTurn +
+        queueOp("enqueue", "2026-11-30T10:00:05.000Z", channelText(ID)) +
+        queueOp("dequeue", "2026-11-30T10:00:05.030Z"),
+    );
     const r = new TranscriptReader().read(p);
     expect(r.turn).toBe("working");
     expect(r.lastPromptAtMs).toBe(Date.parse("2026-11-30T10:00:05.030Z"));

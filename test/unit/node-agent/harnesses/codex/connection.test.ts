@@ -24,7 +24,9 @@ describe("CodexConnection", () => {
   });
 
   it("initializes opting into the experimental API, sends no jsonrpc field, and types server errors", async () => {
-    server = await startFakeAppServer((m, ws) => ws.send(JSON.stringify({ id: m.id, error: { code: -32600, message: "no active turn to steer" } })));
+    server = await startFakeAppServer((m, ws) =>
+      ws.send(JSON.stringify({ id: m.id, error: { code: -32600, message: "no active turn to steer" } })),
+    );
     const o = await CodexConnection.open(server.sock);
     expect(o.ok && o.codexHome).toBe("/home/x/.codex");
     const init = server.received[0] as { method: string; params: { capabilities: unknown }; jsonrpc?: unknown };
@@ -40,7 +42,10 @@ describe("CodexConnection", () => {
     server = await startFakeAppServer((_m, ws) => ws.send("<<<not json"));
     const o = await CodexConnection.open(server.sock);
     if (!o.ok) throw new Error(o.message);
-    const [a, b] = await Promise.all([o.connection.call("thread/read", {}), o.connection.call("thread/loaded/list", {})]);
+    const [a, b] = await Promise.all([
+      o.connection.call("thread/read", {}),
+      o.connection.call("thread/loaded/list", {}),
+    ]);
     expect(a).toMatchObject({ ok: false, kind: "garbled" });
     expect(b).toMatchObject({ ok: false, kind: "garbled" });
     const before = server.received.length;

@@ -41,9 +41,26 @@ function activeThread(o: Overrides = {}) {
       case "thread/loaded/list":
         return reply({ data: ["T"], nextCursor: null });
       case "thread/read":
-        return reply({ thread: { id: "T", ephemeral: false, cwd: "/w", parentThreadId: null, status: { type: "active", activeFlags: [] } } });
+        return reply({
+          thread: {
+            id: "T",
+            ephemeral: false,
+            cwd: "/w",
+            parentThreadId: null,
+            status: { type: "active", activeFlags: [] },
+          },
+        });
       case "thread/turns/list":
-        return reply({ data: [{ id: "turn-1", status: "inProgress", items: [{ type: "userMessage", id: "item-9", clientId: "c-earlier", content: [] }] }], nextCursor: null });
+        return reply({
+          data: [
+            {
+              id: "turn-1",
+              status: "inProgress",
+              items: [{ type: "userMessage", id: "item-9", clientId: "c-earlier", content: [] }],
+            },
+          ],
+          nextCursor: null,
+        });
       default:
         return reply({});
     }
@@ -60,15 +77,34 @@ describe("CodexAdapter under bad input", () => {
   });
 
   function setup(s: FakeAppServer, occupantId = "occ-1") {
-    adapter = new CodexAdapter({ clock: systemMonotonicClock, callTimeoutMs: 300, confirmTimeoutMs: 200, confirmPollMs: 20 });
-    const control: CodexControl = { codexHome: "/home/x/.codex", cwd: "/w", launch: "direct", endpoint: s.sock, threadId: "T" };
-    const seat: SeatRecord = { name: "cx", kind: SeatKind.Codex, title: "", occupantId, createdAtMs: 0, control: { ...control } };
+    adapter = new CodexAdapter({
+      clock: systemMonotonicClock,
+      callTimeoutMs: 300,
+      confirmTimeoutMs: 200,
+      confirmPollMs: 20,
+    });
+    const control: CodexControl = {
+      codexHome: "/home/x/.codex",
+      cwd: "/w",
+      launch: "direct",
+      endpoint: s.sock,
+      threadId: "T",
+    };
+    const seat: SeatRecord = {
+      name: "cx",
+      kind: SeatKind.Codex,
+      title: "",
+      occupantId,
+      createdAtMs: 0,
+      control: { ...control },
+    };
     const seats = new SeatBook(tempDir());
     seats.putDiscovered(seat);
     const deps = { seats, adapters: new AdapterRegistry().register(adapter), clock: systemMonotonicClock };
     return { seat, deps, a: adapter };
   }
-  const writes = (s: FakeAppServer) => s.received.filter((m) => ["turn/steer", "thread/queue/add", "turn/start"].includes(m.method ?? ""));
+  const writes = (s: FakeAppServer) =>
+    s.received.filter((m) => ["turn/steer", "thread/queue/add", "turn/start"].includes(m.method ?? ""));
   const cmd = (seat: SeatRecord, mode: "auto" | "steer" | "queue") => ({
     seatName: seat.name,
     deliveryId: crypto.randomUUID(),
@@ -99,7 +135,10 @@ describe("CodexAdapter under bad input", () => {
     const { snapshot, proofs } = await a.inspect(seat);
     expect(proofs.at(-1)).toMatchObject({ kind: "codex_thread", outcome: "unknown" });
     expect(snapshot.inputCapabilities.deliveryModes).toEqual([]);
-    expect(await deliver(deps, cmd(seat, "queue"))).toMatchObject({ result: AgentResult.NotSent, reason: "proof_unknown" });
+    expect(await deliver(deps, cmd(seat, "queue"))).toMatchObject({
+      result: AgentResult.NotSent,
+      reason: "proof_unknown",
+    });
     expect(writes(server)).toEqual([]);
   });
 
@@ -107,41 +146,74 @@ describe("CodexAdapter under bad input", () => {
     const other = await startFakeAppServer(activeThread(), "/home/someone-else/.codex");
     server = other;
     const { seat, deps } = setup(other);
-    expect(await deliver(deps, cmd(seat, "auto"))).toMatchObject({ result: AgentResult.NotSent, reason: "proof_refuted" });
+    expect(await deliver(deps, cmd(seat, "auto"))).toMatchObject({
+      result: AgentResult.NotSent,
+      reason: "proof_refuted",
+    });
     expect(writes(other)).toEqual([]);
   });
 
   it("an active thread whose latest turn is not in progress is a turn in flux: unknown, no write", async () => {
     server = await startFakeAppServer(
-      activeThread({ "thread/turns/list": (id, ws) => ws.send(JSON.stringify({ id, result: { data: [{ id: "turn-0", status: "completed", items: [] }], nextCursor: null } })) }),
+      activeThread({
+        "thread/turns/list": (id, ws) =>
+          ws.send(
+            JSON.stringify({
+              id,
+              result: { data: [{ id: "turn-0", status: "completed", items: [] }], nextCursor: null },
+            }),
+          ),
+      }),
     );
     const { seat, deps } = setup(server);
-    expect(await deliver(deps, cmd(seat, "steer"))).toMatchObject({ result: AgentResult.NotSent, reason: "proof_unknown" });
+    expect(await deliver(deps, cmd(seat, "steer"))).toMatchObject({
+      result: AgentResult.NotSent,
+      reason: "proof_unknown",
+    });
     expect(writes(server)).toEqual([]);
   });
 
   it("an answer of the wrong shape after the write is unconfirmed, and nothing else is sent", async () => {
-    server = await startFakeAppServer(activeThread({ "turn/steer": (id, ws) => ws.send(JSON.stringify({ id, result: { turnId: "turn-7" } })) }));
+    server = await startFakeAppServer(
+      activeThread({ "turn/steer": (id, ws) => ws.send(JSON.stringify({ id, result: { turnId: "turn-7" } })) }),
+    );
     const { seat, deps } = setup(server);
-    expect(await deliver(deps, cmd(seat, "steer"))).toMatchObject({ result: AgentResult.Unconfirmed, reason: "bad_reply" });
+    expect(await deliver(deps, cmd(seat, "steer"))).toMatchObject({
+      result: AgentResult.Unconfirmed,
+      reason: "bad_reply",
+    });
     expect(writes(server).map((m) => m.method)).toEqual(["turn/steer"]);
   });
 
   it("an accepted steer whose userMessage never appears is unconfirmed (receipt_missing), never resent", async () => {
-    server = await startFakeAppServer(activeThread({ "turn/steer": (id, ws) => ws.send(JSON.stringify({ id, result: { turnId: "turn-1" } })) }));
+    server = await startFakeAppServer(
+      activeThread({ "turn/steer": (id, ws) => ws.send(JSON.stringify({ id, result: { turnId: "turn-1" } })) }),
+    );
     const { seat, deps } = setup(server);
     const c = cmd(seat, "steer");
     expect(await deliver(deps, c)).toMatchObject({ result: AgentResult.Unconfirmed, reason: "receipt_missing" });
-    expect(writes(server).map((m) => [m.method, m.params?.clientUserMessageId, m.params?.expectedTurnId])).toEqual([["turn/steer", c.deliveryId, "turn-1"]]);
+    expect(writes(server).map((m) => [m.method, m.params?.clientUserMessageId, m.params?.expectedTurnId])).toEqual([
+      ["turn/steer", c.deliveryId, "turn-1"],
+    ]);
   });
 
   it("a write needs a fresh proof of the same occupant: none, another occupant's, or one already used is refused", async () => {
-    server = await startFakeAppServer(activeThread({ "thread/queue/add": (id, ws) => ws.send(JSON.stringify({ id, result: { queuedSubmission: { id: "q1", clientUserMessageId: "will-not-match" } } })) }));
+    server = await startFakeAppServer(
+      activeThread({
+        "thread/queue/add": (id, ws) =>
+          ws.send(
+            JSON.stringify({ id, result: { queuedSubmission: { id: "q1", clientUserMessageId: "will-not-match" } } }),
+          ),
+      }),
+    );
     const { seat, a } = setup(server);
     const msg = { deliveryId: crypto.randomUUID(), text: "x", mode: "queue" as const, conversationId: "c" };
     expect(await a.write(seat, msg)).toMatchObject({ result: AgentResult.NotSent, reason: "no_native_control" });
     await a.inspect(seat);
-    expect(await a.write({ ...seat, occupantId: "occ-2" }, msg)).toMatchObject({ result: AgentResult.NotSent, reason: "no_native_control" });
+    expect(await a.write({ ...seat, occupantId: "occ-2" }, msg)).toMatchObject({
+      result: AgentResult.NotSent,
+      reason: "no_native_control",
+    });
     await a.inspect(seat);
     expect(await a.write(seat, msg)).toMatchObject({ result: AgentResult.Unconfirmed, reason: "bad_reply" });
     expect(await a.write(seat, msg)).toMatchObject({ result: AgentResult.NotSent, reason: "no_native_control" });

@@ -7,7 +7,10 @@
  * pane's TUI is its only client (the server's own socket pairs and this agent aside).
  */
 import { describe, expect, it } from "vitest";
-import { judgeAgentServer, type AgentServerFactsRead } from "../../../../../node-agent/harnesses/codex/private-server-herdr.js";
+import {
+  judgeAgentServer,
+  type AgentServerFactsRead,
+} from "../../../../../node-agent/harnesses/codex/private-server-herdr.js";
 
 const SOCK = "/s/hires/h1/codex.sock";
 const server = { pid: 100, startTime: 1000 };
@@ -34,12 +37,22 @@ describe("private_app_server, Herdr form (ADR 0040 addendum; issue 12 item 5)", 
     expect(judgeAgentServer({ ...base, path: "/s/other.sock" }).outcome).toBe("refuted");
     expect(judgeAgentServer({ ...base, recorded: { ...base.recorded, stoppedAtMs: 5 } }).outcome).toBe("refuted");
     expect(judgeAgentServer({ ...base, argv: ["/x/codex", "--remote", `unix://${SOCK}`] }).outcome).toBe("refuted");
-    expect(judgeAgentServer({ ...base, argv: ["/x/codex", "app-server", "--listen", "unix:///s/elsewhere.sock"] }).outcome).toBe("refuted");
-    expect(judgeAgentServer({ ...base, argv: ["/x/codex", "app-server", "--listen", "unix://"] }).outcome).toBe("refuted");
+    expect(
+      judgeAgentServer({ ...base, argv: ["/x/codex", "app-server", "--listen", "unix:///s/elsewhere.sock"] }).outcome,
+    ).toBe("refuted");
+    expect(judgeAgentServer({ ...base, argv: ["/x/codex", "app-server", "--listen", "unix://"] }).outcome).toBe(
+      "refuted",
+    );
   });
   it("ADR 0040 addendum: a second client (another TUI could own threads there) or no connection from the pane's TUI is refuted", () => {
-    expect(judgeAgentServer({ ...base, clients: [tui, { pid: 300, startTime: 3000 }] })).toMatchObject({ outcome: "refuted", detail: expect.stringContaining("other clients") });
+    expect(judgeAgentServer({ ...base, clients: [tui, { pid: 300, startTime: 3000 }] })).toMatchObject({
+      outcome: "refuted",
+      detail: expect.stringContaining("other clients"),
+    });
     expect(judgeAgentServer({ ...base, clients: [{ pid: 200, startTime: 2001 }] }).outcome).toBe("refuted");
-    expect(judgeAgentServer({ ...base, clients: [server, { pid: 7, startTime: 70 }] })).toMatchObject({ outcome: "refuted", detail: expect.stringContaining("holds no connection") });
+    expect(judgeAgentServer({ ...base, clients: [server, { pid: 7, startTime: 70 }] })).toMatchObject({
+      outcome: "refuted",
+      detail: expect.stringContaining("holds no connection"),
+    });
   });
 });

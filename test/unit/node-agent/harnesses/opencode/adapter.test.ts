@@ -26,14 +26,22 @@ describe("opencode-ids", () => {
 
 describe("opencode-discover.openCodeTarget", () => {
   it("binds a TUI that names its loopback port and exact session", () => {
-    expect(openCodeTarget(["/usr/bin/opencode", "--port", "4096", "--session", "ses_abc"])).toEqual({ baseUrl: "http://127.0.0.1:4096", sessionId: "ses_abc" });
-    expect(openCodeTarget(["node", "/x/bin/opencode", "attach", "http://127.0.0.1:5000", "-s", "ses_q"])).toEqual({ baseUrl: "http://127.0.0.1:5000", sessionId: "ses_q" });
+    expect(openCodeTarget(["/usr/bin/opencode", "--port", "4096", "--session", "ses_abc"])).toEqual({
+      baseUrl: "http://127.0.0.1:4096",
+      sessionId: "ses_abc",
+    });
+    expect(openCodeTarget(["node", "/x/bin/opencode", "attach", "http://127.0.0.1:5000", "-s", "ses_q"])).toEqual({
+      baseUrl: "http://127.0.0.1:5000",
+      sessionId: "ses_q",
+    });
   });
 
   it("refuses a TUI without an exact session, with a random port, or on a non-loopback host", () => {
     expect(openCodeTarget(["opencode", "--port", "4096"])).toBeUndefined();
     expect(openCodeTarget(["opencode", "--session", "ses_a"])).toBeUndefined();
-    expect(openCodeTarget(["opencode", "--port", "4096", "--hostname", "0.0.0.0", "--session", "ses_a"])).toBeUndefined();
+    expect(
+      openCodeTarget(["opencode", "--port", "4096", "--hostname", "0.0.0.0", "--session", "ses_a"]),
+    ).toBeUndefined();
     expect(openCodeTarget(["opencode", "attach", "http://example.com:80", "--session", "ses_a"])).toBeUndefined();
   });
 });

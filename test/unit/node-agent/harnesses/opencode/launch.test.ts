@@ -10,8 +10,21 @@ import { describe, expect, it } from "vitest";
 import { openCodeConfigContent } from "../../../../../node-agent/harnesses/opencode/launch.js";
 import type { LaunchContext } from "../../../../../node-agent/hire/launcher.js";
 
-function ctx(env: Record<string, string> = {}, workerToolApproval: LaunchContext["workerToolApproval"] = "owner"): LaunchContext {
-  return { bin: "/bin/true", hireDir: "/tmp/h", claudeChannelDir: "/tmp/c", claudeReportDir: "/tmp/r", piSocketDir: "/tmp/p", claudeChannel: "development", agentStateDir: "/tmp/agent-state", workerToolApproval, env };
+function ctx(
+  env: Record<string, string> = {},
+  workerToolApproval: LaunchContext["workerToolApproval"] = "owner",
+): LaunchContext {
+  return {
+    bin: "/bin/true",
+    hireDir: "/tmp/h",
+    claudeChannelDir: "/tmp/c",
+    claudeReportDir: "/tmp/r",
+    piSocketDir: "/tmp/p",
+    claudeChannel: "development",
+    agentStateDir: "/tmp/agent-state",
+    workerToolApproval,
+    env,
+  };
 }
 
 type Config = { mcp: Record<string, { type: string; command: string[]; enabled: boolean }>; [k: string]: unknown };
@@ -30,14 +43,23 @@ describe("OpenCode launcher: the worker server in OPENCODE_CONFIG_CONTENT", () =
   it("issue 13 part 2: the owner's workerToolApproval \"approve\" allows exactly the report tools, beside the owner's rules", () => {
     const owner = JSON.stringify({ permission: { bash: "ask" } });
     const config = JSON.parse(openCodeConfigContent(ctx({ OPENCODE_CONFIG_CONTENT: owner }, "approve"))) as Config;
-    expect(config.permission).toEqual({ bash: "ask", clankie_message_clankie: "allow", clankie_message_clankie_status: "allow" });
+    expect(config.permission).toEqual({
+      bash: "ask",
+      clankie_message_clankie: "allow",
+      clankie_message_clankie_status: "allow",
+    });
     // A single action the owner set for every tool is the owner's, and stays.
-    const all = JSON.parse(openCodeConfigContent(ctx({ OPENCODE_CONFIG_CONTENT: JSON.stringify({ permission: "ask" }) }, "approve"))) as Config;
+    const all = JSON.parse(
+      openCodeConfigContent(ctx({ OPENCODE_CONFIG_CONTENT: JSON.stringify({ permission: "ask" }) }, "approve")),
+    ) as Config;
     expect(all.permission).toBe("ask");
   });
 
   it("issue 12 item 5: the owner's own OPENCODE_CONFIG_CONTENT is kept, its MCP servers beside ours", () => {
-    const owner = JSON.stringify({ model: "mock/mock-model", mcp: { docs: { type: "remote", url: "http://127.0.0.1:1/mcp", enabled: true } } });
+    const owner = JSON.stringify({
+      model: "mock/mock-model",
+      mcp: { docs: { type: "remote", url: "http://127.0.0.1:1/mcp", enabled: true } },
+    });
     const config = JSON.parse(openCodeConfigContent(ctx({ OPENCODE_CONFIG_CONTENT: owner }))) as Config;
     expect(config.model).toBe("mock/mock-model");
     expect(Object.keys(config.mcp).sort()).toEqual(["clankie", "docs"]);

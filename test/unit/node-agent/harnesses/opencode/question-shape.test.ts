@@ -9,9 +9,21 @@
 import { describe, expect, it } from "vitest";
 import { SeatKind } from "../../../../../shared/verdicts.js";
 import type { SeatRecord } from "../../../../../node-agent/harnesses/adapter.js";
-import { nativeOpenCodeAnswers, openCodeTarget, questionOf } from "../../../../../node-agent/harnesses/opencode/questions.js";
+import {
+  nativeOpenCodeAnswers,
+  openCodeTarget,
+  questionOf,
+} from "../../../../../node-agent/harnesses/opencode/questions.js";
 
-const seat: SeatRecord = { name: "oc", kind: SeatKind.OpenCode, title: "t", occupantId: "opencode:1:ses_a", createdAtMs: 0, pane: { host: "tmux", paneId: "%3", terminalId: "%3", sessionId: "s" }, control: { baseUrl: "http://127.0.0.1:1", sessionId: "ses_a" } };
+const seat: SeatRecord = {
+  name: "oc",
+  kind: SeatKind.OpenCode,
+  title: "t",
+  occupantId: "opencode:1:ses_a",
+  createdAtMs: 0,
+  pane: { host: "tmux", paneId: "%3", terminalId: "%3", sessionId: "s" },
+  control: { baseUrl: "http://127.0.0.1:1", sessionId: "ses_a" },
+};
 
 describe("OpenCode question shape", () => {
   it("rule 35: a request is bound to seat, occupant, pane, session, message, call and request id", () => {
@@ -37,11 +49,18 @@ describe("OpenCode question shape", () => {
         { id: "q2", header: "Tags", question: "Which tags? (several may be chosen)", isOther: false, options: [] },
       ],
     });
-    expect(nativeOpenCodeAnswers(q, { q2: { answers: ["x", "y"] }, q1: { answers: ["A"] } })).toEqual([["A"], ["x", "y"]]);
+    expect(nativeOpenCodeAnswers(q, { q2: { answers: ["x", "y"] }, q1: { answers: ["A"] } })).toEqual([
+      ["A"],
+      ["x", "y"],
+    ]);
   });
 
   it("issue 13 part 4: only OpenCode seats with a server and session are watched", () => {
-    expect(openCodeTarget(seat)).toEqual({ baseUrl: "http://127.0.0.1:1", sessionId: "ses_a", passwordFile: undefined });
+    expect(openCodeTarget(seat)).toEqual({
+      baseUrl: "http://127.0.0.1:1",
+      sessionId: "ses_a",
+      passwordFile: undefined,
+    });
     // Records as the seat book reads them back from disk, where nothing types them.
     const fromDisk = (row: object) => JSON.parse(JSON.stringify(row)) as SeatRecord;
     expect(openCodeTarget(fromDisk({ ...seat, control: { baseUrl: "http://127.0.0.1:1" } }))).toBeUndefined();

@@ -8,7 +8,13 @@ import { OPENCODE_STAGE, openCodeStatus } from "../../../../../node-agent/harnes
 
 describe("rule 41: the OpenCode status → stage table", () => {
   it("pending and busy are stored, delivered is consumed, uncertain stays uncertain, unbound is unavailable; nothing else", () => {
-    expect(OPENCODE_STAGE).toEqual({ pending: "stored", busy: "stored", delivered: "consumed", uncertain: "uncertain", unbound: "unavailable" });
+    expect(OPENCODE_STAGE).toEqual({
+      pending: "stored",
+      busy: "stored",
+      delivered: "consumed",
+      uncertain: "uncertain",
+      unbound: "unavailable",
+    });
     expect(Object.isFrozen(OPENCODE_STAGE)).toBe(true);
   });
   it("each write result has its status: admitted idle = pending, admitted during a turn = busy, a turn began = delivered, lost = uncertain, not sent = unbound", () => {

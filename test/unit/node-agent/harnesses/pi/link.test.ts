@@ -20,7 +20,9 @@ describe("pi-link.StreamPiLink", () => {
     const link = new StreamPiLink(fromPi, toPi);
     const a = link.request({ type: "get_state" }, "id-a", 5000);
     const b = link.request({ type: "get_state" }, "id-b", 5000);
-    fromPi.write('{"type":"response","id":"id-b","command":"get_state","success":true,"data":{"n":2}}\n{"type":"response","id":"id-a","command":"get_state","success":false,"error":"no"}\n');
+    fromPi.write(
+      '{"type":"response","id":"id-b","command":"get_state","success":true,"data":{"n":2}}\n{"type":"response","id":"id-a","command":"get_state","success":false,"error":"no"}\n',
+    );
     expect(await b).toEqual({ kind: "ok", data: { n: 2 } });
     expect(await a).toEqual({ kind: "refused", error: "no" });
   });
@@ -37,8 +39,13 @@ describe("pi-link.StreamPiLink", () => {
     // The delivery id is the command id Pi echoes.
     await new Promise((r) => setImmediate(r));
     expect(JSON.parse(sent[0]!)).toMatchObject({ type: "prompt", id: `clankie-${deliveryId}` });
-    fromPi.write(`{"type":"response","id":"clankie-${deliveryId}","command":"steer","success":true}\n{"type":"response","id":"s1","success":true,"data":{}}\n`);
-    expect(await prompt).toEqual({ kind: "lost", detail: `the response under id clankie-${deliveryId} echoed command "steer", not prompt` });
+    fromPi.write(
+      `{"type":"response","id":"clankie-${deliveryId}","command":"steer","success":true}\n{"type":"response","id":"s1","success":true,"data":{}}\n`,
+    );
+    expect(await prompt).toEqual({
+      kind: "lost",
+      detail: `the response under id clankie-${deliveryId} echoed command "steer", not prompt`,
+    });
     expect((await state).kind).toBe("lost");
   });
 
