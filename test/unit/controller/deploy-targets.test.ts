@@ -150,7 +150,7 @@ describe("fleet deploy to macOS: a launchd LaunchAgent", () => {
     });
     expect(plist.ProgramArguments).toEqual([
       "/opt/homebrew/bin/node",
-      "/Users/ann/.clankie-agent/current/dist/controller/cli/main.js",
+      "/Users/ann/.clankie-agent/current/dist/cli/main.js",
       "agent",
       "--state-dir",
       "/Users/ann/.clankie-agent/state",

@@ -42,7 +42,7 @@ describe("service-install.renderAgentService", () => {
   it("launchd: a plist that parses, whose ProgramArguments are exactly node, main and the agent's arguments, with no ~", () => {
     const [file] = renderAgentService("launchd", {
       node: "/opt/homebrew/bin/node",
-      main: `${TRICKY}/dist/controller/cli/main.js`,
+      main: `${TRICKY}/dist/cli/main.js`,
       agentArgs: args(TRICKY),
       stateDir: TRICKY,
       logDir: `${TRICKY}/logs`,
@@ -58,7 +58,7 @@ describe("service-install.renderAgentService", () => {
     });
     expect(p.ProgramArguments).toEqual([
       "/opt/homebrew/bin/node",
-      `${TRICKY}/dist/controller/cli/main.js`,
+      `${TRICKY}/dist/cli/main.js`,
       "agent",
       ...args(TRICKY),
     ]);
