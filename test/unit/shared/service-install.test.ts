@@ -136,14 +136,14 @@ describe("service-install.renderAgentService", () => {
     ];
     const [install, uninstall] = renderAgentService("windows-task", {
       node: "C:\\Program Files\\nodejs\\node.exe",
-      main: `${state}\\clankie\\dist\\controller\\cli\\main.js`,
+      main: `${state}\\clankie\\dist\\cli\\main.js`,
       agentArgs: winArgs,
       stateDir: state,
     });
     expect(install!.content.startsWith("\uFEFF")).toBe(true);
     const line = /-Argument '((?:[^']|'')*)'/.exec(install!.content)![1]!.replace(/''/g, "'");
     expect(splitWindowsCommandLine(`node.exe ${line}`).slice(1)).toEqual([
-      `${state}\\clankie\\dist\\controller\\cli\\main.js`,
+      `${state}\\clankie\\dist\\cli\\main.js`,
       "agent",
       ...winArgs,
     ]);
