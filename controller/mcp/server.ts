@@ -57,7 +57,7 @@ function jsonRpcError(
   headers: Record<string, string> = {},
 ): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
-  // data.admitted=false is the explicit "refused before tool admission" that lets `clankie mcp` retry an unknown session once (controller/bridge/).
+  // data.admitted=false is the explicit "refused before tool admission" that lets `clankie mcp` retry an unknown session once (bridge/).
   res.end(
     JSON.stringify({
       jsonrpc: "2.0",
