@@ -54,7 +54,7 @@ export async function startFromFlags(f: ControllerFlags, logger: Logger): Promis
 function namePortFlag(e: unknown, agentPort: number): unknown {
   const err = e as NodeJS.ErrnoException & { port?: number; address?: string };
   const listen = err instanceof FleetError ? (err.cause as typeof err | undefined) : err;
-  if (!listen || listen.code !== "EADDRINUSE" || agentPort === 0 || listen.port !== agentPort) return e;
+  if (listen?.code !== "EADDRINUSE" || agentPort === 0 || listen.port !== agentPort) return e;
   return new FleetError(
     ErrorCode.AddressInUse,
     `the agent port ${listen.address ?? ""}:${agentPort} is taken by another process (another clankie?); stop it or choose another --agent-port`,

@@ -14,7 +14,7 @@ import {
   type DeliverResponse,
 } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
-import { AgentCallError, agentCallError } from "../../shared/errors.js";
+import { type AgentCallError, agentCallError } from "../../shared/errors.js";
 import { ReceiptState, deliveryModeWire, type DeliveryMode } from "../../shared/verdicts.js";
 import {
   UNATTENDED_RELEASE_AFTER_MS,
@@ -24,7 +24,7 @@ import {
   type DispatchRecord,
 } from "./receipt-types.js";
 import { ABANDONED_CONTENT_FENCE_MS, openFencesOlderThan } from "../journal/fences.js";
-import { type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
+import type { MessageSeatInput, PipelineDeps, SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import {
   journalError,
@@ -151,8 +151,7 @@ async function run(
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
       });
       // Losing the seat at the dispatch recheck is a definite not-sent, never uncertain.
-      if (!r.seat || !r.seat.present)
-        return notSent("seat_gone", `${admittedSeat.id} is no longer registered; nothing was sent`);
+      if (!r.seat?.present) return notSent("seat_gone", `${admittedSeat.id} is no longer registered; nothing was sent`);
       if (r.seat.occupantId !== admittedSeat.occupantId)
         return notSent(
           "occupant_changed",

@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import {
-  AgentGatewayService,
+  type AgentGatewayService,
   BindWorkerResponseSchema,
   ListFleetSeatsResponseSchema,
   PeerMessageStatusResponseSchema,

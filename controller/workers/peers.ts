@@ -61,7 +61,7 @@ async function admitSender(
     .select({ occupantId: seats.occupantId, present: seats.present })
     .from(seats)
     .where(eq(seats.id, senderId));
-  if (!row || !row.present || bindingOf(senderId, row.occupantId) !== binding)
+  if (!row?.present || bindingOf(senderId, row.occupantId) !== binding)
     return {
       refused: true,
       reason: "binding_stale",

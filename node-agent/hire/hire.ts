@@ -14,7 +14,7 @@ import type { Logger } from "../../shared/logger.js";
 import type { DeliverDeps } from "../deliver/deliver.js";
 import { briefSeat } from "./brief.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
-import { HostJournal, type HostHireRecord, type RecordedAnswer } from "./host-journal.js";
+import type { HostJournal, HostHireRecord, RecordedAnswer } from "./host-journal.js";
 import { findBinary, type HireHarness } from "./harnesses.js";
 import type { HarnessLauncher, LaunchContext } from "./launcher.js";
 import type { PaneOpener } from "./pane-opener.js";

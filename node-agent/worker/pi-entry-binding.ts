@@ -32,7 +32,7 @@ interface Pending {
 /** The text of a user message as Pi's own queues compare it (text parts joined). */
 export function piUserText(message: unknown): string | undefined {
   const m = message as { role?: string; content?: unknown } | undefined;
-  if (!m || m.role !== "user") return undefined;
+  if (m?.role !== "user") return undefined;
   if (typeof m.content === "string") return m.content;
   if (!Array.isArray(m.content)) return undefined;
   return (m.content as { type?: string; text?: string }[])
