@@ -78,7 +78,7 @@ export interface PipelineDeps {
   hooks?: PipelineHooks | undefined;
 }
 
-/** What observes the pipeline or steers it from outside; each is optional and none changes an outcome by itself. */
+/** What watches the pipeline or steers it from outside (notices, fault points, metrics); each is optional. */
 export interface PipelineHooks {
   /** The seat took a delivery: proof its agent answers, a moment for its due notices. */
   onDelivered?: ((seatId: string) => void) | undefined;
