@@ -38,7 +38,7 @@ import { withSeatTurn, type SeatTurn } from "./turn.js";
 import { findDelivery } from "../journal/delivery-receipts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
 import { recheckDelivery } from "./dispatch-statements.js";
-import { bodyFromAgent, outcomeFromAgent } from "./verdict.js";
+import { readVerdict } from "./verdict.js";
 
 export interface Admitted {
   conversationId: string;
@@ -284,17 +284,10 @@ async function run(
       "controller_stopped",
     );
   }
-  const body = bodyFromAgent(base, res);
+  const { body, outcome } = readVerdict(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) body.previous = previous;
-  return settleDispatch(
-    deps,
-    d,
-    state.turn,
-    body,
-    outcomeFromAgent(res),
-    sent ? previous.map((p) => p.deliveryId) : [],
-  );
+  return settleDispatch(deps, d, state.turn, body, outcome, sent ? previous.map((p) => p.deliveryId) : []);
 }
 
 /**

@@ -9,7 +9,12 @@ import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
 import type { BodyBase } from "./receipt-types.js";
 import type { MessageSeatBody } from "./result-bodies.js";
 
-/** Turns the agent's DeliverResponse into the lead's body and the receipt's outcome. */
+/** The agent's answer, read once: the lead's body and the receipt's outcome. */
+export function readVerdict(base: BodyBase, res: DeliverResponse): { body: MessageSeatBody; outcome: DeliveryOutcome } {
+  return { body: bodyFromAgent(base, res), outcome: outcomeFromAgent(res) };
+}
+
+/** The lead's body for the agent's DeliverResponse. */
 export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeatBody {
   const result = agentResultWire.decode(res.result);
   const evidence = {
