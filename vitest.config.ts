@@ -33,9 +33,7 @@ function perDriverSuites(): string[] {
 
 export default defineConfig({
   test: {
-    include: long
-      ? [...LONG_SUITES, ...(process.env.DATABASE_URL ? perDriverSuites() : [])]
-      : ["test/**/*.test.ts"],
+    include: long ? [...LONG_SUITES, ...(process.env.DATABASE_URL ? perDriverSuites() : [])] : ["test/**/*.test.ts"],
     exclude: ["test/harnesses/**", "test/netns/**", "**/node_modules/**", ...(long ? [] : LONG_SUITES)],
     globalSetup: ["test/kit/global-setup.ts"],
     // The last line of every run says what was skipped and why.

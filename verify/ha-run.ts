@@ -9,7 +9,7 @@
  * replica after it resumes to what it held before. Writes verify/results/ha-quick.json or ha-latest.json.
  */
 import { execFileSync } from "node:child_process";
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";

@@ -4,7 +4,8 @@
  * nothing before the controller returned the seat's binding; it holds one exclusive claim per
  * pane; "stored" means retained for the lead, not read. After an uncertain send it only
  * reconciles (never resends); an exact not_sent releases the claim; a refused connection is
- * not sent; a different text waits while the original is unresolved.
+ * not sent; a different text waits while the original is unresolved. The peer tools are in
+ * peer-tools.ts.
  */
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -13,19 +14,17 @@ import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { contentFingerprint } from "../shared/fingerprint.js";
-import { INVALID_TEXT, isWellFormedText, journalTextProblem } from "../shared/well-formed-text.js";
+import { INVALID_TEXT, journalTextProblem } from "../shared/well-formed-text.js";
 import { WORKER_SOCKET } from "../node-agent/worker-link/worker-endpoint.js";
 import { askAgent, type AgentAnswer } from "./agent-socket-client.js";
 import { scopeCallThreads, withCallThread } from "./codex-call-thread.js";
 import { PaneClaims, type Claim } from "./claims.js";
-import { fleetSeatsResult, peerMessageResult, workerMessageResult } from "./output-schemas.js";
+import { workerMessageResult } from "./output-schemas.js";
+import { registerPeerTools } from "./peer-tools.js";
 
 export const MAX_WORKER_TEXT_CHARS = 32_768;
 /** The worker side's budget for one peer send (rule 27: Codex's MCP tool limit is 60 s). */
 export const PEER_SEND_BUDGET_MS = 50_000;
-/** A peer original the controller has no receipt for, older than this, never reached it (the agent gives up at 48 s). */
-const PEER_NO_RECEIPT_GRACE_MS = 60_000;
-const LONE_SURROGATE = "the text holds a lone UTF-16 surrogate, which cannot be delivered as written";
 
 /** The inbound receipt, in the wire's words: `{received, deliveryStage, deliveryId, binding, fingerprint, detail, definitive?}`. */
 type Receipt = Record<string, unknown> & { deliveryStage: "stored" | "uncertain" | "rejected" | "unavailable" };
@@ -258,182 +257,9 @@ export function createWorkerMcpServer(o: WorkerMcpOptions): McpServer {
     bind,
     peerClaims: new PaneClaims(join(o.agentStateDir, "worker", "peer-claims")),
     askLong: (req) => askAgent(socketPath, withCallThread(req), PEER_SEND_BUDGET_MS),
+    maxTextChars: MAX_WORKER_TEXT_CHARS,
   });
   return server;
-}
-
-function json(body: Record<string, unknown>, isError: boolean): CallToolResult {
-  return { content: [{ type: "text", text: JSON.stringify(body) }], structuredContent: body, isError };
-}
-
-interface PeerToolDeps {
-  ask: (req: Record<string, unknown>) => Promise<AgentAnswer>;
-  askLong: (req: Record<string, unknown>) => Promise<AgentAnswer>;
-  bind: () => Promise<
-    { ok: true; seatName: string; seatId: string; binding: string } | { ok: false; receipt: Receipt }
-  >;
-  peerClaims: PaneClaims;
-}
-
-/**
- * list_fleet_seats and message_peer (rule 49, scenarios 23–24): same fleet only, while the
- * owner has peers on; one unresolved claim per sender pane; after a settled original a
- * different text goes out in the same call carrying the original's outcome as `previous`, and
- * the same text is never resent; a recipient that is gone ends the original as unconfirmed.
- */
-function registerPeerTools(server: McpServer, d: PeerToolDeps): void {
-  server.registerTool(
-    "list_fleet_seats",
-    {
-      title: "List the fleet's other seats",
-      description:
-        "The other worker seats of your fleet you may message with message_peer (only when the owner has turned peer messages on).",
-      inputSchema: z.object({}).strict(),
-      outputSchema: fleetSeatsResult,
-      annotations: {
-        title: "List the fleet's other seats",
-        readOnlyHint: true,
-        idempotentHint: true,
-        openWorldHint: false,
-      },
-    },
-    async () => {
-      const b = await d.bind();
-      if (!b.ok) return json(b.receipt, true);
-      const a = await d.ask({ op: "peers", binding: b.binding });
-      if (a.kind !== "answer") return json({ schemaVersion: 1, outcome: "unavailable", detail: a.detail }, true);
-      if (a.body.ok !== true)
-        return json({ schemaVersion: 1, outcome: "refused", reason: a.body.reason, detail: a.body.detail }, true);
-      return json({ schemaVersion: 1, seats: a.body.seats }, false);
-    },
-  );
-  server.registerTool(
-    "message_peer",
-    {
-      title: "Message another worker seat",
-      description:
-        "Send a message to another seat of your fleet (list_fleet_seats). It carries no owner authority. An uncertain send is never resent: call again and it is reconciled first.",
-      inputSchema: z
-        .object({ seat: z.string().min(1).max(200), text: z.string().min(1).max(MAX_WORKER_TEXT_CHARS) })
-        .strict(),
-      outputSchema: peerMessageResult,
-      annotations: {
-        title: "Message another worker seat",
-        readOnlyHint: false,
-        destructiveHint: false,
-        idempotentHint: false,
-        openWorldHint: true,
-      },
-    },
-    async ({ seat, text }) => {
-      if (!isWellFormedText(text)) {
-        const body = {
-          schemaVersion: 1,
-          outcome: "undelivered",
-          reason: INVALID_TEXT,
-          detail: `${LONE_SURROGATE}; nothing was sent`,
-        };
-        return json(body, true);
-      }
-      const b = await d.bind();
-      if (!b.ok) return json(b.receipt, true);
-      const held = d.peerClaims.read(b.seatName);
-      if (held.kind === "unreadable")
-        return json(
-          {
-            schemaVersion: 1,
-            outcome: "undelivered",
-            reason: "unreadable_claim",
-            detail: `${held.detail}; nothing was sent`,
-          },
-          true,
-        );
-      let previous: { deliveryId: string; state: string; reason?: string } | undefined;
-      if (held.kind === "held") {
-        const c = held.claim;
-        const a = await d.ask({ op: "peer_status", binding: b.binding, id: c.deliveryId });
-        const state = a.kind === "answer" && a.body.ok === true ? String(a.body.state) : "unreachable";
-        const body = a.kind === "answer" ? (a.body.body as Record<string, unknown> | undefined) : undefined;
-        const settled =
-          state === "settled" || (state === "unknown" && Date.now() - c.claimedAtMs > PEER_NO_RECEIPT_GRACE_MS);
-        if (!settled) {
-          return json(
-            {
-              schemaVersion: 1,
-              outcome: "uncertain",
-              deliveryStage: "uncertain",
-              deliveryId: c.deliveryId,
-              detail: `your earlier peer message ${c.deliveryId} is unresolved (${state}); nothing new was sent. It is never resent: call again later to reconcile it.`,
-            },
-            true,
-          );
-        }
-        d.peerClaims.release(b.seatName, c.deliveryId);
-        const outcome = state === "unknown" ? "not_sent" : String(body?.outcome ?? "unknown");
-        if (c.fingerprint === contentFingerprint(text) && c.seatId === seat) {
-          return json(
-            {
-              ...(body ?? {}),
-              schemaVersion: 1,
-              deliveryId: c.deliveryId,
-              outcome,
-              detail: `the same text was already sent as ${c.deliveryId} (${outcome}); it is never resent`,
-            },
-            outcome !== "delivered",
-          );
-        }
-        // Why it settled so, when the controller said (recipient_gone: unconfirmed, never resent).
-        previous = {
-          deliveryId: c.deliveryId,
-          state: outcome,
-          ...(typeof body?.reason === "string" ? { reason: body.reason } : {}),
-        };
-      }
-      const claim = d.peerClaims.take(b.seatName, { deliveryId: randomUUID(), seatId: seat, binding: b.binding, text });
-      if (!claim)
-        return json(
-          {
-            schemaVersion: 1,
-            outcome: "undelivered",
-            reason: "claim_held",
-            detail: "another peer message from this pane is being sent right now; nothing was sent",
-          },
-          true,
-        );
-      const a = await d.askLong({ op: "peer_send", binding: b.binding, recipient: seat, id: claim.deliveryId, text });
-      const withPrevious = (body: Record<string, unknown>) =>
-        previous && body.previous === undefined ? { ...body, previous: [previous] } : body;
-      if (a.kind === "refused") {
-        d.peerClaims.release(b.seatName, claim.deliveryId);
-        return json(
-          withPrevious({
-            schemaVersion: 1,
-            outcome: "undelivered",
-            reason: "agent_unreachable",
-            deliveryId: claim.deliveryId,
-            detail: `${a.detail}; nothing was sent`,
-          }),
-          true,
-        );
-      }
-      if (a.kind === "lost" || a.body.ok !== true) {
-        const detail = a.kind === "lost" ? a.detail : String(a.body.detail ?? a.body.reason);
-        return json(
-          withPrevious({
-            schemaVersion: 1,
-            outcome: "uncertain",
-            deliveryStage: "uncertain",
-            deliveryId: claim.deliveryId,
-            detail: `the answer was lost (${detail}); it is never resent: call message_peer again to reconcile it`,
-          }),
-          true,
-        );
-      }
-      const body = (a.body.body ?? {}) as Record<string, unknown>;
-      if (a.body.state !== "uncertain") d.peerClaims.release(b.seatName, claim.deliveryId);
-      return json(withPrevious(body), body.outcome !== "delivered");
-    },
-  );
 }
 
 export async function serveWorkerMcp(o: WorkerMcpOptions): Promise<void> {

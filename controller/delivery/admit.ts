@@ -3,12 +3,13 @@
  * receipt (a repeated id returns the original and never dispatches again), the delivery receipt in
  * "dispatching" and, when the seat is free, its lease. Calls of one conversation are admitted one after
  * another, so deliveries to a seat take their turns (turn.ts) in the order the controller received them.
- * Here too: the replay of a repeated id, the ids admitted here and still in flight, and the refusal of an
- * admission the journal did not answer, recorded even if the admission commits late.
+ * Here too the refusal of an admission the journal did not answer, recorded even if the admission commits
+ * late; a repeated id is answered by replay.ts.
  */
-import { CallState, type Admission } from "../journal/call-receipts.js";
-import { uncertainBody, type LeadBody, type ToolOutcome, type MessageSeatBody } from "./result-bodies.js";
-import { type Admitted, UNRESOLVED, type AdmittedSeat } from "./receipt-types.js";
+import { CallState } from "../journal/call-receipts.js";
+import type { MessageSeatBody } from "./result-bodies.js";
+import { admittedHere } from "./replay.js";
+import { type Admitted, UNATTENDED_RELEASE_AFTER_MS, UNRESOLVED, type AdmittedSeat } from "./receipt-types.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { MESSAGE_SEAT, leaseMsOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
@@ -16,8 +17,7 @@ import type { DeliveryMode } from "../../shared/verdicts.js";
 import { commitUnknown, journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import { UNATTENDED_RELEASE_AFTER_MS } from "./dispatch.js";
-import { SEAT_TURN_WAIT_MS, type SeatTurn } from "./turn.js";
+import type { SeatTurn } from "./turn.js";
 import { lineIsEmpty } from "./turn-statements.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
@@ -47,104 +47,6 @@ export class AdmissionOrder {
       if (this.tails.get(conversationId) === tail) this.tails.delete(conversationId);
     });
     return run;
-  }
-}
-
-/**
- * The ids whose admission this process saw answered (it inserted the call receipt) and whose
- * call has not finished. A later attempt of one of them — a replay, from this conversation or
- * another — inserts nothing, so if its own admission gets no answer there is nothing of its own
- * to refuse by id: recording a refusal then (journal/refused-admission.ts) would settle the
- * original, still in flight, as not sent and free its seat. Per pipeline, in memory: across a
- * crash the original is the dead process's, and its in-flight receipt is recovery's to mark.
- */
-const byPipeline = new WeakMap<object, Set<string>>();
-
-export function admittedHere(pipeline: object): Set<string> {
-  let ids = byPipeline.get(pipeline);
-  if (!ids) byPipeline.set(pipeline, (ids = new Set()));
-  return ids;
-}
-
-/** What a repeated call id returns: the original result, never a second dispatch. */
-export const NO_MATCHING_RECEIPT = "no_matching_receipt";
-export const FOREIGN_ID =
-  "no receipt with this id exists in this conversation, and this id cannot be admitted; nothing was dispatched. " +
-  "Call again with a new id";
-
-export function replayAdmission(
-  tool: string,
-  id: string,
-  admission: Exclude<Admission, { kind: "admitted" }>,
-): ToolOutcome {
-  switch (admission.kind) {
-    case "conflict":
-      return {
-        id,
-        tool,
-        state: "settled",
-        isError: true,
-        body: {
-          schemaVersion: 1,
-          outcome: "refused",
-          reason: "receipt_conflict",
-          deliveryId: id,
-          detail: admission.detail,
-        },
-      };
-    case "foreign":
-      // Another conversation's id: the call is still refused, but the answer is the one for an id this
-      // conversation has no receipt of (no seat-call _meta, no hint that the id exists anywhere).
-      return {
-        id,
-        tool,
-        state: "none",
-        isError: true,
-        body: { schemaVersion: 1, outcome: "refused", reason: NO_MATCHING_RECEIPT, deliveryId: id, detail: FOREIGN_ID },
-      };
-    case "in_use":
-      return {
-        id,
-        tool,
-        state: "uncertain",
-        isError: true,
-        body: {
-          schemaVersion: 1,
-          outcome: "refused",
-          reason: "receipt_in_use",
-          deliveryId: id,
-          detail:
-            "this id is being dispatched right now; it was not dispatched again. Reconcile it with reconcile_seat_call.",
-        },
-      };
-    case "repeat": {
-      const r = admission.receipt;
-      if (r.state === CallState.Uncertain)
-        return {
-          id,
-          tool,
-          state: "uncertain",
-          isError: true,
-          body:
-            (r.result as unknown as LeadBody | null) ??
-            uncertainBody(tool, id, "the original's outcome is unknown; it was not dispatched again"),
-        };
-      if (r.resultExpired || !r.result) {
-        return {
-          id,
-          tool,
-          state: "settled",
-          isError: true,
-          body: {
-            schemaVersion: 1,
-            outcome: "expired",
-            deliveryId: id,
-            detail: "this id was settled long ago and its result body has expired; it is not replayed",
-          },
-        };
-      }
-      return { id, tool, state: "settled", isError: false, body: r.result as unknown as LeadBody };
-    }
   }
 }
 
@@ -399,8 +301,8 @@ export async function admitInOrder(
           mode,
           inReplyTo: input.inReplyTo ?? null,
           holder,
-          leaseSeconds: leaseMsOf(deps) / 1000,
-          turnWaitSeconds: (deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000,
+          leaseSeconds: leaseMsOf(deps.deliverTimeoutMs) / 1000,
+          turnWaitSeconds: deps.seatTurnWaitMs / 1000,
           abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
           staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
         },

@@ -62,7 +62,7 @@ async function record(
     outcome,
     previousIds,
     holder: turn?.held && !turn.finished ? turn.holder : null,
-    leaseSeconds: leaseMsOf(deps) / 1000,
+    leaseSeconds: leaseMsOf(deps.deliverTimeoutMs) / 1000,
     now: deps.now(),
     fence: d.fence,
   };
@@ -70,7 +70,7 @@ async function record(
     const { handedTo } = await traceSettle(() => settleDispatched(deps.db, params));
     turn?.settled(handedTo);
     deps.onJournalChange();
-    if (isUnresolved(outcome.state)) deps.onFenceChange?.(d.seatId);
+    if (isUnresolved(outcome.state)) deps.hooks?.onFenceChange?.(d.seatId);
     return undefined;
   } catch (e) {
     if (isFencedWrite(e)) {
@@ -83,7 +83,7 @@ async function record(
       return e;
     }
     deps.logger.error("settle failed", { deliveryId: d.id, state: outcome.state, error: (e as Error).message });
-    deps.metrics?.journalError("settle");
+    deps.hooks?.metrics?.journalError("settle");
     // The retry never touches the lease: the turn passes on now and its lease is given back
     // once the journal answers (a settle that commits late may have handed it on already).
     deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, { ...params, holder: null });
@@ -131,7 +131,7 @@ export async function settleDispatch(
       isError: true,
     };
   }
-  if (body.outcome === "delivered") deps.onDelivered?.(d.seatId);
+  if (body.outcome === "delivered") deps.hooks?.onDelivered?.(d.seatId);
   return { id: d.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
 
@@ -211,7 +211,7 @@ export async function settleAbandoned(
     fence: deps.lease.fence(),
   })) as unknown as SettledOriginalBody;
   deps.onJournalChange();
-  deps.onFenceChange?.(delivery.seatId);
+  deps.hooks?.onFenceChange?.(delivery.seatId);
   return body;
 }
 
@@ -231,7 +231,7 @@ export async function settleFoundInSession(
     by,
   )) as unknown as SettledOriginalBody;
   deps.onJournalChange();
-  deps.onFenceChange?.(delivery.seatId);
+  deps.hooks?.onFenceChange?.(delivery.seatId);
   return body;
 }
 
@@ -246,7 +246,7 @@ export async function settleProvenAbsent(
   const body = recorded as unknown as SettledOriginalBody | undefined;
   if (!body) return undefined;
   deps.onJournalChange();
-  deps.onFenceChange?.(delivery.seatId);
+  deps.hooks?.onFenceChange?.(delivery.seatId);
   return body;
 }
 

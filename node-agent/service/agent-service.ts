@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 import {
-  AgentService,
+  type AgentService,
   AnswerQuestionResponseSchema,
   CreateSeatResponseSchema,
   DeliverResponseSchema,

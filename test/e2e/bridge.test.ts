@@ -18,18 +18,12 @@ import { readToken } from "../../controller/state-dir.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { prepareStore, tempDir } from "../kit/test-db.js";
 import { CLI, assertBuilt } from "../kit/cli.js";
-import {
-  startBridgeProcess as startBridge,
-  type BridgeProcess as Bridge,
-  type BridgeResult,
-} from "../kit/bridge-process.js";
+import { startBridgeProcess as startBridge, type BridgeProcess as Bridge } from "../kit/bridge-process.js";
 import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
 import { ownerOf } from "../kit/owner.js";
 import { startMcpFaultProxy, type McpFaultProxy } from "../fixtures/mcp-fault-proxy.js";
 
 const driver = process.env.DATABASE_URL ? "postgres" : "pglite";
-
-type Result = BridgeResult;
 
 async function freePort(): Promise<number> {
   const s = createServer();

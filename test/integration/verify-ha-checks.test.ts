@@ -11,7 +11,7 @@ import { judgeHaGoals } from "../../bench/ha-report.js";
 import type { Op } from "../../verify/history.js";
 import { freshPostgres } from "../kit/test-db.js";
 
-const at = (s: number) => new Date(Date.UTC(2026, 11, 6, 4, 0, s));
+const _at = (s: number) => new Date(Date.UTC(2026, 11, 6, 4, 0, s));
 
 describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal checks", () => {
   let db: postgres.Sql;
