@@ -79,7 +79,7 @@ export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promi
   for (const r of await db<
     { id: string; at: Date }[]
   >`select id, min(at) as at from verify_writes where tbl = 'delivery_receipts' and state <> 'dispatching' group by id`)
-    settled.set(r.id, r.at.getTime());
+    settled.set(r.id, new Date(r.at).getTime());
   const bySeat = new Map<string, Arrival[]>();
   for (const a of arrivals) bySeat.set(a.seat, [...(bySeat.get(a.seat) ?? []), a]);
   let overlaps = 0;
