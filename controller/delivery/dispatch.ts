@@ -45,6 +45,7 @@ import type { Db } from "../db/open.js";
 import { p, statement, ts } from "../journal/statements.js";
 import { findDelivery, type DeliveryOutcome } from "../journal/delivery-receipts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
+import { EPOCH_FENCED } from "../../shared/verdicts.js";
 
 export interface Admitted {
   conversationId: string;
@@ -254,6 +255,9 @@ async function run(
         mode: deliveryModeWire.encode(a.mode),
         conversationId: a.conversationId,
         inReplyTo: a.input.inReplyTo ?? "",
+        // The agent refuses an epoch a peer had it fence before taking this replica's turns over (ADR 0043).
+        controllerInstance: a.fence.instance,
+        controllerEpoch: BigInt(a.fence.epoch),
         authority: create(AuthoritySchema, {
           ageMs: Math.ceil(performance.now() - checkedAt),
           caller: a.conversationId,
@@ -291,6 +295,8 @@ async function run(
       "controller_stopped",
     );
   }
+  // The fleet took this epoch's turns on that agent over: it is given up like a lost lease (ADR 0043).
+  if (res.reason === EPOCH_FENCED) deps.lease.fencedByAgent?.(a.fence.epoch);
   const body = bodyFromAgent(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) body.previous = previous;
