@@ -295,12 +295,10 @@ async function run(
       "controller_stopped",
     );
   }
-  // The fleet took this epoch's turns on that agent over: it is given up like a lost lease (ADR 0043).
-  if (res.reason === EPOCH_FENCED) deps.lease.fencedByAgent?.(a.fence.epoch);
   const body = bodyFromAgent(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) body.previous = previous;
-  return settleDispatch(
+  const settled = await settleDispatch(
     deps,
     d,
     state.turn,
@@ -308,6 +306,10 @@ async function run(
     outcomeFromAgent(res),
     sent ? previous.map((p) => p.deliveryId) : [],
   );
+  // The fleet took this epoch's turns on that agent over: once its not-sent is on record, the epoch
+  // is given up like a lost lease (ADR 0043).
+  if (res.reason === EPOCH_FENCED) deps.lease.fencedByAgent?.(a.fence.epoch);
+  return settled;
 }
 
 /**

@@ -21,6 +21,9 @@ interface InFlight {
   epoch: number;
 }
 
+/** The instances remembered before closed sessions are forgotten. */
+const PRUNE_OVER = 16;
+
 export interface FenceAnswer {
   fenced: boolean;
   inFlightSeats: string[];
@@ -49,12 +52,24 @@ export class EpochFences {
     if (this.isFenced(instance, epoch)) return false;
     if (link) {
       let set = this.links.get(instance);
-      if (!set) this.links.set(instance, (set = new Set()));
+      if (!set) {
+        // Closed sessions are only kept as long as their instance calls: a restarted controller is a new instance.
+        if (this.links.size >= PRUNE_OVER) this.prune();
+        this.links.set(instance, (set = new Set()));
+      }
+      if (!set.has(link as LinkSession)) for (const l of set) if (l.closed || l.destroyed) set.delete(l);
       set.add(link as LinkSession);
     }
     const entry = { seat, instance, epoch };
     this.inFlight.add(entry);
     return { done: () => void this.inFlight.delete(entry) };
+  }
+
+  private prune(): void {
+    for (const [instance, set] of this.links) {
+      for (const l of set) if (l.closed || l.destroyed) set.delete(l);
+      if (set.size === 0) this.links.delete(instance);
+    }
   }
 
   isFenced(instance: string, epoch: number): boolean {
