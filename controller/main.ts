@@ -30,6 +30,7 @@ import type { PipelineDeps } from "./delivery/pipeline.js";
 import type { HireDeps } from "./hire/hire-agent.js";
 import { expireOldResults } from "./journal/call-receipts.js";
 import { recoverOrphans } from "./journal/instances.js";
+import { TAKEOVER_SUSPECT_AFTER_MS, TurnTakeover } from "./delivery/turn-takeover.js";
 import { InstanceLease } from "./fleet/instance-lease.js";
 import { Notifier } from "./delivery/notices.js";
 import { purgeReadReports } from "./reports/worker-reports.js";
@@ -210,6 +211,13 @@ export async function startController(
   const metrics = new FleetMetrics(sources, { build: buildInfo(CONTROLLER_VERSION), replica: instanceId });
   fleet.links.intercept(agentCallTiming((method, code, seconds) => metrics.agentCall(method, code, seconds)));
   observeStatements(db, (name, seconds) => metrics.journalStatement(name, seconds));
+  const takeover = new TurnTakeover({
+    db,
+    agents,
+    fence: () => lease.fence(),
+    logger: logger.child({ component: "turn-takeover" }),
+    onTaken: () => pipeline.turns.wakeAll(),
+  });
   const pipeline: PipelineDeps = {
     db,
     agents,
@@ -219,6 +227,13 @@ export async function startController(
       instanceId,
       (what, e) => logger.warn(what, { error: e.message }),
       () => lease.fence(),
+      // ADR 0043: a peer whose lease renewal is a second overdue is asked about at its seats' agents.
+      database.driver === "pglite"
+        ? undefined
+        : {
+            afterMs: config.instanceRenewMs + TAKEOVER_SUSPECT_AFTER_MS,
+            found: (seatId, s) => takeover.suspect(seatId, s),
+          },
     ),
     logger: logger.child({ component: "delivery" }),
     now,

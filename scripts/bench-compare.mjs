@@ -7,8 +7,7 @@
  * bench/results/compare.json. A ratio, not a figure, is the result: CPU time moves with the VM's host.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -48,7 +47,9 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
-const scratch = mkdtempSync(join(tmpdir(), "clankie-compare-"));
+// Under the repo's ignored .tmp/, not /tmp: the bench runs an OpenSSH it downloads there, and /tmp may be noexec.
+mkdirSync(join(root, ".tmp"), { recursive: true });
+const scratch = mkdtempSync(join(root, ".tmp", "compare-"));
 const baseDir = join(scratch, "base");
 try {
   const rev = execFileSync("git", ["rev-parse", "--short", base], { cwd: root }).toString().trim();

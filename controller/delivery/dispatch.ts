@@ -39,6 +39,7 @@ import { findDelivery } from "../journal/delivery-receipts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
 import { recheckDelivery } from "./dispatch-statements.js";
 import { readVerdict } from "./verdict.js";
+import { EPOCH_FENCED } from "../../shared/verdicts.js";
 
 export interface Admitted {
   conversationId: string;
@@ -247,6 +248,9 @@ async function run(
         mode: deliveryModeWire.encode(a.mode),
         conversationId: a.conversationId,
         inReplyTo: a.input.inReplyTo ?? "",
+        // The agent refuses an epoch a peer had it fence before taking this replica's turns over (ADR 0043).
+        controllerInstance: a.fence.instance,
+        controllerEpoch: BigInt(a.fence.epoch),
         authority: create(AuthoritySchema, {
           ageMs: Math.ceil(performance.now() - checkedAt),
           caller: a.conversationId,
@@ -287,7 +291,18 @@ async function run(
   const { body, outcome } = readVerdict(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) body.previous = previous;
-  return settleDispatch(deps, d, state.turn, body, outcome, sent ? previous.map((p) => p.deliveryId) : []);
+  const settled = await settleDispatch(
+    deps,
+    d,
+    state.turn,
+    body,
+    outcome,
+    sent ? previous.map((p) => p.deliveryId) : [],
+  );
+  // The fleet took this epoch's turns on that agent over: once its not-sent is on record, the epoch
+  // is given up like a lost lease (ADR 0043).
+  if (res.reason === EPOCH_FENCED) deps.lease.fencedByAgent?.(a.fence.epoch);
+  return settled;
 }
 
 /**

@@ -66,7 +66,7 @@ export interface PipelineDeps {
    * Its lease and epoch (ADR 0036): every journal write for a delivery carries `fence()`, and a
    * native write is sent only while `holds(epoch)` for the epoch the call was admitted under.
    */
-  lease: Pick<InstanceLease, "fence" | "holds" | "isServing">;
+  lease: Pick<InstanceLease, "fence" | "holds" | "isServing"> & Partial<Pick<InstanceLease, "fencedByAgent">>;
   /** How long the controller waits for an agent's answer (DELIVER_TIMEOUT_MS unless configured). */
   deliverTimeoutMs: number;
   /** The one wait budget for a seat's turn (deliveries, notices, stops); SEAT_TURN_WAIT_MS unless a test shortens it. */

@@ -84,10 +84,20 @@ async function record(
     }
     deps.logger.error("settle failed", { deliveryId: d.id, state: outcome.state, error: (e as Error).message });
     deps.hooks?.metrics?.journalError("settle");
-    // The retry never touches the lease: the turn passes on now and its lease is given back
-    // once the journal answers (a settle that commits late may have handed it on already).
-    deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, { ...params, holder: null });
-    if (turn) deps.turns.leaveLater(turn);
+    // The retry carries the seat's lease and hands it on in its own statement: the next delivery
+    // to the seat goes only once this outcome is on record. Releasing the lease apart let the next
+    // one reach the seat before this settle landed (two in flight at a PostgreSQL promotion, issue 34).
+    // A settle that committed though its answer was lost finds the lease moved already and moves nothing.
+    const parked = params.holder !== null ? turn : undefined;
+    parked?.park();
+    deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, params, (recorded, refused) => {
+      if (!parked) return;
+      if (refused) {
+        parked.settled(null);
+        deps.turns.releaseLater(parked.seatId, parked.holder);
+      } else parked.settled((recorded as { handedTo?: string | null } | undefined)?.handedTo ?? null);
+    });
+    if (turn && !parked) deps.turns.leaveLater(turn);
     return e;
   }
 }
