@@ -37,7 +37,8 @@ export interface LinkVouchOptions {
   agents: Pick<AgentClients, "get">;
   /** The machines this replica holds a reverse link to. */
   linked: () => string[];
-  heartbeatIntervalMs: number;
+  /** The interval heartbeats are judged by; it grows with the fleet (registry.judgedIntervalMs). */
+  heartbeatIntervalMs: number | (() => number);
   now: () => Date;
   logger: Logger;
 }
@@ -61,16 +62,15 @@ export async function answersOnLink(
 export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
   const names = o.linked();
   if (names.length === 0) return [];
-  const late = new Date(o.now().getTime() - o.heartbeatIntervalMs * 1.5);
+  const intervalMs = typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs();
+  const late = new Date(o.now().getTime() - intervalMs * 1.5);
   const rows = await o.db
     .select({ name: machines.name, endpoint: machines.endpoint, agentToken: machines.agentToken })
     .from(machines)
     .where(and(inArray(machines.name, names), lt(machines.lastSeenAt, late)));
   if (rows.length === 0) return [];
-  const timeoutMs = Math.max(200, Math.min(1000, o.heartbeatIntervalMs / 2));
-  const answered = (
-    await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))
-  ).filter((n): n is string => !!n);
+  const timeoutMs = Math.max(200, Math.min(1000, intervalMs / 2));
+  const answered = (await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))).filter((n): n is string => !!n);
   if (answered.length === 0) return [];
   // Only rows still late: a heartbeat that arrived meanwhile is newer than this answer.
   await o.db
@@ -92,7 +92,7 @@ export function startLinkVouch(o: LinkVouchOptions): { stop(): void } {
     vouchForLinked(o)
       .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
       .finally(() => (running = false));
-  }, o.heartbeatIntervalMs / 2);
+  }, (typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs()) / 2);
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }

@@ -72,10 +72,8 @@ export function createAgentGatewayService(
     },
     async heartbeat(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
-      return create(HeartbeatResponseSchema, {
-        known: await registry.periodicHeartbeat(req.machine, req.instanceId),
-        replicaAgentUrls: await replicas.agentUrls(),
-      });
+      const known = await registry.periodicHeartbeat(req.machine, req.instanceId);
+      return create(HeartbeatResponseSchema, { known, replicaAgentUrls: await replicas.agentUrls(), heartbeatIntervalMs: registry.heartbeatIntervalMs });
     },
     async reportSeats(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
