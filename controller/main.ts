@@ -203,7 +203,14 @@ export async function startController(
   // Once the fleet's interval has grown, rule 55 rests on the reverse links' pings (registry.isOnline).
   registry.judgeLinks((machine) => fleet.links.has(machine));
   // A machine answering on this replica's link stays online while its heartbeats are late (ADR 0038).
-  const linkVouch = startLinkVouch({ db, agents, linked: () => fleet.links.machines(), heartbeatIntervalMs: () => registry.judgedIntervalMs, now, logger: logger.child({ component: "link-vouch" }) });
+  const linkVouch = startLinkVouch({
+    db,
+    agents,
+    linked: () => fleet.links.machines(),
+    heartbeatIntervalMs: () => registry.judgedIntervalMs,
+    now,
+    logger: logger.child({ component: "link-vouch" }),
+  });
   const caFile = join(config.stateDir, "fleet-ca.pem");
   writeFileDurably(caFile, fleet.authority.ca.certificatePem, 0o644);
   const conversationAuth = new ConversationAuth(db);

@@ -70,7 +70,9 @@ export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
     .where(and(inArray(machines.name, names), lt(machines.lastSeenAt, late)));
   if (rows.length === 0) return [];
   const timeoutMs = Math.max(200, Math.min(1000, intervalMs / 2));
-  const answered = (await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))).filter((n): n is string => !!n);
+  const answered = (
+    await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))
+  ).filter((n): n is string => !!n);
   if (answered.length === 0) return [];
   // Only rows still late: a heartbeat that arrived meanwhile is newer than this answer.
   await o.db
@@ -86,13 +88,16 @@ export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
 /** Runs `vouchForLinked` twice per heartbeat interval until stopped. */
 export function startLinkVouch(o: LinkVouchOptions): { stop(): void } {
   let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    vouchForLinked(o)
-      .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
-      .finally(() => (running = false));
-  }, (typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs()) / 2);
+  const timer = setInterval(
+    () => {
+      if (running) return;
+      running = true;
+      vouchForLinked(o)
+        .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
+        .finally(() => (running = false));
+    },
+    (typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs()) / 2,
+  );
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }

@@ -30,7 +30,10 @@ const FLEET_COUNT_MS = 1_000;
 
 /** The interval for a fleet of `machines` agents: max(base, machines / HEARTBEATS_PER_S), capped. */
 export function heartbeatIntervalFor(baseMs: number, machines: number): number {
-  return Math.min(Math.max(baseMs, MAX_HEARTBEAT_INTERVAL_MS), Math.max(baseMs, Math.ceil((machines * 1000) / HEARTBEATS_PER_S / 1000) * 1000));
+  return Math.min(
+    Math.max(baseMs, MAX_HEARTBEAT_INTERVAL_MS),
+    Math.max(baseMs, Math.ceil((machines * 1000) / HEARTBEATS_PER_S / 1000) * 1000),
+  );
 }
 
 export interface MachineRegistration {
@@ -120,7 +123,8 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
     const t = this.now().getTime();
     // An agent keeps the interval it was told until its next heartbeat: a shrinking fleet
     // judges by the longer one for three of its intervals more.
-    if (ms >= this.judged.ms || t > this.judged.until) this.judged = { ms, until: t + ms * (MISSED_HEARTBEATS_OFFLINE + 1) };
+    if (ms >= this.judged.ms || t > this.judged.until)
+      this.judged = { ms, until: t + ms * (MISSED_HEARTBEATS_OFFLINE + 1) };
     return ms;
   }
 
@@ -241,21 +245,36 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
 async function replaceSeats(db: Db, machine: string, wire: Seat[]): Promise<void> {
   const rows = wire.map((s) => seatRowFromWire(machine, s));
   if (rows.length) {
-    const changed = ["machine", "name", "kind", "status", "occupant_id", "title", "input_capabilities", "present"] as const;
+    const changed = [
+      "machine",
+      "name",
+      "kind",
+      "status",
+      "occupant_id",
+      "title",
+      "input_capabilities",
+      "present",
+    ] as const;
     await db
       .insert(seats)
       .values(rows)
       .onConflictDoUpdate({
         target: seats.id,
         set: Object.fromEntries([...changed, "updated_at"].map((c) => [camel(c), sql.raw(`excluded.${c}`)])),
-        setWhere: sql.raw(`(${changed.map((c) => `seats.${c}`).join(", ")}) IS DISTINCT FROM (${changed.map((c) => `excluded.${c}`).join(", ")})`),
+        setWhere: sql.raw(
+          `(${changed.map((c) => `seats.${c}`).join(", ")}) IS DISTINCT FROM (${changed.map((c) => `excluded.${c}`).join(", ")})`,
+        ),
       });
   }
   const keep = rows.map((r) => r.id);
   await db
     .update(seats)
     .set({ present: false })
-    .where(keep.length ? and(eq(seats.machine, machine), eq(seats.present, true), notInArray(seats.id, keep)) : and(eq(seats.machine, machine), eq(seats.present, true)));
+    .where(
+      keep.length
+        ? and(eq(seats.machine, machine), eq(seats.present, true), notInArray(seats.id, keep))
+        : and(eq(seats.machine, machine), eq(seats.present, true)),
+    );
 }
 
 const camel = (c: string) => c.replace(/_(.)/g, (_, x: string) => x.toUpperCase());

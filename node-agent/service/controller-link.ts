@@ -178,7 +178,11 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         o.onRevoked?.(err.message);
         return;
       }
-      o.logger.warn("registration failed on every known replica; retrying", { error: (e as Error).message, replicas: candidates(), retryInMs: backoffMs });
+      o.logger.warn("registration failed on every known replica; retrying", {
+        error: (e as Error).message,
+        replicas: candidates(),
+        retryInMs: backoffMs,
+      });
       // Jittered: a fleet whose controller restarted does not come back as one wave every backoff.
       schedule(() => register(Math.min(backoffMs * 2, 5000)), jittered(backoffMs, 0.5));
     }

@@ -10,8 +10,18 @@ import { eq } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
 import { machines, seats } from "../../controller/db/schema.js";
-import { HEARTBEATS_PER_S, MAX_HEARTBEAT_INTERVAL_MS, Registry, heartbeatIntervalFor } from "../../controller/nodes/registry.js";
-import { InputCapabilitiesSchema, SeatKind, SeatSchema, SeatStatus } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import {
+  HEARTBEATS_PER_S,
+  MAX_HEARTBEAT_INTERVAL_MS,
+  Registry,
+  heartbeatIntervalFor,
+} from "../../controller/nodes/registry.js";
+import {
+  InputCapabilitiesSchema,
+  SeatKind,
+  SeatSchema,
+  SeatStatus,
+} from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 
 const BASE = 2_000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -35,9 +45,20 @@ describe.each(DRIVERS)("issue 36: a growing fleet's liveness and seat reports (%
   const linked = new Set<string>();
   beforeAll(async () => {
     const store = await prepareStore(driver);
-    database = await openDatabase(store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` });
+    database = await openDatabase(
+      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
+    );
     cleanup = store.cleanup;
-    const row = (i: number) => ({ name: `m${i}`, endpoint: "reverse://x", agentToken: "t", instanceId: `i${i}`, platform: "linux", capabilityVersion: 1, agentVersion: "0", lastSeenAt: now });
+    const row = (i: number) => ({
+      name: `m${i}`,
+      endpoint: "reverse://x",
+      agentToken: "t",
+      instanceId: `i${i}`,
+      platform: "linux",
+      capabilityVersion: 1,
+      agentVersion: "0",
+      lastSeenAt: now,
+    });
     await database.db.insert(machines).values(Array.from({ length: 200 }, (_, i) => row(i)));
     registry = new Registry(database.db, BASE, () => now);
     registry.judgeLinks((m) => linked.has(m));
@@ -78,10 +99,32 @@ describe.each(DRIVERS)("issue 36: a growing fleet's liveness and seat reports (%
   });
 
   it("a seat report writes only the seats that changed, in one statement", async () => {
-    const seat = (name: string, status: SeatStatus) => create(SeatSchema, { name, kind: SeatKind.MAILBOX, status, occupantId: "o", inputCapabilities: create(InputCapabilitiesSchema, {}) });
+    const seat = (name: string, status: SeatStatus) =>
+      create(SeatSchema, {
+        name,
+        kind: SeatKind.MAILBOX,
+        status,
+        occupantId: "o",
+        inputCapabilities: create(InputCapabilitiesSchema, {}),
+      });
     const ten = Array.from({ length: 10 }, (_, i) => seat(`s${i}`, SeatStatus.IDLE));
-    await registry.register({ machine: "m2", endpoint: "reverse://m2", agentToken: "t", instanceId: "i2", platform: "linux", capabilityVersion: 1, agentVersion: "0", seats: ten });
-    const stamp = async () => new Map((await database.db.select().from(seats).where(eq(seats.machine, "m2"))).map((r) => [r.name, r.updatedAt.getTime()]));
+    await registry.register({
+      machine: "m2",
+      endpoint: "reverse://m2",
+      agentToken: "t",
+      instanceId: "i2",
+      platform: "linux",
+      capabilityVersion: 1,
+      agentVersion: "0",
+      seats: ten,
+    });
+    const stamp = async () =>
+      new Map(
+        (await database.db.select().from(seats).where(eq(seats.machine, "m2"))).map((r) => [
+          r.name,
+          r.updatedAt.getTime(),
+        ]),
+      );
     const before = await stamp();
     expect(before.size).toBe(10);
     await sleep(20);
@@ -89,7 +132,11 @@ describe.each(DRIVERS)("issue 36: a growing fleet's liveness and seat reports (%
     const counted = new Proxy(database.db, {
       get(target, prop, receiver) {
         if (prop === "insert") inserts++;
-        if (prop === "transaction") return (fn: (tx: unknown) => Promise<unknown>) => target.transaction((tx) => fn(new Proxy(tx, { get: (t, p, r) => (p === "insert" && inserts++, Reflect.get(t, p, r)) })));
+        if (prop === "transaction")
+          return (fn: (tx: unknown) => Promise<unknown>) =>
+            target.transaction((tx) =>
+              fn(new Proxy(tx, { get: (t, p, r) => (p === "insert" && inserts++, Reflect.get(t, p, r)) })),
+            );
         return Reflect.get(target, prop, receiver);
       },
     });
