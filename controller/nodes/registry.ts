@@ -28,12 +28,16 @@ export const MAX_HEARTBEAT_INTERVAL_MS = 60_000;
 /** How often the fleet's size is counted again (it sets the interval), at most. */
 const FLEET_COUNT_MS = 1_000;
 
-/** The interval for a fleet of `machines` agents: max(base, machines / HEARTBEATS_PER_S), capped. */
+/**
+ * The interval for a fleet of `machines` agents: max(base, machines / HEARTBEATS_PER_S), in whole
+ * seconds once past the base, capped. A fleet the base interval serves is told exactly the base:
+ * rounding a 1-machine fleet up to 1 s had made a 500 ms base "grown", which turned on the cut of
+ * silent links and the link-based judgement in every small fleet (the fences and liveness tests).
+ */
 export function heartbeatIntervalFor(baseMs: number, machines: number): number {
-  return Math.min(
-    Math.max(baseMs, MAX_HEARTBEAT_INTERVAL_MS),
-    Math.max(baseMs, Math.ceil((machines * 1000) / HEARTBEATS_PER_S / 1000) * 1000),
-  );
+  const scaledMs = (machines * 1000) / HEARTBEATS_PER_S;
+  if (scaledMs <= baseMs) return baseMs;
+  return Math.min(Math.max(baseMs, MAX_HEARTBEAT_INTERVAL_MS), Math.ceil(scaledMs / 1000) * 1000);
 }
 
 export interface MachineRegistration {
