@@ -64,10 +64,15 @@ export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
   if (names.length === 0) return [];
   const intervalMs = typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs();
   const late = new Date(o.now().getTime() - intervalMs * 1.5);
-  const rows = await o.db
-    .select({ name: machines.name, endpoint: machines.endpoint, agentToken: machines.agentToken })
-    .from(machines)
-    .where(and(inArray(machines.name, names), lt(machines.lastSeenAt, late)));
+  // Only the late rows come back, filtered here by link: asking with every linked name cost a
+  // bound parameter per agent each pass (issue 36), and at idle no row is late.
+  const linked = new Set(names);
+  const rows = (
+    await o.db
+      .select({ name: machines.name, endpoint: machines.endpoint, agentToken: machines.agentToken })
+      .from(machines)
+      .where(lt(machines.lastSeenAt, late))
+  ).filter((m) => linked.has(m.name));
   if (rows.length === 0) return [];
   const timeoutMs = Math.max(200, Math.min(1000, intervalMs / 2));
   const answered = (
