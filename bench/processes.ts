@@ -24,7 +24,12 @@ export interface ClankieProcess {
 export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv, cli = CLI): Promise<ClankieProcess> {
   const readyKey = args[0] === "agent" ? "endpoint" : "mcpUrl";
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run 'npm run build' first (npm run bench does)`);
-  const child = spawn(process.execPath, [cli, ...args, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
+  // BENCH_CLANKIE_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof") profiles the clankie processes a bench starts.
+  const nodeArgs = env.BENCH_CLANKIE_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
+  const child = spawn(process.execPath, [...nodeArgs, cli, ...args, "--json"], {
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   track(child);
   let stderr = "";
   child.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));

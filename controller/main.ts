@@ -189,12 +189,14 @@ export async function startController(
     }),
   );
   const agents = new AgentClients(fleet.links);
+  // Once the fleet's interval has grown, rule 55 rests on the reverse links' pings (registry.isOnline).
+  registry.judgeLinks((machine) => fleet.links.has(machine));
   // A machine answering on this replica's link stays online while its heartbeats are late (ADR 0038).
   const linkVouch = startLinkVouch({
     db,
     agents,
     linked: () => fleet.links.machines(),
-    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    heartbeatIntervalMs: () => registry.judgedIntervalMs,
     now,
     logger: logger.child({ component: "link-vouch" }),
   });

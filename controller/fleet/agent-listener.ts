@@ -14,7 +14,7 @@ import type { AddressInfo } from "node:net";
 import type { Logger } from "../../shared/logger.js";
 import type { Db } from "../db/open.js";
 import { GATEWAY_ALPN, REVERSE_ALPN } from "../../shared/pki/alpn.js";
-import { checkCertificate, revokedAmong } from "./machine-certs.js";
+import { certificatesVersion, checkCertificate, revokedAmong } from "./machine-certs.js";
 import type { PeerIdentity } from "./peer-identity.js";
 import { answerRefusal } from "./refusal-answer.js";
 
@@ -132,17 +132,32 @@ export async function listenForAgents(o: AgentListenerOptions): Promise<AgentLis
     }
     return n;
   };
+  // Revocations by any replica cut live sockets within a second. Each poll reads one digest of
+  // the certificates (certificatesVersion); every live serial is checked only when it moved, and
+  // a serial that arrived since the last full check is checked once (its admission read may
+  // predate a revocation that already moved the digest).
+  let seenVersion: string | undefined;
+  const checked = new Set<string>();
+  let polling = false;
   const poll = setInterval(() => {
     const now = Date.now();
     cutWhere((p) => p.notAfter.getTime() <= now);
+    if (polling) return;
+    polling = true;
     const serials = [...new Set([...live.values()].flatMap((p) => (p ? [p.serial] : [])))];
-    revokedAmong(o.db, serials).then(
-      (revoked) => {
+    certificatesVersion(o.db)
+      .then(async (version) => {
+        const moved = version !== seenVersion;
+        const toCheck = moved ? serials : serials.filter((s) => !checked.has(s));
+        const revoked = await revokedAmong(o.db, toCheck);
+        seenVersion = version;
+        if (moved) checked.clear();
+        for (const s of toCheck) if (!revoked.has(s)) checked.add(s);
         const n = cutWhere((p) => revoked.has(p.serial));
         if (n) o.logger.warn("revoked machines' connections cut", { connections: n });
-      },
-      (e: Error) => o.logger.warn("revocation poll failed", { error: e.message }),
-    );
+      })
+      .catch((e: Error) => o.logger.warn("revocation poll failed", { error: e.message }))
+      .finally(() => (polling = false));
   }, o.revocationPollMs ?? 1000);
   poll.unref();
 

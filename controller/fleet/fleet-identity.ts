@@ -62,6 +62,8 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
   const names = serverNames(o.host, o.advertiseHost, o.tlsNames);
   const server = await authority.serverCertificate(names.dns, names.ips);
   const links = new ReverseLinks();
+  // Silent links are cut only once the heartbeat interval has grown past the base (registry.isOnline).
+  const linkPings = links.startPings(undefined, () => o.registry.judgedIntervalMs > o.registry.baseHeartbeatIntervalMs);
 
   const identities = new WeakMap<Http2ServerRequest, PeerIdentity>();
   const gateway = connectNodeAdapter({
@@ -133,6 +135,7 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
     serverCertificatePem: server.certificatePem,
     serverPrivateKeyPem: server.privateKeyPem,
     async close() {
+      linkPings.stop();
       links.closeAll();
       await listener.close();
     },

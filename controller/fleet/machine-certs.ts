@@ -2,7 +2,7 @@
  * The machine certificates the fleet CA issued. A connection is admitted only when its
  * certificate's serial is recorded here, unrevoked and unexpired: revocation needs no CRL.
  */
-import { and, desc, eq, inArray, isNull } from "drizzle-orm";
+import { and, desc, eq, inArray, isNull, sql } from "drizzle-orm";
 import { machineCerts, type MachineCertRow } from "../db/schema.js";
 import type { Db, Tx } from "../db/open.js";
 
@@ -40,6 +40,21 @@ export async function revokeMachineCertificates(db: Db, machine: string, now: Da
     .where(and(eq(machineCerts.machine, machine), isNull(machineCerts.revokedAt)))
     .returning({ serial: machineCerts.serial });
   return rows.length;
+}
+
+/**
+ * One value that changes whenever a certificate is issued, revoked or removed: the revocation
+ * poll's look each second is this one row, and it asks about every live serial only when the
+ * value moved (issue 36: the per-second check of 1,000 serials cost more than the fleet's
+ * heartbeats). A digest, not a count: a removal and an enrollment in one second still change it.
+ */
+export async function certificatesVersion(db: Db): Promise<string> {
+  const [row] = await db
+    .select({
+      v: sql<string>`md5(coalesce(string_agg(${machineCerts.serial} || ':' || coalesce(${machineCerts.revokedAt}::text, ''), ',' order by ${machineCerts.serial}), ''))`,
+    })
+    .from(machineCerts);
+  return row?.v ?? "";
 }
 
 /** Of the given serials, those revoked since or no longer on record (removed): their live connections must go. */

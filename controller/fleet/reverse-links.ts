@@ -5,6 +5,7 @@
  * flight when a link drops fails (uncertain at the caller) and is never resent here.
  */
 import { EventEmitter } from "node:events";
+import type { ClientHttp2Session } from "node:http2";
 import type { TLSSocket } from "node:tls";
 import { Code, ConnectError, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -15,7 +16,19 @@ import type { AgentConnection } from "../nodes/agent-clients.js";
 import type { PeerIdentity } from "./peer-identity.js";
 import { createUnaryLinkTransport } from "./unary-link-transport.js";
 
+export const LINK_PING_MS = 2_000;
+export const LINK_PING_TIMEOUT_MS = 4_000;
+
+/** The manager's open session, if any (its state object is not public API; absent, a link is not pinged). */
+function sessionOf(m: Http2SessionManager): ClientHttp2Session | undefined {
+  const conn = (m as unknown as { s?: { conn?: unknown } }).s?.conn;
+  return conn && typeof (conn as ClientHttp2Session).ping === "function" ? (conn as ClientHttp2Session) : undefined;
+}
+
 interface Link {
+  /** When the sweep's PING on this link was sent, until it is answered. */
+  pingSentAt?: number | undefined;
+  answeredAt?: number | undefined;
   readonly peer: PeerIdentity;
   readonly socket: TLSSocket;
   readonly sessions: Http2SessionManager;
@@ -65,6 +78,44 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
       }
     });
     this.emit("linked", peer.machine);
+  }
+
+  /**
+   * Pings every link's session LINK_PING_MS after its last answer and cuts a link whose PING went
+   * unanswered for LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone within
+   * 2 + 1 + 4 + 1 = 8 s (sweep granularity included), which keeps rule 55 once the fleet's
+   * heartbeat interval has grown (registry.isOnline). One sweep a second for all links, not a
+   * timer each; the agent answers a PING in nghttp2 without waking its JavaScript. Not the
+   * session manager's own idle pings: its timer can fire on a session already destroyed and
+   * throw outside any caller (connect-es #683), which would end the controller.
+   */
+  startPings(sweepMs = 1_000, cutSilent: () => boolean = () => true): { stop(): void } {
+    const timer = setInterval(() => {
+      const t = Date.now();
+      for (const l of this.byMachine.values()) {
+        if (l.socket.destroyed) continue;
+        if (l.pingSentAt !== undefined) {
+          // Only while rule 55 needs it: in a small fleet heartbeats judge liveness, and a call in
+          // flight to a stalled agent ends as "went offline (no heartbeat)", as it always did.
+          if (t - l.pingSentAt > LINK_PING_TIMEOUT_MS && cutSilent()) l.socket.destroy();
+          continue;
+        }
+        if (t - (l.answeredAt ?? 0) < LINK_PING_MS) continue;
+        const session = sessionOf(l.sessions);
+        if (!session || session.destroyed || session.closed) continue;
+        try {
+          l.pingSentAt = t;
+          session.ping((err) => {
+            l.pingSentAt = undefined;
+            if (!err) l.answeredAt = Date.now();
+          });
+        } catch {
+          l.pingSentAt = undefined; // Closing, or too many PINGs in flight: the next sweep tries again.
+        }
+      }
+    }, sweepMs);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
   }
 
   has(machine: string): boolean {

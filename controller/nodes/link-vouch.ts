@@ -37,7 +37,8 @@ export interface LinkVouchOptions {
   agents: Pick<AgentClients, "get">;
   /** The machines this replica holds a reverse link to. */
   linked: () => string[];
-  heartbeatIntervalMs: number;
+  /** The interval heartbeats are judged by; it grows with the fleet (registry.judgedIntervalMs). */
+  heartbeatIntervalMs: number | (() => number);
   now: () => Date;
   logger: Logger;
 }
@@ -61,13 +62,19 @@ export async function answersOnLink(
 export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
   const names = o.linked();
   if (names.length === 0) return [];
-  const late = new Date(o.now().getTime() - o.heartbeatIntervalMs * 1.5);
-  const rows = await o.db
-    .select({ name: machines.name, endpoint: machines.endpoint, agentToken: machines.agentToken })
-    .from(machines)
-    .where(and(inArray(machines.name, names), lt(machines.lastSeenAt, late)));
+  const intervalMs = typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs();
+  const late = new Date(o.now().getTime() - intervalMs * 1.5);
+  // Only the late rows come back, filtered here by link: asking with every linked name cost a
+  // bound parameter per agent each pass (issue 36), and at idle no row is late.
+  const linked = new Set(names);
+  const rows = (
+    await o.db
+      .select({ name: machines.name, endpoint: machines.endpoint, agentToken: machines.agentToken })
+      .from(machines)
+      .where(lt(machines.lastSeenAt, late))
+  ).filter((m) => linked.has(m.name));
   if (rows.length === 0) return [];
-  const timeoutMs = Math.max(200, Math.min(1000, o.heartbeatIntervalMs / 2));
+  const timeoutMs = Math.max(200, Math.min(1000, intervalMs / 2));
   const answered = (
     await Promise.all(rows.map(async (m) => ((await answersOnLink(o.agents, m, timeoutMs)) ? m.name : undefined)))
   ).filter((n): n is string => !!n);
@@ -86,13 +93,16 @@ export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
 /** Runs `vouchForLinked` twice per heartbeat interval until stopped. */
 export function startLinkVouch(o: LinkVouchOptions): { stop(): void } {
   let running = false;
-  const timer = setInterval(() => {
-    if (running) return;
-    running = true;
-    vouchForLinked(o)
-      .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
-      .finally(() => (running = false));
-  }, o.heartbeatIntervalMs / 2);
+  const timer = setInterval(
+    () => {
+      if (running) return;
+      running = true;
+      vouchForLinked(o)
+        .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
+        .finally(() => (running = false));
+    },
+    (typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs()) / 2,
+  );
   timer.unref();
   return { stop: () => clearInterval(timer) };
 }

@@ -3,7 +3,7 @@
  * heartbeats arrive; a seat belongs to exactly one machine.
  */
 import { EventEmitter } from "node:events";
-import { and, eq, notInArray, or } from "drizzle-orm";
+import { and, count, eq, notInArray, or, sql } from "drizzle-orm";
 import { machines, seats, type Machine, type SeatRowDb, type InputCapabilitiesRow } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { HeartbeatBatch } from "./heartbeat-batch.js";
@@ -15,6 +15,36 @@ import { quoteInput } from "../../shared/public-text.js";
 
 /** A machine is offline after this many heartbeat intervals without one. */
 export const MISSED_HEARTBEATS_OFFLINE = 3;
+
+/**
+ * The heartbeats per second the whole fleet sends (Nomad's max_heartbeats_per_second): past
+ * HEARTBEATS_PER_S × base interval machines, each agent's interval grows so the controller's
+ * load from heartbeats stays flat. Measured (issue 36, n100 profile): a heartbeat costs the
+ * controller ~2 ms of CPU all in (HTTP/2 stream, Connect handler, garbage), so 25 a second was
+ * ~5% of a core on its own; 10 a second leaves room under the 5% goal. Rule 55 does not rest on
+ * them once the interval has grown (isOnline, the reverse links' pings).
+ */
+export const HEARTBEATS_PER_S = 10;
+/**
+ * The longest interval an agent is told. Heartbeats then only carry the replica list and the
+ * "register again" answer, and bound how long a linked machine that stopped heartbeating is
+ * still shown online (three intervals).
+ */
+export const MAX_HEARTBEAT_INTERVAL_MS = 120_000;
+/** How often the fleet's size is counted again (it sets the interval), at most. */
+const FLEET_COUNT_MS = 1_000;
+
+/**
+ * The interval for a fleet of `machines` agents: max(base, machines / HEARTBEATS_PER_S), in whole
+ * seconds once past the base, capped. A fleet the base interval serves is told exactly the base:
+ * rounding a 1-machine fleet up to 1 s had made a 500 ms base "grown", which turned on the cut of
+ * silent links and the link-based judgement in every small fleet (the fences and liveness tests).
+ */
+export function heartbeatIntervalFor(baseMs: number, machines: number): number {
+  const scaledMs = (machines * 1000) / HEARTBEATS_PER_S;
+  if (scaledMs <= baseMs) return baseMs;
+  return Math.min(Math.max(baseMs, MAX_HEARTBEAT_INTERVAL_MS), Math.ceil(scaledMs / 1000) * 1000);
+}
 
 export interface MachineRegistration {
   machine: string;
@@ -69,14 +99,62 @@ export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferIn
 
 export class Registry extends EventEmitter<{ changed: []; registered: [machine: string] }> {
   private readonly heartbeats: HeartbeatBatch;
+  private fleetSize = 0;
+  private countedAt = -Infinity;
+  private counting = false;
+  /** The longest interval told to agents lately, and until when it still judges them (see judgedIntervalMs). */
+  private judged: { ms: number; until: number };
+  /** Whether this replica holds a live reverse link to the machine (set by main once the links exist). */
+  private linkAlive: ((machine: string) => boolean) | undefined;
 
   constructor(
     private readonly db: Db,
-    readonly heartbeatIntervalMs: number,
+    /** The interval of a small fleet; rule 55's 10 s bound is computed from it. */
+    readonly baseHeartbeatIntervalMs: number,
     private readonly now: () => Date,
   ) {
     super();
     this.heartbeats = new HeartbeatBatch(db, now);
+    this.judged = { ms: baseHeartbeatIntervalMs, until: 0 };
+  }
+
+  /**
+   * Judges liveness by the reverse links as well (needed once the interval has grown past the
+   * base: rule 55's 10 s then rests on the link's pings, reverse-links.ts).
+   */
+  judgeLinks(alive: (machine: string) => boolean): void {
+    this.linkAlive = alive;
+  }
+
+  /** The interval agents are told now: it grows with the fleet (heartbeatIntervalFor). */
+  get heartbeatIntervalMs(): number {
+    this.countFleet();
+    const ms = heartbeatIntervalFor(this.baseHeartbeatIntervalMs, this.fleetSize);
+    const t = this.now().getTime();
+    // An agent keeps the interval it was told until its next heartbeat: a shrinking fleet
+    // judges by the longer one for three of its intervals more.
+    if (ms >= this.judged.ms || t > this.judged.until)
+      this.judged = { ms, until: t + ms * (MISSED_HEARTBEATS_OFFLINE + 1) };
+    return ms;
+  }
+
+  /** The interval a machine's heartbeats are judged by: the longest told lately. */
+  get judgedIntervalMs(): number {
+    return Math.max(this.judged.ms, this.heartbeatIntervalMs);
+  }
+
+  /** Counts the machines again at most once a FLEET_COUNT_MS, in the background. */
+  private countFleet(): void {
+    const t = performance.now();
+    if (this.counting || t - this.countedAt < FLEET_COUNT_MS) return;
+    this.counting = true;
+    this.countedAt = t;
+    this.db
+      .select({ n: count() })
+      .from(machines)
+      .then(([row]) => (this.fleetSize = row?.n ?? this.fleetSize))
+      .catch(() => {}) // An unreadable journal keeps the last count.
+      .finally(() => (this.counting = false));
   }
 
   /** An agent's periodic heartbeat, written together with the others of its window (heartbeat-batch.ts). */
@@ -152,19 +230,61 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
       .where(and(eq(seats.present, true), or(eq(seats.id, idOrName), eq(seats.name, idOrName))));
   }
 
-  isOnline(m: Pick<Machine, "lastSeenAt">): boolean {
-    return this.now().getTime() - m.lastSeenAt.getTime() <= this.heartbeatIntervalMs * MISSED_HEARTBEATS_OFFLINE;
+  /**
+   * Rule 55: offline within 10 s of the agent's death. A heartbeat within three base intervals
+   * is enough (the small fleet's rule, unchanged). Past that, while the grown interval says the
+   * next heartbeat is not late yet, the machine is online only while this replica's reverse link
+   * to it is alive: a dead agent's link closes, and a frozen one's is cut by its missed pings
+   * within 2.5 + 4 s (reverse-links.ts), so rule 55 holds with any interval. Every agent links to
+   * every replica, and a replica reaches an agent only over that link.
+   */
+  isOnline(m: Pick<Machine, "lastSeenAt"> & { name?: string }): boolean {
+    const age = this.now().getTime() - m.lastSeenAt.getTime();
+    if (age <= this.baseHeartbeatIntervalMs * MISSED_HEARTBEATS_OFFLINE) return true;
+    if (age > this.judgedIntervalMs * MISSED_HEARTBEATS_OFFLINE) return false;
+    return m.name !== undefined && this.linkAlive !== undefined && this.linkAlive(m.name);
   }
 }
 
+/**
+ * One statement for the whole report, which writes only the seats that changed (a seat report
+ * repeats every seat; issue 36): a registration is four statements whatever its seat count,
+ * where one upsert per seat held a pool connection per round trip (with ~300 heartbeat statements
+ * a second, the likely cause of JOURNAL_NO_ANSWER at ~600 agents registering at once).
+ */
 async function replaceSeats(db: Db, machine: string, wire: Seat[]): Promise<void> {
   const rows = wire.map((s) => seatRowFromWire(machine, s));
-  for (const row of rows) {
-    await db.insert(seats).values(row).onConflictDoUpdate({ target: seats.id, set: row });
+  if (rows.length) {
+    const changed = [
+      "machine",
+      "name",
+      "kind",
+      "status",
+      "occupant_id",
+      "title",
+      "input_capabilities",
+      "present",
+    ] as const;
+    await db
+      .insert(seats)
+      .values(rows)
+      .onConflictDoUpdate({
+        target: seats.id,
+        set: Object.fromEntries([...changed, "updated_at"].map((c) => [camel(c), sql.raw(`excluded.${c}`)])),
+        setWhere: sql.raw(
+          `(${changed.map((c) => `seats.${c}`).join(", ")}) IS DISTINCT FROM (${changed.map((c) => `excluded.${c}`).join(", ")})`,
+        ),
+      });
   }
   const keep = rows.map((r) => r.id);
   await db
     .update(seats)
     .set({ present: false })
-    .where(keep.length ? and(eq(seats.machine, machine), notInArray(seats.id, keep)) : eq(seats.machine, machine));
+    .where(
+      keep.length
+        ? and(eq(seats.machine, machine), eq(seats.present, true), notInArray(seats.id, keep))
+        : and(eq(seats.machine, machine), eq(seats.present, true)),
+    );
 }
+
+const camel = (c: string) => c.replace(/_(.)/g, (_, x: string) => x.toUpperCase());

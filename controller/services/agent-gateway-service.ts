@@ -72,9 +72,11 @@ export function createAgentGatewayService(
     },
     async heartbeat(rq, ctx) {
       const req = { ...rq, machine: machineOf(ctx, rq.machine).machine };
+      const known = await registry.periodicHeartbeat(req.machine, req.instanceId);
       return create(HeartbeatResponseSchema, {
-        known: await registry.periodicHeartbeat(req.machine, req.instanceId),
+        known,
         replicaAgentUrls: await replicas.agentUrls(),
+        heartbeatIntervalMs: registry.heartbeatIntervalMs,
       });
     },
     async reportSeats(rq, ctx) {

@@ -136,6 +136,9 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
     throw last ?? new FleetError(ErrorCode.Unavailable, "the link has stopped");
   };
 
+  /** `ms` less a random part of up to `spread` of it. */
+  const jittered = (ms: number, spread: number) => Math.round(ms * (1 - spread * Math.random()));
+
   const schedule = (fn: () => Promise<void>, ms: number) => {
     if (stopped) return;
     timer = setTimeout(() => void fn(), ms);
@@ -165,7 +168,9 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
       o.onReplicas?.(res.replicaAgentUrls);
       o.logger.info("registered with the controller", { controller: current, machine: o.machine });
       resolveRegistered();
-      schedule(heartbeat, heartbeatMs);
+      // The first heartbeat at a random point of the interval: agents that registered together
+      // (a restarted controller's fleet) do not heartbeat together ever after.
+      schedule(heartbeat, jittered(heartbeatMs, 0.5));
     } catch (e) {
       const err = FleetError.from(e);
       if (err.code === ErrorCode.MachineRevoked) {
@@ -178,7 +183,8 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
         replicas: candidates(),
         retryInMs: backoffMs,
       });
-      schedule(() => register(Math.min(backoffMs * 2, 5000)), backoffMs);
+      // Jittered: a fleet whose controller restarted does not come back as one wave every backoff.
+      schedule(() => register(Math.min(backoffMs * 2, 5000)), jittered(backoffMs, 0.5));
     }
   };
 
@@ -196,6 +202,8 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
       );
       if (stopped) return;
       if (!res.known) return register();
+      // The interval grows with the fleet (issue 36); 0 is an older controller's answer.
+      heartbeatMs = res.heartbeatIntervalMs || heartbeatMs;
       o.onReplicas?.(res.replicaAgentUrls);
       schedule(heartbeat, heartbeatMs);
     } catch (e) {

@@ -1,0 +1,68 @@
+/**
+ * Issue 36, rule 55 with a grown heartbeat interval: a replica pings every reverse link and cuts
+ * one whose agent stopped answering (frozen, unplugged: the socket stays open, nothing comes
+ * back) within 8 s, so registry.isOnline, which then needs the link, shows the machine offline
+ * inside 10 s. A live idle link is kept. Real sockets and a real HTTP/2 server as the agent; a
+ * proxy between them swallows every byte once the "agent" freezes.
+ */
+import { createServer as createH2Server } from "node:http2";
+import { createServer, connect, type Server, type Socket } from "node:net";
+import type { TLSSocket } from "node:tls";
+import { afterEach, describe, expect, it } from "vitest";
+import { ReverseLinks } from "../../controller/fleet/reverse-links.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("issue 36: reverse links are pinged and a silent one is cut (rule 55)", () => {
+  const closers: (() => void)[] = [];
+  afterEach(() => {
+    for (const c of closers.splice(0)) c();
+  });
+
+  const listen = (onSocket: (s: Socket) => void) =>
+    new Promise<number>((resolve) => {
+      const srv: Server = createServer(onSocket);
+      closers.push(() => srv.close());
+      srv.listen(0, "127.0.0.1", () => resolve((srv.address() as { port: number }).port));
+    });
+
+  /** An "agent" serving HTTP/2 on a socket it dialed to the controller, through a proxy that can freeze it. */
+  async function linkedAgent(links: ReverseLinks, machine: string) {
+    let frozen = false;
+    let controllerSide!: (s: Socket) => void;
+    const accepted = new Promise<Socket>((r) => (controllerSide = r));
+    const ctlPort = await listen((s) => controllerSide(s));
+    const proxyPort = await listen((fromAgent) => {
+      const toController = connect(ctlPort, "127.0.0.1");
+      fromAgent.on("data", (d) => frozen || toController.write(d));
+      toController.on("data", (d) => frozen || fromAgent.write(d));
+      closers.push(() => (fromAgent.destroy(), toController.destroy()));
+    });
+    const agentH2 = createH2Server();
+    const agentSock = connect(proxyPort, "127.0.0.1", () => agentH2.emit("connection", agentSock));
+    closers.push(() => agentSock.destroy());
+    const socket = await accepted;
+    closers.push(() => socket.destroy());
+    links.accept(socket as unknown as TLSSocket, { machine, serial: "1", notAfter: new Date(Date.now() + 3_600_000) });
+    return { freeze: () => (frozen = true) };
+  }
+
+  it("a frozen agent's link is cut within 8 s; a live idle one stays", async () => {
+    const links = new ReverseLinks();
+    const pings = links.startPings(200);
+    closers.push(() => {
+      pings.stop();
+      links.closeAll();
+    });
+    await linkedAgent(links, "alive");
+    const dead = await linkedAgent(links, "frozen");
+    await sleep(2_500); // a ping each has been answered
+    expect(links.has("alive") && links.has("frozen")).toBe(true);
+    dead.freeze();
+    const t0 = performance.now();
+    while (links.has("frozen") && performance.now() - t0 < 12_000) await sleep(100);
+    expect(links.has("frozen")).toBe(false);
+    expect(performance.now() - t0).toBeLessThan(8_000);
+    expect(links.has("alive")).toBe(true);
+  }, 30_000);
+});
