@@ -242,7 +242,7 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
     const age = this.now().getTime() - m.lastSeenAt.getTime();
     if (age <= this.baseHeartbeatIntervalMs * MISSED_HEARTBEATS_OFFLINE) return true;
     if (age > this.judgedIntervalMs * MISSED_HEARTBEATS_OFFLINE) return false;
-    return m.name !== undefined && this.linkAlive !== undefined && this.linkAlive(m.name);
+    return m.name !== undefined && this.linkAlive?.(m.name) === true;
   }
 }
 
