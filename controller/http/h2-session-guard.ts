@@ -161,6 +161,24 @@ export class H2SessionGuard {
   }
 
   /**
+   * Judges an HTTP/2 connection's first read before any of it is parsed: Node parses all of it
+   * in one go when the session starts, before the guard sees a single stream, and an attacker's
+   * first 64 KB hold ~1,800 HEADERS + RST_STREAM pairs. A first read with more RST_STREAM
+   * frames than a client ever sends at once (it would cancel calls it began microseconds ago),
+   * more HEADERS than the session may hold open, or more PING and SETTINGS than the frame
+   * budget, is abuse: true, counted, and its address held as for a session closed for abuse.
+   */
+  refusesFirstRead(peer: string | undefined, chunk: Buffer): boolean {
+    const f = countFrames(chunk);
+    const l = this.limits;
+    if (f.resets <= FIRST_READ_RESETS && f.headers <= l.unfinishedStreamBurst && f.idle <= l.idleFrameBurst)
+      return false;
+    this.closedSessions++;
+    this.hold(peer ?? "?");
+    return true;
+  }
+
+  /**
    * Counts a new stream against its session's budget; false when the session is closed or has
    * just been closed for abuse. A stream that ends normally gives its token back; one reset,
    * by either side, keeps it spent.
@@ -184,13 +202,37 @@ export class H2SessionGuard {
     if (session.destroyed) return;
     this.closedSessions++;
     const peer = this.sessions.get(session)?.peer;
-    if (peer !== undefined && this.limits.abuseHoldMs > 0) {
-      this.held.delete(peer);
-      if (this.held.size >= MAX_HELD_ADDRESSES) this.held.delete(this.held.keys().next().value!);
-      this.held.set(peer, performance.now() + this.limits.abuseHoldMs);
-    }
+    if (peer !== undefined) this.hold(peer);
     // GOAWAY says why; destroying the session now drops the frames still buffered unread.
     session.goaway(constants.NGHTTP2_ENHANCE_YOUR_CALM);
     session.destroy();
   }
+
+  private hold(peer: string): void {
+    if (this.limits.abuseHoldMs <= 0) return;
+    this.held.delete(peer);
+    if (this.held.size >= MAX_HELD_ADDRESSES) this.held.delete(this.held.keys().next().value!);
+    this.held.set(peer, performance.now() + this.limits.abuseHoldMs);
+  }
+}
+
+/** RST_STREAM frames a connection's first read may carry; a client cancels a call it began, not dozens. */
+const FIRST_READ_RESETS = 32;
+/** "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", then frames: a 9-byte header (length 24 bits, type, flags, stream id). */
+const PREFACE_BYTES = 24;
+const HEADERS = 0x1;
+const RST_STREAM = 0x3;
+const SETTINGS = 0x4;
+const PING = 0x6;
+
+/** The frames of each kind among the complete frame headers in a connection's first read. */
+function countFrames(chunk: Buffer): { headers: number; resets: number; idle: number } {
+  const n = { headers: 0, resets: 0, idle: 0 };
+  for (let at = PREFACE_BYTES; at + 9 <= chunk.length; at += 9 + chunk.readUIntBE(at, 3)) {
+    const type = chunk[at + 3];
+    if (type === HEADERS) n.headers++;
+    else if (type === RST_STREAM) n.resets++;
+    else if (type === SETTINGS || type === PING) n.idle++;
+  }
+  return n;
 }

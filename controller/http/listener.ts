@@ -125,8 +125,13 @@ export async function listen(
       if (chunk.subarray(0, 3).toString("latin1") === "PRI") {
         // An address that just abused HTTP/2 waits (h2-session-guard.ts); its bytes stay unread meanwhile.
         const wait = guard.holdFor(socket.remoteAddress);
-        // http2 drains the bytes already buffered on the socket, then reads the handle itself.
-        const handOver = () => !socket.destroyed && h2.emit("connection", socket);
+        // http2 drains the bytes already buffered on the socket, then reads the handle itself:
+        // a first read that is already abuse is never parsed.
+        const handOver = () => {
+          if (socket.destroyed) return;
+          if (guard.refusesFirstRead(socket.remoteAddress, chunk)) socket.destroy();
+          else h2.emit("connection", socket);
+        };
         if (wait > 0) setTimeout(handOver, wait).unref();
         else handOver();
       } else {
