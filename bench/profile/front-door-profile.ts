@@ -1,6 +1,6 @@
 /**
  * `node dist/bench/profile/front-door-profile.js [--quick] [--only a,b] [--after S] [--cpu-profile]
- * [--base OTHER/dist/controller/cli/main.js] [--rounds N]`:
+ * [--base OTHER/dist/cli/main.js] [--rounds N]`:
  * the front-door section (bench/sections/front-door.ts) with the controller describing itself
  * (bench/profile/process-probe.ts), so an attack's cost is shown in counts that a shared box
  * moves less than a p99: the controller's CPU ms per second and its event-loop delay in each
