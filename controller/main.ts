@@ -89,6 +89,7 @@ export interface RunningController {
   frontDoor(): {
     evicted: number;
     h2Abuse: number;
+    h2StreamsOpened: number;
     h2StreamsAdmitted: number;
     watches: number;
     refused: number;

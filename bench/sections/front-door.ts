@@ -37,6 +37,8 @@ export interface FrontDoorConfig {
   leadGapMs: number;
   leadTimeoutMs: number;
   sizes: AttackSizes;
+  /** The `clankie` CLI to run (default: this build's); bench/profile/front-door-profile.ts sets another build's. */
+  cli?: string;
 }
 
 const ISSUE_SIZES: AttackSizes = {
@@ -230,8 +232,9 @@ async function runAttackOnce(attack: AttackName, cfg: FrontDoorConfig, log: (l: 
   let loop: Promise<LeadCall[]> | undefined;
   try {
     // Panes off: another engineer's tmux panes on this box must not become seats mid-run.
-    up = await spawnClankie(["up", "--state-dir", stateDir, "--port", "0", "--pane-host", "none"], env);
-    await run(process.execPath, [CLI, "seat", "add", "mailbox", SEAT, "--state-dir", stateDir, "--json"], { env });
+    const cli = cfg.cli ?? CLI;
+    up = await spawnClankie(["up", "--state-dir", stateDir, "--port", "0", "--pane-host", "none"], env, cli);
+    await run(process.execPath, [cli, "seat", "add", "mailbox", SEAT, "--state-dir", stateDir, "--json"], { env });
     const mcpUrl = up.ready.mcpUrl!;
     // While slow senders fill the connection table, what matters is whether a NEW connection gets in.
     const fresh = attack === "slow_headers";

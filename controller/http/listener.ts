@@ -31,7 +31,7 @@ export interface Listener {
   /** Open connections now (for tests and doctor). */
   connections(): number;
   /** Connections closed to make room, and HTTP/2 sessions closed for abuse, so far. */
-  closedForCause(): { evicted: number; h2Abuse: number; h2StreamsAdmitted: number };
+  closedForCause(): { evicted: number; h2Abuse: number; h2StreamsOpened: number; h2StreamsAdmitted: number };
   close(): Promise<void>;
 }
 
@@ -61,9 +61,11 @@ export const DEFAULT_LISTENER_LIMITS: ListenerLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 60_000,
   idleTimeoutMs: 30_000,
-  maxConnectionsPerPeer: 256,
-  maxUnprovenPerPeer: 64,
-  maxConnections: 768,
+  // Enough to hold issue 32's 800 slow header senders from 4 addresses without closing any: a
+  // closed one reconnects at once, and that churn, not the held sockets (~10 KB each), is what costs.
+  maxConnectionsPerPeer: 512,
+  maxUnprovenPerPeer: 256,
+  maxConnections: 2048,
   h2: DEFAULT_H2_SESSION_LIMITS,
 };
 
@@ -104,8 +106,7 @@ export async function listen(
       settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 },
     } as Parameters<typeof createHttp2Server>[0] & object,
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
-      // A stream of a session closed for abuse, still buffered, does no work.
-      if (!guard.admits(req)) return;
+      // Only streams the guard let through get here (it owns the "stream" event).
       table.prove(req.stream.session?.socket);
       http2(req, res);
     },
@@ -122,8 +123,17 @@ export async function listen(
       socket.pause();
       socket.unshift(chunk);
       if (chunk.subarray(0, 3).toString("latin1") === "PRI") {
-        // http2 drains the bytes already buffered on the socket, then reads the handle itself.
-        h2.emit("connection", socket);
+        // An address that just abused HTTP/2 waits (h2-session-guard.ts); its bytes stay unread meanwhile.
+        const wait = guard.holdFor(socket.remoteAddress);
+        // http2 drains the bytes already buffered on the socket, then reads the handle itself:
+        // a first read that is already abuse is never parsed.
+        const handOver = () => {
+          if (socket.destroyed) return;
+          if (guard.refusesFirstRead(socket.remoteAddress, chunk)) socket.destroy();
+          else h2.emit("connection", socket);
+        };
+        if (wait > 0) setTimeout(handOver, wait).unref();
+        else handOver();
       } else {
         h1.emit("connection", socket);
         socket.resume();

@@ -6,7 +6,7 @@
  * use a fraction of it), and Health/Watch streams are capped per connection, per peer address
  * and in total: a well-behaved monitor watches a handful of services, not thousands.
  * A refusal is RESOURCE_EXHAUSTED, written from the headers, before connect-node runs, and held
- * for a second first: a flood is a loop that waits for each answer, so a slow refusal slows the
+ * for 1-1.5 s first: a flood is a loop that waits for each answer, so a slow refusal slows the
  * loop itself (64 concurrent callers then make 64 calls a second, not thousands), where a fast
  * one only invited the next call. An address holds at most 64 refusals so; past that, its
  * refusal is immediate and its connection is closed.
@@ -31,8 +31,14 @@ export interface UnauthenticatedLimits {
   watchesTotal: number;
 }
 
-/** How long a refusal is held, and how many one address may have held at once. */
+/**
+ * How long a refusal is held (at least, and the spread above it), and how many one address may
+ * have held at once. The spread keeps a flood's loops from falling into step: refusals held
+ * exactly a second came back together, and so did the loops' next calls, a burst of 64 every
+ * second that a lead's call could land behind.
+ */
 const REFUSAL_HOLD_MS = 1_000;
+const REFUSAL_HOLD_SPREAD_MS = 500;
 const HELD_REFUSALS_PER_PEER = 64;
 
 export const DEFAULT_UNAUTHENTICATED_LIMITS: UnauthenticatedLimits = {
@@ -138,7 +144,7 @@ export class UnauthenticatedBudget {
       return false;
     }
     this.heldByPeer.set(peer, held + 1);
-    const timer = setTimeout(answer, REFUSAL_HOLD_MS);
+    const timer = setTimeout(answer, REFUSAL_HOLD_MS + Math.random() * REFUSAL_HOLD_SPREAD_MS);
     res.once("close", () => {
       clearTimeout(timer);
       const left = (this.heldByPeer.get(peer) ?? 1) - 1;
