@@ -7,7 +7,7 @@
  * bench/results/compare.json. A ratio, not a figure, is the result: CPU time moves with the VM's host.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 
@@ -50,6 +50,8 @@ const median = (xs) => {
 // Under the repo's ignored .tmp/, not /tmp: the bench runs an OpenSSH it downloads there, and /tmp may be noexec.
 mkdirSync(join(root, ".tmp"), { recursive: true });
 const scratch = mkdtempSync(join(root, ".tmp", "compare-"));
+// As root the bench runs sshd as another user, who must reach the base's copy of it.
+chmodSync(scratch, 0o755);
 const baseDir = join(scratch, "base");
 try {
   const rev = execFileSync("git", ["rev-parse", "--short", base], { cwd: root }).toString().trim();
