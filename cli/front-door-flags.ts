@@ -19,6 +19,7 @@ export interface FrontDoorFlags {
   maxWatchStreams?: number | undefined;
   maxWatchStreamsPerPeer?: number | undefined;
   unauthenticatedRate?: number | undefined;
+  abuseHoldMs?: number | undefined;
 }
 
 function positiveInt(flag: string): (v: string) => number {
@@ -57,6 +58,11 @@ export function addFrontDoorOptions(cmd: Command): Command {
       "calls without a token (health, reflection) one address may make per second",
       U.callsPerPeerPerSecond,
     ],
+    [
+      "--abuse-hold-ms <ms>",
+      "after a connection is closed for HTTP/2 abuse, how long new ones from its address wait unread",
+      L.h2.abuseHoldMs,
+    ],
   ];
   for (const [flags, description, fallback] of options) {
     cmd.addOption(
@@ -78,6 +84,7 @@ export function frontDoorLimits(f: FrontDoorFlags): {
   if (f.maxConnectionsPerPeer !== undefined) listenerLimits.maxConnectionsPerPeer = f.maxConnectionsPerPeer;
   if (f.maxUnprovenPerPeer !== undefined) listenerLimits.maxUnprovenPerPeer = f.maxUnprovenPerPeer;
   if (f.headersTimeoutMs !== undefined) listenerLimits.headersTimeoutMs = f.headersTimeoutMs;
+  if (f.abuseHoldMs !== undefined) listenerLimits.h2 = { ...DEFAULT_LISTENER_LIMITS.h2, abuseHoldMs: f.abuseHoldMs };
   const unauthenticatedLimits: Partial<UnauthenticatedLimits> = {};
   if (f.maxWatchStreams !== undefined) unauthenticatedLimits.watchesTotal = f.maxWatchStreams;
   if (f.maxWatchStreamsPerPeer !== undefined) unauthenticatedLimits.watchesPerPeer = f.maxWatchStreamsPerPeer;
@@ -98,6 +105,7 @@ export function frontDoorFlagsOf(o: FrontDoorFlags): FrontDoorFlags {
     maxWatchStreams,
     maxWatchStreamsPerPeer,
     unauthenticatedRate,
+    abuseHoldMs,
   } = o;
   return {
     maxConnections,
@@ -107,5 +115,6 @@ export function frontDoorFlagsOf(o: FrontDoorFlags): FrontDoorFlags {
     maxWatchStreams,
     maxWatchStreamsPerPeer,
     unauthenticatedRate,
+    abuseHoldMs,
   };
 }
