@@ -41,10 +41,20 @@ export interface InputCapabilities {
   nextTurnOnly: boolean;
 }
 
+/** The harness's own evidence that the worker cannot take a turn (issue 35); a seat showing it offers no input. */
+export interface CannotWork {
+  /** no_model | no_api_key | no_auth | model_unreachable */
+  reason: string;
+  /** What the harness answered or showed. */
+  detail: string;
+}
+
 export interface SeatSnapshot {
   status: SeatStatus;
   occupantId: string;
   inputCapabilities: InputCapabilities;
+  /** Present only when the harness itself said the worker cannot take a turn. */
+  cannotWork?: CannotWork | undefined;
 }
 
 export interface NativeWrite {

@@ -33,6 +33,7 @@ import { privateServerProof } from "./private-server.js";
 import { agentServerProof, recordedServerOf } from "./private-server-herdr.js";
 import { backendOfConnection, codexKernelProofs } from "./kernel.js";
 import { findCodexTui, isSameProcessAlive, type CodexLaunch } from "./process.js";
+import { CodexReadiness } from "./readiness.js";
 import { listClientMessages, listQueue, observeThread, pickPaneThread, type ThreadObservation } from "./thread.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./write.js";
 import {
@@ -105,6 +106,8 @@ export class CodexAdapter implements HarnessAdapter {
   /** What the last inspect proved, per seat: the write may use only this. */
   private readonly proven = new Map<string, ProvenThread & { occupantId: string }>();
   private readonly writeOptions: CodexWriteOptions;
+  /** The app-server's own answer on whether a turn could run, per occupant (issue 35). */
+  private readonly readiness = new CodexReadiness();
   /** Process facts for discovery and liveness: the kernel proofs' provider, or this OS's. */
   private readonly facts: ProofProvider;
   /** Windows CLI-queue seats whose last inspect proved the default home, by seat name → occupant. */
@@ -249,12 +252,14 @@ export class CodexAdapter implements HarnessAdapter {
     const o = control.proven.observation;
     this.proven.set(seat.name, { ...control.proven, occupantId: seat.occupantId });
     const owned = owner !== undefined;
+    const cannotWork = await this.readiness.check(seat.occupantId, control.proven.connection);
     // Ownership decides only what is offered (a stop), never whether a write may go: it is no delivery proof.
     return {
       snapshot: {
         status: statusOf(o),
         occupantId: seat.occupantId,
-        inputCapabilities: owned ? CODEX_LIVE_CAPABILITIES : CODEX_UNOWNED_CAPABILITIES,
+        inputCapabilities: cannotWork ? NO_CAPABILITIES : owned ? CODEX_LIVE_CAPABILITIES : CODEX_UNOWNED_CAPABILITIES,
+        ...(cannotWork ? { cannotWork } : {}),
       },
       proofs,
     };
