@@ -34,6 +34,7 @@ import { agentServerProof, recordedServerOf } from "./private-server-herdr.js";
 import { backendOfConnection, codexKernelProofs } from "./kernel.js";
 import { findCodexTui, isSameProcessAlive, type CodexLaunch } from "./process.js";
 import { CodexReadiness } from "./readiness.js";
+import { CodexWriteTurns } from "./write-turns.js";
 import { listClientMessages, listQueue, observeThread, pickPaneThread, type ThreadObservation } from "./thread.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./write.js";
 import {
@@ -108,6 +109,8 @@ export class CodexAdapter implements HarnessAdapter {
   private readonly writeOptions: CodexWriteOptions;
   /** The app-server's own answer on whether a turn could run, per occupant (issue 35). */
   private readonly readiness = new CodexReadiness();
+  /** Rule 39: each write's turn, for the unattended release. */
+  private readonly writeTurns = new CodexWriteTurns();
   /** Process facts for discovery and liveness: the kernel proofs' provider, or this OS's. */
   private readonly facts: ProofProvider;
   /** Windows CLI-queue seats whose last inspect proved the default home, by seat name → occupant. */
@@ -508,10 +511,12 @@ export class CodexAdapter implements HarnessAdapter {
           detail: `${failed.kind} ${failed.outcome}: ${failed.detail}; nothing was written`,
         };
     }
+    // Rule 39: which turn this write joins or waits behind, kept before the request leaves.
+    this.writeTurns.record(message.deliveryId, p.observation.threadId, p.observation.activeTurnId);
     return writeToThread(p, message.deliveryId, message.text, message.mode, this.writeOptions);
   }
 
-  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+  async readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead> {
     const ctl = codexControlOf(seat);
     const gap = (status: SeatStatus): SessionRead => ({
       occupantId: seat.occupantId,
@@ -548,11 +553,13 @@ export class CodexAdapter implements HarnessAdapter {
           }))
         : []),
     ];
+    const writeTurn = deliveryId ? await this.writeTurns.observe(c.connection, ctl.threadId, deliveryId) : undefined;
     return {
       occupantId: seat.occupantId,
       status: obs.ok ? statusOf(obs.value) : SeatStatus.Unknown,
       entries,
       complete: msgs.ok && msgs.value.complete && queued.ok,
+      ...(writeTurn ? { writeTurn } : {}),
     };
   }
 
