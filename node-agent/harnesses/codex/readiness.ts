@@ -2,7 +2,8 @@
  * Whether a Codex seat could take a turn, from the app-server's own answers (issue 35):
  * `config/read` names the model the thread would use, `account/read` says whether OpenAI auth
  * is required and present. Asked once per occupant (config and login change with a new
- * process), off the delivery's proofs. A model server that does not answer shows only in a
+ * process); the first inspect of an occupant pays for it, usually the hire's readiness or the
+ * status watch, before any delivery. A model server that does not answer shows only in a
  * turn (Codex retries "Reconnecting... waiting for network"): the hire watches the brief's
  * turn for it (hire/not-ready.ts, launch.ts `fatalScreen`).
  */
@@ -36,10 +37,11 @@ export class CodexReadiness {
 
   async check(occupantId: string, conn: CodexConnection): Promise<CannotWork | undefined> {
     if (!this.known.has(occupantId)) {
+      // Asked once: an app-server that cannot answer (an older Codex) is not asked on every inspect,
+      // whose proofs it would age; it then shows nothing against the seat.
       const answer = await askCodexReadiness(conn);
-      if (answer === undefined) return undefined;
       if (this.known.size >= 1000) this.known.clear();
-      this.known.set(occupantId, answer);
+      this.known.set(occupantId, answer ?? null);
     }
     return this.known.get(occupantId) ?? undefined;
   }
