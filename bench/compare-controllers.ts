@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/compare-controllers.js --base OTHER/dist/controller/cli/main.js [--seconds S]
+ * `node dist/bench/compare-controllers.js --base OTHER/dist/cli/main.js [--seconds S]
  * [--rounds R] [--after-node-options=--v8-flag] [--after-agent-node-options=--v8-flag] [--out FILE]`:
  * this build's controller against another build's (or the same build with NODE_OPTIONS on this
  * side's controller or agent), side by side
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
       out: { type: "string" },
     },
   });
-  if (!values.base) throw new Error("--base PATH/dist/controller/cli/main.js is required");
+  if (!values.base) throw new Error("--base PATH/dist/cli/main.js is required");
   const seconds = Number(values.seconds ?? 3);
   const rounds = Number(values.rounds ?? 4);
   const sides: Side[] = [];

@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/compare-journal.js --base OTHER/dist/controller/cli/main.js [--repeats N] [--out FILE]`:
+ * `node dist/bench/compare-journal.js --base OTHER/dist/cli/main.js [--repeats N] [--out FILE]`:
  * the full bench's journal section on PostgreSQL (`runJournal` with the full run's levels, rounds
  * and raw ceiling, on its own scratch database and fleet) for another build and this one, in
  * alternation with the order flipped each repeat, so issue 17's goal keys
@@ -38,7 +38,7 @@ async function main(): Promise<void> {
   const { values } = parseArgs({
     options: { base: { type: "string" }, repeats: { type: "string" }, out: { type: "string" } },
   });
-  if (!values.base) throw new Error("--base PATH/dist/controller/cli/main.js is required");
+  if (!values.base) throw new Error("--base PATH/dist/cli/main.js is required");
   const repeats = Number(values.repeats ?? 2);
   const runs: { before: Record<string, unknown>[]; after: Record<string, unknown>[] } = { before: [], after: [] };
   for (let r = 0; r < repeats; r++) {

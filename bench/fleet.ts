@@ -9,16 +9,9 @@
  */
 import { join } from "node:path";
 import { readFileSync } from "node:fs";
-import { randomUUID } from "node:crypto";
 import postgres from "postgres";
-import { create } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { AgentService, AuthoritySchema, DeliverRequestSchema } from "../shared/gen/clankie/fleet/v1/agent_pb.js";
-import { DeliveryResult as WireResult } from "../shared/gen/clankie/fleet/v1/delivery_pb.js";
-import { bearerHeaderInterceptor } from "../shared/rpc/bearer-auth.js";
 import { removeScratch, scratchDir } from "./paths.js";
 import { spawnClankie, type ClankieProcess } from "./processes.js";
 import { ownerClient } from "./owner-client.js";

@@ -164,7 +164,6 @@ async function watchFlood(port: number, windowMs: number, z: AttackSizes): Promi
   const refused: Record<string, number> = {};
   let attempted = 0;
   const t0 = Date.now();
-  let allSentAtMs: number | undefined;
   const perAddress = Math.ceil(z.watchStreams / SOURCE_ADDRESSES.length);
   const openStream = (s: ClientHttp2Session) => {
     attempted++;
@@ -202,7 +201,7 @@ async function watchFlood(port: number, windowMs: number, z: AttackSizes): Promi
     // Let the frames go out and the answers come in between connections.
     await sleep(10);
   }
-  allSentAtMs = Date.now() - t0;
+  const allSentAtMs = Date.now() - t0;
   await sleep(Math.max(0, windowMs - (Date.now() - t0)));
   const refusedTotal = Object.values(refused).reduce((a, b) => a + b, 0);
   const held = accepted - droppedAfterAccept;

@@ -21,7 +21,7 @@
  * "no slower after idle" compared cold with cold. Thirteenth pass.)
  */
 import { spawn } from "node:child_process";
-import { createServer, connect, type AddressInfo, type Socket } from "node:net";
+import { connect, type Socket } from "node:net";
 import { readFileSync, writeFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { round, summarize } from "./stats.js";

@@ -16,7 +16,7 @@ function findRoot(): string {
 
 export const REPO_ROOT = findRoot();
 /** The compiled CLI: the bench measures the same processes an owner runs. */
-export const CLI = join(REPO_ROOT, "dist", "controller", "cli", "main.js");
+export const CLI = join(REPO_ROOT, "dist", "cli", "main.js");
 /** Ignored by git (.tmp/): the downloaded openssh-server package lives here between runs. */
 export const CACHE_DIR = join(REPO_ROOT, ".tmp", "bench");
 

@@ -20,7 +20,7 @@ export interface ClankieProcess {
   stop(): Promise<void>;
 }
 
-/** Spawns `node dist/controller/cli/main.js ARGS --json` and waits for its ready line. */
+/** Spawns `node dist/cli/main.js ARGS --json` and waits for its ready line. */
 export async function spawnClankie(args: string[], env: NodeJS.ProcessEnv, cli = CLI): Promise<ClankieProcess> {
   const readyKey = args[0] === "agent" ? "endpoint" : "mcpUrl";
   if (!existsSync(cli)) throw new Error(`${cli} is missing: run 'npm run build' first (npm run bench does)`);

@@ -1,5 +1,5 @@
 /**
- * `node dist/bench/rtt-phases.js [--n 400] [--one-way-ms 25] [--gap-ms 0] [--cli OTHER/dist/controller/cli/main.js] [--out FILE]`: where a delivery's
+ * `node dist/bench/rtt-phases.js [--n 400] [--one-way-ms 25] [--gap-ms 0] [--cli OTHER/dist/cli/main.js] [--out FILE]`: where a delivery's
  * time goes when its agent link has a round trip (issue 17: what bounds
  * `peer.rtt50.agent_p50_minus_rtt_ms`, measured). One bench fleet on a scratch PostgreSQL database;
  * an MCP client of its own talks to the controller through a relay that only notes when each

@@ -14,16 +14,9 @@ import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { hostname } from "node:os";
 import { writeFileDurably } from "../shared/durable-file.js";
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { FleetService } from "../shared/gen/clankie/fleet/v1/fleet_pb.js";
 import { StatusService } from "../shared/gen/clankie/fleet/v1/status_pb.js";
 import { OwnerService } from "../shared/gen/clankie/fleet/v1/owner_pb.js";
-import { Health } from "../shared/gen/grpc/health/v1/health_pb.js";
-import { bearerAuthInterceptor } from "../shared/rpc/bearer-auth.js";
-import { fleetErrorBoundary } from "../shared/rpc/error-boundary.js";
-import { tokensEqual } from "../shared/tokens.js";
 import type { Logger } from "../shared/logger.js";
 import type { ControllerConfig } from "./config.js";
 import { openDatabase, type Database } from "./db/open.js";
@@ -32,10 +25,12 @@ import { openStateDir, removeControllerRecord, writeControllerRecord } from "./s
 import { Registry } from "./nodes/registry.js";
 import { startLinkVouch } from "./nodes/link-vouch.js";
 import { AgentClients } from "./nodes/agent-clients.js";
-import { SeatTurns } from "./delivery/turn.js";
+import { SEAT_TURN_WAIT_MS, SeatTurns } from "./delivery/turn.js";
 import type { PipelineDeps } from "./delivery/pipeline.js";
+import type { HireDeps } from "./hire/hire-agent.js";
 import { expireOldResults } from "./journal/call-receipts.js";
 import { recoverOrphans } from "./journal/instances.js";
+import { TAKEOVER_SUSPECT_AFTER_MS, TurnTakeover } from "./delivery/turn-takeover.js";
 import { InstanceLease } from "./fleet/instance-lease.js";
 import { Notifier } from "./delivery/notices.js";
 import { purgeReadReports } from "./reports/worker-reports.js";
@@ -49,17 +44,11 @@ import { createStatusService, type StatusDeps } from "./services/status-service.
 import { createOwnerService } from "./services/owner-service.js";
 import { createHealthService } from "./services/health-service.js";
 import { HealthMonitor } from "./health/health-monitor.js";
-import { HEALTHZ_PATH, READYZ_PATH, serveProbe } from "./health/probe-endpoints.js";
 import { UnauthenticatedBudget } from "./http/unauthenticated-budget.js";
-import { createReflectionV1, createReflectionV1alpha, ReflectionIndex } from "./services/reflection-service.js";
-import { ServerReflection as ReflectionV1 } from "../shared/gen/grpc/reflection/v1/reflection_pb.js";
-import { ServerReflection as ReflectionV1alpha } from "../shared/gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createMcpEndpoint, MCP_PATH } from "./mcp/server.js";
-import { createDashboard, DASHBOARD_PATH, isDashboardPath } from "./http/dashboard.js";
+import { createDashboard, DASHBOARD_PATH } from "./http/dashboard.js";
+import { routeOnePort } from "./http/routes.js";
 import { listen } from "./http/listener.js";
-import { admitByHeaders, serviceOfPath } from "../shared/rpc/header-gate.js";
-import { RPC_READ_MAX_BYTES } from "../shared/rpc/read-limits.js";
-import { isDiscoveryPath, serveDiscovery } from "./http/bearer-discovery.js";
 import { FleetMetrics } from "./metrics/fleet-metrics.js";
 import { journalScrapeSources } from "./metrics/scrape-sources.js";
 import { buildInfo } from "./metrics/build-info.js";
@@ -67,7 +56,7 @@ import { agentCallTiming } from "./metrics/agent-call-timing.js";
 import { observeStatements } from "./journal/statements.js";
 import { createMetricsEndpoint, METRICS_PATH } from "./metrics/metrics-endpoint.js";
 import { DEFAULT_JOIN_TTL_MS, issueJoinToken } from "./fleet/join-tokens.js";
-import { bootStep, databaseFailure } from "./db/error-text.js";
+import { bootStep } from "./db/error-text.js";
 
 export const CONTROLLER_VERSION = "0.1.0";
 
@@ -222,16 +211,29 @@ export async function startController(
   const metrics = new FleetMetrics(sources, { build: buildInfo(CONTROLLER_VERSION), replica: instanceId });
   fleet.links.intercept(agentCallTiming((method, code, seconds) => metrics.agentCall(method, code, seconds)));
   observeStatements(db, (name, seconds) => metrics.journalStatement(name, seconds));
+  const takeover = new TurnTakeover({
+    db,
+    agents,
+    fence: () => lease.fence(),
+    logger: logger.child({ component: "turn-takeover" }),
+    onTaken: () => pipeline.turns.wakeAll(),
+  });
   const pipeline: PipelineDeps = {
     db,
-    metrics,
     agents,
     turns: new SeatTurns(
       db,
-      leaseMsOf({ deliverTimeoutMs: config.deliverTimeoutMs }),
+      leaseMsOf(config.deliverTimeoutMs),
       instanceId,
       (what, e) => logger.warn(what, { error: e.message }),
       () => lease.fence(),
+      // ADR 0043: a peer whose lease renewal is a second overdue is asked about at its seats' agents.
+      database.driver === "pglite"
+        ? undefined
+        : {
+            afterMs: config.instanceRenewMs + TAKEOVER_SUSPECT_AFTER_MS,
+            found: (seatId, s) => takeover.suspect(seatId, s),
+          },
     ),
     logger: logger.child({ component: "delivery" }),
     now,
@@ -240,20 +242,24 @@ export async function startController(
     liveness: machineLiveness,
     onJournalChange: () => changes.emit("changed"),
     deliverTimeoutMs: config.deliverTimeoutMs,
-    seatTurnWaitMs: config.seatTurnWaitMs,
+    seatTurnWaitMs: config.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS,
     instanceId,
     lease,
-    faults: hooks.faults ?? parkingFaults(config.fault, shutdown.signal),
-    onDelivered: (seatId) => notifier.delivered(seatId),
-    onFenceChange: (seatId) => notifier.fenceChanged(seatId),
     unrecorded: new UnrecordedOutcomes(logger.child({ component: "journal-retry" }), recordOutcome, spillFile),
     track: (p) => {
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => {});
       return p;
     },
+    hooks: {
+      faults: hooks.faults ?? parkingFaults(config.fault, shutdown.signal),
+      metrics,
+      onDelivered: (seatId) => notifier.delivered(seatId),
+      onFenceChange: (seatId) => notifier.fenceChanged(seatId),
+    },
   };
   const notifier = new Notifier(pipeline);
+  const hires: HireDeps = { ...pipeline, registry, hireTimeoutMs: config.hireTimeoutMs };
   // Reads have their own pool: a stuck admission never starves list_seats or the dashboard.
   const statusDeps: StatusDeps = { db: database.readDb, registry, now, changes };
 
@@ -273,57 +279,6 @@ export async function startController(
   registry.on("registered", () => health.refresh());
   const unauthenticated = new UnauthenticatedBudget(config.unauthenticatedLimits);
 
-  // Agents have no business on this port: their gateway is the agent port, over mutual TLS.
-  const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName, FleetService.typeName]);
-  const tokenCheck = (service: string, token: string | undefined) => {
-    if (ownerOnly.has(service)) return tokensEqual(tokens.ownerToken, token);
-    return undefined;
-  };
-  const connectRpc = connectNodeAdapter({
-    // Each service reads at most its own limit; a longer body is RESOURCE_EXHAUSTED before it is buffered.
-    readMaxBytes: RPC_READ_MAX_BYTES.default,
-    routes: (router) => {
-      router.service(
-        FleetService,
-        createFleetService({
-          db,
-          authority: fleet.authority,
-          registry,
-          now,
-          agentUrl: () => fleet.agentUrl,
-          cut: (m) => fleet.listener.cut(m),
-          logger: logger.child({ component: "fleet" }),
-        }),
-        { readMaxBytes: RPC_READ_MAX_BYTES.owner },
-      );
-      router.service(StatusService, createStatusService(statusDeps), { readMaxBytes: RPC_READ_MAX_BYTES.status });
-      router.service(
-        OwnerService,
-        createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth, secrets }),
-        { readMaxBytes: RPC_READ_MAX_BYTES.owner },
-      );
-      router.service(Health, createHealthService(health), { readMaxBytes: RPC_READ_MAX_BYTES.health });
-      // Reflection is open like health: it describes the contract, every call still checks its token.
-      const reflection = new ReflectionIndex([
-        StatusService,
-        OwnerService,
-        FleetService,
-        Health,
-        ReflectionV1,
-        ReflectionV1alpha,
-      ]);
-      router.service(ReflectionV1, createReflectionV1(reflection));
-      router.service(ReflectionV1alpha, createReflectionV1alpha(reflection));
-    },
-    interceptors: [fleetErrorBoundary(databaseFailure), bearerAuthInterceptor(tokenCheck)],
-  });
-  // Authentication from the headers alone, before connect-node reads the body.
-  // Calls that need no token draw from the unauthenticated budget first.
-  const rpc = ((req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
-    if (!admitByHeaders(tokenCheck, req, res)) return;
-    if (tokenCheck(serviceOfPath(req.url) ?? "", undefined) === undefined && !unauthenticated.admit(req, res)) return;
-    connectRpc(req as IncomingMessage, res as ServerResponse);
-  }) as typeof connectRpc;
   const mcp = createMcpEndpoint({
     pipeline,
     status: statusDeps,
@@ -331,28 +286,32 @@ export async function startController(
     sessionIds: new SessionIds(sessionKey),
     logger,
     version: CONTROLLER_VERSION,
-    hireTimeoutMs: config.hireTimeoutMs,
+    hires,
     limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation },
   });
-
-  const dashboard = createDashboard();
-  const metricsEndpoint = createMetricsEndpoint(metrics, tokens.ownerToken);
-  const http1 = (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
-    if (isDashboardPath(path)) return dashboard(req, res, path);
-    if (path === METRICS_PATH) return metricsEndpoint(req, res);
-    if (path === HEALTHZ_PATH || path === READYZ_PATH) return serveProbe(req, res, path, health);
-    if (isDiscoveryPath(path)) return serveDiscovery(req, res, path, MCP_PATH);
-    if (path === MCP_PATH) {
-      mcp.handle(req, res).catch((e: Error) => {
-        logger.error("mcp request failed", { error: e.message });
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify({ jsonrpc: "2.0", error: { code: -32603, message: "internal error" }, id: null }));
-      });
-      return;
-    }
-    rpc(req, res);
-  };
+  const { http1, rpc } = routeOnePort({
+    ownerToken: tokens.ownerToken,
+    unauthenticated,
+    services: {
+      fleet: createFleetService({
+        db,
+        authority: fleet.authority,
+        registry,
+        now,
+        agentUrl: () => fleet.agentUrl,
+        cut: (m) => fleet.listener.cut(m),
+        logger: logger.child({ component: "fleet" }),
+      }),
+      status: createStatusService(statusDeps),
+      owner: createOwnerService({ pipeline, db, registry, agents, conversations: conversationAuth, secrets }),
+      health: createHealthService(health),
+    },
+    monitor: health,
+    dashboard: createDashboard(),
+    metrics: createMetricsEndpoint(metrics, tokens.ownerToken),
+    mcp,
+    logger,
+  });
   // Leads and the owner stay on plain HTTP on loopback; off loopback the port is TLS (fleet CA).
   const tls = isLoopbackHost(config.host)
     ? undefined

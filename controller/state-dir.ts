@@ -6,6 +6,13 @@
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
+import {
+  type ControllerRecord,
+  controllerRecordPath,
+  ownerTokenPath,
+  readControllerRecord,
+  readOwnerToken,
+} from "../shared/controller-record.js";
 import { writeFileDurably } from "../shared/durable-file.js";
 import { newToken } from "../shared/tokens.js";
 import { DEFAULT_CONVERSATION } from "./leads/conversations.js";
@@ -19,16 +26,8 @@ export interface StateFiles {
   leadToken: string;
 }
 
-export interface ControllerRecord {
-  pid: number;
-  url: string;
-  mcpUrl: string;
-  statusUrl: string;
-  /** The https address agents dial (mutual TLS). */
-  agentUrl?: string;
-  database: string;
-  startedAt: string;
-}
+// The record and the owner token are read by the CLI and the bridge too, so their format is shared/'s.
+export { type ControllerRecord, readControllerRecord };
 
 export function defaultStateDir(env: NodeJS.ProcessEnv = process.env): string {
   return resolve(env.CLANKIE_STATE_DIR ?? join(homedir(), ".clankie"));
@@ -47,38 +46,29 @@ export function openStateDir(dir: string): StateFiles {
     dir,
     dataDir: join(dir, "pgdata"),
     agentDir: join(dir, "agent"),
-    ownerToken: tokenFile(join(dir, "owner.token"), "owner"),
+    ownerToken: tokenFile(ownerTokenPath(dir), "owner"),
     leadToken: tokenFile(leadTokenPath(dir, DEFAULT_CONVERSATION), "lead"),
   };
 }
 
 /** Keeps the fleet's owner token in this state directory (mode 0600, crash-safe); returns where. */
 export function storeOwnerToken(dir: string, token: string): string {
-  const path = join(dir, "owner.token");
+  const path = ownerTokenPath(dir);
   writeFileDurably(path, token + "\n");
   return path;
 }
 
 export function readToken(dir: string, name: "owner" | "lead"): string | undefined {
-  const path = name === "lead" ? leadTokenPath(dir, DEFAULT_CONVERSATION) : join(dir, "owner.token");
+  if (name === "owner") return readOwnerToken(dir);
+  const path = leadTokenPath(dir, DEFAULT_CONVERSATION);
   return existsSync(path) ? readFileSync(path, "utf8").trim() : undefined;
 }
 
 export function writeControllerRecord(dir: string, record: ControllerRecord): void {
-  writeFileDurably(join(dir, "controller.json"), JSON.stringify(record, null, 2) + "\n");
-}
-
-export function readControllerRecord(dir: string): ControllerRecord | undefined {
-  const path = join(dir, "controller.json");
-  if (!existsSync(path)) return undefined;
-  try {
-    return JSON.parse(readFileSync(path, "utf8")) as ControllerRecord;
-  } catch {
-    return undefined;
-  }
+  writeFileDurably(controllerRecordPath(dir), JSON.stringify(record, null, 2) + "\n");
 }
 
 export function removeControllerRecord(dir: string, pid: number): void {
   const rec = readControllerRecord(dir);
-  if (rec?.pid === pid) rmSync(join(dir, "controller.json"), { force: true });
+  if (rec?.pid === pid) rmSync(controllerRecordPath(dir), { force: true });
 }

@@ -8,6 +8,7 @@ import { createServer, type Http2Server } from "node:http2";
 import { LinkRoundTrips } from "./service/link-round-trips.js";
 import { createAgentRpcHandler } from "./service/rpc-handler.js";
 import { SeatLocks } from "./seats/seat-locks.js";
+import { EpochFences } from "./seats/epoch-fences.js";
 import { startSeatStatusWatch } from "./seats/seat-status-watch.js";
 import type { Socket } from "node:net";
 import { mkdirSync } from "node:fs";
@@ -142,6 +143,7 @@ export async function startAgent(
     mailboxes,
     roundTrips,
     locks,
+    epochFences: new EpochFences(join(config.stateDir, "epoch-fences.json")),
     hirer: () => hirer,
     get questions() {
       return questions;

@@ -1,6 +1,6 @@
 // The contract gate: buf lint, generated code current, and buf breaking against main.
 // Exit 1 with a reason when any fails. Run by `npm run proto:check` and by the test suite.
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";

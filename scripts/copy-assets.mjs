@@ -9,7 +9,7 @@ cpSync("controller/dashboard", "dist/controller/dashboard", { recursive: true })
 
 // The package bin must be executable for npx and global installs.
 import { chmodSync } from "node:fs";
-chmodSync("dist/controller/cli/main.js", 0o755);
+chmodSync("dist/cli/main.js", 0o755);
 
 // The Claude Code marketplace and its clankie-worker plugin (`clankie claude install-plugin` adds it from here).
 rmSync("dist/integrations/claude", { recursive: true, force: true });

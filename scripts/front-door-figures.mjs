@@ -18,7 +18,7 @@ import { createInterface } from "node:readline";
 
 const checkout = resolve(process.argv[2] ?? ".");
 const out = process.argv[3];
-const CLI = join(checkout, "dist/controller/cli/main.js");
+const CLI = join(checkout, "dist/cli/main.js");
 const MiB = 1 << 20;
 const CHUNK = Buffer.alloc(MiB, 0x61);
 

@@ -114,3 +114,6 @@ export const seatKindWire = converter(kinds);
 export const deliveryModeWire = converter(modes);
 export const seatStatusWire = converter(statuses);
 export const agentResultWire = converter(results);
+
+/** The reason of a Deliver an agent refused because a peer had it fence the sender's controller epoch (ADR 0043). */
+export const EPOCH_FENCED = "epoch_fenced";

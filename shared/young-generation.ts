@@ -18,7 +18,7 @@ export function keepYoungGenerationSmall(): void {
 
 /**
  * The command a raw argv names, and its --database-url if given, read before commander runs
- * (controller/cli/early-budget.ts): the first word that is not an option, stepping over the
+ * (cli/early-budget.ts): the first word that is not an option, stepping over the
  * values of the global options that take one. Undefined when an unknown option comes first,
  * since its value could be mistaken for the command.
  */

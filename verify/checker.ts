@@ -9,6 +9,7 @@
  *   No answer is not a different answer: a transport error, `unavailable` (the journal could not
  *   look the id up) and `expired` (retention dropped the body; counted as replay_expired) are not.
  */
+import { writeFileSync } from "node:fs";
 import type { InfoResolution, Op, SeatRecord } from "./history.js";
 
 const DELIVERED = new Set(["delivered", "queued", "steered", "started"]);
@@ -127,4 +128,29 @@ export function checkReplays(history: Op[]): {
     }
   }
   return { replays, replay_expired: expired, replay_changed: changed, examples };
+}
+
+/** The counts every run must hold at zero; a run adds its own (seat overlaps, writes after a pause). */
+interface SafetyCounts {
+  ops: number;
+  duplicates: number;
+  lost_acknowledged: number;
+  info_unlisted: number;
+  replay_changed: number;
+  failed_with_effect: number;
+}
+
+/** Writes the report (file and stdout) and answers the run's exit code: 0 when every count is zero and the ops were run. */
+export function publishReport(outFile: string, report: SafetyCounts, minOps: number, more: number[] = []): 0 | 1 {
+  const text = `${JSON.stringify(report, null, 2)}\n`;
+  writeFileSync(outFile, text);
+  process.stdout.write(text);
+  const bad =
+    report.duplicates +
+    report.lost_acknowledged +
+    report.info_unlisted +
+    report.replay_changed +
+    report.failed_with_effect +
+    more.reduce((a, b) => a + b, 0);
+  return bad === 0 && report.ops >= minOps ? 0 : 1;
 }

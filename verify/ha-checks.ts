@@ -22,6 +22,15 @@ export async function installWriteAudit(db: postgres.Sql): Promise<void> {
     create trigger verify_log_write after insert or update on delivery_receipts for each row execute function verify_log_write();
     drop trigger if exists verify_log_write on operator_call_receipts;
     create trigger verify_log_write after insert or update on operator_call_receipts for each row execute function verify_log_write();
+    create or replace function verify_log_turn() returns trigger language plpgsql as $$
+    begin
+      if TG_OP = 'DELETE' or OLD.holder is distinct from NEW.holder then
+        insert into verify_writes (tbl, op, id, old_state, state) values (TG_TABLE_NAME, TG_OP, split_part(OLD.holder, ':', 2), 'turn', 'turn_left');
+      end if;
+      return null;
+    end $$;
+    drop trigger if exists verify_log_turn on seat_turns;
+    create trigger verify_log_turn after delete or update on seat_turns for each row execute function verify_log_turn();
   `);
 }
 
@@ -71,15 +80,19 @@ export interface Arrival {
 
 /**
  * A delivery is in flight at least from its arrival in the seat to its receipt's settle (the first audited
- * write that moved it out of `dispatching`). The seat's turn is handed on at the settle, so a second
- * arrival at the seat before the first's settle is two deliveries in flight at once.
+ * write that moved it out of `dispatching`), or to the moment its seat turn left it, whichever is first.
+ * The seat's turn is handed on at the settle, so a second arrival at the seat before the first's settle is
+ * two deliveries in flight at once. The one exception is ADR 0043's early takeover of a killed replica's
+ * turn: it moves the turn only once the seat's agent has fenced the replica's epoch and attested that no
+ * Deliver of it is in flight to that seat, while the receipt stays in flight until recovery marks it
+ * uncertain at the replica's lease expiry; there the delivery's flight ended with the turn.
  */
 export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promise<OverlapResult> {
   const settled = new Map<string, number>();
   for (const r of await db<
     { id: string; at: Date }[]
-  >`select id, min(at) as at from verify_writes where tbl = 'delivery_receipts' and state <> 'dispatching' group by id`)
-    settled.set(r.id, r.at.getTime());
+  >`select id, min(at) as at from verify_writes where (tbl = 'delivery_receipts' and state <> 'dispatching') or tbl = 'seat_turns' group by id`)
+    settled.set(r.id, new Date(r.at).getTime());
   const bySeat = new Map<string, Arrival[]>();
   for (const a of arrivals) bySeat.set(a.seat, [...(bySeat.get(a.seat) ?? []), a]);
   let overlaps = 0;

@@ -9,13 +9,13 @@
  * replica after it resumes to what it held before. Writes verify/results/ha-quick.json or ha-latest.json.
  */
 import { execFileSync } from "node:child_process";
-import { createWriteStream, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createWriteStream, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { MailboxStore } from "../node-agent/mailbox/store.js";
 import { outcomesByNemesis, type NemesisWindow } from "./attribution.js";
-import { check } from "./checker.js";
+import { check, publishReport } from "./checker.js";
 import { startHaCluster } from "./ha-cluster.js";
 import { pausedWrites, seatOverlaps, type Arrival, type PauseWindow } from "./ha-checks.js";
 import { applyHaNemesis, HA_NEMESES, HA_SCHEDULE, type HaNemesisName } from "./ha-nemesis.js";
@@ -255,17 +255,7 @@ export async function runHa(args: string[]): Promise<number> {
       },
       finished_at: new Date().toISOString(),
     };
-    writeFileSync(outFile, JSON.stringify(report, null, 2) + "\n");
-    process.stdout.write(JSON.stringify(report, null, 2) + "\n");
-    const bad =
-      report.duplicates +
-      report.lost_acknowledged +
-      report.info_unlisted +
-      report.replay_changed +
-      report.failed_with_effect +
-      report.seat_overlaps +
-      report.paused_writes_after_resume;
-    return bad === 0 && report.ops >= OPS ? 0 : 1;
+    return publishReport(outFile, report, OPS, [report.seat_overlaps, report.paused_writes_after_resume]);
   } finally {
     historyFile.end();
     await c.stop();

@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const CLI = fileURLToPath(new URL("../controller/cli/main.js", import.meta.url));
+export const CLI = fileURLToPath(new URL("../cli/main.js", import.meta.url));
 
 export interface Managed {
   readonly name: string;

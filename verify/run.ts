@@ -9,7 +9,7 @@
  * Writes verify/results/latest.json (full, ≥10,000 ops) or quick.json (--quick, ≥2,000).
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync, createWriteStream } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, createWriteStream } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -35,7 +35,7 @@ import { agentProcess, CLI, controllerProcess, token } from "./processes.js";
 import { applyNemesis, NEMESES, SCHEDULE, type NemesisName } from "./nemesis.js";
 import type { InfoResolution, Op, SeatRecord } from "./history.js";
 import { connectLead, firstInfos, outcomeTally, startLeads, type Lead } from "./leads.js";
-import { check } from "./checker.js";
+import { check, publishReport } from "./checker.js";
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -301,15 +301,7 @@ async function main(): Promise<void> {
       examples: result.examples,
       finished_at: new Date().toISOString(),
     };
-    writeFileSync(outFile, JSON.stringify(report, null, 2) + "\n");
-    process.stdout.write(JSON.stringify(report, null, 2) + "\n");
-    const bad =
-      report.duplicates +
-      report.lost_acknowledged +
-      report.info_unlisted +
-      report.replay_changed +
-      report.failed_with_effect;
-    process.exitCode = bad === 0 && report.ops >= OPS ? 0 : 1;
+    process.exitCode = publishReport(outFile, report, OPS);
   } finally {
     historyFile.end();
     await cleanup();

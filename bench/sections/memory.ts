@@ -8,20 +8,9 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import postgres from "postgres";
-import { AgentGatewayService, RegisterRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
-import {
-  InputCapabilitiesSchema,
-  SeatKind,
-  SeatSchema,
-  SeatStatus,
-} from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
-import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import { openDatabase } from "../../controller/db/open.js";
 import { RETAINED_RESULT_BODIES } from "../../controller/journal/call-receipts.js";

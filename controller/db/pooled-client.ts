@@ -80,6 +80,7 @@ export function timeoutsPerTransaction(client: Sql, timeouts: JournalTimeouts): 
         const q = (t.unsafe as (q: string, p?: unknown[], o?: unknown) => Pending)(query, params, options);
         return asValues ? q.values() : q;
       });
+    // biome-ignore lint/suspicious/noThenProperty: a lazy thenable is the point, as postgres.js's statements are.
     const thenable = { then: (ok?: (v: unknown) => unknown, fail?: (e: unknown) => unknown) => run().then(ok, fail) };
     return { ...thenable, values: () => ((asValues = true), thenable) };
   };

@@ -3,12 +3,13 @@
  * receipt (a repeated id returns the original and never dispatches again), the delivery receipt in
  * "dispatching" and, when the seat is free, its lease. Calls of one conversation are admitted one after
  * another, so deliveries to a seat take their turns (turn.ts) in the order the controller received them.
- * Here too: the replay of a repeated id, the ids admitted here and still in flight, and the refusal of an
- * admission the journal did not answer, recorded even if the admission commits late.
+ * Here too the refusal of an admission the journal did not answer, recorded even if the admission commits
+ * late; a repeated id is answered by replay.ts.
  */
-import { CallState, type Admission } from "../journal/call-receipts.js";
-import { uncertainBody, type LeadBody, type ToolOutcome, type MessageSeatBody } from "./result-bodies.js";
-import { type Admitted, UNRESOLVED, type AdmittedSeat } from "./receipt-types.js";
+import { CallState } from "../journal/call-receipts.js";
+import type { MessageSeatBody } from "./result-bodies.js";
+import { admittedHere } from "./replay.js";
+import { type Admitted, UNATTENDED_RELEASE_AFTER_MS, UNRESOLVED, type AdmittedSeat } from "./receipt-types.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { MESSAGE_SEAT, leaseMsOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
@@ -16,8 +17,7 @@ import type { DeliveryMode } from "../../shared/verdicts.js";
 import { commitUnknown, journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import { UNATTENDED_RELEASE_AFTER_MS } from "./dispatch.js";
-import { SEAT_TURN_WAIT_MS, type SeatTurn } from "./turn.js";
+import type { SeatTurn } from "./turn.js";
 import { lineIsEmpty } from "./turn-statements.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
@@ -47,104 +47,6 @@ export class AdmissionOrder {
       if (this.tails.get(conversationId) === tail) this.tails.delete(conversationId);
     });
     return run;
-  }
-}
-
-/**
- * The ids whose admission this process saw answered (it inserted the call receipt) and whose
- * call has not finished. A later attempt of one of them — a replay, from this conversation or
- * another — inserts nothing, so if its own admission gets no answer there is nothing of its own
- * to refuse by id: recording a refusal then (journal/refused-admission.ts) would settle the
- * original, still in flight, as not sent and free its seat. Per pipeline, in memory: across a
- * crash the original is the dead process's, and its in-flight receipt is recovery's to mark.
- */
-const byPipeline = new WeakMap<object, Set<string>>();
-
-export function admittedHere(pipeline: object): Set<string> {
-  let ids = byPipeline.get(pipeline);
-  if (!ids) byPipeline.set(pipeline, (ids = new Set()));
-  return ids;
-}
-
-/** What a repeated call id returns: the original result, never a second dispatch. */
-export const NO_MATCHING_RECEIPT = "no_matching_receipt";
-export const FOREIGN_ID =
-  "no receipt with this id exists in this conversation, and this id cannot be admitted; nothing was dispatched. " +
-  "Call again with a new id";
-
-export function replayAdmission(
-  tool: string,
-  id: string,
-  admission: Exclude<Admission, { kind: "admitted" }>,
-): ToolOutcome {
-  switch (admission.kind) {
-    case "conflict":
-      return {
-        id,
-        tool,
-        state: "settled",
-        isError: true,
-        body: {
-          schemaVersion: 1,
-          outcome: "refused",
-          reason: "receipt_conflict",
-          deliveryId: id,
-          detail: admission.detail,
-        },
-      };
-    case "foreign":
-      // Another conversation's id: the call is still refused, but the answer is the one for an id this
-      // conversation has no receipt of (no seat-call _meta, no hint that the id exists anywhere).
-      return {
-        id,
-        tool,
-        state: "none",
-        isError: true,
-        body: { schemaVersion: 1, outcome: "refused", reason: NO_MATCHING_RECEIPT, deliveryId: id, detail: FOREIGN_ID },
-      };
-    case "in_use":
-      return {
-        id,
-        tool,
-        state: "uncertain",
-        isError: true,
-        body: {
-          schemaVersion: 1,
-          outcome: "refused",
-          reason: "receipt_in_use",
-          deliveryId: id,
-          detail:
-            "this id is being dispatched right now; it was not dispatched again. Reconcile it with reconcile_seat_call.",
-        },
-      };
-    case "repeat": {
-      const r = admission.receipt;
-      if (r.state === CallState.Uncertain)
-        return {
-          id,
-          tool,
-          state: "uncertain",
-          isError: true,
-          body:
-            (r.result as unknown as LeadBody | null) ??
-            uncertainBody(tool, id, "the original's outcome is unknown; it was not dispatched again"),
-        };
-      if (r.resultExpired || !r.result) {
-        return {
-          id,
-          tool,
-          state: "settled",
-          isError: true,
-          body: {
-            schemaVersion: 1,
-            outcome: "expired",
-            deliveryId: id,
-            detail: "this id was settled long ago and its result body has expired; it is not replayed",
-          },
-        };
-      }
-      return { id, tool, state: "settled", isError: false, body: r.result as unknown as LeadBody };
-    }
   }
 }
 
@@ -252,6 +154,7 @@ with seat as (
   where s.present and (s.id = ${p("seatRef")}::text or s.name = ${p("seatRef")}::text)
 ),
 one as (select * from seat where (select count(*) from seat) = 1),
+
 call as (
   insert into operator_call_receipts (id, tool, conversation_id, fingerprint, state, controller_instance, controller_epoch)
   select ${p("id")}::text, ${p("tool")}::text, ${p("conversationId")}::text, ${p("fingerprint")}::text, ${sql.raw(`'${CallState.InFlight}'`)}, ${p("instance")}::text, ${p("epoch")}::bigint
@@ -259,10 +162,14 @@ call as (
   on conflict do nothing
   returning id
 ),
+turn_lock as (
+  select one.id as seat_id, clock_timestamp() as at
+  from call, one, lateral pg_advisory_xact_lock(hashtextextended('clankie_seat_turn:' || one.id, 0)) l where one.m_name is not null
+),
 receipt as (
-  insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state, in_reply_to, occupant_id)
-  select call.id, ${p("conversationId")}::text, one.id, ${p("contentFingerprint")}::text, ${p("mode")}::text, ${sql.raw(`'${ReceiptState.Dispatching}'`)}, ${p("inReplyTo")}::text, one.occupant_id
-  from call, one where one.m_name is not null
+  insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state, in_reply_to, occupant_id, created_at)
+  select call.id, ${p("conversationId")}::text, one.id, ${p("contentFingerprint")}::text, ${p("mode")}::text, ${sql.raw(`'${ReceiptState.Dispatching}'`)}, ${p("inReplyTo")}::text, one.occupant_id, turn_lock.at
+  from call, one, turn_lock where one.m_name is not null
   returning seat_id
 ),
 lease as (
@@ -273,7 +180,7 @@ lease as (
 ),
 queued as (
   insert into seat_waiters (holder, seat_id, admitted_at, expires_at)
-  select ${p("holder")}::text, seat_id, now(), now() + make_interval(secs => ${p("turnWaitSeconds")}::float8) from receipt where not exists (select 1 from lease)
+  select ${p("holder")}::text, receipt.seat_id, turn_lock.at, now() + make_interval(secs => ${p("turnWaitSeconds")}::float8) from receipt, turn_lock where not exists (select 1 from lease)
   returning holder
 ),
 original as (
@@ -296,6 +203,15 @@ select
 from (select 1) x left join one on true
 `,
 );
+
+/*
+ * `turn_lock` (issue 34 item 3): admissions to one seat take a transaction lock on the seat, once their call
+ * receipt is written, and read the clock once they hold it. Their admission time (the receipt's created_at and the place in the seat's
+ * line) is then in the order they commit, which is the order the line and the settle's hand-off see them:
+ * with the statement's start time (now()) an admission that started earlier but committed later was
+ * passed over by a hand-off that could not see it yet, or lost the free seat to a later one (bench:ha
+ * counted 2 skipped turns of 200). Only admissions to the same seat wait for each other, for one commit.
+ */
 
 /**
  * `late`: the admission's result when it comes after the answer deadline (the statement may
@@ -399,8 +315,8 @@ export async function admitInOrder(
           mode,
           inReplyTo: input.inReplyTo ?? null,
           holder,
-          leaseSeconds: leaseMsOf(deps) / 1000,
-          turnWaitSeconds: (deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000,
+          leaseSeconds: leaseMsOf(deps.deliverTimeoutMs) / 1000,
+          turnWaitSeconds: deps.seatTurnWaitMs / 1000,
           abandonedSince: new Date(now.getTime() - ABANDONED_CONTENT_FENCE_MS),
           staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
         },

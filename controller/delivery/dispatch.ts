@@ -1,9 +1,10 @@
 /**
- * message_seat, step three, inside the seat's turn (turn.ts): recheck the seat when it was busy (the recheck
- * statement), release stale fences unattended, refuse a resend of an unresolved original's content, make the
- * one Deliver call, read the agent's verdict, and settle in one statement (settle.ts). The phase the dispatch
- * reached decides a failure's meaning: before `calling_agent` nothing can have been sent (a definite
- * not-sent); during it, a lost answer is uncertain and is never retried.
+ * message_seat, step three, inside the seat's turn (turn.ts): recheck the seat when it was busy (the
+ * recheck statement, dispatch-statements.ts), release stale fences unattended, refuse a resend of an
+ * unresolved original's content, make the one Deliver call, read the agent's verdict (verdict.ts), and
+ * settle in one statement (settle.ts). The phase the dispatch reached decides a failure's meaning: before
+ * `calling_agent` nothing can have been sent (a definite not-sent); during it, a lost answer is uncertain
+ * and is never retried.
  */
 import { idleReleases } from "./idle-release.js";
 import { MachineOfflineError } from "../nodes/liveness.js";
@@ -14,23 +15,17 @@ import {
   type DeliverResponse,
 } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
-import { AgentCallError, agentCallError } from "../../shared/errors.js";
+import { type AgentCallError, agentCallError } from "../../shared/errors.js";
+import { ReceiptState, deliveryModeWire, type DeliveryMode } from "../../shared/verdicts.js";
 import {
-  AgentResult,
-  ReceiptState,
-  agentResultWire,
-  deliveryModeWire,
-  type DeliveryMode,
-} from "../../shared/verdicts.js";
-import {
-  UNRESOLVED,
+  UNATTENDED_RELEASE_AFTER_MS,
   type Admitted as AdmittedRow,
   type AdmittedSeat,
   type BodyBase,
   type DispatchRecord,
 } from "./receipt-types.js";
 import { ABANDONED_CONTENT_FENCE_MS, openFencesOlderThan } from "../journal/fences.js";
-import { deliverTimeoutOf, type MessageSeatInput, type PipelineDeps, type SenderRecheck } from "./pipeline.js";
+import type { MessageSeatInput, PipelineDeps, SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import {
   journalError,
@@ -41,11 +36,11 @@ import {
   settleUncertain,
 } from "./settle.js";
 import { withSeatTurn, type SeatTurn } from "./turn.js";
-import { sql } from "drizzle-orm";
-import type { Db } from "../db/open.js";
-import { p, statement, ts } from "../journal/statements.js";
-import { findDelivery, type DeliveryOutcome } from "../journal/delivery-receipts.js";
+import { findDelivery } from "../journal/delivery-receipts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
+import { recheckDelivery } from "./dispatch-statements.js";
+import { readVerdict } from "./verdict.js";
+import { EPOCH_FENCED } from "../../shared/verdicts.js";
 
 export interface Admitted {
   conversationId: string;
@@ -131,7 +126,7 @@ async function run(
   state: { phase: Phase; turn?: SeatTurn },
   notSent: NotSent,
 ): Promise<ToolOutcome> {
-  await deps.faults?.at("hang_after_admit");
+  await deps.hooks?.faults?.at("hang_after_admit");
   state.phase = "checking";
   if (deps.shutdownSignal.aborted)
     return notSent(
@@ -158,8 +153,7 @@ async function run(
         staleBefore: new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS),
       });
       // Losing the seat at the dispatch recheck is a definite not-sent, never uncertain.
-      if (!r.seat || !r.seat.present)
-        return notSent("seat_gone", `${admittedSeat.id} is no longer registered; nothing was sent`);
+      if (!r.seat?.present) return notSent("seat_gone", `${admittedSeat.id} is no longer registered; nothing was sent`);
       if (r.seat.occupantId !== admittedSeat.occupantId)
         return notSent(
           "occupant_changed",
@@ -245,7 +239,7 @@ async function run(
   let res: DeliverResponse;
   state.phase = "calling_agent";
   // Rule 55: the call also ends when the machine stops heartbeating (within 10 s), not only at the deliver timeout.
-  const watch = deps.liveness?.watch(machine.name, deps.shutdownSignal);
+  const watch = deps.liveness.watch(machine.name, deps.shutdownSignal);
   try {
     res = await conn.client.deliver(
       create(DeliverRequestSchema, {
@@ -255,13 +249,16 @@ async function run(
         mode: deliveryModeWire.encode(a.mode),
         conversationId: a.conversationId,
         inReplyTo: a.input.inReplyTo ?? "",
+        // The agent refuses an epoch a peer had it fence before taking this replica's turns over (ADR 0043).
+        controllerInstance: a.fence.instance,
+        controllerEpoch: BigInt(a.fence.epoch),
         authority: create(AuthoritySchema, {
           ageMs: Math.ceil(performance.now() - checkedAt),
           caller: a.conversationId,
           occupantId: seat.occupantId,
         }),
       }),
-      { timeoutMs: deliverTimeoutOf(deps), signal: watch?.signal ?? deps.shutdownSignal },
+      { timeoutMs: deps.deliverTimeoutMs, signal: watch.signal },
     );
   } catch (e) {
     const err: AgentCallError = agentCallError(e);
@@ -269,7 +266,7 @@ async function run(
       return notSent("agent_refused", `the agent refused the request before writing: ${err.message}`, "rejected");
     deps.logger.warn("delivery uncertain", { deliveryId: a.id, seat: seat.id, error: err.message });
     const offline =
-      watch?.signal.reason instanceof MachineOfflineError
+      watch.signal.reason instanceof MachineOfflineError
         ? `the agent on ${machine.name} went offline (no heartbeat) while the request was in flight`
         : undefined;
     return settleUncertain(
@@ -279,11 +276,11 @@ async function run(
       `${offline ?? `the request may have reached the agent on ${machine.name} but its answer was lost (${err.grpcCode}: ${err.message})`}; it will not be resent`,
     );
   } finally {
-    watch?.done();
+    watch.done();
   }
   state.phase = "answered";
-  await deps.faults?.at("hang_after_agent_reply");
-  if (deps.shutdownSignal.aborted && deps.faults) {
+  await deps.hooks?.faults?.at("hang_after_agent_reply");
+  if (deps.shutdownSignal.aborted && deps.hooks?.faults) {
     return settleUncertain(
       deps,
       d,
@@ -292,89 +289,21 @@ async function run(
       "controller_stopped",
     );
   }
-  const body = bodyFromAgent(base, res);
+  const { body, outcome } = readVerdict(base, res);
   const sent = body.outcome === "delivered" || body.outcome === "unconfirmed";
   if (sent && previous.length) body.previous = previous;
-  return settleDispatch(
+  const settled = await settleDispatch(
     deps,
     d,
     state.turn,
     body,
-    outcomeFromAgent(res),
+    outcome,
     sent ? previous.map((p) => p.deliveryId) : [],
   );
-}
-
-/**
- * The in-turn recheck for a delivery that did not take the lease at admission (the seat was
- * busy) or that must look again after the unattended release: the seat and its machine, the
- * content fence and `previous`, as of now, in one read-only statement.
- */
-const recheckStatement = statement<Record<string, unknown>>(
-  "recheck",
-  () => sql`
-with one as (
-  select s.id, s.name, s.occupant_id, s.present, m.name as m_name, m.endpoint as m_endpoint, m.agent_token as m_agent_token
-  from seats s left join machines m on m.name = s.machine where s.id = ${p("seatId")}::text
-),
-original as (
-  select d.id, d.state from delivery_receipts d
-  where d.seat_id = ${p("seatId")}::text and d.content_fingerprint = ${p("contentFingerprint")}::text and d.id <> ${p("id")}::text
-    and (d.state in (${UNRESOLVED}) or (d.state = ${sql.raw(`'${ReceiptState.AbandonedUnknown}'`)} and d.settled_at > ${p("abandonedSince")}::timestamptz))
-  order by d.created_at limit 1
-)
-select one.id as seat_id, one.name as seat_name, one.occupant_id, one.present, one.m_name, one.m_endpoint, one.m_agent_token,
-  (select id from original) as original_id, (select state from original) as original_state,
-  exists (select 1 from fences f where f.seat_id = ${p("seatId")}::text and f.resolved_at is null and f.opened_at < ${p("staleBefore")}::timestamptz) as stale_fence,
-  (select coalesce(jsonb_agg(jsonb_build_object('deliveryId', f.delivery_id, 'state', coalesce(f.disposition, 'settled')) order by f.resolved_at desc), '[]'::jsonb)::text
-     from fences f where f.seat_id = ${p("seatId")}::text and f.conversation_id = ${p("conversationId")}::text and f.resolved_at is not null and f.previous_reported_at is null) as previous
-from (select 1) x left join one on true
-`,
-);
-
-export interface Recheck {
-  seat: (AdmittedSeat & { present: boolean }) | undefined;
-  original: { id: string; state: string } | undefined;
-  staleFence: boolean;
-  previous: { deliveryId: string; state: string }[];
-}
-
-export async function recheckDelivery(
-  db: Db,
-  r: {
-    id: string;
-    seatId: string;
-    conversationId: string;
-    contentFingerprint: string;
-    abandonedSince: Date;
-    staleBefore: Date;
-  },
-): Promise<Recheck> {
-  const [row] = await recheckStatement(db).run({
-    id: r.id,
-    seatId: r.seatId,
-    conversationId: r.conversationId,
-    contentFingerprint: r.contentFingerprint,
-    abandonedSince: ts(r.abandonedSince),
-    staleBefore: ts(r.staleBefore),
-  });
-  const seat = row?.seat_id
-    ? {
-        id: String(row.seat_id),
-        name: String(row.seat_name),
-        occupantId: String(row.occupant_id),
-        present: row.present === true || row.present === "t",
-        machine: row.m_name
-          ? { name: String(row.m_name), endpoint: String(row.m_endpoint), agentToken: String(row.m_agent_token) }
-          : null,
-      }
-    : undefined;
-  return {
-    seat,
-    original: row?.original_id ? { id: String(row.original_id), state: String(row.original_state) } : undefined,
-    staleFence: row?.stale_fence === true || row?.stale_fence === "t",
-    previous: JSON.parse(String(row?.previous ?? "[]")) as { deliveryId: string; state: string }[],
-  };
+  // The fleet took this epoch's turns on that agent over: once its not-sent is on record, the epoch
+  // is given up like a lost lease (ADR 0043).
+  if (res.reason === EPOCH_FENCED) deps.lease.fencedByAgent?.(a.fence.epoch);
+  return settled;
 }
 
 /**
@@ -384,8 +313,6 @@ export async function recheckDelivery(
  * recorded as delivered, as is one whose receipt kept the channel's exact acknowledgment
  * (rule 21). A busy seat or an unreadable session keeps the fence.
  */
-export const UNATTENDED_RELEASE_AFTER_MS = 5 * 60 * 1000;
-
 export async function releaseStaleFences(deps: PipelineDeps, seat: { id: string }): Promise<void> {
   const now = deps.now();
   const stale = await openFencesOlderThan(deps.db, seat.id, new Date(now.getTime() - UNATTENDED_RELEASE_AFTER_MS));
@@ -431,83 +358,4 @@ export function fenceRefusal(seatId: string, originalId: string, originalState: 
     scope +
     `To lift it: reconcile_seat_call {"deliveryId":"${originalId}"} (reads what the seat's session proves), or settle it with {"deliveryId":"${originalId}","settle":"not_delivered"}.`
   );
-}
-
-/** Turns the agent's DeliverResponse into the lead's body and the receipt's outcome. */
-export function bodyFromAgent(base: BodyBase, res: DeliverResponse): MessageSeatBody {
-  const result = agentResultWire.decode(res.result);
-  const evidence = {
-    detail: res.detail,
-    ...(res.reason ? { reason: res.reason } : {}),
-    ...(res.nativeReceiptId ? { nativeReceiptId: res.nativeReceiptId } : {}),
-    proofAgeMs: res.proofAgeMs,
-    proofs: res.proofs.map((p) => ({
-      kind: p.kind,
-      outcome: p.outcome,
-      detail: p.detail,
-      ageAtWriteMs: p.ageAtWriteMs,
-    })),
-  };
-  // A harness's own stage (OpenCode, rule 41) is taken only where it agrees with the result.
-  const admitted = res.deliveryStage === "stored" || res.deliveryStage === "consumed" ? res.deliveryStage : "delivered";
-  switch (result) {
-    case AgentResult.Delivered:
-      return { ...base, outcome: "delivered", deliveryStage: admitted, ...evidence };
-    case AgentResult.Queued:
-      return {
-        ...base,
-        outcome: "delivered",
-        deliveryStage: admitted,
-        state: "queued",
-        status: "queued_until_turn_end",
-        ...evidence,
-      };
-    case AgentResult.Steered:
-      return { ...base, outcome: "delivered", deliveryStage: admitted, state: "steered", ...evidence };
-    case AgentResult.Started:
-      return { ...base, outcome: "delivered", deliveryStage: admitted, state: "started", ...evidence };
-    case AgentResult.Unconfirmed:
-      return { ...base, outcome: "unconfirmed", deliveryStage: "uncertain", ...evidence };
-    case AgentResult.Rejected:
-      return { ...base, outcome: "undelivered", deliveryStage: "rejected", ...evidence };
-    case AgentResult.NotSent:
-      return { ...base, outcome: "undelivered", deliveryStage: "unavailable", ...evidence };
-    default:
-      return {
-        ...base,
-        outcome: "unconfirmed",
-        deliveryStage: "uncertain",
-        ...evidence,
-        detail: `the agent answered with an unknown result ${res.result}; treated as unconfirmed`,
-      };
-  }
-}
-
-const STATE_OF: Record<AgentResult, ReceiptState> = {
-  delivered: ReceiptState.Delivered,
-  queued: ReceiptState.Queued,
-  steered: ReceiptState.Steered,
-  started: ReceiptState.Started,
-  not_sent: ReceiptState.NotSent,
-  rejected: ReceiptState.Rejected,
-  unconfirmed: ReceiptState.Unconfirmed,
-};
-
-export function outcomeFromAgent(res: DeliverResponse): DeliveryOutcome {
-  const result = agentResultWire.decode(res.result) ?? AgentResult.Unconfirmed;
-  return {
-    state: STATE_OF[result],
-    reason: res.reason || undefined,
-    detail: res.detail,
-    nativeReceiptId: res.nativeReceiptId || undefined,
-    nativeMessageId: res.nativeMessageId || undefined,
-    nativeSessionPath: res.nativeSessionPath || undefined,
-    proofAgeMs: res.proofAgeMs,
-    proofs: res.proofs.map((p) => ({
-      kind: p.kind,
-      outcome: p.outcome,
-      detail: p.detail,
-      ageAtWriteMs: p.ageAtWriteMs,
-    })),
-  };
 }

@@ -15,12 +15,11 @@ import { CallState, existingCall, settleCall } from "../journal/call-receipts.js
 import { MESSAGE_SEAT, type CallScope, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import { dispatchInTurn } from "./dispatch.js";
-import { admitInOrder, admittedHere, replayAdmission } from "./admit.js";
+import { admitInOrder } from "./admit.js";
+import { admittedHere, replayAdmission } from "./replay.js";
 import { answerAsRecorded } from "./settle.js";
 import { isFencedWrite } from "../journal/instances.js";
 import { leaseLostRefusal } from "../fleet/instance-lease.js";
-
-export { MESSAGE_SEAT, type PipelineDeps } from "./pipeline.js";
 
 export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: MessageSeatInput): Promise<ToolOutcome> {
   if (deps.isStopping()) throw new ServiceStoppingError();
@@ -109,5 +108,5 @@ export async function messageSeat(deps: PipelineDeps, scope: CallScope, given: M
     senderRecheck: scope.senderRecheck,
     fence,
   }).finally(() => admittedHere(deps).delete(id));
-  return deps.track ? deps.track(dispatched) : dispatched;
+  return deps.track(dispatched);
 }

@@ -123,9 +123,13 @@ export class Notifier {
           )
           .returning({ deliveryId: fences.deliveryId });
         if (claimed.length === 0 || !this.deps.lease.holds()) return;
+        const own = this.deps.lease.fence();
         const res = await conn.client.deliver(
           create(DeliverRequestSchema, {
             seatName: seat.name,
+            // Fenced at the agent like a delivery (ADR 0043).
+            controllerInstance: own.instance,
+            controllerEpoch: BigInt(own.epoch),
             // One id per fence: a retried notice that did arrive is recognised by the seat, not stored twice.
             deliveryId: noticeDeliveryId(fence.deliveryId),
             text: noticeText(fence),

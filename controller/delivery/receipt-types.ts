@@ -1,11 +1,17 @@
 /**
  * The receipt vocabulary the four delivery steps share (admit.ts → turn.ts → dispatch.ts → settle.ts):
  * what the admission read about the seat, what a dispatch settles, and the receipt states that fence.
- * Types and one SQL fragment only, so every step can import it and it imports no step.
+ * Types, one constant and one SQL fragment only, so every step can import it and it imports no step.
  */
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
+
+/**
+ * The unattended release (dispatch.ts, ADR 0207): an open fence older than this is due for it.
+ * The admission and the recheck both read whether one is due.
+ */
+export const UNATTENDED_RELEASE_AFTER_MS = 5 * 60 * 1000;
 
 /** The receipt states whose content is still unresolved, so it fences a resend of the same text. */
 export const UNRESOLVED = sql.raw(

@@ -62,7 +62,7 @@ async function record(
     outcome,
     previousIds,
     holder: turn?.held && !turn.finished ? turn.holder : null,
-    leaseSeconds: leaseMsOf(deps) / 1000,
+    leaseSeconds: leaseMsOf(deps.deliverTimeoutMs) / 1000,
     now: deps.now(),
     fence: d.fence,
   };
@@ -70,7 +70,7 @@ async function record(
     const { handedTo } = await traceSettle(() => settleDispatched(deps.db, params));
     turn?.settled(handedTo);
     deps.onJournalChange();
-    if (isUnresolved(outcome.state)) deps.onFenceChange?.(d.seatId);
+    if (isUnresolved(outcome.state)) deps.hooks?.onFenceChange?.(d.seatId);
     return undefined;
   } catch (e) {
     if (isFencedWrite(e)) {
@@ -83,11 +83,21 @@ async function record(
       return e;
     }
     deps.logger.error("settle failed", { deliveryId: d.id, state: outcome.state, error: (e as Error).message });
-    deps.metrics?.journalError("settle");
-    // The retry never touches the lease: the turn passes on now and its lease is given back
-    // once the journal answers (a settle that commits late may have handed it on already).
-    deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, { ...params, holder: null });
-    if (turn) deps.turns.leaveLater(turn);
+    deps.hooks?.metrics?.journalError("settle");
+    // The retry carries the seat's lease and hands it on in its own statement: the next delivery
+    // to the seat goes only once this outcome is on record. Releasing the lease apart let the next
+    // one reach the seat before this settle landed (two in flight at a PostgreSQL promotion, issue 34).
+    // A settle that committed though its answer was lost finds the lease moved already and moves nothing.
+    const parked = params.holder !== null ? turn : undefined;
+    parked?.park();
+    deps.unrecorded.add(`settle ${d.id} (${outcome.state})`, params, (recorded, refused) => {
+      if (!parked) return;
+      if (refused) {
+        parked.settled(null);
+        deps.turns.releaseLater(parked.seatId, parked.holder);
+      } else parked.settled((recorded as { handedTo?: string | null } | undefined)?.handedTo ?? null);
+    });
+    if (turn && !parked) deps.turns.leaveLater(turn);
     return e;
   }
 }
@@ -131,7 +141,7 @@ export async function settleDispatch(
       isError: true,
     };
   }
-  if (body.outcome === "delivered") deps.onDelivered?.(d.seatId);
+  if (body.outcome === "delivered") deps.hooks?.onDelivered?.(d.seatId);
   return { id: d.id, tool: MESSAGE_SEAT, state: "settled", body, isError: false };
 }
 
@@ -211,7 +221,7 @@ export async function settleAbandoned(
     fence: deps.lease.fence(),
   })) as unknown as SettledOriginalBody;
   deps.onJournalChange();
-  deps.onFenceChange?.(delivery.seatId);
+  deps.hooks?.onFenceChange?.(delivery.seatId);
   return body;
 }
 
@@ -231,7 +241,7 @@ export async function settleFoundInSession(
     by,
   )) as unknown as SettledOriginalBody;
   deps.onJournalChange();
-  deps.onFenceChange?.(delivery.seatId);
+  deps.hooks?.onFenceChange?.(delivery.seatId);
   return body;
 }
 
@@ -246,7 +256,7 @@ export async function settleProvenAbsent(
   const body = recorded as unknown as SettledOriginalBody | undefined;
   if (!body) return undefined;
   deps.onJournalChange();
-  deps.onFenceChange?.(delivery.seatId);
+  deps.hooks?.onFenceChange?.(delivery.seatId);
   return body;
 }
 

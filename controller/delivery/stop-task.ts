@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { and, eq, or } from "drizzle-orm";
 import { StopSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { machines, seats } from "../db/schema.js";
-import { SEAT_TURN_WAIT_MS, withSeatTurn } from "./turn.js";
+import { withSeatTurn } from "./turn.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { mayStopSeat } from "../leads/seat-authority.js";
 import { assertSeatRef } from "../../shared/ids.js";
@@ -87,7 +87,7 @@ export async function stopTask(deps: PipelineDeps, conversationId: string, seatR
           schemaVersion: 1,
           seat: seat.id,
           outcome: "unavailable",
-          detail: `another delivery held the seat for ${(deps.seatTurnWaitMs ?? SEAT_TURN_WAIT_MS) / 1000} s; nothing was sent`,
+          detail: `another delivery held the seat for ${deps.seatTurnWaitMs / 1000} s; nothing was sent`,
         };
       // ADR 0036: a replica not surely holding its lease sends no native control.
       if (!deps.lease.holds()) return leaseLost;

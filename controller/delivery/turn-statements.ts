@@ -176,9 +176,29 @@ swept as (
 notified as (
   select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("self")}::text
 )
-select (select holder from moved where split_part(holder, ':', 1) = ${p("self")}::text) as holder, ${NOTIFIED}, ${fenced()} as live
+select (select holder from moved where split_part(holder, ':', 1) = ${p("self")}::text) as holder, ${NOTIFIED}, ${fenced()} as live,
+  (${suspectSql()}) as suspect
 `,
 );
+
+/**
+ * Another instance that holds the seat's lease or waits in its line and whose lease renewal is overdue
+ * by `staleSeconds` (null: ask nobody), as "id epoch": turn-takeover.ts may ask the seat's agent to fence
+ * it (ADR 0043). Overdue is only a reason to ask; the agent's fence is what makes taking over safe.
+ */
+function suspectSql(): SQL {
+  return sql`select i.id || ' ' || i.epoch from controller_instances i
+  where ${p("staleSeconds")}::float8 is not null and i.id <> ${p("self")}::text and i.heartbeat_at < now() - make_interval(secs => ${p("staleSeconds")}::float8)
+    and (exists (select 1 from seat_turns st where st.seat_id = ${p("seatId")}::text and split_part(st.holder, ':', 1) = i.id)
+      or exists (select 1 from seat_waiters w where w.seat_id = ${p("seatId")}::text and split_part(w.holder, ':', 1) = i.id and w.expires_at > now()))
+  order by i.id limit 1`;
+}
+
+/** An instance whose lease renewal is overdue and that holds a seat's turn or waits for it. */
+export interface TurnSuspect {
+  instance: string;
+  epoch: number;
+}
 
 // Gives `holder`'s turn up: leaves the line, and its lease (if it has it) goes to the head of the line.
 const passStatement = statement<Record<string, unknown>>(
@@ -227,9 +247,20 @@ export async function pollTurn(
   instance: string,
   leaseMs: number,
   fence?: InstanceEpoch,
+  suspects?: { afterMs: number; found: (s: TurnSuspect) => void },
 ): Promise<string | null> {
-  const [row] = await pollStatement(db).run({ seatId, self: instance, ...leaseParams(leaseMs), ...fenceValues(fence) });
+  const [row] = await pollStatement(db).run({
+    seatId,
+    self: instance,
+    ...leaseParams(leaseMs),
+    ...fenceValues(fence),
+    staleSeconds: suspects ? suspects.afterMs / 1000 : null,
+  });
   if (fence && !isTrue(row?.live)) throw new FencedWriteError(fence, `the seat turn poll of ${instance}`);
+  if (suspects && row?.suspect) {
+    const [id, epoch] = String(row.suspect).split(" ");
+    suspects.found({ instance: id!, epoch: Number(epoch) });
+  }
   return row?.holder ? String(row.holder) : null;
 }
 

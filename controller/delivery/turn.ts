@@ -8,7 +8,14 @@
  */
 import type { Db } from "../db/open.js";
 import type { InstanceEpoch } from "../journal/lease-guard.js";
-import { joinTurn, listenForTurns, passTurn, pollTurn, releaseLeaseWhenBack } from "./turn-statements.js";
+import {
+  joinTurn,
+  listenForTurns,
+  passTurn,
+  pollTurn,
+  releaseLeaseWhenBack,
+  type TurnSuspect,
+} from "./turn-statements.js";
 
 export {
   TURN_CLAIM_MS,
@@ -52,6 +59,11 @@ export interface SeatTurn {
   settled(handedTo: string | null): void;
   /** The lease was given up (or never held): nothing left to give back. */
   readonly finished: boolean;
+  /**
+   * The turn's settle could not be recorded and is retried with the lease (settle.ts): the lease moves
+   * only with that settle, so nothing gives it back meanwhile; `settled` is called when it lands.
+   */
+  park(): void;
 }
 
 interface SeatQueue {
@@ -79,6 +91,11 @@ export class SeatTurns {
     private readonly onError: (what: string, e: Error) => void = () => {},
     /** This instance's (id, epoch): every seat-turn statement is refused unless that lease is live (ADR 0036). */
     private readonly fence: () => InstanceEpoch | undefined = () => undefined,
+    /**
+     * ADR 0043: the poll names another instance that holds this seat's turn (or waits for it) while
+     * its lease renewal is `afterMs` overdue, so turn-takeover.ts can ask the seat's agent to fence it.
+     */
+    private readonly suspects?: { afterMs: number; found: (seatId: string, s: TurnSuspect) => void },
   ) {
     this.prefix = `${instanceId}:`;
     // A hand-off from another replica wakes this one's poll (ADR 0039); without it, the poll alone.
@@ -94,6 +111,11 @@ export class SeatTurns {
         return undefined;
       },
     );
+  }
+
+  /** Every poll looks again now (a peer's turns were just taken over). */
+  wakeAll(): void {
+    for (const q of this.seats.values()) q.wake?.();
   }
 
   /** Stops hearing hand-offs (the database's close ends it too). */
@@ -127,16 +149,19 @@ export class SeatTurns {
     if (held) q.current = holder;
     else held = await this.wait(seatId, q, holder, started + waitMs, signal);
     let done = !held;
+    let parked = false;
     return {
       seatId,
       holder,
       held,
       waitedMs: performance.now() - started,
       get finished() {
-        return done;
+        return done || parked;
       },
+      park: () => void (parked = true),
       settled: (handedTo) => {
         if (done) return;
+        parked = false;
         done = true;
         this.moved(seatId, holder, handedTo);
       },
@@ -254,7 +279,15 @@ export class SeatTurns {
       let woken = false;
       q.wake = () => void (woken = true);
       try {
-        got = await pollTurn(this.db, seatId, this.instanceId, this.leaseMs, this.fence());
+        const suspects = this.suspects;
+        got = await pollTurn(
+          this.db,
+          seatId,
+          this.instanceId,
+          this.leaseMs,
+          this.fence(),
+          suspects && { afterMs: suspects.afterMs, found: (s) => suspects.found(seatId, s) },
+        );
       } catch (e) {
         // The journal is away: the waiters here end now, not sent (nothing reached the agent),
         // rather than after their 25 s; each leaves the line once the journal answers.
@@ -282,7 +315,7 @@ export class SeatTurns {
   }
 
   /** A release the journal refused: retried until it commits, or until the lease has expired anyway. */
-  private releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
+  releaseLater(seatId: string, holder: string, what = "seat lease release failed"): void {
     releaseLeaseWhenBack(
       this.db,
       seatId,

@@ -24,6 +24,8 @@ export type PendingSettle = SettleParams | HireSettleParams | RefusedAdmission;
 interface Pending {
   what: string;
   params: PendingSettle;
+  /** Told the write's result once it commits, or the refusal once the journal refused it for good. */
+  onDone?: ((recorded: unknown, refused?: Error) => void) | undefined;
 }
 
 /** Records one outcome; `writer` is the instance writing it when it is not the one that admitted the call (a boot replay). */
@@ -49,9 +51,12 @@ export class UnrecordedOutcomes {
     return this.pending.length;
   }
 
-  /** Keeps `params` until they commit; `what` names them in the log. */
-  add(what: string, params: PendingSettle): void {
-    this.pending.push({ what, params });
+  /**
+   * Keeps `params` until they commit; `what` names them in the log. `onDone` hears the result when
+   * they commit (a settle's hand-off of its seat's lease), or the refusal when they never will.
+   */
+  add(what: string, params: PendingSettle, onDone?: (recorded: unknown, refused?: Error) => void): void {
+    this.pending.push({ what, params, onDone });
     this.spill();
     this.logger.warn("outcome not recorded; retrying until the journal is back", { what });
     this.schedule();
@@ -64,8 +69,9 @@ export class UnrecordedOutcomes {
     try {
       while (this.pending.length) {
         const next = this.pending[0]!;
+        let recorded: unknown;
         try {
-          await this.write(next.params);
+          recorded = await this.write(next.params);
         } catch (e) {
           if (!isFencedWrite(e)) return;
           // Refused for good (ADR 0036): this replica lost the lease the call was admitted under, and the
@@ -76,11 +82,13 @@ export class UnrecordedOutcomes {
             "an outcome this replica decided was refused by the journal: its instance lease epoch is no longer live; the receipt stays as the fleet records it",
             { what: next.what },
           );
+          next.onDone?.(undefined, e);
           continue;
         }
         this.pending.shift();
         this.spill();
         this.logger.info("outcome recorded after the journal came back", { what: next.what });
+        next.onDone?.(recorded);
       }
     } finally {
       this.running = false;

@@ -15,7 +15,7 @@ export const LAUNCHD_PLIST = `${LAUNCHD_LABEL}.plist`;
 export function launchdPlist(dir: string, node: string): string {
   const [plist] = renderAgentService("launchd", {
     node,
-    main: `${dir}/current/dist/controller/cli/main.js`,
+    main: `${dir}/current/dist/cli/main.js`,
     agentArgs: ["--state-dir", `${dir}/state`, "--log-level", "info"],
     stateDir: `${dir}/state`,
     logDir: dir,

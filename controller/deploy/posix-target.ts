@@ -60,17 +60,13 @@ export function posixTarget(ssh: SshSession, os: "Linux" | "Darwin"): DeployTarg
         `mkdir -p ${q(rel)} && tar -xzf ${q(rel)}.tgz -C ${q(rel)} && rm -f ${q(rel)}.tgz`,
         "unpack the agent",
       );
-      await must(
-        ssh,
-        `${q(f.node)} ${q(rel)}/dist/controller/cli/main.js --help >/dev/null`,
-        "the copied agent does not start",
-      );
+      await must(ssh, `${q(f.node)} ${q(rel)}/dist/cli/main.js --help >/dev/null`, "the copied agent does not start");
       return rel;
     },
     enroll: (f, release, agentUrl, machine, token) =>
       must(
         ssh,
-        `${q(f.node)} ${q(release)}/dist/controller/cli/main.js agent --join-only --join - --json --controller ${q(agentUrl)} --state-dir ${q(f.dir)}/state --machine ${q(machine)}`,
+        `${q(f.node)} ${q(release)}/dist/cli/main.js agent --join-only --join - --json --controller ${q(agentUrl)} --state-dir ${q(f.dir)}/state --machine ${q(machine)}`,
         "enrollment refused",
         token + "\n",
       ),

@@ -12,7 +12,7 @@ export function runScript(dir: string, node: string): string {
   return [
     "#!/bin/sh",
     "# Written by clankie fleet deploy: the agent on its stored identity (no token).",
-    `exec ${node} ${dir}/current/dist/controller/cli/main.js agent --state-dir ${dir}/state --log-level info`,
+    `exec ${node} ${dir}/current/dist/cli/main.js agent --state-dir ${dir}/state --log-level info`,
     "",
   ].join("\n");
 }
@@ -21,7 +21,7 @@ export function runScript(dir: string, node: string): string {
 export function systemdUserUnit(dir: string, node: string): string {
   const [unit] = renderAgentService("systemd-user", {
     node,
-    main: `${dir}/current/dist/controller/cli/main.js`,
+    main: `${dir}/current/dist/cli/main.js`,
     agentArgs: ["--state-dir", `${dir}/state`, "--log-level", "info"],
     stateDir: `${dir}/state`,
   });

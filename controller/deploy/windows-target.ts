@@ -59,7 +59,7 @@ export function unpackScript(node: string, rel: string): string {
     'tar.exe -xzf "$rel.tgz" -C $rel',
     'if ($LASTEXITCODE -ne 0) { throw "tar.exe exit $LASTEXITCODE" }',
     'Remove-Item -Force -LiteralPath "$rel.tgz"',
-    `& ${ps(node)} (Join-Path $rel 'dist\\controller\\cli\\main.js') --help | Out-Null`,
+    `& ${ps(node)} (Join-Path $rel 'dist\\cli\\main.js') --help | Out-Null`,
     'if ($LASTEXITCODE -ne 0) { throw "the copied agent does not start (exit $LASTEXITCODE)" }',
   ].join("\n");
 }
@@ -69,7 +69,7 @@ export function enrollScript(node: string, release: string, dir: string, agentUr
   return [
     "$ErrorActionPreference = 'Stop'",
     "$token = [Console]::In.ReadLine()",
-    `$token | & ${ps(node)} ${ps(`${release}\\dist\\controller\\cli\\main.js`)} agent --join-only --join - --json --controller ${ps(agentUrl)} --state-dir ${ps(`${dir}\\state`)} --machine ${ps(machine)}`,
+    `$token | & ${ps(node)} ${ps(`${release}\\dist\\cli\\main.js`)} agent --join-only --join - --json --controller ${ps(agentUrl)} --state-dir ${ps(`${dir}\\state`)} --machine ${ps(machine)}`,
     "exit $LASTEXITCODE",
   ].join("\n");
 }
@@ -101,7 +101,7 @@ export function pruneScript(dir: string): string {
 export function taskScripts(dir: string, node: string) {
   return renderAgentService("windows-task", {
     node,
-    main: `${dir}\\current\\dist\\controller\\cli\\main.js`,
+    main: `${dir}\\current\\dist\\cli\\main.js`,
     agentArgs: ["--state-dir", `${dir}\\state`, "--log-level", "info"],
     stateDir: `${dir}\\state`,
     name: WINDOWS_TASK,

@@ -2,8 +2,8 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
-  CertificateService,
-  EnrollmentService,
+  type CertificateService,
+  type EnrollmentService,
   JoinResponseSchema,
   RenewResponseSchema,
 } from "../../shared/gen/clankie/fleet/v1/fleet_pb.js";

@@ -4,7 +4,7 @@ import { eq } from "drizzle-orm";
 import type { ServiceImpl } from "@connectrpc/connect";
 import {
   FleetMachineSchema,
-  FleetService,
+  type FleetService,
   IssueJoinTokenResponseSchema,
   ListFleetResponseSchema,
   RemoveMachineResponseSchema,

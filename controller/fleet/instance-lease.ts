@@ -42,6 +42,8 @@ export class InstanceLease {
   private closed = false;
   /** The epoch lost, until what it held has been given up. */
   private stale: number | undefined;
+  /** An epoch an agent fenced (ADR 0043): the next renewal gives it up instead. */
+  private agentFenced: number | undefined;
 
   private constructor(private readonly o: InstanceLeaseOptions) {}
 
@@ -71,6 +73,17 @@ export class InstanceLease {
    */
   holds(epoch = this.current): boolean {
     return this.serving && epoch === this.current && performance.now() < this.trustedUntil;
+  }
+
+  /**
+   * An agent refused `epoch` because a peer had it fenced there to take this replica's seat turns over
+   * (ADR 0043): the fleet has given that epoch up, so this replica gives it up too, as a lost lease.
+   */
+  fencedByAgent(epoch: number): void {
+    if (epoch !== this.current || this.closed) return;
+    this.serving = false;
+    this.agentFenced = epoch;
+    void this.tick();
   }
 
   /** Serving deliveries: false from a lost lease until the new epoch is registered and the old one's work given up. */
@@ -116,7 +129,10 @@ export class InstanceLease {
     const { db, logger } = this.o;
     const sentAt = performance.now();
     try {
-      if (await renewLease(db, this.fence(), this.o.leaseMs)) this.trustedUntil = sentAt + this.trusted();
+      if (this.agentFenced === this.current) {
+        this.agentFenced = undefined;
+        await this.lose("an agent refused its epoch: a peer took its seat turns over");
+      } else if (await renewLease(db, this.fence(), this.o.leaseMs)) this.trustedUntil = sentAt + this.trusted();
       else await this.lose();
       // What an old epoch held is given up before anything is served under the new one.
       if (this.stale !== undefined) await this.giveUp(this.stale);
@@ -138,12 +154,12 @@ export class InstanceLease {
       });
   }
 
-  private async lose(): Promise<void> {
+  private async lose(why = "its renewal found it expired"): Promise<void> {
     this.serving = false;
     this.stale ??= this.current;
     this.o.logger.error(
       "INSTANCE LEASE LOST: this replica stops serving deliveries until it re-registers; peers may have taken over its in-flight calls and seat leases, and every write of its old epoch is refused",
-      { instance: this.o.id, epoch: this.current },
+      { instance: this.o.id, epoch: this.current, why },
     );
     await this.register();
   }

@@ -4,7 +4,8 @@ import { ConnectError } from "@connectrpc/connect";
 import { eq } from "drizzle-orm";
 import { HireCensusRequestSchema, type HireCensusResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { machines } from "../db/schema.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
+import type { Db } from "../db/open.js";
+import type { AgentClients } from "../nodes/agent-clients.js";
 
 export type Census = { ok: true; census: HireCensusResponse } | { ok: false; detail: string };
 
@@ -12,8 +13,14 @@ export const CENSUS_TIMEOUT_MS = 10_000;
 /** A sealing census waits for a hire still running on the agent (≤30 s readiness + the brief). */
 export const SEAL_CENSUS_TIMEOUT_MS = 70_000;
 
+/** A census reads the machine's row and calls its agent; nothing else. */
+export interface CensusDeps {
+  db: Db;
+  agents: AgentClients;
+}
+
 export async function hireCensus(
-  deps: PipelineDeps,
+  deps: CensusDeps,
   machineName: string,
   hireId: string,
   seal: boolean,

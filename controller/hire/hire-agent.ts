@@ -11,33 +11,45 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { and, eq } from "drizzle-orm";
 import { HireSeatRequestSchema, type HireSeatResponse } from "../../shared/gen/clankie/fleet/v1/hire_pb.js";
 import { callFingerprint } from "../../shared/fingerprint.js";
-import { newDeliveryId, parseOptionalUuid, parseUuid, seatId } from "../../shared/ids.js";
+import { newDeliveryId, parseOptionalUuid, parseUuid } from "../../shared/ids.js";
 import { assertWellFormedText } from "../../shared/well-formed-text.js";
 import { InvalidArgumentError, JournalUnavailableError, ServiceStoppingError } from "../../shared/errors.js";
-import { deliveryModeWire, seatKindWire } from "../../shared/verdicts.js";
+import { seatKindWire } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { transactionLate } from "../db/transaction-late.js";
 import { hireReceipts, machines, type Machine } from "../db/schema.js";
-import { admitCall, CallState, findCallById, settleCall } from "../journal/call-receipts.js";
+import { admitCall, CallState, settleCall } from "../journal/call-receipts.js";
 import { isFencedWrite, leaseHeld, type InstanceEpoch } from "../journal/lease-guard.js";
-import { leaseLostRefusal } from "../fleet/instance-lease.js";
-import { settleHireOutcome, type HireSettleParams } from "../journal/hire-outcome.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
+import { leaseLostRefusal, type InstanceLease } from "../fleet/instance-lease.js";
 import type { Registry } from "../nodes/registry.js";
+import type { AgentClients } from "../nodes/agent-clients.js";
+import type { FaultPoints } from "../delivery/faults.js";
+import type { UnrecordedOutcomes } from "../delivery/unrecorded-outcomes.js";
+import type { DeliveryMetrics } from "../metrics/fleet-metrics.js";
 import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
-import { admittedHere, replayAdmission } from "../delivery/admit.js";
+import { admittedHere, replayAdmission } from "../delivery/replay.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { journalCause } from "../db/error-text.js";
-import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { HIRE_AGENT, type HireAgentInput } from "./args.js";
 import { HireState, SETTLED_ORIGINAL_STATES, unconfirmedBody, type HireBody } from "./bodies.js";
+import { bodyFromAgent, hireStateOf, record, unansweredRefusal, type HireJournal } from "./hire-record.js";
 
 /** The agent's 30 s readiness, its brief delivery and the link: past this the answer is lost. */
 export const HIRE_TIMEOUT_MS = 75_000;
 
-export interface HireDeps extends PipelineDeps {
+/** What hire_agent uses, built once in controller/main.ts: the journal, the agents, the registry's view of machines. */
+export interface HireDeps extends HireJournal {
+  agents: AgentClients;
   registry: Registry;
+  lease: Pick<InstanceLease, "fence" | "holds" | "isServing">;
+  unrecorded: Pick<UnrecordedOutcomes, "add" | "flush">;
+  isStopping: () => boolean;
+  /** Aborted when the controller stops: a HireSeat call in flight then answers start_unconfirmed. */
+  shutdownSignal: AbortSignal;
+  /** Registers an in-flight launch so a stop can wait for it. */
+  track: <T>(p: Promise<T>) => Promise<T>;
   hireTimeoutMs?: number | undefined;
+  hooks?: { faults?: FaultPoints | undefined; metrics?: DeliveryMetrics | undefined } | undefined;
 }
 
 export interface HireScope {
@@ -156,20 +168,18 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
         const base = { schemaVersion: 1 as const, hireId: id, machine: machineName, harness: input.harness };
         const refuse = async (reason: HireBody["reason"], detail: string): Promise<Plan> => {
           const body: HireBody = { ...base, outcome: "failed", reason, detail, launchCommitted: false };
-          await tx
-            .insert(hireReceipts)
-            .values({
-              id,
-              conversationId: scope.conversationId,
-              fingerprint,
-              machine: machineName,
-              harness: input.harness,
-              state: HireState.Failed,
-              reason: reason ?? null,
-              createdAt: now,
-              updatedAt: now,
-              settledAt: now,
-            });
+          await tx.insert(hireReceipts).values({
+            id,
+            conversationId: scope.conversationId,
+            fingerprint,
+            machine: machineName,
+            harness: input.harness,
+            state: HireState.Failed,
+            reason: reason ?? null,
+            createdAt: now,
+            updatedAt: now,
+            settledAt: now,
+          });
           await settleCall(tx, id, CallState.Settled, body, now);
           return { kind: "settled", body };
         };
@@ -254,44 +264,7 @@ export async function hireAgent(deps: HireDeps, scope: HireScope, given: HireAge
   const launched = launch(deps, scope, id, fingerprint, input, plan.machine, fence).finally(() =>
     admittedHere(deps).delete(id),
   );
-  return deps.track ? deps.track(launched) : launched;
-}
-
-/**
- * A hire refused because its admission got no answer: failed, never launched, by id. Kept until
- * the journal takes it (journal/refused-admission.ts holds in either order with the admission).
- */
-function unansweredRefusal(
-  deps: PipelineDeps,
-  key: { id: string; conversationId: string; fingerprint: string },
-  input: HireAgentInput,
-): RefusedAdmission {
-  const detail =
-    "the receipt journal did not answer this hire's admission in time, so it was refused; nothing was launched, and this id never will be";
-  const body: HireBody = {
-    schemaVersion: 1,
-    hireId: key.id,
-    machine: input.machine ?? "",
-    harness: input.harness,
-    outcome: "failed",
-    reason: "journal_unavailable",
-    detail,
-    launchCommitted: false,
-  };
-  return {
-    kind: "refused_admission",
-    id: key.id,
-    tool: HIRE_AGENT,
-    conversationId: key.conversationId,
-    fingerprint: key.fingerprint,
-    controllerInstance: deps.instanceId,
-    body: body as unknown as Record<string, unknown>,
-    reason: "journal_unavailable",
-    detail,
-    holder: null,
-    hireReceipt: { from: HireState.Reserved, to: HireState.Failed },
-    now: deps.now(),
-  };
+  return deps.track(launched);
 }
 
 async function launch(
@@ -307,7 +280,7 @@ async function launch(
   const settle = (body: HireBody, state: HireState, committed = false) =>
     record(deps, id, body, state, committed, fence);
   // Reserved and not yet launching: where the suites park a hire in flight.
-  await deps.faults?.at("hang_after_hire_admit");
+  await deps.hooks?.faults?.at("hang_after_hire_admit");
   const conn = deps.agents.get(machine.name, machine.endpoint, machine.agentToken);
   if (!(await conn.connect())) {
     return settle(
@@ -372,7 +345,7 @@ async function launch(
       { timeoutMs: deps.hireTimeoutMs ?? HIRE_TIMEOUT_MS, signal: deps.shutdownSignal },
     );
     // The agent acted and answered; the suites lose that answer here, as a cut link would.
-    if (deps.faults?.drops?.("drop_hire_answer"))
+    if (deps.hooks?.faults?.drops?.("drop_hire_answer"))
       throw new ConnectError("the agent's answer was dropped at the drop_hire_answer fault point", Code.Unavailable);
   } catch (e) {
     const err = ConnectError.from(e);
@@ -397,137 +370,11 @@ async function launch(
     return settle(body, HireState.StartUnconfirmed);
   }
   const body = bodyFromAgent(base, res);
-  const state =
-    body.outcome === "spawned"
-      ? HireState.Spawned
-      : body.reason === "delivery_unconfirmed"
-        ? HireState.DeliveryUnconfirmed
-        : body.reason === "start_unconfirmed"
-          ? HireState.StartUnconfirmed
-          : HireState.Failed;
+  const state = hireStateOf(body);
   // Bounded like every journal write (a late one is harmless): the agent's own seat reports bring the seat in too.
   if (res.seat)
     await deps.registry
       .upsertSeat(machine.name, res.seat)
       .catch((e: Error) => deps.logger.warn("hired seat not recorded yet", { hireId: id, error: e.message }));
   return settle(body, state, res.launchCommitted);
-}
-
-/** The agent's answer in the lead's words. */
-export function bodyFromAgent(
-  base: Pick<HireBody, "schemaVersion" | "hireId" | "machine" | "harness">,
-  res: HireSeatResponse,
-): HireBody {
-  const seat = res.seat;
-  const extra: Partial<HireBody> = {
-    ...(seat ? { seat: seatId(base.machine, seat.name), occupantId: seat.occupantId } : {}),
-    ...(seat?.inputCapabilities
-      ? {
-          inputCapabilities: {
-            deliveryModes: seat.inputCapabilities.deliveryModes.map((m) => deliveryModeWire.decode(m) ?? "auto"),
-            interrupt: seat.inputCapabilities.interrupt,
-            nextTurnOnly: seat.inputCapabilities.nextTurnOnly,
-          },
-        }
-      : {}),
-    ...(res.paneId ? { paneId: res.paneId } : {}),
-    ...(res.briefDeliveryId ? { brief: { mechanism: res.briefMechanism, deliveryId: res.briefDeliveryId } } : {}),
-    ...(res.proofs.length
-      ? {
-          proofs: res.proofs.map((p) => ({
-            kind: p.kind,
-            outcome: p.outcome,
-            detail: p.detail,
-            ageAtWriteMs: p.ageAtWriteMs,
-          })),
-        }
-      : {}),
-    ...(res.controlReason || res.controlFix ? { control: { reason: res.controlReason, fix: res.controlFix } } : {}),
-    launchCommitted: res.launchCommitted,
-  };
-  if (res.outcome === "spawned") return { ...base, outcome: "spawned", detail: res.detail, ...extra };
-  if (res.reason === "start_unconfirmed" || res.reason === "delivery_unconfirmed")
-    return unconfirmedBody(base, res.reason, res.detail, extra);
-  return { ...base, outcome: "failed", reason: res.reason || "launch_failed", detail: res.detail, ...extra };
-}
-
-/**
- * Records the hire receipt and the call receipt together; an unresolved hire stays uncertain to the lead.
- * `fence`: the epoch that admitted a launch (its settle is that epoch's or nothing); absent when an
- * unresolved hire is settled by reconcile, which only needs this instance's lease live.
- */
-export async function record(
-  deps: PipelineDeps,
-  id: string,
-  body: HireBody,
-  state: HireState,
-  launchCommittedByAgent = false,
-  fence?: InstanceEpoch,
-): Promise<ToolOutcome> {
-  const unresolved = state === HireState.StartUnconfirmed || state === HireState.DeliveryUnconfirmed;
-  const params: HireSettleParams = {
-    kind: "hire",
-    id,
-    state,
-    unresolved,
-    body,
-    now: deps.now(),
-    launchCommittedByAgent,
-    fence,
-  };
-  try {
-    // Bounded (ADR 0033): a settle that commits after its deadline is the same idempotent settle the retry makes.
-    await settleHireOutcome(deps.db, params, fence ?? deps.lease?.fence());
-    deps.onJournalChange();
-  } catch (e) {
-    if (isFencedWrite(e)) {
-      deps.logger.error(
-        "hire settle refused: this replica's lease epoch is no longer live; the receipt stays as the fleet records it",
-        { hireId: id, state },
-      );
-      const call = await findCallById(deps.db, id).catch(() => undefined);
-      const recorded =
-        call && call.state !== CallState.InFlight && call.result ? (call.result as unknown as HireBody) : undefined;
-      if (recorded)
-        return {
-          id,
-          tool: HIRE_AGENT,
-          state: call!.state === CallState.Settled ? "settled" : "uncertain",
-          body: recorded,
-          isError: recorded.outcome !== "spawned",
-        };
-      return {
-        id,
-        tool: HIRE_AGENT,
-        state: "uncertain",
-        isError: true,
-        body: unconfirmedBody(
-          body,
-          "start_unconfirmed",
-          "this controller replica lost its instance lease while the hire was in flight, so its outcome was not recorded; recovery marks it uncertain, and it is never launched again",
-        ),
-      };
-    }
-    deps.logger.error("hire settle failed", { hireId: id, state, error: (e as Error).message });
-    // Kept, spilled and retried with the dispatches' settles; nothing is launched again meanwhile.
-    deps.unrecorded.add(`hire ${id} (${state})`, params);
-    return {
-      id,
-      tool: HIRE_AGENT,
-      state: "uncertain",
-      isError: true,
-      body: unconfirmedBody(
-        body,
-        "start_unconfirmed",
-        `the hire's outcome (${body.outcome}) could not be recorded yet; it will be when the journal is back, and nothing is launched again`,
-      ),
-    };
-  }
-  return {
-    id,
-    tool: HIRE_AGENT,
-    state: unresolved ? "uncertain" : "settled",
-    body,
-    isError: body.outcome !== "spawned",
-  };
 }

@@ -10,15 +10,14 @@ import {
   type SettleHireReceiptResponse,
 } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { DEFAULT_CONVERSATION } from "../leads/conversations.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
 import { listHireReceipts } from "./list.js";
-import { settleHire } from "./settle-hire.js";
+import { settleHire, type SettleHireDeps } from "./settle-hire.js";
 
-export function ownerHireMethods(pipeline: PipelineDeps) {
+export function ownerHireMethods(hires: SettleHireDeps) {
   return {
     async listHireReceipts(req: ListHireReceiptsRequest): Promise<ListHireReceiptsResponse> {
-      const now = pipeline.now().getTime();
-      const rows = await listHireReceipts(pipeline.db, req.includeSettled, req.state);
+      const now = hires.now().getTime();
+      const rows = await listHireReceipts(hires.db, req.includeSettled, req.state);
       return create(ListHireReceiptsResponseSchema, {
         receipts: rows.map((r) =>
           create(HireReceiptRowSchema, {
@@ -38,7 +37,7 @@ export function ownerHireMethods(pipeline: PipelineDeps) {
       // Errors are typed at the service boundary (fleetErrorBoundary with databaseFailure).
       return create(
         SettleHireReceiptResponseSchema,
-        await settleHire(pipeline, req.hireId, req.conversationId || DEFAULT_CONVERSATION, req.disposition),
+        await settleHire(hires, req.hireId, req.conversationId || DEFAULT_CONVERSATION, req.disposition),
       );
     },
   };

@@ -8,17 +8,20 @@
 import { and, eq } from "drizzle-orm";
 import { hireReceipts } from "../db/schema.js";
 import { CallState, findCall } from "../journal/call-receipts.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
 import type { ToolOutcome } from "../delivery/result-bodies.js";
 import { HIRE_AGENT } from "./args.js";
-import { HireState, unconfirmedBody, type HireBody } from "./bodies.js";
+import { unconfirmedBody, type HireBody } from "./bodies.js";
+import { censusEvidence, hireCensus, type CensusDeps } from "./census.js";
+import { bodyFromAgent, hireStateOf, record, type HireJournal } from "./hire-record.js";
 
 /** A hire call's stored result: the HireBody its settle wrote (JSON from the journal). */
 const storedBody = (result: Record<string, unknown>): HireBody => result as unknown as HireBody;
-import { censusEvidence, hireCensus } from "./census.js";
-import { bodyFromAgent, record } from "./hire-agent.js";
 
-export async function reconcileHire(deps: PipelineDeps, conversationId: string, id: string): Promise<ToolOutcome> {
+export async function reconcileHire(
+  deps: HireJournal & CensusDeps,
+  conversationId: string,
+  id: string,
+): Promise<ToolOutcome> {
   const noMatch: ToolOutcome = {
     id,
     tool: HIRE_AGENT,
@@ -93,16 +96,8 @@ export async function reconcileHire(deps: PipelineDeps, conversationId: string, 
       ...bodyFromAgent({ schemaVersion: 1, ...base }, c.recorded),
       recoveredFrom: "host_journal",
     };
-    const state =
-      body.outcome === "spawned"
-        ? HireState.Spawned
-        : body.reason === "delivery_unconfirmed"
-          ? HireState.DeliveryUnconfirmed
-          : body.reason === "start_unconfirmed"
-            ? HireState.StartUnconfirmed
-            : HireState.Failed;
     // The seat itself reaches the registry through the agent's own seat reports.
-    return record(deps, id, body, state);
+    return record(deps, id, body, hireStateOf(body));
   }
   const detail =
     c.journalState === "launch_committed"

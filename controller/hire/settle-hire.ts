@@ -9,17 +9,20 @@ import { and, eq } from "drizzle-orm";
 import { hireReceipts } from "../db/schema.js";
 import { CallState, findCall, settleCall } from "../journal/call-receipts.js";
 import { assertLeaseHeld } from "../journal/lease-guard.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
 import { InvalidArgumentError } from "../../shared/errors.js";
 import { parseUuid } from "../../shared/ids.js";
 import { quoteInput } from "../../shared/public-text.js";
 import { HireState, UNRESOLVED_HIRE_STATES, type HireBody } from "./bodies.js";
-import { censusEvidence, hireCensus, notLaunchedRefusal, provesNoLaunch } from "./census.js";
+import { censusEvidence, hireCensus, notLaunchedRefusal, provesNoLaunch, type CensusDeps } from "./census.js";
+import type { HireJournal } from "./hire-record.js";
 
 export type HireDisposition = "not-launched" | "abandoned-unknown";
 
+/** The owner's settle reads and writes the journal under this replica's lease and takes a census. */
+export type SettleHireDeps = Pick<HireJournal, "db" | "now" | "lease" | "onJournalChange"> & CensusDeps;
+
 export async function settleHire(
-  deps: PipelineDeps,
+  deps: SettleHireDeps,
   givenId: string,
   conversationId: string,
   disposition: string,

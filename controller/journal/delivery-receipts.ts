@@ -3,7 +3,7 @@ import { and, desc, eq, inArray, or, sql } from "drizzle-orm";
 import { canonicalUuid } from "../../shared/ids.js";
 import { deliveryReceipts, type DeliveryReceipt, type ProofRow } from "../db/schema.js";
 import type { Db, Tx } from "../db/open.js";
-import { ReceiptState, UNRESOLVED_STATES } from "../../shared/verdicts.js";
+import { type ReceiptState, UNRESOLVED_STATES } from "../../shared/verdicts.js";
 
 export interface DeliveryOutcome {
   state: ReceiptState;

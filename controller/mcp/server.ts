@@ -18,6 +18,7 @@ import { bearerFrom, tokenHash } from "../../shared/tokens.js";
 import type { Logger } from "../../shared/logger.js";
 import type { ConversationAuth } from "../leads/conversations.js";
 import type { PipelineDeps } from "../delivery/pipeline.js";
+import type { HireDeps } from "../hire/hire-agent.js";
 import type { StatusDeps } from "../services/status-service.js";
 import { registerMessageSeat } from "./tools/message-seat.js";
 import { registerReconcileSeatCall } from "./tools/reconcile-seat-call.js";
@@ -57,7 +58,7 @@ function jsonRpcError(
   headers: Record<string, string> = {},
 ): void {
   res.writeHead(status, { "content-type": "application/json", ...headers });
-  // data.admitted=false is the explicit "refused before tool admission" that lets `clankie mcp` retry an unknown session once (controller/bridge/).
+  // data.admitted=false is the explicit "refused before tool admission" that lets `clankie mcp` retry an unknown session once (bridge/).
   res.end(
     JSON.stringify({
       jsonrpc: "2.0",
@@ -108,7 +109,8 @@ export function createMcpEndpoint(deps: {
   sessionIds: SessionIds;
   logger: Logger;
   version: string;
-  hireTimeoutMs?: number | undefined;
+  /** hire_agent's dependencies, built once in main.ts. */
+  hires: HireDeps;
   limits?: McpLimits;
 }): McpEndpoint {
   const limits = deps.limits ?? { sessionIdleMs: 30 * 60_000, sessionsPerConversation: 64 };
@@ -149,11 +151,7 @@ export function createMcpEndpoint(deps: {
     registerListSeats(server, deps.status);
     registerWorkerReports(server, deps.pipeline, conversationId);
     registerStopTask(server, deps.pipeline, conversationId);
-    registerHireAgent(
-      server,
-      { ...deps.pipeline, registry: deps.status.registry, hireTimeoutMs: deps.hireTimeoutMs },
-      conversationId,
-    );
+    registerHireAgent(server, deps.hires, conversationId);
     const session: Session = {
       conversationId,
       tokenHash: hash,

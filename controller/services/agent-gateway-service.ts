@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 import {
-  AgentGatewayService,
+  type AgentGatewayService,
   HeartbeatResponseSchema,
   RegisterResponseSchema,
   ReportEventsResponseSchema,

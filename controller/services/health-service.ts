@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 import {
-  Health,
+  type Health,
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as Serving,
   HealthListResponseSchema,

@@ -6,7 +6,7 @@ import { CreateSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent
 import {
   AddSeatResponseSchema,
   IssueLeadTokenResponseSchema,
-  OwnerService,
+  type OwnerService,
   ReconcileDeliveryResponseSchema,
   RemoveSeatResponseSchema,
   RevokeLeadTokenResponseSchema,
@@ -16,7 +16,12 @@ import { isValidName, seatId } from "../../shared/ids.js";
 import type { Db } from "../db/open.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
 import type { Registry } from "../nodes/registry.js";
-import { ConversationAuth, DEFAULT_CONVERSATION, issueLeadToken, revokeLeadToken } from "../leads/conversations.js";
+import {
+  type ConversationAuth,
+  DEFAULT_CONVERSATION,
+  issueLeadToken,
+  revokeLeadToken,
+} from "../leads/conversations.js";
 import type { PipelineDeps } from "../delivery/pipeline.js";
 import type { FleetSecrets } from "../leads/fleet-secrets.js";
 import { ownerSettle } from "../delivery/owner-settle.js";

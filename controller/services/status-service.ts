@@ -9,7 +9,7 @@ import {
   ListSeatsResponseSchema,
   MachineSchema,
   SeatRowSchema,
-  StatusService,
+  type StatusService,
   WatchResponseSchema,
   type Machine,
   type ReceiptRow,

@@ -6,7 +6,7 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError, InvalidArgumentError } from "../../shared/errors.js";
 import {
-  AgentGatewayService,
+  type AgentGatewayService,
   BindWorkerResponseSchema,
   ListFleetSeatsResponseSchema,
   PeerMessageStatusResponseSchema,
@@ -16,7 +16,7 @@ import {
   SubmitWorkerQuestionResponseSchema,
   WorkerMessageStatusResponseSchema,
 } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
-import type { PipelineDeps } from "../delivery/message-seat.js";
+import type { PipelineDeps } from "../delivery/pipeline.js";
 import { listFleetSeats, peerMessageStatus, sendPeerMessage } from "./peers.js";
 import { isValidName, parseUuid } from "../../shared/ids.js";
 import { assertJournalText, assertWellFormedText } from "../../shared/well-formed-text.js";
@@ -60,7 +60,7 @@ export function workerGatewayMethods(
    * cut link gives, never a typed refusal, so the worker must treat it as uncertain.
    */
   const unlessLost = async <T>(call: WorkerCall, act: () => Promise<T>): Promise<T> => {
-    const loss = deps.pipeline?.faults?.loses?.(call);
+    const loss = deps.pipeline?.hooks?.faults?.loses?.(call);
     if (loss === "request")
       throw new FleetError(
         ErrorCode.ControllerUnreachable,

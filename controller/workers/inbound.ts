@@ -31,7 +31,7 @@ export async function bindWorker(db: Db, machine: string, seatName: string, occu
     .select({ occupantId: seats.occupantId, present: seats.present })
     .from(seats)
     .where(eq(seats.id, id));
-  if (!row || !row.present) return { bound: false, reason: "unknown_seat", detail: `the controller has no seat ${id}` };
+  if (!row?.present) return { bound: false, reason: "unknown_seat", detail: `the controller has no seat ${id}` };
   if (row.occupantId !== occupantId)
     return {
       bound: false,
@@ -56,7 +56,7 @@ export async function submitWorkerMessage(
     .select({ occupantId: seats.occupantId, present: seats.present })
     .from(seats)
     .where(eq(seats.id, id));
-  if (!seat || !seat.present || bindingOf(id, seat.occupantId) !== m.binding) {
+  if (!seat?.present || bindingOf(id, seat.occupantId) !== m.binding) {
     return {
       stage: "rejected",
       definitiveNotSent: true,

@@ -1,7 +1,7 @@
 /** The owner's switch for peer messages (OwnerService.SetPeerMessages; rule 49: off by default). */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { OwnerService, SetPeerMessagesResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
+import { type OwnerService, SetPeerMessagesResponseSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import type { Db } from "../db/open.js";
 import { setPeersEnabled } from "./peers.js";
 

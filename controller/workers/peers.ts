@@ -10,7 +10,8 @@ import { and, eq } from "drizzle-orm";
 import { deliveryReceipts, fleetSettings, seats } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { seatId } from "../../shared/ids.js";
-import { messageSeat, type PipelineDeps } from "../delivery/message-seat.js";
+import { messageSeat } from "../delivery/message-seat.js";
+import type { PipelineDeps } from "../delivery/pipeline.js";
 import { reconcileSeatCall } from "../delivery/reconcile.js";
 import type { ToolOutcome } from "../delivery/result-bodies.js";
 import { bindingOf } from "./inbound.js";
@@ -60,7 +61,7 @@ async function admitSender(
     .select({ occupantId: seats.occupantId, present: seats.present })
     .from(seats)
     .where(eq(seats.id, senderId));
-  if (!row || !row.present || bindingOf(senderId, row.occupantId) !== binding)
+  if (!row?.present || bindingOf(senderId, row.occupantId) !== binding)
     return {
       refused: true,
       reason: "binding_stale",

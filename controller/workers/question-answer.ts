@@ -28,14 +28,36 @@ import { journalFailure } from "../db/error-text.js";
 import { transactionLate } from "../db/transaction-late.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
-import { admittedHere, replayAdmission } from "../delivery/admit.js";
+import { admittedHere, replayAdmission } from "../delivery/replay.js";
 import { machines, seats } from "../db/schema.js";
 import { admitCall, CallState, findCallById, settleCall, type Admission } from "../journal/call-receipts.js";
 import { isFencedWrite, type InstanceEpoch } from "../journal/lease-guard.js";
 import { leaseLostRefusal } from "../fleet/instance-lease.js";
-import { MESSAGE_SEAT, type CallScope, type PipelineDeps } from "../delivery/pipeline.js";
+import { MESSAGE_SEAT, type CallScope } from "../delivery/pipeline.js";
+import type { Db } from "../db/open.js";
+import type { Logger } from "../../shared/logger.js";
+import type { InstanceLease } from "../fleet/instance-lease.js";
+import type { UnrecordedOutcomes } from "../delivery/unrecorded-outcomes.js";
+import type { AgentClients } from "../nodes/agent-clients.js";
+import type { FaultPoints } from "../delivery/faults.js";
 import { RECONCILE_TOOL, uncertainBody, type LeadBody, type ToolOutcome } from "../delivery/result-bodies.js";
 import { hiredBy } from "../hire/hiring-conversation.js";
+
+/** What answering a worker's question uses: the journal under this replica's lease, the agents, the stop signal. */
+export interface QuestionAnswerDeps {
+  db: Db;
+  now: () => Date;
+  logger: Logger;
+  onJournalChange: () => void;
+  /** This controller process, named in a refusal it records. */
+  instanceId: string;
+  lease: Pick<InstanceLease, "fence" | "holds" | "isServing">;
+  unrecorded: Pick<UnrecordedOutcomes, "add" | "flush">;
+  agents: AgentClients;
+  isStopping: () => boolean;
+  shutdownSignal: AbortSignal;
+  hooks?: { faults?: FaultPoints | undefined } | undefined;
+}
 
 export interface QuestionAnswerArgs {
   seat: string;
@@ -55,7 +77,7 @@ export interface AnswerBody extends Record<string, unknown> {
 
 /** The answer as one seat call: admitted in the journal first, settled with what the agent proved. */
 export async function answerWorkerQuestion(
-  deps: PipelineDeps,
+  deps: QuestionAnswerDeps,
   scope: CallScope,
   args: QuestionAnswerArgs,
 ): Promise<ToolOutcome> {
@@ -110,7 +132,7 @@ export async function answerWorkerQuestion(
 }
 
 async function answerAdmitted(
-  deps: PipelineDeps,
+  deps: QuestionAnswerDeps,
   scope: CallScope,
   id: string,
   args: QuestionAnswerArgs,
@@ -174,7 +196,7 @@ async function answerAdmitted(
 
 /** The refusal of an answer whose admission got no answer: not sent, and never will be for this id. */
 function refusalOf(
-  deps: PipelineDeps,
+  deps: QuestionAnswerDeps,
   key: { id: string; conversationId: string; fingerprint: string },
   args: QuestionAnswerArgs,
 ): RefusedAdmission {
@@ -205,7 +227,7 @@ function refusalOf(
 }
 
 async function askAgent(
-  deps: PipelineDeps,
+  deps: QuestionAnswerDeps,
   conversationId: string,
   deliveryId: string,
   args: QuestionAnswerArgs,
@@ -276,7 +298,7 @@ async function askAgent(
     };
   }
   // A suite drops the agent's answer that did arrive, exactly as a link cut after the agent acted would.
-  if (deps.faults?.drops?.("drop_question_answer")) {
+  if (deps.hooks?.faults?.drops?.("drop_question_answer")) {
     return {
       ...base,
       seat: seat.id,

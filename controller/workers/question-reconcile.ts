@@ -11,9 +11,8 @@ import { AnswerQuestionRequestSchema } from "../../shared/gen/clankie/fleet/v1/a
 import type { CallReceipt } from "../db/schema.js";
 import { machines, seats } from "../db/schema.js";
 import { CallState, settleCall } from "../journal/call-receipts.js";
-import type { PipelineDeps } from "../delivery/pipeline.js";
 import type { LeadBody, ToolOutcome } from "../delivery/result-bodies.js";
-import { bodyFromAgent, type AnswerBody } from "./question-answer.js";
+import { bodyFromAgent, type AnswerBody, type QuestionAnswerDeps } from "./question-answer.js";
 
 /** A message_seat call receipt that answered a worker's question (its body names the requestId). */
 export function isQuestionAnswer(call: CallReceipt): boolean {
@@ -21,7 +20,7 @@ export function isQuestionAnswer(call: CallReceipt): boolean {
 }
 
 export async function reconcileQuestionAnswer(
-  deps: PipelineDeps,
+  deps: Pick<QuestionAnswerDeps, "db" | "agents" | "now" | "onJournalChange" | "shutdownSignal">,
   conversationId: string,
   call: CallReceipt,
 ): Promise<ToolOutcome> {

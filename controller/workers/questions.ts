@@ -98,7 +98,7 @@ async function fileOnce(db: Db, machine: string, q: IncomingQuestion, now: Date)
     .select({ occupantId: seats.occupantId, present: seats.present })
     .from(seats)
     .where(eq(seats.id, id));
-  if (!row || !row.present) return { filed: false, reason: "unknown_seat", detail: `the controller has no seat ${id}` };
+  if (!row?.present) return { filed: false, reason: "unknown_seat", detail: `the controller has no seat ${id}` };
   if (row.occupantId !== q.occupantId)
     return {
       filed: false,

@@ -12,6 +12,7 @@ import type { PaneInfo, PaneProcessInfo } from "../panes/pane-host.js";
  * own entry by module augmentation (`declare module "../adapter.js" { interface SeatControls { … } }`):
  * this file names no harness and imports none of them (that would be an import cycle).
  */
+// biome-ignore lint/suspicious/noEmptyInterface: empty here by design; each harness merges its entry into it.
 export interface SeatControls {}
 
 type ControlOf<K extends SeatKind> = K extends keyof SeatControls ? SeatControls[K] : never;

@@ -8,15 +8,13 @@
  * start_unconfirmed when there is none. Only a pane this hire opened is closed, and only
  * after a definite launch failure.
  */
-import { createHash } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { AgentResult } from "../../shared/verdicts.js";
 import type { Logger } from "../../shared/logger.js";
 import type { DeliverDeps } from "../deliver/deliver.js";
-import { sendBrief } from "./brief.js";
+import { briefSeat } from "./brief.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
-import { HostJournal, type HostHireRecord, type RecordedAnswer } from "./host-journal.js";
+import type { HostJournal, HostHireRecord, RecordedAnswer } from "./host-journal.js";
 import { findBinary, type HireHarness } from "./harnesses.js";
 import type { HarnessLauncher, LaunchContext } from "./launcher.js";
 import type { PaneOpener } from "./pane-opener.js";
@@ -26,7 +24,7 @@ import type { ProofProvider } from "../proofs/provider.js";
 import { waitReady } from "./readiness.js";
 import { cannotWorkFix, closeHirePane, watchBriefTurn } from "./not-ready.js";
 import type { CannotWork } from "../harnesses/adapter.js";
-import { briefDeliverDeps, type HireFaultPoint } from "./faults.js";
+import type { HireFaultPoint } from "./faults.js";
 import type { CodexServerKeeper } from "../harnesses/codex/server-keeper.js";
 export { READINESS_MS } from "./readiness.js";
 
@@ -78,17 +76,6 @@ export interface HireCommand {
 
 export interface HireAnswer extends RecordedAnswer {
   replayed: boolean;
-}
-
-/** The brief's delivery id, derived from the hire id: one hire, one brief id, ever. */
-export function briefDeliveryId(hireId: string): string {
-  const h = createHash("sha256").update(`clankie-brief:${hireId.toLowerCase()}`).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
-}
-
-/** What the worker reads first: its role, then the brief. */
-export function briefText(role: string, brief: string): string {
-  return `[role: ${role}]\n${brief}`;
 }
 
 export class Hirer {
@@ -341,97 +328,21 @@ export class Hirer {
         controlFix: `pane ${paneId} is still open: look at it, then message its seat once list_seats shows it, or close it`,
       });
     }
-    const seat = ready.seat;
-    const inspected = await this.d.locks.run(seat.name, () => this.d.adapters.get(seat.kind)!.inspect(seat));
-    const wireSeat = {
-      name: seat.name,
-      kind: seat.kind,
-      status: inspected.snapshot.status,
-      occupantId: inspected.snapshot.occupantId,
-      title: seat.title,
-      inputCapabilities: inspected.snapshot.inputCapabilities,
-    };
-    const seatPart = { seatName: seat.name, seat: wireSeat };
-    if (!cmd.brief) {
-      const proofs = inspected.proofs.map((p) => ({
-        kind: p.kind,
-        outcome: p.outcome,
-        detail: p.detail,
-        ageAtWriteMs: Math.max(0, Math.round(this.d.clock.nowMs() - p.completedAtMs)),
-      }));
-      return finish({
-        ...base,
-        ...seatPart,
-        outcome: "spawned",
-        reason: "",
-        detail: `${harness} started in pane ${paneId} as seat ${seat.name}; no brief`,
-        briefMechanism: "none",
-        proofs,
-      });
-    }
-    const deliveryId = briefDeliveryId(cmd.hireId);
-    const verdict = await sendBrief(briefDeliverDeps(this.d, this.d.options.fault), {
-      seatName: seat.name,
-      deliveryId,
-      text: briefText(cmd.role, cmd.brief),
-      conversationId: cmd.conversationId,
-      occupantId: seat.occupantId,
-    });
-    const proofs = verdict.proofs.map((p) => ({
-      kind: p.kind,
-      outcome: p.outcome,
-      detail: p.detail,
-      ageAtWriteMs: Math.max(0, Math.round(p.ageAtWriteMs)),
-    }));
-    const mechanism = {
-      [AgentResult.Delivered]: "delivered",
-      [AgentResult.Queued]: "queued",
-      [AgentResult.Steered]: "steered",
-      [AgentResult.Started]: "started",
-    } as Partial<Record<AgentResult, string>>;
-    const m = mechanism[verdict.result];
-    const refused = m ? await watchBriefTurn(this.d, this.d.opener, launcher, seat.name, paneId) : undefined;
+    const answer = await briefSeat(this.d, cmd, ready.seat, { paneId, harness }, this.d.options.fault);
+    const m = answer.outcome === "spawned" && answer.briefMechanism !== "none" ? answer.briefMechanism : undefined;
+    // The brief's turn began: the harness may still refuse it (Codex's model server gone, issue 35).
+    const refused = m ? await watchBriefTurn(this.d, this.d.opener, launcher, ready.seat.name, paneId) : undefined;
     if (m && refused)
       return notReady(
         refused,
         `${harness} in pane ${paneId} took the brief (${m}) but cannot take a turn: ${refused.detail}`,
-        { briefMechanism: m, briefDeliveryId: deliveryId, proofs },
+        {
+          briefMechanism: m,
+          briefDeliveryId: answer.briefDeliveryId,
+          proofs: answer.proofs,
+        },
       );
-    if (m)
-      return finish({
-        ...base,
-        ...seatPart,
-        outcome: "spawned",
-        reason: "",
-        detail: `${harness} started in pane ${paneId} as seat ${seat.name}; the brief went in natively (${m})`,
-        briefMechanism: m,
-        briefDeliveryId: deliveryId,
-        proofs,
-      });
-    if (verdict.result === AgentResult.Unconfirmed) {
-      return finish({
-        ...base,
-        ...seatPart,
-        outcome: "failed",
-        reason: "delivery_unconfirmed",
-        detail: `the seat ${seat.name} is up, but the brief's native write was not confirmed (${verdict.detail}); it will never be written again`,
-        briefMechanism: "unconfirmed",
-        briefDeliveryId: deliveryId,
-        proofs,
-      });
-    }
-    return finish({
-      ...base,
-      ...seatPart,
-      outcome: "failed",
-      reason: "not_ready",
-      detail: `the seat ${seat.name} is up but did not take the brief (${verdict.reason ?? ""}: ${verdict.detail}${verdict.attempts > 1 ? `; ${verdict.attempts} attempts` : ""}); nothing was written. Message it with message_seat once it is ready`,
-      briefMechanism: "not_sent",
-      briefDeliveryId: deliveryId,
-      proofs,
-      controlReason: "not_ready",
-      controlFix: `the pane ${paneId} stays open`,
-    });
+    return finish(answer);
   }
 
   /** Agent shutdown: servers of live hires keep running (a restarted agent adopts them). */

@@ -79,7 +79,7 @@ export function installedFile(relFromDist: string): string {
   return fileURLToPath(new URL(`../../dist/${relFromDist}`, import.meta.url));
 }
 
-export const CLI_PATH = () => installedFile("controller/cli/main.js");
+export const CLI_PATH = () => installedFile("cli/main.js");
 
 /** The worker MCP server's name in every harness config (its tools are then mcp__clankie__… / clankie_…). */
 export const WORKER_SERVER_NAME = "clankie";

@@ -56,7 +56,7 @@ export async function fetchPinnedCa(url: string, fingerprint: string, timeoutMs 
       const seen = new Set<string>();
       let c: PeerCertificate | undefined = socket.getPeerCertificate(true);
       let found: string | undefined;
-      while (c && c.raw && !seen.has(c.fingerprint256)) {
+      while (c?.raw && !seen.has(c.fingerprint256)) {
         seen.add(c.fingerprint256);
         if (fingerprintOfDer(c.raw) === fingerprint) found = toPem(c.raw, "CERTIFICATE");
         c = (c as PeerCertificate & { issuerCertificate?: PeerCertificate }).issuerCertificate;

@@ -248,7 +248,7 @@ async function backendListener(deps: PaneProofDeps, req: PaneProofRequest): Prom
       l.port === remotePort &&
       (sameAddress(l.address, remoteAddress) || l.address === "0.0.0.0" || l.address === "::"),
   );
-  if (!match || match.transport !== "tcp")
+  if (match?.transport !== "tcp")
     return proofOf("backend_listener", "refuted", `the backend does not listen on ${remoteAddress}:${remotePort}`, f);
   if (!match.isLoopback)
     return proofOf(

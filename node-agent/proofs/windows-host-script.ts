@@ -156,7 +156,7 @@ public static class ClankieNative {
   }
 }`;
 
-const SCRIPT = String.raw`
+const SCRIPT = `
 $ErrorActionPreference = 'Stop'
 $utf8 = New-Object System.Text.UTF8Encoding $false
 [Console]::InputEncoding = $utf8

@@ -166,7 +166,7 @@ const DETAIL_ERRORS = new Set(["access_denied", "gone", "wow64", "read_failed"])
 /** The host's `detail` record; undefined when it is not in the expected form. */
 export function parseProcessDetail(text: string): ProcessDetail | undefined {
   const rows = jsonRows(text);
-  if (!rows || rows.length !== 1) return undefined;
+  if (rows?.length !== 1) return undefined;
   const r = rows[0]!;
   if (typeof r.ProcessId !== "number") return undefined;
   if (typeof r.Error === "string" && r.Error !== "") {

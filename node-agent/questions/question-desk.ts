@@ -9,7 +9,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import {
-  AgentGatewayService,
+  type AgentGatewayService,
   SubmitWorkerQuestionRequestSchema,
 } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import type { Logger } from "../../shared/logger.js";

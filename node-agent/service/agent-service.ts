@@ -6,10 +6,11 @@ import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
 import {
-  AgentService,
+  type AgentService,
   AnswerQuestionResponseSchema,
   CreateSeatResponseSchema,
   DeliverResponseSchema,
+  FenceControllerEpochResponseSchema,
   FenceMailboxDeliveryResponseSchema,
   InspectSeatResponseSchema,
   MailboxFenceState,
@@ -19,7 +20,15 @@ import {
 } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { ProofSchema } from "../../shared/gen/clankie/fleet/v1/delivery_pb.js";
 import { isValidName, parseUuid } from "../../shared/ids.js";
-import { agentResultWire, deliveryModeWire, seatKindWire, seatStatusWire, SeatKind } from "../../shared/verdicts.js";
+import {
+  AgentResult,
+  agentResultWire,
+  deliveryModeWire,
+  seatKindWire,
+  seatStatusWire,
+  SeatKind,
+  EPOCH_FENCED,
+} from "../../shared/verdicts.js";
 import { deliver, type DeliverDeps } from "../deliver/deliver.js";
 import type { MailboxStore } from "../mailbox/store.js";
 import { toWireSeat } from "./wire-seat.js";
@@ -28,6 +37,7 @@ import type { SeatLocks } from "../seats/seat-locks.js";
 import { hireMethods } from "../hire/hire-service.js";
 import type { Hirer } from "../hire/hire.js";
 import type { QuestionDesk } from "../questions/question-desk.js";
+import { EpochFences } from "../seats/epoch-fences.js";
 
 export interface AgentServiceDeps extends DeliverDeps {
   mailboxes: MailboxStore;
@@ -39,6 +49,8 @@ export interface AgentServiceDeps extends DeliverDeps {
   hirer?: (() => Hirer | undefined) | undefined;
   /** Workers' questions (node-agent/questions/); absent: every answer is refused, nothing sent. */
   questions?: QuestionDesk | undefined;
+  /** The controller epochs fenced here and the Deliver calls in flight per epoch (ADR 0043). */
+  epochFences?: EpochFences | undefined;
 }
 
 function requireSeat(deps: AgentServiceDeps, name: string) {
@@ -50,6 +62,7 @@ function requireSeat(deps: AgentServiceDeps, name: string) {
 }
 
 export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof AgentService> {
+  const fences = deps.epochFences ?? new EpochFences();
   return {
     ...hireMethods(deps.hirer ?? (() => undefined)),
     async inspectSeat(req) {
@@ -66,22 +79,34 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
       if (req.text.length === 0) throw new FleetError(ErrorCode.InvalidArgument, "text must not be empty");
       const mode = deliveryModeWire.decode(req.mode);
       if (!mode) throw new FleetError(ErrorCode.InvalidArgument, `unknown delivery mode ${req.mode}`);
+      // ADR 0043: an epoch fenced here is refused before the seat is touched; otherwise the call
+      // counts as in flight to the seat from now, so a fence asked meanwhile names this seat.
+      const epoch = Number(req.controllerEpoch);
+      const flight = fences.begin(req.seatName, req.controllerInstance, epoch, ctx.values.get(LINK_SESSION));
+      if (!flight)
+        return create(DeliverResponseSchema, {
+          result: agentResultWire.encode(AgentResult.NotSent),
+          reason: EPOCH_FENCED,
+          detail: `controller ${req.controllerInstance} epoch ${epoch} is fenced on this agent (its seat turns were taken over); nothing was written`,
+        });
       // The gate and the write hold the seat: nothing else inspects it in between.
-      const verdict = await deps.locks.run(req.seatName, () =>
-        deliver(deps, {
-          seatName: req.seatName,
-          deliveryId: req.deliveryId,
-          text: req.text,
-          mode,
-          conversationId: req.conversationId,
-          inReplyTo: req.inReplyTo || undefined,
-          occupantId: req.authority?.occupantId ?? "",
-          authorityAgeMs: req.authority?.ageMs ?? 0,
-          arrivedAtMs,
-          // The round trips of the link this call came on, not of another the agent has or had.
-          transitBoundMs: deps.roundTrips?.transitBoundMs(ctx.values.get(LINK_SESSION)),
-        }),
-      );
+      const verdict = await deps.locks
+        .run(req.seatName, () =>
+          deliver(deps, {
+            seatName: req.seatName,
+            deliveryId: req.deliveryId,
+            text: req.text,
+            mode,
+            conversationId: req.conversationId,
+            inReplyTo: req.inReplyTo || undefined,
+            occupantId: req.authority?.occupantId ?? "",
+            authorityAgeMs: req.authority?.ageMs ?? 0,
+            arrivedAtMs,
+            // The round trips of the link this call came on, not of another the agent has or had.
+            transitBoundMs: deps.roundTrips?.transitBoundMs(ctx.values.get(LINK_SESSION)),
+          }),
+        )
+        .finally(flight.done);
       return create(DeliverResponseSchema, {
         result: agentResultWire.encode(verdict.result),
         nativeReceiptId: verdict.nativeReceiptId ?? "",
@@ -101,6 +126,12 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
         replayed: verdict.replayed,
         deliveryStage: verdict.deliveryStage ?? "",
       });
+    },
+
+    async fenceControllerEpoch(req) {
+      if (!req.controllerInstance) throw new FleetError(ErrorCode.InvalidArgument, "controller_instance is required");
+      const answer = fences.fence(req.controllerInstance, Number(req.controllerEpoch));
+      return create(FenceControllerEpochResponseSchema, answer);
     },
 
     async readSession(req) {

@@ -17,7 +17,7 @@ export type AgentServiceKind = "systemd-user" | "launchd" | "windows-task";
 export interface AgentServiceValues {
   /** Absolute path of the node binary on the target. */
   node: string;
-  /** Absolute path of clankie's CLI entry (dist/controller/cli/main.js) on the target. */
+  /** Absolute path of clankie's CLI entry (dist/cli/main.js) on the target. */
   main: string;
   /** `clankie agent` arguments after the subcommand, e.g. ["--state-dir", D] (the agent holds its own enrolled identity there). */
   agentArgs: string[];

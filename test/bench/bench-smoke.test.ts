@@ -3,6 +3,7 @@
  * produces a result file in the shape docs/benchmarks.md and the issue describe. No timing
  * is asserted — figures are only checked to be numbers (or a "skipped: …" reason).
  */
+// biome-ignore-all lint/suspicious/noExplicitAny: these read result JSON back by path, as any reader of the file would.
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";

@@ -4,6 +4,7 @@
  * simulated seat writes its mailbox file, a controller restart brings every agent back, and the
  * fleet_scale section writes every documented key. A tiny fleet; no timing is asserted.
  */
+// biome-ignore-all lint/suspicious/noExplicitAny: these read result JSON back by path, as any reader of the file would.
 import { describe, expect, it } from "vitest";
 import { runFleetScale } from "../../bench/sections/fleet-scale.js";
 import { judgeFleetScaleGoals, renderFleetScale } from "../../bench/report.js";

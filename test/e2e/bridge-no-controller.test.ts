@@ -3,7 +3,7 @@
  * failing, and an MCP error reached the lead as "MCP error -32603: MCP error -32603: …". Now it
  * fails within a couple of seconds when nothing listens and nothing is starting, still waits for
  * a controller that is starting (an `up` opening its journal), and every error has one prefix
- * (the controller's own MCP errors passed through: test/unit/bridge-wire-error.test.ts).
+ * (the controller's own MCP errors passed through: test/unit/bridge/wire-error.test.ts).
  */
 import { existsSync, writeFileSync } from "node:fs";
 import { spawn } from "node:child_process";

@@ -12,22 +12,18 @@ import { createServer, type AddressInfo } from "node:net";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { create } from "@bufbuild/protobuf";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { AddSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { SeatKind } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { readToken } from "../../controller/state-dir.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { prepareStore, tempDir } from "../kit/test-db.js";
 import { CLI, assertBuilt } from "../kit/cli.js";
+import { startBridgeProcess as startBridge, type BridgeProcess as Bridge } from "../kit/bridge-process.js";
 import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
 import { ownerOf } from "../kit/owner.js";
 import { startMcpFaultProxy, type McpFaultProxy } from "../fixtures/mcp-fault-proxy.js";
 
 const driver = process.env.DATABASE_URL ? "postgres" : "pglite";
-
-type Result = CallToolResult & { structuredContent?: Record<string, unknown> };
 
 async function freePort(): Promise<number> {
   const s = createServer();
@@ -44,32 +40,6 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
     await new Promise((r) => setTimeout(r, 50));
   }
   throw new Error(`timed out waiting for ${what}`);
-}
-
-interface Bridge {
-  client: Client;
-  call(name: string, args: Record<string, unknown>): Promise<Result>;
-  stderr(): string;
-  close(): Promise<void>;
-}
-
-async function startBridge(args: string[], env: Record<string, string>): Promise<Bridge> {
-  const transport = new StdioClientTransport({
-    command: process.execPath,
-    args: [CLI, "mcp", "--log-level", "info", ...args],
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stderr: "pipe",
-  });
-  let stderr = "";
-  transport.stderr?.on("data", (d: Buffer) => (stderr += d.toString()));
-  const client = new Client({ name: "bridge-test-lead", version: "0.0.0" });
-  await client.connect(transport);
-  return {
-    client,
-    call: async (name, a) => (await client.callTool({ name, arguments: a }, undefined, { timeout: 120_000 })) as Result,
-    stderr: () => stderr,
-    close: () => client.close(),
-  };
 }
 
 describe(`clankie mcp, the lead's stdio bridge (real controller process, ${driver})`, () => {

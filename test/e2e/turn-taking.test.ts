@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
 import { afterAll, describe, expect, it } from "vitest";
 import postgres from "postgres";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
+import { DRIVERS, POSTGRES_ONCE, prepareStore } from "../kit/test-db.js";
 import { CLI } from "../kit/cli.js";
 import { startAgentProcess, type AgentProcess } from "../kit/agent-process.js";
 import { connectLead } from "../kit/mcp-client.js";
@@ -70,7 +70,7 @@ describe.each(DRIVERS)("seat lease on %s", (driver) => {
   });
 });
 
-describe.each(DRIVERS.filter((d) => d === "postgres"))("two controller processes on one %s", () => {
+describe.each(POSTGRES_ONCE)("two controller processes on one %s", () => {
   const stops: (() => Promise<unknown>)[] = [];
   afterAll(async () => {
     for (const s of stops.reverse()) await s().catch(() => {});

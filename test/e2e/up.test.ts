@@ -62,7 +62,7 @@ describe(`clankie up (real processes, ${driver})`, () => {
     // The lead harness config starts the stdio bridge: command + args, and no token anywhere in them.
     expect(up.ready.bridge).toEqual({
       command: process.execPath,
-      args: [expect.stringMatching(/controller\/cli\/main\.js$/), "mcp", "--state-dir", store.stateDir],
+      args: [expect.stringMatching(/\/dist\/cli\/main\.js$/), "mcp", "--state-dir", store.stateDir],
     });
     expect(JSON.stringify(up.ready.bridge)).not.toContain(up.ready.token);
     expect(up.ready.dashboardUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/dashboard$/);

@@ -14,7 +14,7 @@ import { connect as netConnect, type Socket } from "node:net";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
-import { DRIVERS } from "../kit/test-db.js";
+import { DRIVERS, ONCE } from "../kit/test-db.js";
 import { until } from "../kit/until.js";
 
 const EMPTY_GRPC_MESSAGE = Buffer.from([0, 0, 0, 0, 0]);
@@ -69,12 +69,12 @@ async function httpGet(
   });
 }
 
-describe("issue 32: health from the cache, a budget for callers without a token (postgres)", () => {
+describe.each(ONCE)("issue 32: health from the cache, a budget for callers without a token (%s)", (driver) => {
   let fleet: TestFleet;
-  const postgresOnly = DRIVERS.includes("postgres");
+  const postgresOnly = driver === "postgres";
 
   beforeAll(async () => {
-    fleet = await startFleet(postgresOnly ? "postgres" : "pglite", {
+    fleet = await startFleet(driver, {
       unauthenticatedLimits: { callsPerPeerPerSecond: 20, callBurstPerPeer: 40 },
     });
   });

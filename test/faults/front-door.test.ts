@@ -13,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { seedPglite, tempDir } from "../kit/test-db.js";
 import { startControllerProcess, type ControllerProcess } from "../kit/controller-process.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";
-import { machines } from "../../controller/db/schema.js";
 
 const MiB = 1024 * 1024;
 const CHUNK = Buffer.alloc(MiB, 0x61);

@@ -65,7 +65,7 @@ describe("the printed stdio-bridge lines, run as printed by the real Claude Code
     expect(printed["Claude Code"]).toMatch(
       /^claude mcp add --scope user clankie -- \S+ \S+main\.js mcp --state-dir \S+$/,
     );
-    expect(printed["Codex"]).toMatch(
+    expect(printed.Codex).toMatch(
       /^codex mcp remove clankie >\/dev\/null 2>&1; .*\[mcp_servers\.clankie\].*required = true.*'"\S+main\.js", "mcp", "--state-dir", "\S+"' >> .*config\.toml$/,
     );
     for (const l of Object.values(printed)) expect(l).not.toContain("lead_");
@@ -107,7 +107,7 @@ describe("the printed stdio-bridge lines, run as printed by the real Claude Code
       const env = { ...cxEnv, PATH: `${dirname(codex!)}:${process.env.PATH}` };
       // Pasted twice: still one table, a config Codex reads.
       for (let i = 0; i < 2; i++) {
-        const add = await sh(printed["Codex"]!, env, cx.workDir);
+        const add = await sh(printed.Codex!, env, cx.workDir);
         expect(add.code, add.stderr).toBe(0);
       }
       expect(readFileSync(join(cx.codexHome, "config.toml"), "utf8").match(/\[mcp_servers\.clankie\]/g)).toHaveLength(

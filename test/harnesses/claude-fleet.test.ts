@@ -42,7 +42,7 @@ describe.runIf(bin)(
     const untilSeat = async () => {
       for (let i = 0; i < 300; i++) {
         const s = await claudeSeat();
-        if (s && s.seat?.inputCapabilities?.deliveryModes.length) return s;
+        if (s?.seat?.inputCapabilities?.deliveryModes.length) return s;
         await new Promise((r) => setTimeout(r, 200));
       }
       throw new Error(`the agent never reported the Claude seat with live control:\n${tui.capture()}`);

@@ -144,7 +144,7 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
 
   it("list_seats follows the seat's live status, working while a turn runs and idle after it, with no change to the seat itself", async () => {
     const statusOf = async () =>
-      ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)
+      ((await lead.call("list_seats", {})).structuredContent!.seats as SeatView[]).find((s) => s.id === seat.id)
         ?.status;
     for (let i = 0; i < 100 && (await statusOf()) !== "idle"; i++) await new Promise((r) => setTimeout(r, 100));
     expect(await statusOf()).toBe("idle");
@@ -165,7 +165,7 @@ describe("a lead messages a real Codex TUI in a tmux pane through the controller
     const stop = await lead.call("stop_task", { seat: seat.name });
     expect(stop.structuredContent, JSON.stringify(stop.structuredContent)).toMatchObject({ outcome: "unsupported" });
     const statusOf = async () =>
-      ((await lead.call("list_seats", {})).structuredContent?.seats as SeatView[]).find((s) => s.id === seat.id)
+      ((await lead.call("list_seats", {})).structuredContent!.seats as SeatView[]).find((s) => s.id === seat.id)
         ?.status;
     // The roster samples the seat's status: the held turn shows as working, and nothing stopped it.
     for (let i = 0; i < 100 && (await statusOf()) !== "working"; i++) await new Promise((r) => setTimeout(r, 100));

@@ -70,7 +70,7 @@ describe("a real Codex lead calls message_seat through `clankie mcp`", () => {
     // Exactly the command `clankie up` prints for this state directory, from the built CLI.
     const { bridgeCommand } = (await import(
       new URL("./lead-configs.js", pathToFileURL(CLI)).href
-    )) as typeof import("../../controller/cli/lead-configs.js");
+    )) as typeof import("../../cli/lead-configs.js");
     const b = bridgeCommand(store.stateDir);
     expect(b.args[0]).toBe(CLI);
     const toml = (s: string) => JSON.stringify(s);

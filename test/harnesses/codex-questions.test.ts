@@ -98,9 +98,7 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
   }
 
   /** A thread the owner's TUI owns, with one finished turn (so it has a rollout), and a watcher on it. */
-  async function seatWithWatcher(
-    endpoint = sock,
-  ): Promise<{
+  async function seatWithWatcher(endpoint = sock): Promise<{
     threadId: string;
     watcher: CodexQuestionWatcher;
     agent: CodexConnection;

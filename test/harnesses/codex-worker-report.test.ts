@@ -80,7 +80,7 @@ describe("a real Codex worker answers its lead with message_clankie through `cla
     return JSON.parse(out.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
   };
   const reportTexts = async () =>
-    ((await lead.call("worker_reports", { limit: 100 })).structuredContent?.reports as { text: string }[]).map(
+    ((await lead.call("worker_reports", { limit: 100 })).structuredContent!.reports as { text: string }[]).map(
       (r) => r.text,
     );
 

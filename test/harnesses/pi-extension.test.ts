@@ -20,7 +20,7 @@ import { requireHarness } from "./kit/harness-bin.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 
 const bin = requireHarness("pi");
-const EXTENSION = fileURLToPath(new URL("../../dist/node-agent/worker/pi-extension.js", import.meta.url));
+const EXTENSION = fileURLToPath(new URL("../../dist/worker/pi-extension.js", import.meta.url));
 
 describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI", () => {
   let mock: MockAnthropicServer;

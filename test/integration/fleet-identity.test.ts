@@ -34,7 +34,7 @@ import { silentLogger } from "../../shared/logger.js";
 import { controllerInstances, machines } from "../../controller/db/schema.js";
 import { ownerOf } from "../kit/owner.js";
 import { connectLead } from "../kit/mcp-client.js";
-import { prepareStore, tempDir, DRIVERS } from "../kit/test-db.js";
+import { prepareStore, tempDir, DRIVERS, POSTGRES_ONCE } from "../kit/test-db.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 
 const until = async (what: string, f: () => Promise<boolean> | boolean, ms = 10_000) => {
@@ -420,50 +420,47 @@ describe.each(DRIVERS)("fleet identity on %s", (driver) => {
   });
 });
 
-describe("one fleet CA per database", () => {
-  it.runIf(DRIVERS.includes("postgres"))(
-    "two replicas on one PostgreSQL share the CA, and an agent links to both",
-    async () => {
-      const store = await prepareStore("postgres");
-      const a = await startController(
-        compileControllerConfig({
-          stateDir: store.stateDir,
-          port: 0,
-          databaseUrl: store.databaseUrl,
-          heartbeatIntervalMs: 500,
-        }),
-        silentLogger,
-      );
-      const b = await startController(
-        compileControllerConfig({
-          stateDir: tempDir("replica-b"),
-          port: 0,
-          databaseUrl: store.databaseUrl,
-          heartbeatIntervalMs: 500,
-        }),
+describe.each(POSTGRES_ONCE)("one fleet CA per database (%s)", () => {
+  it("two replicas on one PostgreSQL share the CA, and an agent links to both", async () => {
+    const store = await prepareStore("postgres");
+    const a = await startController(
+      compileControllerConfig({
+        stateDir: store.stateDir,
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 500,
+      }),
+      silentLogger,
+    );
+    const b = await startController(
+      compileControllerConfig({
+        stateDir: tempDir("replica-b"),
+        port: 0,
+        databaseUrl: store.databaseUrl,
+        heartbeatIntervalMs: 500,
+      }),
+      silentLogger,
+    );
+    try {
+      expect(b.caCertificatePem).toBe(a.caCertificatePem);
+      expect(b.agentUrl).not.toBe(a.agentUrl);
+      const agent = await startAgent(
+        {
+          ...compileAgentConfig({ stateDir: tempDir("two"), controllerUrl: a.agentUrl }),
+          joinToken: await a.issueJoinToken("both"),
+        },
         silentLogger,
       );
       try {
-        expect(b.caCertificatePem).toBe(a.caCertificatePem);
-        expect(b.agentUrl).not.toBe(a.agentUrl);
-        const agent = await startAgent(
-          {
-            ...compileAgentConfig({ stateDir: tempDir("two"), controllerUrl: a.agentUrl }),
-            joinToken: await a.issueJoinToken("both"),
-          },
-          silentLogger,
-        );
-        try {
-          await until("links to both replicas", () => agent.linkedUrls().length === 2);
-          expect(agent.linkedUrls().sort()).toEqual([a.agentUrl, b.agentUrl].sort());
-        } finally {
-          await agent.close();
-        }
+        await until("links to both replicas", () => agent.linkedUrls().length === 2);
+        expect(agent.linkedUrls().sort()).toEqual([a.agentUrl, b.agentUrl].sort());
       } finally {
-        await b.close();
-        await a.close();
-        await store.cleanup();
+        await agent.close();
       }
-    },
-  );
+    } finally {
+      await b.close();
+      await a.close();
+      await store.cleanup();
+    }
+  });
 });

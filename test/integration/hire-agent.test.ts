@@ -55,7 +55,7 @@ describe.each(DRIVERS)("hire_agent refusals and receipts on %s", (driver) => {
       harness: "codex",
       launchCommitted: false,
     });
-    expect((res.structuredContent?.control as { fix: string }).fix).toMatch(/install codex/);
+    expect((res.structuredContent!.control as { fix: string }).fix).toMatch(/install codex/);
     expect(res._meta?.[META]).toEqual({ id, tool: "hire_agent", state: "settled", hireId: id });
     expect(journal(id)).toMatchObject({ state: "finished", answer: { launchCommitted: false } });
     expect(fleet.panes()).toEqual([]);

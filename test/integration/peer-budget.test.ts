@@ -2,7 +2,7 @@
  * Rule 27 (issue 35 item 5): the worker bridge waits 50 s for a peer send. Codex ends an MCP
  * tool call at 60 s and remote peer proofs take 13–18 s, so message_peer must outwait the
  * worker server's ordinary 15 s agent budget and still answer before Codex gives up. The worker
- * MCP server (node-agent/worker/fleet-mcp.ts) runs for real, in process, over an MCP client;
+ * MCP server (worker/fleet-mcp.ts) runs for real, in process, over an MCP client;
  * the node agent's half of its socket is a stand-in that binds the pane and then answers a
  * peer send late (20 s: past the ordinary budget) or never.
  */
@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js";
-import { createWorkerMcpServer, PEER_SEND_BUDGET_MS } from "../../node-agent/worker/fleet-mcp.js";
+import { createWorkerMcpServer, PEER_SEND_BUDGET_MS } from "../../worker/fleet-mcp.js";
 import { WORKER_SOCKET } from "../../node-agent/worker-link/worker-endpoint.js";
 
 const CODEX_TOOL_LIMIT_MS = 60_000;

@@ -11,7 +11,7 @@ import { judgeHaGoals } from "../../bench/ha-report.js";
 import type { Op } from "../../verify/history.js";
 import { freshPostgres } from "../kit/test-db.js";
 
-const at = (s: number) => new Date(Date.UTC(2026, 11, 6, 4, 0, s));
+const _at = (s: number) => new Date(Date.UTC(2026, 11, 6, 4, 0, s));
 
 describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal checks", () => {
   let db: postgres.Sql;
@@ -22,7 +22,8 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal 
     db = postgres(fresh.url, { max: 1, onnotice: () => {} });
     await db.unsafe(`
       create table delivery_receipts (id text primary key, seat_id text not null, state text not null, created_at timestamptz not null default now());
-      create table operator_call_receipts (id text primary key, state text not null, created_at timestamptz not null default now());`);
+      create table operator_call_receipts (id text primary key, state text not null, created_at timestamptz not null default now());
+      create table seat_turns (seat_id text primary key, holder text not null);`);
     // Roles are the server's, not the database's: made here, dropped in afterAll.
     await db.unsafe("create role verify_paused_replica superuser").catch(() => {});
     await installWriteAudit(db);
@@ -56,6 +57,19 @@ describe.runIf(process.env.DATABASE_URL)("issue 34 item 6: the HA run's journal 
     expect(r.max_in_flight_per_seat).toBe(2);
     expect(r.dispatched_unsettled).toBe(1);
     expect(r.examples).toEqual([expect.objectContaining({ seat: "s2", id: "d", inFlight: ["c"] })]);
+  });
+
+  it("a delivery whose seat turn was taken over (ADR 0043) is no longer in flight, though its receipt still is", async () => {
+    await db`insert into delivery_receipts (id, seat_id, state) values ('k', 's4', 'dispatching'), ('l', 's4', 'dispatching')`;
+    await db`insert into seat_turns (seat_id, holder) values ('s4', 'killed-replica:k')`;
+    await db`delete from seat_turns where seat_id = 's4'`;
+    const [left] = await db<{ at: Date }[]>`select at from verify_writes where tbl = 'seat_turns' and id = 'k'`;
+    const r = await seatOverlaps(db, [
+      { seat: "s4", deliveryId: "k", atMs: left!.at.getTime() - 50 },
+      { seat: "s4", deliveryId: "l", atMs: left!.at.getTime() + 1 },
+    ]);
+    expect(r.seat_overlaps).toBe(0);
+    expect(r.max_in_flight_per_seat).toBe(1);
   });
 
   it("a paused replica's state change after it resumes, of a receipt admitted before the pause, is counted once", async () => {

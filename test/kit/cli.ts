@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
 
-export const CLI = fileURLToPath(new URL("../../dist/controller/cli/main.js", import.meta.url));
+export const CLI = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 
 export function assertBuilt(): void {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run 'npm run build' (npm test does it first)`);

@@ -21,7 +21,7 @@ rl.on("line", (line) => {
   if (q.op !== "detail") return out({ id: q.id, ok: false, error: `unknown op ${q.op}` });
   switch (q.pid) {
     case 1:
-      process.exit(3);
+      return process.exit(3);
     case 2:
       return;
     case 3:

@@ -2,7 +2,7 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import { fetchTrusting } from "../../controller/bridge/trusting-fetch.js";
+import { fetchTrusting } from "../../bridge/trusting-fetch.js";
 
 export interface LeadClient {
   client: Client;

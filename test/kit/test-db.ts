@@ -11,8 +11,28 @@ import { inject } from "vitest";
 
 export type Driver = "pglite" | "postgres";
 
-/** The drivers this run covers: PGlite always, PostgreSQL when DATABASE_URL is set (always in CI). */
-export const DRIVERS: Driver[] = process.env.DATABASE_URL ? ["pglite", "postgres"] : ["pglite"];
+/** PostgreSQL is at DATABASE_URL (always in CI). */
+export const HAS_POSTGRES = Boolean(process.env.DATABASE_URL);
+
+/**
+ * The drivers a suite written once per driver (`describe.each(DRIVERS)`) runs on in this slice. `npm test` takes
+ * one: PostgreSQL when it is set, else PGlite. `npm run test:long` (CLANKIE_TEST_SLICE=long) takes the other one,
+ * PGlite, when PostgreSQL is set; the two slices together cover both drivers, each once.
+ */
+const LONG_SLICE = process.env.CLANKIE_TEST_SLICE === "long";
+export const DRIVERS: Driver[] = LONG_SLICE
+  ? HAS_POSTGRES
+    ? ["pglite"]
+    : []
+  : HAS_POSTGRES
+    ? ["postgres"]
+    : ["pglite"];
+
+/** For a suite in such a file that runs once, on the best driver here: in `npm test`'s slice only. */
+export const ONCE: Driver[] = LONG_SLICE ? [] : [HAS_POSTGRES ? "postgres" : "pglite"];
+
+/** For a suite that needs PostgreSQL itself (two replicas on one database): in `npm test`'s slice, when it is set. */
+export const POSTGRES_ONCE: "postgres"[] = !LONG_SLICE && HAS_POSTGRES ? ["postgres"] : [];
 
 export function tempDir(prefix: string): string {
   return mkdtempSync(join(tmpdir(), `clankie-${prefix}-`));

@@ -210,7 +210,7 @@ describe("fleet deploy to a Linux host with a user systemd", () => {
     expect(existsSync(join(remote(), "supervisor.pid"))).toBe(false);
     const unit = readFileSync(unitFile(), "utf8");
     expect(unit).toContain(
-      `ExecStart="${process.execPath}" "${remote()}/current/dist/controller/cli/main.js" "agent" "--state-dir" "${remote()}/state"`,
+      `ExecStart="${process.execPath}" "${remote()}/current/dist/cli/main.js" "agent" "--state-dir" "${remote()}/state"`,
     );
     const verify = spawnSync("systemd-analyze", ["verify", "--user", unitFile()], {
       env: { ...process.env, XDG_RUNTIME_DIR: mkdtempSync(join(dir, "xdg-verify-")) },

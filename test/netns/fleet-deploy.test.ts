@@ -166,7 +166,7 @@ describe("fleet deploy across network namespaces", () => {
     );
     expect(plain).toBe("refused");
     await expect(fetch(`${url}/dashboard`, { signal: AbortSignal.timeout(5000) })).rejects.toThrow();
-    const { fetchTrusting } = await import("../../controller/bridge/trusting-fetch.js");
+    const { fetchTrusting } = await import("../../bridge/trusting-fetch.js");
     expect((await fetchTrusting(ca)(`${url}/dashboard`)).status).toBe(200);
   });
 

@@ -7,6 +7,7 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { chownSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { removeNamespaces } from "./hosts.js";
 
 const SWITCH = "c34-sw";
 const BRIDGE = "br34";
@@ -201,29 +202,7 @@ export function startHaproxy(
 
 export function teardown(hosts: Host[], children: ChildProcess[]): void {
   for (const c of children) c.kill("SIGKILL");
-  for (const ns of [...hosts.map((h) => h.ns), SWITCH]) {
-    try {
-      for (const p of sh("ip", ["netns", "pids", ns]).split(/\s+/).filter(Boolean)) {
-        try {
-          process.kill(Number(p), "SIGKILL");
-        } catch {
-          // already gone
-        }
-      }
-    } catch {
-      // no such namespace
-    }
-    try {
-      sh("ip", ["netns", "del", ns]);
-    } catch {
-      // already gone
-    }
-  }
-  try {
-    sh("ip", ["link", "del", "c34-root"]);
-  } catch {
-    // went with the switch
-  }
+  removeNamespaces([...hosts.map((h) => h.ns), SWITCH], "c34-root");
 }
 
 function uidOf(user: string): number {

@@ -117,11 +117,17 @@ export function setupAgentHost(
 
 export function teardown(hosts: AgentHost[]): void {
   for (const h of hosts) h.sshd.kill("SIGTERM");
-  for (const ns of [...hosts.map((h) => h.ns), CONTROLLER_NS]) {
-    // Whatever still runs in a namespace (the deployed agents' supervisors) goes with it.
+  removeNamespaces([...hosts.map((h) => h.ns), CONTROLLER_NS], "c10-r0");
+}
+
+/**
+ * Deletes test namespaces and the root-side veth: whatever still runs in a namespace (a deployed
+ * agent's supervisor, a replica) is killed first, so nothing outlives its host.
+ */
+export function removeNamespaces(namespaces: string[], rootLink: string): void {
+  for (const ns of namespaces) {
     try {
-      const pids = sh("ip", ["netns", "pids", ns]).split(/\s+/).filter(Boolean);
-      for (const p of pids) {
+      for (const p of sh("ip", ["netns", "pids", ns]).split(/\s+/).filter(Boolean)) {
         try {
           process.kill(Number(p), "SIGKILL");
         } catch {
@@ -138,9 +144,9 @@ export function teardown(hosts: AgentHost[]): void {
     }
   }
   try {
-    sh("ip", ["link", "del", "c10-r0"]);
+    sh("ip", ["link", "del", rootLink]);
   } catch {
-    // went with the namespace
+    // went with its namespace
   }
 }
 

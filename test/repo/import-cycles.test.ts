@@ -1,5 +1,5 @@
 /**
- * No import cycles anywhere in the sources (shared/, controller/, node-agent/, bench/),
+ * No import cycles anywhere in the sources (shared/, the programs' folders, bench/),
  * counting type-only imports too: a walk over the relative-import graph that reports every
  * cycle it finds as a chain of files.
  */
@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const DIRS = ["shared", "controller", "node-agent", "bench"];
+const DIRS = ["shared", "controller", "node-agent", "cli", "bridge", "worker", "bench"];
 
 function sources(): string[] {
   return DIRS.filter((d) => existsSync(join(ROOT, d))).flatMap((d) =>

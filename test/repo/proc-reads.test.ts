@@ -13,7 +13,7 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const ALLOWED = /^node-agent\/proofs\/linux[^/]*\.ts$/;
 
 function sources(): string[] {
-  return ["shared", "controller", "node-agent"].flatMap((d) =>
+  return ["shared", "controller", "node-agent", "cli", "bridge", "worker"].flatMap((d) =>
     readdirSync(join(ROOT, d), { recursive: true })
       .map(String)
       .filter((f) => f.endsWith(".ts"))

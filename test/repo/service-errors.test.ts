@@ -34,7 +34,7 @@ export function rawConnectErrors(files: { path: string; text: string }[]): strin
 }
 
 function sources(): { path: string; text: string }[] {
-  return ["controller", "node-agent"].flatMap((d) =>
+  return ["controller", "node-agent", "cli", "bridge", "worker"].flatMap((d) =>
     readdirSync(join(ROOT, d), { recursive: true })
       .map(String)
       .filter((f) => f.endsWith(".ts"))

@@ -51,9 +51,12 @@ export function registerHireAgent(server: McpServer, deps: HireDeps, conversatio
     async (args, extra) => {
       try {
         const hireId = callerHireId(extra._meta as Record<string, unknown> | undefined);
-        return observeHire(deps.metrics, hireToolResult(await hireAgent(deps, { conversationId, hireId }, args)));
+        return observeHire(
+          deps.hooks?.metrics,
+          hireToolResult(await hireAgent(deps, { conversationId, hireId }, args)),
+        );
       } catch (e) {
-        return observeHire(deps.metrics, errorResult(e));
+        return observeHire(deps.hooks?.metrics, errorResult(e));
       }
     },
   );

@@ -103,7 +103,7 @@ export function registerMessageSeat(server: McpServer, deps: PipelineDeps, conve
                 `questionAnswer.answers needs 1-20 question ids, at most ${MAX_MESSAGE_CHARS} characters in all`,
               );
             return observeMessageSeat(
-              deps.metrics,
+              deps.hooks?.metrics,
               startedAt,
               toolResult(
                 await answerWorkerQuestion(
@@ -121,9 +121,9 @@ export function registerMessageSeat(server: McpServer, deps: PipelineDeps, conve
             await acknowledgeReports(deps.db, conversationId, [canonicalRef(args.inReplyTo)], deps.now()).catch(
               () => undefined,
             );
-          return observeMessageSeat(deps.metrics, startedAt, toolResult(outcome));
+          return observeMessageSeat(deps.hooks?.metrics, startedAt, toolResult(outcome));
         } catch (e) {
-          return observeMessageSeat(deps.metrics, startedAt, errorResult(e));
+          return observeMessageSeat(deps.hooks?.metrics, startedAt, errorResult(e));
         }
       }),
   );

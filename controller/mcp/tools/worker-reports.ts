@@ -1,14 +1,20 @@
 /** The lead's worker_reports and acknowledge_worker_reports tools (ADR 0207, VUH-2410). */
 import { z } from "zod";
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import type { PipelineDeps } from "../../delivery/pipeline.js";
+import type { Db } from "../../db/open.js";
 import { acknowledgeReports, MAX_ACK_PER_CALL, offerReports, reportStatus } from "../../reports/worker-reports.js";
 import { errorResult, plainResult } from "../tool-result.js";
 import { readFailure } from "../../db/error-text.js";
 import { canonicalRef } from "../../../shared/ids.js";
 import { acknowledgeResult, reportStatusResult, workerReportsResult } from "../output-schemas.js";
 
-export function registerWorkerReports(server: McpServer, deps: PipelineDeps, conversationId: string): void {
+/** The reports read and acknowledge rows of the journal at the clock's time; nothing else. */
+export interface WorkerReportDeps {
+  db: Db;
+  now: () => Date;
+}
+
+export function registerWorkerReports(server: McpServer, deps: WorkerReportDeps, conversationId: string): void {
   server.registerTool(
     "worker_reports",
     {

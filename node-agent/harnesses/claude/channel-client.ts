@@ -77,7 +77,7 @@ async function session<T>(
   try {
     send({ op: "hello", token });
     const hello = await next();
-    if (!hello || hello.op !== "hello" || hello.ok !== true)
+    if (hello?.op !== "hello" || hello.ok !== true)
       return onNoConnect("the channel refused our token or did not answer");
     return await body(send, next, token, hello);
   } finally {

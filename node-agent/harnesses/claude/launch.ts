@@ -56,7 +56,7 @@ export class ClaudeLauncher implements HarnessLauncher {
       ctx.workerToolApproval === "approve"
         ? { permissions: { allow: WORKER_TOOLS.map((t) => `mcp__${WORKER_SERVER_NAME}__${t}`) } }
         : {};
-    // Rule 35: AskUserQuestion alone goes to the hiring lead (node-agent/worker/claude-question-hook.ts); permission prompts never do.
+    // Rule 35: AskUserQuestion alone goes to the hiring lead (worker/claude-question-hook.ts); permission prompts never do.
     const question = [process.execPath, cli, "worker", "question-hook", "--agent-state-dir", ctx.agentStateDir]
       .map((a) => `'${a.replace(/'/g, `'\\''`)}'`)
       .join(" ");

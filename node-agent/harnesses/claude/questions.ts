@@ -2,7 +2,7 @@
  * A Claude Code worker's informational questions (issue 13 part 4, rule 35: "questions go via
  * plugin hooks bound to pane, session and tool call; answers are hook JSON, never keys").
  * Claude's question tool is AskUserQuestion. Its PreToolUse hook (`clankie worker
- * question-hook`, node-agent/worker/claude-question-hook.ts) holds the tool call open on the
+ * question-hook`, worker/claude-question-hook.ts) holds the tool call open on the
  * agent's worker socket; the agent has proved from the kernel that the caller runs in the
  * seat's pane under that seat's Claude process, and checks the session is the seat's current
  * one. The question is filed for the exact hiring conversation; the lead's answer goes back

@@ -40,7 +40,7 @@ export function appServerArgs(argv: readonly string[]): string[] | undefined {
 export function listenPathOf(serverArgs: readonly string[]): string | undefined {
   const at = serverArgs.indexOf("--listen");
   const v = at >= 0 ? serverArgs[at + 1] : serverArgs.find((a) => a.startsWith("--listen="))?.slice("--listen=".length);
-  if (!v || !v.startsWith("unix://") || v === "unix://") return undefined;
+  if (!v?.startsWith("unix://") || v === "unix://") return undefined;
   return v.slice("unix://".length);
 }
 

@@ -152,7 +152,7 @@ export async function launchInheritanceProof(
     throw new Error("unreachable");
   const problems: string[] = [];
   const b = bArgv.value.argv;
-  const sub = b.findIndex((a) => a === "app-server");
+  const sub = b.indexOf("app-server");
   const listen = b[b.indexOf("--listen") + 1] ?? "";
   if (sub < 0 || !/^ws:\/\/(127\.\d+\.\d+\.\d+|\[::1\]):\d+\/?$/.test(listen))
     problems.push(`the backend is not \`codex app-server --listen ws://<loopback>:PORT\` (${b.slice(1).join(" ")})`);

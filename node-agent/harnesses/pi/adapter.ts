@@ -226,7 +226,7 @@ export class PiAdapter implements HarnessAdapter {
     const boundP = new Promise<void>((resolve) => (bound = resolve));
     const off = link.onEvent((e) => {
       if (e.type === "message_start" && userText(e) === message.text) started?.();
-      // The extension matched Pi's entry to our delivery id by object identity (pi-entry-binding.ts).
+      // The extension matched Pi's entry to our delivery id by object identity (worker/pi-entry-binding.ts).
       if (e.type === "clankie_entry" && e.deliveryId === message.deliveryId && typeof e.entryId === "string") {
         entryId = e.entryId;
         this.record(seat.name, message, entryId);

@@ -15,9 +15,9 @@ export class PiLauncher implements HarnessLauncher {
     const argv = [
       ctx.bin,
       "-e",
-      installedFile("node-agent/worker/pi-extension.js"),
+      installedFile("worker/pi-extension.js"),
       "-e",
-      installedFile("node-agent/worker/pi-worker-tools.js"),
+      installedFile("worker/pi-worker-tools.js"),
     ];
     if (req.model) argv.push("--model", req.model);
     if (req.effort) argv.push("--thinking", req.effort);

@@ -7,7 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { contentFingerprint } from "../../../shared/fingerprint.js";
-import { PI_DELIVERY_ENTRY, piUserText } from "../../worker/pi-entry-binding.js";
+import { PI_DELIVERY_ENTRY, piUserText } from "./session-entry.js";
 import type { SessionEntry } from "../adapter.js";
 
 export interface PiSessionFileRead {

@@ -26,7 +26,7 @@ import { startController, type RunningController } from "../../../controller/mai
 import { controllerInstances, fences } from "../../../controller/db/schema.js";
 import { silentLogger } from "../../../shared/logger.js";
 import { MailboxStore } from "../../../node-agent/mailbox/store.js";
-import { DRIVERS, prepareStore } from "../../kit/test-db.js";
+import { DRIVERS, POSTGRES_ONCE, prepareStore } from "../../kit/test-db.js";
 import { startAgentProcess, type AgentProcess } from "../../kit/agent-process.js";
 import { connectLead, type LeadClient } from "../../kit/mcp-client.js";
 import { ownerOf } from "../../kit/owner.js";
@@ -182,102 +182,97 @@ describe.each(DRIVERS)("scenario 25 / rule 17: notices across controller restart
   });
 });
 
-describe.each(DRIVERS.filter((d) => d === "postgres"))(
-  "rule 17: two controller replicas on one %s never both send a notice",
-  () => {
-    let store: Awaited<ReturnType<typeof prepareStore>>;
-    let a: RunningController;
-    let b: RunningController;
-    let agent: AgentProcess;
-    let lead: LeadClient;
-    let mailbox: MailboxStore;
+describe.each(POSTGRES_ONCE)("rule 17: two controller replicas on one %s never both send a notice", () => {
+  let store: Awaited<ReturnType<typeof prepareStore>>;
+  let a: RunningController;
+  let b: RunningController;
+  let agent: AgentProcess;
+  let lead: LeadClient;
+  let mailbox: MailboxStore;
 
-    const config = () =>
-      compileControllerConfig({
-        stateDir: store.stateDir,
-        port: 0,
-        databaseUrl: store.databaseUrl,
-        heartbeatIntervalMs: 500,
-        deliverTimeoutMs: 1500,
-      });
-    const bothLinked = async () => {
-      for (let i = 0; i < 200 && !(a.linked("box") && b.linked("box")); i++)
-        await new Promise((r) => setTimeout(r, 50));
-      if (!(a.linked("box") && b.linked("box"))) throw new Error("the agent did not link to both replicas");
-    };
-    const fence = async (id: string) =>
-      (await a.database.db.select().from(fences).where(eq(fences.deliveryId, id)))[0]!;
-    /** Takes the seat's turn lease in the journal for `ms`, as another controller's delivery would. */
-    const holdSeatTurn = async (ms: number) => {
-      await a.database.db.execute(
-        sql`insert into seat_turns (seat_id, holder, expires_at) values ('box/inbox', 'test:held-turn', now() + make_interval(secs => ${ms / 1000}::float8))
+  const config = () =>
+    compileControllerConfig({
+      stateDir: store.stateDir,
+      port: 0,
+      databaseUrl: store.databaseUrl,
+      heartbeatIntervalMs: 500,
+      deliverTimeoutMs: 1500,
+    });
+  const bothLinked = async () => {
+    for (let i = 0; i < 200 && !(a.linked("box") && b.linked("box")); i++) await new Promise((r) => setTimeout(r, 50));
+    if (!(a.linked("box") && b.linked("box"))) throw new Error("the agent did not link to both replicas");
+  };
+  const fence = async (id: string) => (await a.database.db.select().from(fences).where(eq(fences.deliveryId, id)))[0]!;
+  /** Takes the seat's turn lease in the journal for `ms`, as another controller's delivery would. */
+  const holdSeatTurn = async (ms: number) => {
+    await a.database.db.execute(
+      sql`insert into seat_turns (seat_id, holder, expires_at) values ('box/inbox', 'test:held-turn', now() + make_interval(secs => ${ms / 1000}::float8))
           on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at`,
-      );
-    };
-    const notices = (id: string) =>
-      mailbox.list("inbox").entries.filter((e) => e.conversationId === "clankie-notice" && e.inReplyTo === id);
+    );
+  };
+  const notices = (id: string) =>
+    mailbox.list("inbox").entries.filter((e) => e.conversationId === "clankie-notice" && e.inReplyTo === id);
 
-    beforeAll(async () => {
-      store = await prepareStore("postgres");
-      a = await startController(config(), silentLogger);
-      b = await startController(config(), silentLogger);
-      agent = await startAgentProcess({
-        controllerUrl: a.agentUrl,
-        stateDir: store.stateDir,
-        machine: "box",
-        joinToken: await a.issueJoinToken("box"),
-      });
-      await bothLinked();
-      await ownerOf(a.url, a.ownerToken).addMailbox("inbox");
-      mailbox = new MailboxStore(join(store.stateDir, "agent", "mailboxes"));
-      lead = await connectLead(a.mcpUrl, a.leadToken);
+  beforeAll(async () => {
+    store = await prepareStore("postgres");
+    a = await startController(config(), silentLogger);
+    b = await startController(config(), silentLogger);
+    agent = await startAgentProcess({
+      controllerUrl: a.agentUrl,
+      stateDir: store.stateDir,
+      machine: "box",
+      joinToken: await a.issueJoinToken("box"),
     });
-    afterAll(async () => {
-      await lead?.close().catch(() => {});
-      await agent?.stop().catch(() => {});
-      await b?.close();
-      await a?.close();
-      await store?.cleanup();
-    });
+    await bothLinked();
+    await ownerOf(a.url, a.ownerToken).addMailbox("inbox");
+    mailbox = new MailboxStore(join(store.stateDir, "agent", "mailboxes"));
+    lead = await connectLead(a.mcpUrl, a.leadToken);
+  });
+  afterAll(async () => {
+    await lead?.close().catch(() => {});
+    await agent?.stop().catch(() => {});
+    await b?.close();
+    await a?.close();
+    await store?.cleanup();
+  });
 
-    it("rule 17: both replicas sweep as the agent returns; each unresolved receipt's notice is attempted once, by one replica, and arrives once", async () => {
-      // Three lost originals raise the chance that the two sweeps overlap on one of them.
-      agent.freeze();
-      const originals: string[] = [];
-      for (const text of ["rule 17 replicas one", "rule 17 replicas two", "rule 17 replicas three"]) {
-        const res = await lead.call("message_seat", { seat: "inbox", message: text });
-        expect(res.structuredContent).toMatchObject({ outcome: "uncertain" });
-        originals.push(res.structuredContent!.deliveryId as string);
-      }
-      // The seat's turn is held (as a long delivery through a third process would hold it) while the
-      // agent comes back, so both replicas' sweeps read the same pending notices and queue for the turn.
-      await holdSeatTurn(4000);
-      await agent.restart();
-      await bothLinked();
-      for (const id of originals) {
-        for (let i = 0; i < 200 && notices(id).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
-      }
-      // Both replicas have swept by now (each on its own link); give a late second attempt time to land.
-      await new Promise((r) => setTimeout(r, 1500));
-      const replicas = (await a.database.db.select({ id: controllerInstances.id }).from(controllerInstances)).map(
-        (r) => r.id,
-      );
-      expect(replicas).toHaveLength(2);
-      for (const id of originals) {
-        expect(notices(id)).toHaveLength(1);
-        const f = await fence(id);
-        expect(f).toMatchObject({ noticeAttempts: 1, noticeAcknowledgedAt: expect.any(Date) });
-        // Claimed in the journal by one of the two replicas.
-        expect(replicas).toContain(f.noticeClaimedBy);
-      }
-      // A second round of triggers on both replicas (a new registration and links) sends nothing more.
-      await agent.restart();
-      await bothLinked();
-      await new Promise((r) => setTimeout(r, 1500));
-      for (const id of originals) {
-        expect(notices(id)).toHaveLength(1);
-        expect((await fence(id)).noticeAttempts).toBe(1);
-      }
-    });
-  },
-);
+  it("rule 17: both replicas sweep as the agent returns; each unresolved receipt's notice is attempted once, by one replica, and arrives once", async () => {
+    // Three lost originals raise the chance that the two sweeps overlap on one of them.
+    agent.freeze();
+    const originals: string[] = [];
+    for (const text of ["rule 17 replicas one", "rule 17 replicas two", "rule 17 replicas three"]) {
+      const res = await lead.call("message_seat", { seat: "inbox", message: text });
+      expect(res.structuredContent).toMatchObject({ outcome: "uncertain" });
+      originals.push(res.structuredContent!.deliveryId as string);
+    }
+    // The seat's turn is held (as a long delivery through a third process would hold it) while the
+    // agent comes back, so both replicas' sweeps read the same pending notices and queue for the turn.
+    await holdSeatTurn(4000);
+    await agent.restart();
+    await bothLinked();
+    for (const id of originals) {
+      for (let i = 0; i < 200 && notices(id).length === 0; i++) await new Promise((r) => setTimeout(r, 50));
+    }
+    // Both replicas have swept by now (each on its own link); give a late second attempt time to land.
+    await new Promise((r) => setTimeout(r, 1500));
+    const replicas = (await a.database.db.select({ id: controllerInstances.id }).from(controllerInstances)).map(
+      (r) => r.id,
+    );
+    expect(replicas).toHaveLength(2);
+    for (const id of originals) {
+      expect(notices(id)).toHaveLength(1);
+      const f = await fence(id);
+      expect(f).toMatchObject({ noticeAttempts: 1, noticeAcknowledgedAt: expect.any(Date) });
+      // Claimed in the journal by one of the two replicas.
+      expect(replicas).toContain(f.noticeClaimedBy);
+    }
+    // A second round of triggers on both replicas (a new registration and links) sends nothing more.
+    await agent.restart();
+    await bothLinked();
+    await new Promise((r) => setTimeout(r, 1500));
+    for (const id of originals) {
+      expect(notices(id)).toHaveLength(1);
+      expect((await fence(id)).noticeAttempts).toBe(1);
+    }
+  });
+});

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { claudeHireEnv, type HireEnv } from "./hire-envs.js";
 
-const CLI = fileURLToPath(new URL("../../../dist/controller/cli/main.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../../dist/cli/main.js", import.meta.url));
 
 export function claudePluginHireEnv(
   bin: string,

@@ -14,7 +14,7 @@ import { CHANNEL_SERVER_NAME, channelPaths } from "../../../node-agent/harnesses
 import { channelHello } from "../../../node-agent/harnesses/claude/channel-client.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
-const CLI = join(ROOT, "dist/controller/cli/main.js");
+const CLI = join(ROOT, "dist/cli/main.js");
 
 export interface ClaudeTui {
   readonly dir: string;

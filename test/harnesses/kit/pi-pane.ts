@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const TMUX = "/usr/bin/tmux";
-const dist = (f: string) => fileURLToPath(new URL(`../../../dist/node-agent/worker/${f}`, import.meta.url));
+const dist = (f: string) => fileURLToPath(new URL(`../../../dist/worker/${f}`, import.meta.url));
 
 export interface PiPane {
   readonly tmuxSocket: string;

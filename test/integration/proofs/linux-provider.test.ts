@@ -9,13 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { LinuxProofProvider } from "../../../node-agent/proofs/linux.js";
-import {
-  sameHome,
-  sameIdentity,
-  type Fact,
-  type ProcessIdentity,
-  type TcpTuple,
-} from "../../../node-agent/proofs/provider.js";
+import { sameHome, sameIdentity, type Fact, type ProcessIdentity } from "../../../node-agent/proofs/provider.js";
 import { tempDir } from "../../kit/test-db.js";
 import { readReport } from "../../kit/tmux-pane-host.js";
 import { connectAccepted } from "../../kit/accepted-connection.js";

@@ -150,7 +150,7 @@ describe("fleet deploy to macOS: a launchd LaunchAgent", () => {
     });
     expect(plist.ProgramArguments).toEqual([
       "/opt/homebrew/bin/node",
-      "/Users/ann/.clankie-agent/current/dist/controller/cli/main.js",
+      "/Users/ann/.clankie-agent/current/dist/cli/main.js",
       "agent",
       "--state-dir",
       "/Users/ann/.clankie-agent/state",
@@ -355,7 +355,7 @@ describe("fleet deploy to Windows: a Scheduled Task, through PowerShell", () => 
     expect(install).toContain(`-Execute '${NODE}'`);
     const line = /-Argument '((?:[^']|'')*)'/.exec(install)![1]!.replace(/''/g, "'");
     expect(splitWindowsCommandLine(`node.exe ${line}`).slice(1)).toEqual([
-      `${DIR}\\current\\dist\\controller\\cli\\main.js`,
+      `${DIR}\\current\\dist\\cli\\main.js`,
       "agent",
       "--state-dir",
       `${DIR}\\state`,

@@ -44,7 +44,7 @@ function modulesLoadedBy(entry: string, name: string): string[] {
 
 describe("the node agent's modules (issue 17, idle agent memory)", () => {
   it("the check sees the worker-side packages where they are used: the Claude channel's server loads them", () => {
-    const loaded = modulesLoadedBy("node-agent/worker/claude-channel.js", "channel");
+    const loaded = modulesLoadedBy("worker/claude-channel.js", "channel");
     expect(loaded.some((u) => u.includes("/node_modules/@modelcontextprotocol/sdk/"))).toBe(true);
     expect(loaded.some((u) => u.includes("/node_modules/zod/"))).toBe(true);
   });

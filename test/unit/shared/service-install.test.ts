@@ -42,7 +42,7 @@ describe("service-install.renderAgentService", () => {
   it("launchd: a plist that parses, whose ProgramArguments are exactly node, main and the agent's arguments, with no ~", () => {
     const [file] = renderAgentService("launchd", {
       node: "/opt/homebrew/bin/node",
-      main: `${TRICKY}/dist/controller/cli/main.js`,
+      main: `${TRICKY}/dist/cli/main.js`,
       agentArgs: args(TRICKY),
       stateDir: TRICKY,
       logDir: `${TRICKY}/logs`,
@@ -58,7 +58,7 @@ describe("service-install.renderAgentService", () => {
     });
     expect(p.ProgramArguments).toEqual([
       "/opt/homebrew/bin/node",
-      `${TRICKY}/dist/controller/cli/main.js`,
+      `${TRICKY}/dist/cli/main.js`,
       "agent",
       ...args(TRICKY),
     ]);
@@ -136,14 +136,14 @@ describe("service-install.renderAgentService", () => {
     ];
     const [install, uninstall] = renderAgentService("windows-task", {
       node: "C:\\Program Files\\nodejs\\node.exe",
-      main: `${state}\\clankie\\dist\\controller\\cli\\main.js`,
+      main: `${state}\\clankie\\dist\\cli\\main.js`,
       agentArgs: winArgs,
       stateDir: state,
     });
     expect(install!.content.startsWith("\uFEFF")).toBe(true);
     const line = /-Argument '((?:[^']|'')*)'/.exec(install!.content)![1]!.replace(/''/g, "'");
     expect(splitWindowsCommandLine(`node.exe ${line}`).slice(1)).toEqual([
-      `${state}\\clankie\\dist\\controller\\cli\\main.js`,
+      `${state}\\clankie\\dist\\cli\\main.js`,
       "agent",
       ...winArgs,
     ]);

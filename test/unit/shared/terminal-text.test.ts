@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { hasUnsafeChars, visibleBlock, visibleInline } from "../../../shared/terminal-text.js";
-import { table } from "../../../controller/cli/output.js";
+import { table } from "../../../cli/output.js";
 
 const HOSTILE = "\u001b[2J\u001b]0;pwned\u0007\u202eevil\u2066x\u2069\u0085\u009b31m\u0000\r\u2028end";
 

@@ -4,7 +4,7 @@
  * the premise of setting it in the CLI before the controller's modules load. In a fresh Node
  * process (the compiled module, as the CLI runs it), the same allocation leaves the young
  * generation at V8's 2 × 16 MB without the cap and at a few MB with it. And the CLI decides the
- * cap from the raw argv before its modules load (controller/cli/early-budget.ts).
+ * cap from the raw argv before its modules load (cli/early-budget.ts).
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -12,8 +12,8 @@ import { describe, expect, it } from "vitest";
 import { commandIn } from "../../../shared/young-generation.js";
 
 const MODULE = fileURLToPath(new URL("../../../dist/shared/young-generation.js", import.meta.url));
-const CLI = fileURLToPath(new URL("../../../dist/controller/cli/main.js", import.meta.url));
-const EARLY = fileURLToPath(new URL("../../../dist/controller/cli/early-budget.js", import.meta.url));
+const CLI = fileURLToPath(new URL("../../../dist/cli/main.js", import.meta.url));
+const EARLY = fileURLToPath(new URL("../../../dist/cli/early-budget.js", import.meta.url));
 
 function newSpaceMbAfterAllocating(capped: boolean): number {
   const program = `

@@ -7,7 +7,7 @@ import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { DeliverResponseSchema } from "../../../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { AgentResult, agentResultWire } from "../../../../shared/verdicts.js";
-import { bodyFromAgent } from "../../../../controller/delivery/dispatch.js";
+import { bodyFromAgent } from "../../../../controller/delivery/verdict.js";
 
 const base = { schemaVersion: 1 as const, deliveryId: "d", seat: "box/oc" };
 const res = (result: AgentResult, deliveryStage: string) =>

@@ -12,7 +12,7 @@ import {
   SeatKind,
   DeliveryMode,
 } from "../../../../shared/gen/clankie/fleet/v1/seat_pb.js";
-import { bodyFromAgent } from "../../../../controller/hire/hire-agent.js";
+import { bodyFromAgent } from "../../../../controller/hire/hire-record.js";
 import { hireAgentArgs } from "../../../../controller/hire/args.js";
 
 const base = { schemaVersion: 1 as const, hireId: "h", machine: "box", harness: "codex" };

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { checkDirectory, checkTitle } from "../../../../node-agent/hire/validate.js";
-import { briefDeliveryId } from "../../../../node-agent/hire/hire.js";
+import { briefDeliveryId } from "../../../../node-agent/hire/brief.js";
 import { HostJournal } from "../../../../node-agent/hire/host-journal.js";
 import { markedProcesses, observeHire } from "../../../../node-agent/hire/census.js";
 import { HIRE_ENV } from "../../../../node-agent/hire/pane-opener.js";

@@ -12,7 +12,7 @@ import type { CommandResult, CommandRunner } from "../../../../node-agent/proofs
 import { systemMonotonicClock } from "../../../../node-agent/proofs/proof.js";
 import { foregroundGroupOf, groupProcesses } from "../../../../node-agent/panes/foreground.js";
 import { findCodexTui } from "../../../../node-agent/harnesses/codex/process.js";
-import { ancestry, decideSessionStart } from "../../../../node-agent/worker/claude-session-start-hook.js";
+import { ancestry, decideSessionStart } from "../../../../worker/claude-session-start-hook.js";
 
 const fixture = (name: string) =>
   readFileSync(new URL(`../../../fixtures/proofs/darwin/${name}`, import.meta.url), "utf8");

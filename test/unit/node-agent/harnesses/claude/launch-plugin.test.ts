@@ -141,7 +141,7 @@ describe("the Claude launcher in plugin mode passes nothing twice (issue 12 item
     expect(json<object>(plan.argv[plan.argv.indexOf("--settings") + 1]!)).toEqual({});
     expect(plan.env).toEqual({
       CLANKIE_NODE: process.execPath,
-      CLANKIE_CLI: expect.stringMatching(/controller\/cli\/main\.js$/),
+      CLANKIE_CLI: expect.stringMatching(/\/dist\/cli\/main\.js$/),
       CLANKIE_AGENT_STATE_DIR: c.agentStateDir,
       CLANKIE_CLAUDE_CHANNEL_DIR: c.claudeChannelDir,
       CLANKIE_CLAUDE_REPORT_DIR: c.claudeReportDir,
