@@ -50,11 +50,13 @@ export async function seatList(stateDir: string, controller: string | undefined,
     // Exactly list_seats's deliveryModes: a seat that reports none shows none, never a guessed "send".
     modes: (s.seat?.inputCapabilities?.deliveryModes ?? []).map((m) => deliveryModeWire.decode(m)).join(",") || "none",
     unresolved: s.unresolvedReceipts,
+    // The harness's own word that it cannot take a turn (issue 35), else empty.
+    cannotWork: s.seat?.cannotWork ? `${s.seat.cannotWork.reason}: ${s.seat.cannotWork.detail}` : "",
   }));
   emit(out, { seats: rows }, () =>
     table(
       rows,
-      ["id", "kind", "status", "online", "modes", "unresolved"],
+      ["id", "kind", "status", "online", "modes", "unresolved", "cannotWork"],
       "no seats yet: add a mailbox with `clankie seat add mailbox NAME`, or open Codex, Claude Code, OpenCode or Pi in a tmux or Herdr pane on a machine whose agent watches panes (clankie up finds them by itself)",
     ),
   );

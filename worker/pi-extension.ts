@@ -5,6 +5,7 @@
  * $CLANKIE_PI_SOCKET_DIR, named by this Pi's pid, behind a 0600 token; it forwards message_start
  * events so the agent sees its message begin, and `clankie_entry` once Pi has appended the
  * session entry for a delivered message (its exact entry id and the session file, rule 42).
+ * get_state also says whether Pi could take a turn: its model, and whether Pi has a key for it.
  * Messages go in through Pi's own API (sendUserMessage), never as keystrokes.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
@@ -20,6 +21,9 @@ interface PiContext {
   isIdle(): boolean;
   abort(): void;
   hasPendingMessages(): boolean;
+  /** The session's model, and the registry Pi itself asks before a turn ("No API key found…"). */
+  model?: { provider?: string; id?: string } | undefined;
+  modelRegistry?: { hasConfiguredAuth?(model: unknown): boolean } | undefined;
   sessionManager: {
     getSessionFile?(): string | undefined;
     getSessionId?(): string | undefined;
@@ -55,11 +59,16 @@ export default function clankiePiExtension(pi: PiApi): void {
   });
   const state = (c: PiContext) => {
     const file = c.sessionManager.getSessionFile?.();
+    const model = c.model;
+    const check = c.modelRegistry?.hasConfiguredAuth;
     return {
       isStreaming: !c.isIdle(),
       sessionId: c.sessionManager.getSessionId?.() ?? file ?? `pi-${process.pid}`,
       sessionFile: file,
       pendingMessageCount: c.hasPendingMessages() ? 1 : 0,
+      // Pi's own readiness, the checks its prompt makes before a turn (issue 35): a model, and a key for it.
+      model: model ? `${model.provider ?? "?"}/${model.id ?? "?"}` : null,
+      ...(model && check ? { modelAuth: check.call(c.modelRegistry, model) === true } : {}),
     };
   };
 

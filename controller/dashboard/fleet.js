@@ -30,7 +30,10 @@ export function renderSeats(seats) {
       return [
         cell(r.id),
         cell(words(s.kind, "SEAT_KIND_")),
-        cell(status, stale ? "state-stale" : `state-${status}`),
+        // A seat whose harness says it cannot take a turn says so, with the harness's reason (issue 35).
+        s.cannotWork && !stale
+          ? cell(`${status}, cannot work: ${s.cannotWork.reason} (${s.cannotWork.detail})`, "state-cannot-work")
+          : cell(status, stale ? "state-stale" : `state-${status}`),
         cell(accepts),
         cell(s.title ?? "", "wide"),
         cell(String(r.unresolvedReceipts ?? 0)),

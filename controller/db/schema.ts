@@ -44,6 +44,8 @@ export const seats = pgTable(
     occupantId: text("occupant_id").notNull(),
     title: text("title").notNull().default(""),
     inputCapabilities: jsonb("input_capabilities").$type<InputCapabilitiesRow>().notNull(),
+    // The harness's own word that the worker cannot take a turn (issue 35); null when it said nothing against it.
+    cannotWork: jsonb("cannot_work").$type<CannotWorkRow>(),
     // False once the agent stopped reporting the seat; kept for the receipts that name it.
     present: boolean("present").notNull().default(true),
     updatedAt: at("updated_at").notNull().defaultNow(),
@@ -275,6 +277,11 @@ export interface InputCapabilitiesRow {
   deliveryModes: ("steer" | "queue")[];
   interrupt: boolean;
   nextTurnOnly: boolean;
+}
+
+export interface CannotWorkRow {
+  reason: string;
+  detail: string;
 }
 
 export interface ProofRow {

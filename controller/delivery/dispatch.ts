@@ -6,6 +6,7 @@
  * `calling_agent` nothing can have been sent (a definite not-sent); during it, a lost answer is uncertain
  * and is never retried.
  */
+import { idleReleases } from "./idle-release.js";
 import { MachineOfflineError } from "../nodes/liveness.js";
 import { create } from "@bufbuild/protobuf";
 import {
@@ -331,10 +332,11 @@ export async function releaseStaleFences(deps: PipelineDeps, seat: { id: string 
     } else if (delivery.nativeReceiptId) {
       // The channel acknowledged the exact id (rule 21): that is never abandoned as unknown.
       await settleFoundInSession(deps, delivery, delivery.nativeReceiptId, "acknowledgment");
-    } else if (evidence.kind === "absent" && evidence.status === "idle") {
+    } else if (evidence.kind === "absent" && idleReleases(evidence)) {
       await settleAbandoned(deps, delivery, "unattended", null, {
         session: "read in full without the original",
         seatStatus: evidence.status,
+        ...(evidence.writeTurn ? { writeTurn: evidence.writeTurn } : {}),
         openedAt: fence.openedAt.toISOString(),
       });
       deps.logger.info("unattended release", { deliveryId: delivery.id, seat: seat.id });

@@ -263,7 +263,8 @@ export async function settleProvenAbsent(
 /** What a seat's session proves about one delivery id, read through its agent's ReadSession. */
 export type SessionEvidence =
   | { kind: "found"; nativeReceiptId: string; status: SeatStatus }
-  | { kind: "absent"; status: SeatStatus }
+  /** `writeTurn`: the turn the original's write joined or waited behind (rule 39), where the harness has turn ids. */
+  | { kind: "absent"; status: SeatStatus; writeTurn?: "terminal" | "active" | "unknown" }
   | { kind: "unreadable"; detail: string };
 
 /** What the original was: an entry under its id counts only when it matches (rule 30). */
@@ -298,7 +299,11 @@ export async function sessionEvidence(
   try {
     const conn = agents.get(machine.name, machine.endpoint, machine.agentToken);
     const res = await conn.client.readSession(
-      create(ReadSessionRequestSchema, { seatName: seat.name, sinceUnixMs: BigInt(Math.max(0, sinceMs - 60_000)) }),
+      create(ReadSessionRequestSchema, {
+        seatName: seat.name,
+        sinceUnixMs: BigInt(Math.max(0, sinceMs - 60_000)),
+        deliveryId,
+      }),
       { timeoutMs: 10_000 },
     );
     const status = seatStatusWire.decode(res.status) ?? "unknown";
@@ -334,8 +339,14 @@ export async function sessionEvidence(
       };
     }
     if (hit) return { kind: "found", nativeReceiptId: hit.nativeReceiptId, status };
+    const writeTurn =
+      res.writeTurn === "terminal" || res.writeTurn === "active"
+        ? res.writeTurn
+        : res.writeTurn
+          ? "unknown"
+          : undefined;
     return res.complete
-      ? { kind: "absent", status }
+      ? { kind: "absent", status, ...(writeTurn ? { writeTurn } : {}) }
       : { kind: "unreadable", detail: "the session was read only in part" };
   } catch (e) {
     return { kind: "unreadable", detail: (e as Error).message };

@@ -63,6 +63,10 @@ const seatView = z.object({
     nextTurnOnly: z.boolean(),
   }),
   unresolvedReceipts: z.number().int(),
+  cannotWork: z
+    .object({ reason: z.string(), detail: z.string() })
+    .optional()
+    .describe("present when the seat's harness itself said it cannot take a turn (no model, no key, no model server)"),
   hiredBy: z
     .object({ conversationId: z.string(), hireId: z.string() })
     .optional()

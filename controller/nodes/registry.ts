@@ -92,6 +92,7 @@ export function seatRowFromWire(machine: string, s: Seat): typeof seats.$inferIn
     occupantId: s.occupantId,
     title: s.title,
     inputCapabilities: caps,
+    cannotWork: s.cannotWork ? { reason: s.cannotWork.reason, detail: s.cannotWork.detail } : null,
     present: true,
     updatedAt: new Date(),
   };

@@ -14,6 +14,8 @@ export interface SeatView {
   title: string;
   inputCapabilities: { deliveryModes: string[]; interrupt: boolean; nextTurnOnly: boolean };
   unresolvedReceipts: number;
+  /** Present when the seat's harness itself said the worker cannot take a turn (issue 35), with its words. */
+  cannotWork?: { reason: string; detail: string };
   /** For a seat hire_agent started, while the hired occupant holds it: who hired it. */
   hiredBy?: { conversationId: string; hireId: string };
 }
@@ -35,6 +37,9 @@ export async function listSeatsView(d: StatusDeps): Promise<SeatView[]> {
       nextTurnOnly: r.seat?.inputCapabilities?.nextTurnOnly ?? false,
     },
     unresolvedReceipts: r.unresolvedReceipts,
+    ...(r.seat?.cannotWork
+      ? { cannotWork: { reason: r.seat.cannotWork.reason, detail: r.seat.cannotWork.detail } }
+      : {}),
     ...hiredView(hires.get(r.id), r.seat?.occupantId ?? ""),
   }));
 }

@@ -15,7 +15,7 @@ import {
   type ReceiptRow,
   type SeatRow,
 } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
-import { InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import { CannotWorkSchema, InputCapabilitiesSchema, SeatSchema } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import {
   deliveryModeWire,
   seatKindWire,
@@ -81,6 +81,7 @@ export async function listSeats(d: StatusDeps): Promise<SeatRow[]> {
           interrupt: s.inputCapabilities.interrupt,
           nextTurnOnly: s.inputCapabilities.nextTurnOnly,
         }),
+        ...(s.cannotWork ? { cannotWork: create(CannotWorkSchema, s.cannotWork) } : {}),
       }),
     }),
   );

@@ -123,6 +123,16 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
       evidence(deps.clock, gate.proofs),
     );
   }
+  if (snapshot.cannotWork) {
+    // The harness itself says it would refuse a turn (issue 35): a message would sit there unread.
+    return {
+      result: AgentResult.Rejected,
+      reason: "seat_cannot_work",
+      detail: `this ${seat.kind} seat cannot take a turn (${snapshot.cannotWork.reason}: ${snapshot.cannotWork.detail}); nothing was written`,
+      ...evidence(deps.clock, gate.proofs),
+      replayed: false,
+    };
+  }
   if (cmd.mode !== "auto" && !snapshot.inputCapabilities.deliveryModes.includes(cmd.mode)) {
     const modes = snapshot.inputCapabilities.deliveryModes;
     return {

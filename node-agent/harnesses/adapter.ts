@@ -42,10 +42,20 @@ export interface InputCapabilities {
   nextTurnOnly: boolean;
 }
 
+/** The harness's own evidence that the worker cannot take a turn (issue 35); a seat showing it offers no input. */
+export interface CannotWork {
+  /** no_model | no_api_key | no_auth | model_unreachable */
+  reason: string;
+  /** What the harness answered or showed. */
+  detail: string;
+}
+
 export interface SeatSnapshot {
   status: SeatStatus;
   occupantId: string;
   inputCapabilities: InputCapabilities;
+  /** Present only when the harness itself said the worker cannot take a turn. */
+  cannotWork?: CannotWork | undefined;
 }
 
 export interface NativeWrite {
@@ -80,6 +90,9 @@ export interface SessionEntry {
   atMs: number;
 }
 
+/** Rule 39: the turn a write joined or waited behind, as the harness shows it now; harnesses without turns say nothing. */
+export type WriteTurnState = "terminal" | "active" | "unknown";
+
 export interface SessionRead {
   occupantId: string;
   status: SeatStatus;
@@ -88,6 +101,8 @@ export interface SessionRead {
   complete: boolean;
   /** The session file read, where the harness keeps one (Pi, rule 42). */
   sessionPath?: string | undefined;
+  /** For the delivery asked about: its write's turn (rule 39), where the harness has turn ids (Codex). */
+  writeTurn?: WriteTurnState | undefined;
 }
 
 export type StopResult = {
@@ -101,8 +116,8 @@ export interface HarnessAdapter {
   inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }>;
   /** Write one message through the native channel. Called only after the freshness gate passed. */
   write(seat: SeatRecord, message: NativeWrite): Promise<NativeWriteResult>;
-  /** What the seat's session holds, for reconciliation. */
-  readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead>;
+  /** What the seat's session holds, for reconciliation; `deliveryId` asks for that write's turn too (rule 39). */
+  readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead>;
   /** Recognise this harness in a pane from its processes (never from titles or files). */
   discover?(pane: PaneInfo, processes: PaneProcessInfo): Promise<SeatRecord | undefined>;
   /** Stop the occupant's current turn through the native channel; only seats advertising `interrupt`. */

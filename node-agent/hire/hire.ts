@@ -22,6 +22,8 @@ import { checkDirectory, checkTitle } from "./validate.js";
 import { observeHire, type CensusView } from "./census.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import { waitReady } from "./readiness.js";
+import { cannotWorkFix, closeHirePane, watchBriefTurn } from "./not-ready.js";
+import type { CannotWork } from "../harnesses/adapter.js";
 import type { HireFaultPoint } from "./faults.js";
 import type { CodexServerKeeper } from "../harnesses/codex/server-keeper.js";
 export { READINESS_MS } from "./readiness.js";
@@ -271,6 +273,21 @@ export class Hirer {
 
     const ready = await waitReady(this.d, this.d.opener, paneId, harness, launcher);
     const base = { paneId, launchCommitted: true };
+    const notReady = async (c: CannotWork, detail: string, brief?: Partial<RecordedAnswer>) => {
+      // Definite: the harness itself refuses turns. This hire opened the pane, so it closes it; no seat stays.
+      await closeHirePane(this.d, this.d.opener!, paneId, stopSidecars);
+      return finish({
+        ...base,
+        ...brief,
+        outcome: "failed",
+        reason: "not_ready",
+        detail,
+        paneClosed: true,
+        controlReason: c.reason,
+        controlFix: cannotWorkFix(harness, c),
+      });
+    };
+    if (ready.kind === "cannot_work") return notReady(ready.cannotWork, ready.detail);
     if (ready.kind === "failed") {
       // Definite: the harness exited. This hire opened the pane, so it closes it.
       await this.d.opener.close(paneId).catch(() => undefined);
@@ -311,7 +328,21 @@ export class Hirer {
         controlFix: `pane ${paneId} is still open: look at it, then message its seat once list_seats shows it, or close it`,
       });
     }
-    return finish(await briefSeat(this.d, cmd, ready.seat, { paneId, harness }, this.d.options.fault));
+    const answer = await briefSeat(this.d, cmd, ready.seat, { paneId, harness }, this.d.options.fault);
+    const m = answer.outcome === "spawned" && answer.briefMechanism !== "none" ? answer.briefMechanism : undefined;
+    // The brief's turn began: the harness may still refuse it (Codex's model server gone, issue 35).
+    const refused = m ? await watchBriefTurn(this.d, this.d.opener, launcher, ready.seat.name, paneId) : undefined;
+    if (m && refused)
+      return notReady(
+        refused,
+        `${harness} in pane ${paneId} took the brief (${m}) but cannot take a turn: ${refused.detail}`,
+        {
+          briefMechanism: m,
+          briefDeliveryId: answer.briefDeliveryId,
+          proofs: answer.proofs,
+        },
+      );
+    return finish(answer);
   }
 
   /** Agent shutdown: servers of live hires keep running (a restarted agent adopts them). */

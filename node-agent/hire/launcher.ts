@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import type { ProofProvider } from "../proofs/provider.js";
 import type { HireHarness } from "./harnesses.js";
 import type { RecordedCodexServer } from "./host-journal.js";
+import type { CannotWork } from "../harnesses/adapter.js";
 
 export interface LaunchRequest {
   hireId: string;
@@ -67,6 +68,8 @@ export interface HarnessLauncher {
   plan(req: LaunchRequest, ctx: LaunchContext): Promise<LaunchPlan>;
   /** What the pane's visible screen says the owner must decide, if anything. */
   screenBlock(screen: string, paneId: string): ScreenBlock | undefined;
+  /** A fatal error the harness shows: it cannot take a turn (issue 35). Only read, never answered. */
+  fatalScreen?(screen: string): CannotWork | undefined;
 }
 
 /** A file shipped in dist/: found beside this module when running from dist, else under ./dist. */

@@ -1,12 +1,13 @@
 /**
  * Readiness of a hire's new pane (≤30 s): the pane is still running, its screen asks the
  * owner nothing they must decide, and discovery has found the harness there with every
- * proof of its adapter's inspect proven, i.e. the delivery gate would pass now. The screen
- * is only read; nothing is typed.
+ * proof of its adapter's inspect proven, i.e. the delivery gate would pass now, and the
+ * harness's own answer does not say it cannot take a turn (no model, no key: issue 35). The
+ * screen is only read; nothing is typed.
  */
 import { SeatKind } from "../../shared/verdicts.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
-import type { SeatRecord } from "../harnesses/adapter.js";
+import type { CannotWork, SeatRecord } from "../harnesses/adapter.js";
 import type { SeatBook } from "../seats/seat-book.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
 import type { HireHarness } from "./harnesses.js";
@@ -27,7 +28,9 @@ export type Readiness =
   | { kind: "ready"; seat: SeatRecord }
   | { kind: "failed"; detail: string }
   | { kind: "blocked"; block: NonNullable<ReturnType<HarnessLauncher["screenBlock"]>>; detail: string }
-  | { kind: "timeout"; detail: string };
+  | { kind: "timeout"; detail: string }
+  /** The harness itself answered that the worker cannot take a turn (issue 35): definite, so the hire ends at once. */
+  | { kind: "cannot_work"; cannotWork: CannotWork; detail: string };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -64,6 +67,9 @@ export async function waitReady(
         detail: `${harness} in pane ${paneId} can never take a native message (${block.kind}); its screen: ${lastLines(live.screen)}`,
       };
     consent = block;
+    const fatal = launcher.fatalScreen?.(live.screen);
+    if (fatal)
+      return { kind: "cannot_work", cannotWork: fatal, detail: `${harness} in pane ${paneId} shows: ${fatal.detail}` };
     await d.scanNow();
     const seat = d.seats.discoveredSeats().find((s) => s.pane?.paneId === paneId && s.kind === harness);
     if (seat) {
@@ -74,6 +80,13 @@ export async function waitReady(
       // Ready means the delivery gate would pass now: every proof proven (Claude's session report may lag its channel).
       const usable =
         inspected && inspected.snapshot.status !== "offline" && inspected.proofs.every((p) => p.outcome === "proven");
+      const cannot = usable ? inspected.snapshot.cannotWork : undefined;
+      if (cannot)
+        return {
+          kind: "cannot_work",
+          cannotWork: cannot,
+          detail: `${harness} in pane ${paneId} cannot take a turn: ${cannot.detail}`,
+        };
       if (usable && (seat.kind !== SeatKind.Codex || inspected.snapshot.inputCapabilities.deliveryModes.length > 0)) {
         // The screen once more, read after the seat proved itself: a refusal shown meanwhile still wins.
         const after = await opener.liveness(paneId);

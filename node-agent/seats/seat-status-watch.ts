@@ -1,7 +1,7 @@
 /**
  * Keeps the controller's view of each seat's status and input capabilities live: every
  * interval the seats are inspected (each under its seat lock) and, when any seat's status,
- * capabilities or occupant differ from what was last reported, the whole list is reported
+ * capabilities, occupant or cannot-work reason differ from what was last reported, the whole list is reported
  * again. Without it, list_seats would show a seat "working" after its turn ended, or offering
  * steer after its app-server died, until the seat book next changed.
  */
@@ -32,6 +32,7 @@ function signature(seats: Seat[]): string {
         s.inputCapabilities?.deliveryModes ?? [],
         s.inputCapabilities?.interrupt ?? false,
         s.inputCapabilities?.nextTurnOnly ?? false,
+        s.cannotWork?.reason ?? "",
       ])
       .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
   );

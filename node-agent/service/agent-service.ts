@@ -136,12 +136,13 @@ export function createAgentService(deps: AgentServiceDeps): ServiceImpl<typeof A
 
     async readSession(req) {
       const { seat, adapter } = requireSeat(deps, req.seatName);
-      const read = await adapter.readSession(seat, Number(req.sinceUnixMs));
+      const read = await adapter.readSession(seat, Number(req.sinceUnixMs), req.deliveryId || undefined);
       return create(ReadSessionResponseSchema, {
         occupantId: read.occupantId,
         status: seatStatusWire.encode(read.status),
         complete: read.complete,
         sessionPath: read.sessionPath ?? "",
+        writeTurn: read.writeTurn ?? "",
         entries: read.entries.map((e) =>
           create(SessionEntrySchema, {
             deliveryId: e.deliveryId,

@@ -1,6 +1,11 @@
 /** Converts the agent's seat record and live snapshot to the wire Seat. */
 import { create } from "@bufbuild/protobuf";
-import { InputCapabilitiesSchema, SeatSchema, type Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
+import {
+  CannotWorkSchema,
+  InputCapabilitiesSchema,
+  SeatSchema,
+  type Seat,
+} from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
 import type { SeatRecord, SeatSnapshot } from "../harnesses/adapter.js";
 
@@ -16,5 +21,6 @@ export function toWireSeat(seat: SeatRecord, snapshot: SeatSnapshot): Seat {
       interrupt: snapshot.inputCapabilities.interrupt,
       nextTurnOnly: snapshot.inputCapabilities.nextTurnOnly,
     }),
+    ...(snapshot.cannotWork ? { cannotWork: create(CannotWorkSchema, snapshot.cannotWork) } : {}),
   });
 }

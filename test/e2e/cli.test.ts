@@ -234,7 +234,7 @@ describe("the clankie CLI", () => {
       );
       expect((await cli("seat", "add", "mailbox", "inbox")).code).toBe(0);
       const table = await cli("seat", "list");
-      expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+KIND\s+STATUS\s+ONLINE\s+MODES\s+UNRESOLVED$/);
+      expect(table.stdout.split("\n")[0]).toMatch(/^ID\s+KIND\s+STATUS\s+ONLINE\s+MODES\s+UNRESOLVED\s+CANNOT_WORK$/);
       // Issue 35 item 1: the modes column is exactly list_seats's deliveryModes; a mailbox reports
       // none, so it shows none (it used to show a guessed "send").
       expect(table.stdout).toMatch(/cli\/inbox\s+mailbox\s+idle\s+true\s+none\s+0/);

@@ -13,7 +13,7 @@ export function registerListSeats(server: McpServer, deps: StatusDeps): void {
     {
       title: "List seats",
       description:
-        "The fleet's seats: id, machine, kind, status, whether its agent is online, the input capabilities observed from its live control, and for a seat hire_agent started, hiredBy {conversationId, hireId}.",
+        "The fleet's seats: id, machine, kind, status, whether its agent is online, the input capabilities observed from its live control, cannotWork {reason, detail} when its harness itself says it cannot take a turn, and for a seat hire_agent started, hiredBy {conversationId, hireId}.",
       inputSchema: z.object({}).strict(),
       outputSchema: listSeatsResult,
       annotations: { title: "List seats", readOnlyHint: true, idempotentHint: true, openWorldHint: false },

@@ -29,6 +29,8 @@ import { CodexConnection } from "./connection.js";
 import { backendOfConnection } from "./kernel.js";
 import { findCodexTui, isSameProcessAlive } from "./process.js";
 import { listQueue, pickPaneThread } from "./thread.js";
+import { CodexReadiness } from "./readiness.js";
+import { CodexWriteTurns } from "./write-turns.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./write.js";
 import { beforeDispatch, windowsControlPlan, type WindowsControlDeps } from "./windows.js";
 import { runCommand, type CommandRunner } from "../../proofs/run-command.js";
@@ -78,6 +80,10 @@ export class CodexAdapter implements HarnessAdapter {
   /** What the last inspect proved, per seat: the write may use only this. */
   private readonly proven = new Map<string, ProvenThread & { occupantId: string }>();
   private readonly writeOptions: CodexWriteOptions;
+  /** The app-server's own answer on whether a turn could run, per occupant (issue 35). */
+  private readonly readiness = new CodexReadiness();
+  /** Rule 39: each write's turn, for the unattended release. */
+  private readonly writeTurns = new CodexWriteTurns();
   /** Process facts for discovery and liveness: the kernel proofs' provider, or this OS's. */
   private readonly facts: ProofProvider;
   /** Windows seats joined to the shared daemon: the `codex queue` CLI (cli-queue.ts). */
@@ -222,12 +228,14 @@ export class CodexAdapter implements HarnessAdapter {
     const o = control.proven.observation;
     this.proven.set(seat.name, { ...control.proven, occupantId: seat.occupantId });
     const owned = owner !== undefined;
+    const cannotWork = await this.readiness.check(seat.occupantId, control.proven.connection);
     // Ownership decides only what is offered (a stop), never whether a write may go: it is no delivery proof.
     return {
       snapshot: {
         status: statusOf(o),
         occupantId: seat.occupantId,
-        inputCapabilities: owned ? CODEX_LIVE_CAPABILITIES : CODEX_UNOWNED_CAPABILITIES,
+        inputCapabilities: cannotWork ? NO_CAPABILITIES : owned ? CODEX_LIVE_CAPABILITIES : CODEX_UNOWNED_CAPABILITIES,
+        ...(cannotWork ? { cannotWork } : {}),
       },
       proofs,
     };
@@ -302,11 +310,20 @@ export class CodexAdapter implements HarnessAdapter {
           detail: `${failed.kind} ${failed.outcome}: ${failed.detail}; nothing was written`,
         };
     }
+    // Rule 39: which turn this write joins or waits behind, kept before the request leaves.
+    this.writeTurns.record(message.deliveryId, p.observation.threadId, p.observation.activeTurnId);
     return writeToThread(p, message.deliveryId, message.text, message.mode, this.writeOptions);
   }
 
-  readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
-    return readCodexSession((endpoint) => this.connect(endpoint), seat, sinceMs);
+  async readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead> {
+    const read = await readCodexSession((endpoint) => this.connect(endpoint), seat, sinceMs);
+    if (!deliveryId) return read;
+    // Rule 39: the exact turn this delivery's write joined or waited behind, as the thread shows it now.
+    const ctl = codexControlOf(seat);
+    if (!ctl?.endpoint || !ctl.threadId) return { ...read, writeTurn: "unknown" };
+    const c = await this.connect(ctl.endpoint);
+    if (!c.ok || c.codexHome !== ctl.codexHome) return { ...read, writeTurn: "unknown" };
+    return { ...read, writeTurn: await this.writeTurns.observe(c.connection, ctl.threadId, deliveryId) };
   }
 
   /** `turn/interrupt` on the exact active turn just observed. Queued items stay queued and do not run. */

@@ -18,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { tuiArgv, type CodexPaneSpec } from "./pane-plan.js";
 import { startCodexServer, stopCodexServer } from "./herdr-server.js";
+import type { CannotWork } from "../adapter.js";
 import {
   installedFile,
   WORKER_SERVER_NAME,
@@ -116,5 +117,11 @@ export class CodexLauncher implements HarnessLauncher {
       };
     }
     return undefined;
+  }
+
+  /** Codex's own words when the turn cannot reach its model (0.169.0 retries them without end). */
+  fatalScreen(screen: string): CannotWork | undefined {
+    const m = /Reconnecting\.\.\. waiting for network[^\n]*/.exec(screen);
+    return m ? { reason: "model_unreachable", detail: `Codex shows "${m[0].trim()}"` } : undefined;
   }
 }

@@ -12,6 +12,7 @@ import { contentFingerprint } from "../../../shared/fingerprint.js";
 import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
 import type {
+  CannotWork,
   HarnessAdapter,
   InputCapabilities,
   NativeWrite,
@@ -47,6 +48,25 @@ interface PiState {
   isStreaming: boolean;
   sessionId: string;
   sessionFile?: string;
+  /** Pi's own answer: why it would refuse a turn, if it would (an older extension says nothing). */
+  cannotWork?: CannotWork | undefined;
+}
+
+/** Pi refuses a turn without a model, or without a key for it (its "No API key found…"): so does the seat. */
+export function piCannotWork(data: Record<string, unknown>): CannotWork | undefined {
+  if (!("model" in data)) return undefined;
+  // Pi's stand-in when nothing is configured is provider "unknown" (its auth guidance's UNKNOWN_PROVIDER).
+  if (typeof data.model !== "string" || !data.model || data.model.startsWith("unknown/"))
+    return {
+      reason: "no_model",
+      detail: `Pi has no model selected (get_state model: ${JSON.stringify(data.model ?? null)}); Pi refuses every turn`,
+    };
+  if (data.modelAuth === false)
+    return {
+      reason: "no_api_key",
+      detail: `Pi has no API key for its model ${data.model} (get_state modelAuth: false); Pi refuses every turn ("No API key found")`,
+    };
+  return undefined;
 }
 
 const NO_CAPS: InputCapabilities = { deliveryModes: [], interrupt: false, nextTurnOnly: false };
@@ -105,6 +125,7 @@ export class PiAdapter implements HarnessAdapter {
       isStreaming: r.data.isStreaming === true,
       sessionId: String(r.data.sessionId ?? ""),
       sessionFile: typeof r.data.sessionFile === "string" ? r.data.sessionFile : undefined,
+      cannotWork: piCannotWork(r.data),
     };
   }
 
@@ -149,8 +170,9 @@ export class PiAdapter implements HarnessAdapter {
         status: s.isStreaming ? SeatStatus.Working : SeatStatus.Idle,
         occupantId: seat.occupantId,
         // Exactly what the live link said it offers (rule 42): steer only while a turn runs (it joins
-        // that turn), followUp as queue, abort as interrupt.
-        inputCapabilities: capabilitiesFrom(origin, s.isStreaming),
+        // that turn), followUp as queue, abort as interrupt. A Pi that refuses every turn offers nothing.
+        inputCapabilities: s.cannotWork ? NO_CAPS : capabilitiesFrom(origin, s.isStreaming),
+        ...(s.cannotWork ? { cannotWork: s.cannotWork } : {}),
       },
       proofs: [
         {

@@ -6,6 +6,7 @@
 import type { HarnessLauncher, LaunchContext, LaunchRequest, LaunchPlan, ScreenBlock } from "../../hire/launcher.js";
 import { installedFile } from "../../hire/launcher.js";
 import { dirname } from "node:path";
+import type { CannotWork } from "../adapter.js";
 
 export class PiLauncher implements HarnessLauncher {
   readonly harness = "pi" as const;
@@ -33,6 +34,15 @@ export class PiLauncher implements HarnessLauncher {
   }
 
   screenBlock(): ScreenBlock | undefined {
+    return undefined;
+  }
+
+  /** Pi's own refusals of a turn, as its TUI shows them (auth-guidance in the pinned Pi). */
+  fatalScreen(screen: string): CannotWork | undefined {
+    const key = /No API key found for [^\n.]*/.exec(screen);
+    if (key) return { reason: "no_api_key", detail: `Pi shows "${key[0].trim()}"` };
+    const none = /No models available|No model selected/.exec(screen);
+    if (none) return { reason: "no_model", detail: `Pi shows "${none[0]}"` };
     return undefined;
   }
 }

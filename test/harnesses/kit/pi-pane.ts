@@ -26,18 +26,21 @@ export function startPiPane(o: {
   workerTools: boolean;
   sessionDir?: string;
   socketDir?: string;
+  /** Pi's own Anthropic model and no key for it (no mock provider): Pi refuses every turn (issue 35). */
+  keyless?: boolean;
 }): PiPane {
   const agentDir = join(o.root, "home/.pi/agent");
   mkdirSync(agentDir, { recursive: true });
   mkdirSync(join(o.root, "work"), { recursive: true });
-  writeFileSync(
-    join(agentDir, "models.json"),
-    JSON.stringify({
-      providers: {
-        mock: { baseUrl: o.mockUrl, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
-      },
-    }),
-  );
+  if (!o.keyless)
+    writeFileSync(
+      join(agentDir, "models.json"),
+      JSON.stringify({
+        providers: {
+          mock: { baseUrl: o.mockUrl, api: "anthropic-messages", apiKey: "sk-mock", models: [{ id: "mock-model" }] },
+        },
+      }),
+    );
   const env: Record<string, string> = {
     HOME: join(o.root, "home"),
     PI_CODING_AGENT_DIR: agentDir,
@@ -71,10 +74,7 @@ export function startPiPane(o: {
     o.bin,
     ...extensions,
     ...(o.sessionDir ? ["--session-dir", o.sessionDir] : ["--no-session"]),
-    "--provider",
-    "mock",
-    "--model",
-    "mock-model",
+    ...(o.keyless ? ["--model", "anthropic/claude-sonnet-4-5"] : ["--provider", "mock", "--model", "mock-model"]),
   ]);
   return {
     tmuxSocket,

@@ -2,6 +2,7 @@
 import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import {
+  CannotWorkSchema,
   SeatSchema,
   SeatStatus,
   InputCapabilitiesSchema,
@@ -54,6 +55,24 @@ describe("seat-status-watch.startSeatStatusWatch", () => {
     fail = false;
     for (let i = 0; i < 50 && reports.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
     expect(reports).toHaveLength(1);
+    watch.stop();
+  });
+
+  it("issue 35: a seat whose harness starts or stops saying it cannot work is reported again", async () => {
+    let now: Seat[] = [seat(SeatStatus.IDLE)];
+    const reports: Seat[][] = [];
+    const watch = startSeatStatusWatch({
+      inspect: async () => now,
+      report: async (s) => void reports.push(s),
+      intervalMs: 10,
+      logger: silentLogger,
+    });
+    watch.reported(now);
+    const keyless = seat(SeatStatus.IDLE);
+    keyless.cannotWork = create(CannotWorkSchema, { reason: "no_api_key", detail: "Pi has no API key" });
+    now = [keyless];
+    for (let i = 0; i < 50 && reports.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(reports.map((r) => r[0]!.cannotWork?.reason)).toEqual(["no_api_key"]);
     watch.stop();
   });
 });

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file clankie/fleet/v1/seat.proto.
  */
 export const file_clankie_fleet_v1_seat: GenFile = /*@__PURE__*/
-  fileDesc("ChtjbGFua2llL2ZsZWV0L3YxL3NlYXQucHJvdG8SEGNsYW5raWUuZmxlZXQudjEidgoRSW5wdXRDYXBhYmlsaXRpZXMSNgoOZGVsaXZlcnlfbW9kZXMYASADKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIRCglpbnRlcnJ1cHQYAiABKAgSFgoObmV4dF90dXJuX29ubHkYAyABKAgi0QEKBFNlYXQSDAoEbmFtZRgBIAEoCRIoCgRraW5kGAIgASgOMhouY2xhbmtpZS5mbGVldC52MS5TZWF0S2luZBIsCgZzdGF0dXMYAyABKA4yHC5jbGFua2llLmZsZWV0LnYxLlNlYXRTdGF0dXMSEwoLb2NjdXBhbnRfaWQYBCABKAkSPwoSaW5wdXRfY2FwYWJpbGl0aWVzGAUgASgLMiMuY2xhbmtpZS5mbGVldC52MS5JbnB1dENhcGFiaWxpdGllcxINCgV0aXRsZRgGIAEoCSqRAQoIU2VhdEtpbmQSGQoVU0VBVF9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRU0VBVF9LSU5EX01BSUxCT1gQARITCg9TRUFUX0tJTkRfQ09ERVgQAhIUChBTRUFUX0tJTkRfQ0xBVURFEAMSFgoSU0VBVF9LSU5EX09QRU5DT0RFEAQSEAoMU0VBVF9LSU5EX1BJEAUqXwoMRGVsaXZlcnlNb2RlEh0KGURFTElWRVJZX01PREVfVU5TUEVDSUZJRUQQABIXChNERUxJVkVSWV9NT0RFX1NURUVSEAESFwoTREVMSVZFUllfTU9ERV9RVUVVRRACKooBCgpTZWF0U3RhdHVzEhsKF1NFQVRfU1RBVFVTX1VOU1BFQ0lGSUVEEAASFAoQU0VBVF9TVEFUVVNfSURMRRABEhcKE1NFQVRfU1RBVFVTX1dPUktJTkcQAhIXChNTRUFUX1NUQVRVU19CTE9DS0VEEAMSFwoTU0VBVF9TVEFUVVNfT0ZGTElORRAEYgZwcm90bzM");
+  fileDesc("ChtjbGFua2llL2ZsZWV0L3YxL3NlYXQucHJvdG8SEGNsYW5raWUuZmxlZXQudjEidgoRSW5wdXRDYXBhYmlsaXRpZXMSNgoOZGVsaXZlcnlfbW9kZXMYASADKA4yHi5jbGFua2llLmZsZWV0LnYxLkRlbGl2ZXJ5TW9kZRIRCglpbnRlcnJ1cHQYAiABKAgSFgoObmV4dF90dXJuX29ubHkYAyABKAgiLAoKQ2Fubm90V29yaxIOCgZyZWFzb24YASABKAkSDgoGZGV0YWlsGAIgASgJIoQCCgRTZWF0EgwKBG5hbWUYASABKAkSKAoEa2luZBgCIAEoDjIaLmNsYW5raWUuZmxlZXQudjEuU2VhdEtpbmQSLAoGc3RhdHVzGAMgASgOMhwuY2xhbmtpZS5mbGVldC52MS5TZWF0U3RhdHVzEhMKC29jY3VwYW50X2lkGAQgASgJEj8KEmlucHV0X2NhcGFiaWxpdGllcxgFIAEoCzIjLmNsYW5raWUuZmxlZXQudjEuSW5wdXRDYXBhYmlsaXRpZXMSDQoFdGl0bGUYBiABKAkSMQoLY2Fubm90X3dvcmsYByABKAsyHC5jbGFua2llLmZsZWV0LnYxLkNhbm5vdFdvcmsqkQEKCFNlYXRLaW5kEhkKFVNFQVRfS0lORF9VTlNQRUNJRklFRBAAEhUKEVNFQVRfS0lORF9NQUlMQk9YEAESEwoPU0VBVF9LSU5EX0NPREVYEAISFAoQU0VBVF9LSU5EX0NMQVVERRADEhYKElNFQVRfS0lORF9PUEVOQ09ERRAEEhAKDFNFQVRfS0lORF9QSRAFKl8KDERlbGl2ZXJ5TW9kZRIdChlERUxJVkVSWV9NT0RFX1VOU1BFQ0lGSUVEEAASFwoTREVMSVZFUllfTU9ERV9TVEVFUhABEhcKE0RFTElWRVJZX01PREVfUVVFVUUQAiqKAQoKU2VhdFN0YXR1cxIbChdTRUFUX1NUQVRVU19VTlNQRUNJRklFRBAAEhQKEFNFQVRfU1RBVFVTX0lETEUQARIXChNTRUFUX1NUQVRVU19XT1JLSU5HEAISFwoTU0VBVF9TVEFUVVNfQkxPQ0tFRBADEhcKE1NFQVRfU1RBVFVTX09GRkxJTkUQBGIGcHJvdG8z");
 
 /**
  * Input choices observed from the live control attached to a seat (ADR 0207, VUH-1882).
@@ -41,6 +41,35 @@ export type InputCapabilities = Message<"clankie.fleet.v1.InputCapabilities"> & 
  */
 export const InputCapabilitiesSchema: GenMessage<InputCapabilities> = /*@__PURE__*/
   messageDesc(file_clankie_fleet_v1_seat, 0);
+
+/**
+ * The harness's own evidence that the worker cannot take a turn (issue 35): no model selected, no key
+ * for its model, its model server unreachable. Absent when the harness showed nothing against it.
+ *
+ * @generated from message clankie.fleet.v1.CannotWork
+ */
+export type CannotWork = Message<"clankie.fleet.v1.CannotWork"> & {
+  /**
+   * A snake_case word: no_model, no_api_key, no_auth, model_unreachable.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * What the harness answered or showed, in its words.
+   *
+   * @generated from field: string detail = 2;
+   */
+  detail: string;
+};
+
+/**
+ * Describes the message clankie.fleet.v1.CannotWork.
+ * Use `create(CannotWorkSchema)` to create a new message.
+ */
+export const CannotWorkSchema: GenMessage<CannotWork> = /*@__PURE__*/
+  messageDesc(file_clankie_fleet_v1_seat, 1);
 
 /**
  * A seat as its node agent reports it.
@@ -81,6 +110,11 @@ export type Seat = Message<"clankie.fleet.v1.Seat"> & {
    * @generated from field: string title = 6;
    */
   title: string;
+
+  /**
+   * @generated from field: clankie.fleet.v1.CannotWork cannot_work = 7;
+   */
+  cannotWork?: CannotWork | undefined;
 };
 
 /**
@@ -88,7 +122,7 @@ export type Seat = Message<"clankie.fleet.v1.Seat"> & {
  * Use `create(SeatSchema)` to create a new message.
  */
 export const SeatSchema: GenMessage<Seat> = /*@__PURE__*/
-  messageDesc(file_clankie_fleet_v1_seat, 1);
+  messageDesc(file_clankie_fleet_v1_seat, 2);
 
 /**
  * What kind of worker occupies a seat. A new harness adds a value here and one
