@@ -1,7 +1,8 @@
 /**
  * Claude Code's SessionStart hook for Clankie seats. It files the session id and transcript
- * path for the node agent (keyed by the Claude process's pid), and, when the pane this Claude
- * runs in is linked to Clankie but Claude was started without the channel opt-in, prints a
+ * path for the node agent (keyed by the Claude process's pid), with the session's own inbox
+ * socket where Claude (2.1.224+) hands it to its children, and, when the pane this Claude runs
+ * in is linked to Clankie but Claude has neither the channel opt-in nor an inbox, prints a
  * systemMessage with the exact-session restart command. Print mode, other harnesses, unlinked
  * panes and unsafe ids get nothing. It never restarts anything itself. The Claude process is
  * found among the hook's ancestors through the ProofProvider (Linux /proc, macOS ps, Windows
@@ -11,7 +12,7 @@ import { CHANNEL_SERVER_NAME } from "../harnesses/claude/channel-wire.js";
 import type { ProofProvider } from "../proofs/provider.js";
 import { isClaude } from "../harnesses/claude/process.js";
 import { selectProofProvider } from "../proofs/select.js";
-import { SAFE_SESSION_ID, writeSessionReport } from "../harnesses/claude/session-report.js";
+import { SAFE_SESSION_ID, writeSessionReport, type ClaudeInbox } from "../harnesses/claude/session-report.js";
 
 export interface HookInput {
   session_id?: string;
@@ -63,7 +64,20 @@ function optedIn(argv: string[]): boolean {
   return false;
 }
 
-export type HookDecision = { claudePid?: number; message?: string };
+export type HookDecision = { claudePid?: number; message?: string; inbox?: ClaudeInbox };
+
+/**
+ * The session's own inbox socket, as Claude hands it to its children (2.1.224+): only when
+ * CLAUDE_PID names the Claude this hook runs under and CLAUDE_CODE_SESSION_ID, where given, is
+ * the session starting, so the route is bound to this exact process and session.
+ */
+export function inboxOf(env: NodeJS.ProcessEnv, claudePid: number, sessionId: string): ClaudeInbox | undefined {
+  const socketPath = env.CLAUDE_CODE_MESSAGING_SOCKET;
+  const token = env.CLAUDE_CODE_MESSAGING_TOKEN;
+  if (!socketPath || !token || env.CLAUDE_PID !== String(claudePid)) return undefined;
+  if (env.CLAUDE_CODE_SESSION_ID && env.CLAUDE_CODE_SESSION_ID !== sessionId) return undefined;
+  return { socketPath, token };
+}
 
 /** Decides what the hook says; pure, so each case is testable without a Claude. */
 export function decideSessionStart(
@@ -85,7 +99,9 @@ export function decideSessionStart(
   const claude = ancestors.find((r) => isClaude(r.argv));
   if (!claude) return {};
   if (claude.argv.includes("-p") || claude.argv.includes("--print")) return {};
-  if (!linked || optedIn(claude.argv)) return { claudePid: claude.pid };
+  const inbox = inboxOf(env, claude.pid, input.session_id);
+  // With its own inbox socket the session is reachable as it is: no restart is asked for.
+  if (!linked || optedIn(claude.argv) || inbox) return { claudePid: claude.pid, ...(inbox ? { inbox } : {}) };
   return {
     claudePid: claude.pid,
     message:
@@ -125,6 +141,7 @@ export async function runSessionStartHook(
         source: input.source ?? "",
         claudePid: decision.claudePid,
         atMs: Date.now(),
+        ...(decision.inbox ? { inbox: decision.inbox } : {}),
       });
     } catch {
       // The notice below must survive a failed report (VUH-1867).
