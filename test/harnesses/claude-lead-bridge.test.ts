@@ -42,15 +42,29 @@ function sh(
   });
 }
 
-/** The mock model's lead: message_seat with the quoted text, then reconcile_seat_call with the id it answered. */
+/** The controller's answers among a turn's tool results (message_seat's, then reconcile_seat_call's). */
+const answers = (r: RecordedRequest) => r.turnToolResults.filter((t) => /"deliveryId":\s*"/.test(t));
+
+/**
+ * The mock model's lead: message_seat with the quoted text, then reconcile_seat_call with the id
+ * it answered. Claude Code 2.1.332 defers MCP tools behind ToolSearch (2.1.197 offered them
+ * directly), so the model first loads the two tools by name, as a real model does.
+ */
 function leadToolUse(r: RecordedRequest) {
-  const said = /Tell the inbox seat "([^"]+)"/.exec(r.latestUserText)?.[1];
+  // Any user text of the request: a ToolSearch result may come back as a user message with text of its own.
+  const said = r.userTexts.map((t) => /Tell the inbox seat "([^"]+)"/.exec(t)?.[1]).find(Boolean);
   if (!said) return undefined;
-  if (r.turnToolResults.length === 0 && r.toolNames.includes(MESSAGE_SEAT))
+  const got = answers(r);
+  if (got.length === 0 && r.toolNames.includes(MESSAGE_SEAT))
     return { name: MESSAGE_SEAT, input: { seat: "inbox", message: said } };
-  const id = r.turnToolResults.length === 1 ? /"deliveryId":\s*"([^"]+)"/.exec(r.turnToolResults[0]!)?.[1] : undefined;
+  if (got.length === 0 && r.toolNames.includes("ToolSearch") && r.turnToolResults.length === 0)
+    return { name: "ToolSearch", input: { query: `select:${MESSAGE_SEAT},${RECONCILE}`, max_results: 5 } };
+  const id = got.length === 1 ? /"deliveryId":\s*"([^"]+)"/.exec(got[0]!)?.[1] : undefined;
   return id ? { name: RECONCILE, input: { deliveryId: id } } : undefined;
 }
+
+/** The first request that offered message_seat (after ToolSearch loaded it, on versions that defer MCP tools). */
+const afterToolSearchOrFirst = (turn: RecordedRequest[]) => turn.find((r) => r.toolNames.includes(MESSAGE_SEAT));
 
 describe("a real Claude Code lead calls message_seat, then reconcile_seat_call, configured by the lines `clankie up` prints", () => {
   let store: Awaited<ReturnType<typeof prepareStore>>;
@@ -108,7 +122,7 @@ describe("a real Claude Code lead calls message_seat, then reconcile_seat_call, 
           "-p",
           `Tell the inbox seat "${text}"`,
           "--model",
-          "claude-sonnet-4-5",
+          "claude-sonnet-4-6",
           // The owner's own approval of the two tools: print mode has no one to ask.
           "--allowedTools",
           `${MESSAGE_SEAT},${RECONCILE}`,
@@ -129,7 +143,7 @@ describe("a real Claude Code lead calls message_seat, then reconcile_seat_call, 
         resolve({ code, stdout, stderr });
       });
     });
-    const turn = mock.requests.filter((r) => r.latestUserText.includes(`Tell the inbox seat "${text}"`));
+    const turn = mock.requests.filter((r) => r.userTexts.some((t) => t.includes(`Tell the inbox seat "${text}"`)));
     return { run, turn, home };
   }
 
@@ -137,23 +151,28 @@ describe("a real Claude Code lead calls message_seat, then reconcile_seat_call, 
     const { run, turn } = await leadTurn(line, text);
     const why = JSON.stringify({
       run: { code: run.code, stdout: run.stdout.slice(-1500), stderr: run.stderr.slice(-1500) },
-      turn: turn.map((r) => ({ tools: r.toolNames.filter((n) => n.startsWith("mcp__")), results: r.turnToolResults })),
+      turn: turn.map((r) => ({
+        tools: r.toolNames,
+        latest: r.latestUserText.slice(-300),
+        results: r.turnToolResults.map((t) => t.slice(0, 400)),
+      })),
     });
     expect(
       turn.some((r) => r.toolNames.includes(MESSAGE_SEAT)),
       why,
     ).toBe(true);
+    expect(afterToolSearchOrFirst(turn), why).toBeDefined();
     const entries = mailboxEntries(text);
     expect(entries, why).toHaveLength(1);
     const id = entries[0]!.deliveryId;
     // The request after the message_seat call holds the controller's result: delivered, under the receipt's id.
-    const afterSend = turn.find((r) => r.turnToolResults.length === 1);
-    expect(afterSend?.turnToolResults[0], why).toContain('"outcome":"delivered"');
-    expect(afterSend!.turnToolResults[0]).toContain(id);
+    const afterSend = turn.find((r) => answers(r).length === 1);
+    expect(answers(afterSend!)[0], why).toContain('"outcome":"delivered"');
+    expect(answers(afterSend!)[0]).toContain(id);
     // The request after reconcile_seat_call holds the same receipt, read back, in this conversation.
-    const afterReconcile = turn.find((r) => r.turnToolResults.length === 2);
-    expect(afterReconcile?.turnToolResults[1], why).toContain(id);
-    expect(afterReconcile!.turnToolResults[1]).toContain('"outcome":"delivered"');
+    const afterReconcile = turn.find((r) => answers(r).length === 2);
+    expect(answers(afterReconcile!)[1], why).toContain(id);
+    expect(answers(afterReconcile!)[1]).toContain('"outcome":"delivered"');
     expect(run.code, why).toBe(0);
     expect(run.stdout).toContain("told the inbox");
     return id;
