@@ -3,7 +3,16 @@
 // binary itself with no model and no account. Each probe returns { check: value } pairs; the
 // script compares a candidate's with the pinned install's and prints what changed.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -12,7 +21,7 @@ const run = (bin, args, env = {}) => {
   try {
     return execFileSync(bin, args, {
       encoding: "utf8",
-      timeout: 60_000,
+      timeout: 30_000,
       env: { ...process.env, ...env },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -118,13 +127,19 @@ function freePort() {
 /** OpenCode: the v1 and v2 routes the agent uses, from the server's own OpenAPI document. */
 async function probeOpenCode(bin) {
   const out = {};
-  out.version = run(bin, ["--version"]).trim();
   const dir = scratch("opencode");
   const env = { PATH: process.env.PATH };
   for (const k of ["HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"]) {
     env[k] = join(dir, k.toLowerCase());
     mkdirSync(env[k], { recursive: true });
   }
+  // Its own homes, no autoupdate: a bare `opencode` may reach for the network and wait.
+  mkdirSync(join(env.XDG_CONFIG_HOME, "opencode"), { recursive: true });
+  writeFileSync(
+    join(env.XDG_CONFIG_HOME, "opencode/opencode.json"),
+    JSON.stringify({ autoupdate: false, share: "disabled" }),
+  );
+  out.version = run(bin, ["--version"], env).trim();
   const port = await freePort();
   const child = spawn(bin, ["serve", "--port", String(port), "--hostname", "127.0.0.1"], {
     env,
@@ -134,7 +149,7 @@ async function probeOpenCode(bin) {
   let doc;
   for (let i = 0; i < 100 && !doc; i++) {
     await new Promise((r) => setTimeout(r, 300));
-    doc = await fetch(`http://127.0.0.1:${port}/doc`)
+    doc = await fetch(`http://127.0.0.1:${port}/doc`, { signal: AbortSignal.timeout(3000) })
       .then((r) => (r.ok ? r.json() : undefined))
       .catch(() => undefined);
   }
@@ -170,11 +185,21 @@ function probePi(bin) {
     : bin;
   let root = dirname(realpathSync(entry));
   while (root !== "/" && !existsSync(join(root, "package.json"))) root = dirname(root);
-  out.package = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).name;
+  const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"));
+  out.package = pkg.name;
+  out.version ||= pkg.version;
   const read = (rel) => (existsSync(join(root, rel)) ? readFileSync(join(root, rel), "utf8") : "");
-  const rpc = read("docs/rpc.md");
-  for (const c of ["get_state", "prompt", "steer", "follow_up", "abort", "streamingBehavior", "queue_update"])
+  // The RPC contract spans docs/rpc*.md (1.x split the commands into rpc-commands.md).
+  const rpc = existsSync(join(root, "docs"))
+    ? readdirSync(join(root, "docs"))
+        .filter((f) => /^rpc.*\.md$/.test(f))
+        .map((f) => read(`docs/${f}`))
+        .join("\n")
+    : "";
+  for (const c of ["get_state", "prompt", "steer", "follow_up", "abort", "streamingBehavior"])
     out[`rpc ${c}`] = rpc.includes(c);
+  // An event the session emits (the docs that list it moved between versions): read from the code.
+  out["event queue_update"] = read("dist/core/agent-session.js").includes("queue_update");
   out["rpc prompt disposition"] = /disposition/.test(rpc);
   for (const d of ["handled", "queued", "started"]) out[`rpc disposition ${d}`] = rpc.includes(`"${d}"`);
   const ext = read("docs/extensions.md");
