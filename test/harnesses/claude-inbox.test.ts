@@ -1,5 +1,5 @@
 /**
- * Issue 35 item 4 (ADR 0080): a hand-started Claude Code with no Clankie channel and no
+ * Issue 35 item 4 (ADR 0071): a hand-started Claude Code with no Clankie channel and no
  * `--channels` flag, on the pinned 2.1.332, is a seat through its own inbox socket
  * (cross-session messaging). The SessionStart hook files the socket and the token Claude hands
  * its own children (CLAUDE_CODE_MESSAGING_SOCKET/_TOKEN, CLAUDE_PID naming that Claude), so the

@@ -1,7 +1,7 @@
 /**
  * Claude Code seats, through the Clankie channel (an MCP server Claude spawned with the
  * channel opt-in), or, for a session started without it, through the session's own inbox
- * socket (cross-session messaging, 2.1.224+; ADR 0080). The channel's exact authenticated ack
+ * socket (cross-session messaging, 2.1.224+; ADR 0071). The channel's exact authenticated ack
  * of our event id is transport delivery only; the inbox acknowledges nothing at all. Delivery
  * is the transcript's user line carrying our id (channel origin, or a peer line Claude verified
  * came from this process). Neither can steer a running turn: the seat offers [queue] and
