@@ -10,7 +10,7 @@
  */
 import { CHANNEL_SERVER_NAME } from "../harnesses/claude/channel-wire.js";
 import type { ProofProvider } from "../proofs/provider.js";
-import { isClaude } from "../harnesses/claude/process.js";
+import { isClaude, optedIn } from "../harnesses/claude/process.js";
 import { selectProofProvider } from "../proofs/select.js";
 import { SAFE_SESSION_ID, writeSessionReport, type ClaudeInbox } from "../harnesses/claude/session-report.js";
 
@@ -48,21 +48,6 @@ export async function ancestry(
 }
 
 export { isClaude };
-
-function optedIn(argv: string[]): boolean {
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
-    const value = inline ?? argv[i + 1] ?? "";
-    if (
-      flag === "--dangerously-load-development-channels" &&
-      value.split(/[ ,]/).some((v) => v === `server:${CHANNEL_SERVER_NAME}` || v.startsWith("plugin:clankie-worker@"))
-    )
-      return true;
-    if (flag === "--channels" && /(^|[ ,])plugin:clankie-worker@/.test(value)) return true;
-  }
-  return false;
-}
 
 export type HookDecision = { claudePid?: number; message?: string; inbox?: ClaudeInbox };
 

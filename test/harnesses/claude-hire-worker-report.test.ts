@@ -31,7 +31,7 @@ describe("a hired Claude Code reports to its hiring lead with message_clankie", 
     if (!bin)
       throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
-    mock = await startMockAnthropicServer({ toolUse: reportToolUse });
+    mock = await startMockAnthropicServer({ toolUse: reportToolUse, chainTools: true });
     env = claudeHireEnv(bin, mock.url);
     env.hire.workerToolApproval = "approve";
     h = await hireReporter("claude", env, TEXT, ownerConfirmsDevChannel);

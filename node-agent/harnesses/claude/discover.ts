@@ -9,7 +9,7 @@ import { existsSync } from "node:fs";
 import { SeatKind } from "../../../shared/verdicts.js";
 import type { PaneInfo, PaneProcessInfo } from "../../panes/pane-host.js";
 import type { SeatRecord } from "../adapter.js";
-import { isClaude, isPrintMode } from "./process.js";
+import { isClaude, isPrintMode, optedIn } from "./process.js";
 import { channelPaths } from "./channel-wire.js";
 import { claudeOccupantId, observeClaudeOccupant } from "./occupant.js";
 import { readSessionReport } from "./session-report.js";
@@ -22,7 +22,9 @@ export function createClaudeDiscover(channelDir: string, reportDir: string, proo
       if (!isClaude(p.argv) || isPrintMode(p.argv)) continue;
       const channel = existsSync(channelPaths(channelDir, p.pid).socketPath);
       const inbox = readSessionReport(reportDir, p.pid)?.inbox;
-      if (!channel && !(inbox && existsSync(inbox.socketPath))) continue;
+      // A Claude started with the channel opt-in (a hire, or an owner who chose it) is a channel
+      // seat once its channel is up, never an inbox seat in the moment before.
+      if (!channel && (optedIn(p.argv) || !(inbox && existsSync(inbox.socketPath)))) continue;
       // The occupant is this process lifetime in this session, not the pid (rule 46).
       const occupant = await observeClaudeOccupant(p.pid, reportDir, proofs);
       return {

@@ -44,7 +44,8 @@ export function inboxContent(deliveryId: string, text: string, meta: Record<stri
   const attrs = Object.entries({ clankie_id: deliveryId, ...meta })
     .map(([k, v]) => ` ${k}="${v.replace(/[&"<>]/g, (c) => `&#${c.charCodeAt(0)};`)}"`)
     .join("");
-  return `<${CLANKIE_MESSAGE_TAG}${attrs}>${text}</${CLANKIE_MESSAGE_TAG}>`;
+  // On lines of its own, as Claude shows a channel event: the message's first line is its own.
+  return `<${CLANKIE_MESSAGE_TAG}${attrs}>\n${text}\n</${CLANKIE_MESSAGE_TAG}>`;
 }
 
 /** The auth line and the message line, once. Not connected → not sent; an error after connecting → lost (may have been read). */

@@ -21,9 +21,7 @@ export interface HireLookup {
     | { paneId?: string | undefined; harness?: string | undefined; codexServer?: RecordedCodexServer | undefined }
     | undefined;
   /** The hire that recorded this pane (a Herdr launch carries no marker). */
-  ofPane?(
-    paneId: string,
-  ):
+  ofPane?(paneId: string):
     | {
         hireId: string;
         paneId?: string | undefined;
