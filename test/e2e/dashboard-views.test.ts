@@ -141,27 +141,23 @@ describe.runIf(available("chromium"))("the dashboard's hires, id search, chart r
   it("issue 37 item 1: a revoked machine shows as revoked, with the command that removes it, not as a heartbeat long ago", async () => {
     const db = s.fleet.controller.database.db;
     const longAgo = new Date(Date.now() - 30 * 24 * 3600_000);
-    await db
-      .insert(machines)
-      .values({
-        name: "oldbox",
-        endpoint: "reverse://oldbox",
-        agentToken: "t",
-        instanceId: "i",
-        platform: "linux",
-        capabilityVersion: 1,
-        agentVersion: "0.1.0",
-        registeredAt: longAgo,
-        lastSeenAt: longAgo,
-      });
-    await db
-      .insert(machineCerts)
-      .values({
-        serial: "0ldb0x",
-        machine: "oldbox",
-        notAfter: new Date(Date.now() + 3600_000),
-        revokedAt: new Date(),
-      });
+    await db.insert(machines).values({
+      name: "oldbox",
+      endpoint: "reverse://oldbox",
+      agentToken: "t",
+      instanceId: "i",
+      platform: "linux",
+      capabilityVersion: 1,
+      agentVersion: "0.1.0",
+      registeredAt: longAgo,
+      lastSeenAt: longAgo,
+    });
+    await db.insert(machineCerts).values({
+      serial: "0ldb0x",
+      machine: "oldbox",
+      notAfter: new Date(Date.now() + 3600_000),
+      revokedAt: new Date(),
+    });
     const page = await s.open();
     const row = page.locator("#machines tbody tr", { hasText: "oldbox" });
     await row.waitFor();

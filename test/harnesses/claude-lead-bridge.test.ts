@@ -48,7 +48,7 @@ const answers = (r: RecordedRequest) => r.turnToolResults.filter((t) => /"delive
 /**
  * The mock model's lead: message_seat with the quoted text, then reconcile_seat_call with the id
  * it answered. Claude Code 2.1.332 defers MCP tools behind ToolSearch (2.1.197 offered them
- * directly), so the model first loads the two tools by name, as a real model does.
+ * directly): the mock loads each by name first, as a real model does.
  */
 function leadToolUse(r: RecordedRequest) {
   // Any user text of the request: a ToolSearch result may come back as a user message with text of its own.
@@ -57,8 +57,6 @@ function leadToolUse(r: RecordedRequest) {
   const got = answers(r);
   if (got.length === 0 && r.toolNames.includes(MESSAGE_SEAT))
     return { name: MESSAGE_SEAT, input: { seat: "inbox", message: said } };
-  if (got.length === 0 && r.toolNames.includes("ToolSearch") && r.turnToolResults.length === 0)
-    return { name: "ToolSearch", input: { query: `select:${MESSAGE_SEAT},${RECONCILE}`, max_results: 5 } };
   const id = got.length === 1 ? /"deliveryId":\s*"([^"]+)"/.exec(got[0]!)?.[1] : undefined;
   return id ? { name: RECONCILE, input: { deliveryId: id } } : undefined;
 }

@@ -91,18 +91,16 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
     seat = await fleet.seat("claude");
     const db = fleet.controller.database.db;
     const [row] = await db.select().from(seats).where(eq(seats.id, seat.id));
-    await db
-      .insert(hireReceipts)
-      .values({
-        id: randomUUID(),
-        conversationId: "hirer",
-        fingerprint: "f",
-        machine: "workbox",
-        harness: "claude",
-        state: "spawned",
-        seatId: row!.id,
-        occupantId: row!.occupantId,
-      });
+    await db.insert(hireReceipts).values({
+      id: randomUUID(),
+      conversationId: "hirer",
+      fingerprint: "f",
+      machine: "workbox",
+      harness: "claude",
+      state: "spawned",
+      seatId: row!.id,
+      occupantId: row!.occupantId,
+    });
     hirer = await connectLead(
       fleet.controller.mcpUrl,
       (

@@ -145,18 +145,16 @@ describe("a real Codex worker's question reaches its hiring lead, whose answer i
     );
     seatId = row.id;
     seatName = row.name;
-    await db
-      .insert(hireReceipts)
-      .values({
-        id: randomUUID(),
-        conversationId: "hirer",
-        fingerprint: "f",
-        machine: "testbox",
-        harness: "codex",
-        state: "spawned",
-        seatId: row.id,
-        occupantId: row.occupantId,
-      });
+    await db.insert(hireReceipts).values({
+      id: randomUUID(),
+      conversationId: "hirer",
+      fingerprint: "f",
+      machine: "testbox",
+      harness: "codex",
+      state: "spawned",
+      seatId: row.id,
+      occupantId: row.occupantId,
+    });
     // A first turn gives the thread its rollout; the desk attaches once it can resume it.
     const hello = await hirer.call("message_seat", { seat: seatName, message: "hello" });
     expect(hello.structuredContent, JSON.stringify(hello.structuredContent)).toMatchObject({ outcome: "delivered" });

@@ -29,16 +29,14 @@ describe.each(DRIVERS)("rule 53: an agent's launchCommitted beats a reset host j
   async function unresolvedHire(launchCommittedByAgent: boolean): Promise<string> {
     const id = randomUUID();
     const db = fleet.controller.database.db;
-    await db
-      .insert(hireReceipts)
-      .values({
-        id,
-        conversationId,
-        fingerprint: "f".repeat(64),
-        machine: "testbox",
-        harness: "codex",
-        state: HireState.Reserved,
-      });
+    await db.insert(hireReceipts).values({
+      id,
+      conversationId,
+      fingerprint: "f".repeat(64),
+      machine: "testbox",
+      harness: "codex",
+      state: HireState.Reserved,
+    });
     const base = { schemaVersion: 1 as const, hireId: id, machine: "testbox", harness: "codex" as const };
     const reason = launchCommittedByAgent ? "delivery_unconfirmed" : "start_unconfirmed";
     const state = launchCommittedByAgent ? HireState.DeliveryUnconfirmed : HireState.StartUnconfirmed;

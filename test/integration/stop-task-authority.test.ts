@@ -75,18 +75,16 @@ describe("stop_task authority", () => {
     const db = fleet.controller.database.db;
     const [seat] = await db.select().from(seats).where(eq(seats.name, "inbox"));
     const hire = (conversationId: string, occupantId: string) =>
-      db
-        .insert(hireReceipts)
-        .values({
-          id: randomUUID(),
-          conversationId,
-          fingerprint: "f",
-          machine: "testbox",
-          harness: "codex",
-          state: "spawned",
-          seatId: seat!.id,
-          occupantId,
-        });
+      db.insert(hireReceipts).values({
+        id: randomUUID(),
+        conversationId,
+        fingerprint: "f",
+        machine: "testbox",
+        harness: "codex",
+        state: "spawned",
+        seatId: seat!.id,
+        occupantId,
+      });
     const earlier = await leadFor("hired-earlier-occupant");
     await hire("hired-earlier-occupant", `${seat!.occupantId}-before`);
     expect((await earlier.call("stop_task", { seat: "inbox" })).structuredContent).toMatchObject({

@@ -39,18 +39,16 @@ describe.each(DRIVERS)("question answers are seat-call receipts on %s", (driver)
     const [seat] = await db.select().from(seats).where(eq(seats.id, "testbox/inbox"));
     // The hire row as the hire pipeline writes it: this suite is about the answer's receipt.
     hireId = randomUUID();
-    await db
-      .insert(hireReceipts)
-      .values({
-        id: hireId,
-        conversationId: "hirer",
-        fingerprint: "f",
-        machine: "testbox",
-        harness: "codex",
-        state: "spawned",
-        seatId: seat!.id,
-        occupantId: seat!.occupantId,
-      });
+    await db.insert(hireReceipts).values({
+      id: hireId,
+      conversationId: "hirer",
+      fingerprint: "f",
+      machine: "testbox",
+      harness: "codex",
+      state: "spawned",
+      seatId: seat!.id,
+      occupantId: seat!.occupantId,
+    });
     hirer = await connectLead(
       fleet.controller.mcpUrl,
       (await owner.owner.issueLeadToken({ conversationId: "hirer" })).token,
@@ -156,18 +154,16 @@ describe.each(DRIVERS)("a question answer whose result is lost, on %s", (driver)
     await owner.addMailbox("inbox");
     const db = fleet.controller.database.db;
     const [seat] = await db.select().from(seats).where(eq(seats.id, "testbox/inbox"));
-    await db
-      .insert(hireReceipts)
-      .values({
-        id: randomUUID(),
-        conversationId: "hirer",
-        fingerprint: "f",
-        machine: "testbox",
-        harness: "codex",
-        state: "spawned",
-        seatId: seat!.id,
-        occupantId: seat!.occupantId,
-      });
+    await db.insert(hireReceipts).values({
+      id: randomUUID(),
+      conversationId: "hirer",
+      fingerprint: "f",
+      machine: "testbox",
+      harness: "codex",
+      state: "spawned",
+      seatId: seat!.id,
+      occupantId: seat!.occupantId,
+    });
     hirer = await connectLead(
       fleet.controller.mcpUrl,
       (await owner.owner.issueLeadToken({ conversationId: "hirer" })).token,

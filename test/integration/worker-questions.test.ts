@@ -57,18 +57,16 @@ describe.each(DRIVERS)("worker questions on %s", (driver) => {
   const hire = async (conversationId: string, occupant: string) => {
     const db = fleet.controller.database.db;
     const [seat] = await db.select().from(seats).where(eq(seats.name, "inbox"));
-    await db
-      .insert(hireReceipts)
-      .values({
-        id: randomUUID(),
-        conversationId,
-        fingerprint: "f",
-        machine: "testbox",
-        harness: "codex",
-        state: "spawned",
-        seatId: seat!.id,
-        occupantId: occupant,
-      });
+    await db.insert(hireReceipts).values({
+      id: randomUUID(),
+      conversationId,
+      fingerprint: "f",
+      machine: "testbox",
+      harness: "codex",
+      state: "spawned",
+      seatId: seat!.id,
+      occupantId: occupant,
+    });
   };
 
   beforeAll(async () => {

@@ -33,9 +33,7 @@ export interface HerdrTerminals {
   start(paneId: string, integration: HerdrIntegration, args: string[], env: Record<string, string>): Promise<void>;
   alive(paneId: string): Promise<boolean>;
   read(paneId: string): Promise<string>;
-  processInfo(
-    paneId: string,
-  ): Promise<
+  processInfo(paneId: string): Promise<
     | {
         shell_pid: number | null;
         foreground_process_group_id: number | null;

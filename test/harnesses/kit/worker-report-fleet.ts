@@ -30,8 +30,9 @@ export function reportToolUse(r: RecordedRequest): MockToolUse | undefined {
   const name = r.toolNames.find(
     (n) => n === "message_clankie" || n.endsWith("__message_clankie") || n.endsWith("_message_clankie"),
   );
+  // Deferred and listed (Claude Code 2.1.332), the mock loads it through ToolSearch first.
   if (name) return { name, input: { text } };
-  // Claude Code 2.1.332 defers MCP tools behind ToolSearch: the model loads it by name first (needs chainTools).
+  // Deferred and not listed where the mock reads the list (the TUI's first turns): load it by Claude's name for it.
   if (r.toolNames.includes("ToolSearch") && r.turnToolResults.length === 0 && !r.latestUserHasToolResult)
     return { name: "ToolSearch", input: { query: "select:mcp__clankie__message_clankie", max_results: 5 } };
   return undefined;
