@@ -1,7 +1,8 @@
 /**
  * Claude Code's SessionStart hook for Clankie seats. It files the session id and transcript
- * path for the node agent (keyed by the Claude process's pid), and, when the pane this Claude
- * runs in is linked to Clankie but Claude was started without the channel opt-in, prints a
+ * path for the node agent (keyed by the Claude process's pid), with the session's own inbox
+ * socket where Claude (2.1.224+) hands it to its children, and, when the pane this Claude runs
+ * in is linked to Clankie but Claude has neither the channel opt-in nor an inbox, prints a
  * systemMessage with the exact-session restart command. Print mode, other harnesses, unlinked
  * panes and unsafe ids get nothing. It never restarts anything itself. The Claude process is
  * found among the hook's ancestors through the ProofProvider (Linux /proc, macOS ps, Windows
@@ -9,9 +10,13 @@
  */
 import { CHANNEL_SERVER_NAME } from "../node-agent/harnesses/claude/channel-wire.js";
 import type { ProofProvider } from "../node-agent/proofs/provider.js";
-import { isClaude } from "../node-agent/harnesses/claude/process.js";
+import { isClaude, optedIn } from "../node-agent/harnesses/claude/process.js";
 import { selectProofProvider } from "../node-agent/proofs/select.js";
-import { SAFE_SESSION_ID, writeSessionReport } from "../node-agent/harnesses/claude/session-report.js";
+import {
+  SAFE_SESSION_ID,
+  writeSessionReport,
+  type ClaudeInbox,
+} from "../node-agent/harnesses/claude/session-report.js";
 
 export interface HookInput {
   session_id?: string;
@@ -48,22 +53,20 @@ export async function ancestry(
 
 export { isClaude };
 
-function optedIn(argv: string[]): boolean {
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const [flag, inline] = a.includes("=") ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)] : [a, undefined];
-    const value = inline ?? argv[i + 1] ?? "";
-    if (
-      flag === "--dangerously-load-development-channels" &&
-      value.split(/[ ,]/).some((v) => v === `server:${CHANNEL_SERVER_NAME}` || v.startsWith("plugin:clankie-worker@"))
-    )
-      return true;
-    if (flag === "--channels" && /(^|[ ,])plugin:clankie-worker@/.test(value)) return true;
-  }
-  return false;
-}
+export type HookDecision = { claudePid?: number; message?: string; inbox?: ClaudeInbox };
 
-export type HookDecision = { claudePid?: number; message?: string };
+/**
+ * The session's own inbox socket, as Claude hands it to its children (2.1.224+): only when
+ * CLAUDE_PID names the Claude this hook runs under and CLAUDE_CODE_SESSION_ID, where given, is
+ * the session starting, so the route is bound to this exact process and session.
+ */
+export function inboxOf(env: NodeJS.ProcessEnv, claudePid: number, sessionId: string): ClaudeInbox | undefined {
+  const socketPath = env.CLAUDE_CODE_MESSAGING_SOCKET;
+  const token = env.CLAUDE_CODE_MESSAGING_TOKEN;
+  if (!socketPath || !token || env.CLAUDE_PID !== String(claudePid)) return undefined;
+  if (env.CLAUDE_CODE_SESSION_ID && env.CLAUDE_CODE_SESSION_ID !== sessionId) return undefined;
+  return { socketPath, token };
+}
 
 /** Decides what the hook says; pure, so each case is testable without a Claude. */
 export function decideSessionStart(
@@ -85,7 +88,9 @@ export function decideSessionStart(
   const claude = ancestors.find((r) => isClaude(r.argv));
   if (!claude) return {};
   if (claude.argv.includes("-p") || claude.argv.includes("--print")) return {};
-  if (!linked || optedIn(claude.argv)) return { claudePid: claude.pid };
+  const inbox = inboxOf(env, claude.pid, input.session_id);
+  // With its own inbox socket the session is reachable as it is: no restart is asked for.
+  if (!linked || optedIn(claude.argv) || inbox) return { claudePid: claude.pid, ...(inbox ? { inbox } : {}) };
   return {
     claudePid: claude.pid,
     message:
@@ -125,6 +130,7 @@ export async function runSessionStartHook(
         source: input.source ?? "",
         claudePid: decision.claudePid,
         atMs: Date.now(),
+        ...(decision.inbox ? { inbox: decision.inbox } : {}),
       });
     } catch {
       // The notice below must survive a failed report (VUH-1867).

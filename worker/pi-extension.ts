@@ -16,7 +16,7 @@ import { JsonlSplitter } from "../node-agent/harnesses/pi/link.js";
 import { PI_DELIVERY_ENTRY, type PiSessionEntryLike } from "../node-agent/harnesses/pi/session-entry.js";
 import { PiEntryBinder } from "./pi-entry-binding.js";
 
-/** The slice of Pi's ExtensionAPI this extension uses (Pi 0.73). */
+/** The slice of Pi's ExtensionAPI this extension uses (Pi 0.73 and 1.x). */
 interface PiContext {
   isIdle(): boolean;
   abort(): void;
@@ -35,6 +35,9 @@ interface PiApi {
   sendUserMessage(text: string, options?: { deliverAs?: "steer" | "followUp" }): void;
   appendEntry?(customType: string, data: unknown): void;
 }
+
+/** How long a prompt's answer waits for Pi's input event before answering from Pi's state. */
+const INPUT_EVENT_WAIT_MS = 1500;
 
 export function piExtensionPaths(dir: string, pid: number): { socketPath: string; tokenFile: string } {
   return { socketPath: join(dir, `pi-${pid}.sock`), tokenFile: join(dir, `pi-${pid}.token`) };
@@ -71,6 +74,41 @@ export default function clankiePiExtension(pi: PiApi): void {
       ...(model && check ? { modelAuth: check.call(c.modelRegistry, model) === true } : {}),
     };
   };
+
+  // Messages we handed Pi, waiting for its `input` event (Pi 1.x), by text, oldest first.
+  const awaiting: { text: string; resolve: (how: "none" | "steer" | "followUp" | undefined) => void }[] = [];
+  const takenBy = (text: string) => {
+    let resolve!: (how: "none" | "steer" | "followUp" | undefined) => void;
+    const seen = new Promise<"none" | "steer" | "followUp" | undefined>((r) => (resolve = r));
+    const waiter = { text, resolve };
+    awaiting.push(waiter);
+    const drop = () => {
+      const i = awaiting.indexOf(waiter);
+      if (i >= 0) awaiting.splice(i, 1);
+    };
+    // Pi 0.73 emits no input event for an extension's message: fall back to the state after a moment.
+    const timer = setTimeout(() => {
+      drop();
+      resolve(undefined);
+    }, INPUT_EVENT_WAIT_MS);
+    return {
+      seen: seen.finally(() => clearTimeout(timer)),
+      cancel: () => {
+        drop();
+        clearTimeout(timer);
+      },
+    };
+  };
+  pi.on("input", (event) => {
+    if (event.source !== "extension") return undefined;
+    const i = awaiting.findIndex((w) => w.text === event.text);
+    if (i < 0) return undefined;
+    const [w] = awaiting.splice(i, 1);
+    const how = event.streamingBehavior;
+    w!.resolve(how === "steer" ? "steer" : how === "followUp" ? "followUp" : "none");
+    // Never transform or handle the owner's or our input: Pi carries on as if we were not here.
+    return undefined;
+  });
 
   const serve = (socket: Socket) => {
     let authed = false;
@@ -117,17 +155,29 @@ export default function clankiePiExtension(pi: PiApi): void {
       if (cmd.type === "prompt" && typeof cmd.message === "string") {
         const deliveryId = typeof cmd.deliveryId === "string" && cmd.deliveryId ? cmd.deliveryId : undefined;
         if (deliveryId) binder.expect(deliveryId, cmd.message);
+        const steer = cmd.streamingBehavior === "steer";
+        // Pi's state at the send, the answer when Pi says nothing more (0.73).
+        const fromState = c.isIdle() ? "started" : steer ? "steered" : "queued";
+        const taken = takenBy(cmd.message);
         try {
-          const steer = cmd.streamingBehavior === "steer";
-          // Pi 0.73's sendUserMessage answers nothing, so the disposition is Pi's own state at the
-          // send: idle starts a turn; streaming steers it or queues the message for its end.
-          const disposition = c.isIdle() ? "started" : steer ? "steered" : "queued";
           pi.sendUserMessage(cmd.message, { deliverAs: steer ? "steer" : "followUp" });
-          return reply(cmd.id, "prompt", { success: true, data: { disposition } });
         } catch (e) {
+          taken.cancel();
           if (deliveryId) binder.forget(deliveryId);
           return reply(cmd.id, "prompt", { success: false, error: (e as Error).message });
         }
+        // Pi 1.x dispatches the message asynchronously and tells extensions how it took it: its
+        // `input` event (source "extension") says whether it starts a run or joins one as steer
+        // or follow-up. That is Pi's own disposition; the state above is only the fallback.
+        void taken.seen.then((how) => {
+          const disposition =
+            how === undefined ? fromState : how === "none" ? "started" : how === "steer" ? "steered" : "queued";
+          reply(cmd.id, "prompt", {
+            success: true,
+            data: { disposition, dispositionFrom: how === undefined ? "state" : "input_event" },
+          });
+        });
+        return;
       }
       return reply(cmd.id, String(cmd.type), { success: false, error: "unsupported command" });
     });

@@ -31,7 +31,7 @@ describe("a hired Claude Code reports to its hiring lead with message_clankie", 
     if (!bin)
       throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
-    mock = await startMockAnthropicServer({ toolUse: reportToolUse });
+    mock = await startMockAnthropicServer({ toolUse: reportToolUse, chainTools: true });
     env = claudeHireEnv(bin, mock.url);
     env.hire.workerToolApproval = "approve";
     h = await hireReporter("claude", env, TEXT, ownerConfirmsDevChannel);
@@ -46,8 +46,13 @@ describe("a hired Claude Code reports to its hiring lead with message_clankie", 
   it("rule 48: the brief turn's message_clankie is stored under the hired seat's binding for the hiring conversation only", async () => {
     let answer: Record<string, unknown> | undefined;
     for (let i = 0; i < 900 && !answer; i++) {
-      const r = mock.requests.find((x) => askedIn(x.latestUserText) === TEXT && x.turnToolResults.length > 0);
-      if (r) answer = JSON.parse(r.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
+      // Claude 2.1.332 answers ToolSearch first (a user message with text): the ask may be the message before.
+      const asked = (x: (typeof mock.requests)[number]) =>
+        askedIn(x.latestUserText) ??
+        (x.latestUserHasToolResult ? x.userTexts.slice(0, -1).map(askedIn).reverse().find(Boolean) : undefined);
+      const r = mock.requests.find((x) => asked(x) === TEXT && x.turnToolResults.some((t) => t.includes("deliveryId")));
+      const out = r && [...r.turnToolResults].reverse().find((t) => t.includes("deliveryId"));
+      if (out) answer = JSON.parse(out.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
       else await new Promise((res) => setTimeout(res, 100));
     }
     await expectReportOnlyForHiring(

@@ -38,7 +38,7 @@ describe("a real Claude Code worker answers its lead with message_clankie throug
     if (!bin)
       throw new Error("claude is not installed in .harnesses/claude: run `npm run harnesses:install -- claude`");
     assertBuilt();
-    mock = await startMockAnthropicServer({ toolUse: reportToolUse });
+    mock = await startMockAnthropicServer({ toolUse: reportToolUse, chainTools: true });
     const store = await prepareWorkerReportStore();
     tui = await startClaudeTui(bin, mock.url, {
       channelDir: join(store.agentStateDir, "claude", "channels"),

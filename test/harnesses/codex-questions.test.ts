@@ -140,8 +140,11 @@ describe("a Codex worker's question reaches the lead and is answered natively (i
     expect(q.questions).toEqual([{ ...QUESTION, isOther: true }]);
     const out = await watcher.answer(q.requestId, { colour: { answers: ["Blue"] } });
     expect(out).toMatchObject({ result: "delivered", receipt: { callId: q.itemId, turnId } });
-    // What the model was given is our answer, once.
-    const given = mock.requests.flatMap((r) => r.turnToolOutputs).filter((o) => o.callId === q.itemId);
+    // What the model was given is our answer, once. Codex 0.171.0 completes the tool-output item (our
+    // receipt) before its next model request goes out, where 0.169.0 sent the request first: wait for it.
+    const toModel = () => mock.requests.flatMap((r) => r.turnToolOutputs).filter((o) => o.callId === q.itemId);
+    await until(() => (toModel().length > 0 ? true : undefined), "the answer to reach the model");
+    const given = toModel();
     expect(given.map((o) => JSON.parse(o.output))).toEqual([{ answers: { colour: { answers: ["Blue"] } } }]);
     // A second answer to the same request is refused, with the first's outcome.
     const again = await watcher.answer(q.requestId, { colour: { answers: ["Red"] } });

@@ -155,10 +155,13 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
     expect(mock.userMessagesContaining(m.text)).toBe(0);
   });
 
-  it("an idle Pi TUI takes a message through the extension as a new turn, once", async () => {
+  it("an idle Pi TUI takes a message through the extension as a new turn, once; Pi's own input event says it started one", async () => {
     const m = msg(`tui hello ${randomUUID()}`);
     const v = await deliverTo(adapter, seat, m);
     expect(v.result).toBe(AgentResult.Delivered);
+    // Verdict source changed with Pi 1.x (pinned 1.6.0): its input event (source "extension") tells
+    // the extension how Pi took the message; on 0.73 there was none and Pi's state at the send decided.
+    expect(v.detail).toContain("Pi's own input event");
     await mock.waitForRequest(m.text);
     expect(mock.userMessagesContaining(m.text)).toBe(1);
   });
@@ -195,6 +198,8 @@ describe.runIf(bin)("PiAdapter through the Clankie extension in the real Pi TUI"
     const v = await adapter.write(seat, queued);
     // Without the disposition the adapter waited 30 s for a start that cannot come, then said "not yet seen starting".
     expect(v).toMatchObject({ result: AgentResult.Queued, detail: expect.stringContaining("queued_until_turn_end") });
+    // Pi 1.x: queued by Pi's own word (its input event named followUp), not only by its state.
+    expect(v.detail).toContain("Pi's own input event");
     expect(Date.now() - started).toBeLessThan(10_000);
     mock.release();
     await mock.waitForRequest(queued.text);

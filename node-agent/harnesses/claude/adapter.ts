@@ -1,9 +1,11 @@
 /**
  * Claude Code seats, through the Clankie channel (an MCP server Claude spawned with the
- * channel opt-in). The channel's exact authenticated ack of our event id is transport
- * delivery only; consumption is the transcript's channel-origin user line carrying our id.
- * A channel message cannot steer a running turn (observed on the real binary): the seat
- * offers [queue] and nextTurnOnly, and explicit Steer is refused before anything is sent.
+ * channel opt-in), or, for a session started without it, through the session's own inbox
+ * socket (cross-session messaging, 2.1.224+; ADR 0071). The channel's exact authenticated ack
+ * of our event id is transport delivery only; the inbox acknowledges nothing at all. Delivery
+ * is the transcript's user line carrying our id (channel origin, or a peer line Claude verified
+ * came from this process). Neither can steer a running turn: the seat offers [queue] and
+ * nextTurnOnly, and explicit Steer is refused before anything is sent.
  */
 import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
@@ -20,15 +22,22 @@ import type {
 } from "../adapter.js";
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./channel-client.js";
 import { channelPaths } from "./channel-wire.js";
-import { readSessionReport, readTurnReport, type ClaudeTurnReport } from "./session-report.js";
-import { TranscriptReader, type TranscriptRead } from "./transcript.js";
+import { readSessionReport, type ClaudeInbox } from "./session-report.js";
+import { TranscriptReader } from "./transcript.js";
 import { claudeOccupantId, observeClaudeOccupant } from "./occupant.js";
+import { liveStatus } from "./status.js";
+import { inboxContent, probeInbox, pushInbox } from "./inbox-client.js";
 
-/** What a Claude seat's `control` holds: where its channel and session reports live, and which Claude. */
+/**
+ * What a Claude seat's `control` holds: where its channel and session reports live, which
+ * Claude, and the route in: its Clankie channel (absent `route`, as seats recorded before the
+ * inbox), or the session's own inbox socket, named by its SessionStart report.
+ */
 export interface ClaudeControl {
   channelDir: string;
   reportDir: string;
   claudePid: number;
+  route?: "channel" | "inbox";
 }
 
 declare module "../adapter.js" {
@@ -60,6 +69,8 @@ interface View {
   hasChannelEvent: boolean;
   /** The session's start (its SessionStart report): queue operations before it are an earlier process's. */
   queueSinceMs: number;
+  /** The inbox the session's own hook reported, for an inbox seat. */
+  inbox?: ClaudeInbox;
 }
 
 /** Leeway for the SessionStart hook, which files its report a moment after Claude started taking input. */
@@ -71,7 +82,12 @@ export function claudeControl(seat: SeatRecord): ClaudeControl {
   const c = seat.kind === SeatKind.Claude ? seat.control : undefined;
   if (!c || typeof c.channelDir !== "string" || typeof c.reportDir !== "string" || typeof c.claudePid !== "number")
     throw new Error(`seat ${seat.name} has no Claude channel`);
-  return { channelDir: c.channelDir, reportDir: c.reportDir, claudePid: c.claudePid };
+  return {
+    channelDir: c.channelDir,
+    reportDir: c.reportDir,
+    claudePid: c.claudePid,
+    ...(c.route === "inbox" ? { route: "inbox" as const } : {}),
+  };
 }
 
 export function channelAddress(c: ClaudeControl): ChannelAddress {
@@ -80,45 +96,7 @@ export function channelAddress(c: ClaudeControl): ChannelAddress {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/**
- * Busy or idle from the turn hooks, checked against the transcript: a prompt written after the
- * last Stop is a new turn (its hook may still be running); an interruption written after the
- * last UserPromptSubmit ended that turn (Stop does not fire on Esc). Undefined when no hook
- * has reported for this session.
- */
-export function turnFromHooks(
-  turn: ClaudeTurnReport | undefined,
-  sessionId: string,
-  t: TranscriptRead,
-): SeatStatus | undefined {
-  if (!turn || turn.sessionId !== sessionId) return undefined;
-  if (turn.state === "idle") return t.lastPromptAtMs > turn.atMs ? SeatStatus.Working : SeatStatus.Idle;
-  return t.interruptedAtMs > turn.atMs ? SeatStatus.Idle : SeatStatus.Working;
-}
-
-/** A Claude seat's status: the pane host's view, else the turn hooks', else the transcript's. */
-function liveStatus(
-  pane: PaneAgentStatus | undefined,
-  control: ClaudeControl,
-  sessionId: string,
-  t: ReturnType<TranscriptReader["read"]>,
-  fallback: SeatStatus = SeatStatus.Idle,
-): SeatStatus {
-  const fromPane =
-    pane === "working"
-      ? SeatStatus.Working
-      : pane === "blocked"
-        ? SeatStatus.Blocked
-        : pane === "idle" || pane === "done"
-          ? SeatStatus.Idle
-          : undefined;
-  const turn = turnFromHooks(readTurnReport(control.reportDir, control.claudePid), sessionId, t);
-  const status =
-    fromPane ?? turn ?? (t.turn === "working" ? SeatStatus.Working : t.turn === "idle" ? SeatStatus.Idle : fallback);
-  // Between two turns, with input queued, Claude is about to start the next: not idle. (Observed
-  // under load: the Stop hook files idle, and the dequeue comes a few ms to 100+ ms later.)
-  return status === SeatStatus.Idle && t.queueDepth > 0 ? SeatStatus.Working : status;
-}
+export { turnFromHooks } from "./status.js";
 
 export class ClaudeAdapter implements HarnessAdapter {
   readonly kind = SeatKind.Claude;
@@ -167,24 +145,30 @@ export class ClaudeAdapter implements HarnessAdapter {
       );
       return { ...r, snapshot: { ...r.snapshot, occupantId: liveId } };
     }
-    const [hello, pane] = await Promise.all([
-      channelHello(channelAddress(control), this.timeoutMs),
-      this.options.paneStatus?.(seat),
-    ]);
-    if (!hello.ok) return refuse("refuted", SeatStatus.Offline, hello.detail);
-    if (hello.claudePid !== control.claudePid)
-      return refuse(
-        "refuted",
-        SeatStatus.Unknown,
-        `the channel serves Claude ${hello.claudePid}, not ${control.claudePid}`,
-      );
-    if (!hello.mcpReady)
-      return refuse(
-        "refuted",
-        SeatStatus.Unknown,
-        "Claude has not connected the channel (started without the channel opt-in?)",
-      );
+    const pane = this.options.paneStatus?.(seat);
     const report = readSessionReport(control.reportDir, control.claudePid);
+    if (control.route === "inbox") {
+      // The inbox the session's own SessionStart hook reported (CLAUDE_PID named this Claude), live now.
+      if (!report?.inbox)
+        return refuse("refuted", SeatStatus.Unknown, "this Claude's SessionStart report names no inbox socket");
+      const probe = await probeInbox(report.inbox.socketPath, this.timeoutMs);
+      if (!probe.ok) return refuse("refuted", SeatStatus.Offline, probe.detail);
+    } else {
+      const hello = await channelHello(channelAddress(control), this.timeoutMs);
+      if (!hello.ok) return refuse("refuted", SeatStatus.Offline, hello.detail);
+      if (hello.claudePid !== control.claudePid)
+        return refuse(
+          "refuted",
+          SeatStatus.Unknown,
+          `the channel serves Claude ${hello.claudePid}, not ${control.claudePid}`,
+        );
+      if (!hello.mcpReady)
+        return refuse(
+          "refuted",
+          SeatStatus.Unknown,
+          "Claude has not connected the channel (started without the channel opt-in?)",
+        );
+    }
     if (!report)
       return refuse(
         "unknown",
@@ -200,13 +184,14 @@ export class ClaudeAdapter implements HarnessAdapter {
       );
     const queueSinceMs = report.atMs - SESSION_START_LEEWAY_MS;
     const t = this.transcripts.read(report.transcriptPath, queueSinceMs);
-    const status = liveStatus(pane, control, report.sessionId, t);
+    const status = liveStatus(await pane, control, report.sessionId, t);
     this.views.set(seat.name, {
       status,
       transcriptPath: report.transcriptPath,
       sessionId: report.sessionId,
       hasChannelEvent: t.ok && t.hasChannelEvent,
       queueSinceMs,
+      ...(control.route === "inbox" && report.inbox ? { inbox: report.inbox } : {}),
     });
     return {
       snapshot: {
@@ -222,7 +207,7 @@ export class ClaudeAdapter implements HarnessAdapter {
         {
           kind: "claude_channel",
           outcome: "proven",
-          detail: `channel live for Claude ${control.claudePid}, session ${report.sessionId}`,
+          detail: `${control.route === "inbox" ? "inbox socket" : "channel"} live for Claude ${control.claudePid}, session ${report.sessionId}`,
           completedAtMs: this.options.clock.nowMs(),
         },
       ],
@@ -234,7 +219,7 @@ export class ClaudeAdapter implements HarnessAdapter {
       return {
         result: AgentResult.Rejected,
         reason: "delivery_mode_unsupported",
-        detail: "a Claude channel message cannot steer a running turn; nothing was sent",
+        detail: "a Claude channel or inbox message cannot steer a running turn; nothing was sent",
       };
     const view = this.views.get(seat.name);
     if (!view)
@@ -246,6 +231,7 @@ export class ClaudeAdapter implements HarnessAdapter {
     const control = claudeControl(seat);
     const meta: Record<string, string> = { conversation: message.conversationId };
     if (message.inReplyTo) meta.in_reply_to = message.inReplyTo;
+    if (control.route === "inbox") return this.writeToInbox(view, message, meta);
     const pushed = await pushChannelEvent(
       channelAddress(control),
       this.timeoutMs,
@@ -277,41 +263,89 @@ export class ClaudeAdapter implements HarnessAdapter {
     }
     // Idle, or a receiver never seen taking a channel event: only the exact transcript entry
     // proves it, as a prompt (delivered) or held in Claude's input queue (queued until the turn ends).
+    return this.awaitTranscript(
+      view,
+      message.deliveryId,
+      `channel:${message.deliveryId}`,
+      // The exact acknowledgment is kept with the receipt (rule 21): a lead's not_delivered settle records it delivered.
+      (waited) => ({
+        reason: "transcript_entry_missing",
+        detail: `the channel acknowledged our event id (transport only) but the transcript did not show it within ${waited}; not resent`,
+      }),
+    );
+  }
+
+  /**
+   * The inbox socket answers nothing, so a written line is only "left us": the verdict is the
+   * transcript's, queued once Claude enqueued our exact id, delivered once the peer line Claude
+   * verified came from this process carries it, otherwise uncertain. A held message (Claude
+   * holds peer messages it will not take unasked; #85679: they may expire silently) stays uncertain.
+   */
+  private async writeToInbox(
+    view: View,
+    message: NativeWrite,
+    meta: Record<string, string>,
+  ): Promise<NativeWriteResult> {
+    if (!view.inbox)
+      return { result: AgentResult.NotSent, reason: "not_inspected", detail: "no inbox was proven; nothing was sent" };
+    const pushed = await pushInbox(
+      view.inbox.socketPath,
+      view.inbox.token,
+      inboxContent(message.deliveryId, message.text, meta),
+      this.timeoutMs,
+    );
+    if (pushed.kind === "not_sent")
+      return { result: AgentResult.NotSent, reason: "inbox_unreachable", detail: `${pushed.detail}; nothing was sent` };
+    if (pushed.kind === "lost")
+      return {
+        result: AgentResult.Unconfirmed,
+        reason: "inbox_write_lost",
+        detail: `the message may have reached the inbox socket but ${pushed.detail}; not resent`,
+      };
+    return this.awaitTranscript(view, message.deliveryId, undefined, (waited) => ({
+      reason: "transcript_entry_missing",
+      detail: `written to the session's inbox socket, which acknowledges nothing, and the transcript did not show it within ${waited} (held or dropped by Claude?); not resent`,
+    }));
+  }
+
+  /** Polls the session's transcript for our exact id: delivered on the prompt line, queued on its enqueue, else unconfirmed. */
+  private async awaitTranscript(
+    view: View,
+    deliveryId: string,
+    ack: string | undefined,
+    missing: (waited: string) => { reason: string; detail: string },
+  ): Promise<NativeWriteResult> {
     let gaps = 0;
     let queuedSinceMs: number | undefined;
+    const receipt = ack ? { nativeReceiptId: ack } : {};
     const queued = (): NativeWriteResult => ({
       result: AgentResult.Queued,
-      nativeReceiptId: `channel:${message.deliveryId}`,
+      ...receipt,
       detail:
-        "queued_until_turn_end: the session's transcript shows our channel event (exact id) in Claude's input queue; it runs when the current turn ends",
+        "queued_until_turn_end: the session's transcript shows our message (exact id) in Claude's input queue; it runs when the current turn ends",
     });
     const deadline = Date.now() + this.waitMs;
     do {
       const t = this.transcripts.read(view.transcriptPath, view.queueSinceMs);
       if (!t.ok) gaps++;
-      const hit = t.entries.find((e) => e.deliveryId === message.deliveryId);
+      const hit = t.entries.find((e) => e.deliveryId === deliveryId);
       if (hit) {
-        this.provenReceivers.add(view.sessionId);
+        if (ack) this.provenReceivers.add(view.sessionId);
         return {
           result: AgentResult.Delivered,
           nativeReceiptId: hit.nativeReceiptId,
-          detail: "the session's transcript shows our channel event (exact id)",
+          detail: `the session's transcript shows our ${ack ? "channel event" : "inbox message"} (exact id)`,
         };
       }
-      if (t.queuedIds.has(message.deliveryId)) {
+      if (t.queuedIds.has(deliveryId)) {
         queuedSinceMs ??= Date.now();
         if (Date.now() - queuedSinceMs >= QUEUED_GRACE_MS) return queued();
       }
       await sleep(this.pollMs);
     } while (Date.now() < deadline);
     if (queuedSinceMs !== undefined) return queued();
-    return {
-      result: AgentResult.Unconfirmed,
-      // The exact acknowledgment is kept with the receipt (rule 21): a lead's not_delivered settle records it delivered.
-      nativeReceiptId: `channel:${message.deliveryId}`,
-      reason: "transcript_entry_missing",
-      detail: `the channel acknowledged our event id (transport only) but the transcript did not show it within ${this.waitMs} ms${gaps ? ` (${gaps} unreadable poll(s))` : ""}; not resent`,
-    };
+    const m = missing(`${this.waitMs} ms${gaps ? ` (${gaps} unreadable poll(s))` : ""}`);
+    return { result: AgentResult.Unconfirmed, ...receipt, reason: m.reason, detail: m.detail };
   }
 
   async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {

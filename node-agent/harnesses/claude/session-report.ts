@@ -15,6 +15,18 @@ export interface ClaudeSessionReport {
   source: string;
   claudePid: number;
   atMs: number;
+  /**
+   * The session's own inbox socket (Claude Code 2.1.224+, cross-session messaging) and the token
+   * Claude hands its own children (CLAUDE_CODE_MESSAGING_SOCKET/_TOKEN in the hook's environment,
+   * with CLAUDE_PID naming this process): a route into this exact session without --channels.
+   * The file is 0600; the token is a credential.
+   */
+  inbox?: ClaudeInbox;
+}
+
+export interface ClaudeInbox {
+  socketPath: string;
+  token: string;
 }
 
 export const SAFE_SESSION_ID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
@@ -30,7 +42,12 @@ export function writeSessionReport(dir: string, report: ClaudeSessionReport): vo
 export function readSessionReport(dir: string, claudePid: number): ClaudeSessionReport | undefined {
   try {
     const r = JSON.parse(readFileSync(reportPath(dir, claudePid), "utf8")) as ClaudeSessionReport;
-    return SAFE_SESSION_ID.test(r.sessionId) && typeof r.transcriptPath === "string" ? r : undefined;
+    if (!SAFE_SESSION_ID.test(r.sessionId) || typeof r.transcriptPath !== "string") return undefined;
+    const inbox = r.inbox;
+    // A malformed inbox is no inbox: the seat then has only what else it proves.
+    if (inbox && (typeof inbox.socketPath !== "string" || typeof inbox.token !== "string" || !inbox.token))
+      return { ...r, inbox: undefined };
+    return r;
   } catch {
     return undefined;
   }

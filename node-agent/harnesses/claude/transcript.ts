@@ -1,6 +1,8 @@
 /**
  * Reading a Claude Code session transcript (JSONL) for delivery proof: the user line whose
- * origin is our channel and whose content carries our id. A missing, unreadable, shrunk
+ * origin is our channel and whose content carries our id, or (the inbox socket, 2.1.224+) the
+ * peer-origin user line that Claude verified came from this very process (`verifiedPeerPid`)
+ * and whose content carries our id. A missing, unreadable, shrunk
  * (rotated) or damaged transcript is a gap in the read, never a verdict; a trailing line
  * still being written is simply not there yet.
  */
@@ -34,7 +36,7 @@ interface Line {
   uuid?: string;
   timestamp?: string;
   isMeta?: boolean;
-  origin?: { kind?: string; server?: string };
+  origin?: { kind?: string; server?: string; verifiedPeerPid?: number };
   message?: { role?: string; content?: unknown; stop_reason?: string | null };
   /** On a `queue-operation` line: enqueue, dequeue, remove, popOne or popAll. */
   operation?: string;
@@ -42,6 +44,10 @@ interface Line {
 }
 
 const ID_ATTR = /clankie_id="([0-9a-fA-F-]{36})"/;
+
+/** The tag an inbox message is wrapped in (inbox-client.ts), like a channel event's <channel …>. */
+export const CLANKIE_MESSAGE_TAG = "clankie-message";
+const OURS_AT_START = /^\s*<(channel|clankie-message)\b/;
 
 function textOf(content: unknown): string {
   if (typeof content === "string") return content;
@@ -55,10 +61,15 @@ function isToolResult(content: unknown): boolean {
   return Array.isArray(content) && content.some((c) => (c as { type?: string }).type === "tool_result");
 }
 
-/** The text inside <channel …>…</channel>, so the fingerprint is of what we sent. */
+/** The text inside <channel …>…</channel> (or our inbox tag), so the fingerprint is of what we sent. */
 function channelBody(text: string): string {
-  const m = /<channel\b[^>]*>([\s\S]*?)<\/channel>/.exec(text);
-  return (m ? m[1]! : text).trim();
+  const m = /<(channel|clankie-message)\b[^>]*>([\s\S]*?)<\/\1>/.exec(text);
+  return (m ? m[2]! : text).trim();
+}
+
+/** A line that reached the session as a prompt from outside: our channel, or a peer message (the inbox). */
+function isPushed(l: Line): boolean {
+  return l.origin?.kind === "channel" || l.origin?.kind === "peer";
 }
 
 /** What one transcript has shown so far, folded line by line so each read parses only what was appended. */
@@ -109,6 +120,9 @@ const READ_SLICE_BYTES = 8 * 1024 * 1024;
  */
 export class TranscriptReader {
   private readonly folded = new Map<string, Folded>();
+
+  /** PEER_PID: the process whose inbox writes count as ours (this agent); Claude records it from the socket's peer credentials. */
+  constructor(private readonly peerPid: number = process.pid) {}
 
   /**
    * QUEUE_SINCE_MS is when the live Claude process began this session (its SessionStart
@@ -210,11 +224,13 @@ export class TranscriptReader {
       const at = Date.parse(l.timestamp);
       const text = textOf(l.message?.content);
       if (Number.isFinite(at) && INTERRUPTED.test(text)) f.interruptedAtMs = Math.max(f.interruptedAtMs, at);
-      else if (Number.isFinite(at) && text && (!l.isMeta || l.origin?.kind === "channel"))
+      else if (Number.isFinite(at) && text && (!l.isMeta || isPushed(l)))
         f.lastPromptAtMs = Math.max(f.lastPromptAtMs, at);
     }
-    if (l.type !== "user" || l.origin?.kind !== "channel") return;
-    f.hasChannelEvent = true;
+    if (l.type !== "user" || !isPushed(l)) return;
+    // A peer line is ours only when Claude verified it came from this process: any session may write our tag.
+    if (l.origin?.kind === "peer" && l.origin.verifiedPeerPid !== this.peerPid) return;
+    if (l.origin?.kind === "channel") f.hasChannelEvent = true;
     const text = textOf(l.message?.content);
     const id = ID_ATTR.exec(text)?.[1]?.toLowerCase();
     if (!id || f.ids.has(id)) return;
@@ -242,7 +258,7 @@ export class TranscriptReader {
     switch (l.operation) {
       case "enqueue": {
         const text = typeof l.content === "string" ? l.content : "";
-        const id = /^\s*<channel\b/.test(text) ? ID_ATTR.exec(text)?.[1]?.toLowerCase() : undefined;
+        const id = OURS_AT_START.test(text) ? ID_ATTR.exec(text)?.[1]?.toLowerCase() : undefined;
         f.pending.push({ atMs: at, id });
         if (f.pending.length > MAX_PENDING) f.pending.shift();
         return;
@@ -265,9 +281,9 @@ export class TranscriptReader {
   }
 }
 
-/** An assistant line, or a prompt (typed, or a channel event, which starts a turn like one). */
+/** An assistant line, or a prompt (typed, a channel event or a peer message, which start a turn like one). */
 function decidesTurn(l: Line): boolean {
-  return l.type === "assistant" || (l.type === "user" && (!l.isMeta || l.origin?.kind === "channel"));
+  return l.type === "assistant" || (l.type === "user" && (!l.isMeta || isPushed(l)));
 }
 
 function turnOf(l: Line | undefined): "working" | "idle" | "unknown" {

@@ -263,8 +263,18 @@ export class PiAdapter implements HarnessAdapter {
       if (r.kind === "refused")
         return { result: AgentResult.NotSent, reason: "refused_by_pi", detail: `Pi refused the prompt: ${r.error}` };
       const receipt = `${before.sessionId}#clankie-${message.deliveryId}`;
-      // The extension's disposition is Pi's state when it took the message; the last inspect's may be stale.
+      // The answer's disposition: Pi's own (its input event on 1.x, or an RPC answer: handled, queued,
+      // started), else Pi's state when it took the message; the last inspect's may be stale.
       const disposition = r.data.disposition;
+      const from = r.data.dispositionFrom === "input_event" ? " (Pi's own input event)" : "";
+      if (disposition === "handled")
+        // An extension command or input handler consumed it: no run starts, so no message_start will come.
+        return {
+          result: AgentResult.Delivered,
+          nativeReceiptId: receipt,
+          ...path,
+          detail: "Pi reports the prompt handled (an extension command or input handler took it; no run started)",
+        };
       const streaming =
         disposition === "steered" || disposition === "queued"
           ? true
@@ -278,13 +288,13 @@ export class PiAdapter implements HarnessAdapter {
               result: AgentResult.Steered,
               nativeReceiptId: receipt,
               ...path,
-              detail: `accepted as steer${how}; joins after the current tool calls`,
+              detail: `accepted as steer${how}${from}; joins after the current tool calls`,
             }
           : {
               result: AgentResult.Queued,
               nativeReceiptId: receipt,
               ...path,
-              detail: `queued_until_turn_end: accepted as follow-up${how}`,
+              detail: `queued_until_turn_end: accepted as follow-up${how}${from}`,
             };
       }
       const didStart = await within(startedP, this.startWaitMs);
@@ -296,7 +306,7 @@ export class PiAdapter implements HarnessAdapter {
             nativeReceiptId: receipt,
             ...path,
             ...entry,
-            detail: `Pi started a turn with it (user message_start${entryId ? `, session entry ${entryId}` : ""})`,
+            detail: `Pi started a turn with it${from} (user message_start${entryId ? `, session entry ${entryId}` : ""})`,
           }
         : {
             result: AgentResult.Queued,

@@ -1,7 +1,7 @@
 /**
  * Runs the real interactive Claude Code in a tmux pane on a private tmux socket, with the
  * Clankie channel server, the SessionStart and turn hooks (from dist/) and every home under a temp dir.
- * TEST-ONLY: the pinned 2.1.197 gates channels on a remote feature flag; we seed its local
+ * TEST-ONLY: Claude gates channels on a remote feature flag (2.1.197 and 2.1.332); we seed its local
  * cache (cachedGrowthBookFeatures.tengu_harbor in $CLAUDE_CONFIG_DIR/.claude.json) here and
  * nowhere else. The dev-channel confirmation dialog is answered with Enter, as an owner would.
  */
@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { CHANNEL_SERVER_NAME, channelPaths } from "../../../node-agent/harnesses/claude/channel-wire.js";
 import { channelHello } from "../../../node-agent/harnesses/claude/channel-client.js";
+import { readSessionReport } from "../../../node-agent/harnesses/claude/session-report.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const CLI = join(ROOT, "dist/cli/main.js");
@@ -34,6 +35,8 @@ export async function startClaudeTui(
   mockUrl: string,
   options: {
     optIn?: boolean;
+    /** false: no Clankie channel at all (a hand-started Claude); ready once its hook reported the session's inbox socket. */
+    channel?: boolean;
     channelDir?: string;
     reportDir?: string;
     mcpServers?: Record<string, { command: string; args: string[] }>;
@@ -56,7 +59,10 @@ export async function startClaudeTui(
       hasCompletedOnboarding: true,
       projects: { [work]: { hasTrustDialogAccepted: true, hasCompletedProjectOnboarding: true } },
       customApiKeyResponses: { approved: [apiKey.slice(-20)], rejected: [] },
-      cachedGrowthBookFeatures: { tengu_harbor: true, tengu_harbor_permissions: true },
+      // Channels only: the inbox needs no flag (seen on 2.1.332), so an inbox test seeds none.
+      ...(options.channel === false
+        ? {}
+        : { cachedGrowthBookFeatures: { tengu_harbor: true, tengu_harbor_permissions: true } }),
     }),
   );
   const mcpConfig = join(dir, "mcp.json");
@@ -65,10 +71,14 @@ export async function startClaudeTui(
     JSON.stringify({
       mcpServers: {
         ...options.mcpServers,
-        [CHANNEL_SERVER_NAME]: {
-          command: process.execPath,
-          args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir],
-        },
+        ...(options.channel === false
+          ? {}
+          : {
+              [CHANNEL_SERVER_NAME]: {
+                command: process.execPath,
+                args: [CLI, "worker", "claude-channel", "--channel-dir", channelDir],
+              },
+            }),
       },
     }),
   );
@@ -113,7 +123,8 @@ export async function startClaudeTui(
     PATH: process.env.PATH ?? "",
   };
   const args = ["--mcp-config", mcpConfig, "--settings", settings, "--model", "claude-sonnet-4-5"];
-  if (options.optIn !== false) args.push("--dangerously-load-development-channels", `server:${CHANNEL_SERVER_NAME}`);
+  if (options.optIn !== false && options.channel !== false)
+    args.push("--dangerously-load-development-channels", `server:${CHANNEL_SERVER_NAME}`);
   const tmux = (...a: string[]) => execFileSync("tmux", ["-L", tmuxSocket, ...a], { encoding: "utf8" });
   // tmux runs the command through a shell; every word is a fixed path or flag, never message text.
   tmux(
@@ -163,6 +174,13 @@ export async function startClaudeTui(
       tmux("send-keys", "-t", paneId, "Enter");
       answered = true;
     }
+    if (options.channel === false) {
+      const report = readdirSync(reportDir).find((f) => /^claude-\d+\.session\.json$/.test(f));
+      const pid = report ? Number(/\d+/.exec(report)![0]) : -1;
+      if (pid > 0 && readSessionReport(reportDir, pid)?.inbox) claudePid = pid;
+      else await sleep(200);
+      continue;
+    }
     const sock = existsSync(channelDir) ? readdirSync(channelDir).find((f) => /^claude-\d+\.sock$/.test(f)) : undefined;
     const pid = sock ? Number(/\d+/.exec(sock)![0]) : -1;
     // Ready when Claude has finished the MCP handshake with the channel and the hook has reported.
@@ -175,7 +193,9 @@ export async function startClaudeTui(
   if (claudePid < 0) {
     const screen = capture();
     await close();
-    throw new Error(`Claude did not start its channel and session report:\n${screen}`);
+    throw new Error(
+      `Claude did not start its ${options.channel === false ? "inbox" : "channel"} and session report:\n${screen}`,
+    );
   }
   return { dir, channelDir, reportDir, claudePid, tmuxSocket, paneId, capture, close };
 }

@@ -25,16 +25,29 @@ export const ASK = "report back: ";
 export function reportToolUse(r: RecordedRequest): MockToolUse | undefined {
   const text = askedText(r);
   if (text === undefined) return undefined;
+  // One report per turn: a result from message_clankie (it names a delivery) ends the calls.
+  if (r.turnToolResults.some((t) => t.includes("deliveryId"))) return undefined;
   const name = r.toolNames.find(
     (n) => n === "message_clankie" || n.endsWith("__message_clankie") || n.endsWith("_message_clankie"),
   );
-  return name ? { name, input: { text } } : undefined;
+  // Deferred and listed (Claude Code 2.1.332), the mock loads it through ToolSearch first.
+  if (name) return { name, input: { text } };
+  // Deferred and not listed where the mock reads the list (the TUI's first turns): load it by Claude's name for it.
+  if (r.toolNames.includes("ToolSearch") && r.turnToolResults.length === 0 && !r.latestUserHasToolResult)
+    return { name: "ToolSearch", input: { query: "select:mcp__clankie__message_clankie", max_results: 5 } };
+  return undefined;
 }
 
-/** The TEXT a request's newest user message asks to report; a harness may wrap it (Claude's channel tag). */
+/** The TEXT a request's user messages ask to report; a harness may wrap it (Claude's channel tag). */
 function askedText(r: RecordedRequest): string | undefined {
   const line = r.latestUserText.split("\n").find((l) => l.startsWith(ASK));
-  return line?.slice(ASK.length);
+  if (line || !r.latestUserHasToolResult) return line?.slice(ASK.length);
+  // Mid-turn: a ToolSearch result came back as a user message with text of its own; the ask is before it.
+  for (const t of r.userTexts.slice(0, -1).reverse()) {
+    const line = t.split("\n").find((l) => l.startsWith(ASK));
+    if (line) return line.slice(ASK.length);
+  }
+  return undefined;
 }
 
 export interface WorkerReportFleet {
@@ -153,10 +166,15 @@ export async function startWorkerReportFleet(
     async toolAnswer(text, before) {
       for (let i = 0; i < 600; i++) {
         const answered = mock.requests.find(
-          (r) => !before.has(r) && askedText(r) === text && r.turnToolResults.length > 0,
+          (r) => !before.has(r) && askedText(r) === text && r.turnToolResults.some((t) => t.includes("deliveryId")),
         );
         if (answered)
-          return JSON.parse(answered.turnToolResults.at(-1)!.match(/\{.*\}/s)?.[0] ?? "{}") as Record<string, unknown>;
+          return JSON.parse(
+            [...answered.turnToolResults]
+              .reverse()
+              .find((t) => t.includes("deliveryId"))!
+              .match(/\{.*\}/s)?.[0] ?? "{}",
+          ) as Record<string, unknown>;
         await new Promise((r) => setTimeout(r, 100));
       }
       const seen = mock.requests

@@ -67,4 +67,32 @@ describe("claude-session-start-hook.decideSessionStart", () => {
     expect(decideSessionStart(input, linked, undefined).message).toContain("cannot confirm");
     expect(decideSessionStart(input, {}, undefined)).toEqual({});
   });
+
+  it("issue 35 item 4: a session Claude handed its own inbox (socket and token, CLAUDE_PID naming it) is reachable as it is: no restart command, the inbox filed", () => {
+    const inbox = {
+      CLAUDE_CODE_MESSAGING_SOCKET: "/run/user/0/cc-socks/200.sock",
+      CLAUDE_CODE_MESSAGING_TOKEN: "940b0e024f7569887cb51430efc25a36",
+      CLAUDE_PID: "200",
+      CLAUDE_CODE_SESSION_ID: SID,
+    };
+    const d = decideSessionStart(input, { ...linked, ...inbox }, tree(["/usr/bin/claude"]));
+    expect(d).toEqual({
+      claudePid: 200,
+      inbox: { socketPath: inbox.CLAUDE_CODE_MESSAGING_SOCKET, token: inbox.CLAUDE_CODE_MESSAGING_TOKEN },
+    });
+  });
+
+  it("issue 35 item 4: an inbox handed to another Claude or another session binds nothing, and the restart command stays", () => {
+    const inbox = { CLAUDE_CODE_MESSAGING_SOCKET: "/tmp/cc-socks-0/201.sock", CLAUDE_CODE_MESSAGING_TOKEN: "ab12" };
+    const otherPid = decideSessionStart(input, { ...linked, ...inbox, CLAUDE_PID: "201" }, tree(["claude"]));
+    expect(otherPid.inbox).toBeUndefined();
+    expect(otherPid.message).toContain("--resume");
+    const otherSession = decideSessionStart(
+      input,
+      { ...linked, ...inbox, CLAUDE_PID: "200", CLAUDE_CODE_SESSION_ID: "00000000-0000-0000-0000-000000000000" },
+      tree(["claude"]),
+    );
+    expect(otherSession.inbox).toBeUndefined();
+    expect(otherSession.message).toContain("--resume");
+  });
 });

@@ -223,4 +223,38 @@ describe("claude-transcript.TranscriptReader", () => {
     expect(r.lastPromptAtMs).toBe(Date.parse("2026-11-30T10:00:05.030Z"));
     expect(r.queueDepth).toBe(0);
   });
+
+  it("issue 35 item 4: an inbox message is ours only on a peer line Claude verified came from our pid, carrying our id (shape as 2.1.332 writes it)", () => {
+    const p = join(dir, "peer.jsonl");
+    const body = `<clankie-message clankie_id="${ID}" conversation="c1">hello</clankie-message>`;
+    const peer = (pid: number, uuid: string) =>
+      JSON.stringify({
+        type: "user",
+        isMeta: true,
+        uuid,
+        timestamp: "2026-12-06T06:36:02.479Z",
+        origin: { kind: "peer", from: "unknown", verifiedPeerPid: pid, verifiedPeerProcStart: "92490" },
+        message: {
+          role: "user",
+          content: `Another Claude session sent a message:\n${body}\n\nThis came from another Claude session.`,
+        },
+      }) + "\n";
+    const enqueue =
+      JSON.stringify({
+        type: "queue-operation",
+        operation: "enqueue",
+        timestamp: "2026-12-06T06:36:02.295Z",
+        content: body,
+      }) + "\n";
+    // Another process wrote our tag with our id: not ours.
+    writeFileSync(p, enqueue + peer(4242, "u-other"));
+    const forged = new TranscriptReader(31456).read(p);
+    expect(forged.entries).toEqual([]);
+    expect(forged.queuedIds.has(ID)).toBe(true);
+    appendFileSync(p, peer(31456, "u-ours") + endTurn);
+    const r = new TranscriptReader(31456).read(p);
+    expect(r.entries.map((e) => [e.deliveryId, e.nativeReceiptId])).toEqual([[ID, "u-ours"]]);
+    expect(r.hasChannelEvent).toBe(false);
+    expect(r.turn).toBe("idle");
+  });
 });
