@@ -278,9 +278,10 @@ describe("a real Claude Code worker's AskUserQuestion reaches its hiring lead, w
   it("rule 39: the owner interrupting (Esc) while the hook holds the question takes it back: the lead's answer is unconfirmed and never reaches the model", async () => {
     const { requestId } = await askQuestion("pick once more");
     execFileSync("tmux", ["-L", tui.tmuxSocket, "send-keys", "-t", tui.paneId, "Escape"]);
-    // 2.1.197 shows the interrupted question as declined by the user.
+    // The pane shows the interrupted question as declined: 2.1.197 said "User declined to answer questions";
+    // 2.1.332 changed it to "Declined to answer Claude's questions:" with the question beneath.
     await until(
-      () => /User declined to answer questions/.test(tui.capture()),
+      () => /Declined to answer Claude's questions/.test(tui.capture()),
       "Claude to show the owner's interrupt",
       300,
     );
