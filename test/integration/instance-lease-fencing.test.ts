@@ -11,15 +11,14 @@ import { hostname } from "node:os";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { eq, sql } from "drizzle-orm";
 import { openDatabase, type Database } from "../../controller/db/open.js";
+import { seedMailboxSeat } from "../kit/seed-seat.js";
 import {
   callReceipts,
   controllerInstances,
   deliveryReceipts,
   hireReceipts,
-  machines,
   seatTurns,
   seatWaiters,
-  seats,
 } from "../../controller/db/schema.js";
 import { admitDelivery, type AdmitParams } from "../../controller/delivery/admit.js";
 import {
@@ -64,26 +63,7 @@ describe.each(DRIVERS)(
         drop = pg.drop;
         database = await openDatabase({ url: pg.url });
       }
-      await db().insert(machines).values({
-        name: "box",
-        endpoint: "https://box",
-        agentToken: "t",
-        instanceId: "i",
-        platform: "linux",
-        capabilityVersion: 1,
-        agentVersion: "0",
-      });
-      await db()
-        .insert(seats)
-        .values({
-          id: SEAT,
-          machine: "box",
-          name: "inbox",
-          kind: "mailbox",
-          status: "idle",
-          occupantId: "occ",
-          inputCapabilities: { deliveryModes: ["queue"], interrupt: false, nextTurnOnly: false },
-        });
+      await seedMailboxSeat(db(), SEAT);
     });
     afterAll(async () => {
       await database?.close();

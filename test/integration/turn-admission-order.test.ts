@@ -15,7 +15,8 @@ import postgres from "postgres";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../controller/db/open.js";
-import { deliveryReceipts, machines, seats, seatWaiters } from "../../controller/db/schema.js";
+import { seedMailboxSeat } from "../kit/seed-seat.js";
+import { deliveryReceipts, seatWaiters } from "../../controller/db/schema.js";
 import { admitDelivery, type AdmitParams } from "../../controller/delivery/admit.js";
 import { settleDispatched } from "../../controller/delivery/settle-statements.js";
 import { CallState } from "../../controller/journal/call-receipts.js";
@@ -38,26 +39,7 @@ describe.runIf(available("postgres"))("issue 34 item 3: admission time is the se
     drop = pg.drop;
     database = await openDatabase({ url: pg.url });
     side = postgres(pg.url, { max: 2, onnotice: () => {} });
-    await db().insert(machines).values({
-      name: "box",
-      endpoint: "https://box",
-      agentToken: "t",
-      instanceId: "i",
-      platform: "linux",
-      capabilityVersion: 1,
-      agentVersion: "0",
-    });
-    await db()
-      .insert(seats)
-      .values({
-        id: SEAT,
-        machine: "box",
-        name: "inbox",
-        kind: "mailbox",
-        status: "idle",
-        occupantId: "occ",
-        inputCapabilities: { deliveryModes: ["queue"], interrupt: false, nextTurnOnly: false },
-      });
+    await seedMailboxSeat(db(), SEAT);
   });
   afterAll(async () => {
     await side?.end();
