@@ -122,4 +122,17 @@ export interface HarnessAdapter {
   discover?(pane: PaneInfo, processes: PaneProcessInfo): Promise<SeatRecord | undefined>;
   /** Stop the occupant's current turn through the native channel; only seats advertising `interrupt`. */
   stop?(seat: SeatRecord): Promise<StopResult>;
+  /**
+   * Follow the turn a write started on a fresh session (a hire's brief, issue 35), where the harness's
+   * native channel tells whether it reached its model: a refusal it reports (Codex's `error` event) or the
+   * model's answer. Called after the write; closed after.
+   */
+  followTurn?(seat: SeatRecord): Promise<TurnFollower | undefined>;
+}
+
+/** What the harness says of one turn: its refusal, once it came, or whether the model has answered in it. */
+export interface TurnFollower {
+  refused(): CannotWork | undefined;
+  answered(): boolean;
+  close(): void;
 }

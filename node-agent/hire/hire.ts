@@ -331,7 +331,18 @@ export class Hirer {
     const answer = await briefSeat(this.d, cmd, ready.seat, { paneId, harness }, this.d.options.fault);
     const m = answer.outcome === "spawned" && answer.briefMechanism !== "none" ? answer.briefMechanism : undefined;
     // The brief's turn began: the harness may still refuse it (Codex's model server gone, issue 35).
-    const refused = m ? await watchBriefTurn(this.d, this.d.opener, launcher, ready.seat.name, paneId) : undefined;
+    const follower = m
+      ? await this.d.adapters
+          .get(ready.seat.kind)
+          ?.followTurn?.(ready.seat)
+          .catch(() => undefined)
+      : undefined;
+    let refused: CannotWork | undefined;
+    try {
+      if (m) refused = await watchBriefTurn(this.d, this.d.opener, launcher, ready.seat.name, paneId, follower);
+    } finally {
+      follower?.close();
+    }
     if (m && refused)
       return notReady(
         refused,

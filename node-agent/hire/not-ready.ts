@@ -5,7 +5,7 @@
  * only the pane it opened, and leaves no seat: discovery runs again once the pane is gone, so
  * the seat book, and the controller's list, drop it.
  */
-import type { CannotWork } from "../harnesses/adapter.js";
+import type { CannotWork, TurnFollower } from "../harnesses/adapter.js";
 import type { AdapterRegistry } from "../harnesses/registry.js";
 import type { SeatBook } from "../seats/seat-book.js";
 import type { SeatLocks } from "../seats/seat-locks.js";
@@ -14,6 +14,11 @@ import type { PaneOpener } from "./pane-opener.js";
 
 /** How long a hire watches the brief's first moments for the harness refusing the turn. */
 export const BRIEF_WATCH_MS = 5_000;
+/**
+ * The same where the harness follows the turn (`followTurn`): it ends as soon as the model answers, so a
+ * working worker is not held; a refusal Codex repeats about every 5 s is heard at its second telling.
+ */
+export const FOLLOWED_WATCH_MS = 15_000;
 
 export interface NotReadyDeps {
   seats: SeatBook;
@@ -52,8 +57,9 @@ export function cannotWorkFix(harness: string, c: CannotWork): string {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * After the brief went in: ≤BRIEF_WATCH_MS, until the brief's turn is over (the seat idle again),
- * the harness is asked (inspect) and its screen read for a refusal of the turn. Never types.
+ * After the brief went in: until the brief's turn is over (the seat idle again) or, where the harness
+ * follows it, its model answered, and for at most `watchMs`, the harness's own turn events, its answer
+ * to inspect and its screen are read for a refusal of the turn. Never types.
  */
 export async function watchBriefTurn(
   d: NotReadyDeps,
@@ -61,11 +67,15 @@ export async function watchBriefTurn(
   launcher: HarnessLauncher,
   seatName: string,
   paneId: string,
-  watchMs = BRIEF_WATCH_MS,
+  follower: TurnFollower | undefined,
+  watchMs = follower ? FOLLOWED_WATCH_MS : BRIEF_WATCH_MS,
 ): Promise<CannotWork | undefined> {
   const deadline = Date.now() + watchMs;
   while (Date.now() < deadline) {
     await sleep(250);
+    const said = follower?.refused();
+    if (said) return said;
+    if (follower?.answered()) return undefined;
     const live = await opener.liveness(paneId).catch(() => undefined);
     const shown = live ? launcher.fatalScreen?.(live.screen) : undefined;
     if (shown) return shown;

@@ -24,12 +24,13 @@ import type {
   SeatSnapshot,
   SessionRead,
   StopResult,
+  TurnFollower,
 } from "../adapter.js";
 import { CodexConnection } from "./connection.js";
 import { backendOfConnection } from "./kernel.js";
 import { findCodexTui, isSameProcessAlive } from "./process.js";
 import { listQueue, pickPaneThread } from "./thread.js";
-import { CodexReadiness } from "./readiness.js";
+import { CodexReadiness, followCodexTurn } from "./readiness.js";
 import { CodexWriteTurns } from "./write-turns.js";
 import { writeToThread, type CodexWriteOptions, type ProvenThread } from "./write.js";
 import { beforeDispatch, windowsControlPlan, type WindowsControlDeps } from "./windows.js";
@@ -324,6 +325,14 @@ export class CodexAdapter implements HarnessAdapter {
     const c = await this.connect(ctl.endpoint);
     if (!c.ok || c.codexHome !== ctl.codexHome) return { ...read, writeTurn: "unknown" };
     return { ...read, writeTurn: await this.writeTurns.observe(c.connection, ctl.threadId, deliveryId) };
+  }
+
+  /** The turn a write started on the seat's fresh thread, on the connection its writes use (cached per endpoint). */
+  async followTurn(seat: SeatRecord): Promise<TurnFollower | undefined> {
+    const ctl = codexControlOf(seat);
+    if (!ctl?.endpoint || !ctl.threadId) return undefined;
+    const c = await this.connect(ctl.endpoint);
+    return c.ok ? followCodexTurn(c.connection, ctl.threadId) : undefined;
   }
 
   /** `turn/interrupt` on the exact active turn just observed. Queued items stay queued and do not run. */

@@ -7,7 +7,7 @@
  * turn (Codex retries "Reconnecting... waiting for network"): the hire watches the brief's
  * turn for it (hire/not-ready.ts, launch.ts `fatalScreen`).
  */
-import type { CannotWork } from "../adapter.js";
+import type { CannotWork, TurnFollower } from "../adapter.js";
 import type { CodexConnection } from "./connection.js";
 
 /** What the app-server answered; undefined when it could not be asked (never a verdict). */
@@ -46,3 +46,53 @@ export class CodexReadiness {
     return this.known.get(occupantId) ?? undefined;
   }
 }
+
+/**
+ * Codex's own word on the turn a write started (a hire's brief, on a fresh thread): the `error`
+ * notification with `willRetry` (0.171.0 sends "Reconnecting... waiting for network" about 50 ms into
+ * the turn and every ~5 s after; the TUI's screen may show it later), or the model's answer: token
+ * usage reported for the thread, or an item of the turn that is not the user's message. A thread has
+ * a rollout only once its first turn began, so the connection is subscribed (`thread/resume`, as the
+ * question watcher does) after the write; the subscription replays the thread's token usage, so an
+ * answer that came before it is still heard, and a refusal is heard at its next telling.
+ */
+export async function followCodexTurn(conn: CodexConnection, threadId: string): Promise<TurnFollower | undefined> {
+  let refusal: CannotWork | undefined;
+  let answered = false;
+  const off = conn.onNotification(({ method, params }) => {
+    if (params.threadId !== threadId) return;
+    if (method === "error" && params.willRetry === true) {
+      const e = (params.error ?? {}) as { message?: unknown; additionalDetails?: unknown };
+      const why = typeof e.additionalDetails === "string" ? ` (${e.additionalDetails})` : "";
+      refusal = {
+        reason: "model_unreachable",
+        detail: `Codex's error event for turn ${String(params.turnId)}: "${String(e.message)}"${why}`,
+      };
+    } else if (
+      (method === "thread/tokenUsage/updated" && usedTokens(params.tokenUsage)) ||
+      (method === "item/started" && !isUserMessage(params.item))
+    ) {
+      answered = true;
+      refusal = undefined;
+    }
+  });
+  // The rollout is written as the turn starts, a moment after the write's answer.
+  let subscribed = await conn.call("thread/resume", { threadId });
+  for (let i = 0; i < 20 && !subscribed.ok && /no rollout found/.test(subscribed.message); i++) {
+    await new Promise((r) => setTimeout(r, 100));
+    subscribed = await conn.call("thread/resume", { threadId });
+  }
+  if (!subscribed.ok) {
+    off();
+    return undefined;
+  }
+  return { refused: () => refusal, answered: () => answered, close: off };
+}
+
+const isUserMessage = (item: unknown) =>
+  typeof item === "object" && item !== null && (item as { type?: unknown }).type === "userMessage";
+
+const usedTokens = (usage: unknown) => {
+  const total = (usage as { total?: { totalTokens?: unknown } } | undefined)?.total?.totalTokens;
+  return typeof total === "number" && total > 0;
+};
