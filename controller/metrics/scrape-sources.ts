@@ -3,6 +3,7 @@ import { inArray, isNull, sql } from "drizzle-orm";
 import { UNRESOLVED_STATES } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { deliveryReceipts, fences } from "../db/schema.js";
+import { revokedMachines } from "../fleet/machine-certs.js";
 import type { Registry } from "../nodes/registry.js";
 import { AGE_RANGES, type ScrapeSources } from "./fleet-metrics.js";
 
@@ -55,9 +56,9 @@ export function journalScrapeSources(d: {
       return row?.n ?? 0;
     },
     async agents() {
-      const all = await d.registry.machines();
+      const [all, revoked] = await Promise.all([d.registry.machines(), revokedMachines(d.db)]);
       const online = all.filter((m) => d.registry.isOnline(m) && d.links.has(m.name));
-      return { registered: all.length, online: online.length };
+      return { registered: all.length, online: online.length, revoked: all.filter((m) => revoked.has(m.name)).length };
     },
     mcpSessions: d.mcpSessions,
     links: () => ({ agents: d.links.machines().filter((m) => d.links.has(m)).length, sockets: d.links.openSockets() }),
