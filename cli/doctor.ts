@@ -11,6 +11,7 @@ import { ownerClients } from "../shared/owner-client.js";
 import { cliError, emit, type OutputOptions } from "./output.js";
 import { ErrorCode } from "../shared/errors.js";
 import { ExitCode } from "./exit-codes.js";
+import { age } from "./receipts.js";
 import { visibleInline } from "../shared/terminal-text.js";
 
 export interface Check {
@@ -79,7 +80,8 @@ export async function doctor(stateDir: string, controller: string | undefined, o
           checks.push({
             name: `agent ${m.name}`,
             ok: m.online,
-            detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${Number(m.lastSeenAgeMs)} ms ago, ${m.endpoint}`,
+            // In s, m, h or d: an offline machine's age is read at a glance, not counted in milliseconds.
+            detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${age(Number(m.lastSeenAgeMs))} ago, ${m.endpoint}`,
           });
       }
       for (const r of (

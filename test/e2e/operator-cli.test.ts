@@ -245,6 +245,8 @@ describe("issue 37: the operator's CLI", () => {
         /^clankie: failed_precondition: box2\/notes is still reported by its online machine box2/,
       );
 
+      // Ages in s, m, h or d (an offline machine's in hours or days), never in milliseconds.
+      expect((await cli("doctor")).stdout).toMatch(/\nok {4}agent box2: online, last heartbeat \d+ s ago, /);
       expect((await cli("fleet", "revoke", "box2")).code).toBe(0);
       const deadline = Date.now() + 20_000;
       while (!agentLog.includes("revoked by the fleet owner") && Date.now() < deadline)
