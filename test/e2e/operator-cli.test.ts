@@ -166,7 +166,7 @@ describe("issue 37: the operator's CLI", () => {
       await up?.stop();
     });
 
-    it("item 2: receipts list filters by seat, state and since, and pages by token without repeating a row", async () => {
+    it("item 2: receipts list filters by seat, conversation, state, since and unresolved, and pages by token", async () => {
       const all = json((await cli("receipts", "list", "-o", "json")).stdout);
       expect((all.receipts as { id: string }[]).map((r) => r.id)).toEqual([...ids].reverse());
       const first = json((await cli("receipts", "list", "--limit", "2", "--output=json")).stdout);
@@ -191,6 +191,23 @@ describe("issue 37: the operator's CLI", () => {
       const bad = await cli("receipts", "list", "--state", "lost");
       expect(bad.code).toBe(2);
       expect(bad.stderr).toMatch(/^clankie: invalid_argument: --state must be one of dispatching, delivered/);
+
+      // Another conversation's receipt: --conversation tells them apart; none of them is unresolved.
+      const other = json((await cli("lead", "token", "--conversation", "release-0.4", "-o", "json")).stdout);
+      const otherLead = await connectLead(up.ready.mcpUrl, other.token as string);
+      try {
+        const r = await otherLead.call("message_seat", { seat: "home/inbox", message: "four" });
+        ids.push(String(r.structuredContent!.deliveryId));
+      } finally {
+        await otherLead.close();
+      }
+      const listed = async (...filter: string[]) =>
+        (json((await cli("receipts", "list", ...filter, "-o", "json")).stdout).receipts as { id: string }[]).map(
+          (r) => r.id,
+        );
+      expect(await listed("--conversation", "release-0.4")).toEqual([ids[3]]);
+      expect(await listed("--conversation", "global-default")).toEqual(ids.slice(0, 3).reverse());
+      expect(await listed("--unresolved")).toEqual([]);
     });
 
     it("item 2: receipts show prints the proofs, the fence and the settlements; -o json carries the same", async () => {
