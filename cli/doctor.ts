@@ -75,13 +75,14 @@ export async function doctor(stateDir: string, controller: string | undefined, o
         // Revoked is the owner's decision, not a fault: a warning until `fleet remove` forgets it.
         const name = `agent ${m.name}`;
         const remove = `clankie fleet remove ${m.name}`;
+        const seen = age(Number(m.lastSeenAgeMs));
         if (m.revoked) checks.push({ name, ok: true, warn: true, detail: `revoked; remove it with: ${remove}` });
         else
           checks.push({
             name: `agent ${m.name}`,
             ok: m.online,
             // In s, m, h or d: an offline machine's age is read at a glance, not counted in milliseconds.
-            detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${age(Number(m.lastSeenAgeMs))} ago, ${m.endpoint}`,
+            detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${seen} ago, ${m.endpoint}`,
           });
       }
       for (const r of (

@@ -18,7 +18,8 @@ const DRIVER = String.raw`
 zmodload zsh/zpty
 zpty z env PATH="$BIN:$PATH" HOME="$ZHOME" TERM=dumb zsh -f -i
 zpty -w z 'PS1=""; autoload -U compinit; compinit -u -D; source <(clankie completion zsh)'
-zpty -w z 'compadd () { local -a h; builtin compadd -O h "$@"; print -l -- "" "$^h<hit" >/dev/tty; builtin compadd "$@" }'
+zpty -w z 'compadd () { local -a h; builtin compadd -O h "$@"; print -l -- "" "$^h<hit" >/dev/tty;'
+zpty -w z '  builtin compadd "$@" }'
 zpty -w z 'echo READY'
 zpty -r -m z out '*READY*READY*'
 try() {

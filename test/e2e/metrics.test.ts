@@ -285,7 +285,7 @@ describe("Prometheus /metrics (real processes)", () => {
     }
   });
 
-  it("issue 37 item 4: GET / leads to the dashboard, the probes need no token, another path says what is here", async () => {
+  it("issue 37 item 4: GET / leads to the dashboard, probes need no token, other paths say what is here", async () => {
     const get = (path: string) => fetch(new URL(path, up.ready.statusUrl), { redirect: "manual" });
     const root = await get("/");
     expect([root.status, root.headers.get("location")]).toEqual([302, "/dashboard"]);

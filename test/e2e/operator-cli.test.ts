@@ -166,7 +166,7 @@ describe("issue 37: the operator's CLI", () => {
       await up?.stop();
     });
 
-    it("item 2: receipts list filters by seat, conversation, state, since and unresolved, and pages by token", async () => {
+    it("item 2: receipts list filters by seat, conversation, state, since, unresolved; pages by token", async () => {
       const all = json((await cli("receipts", "list", "-o", "json")).stdout);
       expect((all.receipts as { id: string }[]).map((r) => r.id)).toEqual([...ids].reverse());
       const first = json((await cli("receipts", "list", "--limit", "2", "--output=json")).stdout);
