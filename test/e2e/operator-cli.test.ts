@@ -210,7 +210,7 @@ describe("issue 37: the operator's CLI", () => {
       expect(await listed("--unresolved")).toEqual([]);
     });
 
-    it("item 2: receipts show prints the proofs, the fence and the settlements; -o json carries the same", async () => {
+    it("item 2: receipts show: proofs, fence, settlements, -o json, and an id by its start", async () => {
       const shown = await cli("receipts", "show", ids[0]!);
       expect(shown.code).toBe(0);
       expect(shown.stdout).toMatch(
@@ -228,6 +228,29 @@ describe("issue 37: the operator's CLI", () => {
       expect((doc.proofs as unknown[]).length).toBeGreaterThan(0);
       const missing = await cli("receipts", "show", "no-such-receipt");
       expect([missing.code, missing.stderr]).toEqual([1, "clankie: not_found: no receipt no-such-receipt\n"]);
+
+      // As Nomad takes an id's start: show finds the one receipt it names; list --id filters by it.
+      const start = ids[0]!.slice(0, 8);
+      expect((await cli("receipts", "show", start)).stdout).toMatch(new RegExp(`^receipt ${ids[0]}\\n`));
+      const byId = json((await cli("receipts", "list", "--id", start, "-o", "json")).stdout);
+      expect((byId.receipts as { id: string }[]).map((r) => r.id)).toEqual([ids[0]]);
+      // A start two receipts share names neither: both are listed, and more of the id is asked for.
+      const lead = await connectLead(up.ready.mcpUrl, up.ready.token);
+      try {
+        for (const deliveryId of ["0b5e0000-0000-4000-8000-00000000000a", "0b5e0000-0000-4000-8000-00000000000b"])
+          await lead.call(
+            "message_seat",
+            { seat: "home/inbox", message: deliveryId },
+            { "clankie/seat-call": { deliveryId } },
+          );
+      } finally {
+        await lead.close();
+      }
+      const twins = await cli("receipts", "show", "0b5e0000");
+      expect(twins.code).toBe(2);
+      expect(twins.stderr).toMatch(
+        /^clankie: invalid_argument: 2 receipts start with 0b5e0000 \(0b5e0000-\S+, 0b5e0000-\S+\); give more of the id\n$/,
+      );
     });
 
     it("item 2: -o json and -o table on every listing command; --json is the same document as -o json", async () => {
