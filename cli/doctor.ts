@@ -11,6 +11,7 @@ import { ownerClients } from "../shared/owner-client.js";
 import { cliError, emit, type OutputOptions } from "./output.js";
 import { ErrorCode } from "../shared/errors.js";
 import { ExitCode } from "./exit-codes.js";
+import { age } from "./receipts.js";
 import { visibleInline } from "../shared/terminal-text.js";
 
 export interface Check {
@@ -74,12 +75,14 @@ export async function doctor(stateDir: string, controller: string | undefined, o
         // Revoked is the owner's decision, not a fault: a warning until `fleet remove` forgets it.
         const name = `agent ${m.name}`;
         const remove = `clankie fleet remove ${m.name}`;
+        const seen = age(Number(m.lastSeenAgeMs));
         if (m.revoked) checks.push({ name, ok: true, warn: true, detail: `revoked; remove it with: ${remove}` });
         else
           checks.push({
             name: `agent ${m.name}`,
             ok: m.online,
-            detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${Number(m.lastSeenAgeMs)} ms ago, ${m.endpoint}`,
+            // In s, m, h or d: an offline machine's age is read at a glance, not counted in milliseconds.
+            detail: `${m.online ? "online" : "OFFLINE"}, last heartbeat ${seen} ago, ${m.endpoint}`,
           });
       }
       for (const r of (

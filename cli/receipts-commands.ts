@@ -15,6 +15,7 @@ export function registerReceiptsCommands(program: Command, action: FleetAction):
     .command("list")
     .alias("ls")
     .description("delivery receipts, newest first, filtered and paged")
+    .option("--id <prefix>", "only receipts whose id starts with this (4 characters or more)")
     .option("--seat <seat>", "only this seat (MACHINE/NAME)")
     .option("--conversation <id>", "only this lead conversation")
     .option("--state <state>", `only this state: ${Object.values(ReceiptState).join(", ")}`)
@@ -33,7 +34,7 @@ export function registerReceiptsCommands(program: Command, action: FleetAction):
     .command("show")
     .alias("get")
     .description("one receipt: its state and reason, proofs, fence and settlements (as the dashboard's detail)")
-    .argument("<id>", "the delivery id")
+    .argument("<id>", "the delivery id, or its start when only one receipt has it (as receipts list --id)")
     .action(
       action(async (ctx: FleetCtx, id: string) => {
         const { receiptsShow } = await import("./receipts.js");

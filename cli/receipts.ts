@@ -10,13 +10,14 @@ import {
   type GetReceiptResponse,
   type ReceiptRow,
 } from "../shared/gen/clankie/fleet/v1/status_pb.js";
-import { InvalidArgumentError } from "../shared/errors.js";
+import { ErrorCode, FleetError, InvalidArgumentError } from "../shared/errors.js";
 import { ReceiptState } from "../shared/verdicts.js";
 import { visibleInline } from "../shared/terminal-text.js";
 import { ownerClients } from "../shared/owner-client.js";
 import { emit, table, type OutputOptions } from "./output.js";
 
 export interface ReceiptFilters {
+  id?: string | undefined;
   seat?: string | undefined;
   conversation?: string | undefined;
   state?: string | undefined;
@@ -90,6 +91,7 @@ export async function receiptsList(
     unresolvedOnly: f.unresolved ?? false,
     sinceUnixMs,
     pageToken: f.pageToken ?? "",
+    deliveryIdPrefix: f.id ?? "",
   });
   const res = await status.listReceipts(req);
   const rows = res.receipts.map(rowOf);
@@ -182,7 +184,24 @@ export async function receiptsShow(
   out: OutputOptions,
 ): Promise<void> {
   const { status } = ownerClients(stateDir, controller);
-  const d = detailOf(await status.getReceipt(create(GetReceiptRequestSchema, { deliveryId: id })));
+  const get = (deliveryId: string) => status.getReceipt(create(GetReceiptRequestSchema, { deliveryId }));
+  let res: GetReceiptResponse;
+  try {
+    res = await get(id);
+  } catch (e) {
+    // Not a whole id: the start of one, as Nomad takes an id's first characters, when only one receipt has it.
+    if (FleetError.from(e).code !== ErrorCode.NotFound) throw e;
+    const starts = await status.listReceipts(create(ListReceiptsRequestSchema, { deliveryIdPrefix: id, limit: 5 }));
+    if (starts.receipts.length === 0) throw e;
+    if (starts.receipts.length > 1) {
+      const some = starts.receipts.map((r) => r.deliveryId).join(", ");
+      const what = `${starts.total} receipts start with ${visibleInline(id)} (${some}${starts.total > 5 ? ", …" : ""})`;
+      throw new InvalidArgumentError(`${what}; give more of the id`);
+    }
+    id = starts.receipts[0]!.deliveryId;
+    res = await get(id);
+  }
+  const d = detailOf(res);
   emit(out, d, () => showText(id, d));
 }
 

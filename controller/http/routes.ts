@@ -27,10 +27,21 @@ import { HEALTHZ_PATH, READYZ_PATH, serveProbe } from "../health/probe-endpoints
 import { METRICS_PATH } from "../metrics/metrics-endpoint.js";
 import { MCP_PATH } from "../mcp/server.js";
 import { isDiscoveryPath, serveDiscovery } from "./bearer-discovery.js";
-import { isDashboardPath } from "./dashboard.js";
+import { DASHBOARD_PATH, isDashboardPath } from "./dashboard.js";
 import type { UnauthenticatedBudget } from "./unauthenticated-budget.js";
 
 type Http1 = (req: IncomingMessage, res: ServerResponse) => void;
+
+const SERVED = `${DASHBOARD_PATH}, ${MCP_PATH}, ${METRICS_PATH}, ${HEALTHZ_PATH}, ${READYZ_PATH} and gRPC (Connect)`;
+
+/** Any other path: a 404 that says what this port serves, rather than an empty body (issue 37). */
+const notFound: NonNullable<Parameters<typeof connectNodeAdapter>[0]["fallback"]> = (req, res) => {
+  const path = (req.url ?? "/").split("?")[0] ?? "/";
+  const message = `nothing at ${path.slice(0, 200)}; this port serves ${SERVED}`;
+  const body = `${JSON.stringify({ code: "not_found", message })}\n`;
+  res.writeHead(404, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+};
 
 export interface OnePort {
   ownerToken: string;
@@ -79,6 +90,7 @@ export function routeOnePort(o: OnePort): {
       router.service(ReflectionV1alpha, createReflectionV1alpha(reflection));
     },
     interceptors: [fleetErrorBoundary(databaseFailure), bearerAuthInterceptor(tokenCheck)],
+    fallback: notFound,
   });
   // Authentication from the headers alone, before connect-node reads the body.
   // Calls that need no token draw from the unauthenticated budget first.
@@ -90,6 +102,13 @@ export function routeOnePort(o: OnePort): {
   const http1 = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (isDashboardPath(path)) return o.dashboard(req, res, path);
+    // A browser pointed at the bare address lands on the dashboard, which asks for the owner token.
+    if (path === "/" && (req.method === "GET" || req.method === "HEAD")) {
+      res.writeHead(302, { location: DASHBOARD_PATH, "content-type": "text/plain; charset=utf-8" });
+      return res.end(
+        req.method === "HEAD" ? undefined : `the dashboard is at ${DASHBOARD_PATH}; this port serves ${SERVED}\n`,
+      );
+    }
     if (path === METRICS_PATH) return o.metrics(req, res);
     if (path === HEALTHZ_PATH || path === READYZ_PATH) return serveProbe(req, res, path, o.monitor);
     if (isDiscoveryPath(path)) return serveDiscovery(req, res, path, MCP_PATH);

@@ -26,7 +26,8 @@ export interface ScrapeSources {
   /** Unresolved receipts (uncertain, unconfirmed, dispatching) by state and age range. */
   unresolvedByAge(): Promise<{ state: string; age: AgeRange; count: number }[]>;
   fencesOpen(): Promise<number>;
-  agents(): Promise<{ registered: number; online: number }>;
+  /** Registered machines; online ones; revoked ones (offline by the owner's choice until `fleet remove`). */
+  agents(): Promise<{ registered: number; online: number; revoked: number }>;
   mcpSessions(): number;
   /** This replica's reverse links: agents with a live link, and open link sockets (a redial overlaps briefly). */
   links(): { agents: number; sockets: number };
@@ -179,6 +180,14 @@ export class FleetMetrics implements DeliveryMetrics {
       registers,
       async collect() {
         this.set((await sources.agents()).registered);
+      },
+    });
+    new Gauge({
+      name: "clankie_fleet_agents_revoked",
+      help: "Registered node agents whose certificate the owner revoked: offline by choice until clankie fleet remove.",
+      registers,
+      async collect() {
+        this.set((await sources.agents()).revoked);
       },
     });
     new Gauge({

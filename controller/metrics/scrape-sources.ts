@@ -3,6 +3,7 @@ import { inArray, isNull, sql } from "drizzle-orm";
 import { UNRESOLVED_STATES } from "../../shared/verdicts.js";
 import type { Db } from "../db/open.js";
 import { deliveryReceipts, fences } from "../db/schema.js";
+import { revokedMachines } from "../fleet/machine-certs.js";
 import type { Registry } from "../nodes/registry.js";
 import { AGE_RANGES, type ScrapeSources } from "./fleet-metrics.js";
 
@@ -20,6 +21,13 @@ export function journalScrapeSources(d: {
   mcpSessions: () => number;
   links: LinkCounts;
 }): ScrapeSources {
+  // Three gauges read the agents in one scrape, all at once: they share one read while it runs.
+  let agentsRead: ReturnType<ScrapeSources["agents"]> | undefined;
+  const readAgents = async () => {
+    const [all, revoked] = await Promise.all([d.registry.machines(), revokedMachines(d.db)]);
+    const online = all.filter((m) => d.registry.isOnline(m) && d.links.has(m.name));
+    return { registered: all.length, online: online.length, revoked: all.filter((m) => revoked.has(m.name)).length };
+  };
   return {
     async receiptsByState() {
       const rows = await d.db
@@ -54,10 +62,9 @@ export function journalScrapeSources(d: {
       const [row] = await d.db.select({ n: sql<number>`count(*)::int` }).from(fences).where(isNull(fences.resolvedAt));
       return row?.n ?? 0;
     },
-    async agents() {
-      const all = await d.registry.machines();
-      const online = all.filter((m) => d.registry.isOnline(m) && d.links.has(m.name));
-      return { registered: all.length, online: online.length };
+    agents() {
+      agentsRead ??= readAgents().finally(() => (agentsRead = undefined));
+      return agentsRead;
     },
     mcpSessions: d.mcpSessions,
     links: () => ({ agents: d.links.machines().filter((m) => d.links.has(m)).length, sockets: d.links.openSockets() }),

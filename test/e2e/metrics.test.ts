@@ -8,16 +8,19 @@
  * time, the agent calls' duration, linked agents and reverse links per replica, hires by outcome.
  */
 import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import parsePrometheus, { type ParsedFamily } from "parse-prometheus-text-format";
 import { prepareStore } from "../kit/test-db.js";
 import { childPids, runCli, startUp, type UpProcess } from "../kit/cli.js";
 import { connectLead, type LeadClient } from "../kit/mcp-client.js";
 import { readToken } from "../../controller/state-dir.js";
+import { AGE_RANGES } from "../../controller/metrics/fleet-metrics.js";
 
 const NAME = /^clankie_[a-z0-9]+_[a-z0-9_]+$/;
 // A unit, or a plain count of things (a gauge named by what it counts).
-const UNIT_OR_COUNT = /(_total|_seconds|_receipts|_open|_connected|_registered|_sessions|_linked|_links|_info)$/;
+const UNIT_OR_COUNT =
+  /(_total|_seconds|_receipts|_open|_connected|_registered|_revoked|_sessions|_linked|_links|_info)$/;
 // Every clankie_* family; the rest are prom-client's standard process_* and nodejs_* ones.
 const CLANKIE_FAMILIES = [
   "clankie_agent_call_seconds",
@@ -28,6 +31,7 @@ const CLANKIE_FAMILIES = [
   "clankie_fleet_agents_connected",
   "clankie_fleet_agents_linked",
   "clankie_fleet_agents_registered",
+  "clankie_fleet_agents_revoked",
   "clankie_fleet_reverse_links",
   "clankie_hire_hires_total",
   "clankie_journal_errors_total",
@@ -244,5 +248,60 @@ describe("Prometheus /metrics (real processes)", () => {
     expect(value(after, "clankie_hire_hires_total", { outcome: "failed" })).toBe(1);
     expect(value(after, "clankie_hire_hires_total", { outcome: "spawned" })).toBe(0);
     expect(value(after, "clankie_hire_hires_total", { outcome: "uncertain" })).toBe(0);
+  });
+
+  it("issue 37 item 4: the alert rules and scrape config in operations.md name only what is served", async () => {
+    const doc = readFileSync(new URL("../../docs/operations.md", import.meta.url), "utf8");
+    const rules = /```yaml\n(groups:[\s\S]*?)```/.exec(doc)![1]!;
+    const config = /```yaml\n(scrape_configs:[\s\S]*?)```/.exec(doc)![1]!;
+    expect(config).toContain(`metrics_path: ${new URL(metricsUrl).pathname}\n`);
+    const job = /job_name: (\S+)/.exec(config)![1]!;
+    // After the deliveries above, the unresolved gauge has its uncertain series: every family shows its labels.
+    const m = await scrape();
+    const text = texts.get(m)!;
+    const exprs = [...rules.matchAll(/expr: (?:>\n)?([\s\S]*?)\n\s+for:/g)].map((x) => x[1]!.replace(/\s+/g, " "));
+    expect(exprs.length).toBeGreaterThanOrEqual(4);
+    for (const expr of exprs) {
+      for (const [, raw, matchers = ""] of expr.matchAll(/\b((?:clankie|up)\w*)(?:\{([^}]*)\})?/g)) {
+        if (raw === "up") {
+          expect(matchers, expr).toBe(`job="${job}"`);
+          continue;
+        }
+        // A histogram is named in PromQL by its _bucket, _count or _sum series.
+        const name = m.has(raw!) ? raw! : raw!.replace(/_(bucket|count|sum)$/, "");
+        expect(m.has(name), `${raw} in ${expr}`).toBe(true);
+        const served = new Set(
+          [...text.matchAll(new RegExp(`^${name}(?:_bucket|_count|_sum)?\\{(.*)\\}`, "gm"))].flatMap((x) =>
+            [...x[1]!.matchAll(/(\w+)="/g)].map((l) => l[1]!),
+          ),
+        );
+        for (const [, label, op, want] of matchers.matchAll(/(\w+)(=~|=)"([^"]*)"/g)) {
+          expect(served.has(label!), `${name}{${label}} in ${expr}`).toBe(true);
+          if (label === "age") for (const v of want!.split("|")) expect(AGE_RANGES.map((r) => r.label)).toContain(v);
+          if (label === "state") expect(text, `${name}{state="${want}"}`).toContain(`${name}{state="${want}"`);
+          expect(op).toMatch(/^=~?$/);
+        }
+      }
+    }
+  });
+
+  it("issue 37 item 4: GET / leads to the dashboard, probes need no token, other paths say what is here", async () => {
+    const get = (path: string) => fetch(new URL(path, up.ready.statusUrl), { redirect: "manual" });
+    const root = await get("/");
+    expect([root.status, root.headers.get("location")]).toEqual([302, "/dashboard"]);
+    expect(await root.text()).toMatch(
+      /^the dashboard is at \/dashboard; this port serves \/dashboard, \/mcp, \/metrics/,
+    );
+    const live = await get("/healthz");
+    expect([live.status, await live.json()]).toEqual([200, { status: "ok" }]);
+    const ready = await get("/readyz");
+    expect([ready.status, (await ready.json()).status]).toEqual([200, "ready"]);
+    const nothing = await get("/nothing-here");
+    expect(nothing.status).toBe(404);
+    expect(await nothing.json()).toEqual({
+      code: "not_found",
+      message:
+        "nothing at /nothing-here; this port serves /dashboard, /mcp, /metrics, /healthz, /readyz and gRPC (Connect)",
+    });
   });
 });

@@ -374,6 +374,15 @@ describe.runIf(available("postgres"))("the journal's PostgreSQL going away", () 
       expect(frozen).toBe(Serving.NOT_SERVING);
       // Before the probe had the deadline this hung until the caller gave up.
       expect(performance.now() - t0).toBeLessThan(15_000);
+      // Issue 37 item 4: /healthz is liveness, no database work, so a live replica is not restarted for
+      // its journal; /readyz is the same cache, 503, so a load balancer drains it.
+      const probe = async (path: string) => {
+        const res = await fetch(new URL(path, fleet.controller.url));
+        return [res.status, await res.json()] as const;
+      };
+      expect(await probe("/healthz")).toEqual([200, { status: "ok" }]);
+      const [code, ready] = await probe("/readyz");
+      expect([code, ready.status, ready.components.database]).toEqual([503, "not_ready", "NOT_SERVING"]);
     } finally {
       proxy.thaw();
     }

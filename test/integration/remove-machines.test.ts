@@ -4,7 +4,9 @@
  * their history stay; a revoked machine shows as revoked; the revoked agent is told so and
  * stops dialing.
  */
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import parsePrometheus from "parse-prometheus-text-format";
 import { eq } from "drizzle-orm";
 import { compileControllerConfig } from "../../controller/config.js";
 import { startController, type RunningController } from "../../controller/main.js";
@@ -24,6 +26,11 @@ const until = async (what: string, f: () => Promise<boolean> | boolean, ms = 10_
     await new Promise((r) => setTimeout(r, 50));
   }
 };
+
+/** docs/operations.md's ClankieAgentOffline: `a - b - … > 0` over single-value gauges. */
+const OFFLINE_ALERT = /alert: ClankieAgentOffline\n[\s\S]*?expr: (\w+(?: - \w+)*) > 0\n/
+  .exec(readFileSync(new URL("../../docs/operations.md", import.meta.url), "utf8"))![1]!
+  .split(" - ");
 
 const codeOf = async (p: Promise<unknown>) =>
   p.then(
@@ -74,6 +81,13 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
   };
   const machineRow = async (name: string) =>
     (await owner.status.listMachines({})).machines.find((m) => m.name === name);
+  /** The value of the doc's agent-offline alert expression over a scrape of this controller's /metrics. */
+  const offlineAlert = async () => {
+    const res = await fetch(controller.metricsUrl, { headers: { authorization: `Bearer ${controller.ownerToken}` } });
+    const families = new Map(parsePrometheus(await res.text()).map((f) => [f.name, f]));
+    const gauge = (name: string) => Number(families.get(name)!.metrics[0]!.value);
+    return OFFLINE_ALERT.slice(1).reduce((v, name) => v - gauge(name), gauge(OFFLINE_ALERT[0]!));
+  };
 
   it("fleet remove refuses a machine that is online and not revoked, and one never enrolled", async () => {
     await start("live");
@@ -94,6 +108,9 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
     const before = agent.linkedUrls().length;
     await new Promise((r) => setTimeout(r, 1500));
     expect([before, agent.linkedUrls().length]).toEqual([0, 0]);
+    // Offline by the owner's choice: the doc's ClankieAgentOffline alert does not count it ("live" is linked).
+    expect(OFFLINE_ALERT).toContain("clankie_fleet_agents_revoked");
+    expect(await offlineAlert()).toBe(0);
   });
 
   it("fleet remove forgets a revoked machine with its seats and certificates; its receipts stay", async () => {
@@ -127,6 +144,8 @@ describe.each(DRIVERS)("issue 37 item 1: removing machines and seats on %s", (dr
     const agent = await start("quiet");
     await agent.close();
     await until("quiet to go offline", async () => (await machineRow("quiet"))?.online === false);
+    // Offline and not revoked: the doc's alert counts it.
+    expect(await offlineAlert()).toBe(1);
     expect((await owner.fleet.removeMachine({ machine: "quiet" })).was).toBe("offline");
     // The same identity, started again: the typed refusal says removed, and it never registers.
     const back = await startAgent(

@@ -12,6 +12,7 @@ export const REQUIREMENTS = {
   chromium: { why: "no Chromium at /usr/bin/chromium", fix: "apt-get install chromium" },
   mcs: { why: "no Mono C# compiler (mcs)", fix: "apt-get install mono-mcs" },
   systemd: { why: "no systemd-analyze", fix: "apt-get install systemd" },
+  zsh: { why: "no zsh", fix: "apt-get install zsh" },
   pgbouncer: {
     why: "no pgbouncer at /usr/sbin/pgbouncer",
     fix: "apt-get install pgbouncer (its service is never used: the suite runs its own)",
@@ -29,6 +30,7 @@ export const CHROMIUM = "/usr/bin/chromium";
 const PROBES: Partial<Record<Requirement, [string, string[]]>> = {
   mcs: ["mcs", ["--version"]],
   systemd: ["systemd-analyze", ["--version"]],
+  zsh: ["zsh", ["--version"]],
 };
 
 export function available(r: Requirement): boolean {
