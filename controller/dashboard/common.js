@@ -20,9 +20,12 @@ export const words = (v, prefix) =>
     .replace(prefix, "")
     .toLowerCase() || "unknown";
 
+/** An age as an operator reads it: seconds to a minute, then minutes, hours, and whole days past two days. */
 export const age = (ms) => {
   const s = Number(ms ?? 0) / 1000;
-  return s < 60 ? `${s.toFixed(1)} s` : s < 3600 ? `${(s / 60).toFixed(1)} min` : `${(s / 3600).toFixed(1)} h`;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  if (s < 3600) return `${(s / 60).toFixed(1)} min`;
+  return s < 172_800 ? `${(s / 3600).toFixed(1)} h` : `${Math.floor(s / 86_400)} d`;
 };
 
 /**
