@@ -1,11 +1,13 @@
 /**
  * The receipt vocabulary the four delivery steps share (admit.ts → turn.ts → dispatch.ts → settle.ts):
- * what the admission read about the seat, what a dispatch settles, and the receipt states that fence.
- * Types, one constant and one SQL fragment only, so every step can import it and it imports no step.
+ * what the admission and the dispatch's recheck read about the seat, what a dispatch settles, and the
+ * receipt states that fence. Types, their one row read, one constant and one SQL fragment, so every step
+ * can import it and it imports no step.
  */
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
+import { asBool, type Row } from "../journal/statements.js";
 
 /**
  * The unattended release (dispatch.ts, ADR 0207): an open fence older than this is due for it.
@@ -25,18 +27,43 @@ export interface AdmittedSeat {
   machine: { name: string; endpoint: string; agentToken: string } | null;
 }
 
-export interface Admitted {
+/** What the admission and the dispatch's recheck both read of the seat, as of their statement. */
+export interface SeatSnapshot {
+  seat: AdmittedSeat | undefined;
+  /** The unresolved (or recently abandoned) original with the same content, as of this statement. */
+  original: { id: string; state: string } | undefined;
+  /** An open fence of the seat is due for the unattended release. */
+  staleFence: boolean;
+  /** Settled originals of this seat and conversation not yet reported (rule 28). */
+  previous: { deliveryId: string; state: string }[];
+}
+
+export interface Admitted extends SeatSnapshot {
   /** False: the id already had a call receipt; nothing was written. */
   inserted: boolean;
   /** How many present seats matched the reference (exactly one is dispatched to). */
   seatsMatched: number;
-  seat: AdmittedSeat | undefined;
   /** This delivery took the seat's lease in the admission commit. */
   leaseTaken: boolean;
-  /** The unresolved (or recently abandoned) original with the same content, as of this statement. */
-  original: { id: string; state: string } | undefined;
-  staleFence: boolean;
-  previous: { deliveryId: string; state: string }[];
+}
+
+/** The snapshot from a statement's row: both statements name its columns alike. */
+export function seatSnapshotOf(r: Row | undefined): SeatSnapshot {
+  return {
+    seat: r?.seat_id
+      ? {
+          id: String(r.seat_id),
+          name: String(r.seat_name),
+          occupantId: String(r.occupant_id),
+          machine: r.m_name
+            ? { name: String(r.m_name), endpoint: String(r.m_endpoint), agentToken: String(r.m_agent_token) }
+            : null,
+        }
+      : undefined,
+    original: r?.original_id ? { id: String(r.original_id), state: String(r.original_state) } : undefined,
+    staleFence: asBool(r?.stale_fence),
+    previous: JSON.parse(String(r?.previous ?? "[]")) as { deliveryId: string; state: string }[],
+  };
 }
 
 /** One dispatched delivery as its settle records it. */
