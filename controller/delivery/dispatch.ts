@@ -16,6 +16,7 @@ import { contentFingerprint } from "../../shared/fingerprint.js";
 import { type AgentCallError, agentCallError } from "../../shared/errors.js";
 import { EPOCH_FENCED, ReceiptState, deliveryModeWire, type DeliveryMode } from "../../shared/verdicts.js";
 import type { ControllerReason, DeliveryStage } from "../../shared/delivery-bodies.js";
+import { journalCause } from "../db/error-text.js";
 import { MachineOfflineError } from "../nodes/liveness.js";
 import { ABANDONED_CONTENT_FENCE_MS, openFencesOlderThan } from "../journal/fences.js";
 import { findDelivery } from "../journal/delivery-receipts.js";
@@ -33,14 +34,8 @@ import {
 import { idleReleases } from "./idle-release.js";
 import type { MessageSeatInput, PipelineDeps, SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
-import {
-  journalError,
-  sessionEvidence,
-  settleAbandoned,
-  settleDispatch,
-  settleFoundInSession,
-  settleUncertain,
-} from "./settle.js";
+import { settleAbandoned, settleDispatch, settleFoundInSession, settleUncertain } from "./settle.js";
+import { sessionEvidence } from "./session-evidence.js";
 import { withSeatTurn, type SeatTurn } from "./turn.js";
 import { readVerdict } from "./verdict.js";
 
@@ -97,7 +92,7 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
     return notSent(
       x,
       "journal_unavailable",
-      `the receipt journal failed after this receipt was committed and before anything was sent (${journalError(e)})`,
+      `the receipt journal failed after this receipt was committed and before anything was sent (${journalCause(e)})`,
     );
   }
 }

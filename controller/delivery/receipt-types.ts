@@ -7,6 +7,8 @@
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
+import type { CallState } from "../journal/call-receipts.js";
+import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
 import { asBool, type Row } from "../journal/statements.js";
 
 /**
@@ -74,6 +76,33 @@ export interface DispatchRecord {
   message: string;
   /** The (instance, epoch) that admitted it: its settle is written under that epoch or not at all (ADR 0036). */
   fence: InstanceEpoch;
+}
+
+/**
+ * The settle of one dispatched delivery, as settle.ts writes it in one statement and the unrecorded
+ * outcomes keep it (on disk too) until the journal takes it: here, so that unrecorded-outcomes.ts,
+ * which the pipeline's dependencies name, imports no step.
+ */
+export interface SettleParams {
+  id: string;
+  seatId: string;
+  conversationId: string;
+  contentFingerprint: string;
+  callState: Exclude<CallState, "in_flight">;
+  body: Record<string, unknown>;
+  outcome: DeliveryOutcome;
+  /** Settled originals this answer reported as `previous`. */
+  previousIds: string[];
+  /** The lease this delivery holds, if any: it goes to the head of the seat's line, or is released. */
+  holder: string | null;
+  leaseSeconds: number;
+  now: Date;
+  /**
+   * The (instance, epoch) that admitted the call (ADR 0036): the settle applies only while the call
+   * is still theirs (a peer's takeover clears its epoch) and the writer's lease is live. Absent only
+   * in a spill file written before epochs: then it settles as it did before them.
+   */
+  fence?: InstanceEpoch | undefined;
 }
 
 /** What every message_seat body starts with. */
