@@ -5,7 +5,7 @@
 import { Liveness } from "./nodes/liveness.js";
 import { UnrecordedOutcomes, isHireSettle, recordSpilled, type RecordSettle } from "./delivery/unrecorded-outcomes.js";
 import { isRefusedAdmission, recordRefusedAdmission } from "./journal/refused-admission.js";
-import { settleDispatched } from "./delivery/settle-statements.js";
+import { settleDispatched } from "./delivery/settle.js";
 import { settleHireOutcome } from "./journal/hire-outcome.js";
 import { leaseMsOf } from "./delivery/pipeline.js";
 import { parkingFaults, type FaultPoints } from "./delivery/faults.js";

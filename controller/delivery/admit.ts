@@ -9,7 +9,7 @@
 import { CallState } from "../journal/call-receipts.js";
 import type { MessageSeatBody } from "./result-bodies.js";
 import { admittedHere } from "./replay.js";
-import { type Admitted, UNATTENDED_RELEASE_AFTER_MS, UNRESOLVED, type AdmittedSeat } from "./receipt-types.js";
+import { type Admitted, UNATTENDED_RELEASE_AFTER_MS, UNRESOLVED, seatSnapshotOf } from "./receipt-types.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { MESSAGE_SEAT, leaseMsOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
@@ -22,7 +22,7 @@ import { lineIsEmpty } from "./turn-statements.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
-import { p, statement, ts, type Row } from "../journal/statements.js";
+import { asBool, p, statement, ts, type Row } from "../journal/statements.js";
 import { FencedWriteError, isFencedWrite, leaseHeldGuard, type InstanceEpoch } from "../journal/instances.js";
 import { leaseLostRefusal } from "../fleet/instance-lease.js";
 
@@ -239,7 +239,7 @@ export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Ad
     late && ((rows) => rows[0] && late(admittedOf(rows[0]))),
   );
   if (!rows[0]) throw new Error("the admission statement returned no row");
-  if (!isTrue(rows[0].live))
+  if (!asBool(rows[0].live))
     throw new FencedWriteError(
       { instance: a.controllerInstance, epoch: a.controllerEpoch },
       `the admission of ${a.id}`,
@@ -247,27 +247,12 @@ export async function admitDelivery(db: Db, a: AdmitParams, late?: (admitted: Ad
   return admittedOf(rows[0]);
 }
 
-const isTrue = (v: unknown) => v === true || v === "t";
-
 function admittedOf(r: Row): Admitted {
-  const seat: AdmittedSeat | undefined = r.seat_id
-    ? {
-        id: String(r.seat_id),
-        name: String(r.seat_name),
-        occupantId: String(r.occupant_id),
-        machine: r.m_name
-          ? { name: String(r.m_name), endpoint: String(r.m_endpoint), agentToken: String(r.m_agent_token) }
-          : null,
-      }
-    : undefined;
   return {
+    ...seatSnapshotOf(r),
     inserted: Number(r.inserted) === 1,
     seatsMatched: Number(r.seats),
-    seat,
     leaseTaken: Number(r.lease_taken) === 1,
-    original: r.original_id ? { id: String(r.original_id), state: String(r.original_state) } : undefined,
-    staleFence: isTrue(r.stale_fence),
-    previous: JSON.parse(String(r.previous ?? "[]")) as { deliveryId: string; state: string }[],
   };
 }
 

@@ -7,7 +7,7 @@
  * write), keeps the fence. A harness without turn ids (mailbox, Pi, Claude, OpenCode) says nothing
  * of a turn, and its idle status decides as before.
  */
-import type { SessionEvidence } from "./settle.js";
+import type { SessionEvidence } from "./session-evidence.js";
 
 export function idleReleases(evidence: SessionEvidence): boolean {
   if (evidence.kind !== "absent" || evidence.status !== "idle") return false;

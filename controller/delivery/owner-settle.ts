@@ -13,7 +13,8 @@ import { callReceipts } from "../db/schema.js";
 import { CallState } from "../journal/call-receipts.js";
 import { findDelivery } from "../journal/delivery-receipts.js";
 import type { PipelineDeps } from "./pipeline.js";
-import { sessionEvidence, settleAbandoned, settleFoundInSession } from "./settle.js";
+import { sessionEvidence } from "./session-evidence.js";
+import { settleAbandoned, settleFoundInSession } from "./settle.js";
 
 export async function ownerSettle(
   deps: PipelineDeps,

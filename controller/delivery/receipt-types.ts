@@ -1,11 +1,15 @@
 /**
  * The receipt vocabulary the four delivery steps share (admit.ts → turn.ts → dispatch.ts → settle.ts):
- * what the admission read about the seat, what a dispatch settles, and the receipt states that fence.
- * Types, one constant and one SQL fragment only, so every step can import it and it imports no step.
+ * what the admission and the dispatch's recheck read about the seat, what a dispatch settles, and the
+ * receipt states that fence. Types, their one row read, one constant and one SQL fragment, so every step
+ * can import it and it imports no step.
  */
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";
 import type { InstanceEpoch } from "../journal/instances.js";
+import type { CallState } from "../journal/call-receipts.js";
+import type { DeliveryOutcome } from "../journal/delivery-receipts.js";
+import { asBool, type Row } from "../journal/statements.js";
 
 /**
  * The unattended release (dispatch.ts, ADR 0207): an open fence older than this is due for it.
@@ -25,18 +29,43 @@ export interface AdmittedSeat {
   machine: { name: string; endpoint: string; agentToken: string } | null;
 }
 
-export interface Admitted {
+/** What the admission and the dispatch's recheck both read of the seat, as of their statement. */
+export interface SeatSnapshot {
+  seat: AdmittedSeat | undefined;
+  /** The unresolved (or recently abandoned) original with the same content, as of this statement. */
+  original: { id: string; state: string } | undefined;
+  /** An open fence of the seat is due for the unattended release. */
+  staleFence: boolean;
+  /** Settled originals of this seat and conversation not yet reported (rule 28). */
+  previous: { deliveryId: string; state: string }[];
+}
+
+export interface Admitted extends SeatSnapshot {
   /** False: the id already had a call receipt; nothing was written. */
   inserted: boolean;
   /** How many present seats matched the reference (exactly one is dispatched to). */
   seatsMatched: number;
-  seat: AdmittedSeat | undefined;
   /** This delivery took the seat's lease in the admission commit. */
   leaseTaken: boolean;
-  /** The unresolved (or recently abandoned) original with the same content, as of this statement. */
-  original: { id: string; state: string } | undefined;
-  staleFence: boolean;
-  previous: { deliveryId: string; state: string }[];
+}
+
+/** The snapshot from a statement's row: both statements name its columns alike. */
+export function seatSnapshotOf(r: Row | undefined): SeatSnapshot {
+  return {
+    seat: r?.seat_id
+      ? {
+          id: String(r.seat_id),
+          name: String(r.seat_name),
+          occupantId: String(r.occupant_id),
+          machine: r.m_name
+            ? { name: String(r.m_name), endpoint: String(r.m_endpoint), agentToken: String(r.m_agent_token) }
+            : null,
+        }
+      : undefined,
+    original: r?.original_id ? { id: String(r.original_id), state: String(r.original_state) } : undefined,
+    staleFence: asBool(r?.stale_fence),
+    previous: JSON.parse(String(r?.previous ?? "[]")) as { deliveryId: string; state: string }[],
+  };
 }
 
 /** One dispatched delivery as its settle records it. */
@@ -47,6 +76,33 @@ export interface DispatchRecord {
   message: string;
   /** The (instance, epoch) that admitted it: its settle is written under that epoch or not at all (ADR 0036). */
   fence: InstanceEpoch;
+}
+
+/**
+ * The settle of one dispatched delivery, as settle.ts writes it in one statement and the unrecorded
+ * outcomes keep it (on disk too) until the journal takes it: here, so that unrecorded-outcomes.ts,
+ * which the pipeline's dependencies name, imports no step.
+ */
+export interface SettleParams {
+  id: string;
+  seatId: string;
+  conversationId: string;
+  contentFingerprint: string;
+  callState: Exclude<CallState, "in_flight">;
+  body: Record<string, unknown>;
+  outcome: DeliveryOutcome;
+  /** Settled originals this answer reported as `previous`. */
+  previousIds: string[];
+  /** The lease this delivery holds, if any: it goes to the head of the seat's line, or is released. */
+  holder: string | null;
+  leaseSeconds: number;
+  now: Date;
+  /**
+   * The (instance, epoch) that admitted the call (ADR 0036): the settle applies only while the call
+   * is still theirs (a peer's takeover clears its epoch) and the writer's lease is live. Absent only
+   * in a spill file written before epochs: then it settles as it did before them.
+   */
+  fence?: InstanceEpoch | undefined;
 }
 
 /** What every message_seat body starts with. */

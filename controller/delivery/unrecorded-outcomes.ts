@@ -14,7 +14,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import type { Logger } from "../../shared/logger.js";
 import { writeFileDurably } from "../../shared/durable-file.js";
 import type { HireSettleParams } from "../journal/hire-outcome.js";
-import type { SettleParams } from "./settle-statements.js";
+import type { SettleParams } from "./receipt-types.js";
 import { isRefusedAdmission, type RefusedAdmission } from "../journal/refused-admission.js";
 import { isFencedWrite, type InstanceEpoch } from "../journal/lease-guard.js";
 

@@ -2,7 +2,7 @@
  * Delivery fences per seat (ADR 0207, VUH-1779): an unresolved delivery fences only
  * itself. A resend with its id is caught by the call receipt; a resend with its exact
  * content (trimmed, LF-normalised fingerprint) is caught by the admission statement
- * (delivery/admit.ts), and the settle statement opens the fence (delivery/settle-statements.ts).
+ * (delivery/admit.ts), and the settle statement opens the fence (delivery/settle.ts).
  * Fence rows also carry the notice and `previous` bookkeeping of each unresolved receipt;
  * these are the cold-path reads and writes on them.
  */

@@ -84,6 +84,9 @@ export function json(v: unknown): string | null {
   return v === undefined || v === null ? null : JSON.stringify(v);
 }
 
+/** A boolean column as either driver answers it: true, or PostgreSQL's text "t". */
+export const asBool = (v: unknown): boolean => v === true || v === "t";
+
 export function asDate(v: unknown): Date | null {
   if (v === null || v === undefined) return null;
   return v instanceof Date ? v : new Date(String(v));

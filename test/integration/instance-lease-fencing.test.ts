@@ -21,13 +21,14 @@ import {
   seatWaiters,
 } from "../../controller/db/schema.js";
 import { admitDelivery, type AdmitParams } from "../../controller/delivery/admit.js";
+import type { SettleParams } from "../../controller/delivery/receipt-types.js";
 import {
-  abandonDelivery,
-  recordFoundInSession,
-  recordProvenAbsent,
+  settleAbandoned,
   settleDispatched,
-  type SettleParams,
-} from "../../controller/delivery/settle-statements.js";
+  settleFoundInSession,
+  settleProvenAbsent,
+  type OriginalSettleDeps,
+} from "../../controller/delivery/settle.js";
 import { handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
 import { joinTurn, passTurn, pollTurn } from "../../controller/delivery/turn-statements.js";
 import { admitCall, CallState, settleCall } from "../../controller/journal/call-receipts.js";
@@ -287,22 +288,16 @@ describe.each(DRIVERS)(
         });
         await lose(f);
         const delivery = (await rowsOf(p.id)).receipt!;
-        await expect(
-          abandonDelivery(db(), {
-            delivery,
-            settledBy: "lead",
-            conversationId: "c",
-            evidence: {},
-            now: new Date(),
-            fence: f,
-          }),
-        ).rejects.toBeInstanceOf(FencedWriteError);
-        await expect(recordFoundInSession(db(), delivery, "native", new Date(), f)).rejects.toBeInstanceOf(
-          FencedWriteError,
-        );
-        await expect(recordProvenAbsent(db(), delivery, "c", {}, new Date(), f)).rejects.toBeInstanceOf(
-          FencedWriteError,
-        );
+        // The settle paths of an original, written under the lost lease's fence.
+        const deps: OriginalSettleDeps = {
+          db: db(),
+          now: () => new Date(),
+          lease: { fence: () => f },
+          onJournalChange: () => {},
+        };
+        await expect(settleAbandoned(deps, delivery, "lead", "c", {})).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(settleFoundInSession(deps, delivery, "native")).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(settleProvenAbsent(deps, delivery, "c", {})).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf(p.id)).receipt?.state).toBe(ReceiptState.Uncertain);
       });
     }

@@ -18,7 +18,7 @@ import { openDatabase, type Database } from "../../controller/db/open.js";
 import { seedMailboxSeat } from "../kit/seed-seat.js";
 import { deliveryReceipts, seatWaiters } from "../../controller/db/schema.js";
 import { admitDelivery, type AdmitParams } from "../../controller/delivery/admit.js";
-import { settleDispatched } from "../../controller/delivery/settle-statements.js";
+import { settleDispatched } from "../../controller/delivery/settle.js";
 import { CallState } from "../../controller/journal/call-receipts.js";
 import { registerInstance, type InstanceEpoch } from "../../controller/journal/instances.js";
 import { ReceiptState } from "../../shared/verdicts.js";

@@ -5,7 +5,7 @@ import { reconcileSeatCall, RECONCILE_SEAT_CALL } from "../../delivery/reconcile
 import type { PipelineDeps } from "../../delivery/pipeline.js";
 import { errorResult, toolResult } from "../tool-result.js";
 import { deliveryResult } from "../output-schemas.js";
-import { journalError } from "../../delivery/settle.js";
+import { journalCause } from "../../db/error-text.js";
 import { FleetError, JournalUnavailableError } from "../../../shared/errors.js";
 
 export const reconcileArgs = z
@@ -57,7 +57,7 @@ export function registerReconcileSeatCall(server: McpServer, deps: PipelineDeps,
         if (e instanceof FleetError) return errorResult(e);
         return errorResult(
           new JournalUnavailableError(
-            `the receipt journal could not be read, so nothing was reconciled or settled (${journalError(e)})`,
+            `the receipt journal could not be read, so nothing was reconciled or settled (${journalCause(e)})`,
             e,
           ),
         );

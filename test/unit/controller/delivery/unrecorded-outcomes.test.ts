@@ -13,7 +13,7 @@ import {
   type PendingSettle,
 } from "../../../../controller/delivery/unrecorded-outcomes.js";
 import type { HireSettleParams } from "../../../../controller/journal/hire-outcome.js";
-import type { SettleParams } from "../../../../controller/delivery/settle-statements.js";
+import type { SettleParams } from "../../../../controller/delivery/receipt-types.js";
 import { silentLogger } from "../../../../shared/logger.js";
 import { tempDir } from "../../../kit/test-db.js";
 
