@@ -1,7 +1,7 @@
 /**
  * The seat turn's SQL (ADR 0039): the lease row per seat (seat_turns) and the fleet-wide line of waiters
  * (seat_waiters), shared by every replica on the journal. The admission statement (admit.ts) takes a free
- * seat's lease or joins the line, the settle statement (settle-statements.ts) hands the lease to the head of
+ * seat's lease or joins the line, the settle statement (settle.ts) hands the lease to the head of
  * the line through `handOnSql`; the statements below cover the rest (notices, stops, a remote turn, a turn
  * given back without a settle). Apart from turn.ts so the statements and the in-process side each stay readable.
  * Every statement here that writes carries the writing instance's lease fence (ADR 0036), as the admission
