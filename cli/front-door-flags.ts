@@ -60,7 +60,7 @@ export function addFrontDoorOptions(cmd: Command): Command {
     ],
     [
       "--abuse-hold-ms <ms>",
-      "after a connection is closed for HTTP/2 abuse, how long new ones from its address wait unread",
+      "after a connection is closed for HTTP/2 abuse or an overflowed budget, how long its address's new ones wait unread",
       L.h2.abuseHoldMs,
     ],
   ];

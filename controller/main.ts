@@ -292,7 +292,7 @@ export async function startController(
     hires,
     limits: { sessionIdleMs: config.mcpSessionIdleMs, sessionsPerConversation: config.mcpSessionsPerConversation },
   });
-  const { http1, rpc } = routeOnePort({
+  const { http1, rpc, screen } = routeOnePort({
     ownerToken: tokens.ownerToken,
     unauthenticated,
     services: {
@@ -319,7 +319,7 @@ export async function startController(
   const tls = isLoopbackHost(config.host)
     ? undefined
     : { cert: fleet.serverCertificatePem + fleet.authority.ca.certificatePem, key: fleet.serverPrivateKeyPem };
-  const listener = await listen(config.host, config.port, http1, rpc, config.listenerLimits, tls);
+  const listener = await listen(config.host, config.port, http1, { handler: rpc, screen }, config.listenerLimits, tls);
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   const url = `${tls ? "https" : "http"}://${host}:${listener.port}`;
   const record = {

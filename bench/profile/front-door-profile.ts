@@ -71,6 +71,7 @@ function brief(r: unknown): unknown {
         rss: x.rss,
         cpu: x.during.cpu_ms_per_s,
         eld: x.during.eld_p99_of_p99_ms,
+        first_3s: x.during_first_3s,
       }
     : r;
 }
@@ -103,6 +104,8 @@ async function profileOne(cfg: FrontDoorConfig, attack: AttackName, dir: string)
     rss: [fig.rss_before_mb, fig.rss_peak_mb, fig.rss_after_mb],
     before: windowFigures(before),
     during: windowFigures(during),
+    // A flood's work comes at its start and at its holds' ends; a 20 s mean hides it.
+    during_first_3s: windowFigures(inWin(marks.attack, marks.attack + 3_000)),
     after: windowFigures(after),
     memory_before: memory(before[Math.floor(before.length / 2)]),
     memory_peak: { at_s: round((peak.t - marks.attack) / 1000, 1), ...memory(peak) },

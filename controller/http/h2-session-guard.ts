@@ -12,7 +12,7 @@
  *
  * A stream reaches a handler only after the reads it came in are parsed, so one reset in the
  * same packets never does (`watch`). And an address whose session was closed for abuse has its
- * next HTTP/2 connections held unread for a while (`holdFor`): an attacker that reconnects at
+ * next HTTP/2 connections held unread for a while (`whenUnheld`): an attacker that reconnects at
  * once would otherwise make the controller parse a new session's first reads, hundreds of
  * streams, many times a second.
  */
@@ -47,6 +47,8 @@ export const DEFAULT_H2_SESSION_LIMITS: H2SessionLimits = {
 
 /** Addresses remembered as abusers at most; past that the oldest is forgotten first. */
 const MAX_HELD_ADDRESSES = 4_096;
+/** Between two held connections handed over (the first read of each is parsed whole, at once). */
+const HANDOVER_GAP_MS = 100;
 
 class Budget {
   private tokens: number;
@@ -68,6 +70,9 @@ class Budget {
     this.tokens = Math.min(this.burst, this.tokens + 1);
   }
 }
+
+/** Judges a stream before any request object is built: "answered" and "close" mean it was refused. */
+export type StreamScreen = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => "pass" | "answered" | "close";
 
 type StreamListener = (
   stream: ServerHttp2Stream,
@@ -93,6 +98,10 @@ export class H2SessionGuard {
   private readonly sessions = new WeakMap<Http2Session, Guarded>();
   /** Peer address → when (performance.now()) its hold ends; insertion order is age order. */
   private readonly held = new Map<string, number>();
+  /** Peer address → its connections waiting unread for a hold to end, oldest first. */
+  private readonly waiting = new Map<string, (() => boolean)[]>();
+  /** When a held connection of any address was last handed over: the holds of a flood's addresses end together. */
+  private lastHandOver = Number.NEGATIVE_INFINITY;
   private closedSessions = 0;
   private admitted = 0;
   private seen = 0;
@@ -110,8 +119,12 @@ export class H2SessionGuard {
    * its session's budget allows, and only after the reads of this turn of the event loop are
    * all parsed. A stream reset in those same reads (CVE-2023-44487's pattern: HEADERS and
    * RST_STREAM together, hundreds per packet) is destroyed by then, and nothing is built for it.
+   * `screen` judges each stream on its raw headers first (the unauthenticated budget): a stream
+   * it answered gets nothing more (issue 32's Watch flood sent 125 streams per connection, and
+   * each was built into request objects only to be refused), and "close" closes its session
+   * gracefully (what was admitted finishes) and holds its address as for abuse.
    */
-  watch(server: Http2Server): void {
+  watch(server: Http2Server, screen?: StreamScreen): void {
     const handlers = server.listeners("stream") as StreamListener[];
     server.removeAllListeners("stream");
     server.on("session", (session: Http2Session) => {
@@ -133,13 +146,20 @@ export class H2SessionGuard {
       const batch = pending;
       pending = [];
       for (const p of batch) {
-        if (p.stream.destroyed || !p.stream.session || p.stream.session.destroyed) continue;
+        const session = p.stream.session;
+        if (p.stream.destroyed || !session || session.destroyed) continue;
+        const verdict = screen?.(p.stream, p.headers) ?? "pass";
+        if (verdict === "close") this.closeOverBudget(session);
+        if (verdict !== "pass") continue;
         this.admitted++;
         for (const h of handlers) h.call(server, p.stream, p.headers, p.flags, p.rawHeaders);
       }
     };
     server.on("stream", (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, raw: string[]) => {
       this.seen++;
+      // A peer's reset (any code but CANCEL is an error) before a handler takes the stream, or
+      // while the screen holds its refusal, must not surface as an uncaught exception.
+      stream.on("error", ignore);
       if (!this.takes(stream)) return;
       if (pending.length === 0) setImmediate(handOver);
       pending.push({ stream, headers, flags, rawHeaders: raw });
@@ -147,17 +167,61 @@ export class H2SessionGuard {
   }
 
   /**
-   * How long a new HTTP/2 connection from `peer` must wait unread: until `abuseHoldMs` after
-   * that address's last session closed for abuse, else 0. Connections held together are handed
-   * over together when the hold ends, whatever happens then, so a client that shares an
-   * abuser's address waits at most one hold and is never starved.
+   * Calls `handOver` for a new HTTP/2 connection from `peer` at once, or, while that address is
+   * held (a session of it closed for abuse or over its unauthenticated budget within
+   * `abuseHoldMs`), once it is no longer held; until then the connection's bytes stay unread.
+   * Held connections are handed over one at a time, `HANDOVER_GAP_MS` apart whatever their
+   * address (a flood's addresses are held together, so their holds end together), each when its
+   * address is not held at its turn: parsing a connection's first read costs ~50 µs a
+   * stream before any handler, and the Watch flood's 15 later connections per address, handed
+   * over together when the first hold ended, were ~1,900 streams parsed at once, only to trip the
+   * budget again. `handOver` returns false when it had nothing to do (the socket is gone), and
+   * the next one goes at once. A client behind an address that keeps abusing waits as long as
+   * the abuse goes on: the address is what the budget and the hold know of a caller.
    */
-  holdFor(peer: string | undefined): number {
-    const until = this.held.get(peer ?? "?");
+  whenUnheld(peer: string | undefined, handOver: () => boolean): void {
+    const key = peer ?? "?";
+    const queue = this.waiting.get(key);
+    if (queue) {
+      queue.push(handOver);
+      return;
+    }
+    if (this.holdFor(key) === 0) {
+      handOver();
+      return;
+    }
+    this.waiting.set(key, [handOver]);
+    this.drain(key);
+  }
+
+  /** Hands over the address's next waiting connection when it is not held, then the rest, a gap apart. */
+  private drain(key: string): void {
+    const queue = this.waiting.get(key);
+    if (!queue) return;
+    const wait = Math.max(this.holdFor(key), this.lastHandOver + HANDOVER_GAP_MS - performance.now());
+    if (wait > 0) {
+      setTimeout(() => this.drain(key), wait).unref();
+      return;
+    }
+    for (let next = queue.shift(); next; next = queue.shift()) {
+      if (!next()) continue;
+      this.lastHandOver = performance.now();
+      if (queue.length > 0) {
+        setTimeout(() => this.drain(key), HANDOVER_GAP_MS).unref();
+        return;
+      }
+    }
+    this.waiting.delete(key);
+  }
+
+  /** How long `peer`'s hold has to run, 0 when it has none. */
+  private holdFor(key: string): number {
+    const until = this.held.get(key);
     if (until === undefined) return 0;
     const wait = until - performance.now();
-    if (wait <= 0) this.held.delete(peer ?? "?");
-    return Math.max(0, wait);
+    if (wait > 0) return wait;
+    this.held.delete(key);
+    return 0;
   }
 
   /**
@@ -208,6 +272,14 @@ export class H2SessionGuard {
     session.destroy();
   }
 
+  /** The budget refused a session's caller past its fill: no more of its streams, and its address waits. */
+  private closeOverBudget(session: Http2Session): void {
+    if (session.closed) return;
+    const peer = this.sessions.get(session)?.peer;
+    if (peer !== undefined) this.hold(peer);
+    session.close();
+  }
+
   private hold(peer: string): void {
     if (this.limits.abuseHoldMs <= 0) return;
     this.held.delete(peer);
@@ -215,6 +287,8 @@ export class H2SessionGuard {
     this.held.set(peer, performance.now() + this.limits.abuseHoldMs);
   }
 }
+
+const ignore = () => {};
 
 /** RST_STREAM frames a connection's first read may carry; a client cancels a call it began, not dozens. */
 const FIRST_READ_RESETS = 32;

@@ -21,7 +21,12 @@ import {
 import { createServer as createNetServer, type AddressInfo, type Socket } from "node:net";
 import { createServer as createTlsServer } from "node:tls";
 import { ConnectionTable } from "./connection-table.js";
-import { H2SessionGuard, DEFAULT_H2_SESSION_LIMITS, type H2SessionLimits } from "./h2-session-guard.js";
+import {
+  H2SessionGuard,
+  DEFAULT_H2_SESSION_LIMITS,
+  type H2SessionLimits,
+  type StreamScreen,
+} from "./h2-session-guard.js";
 
 export type Handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
 
@@ -73,7 +78,7 @@ export async function listen(
   host: string,
   port: number,
   http1: (req: IncomingMessage, res: ServerResponse) => void,
-  http2: Handler,
+  http2: { handler: Handler; screen?: StreamScreen },
   limits: ListenerLimits = DEFAULT_LISTENER_LIMITS,
   tls?: ListenerTls,
 ): Promise<Listener> {
@@ -108,10 +113,10 @@ export async function listen(
     (req: Http2ServerRequest, res: Http2ServerResponse) => {
       // Only streams the guard let through get here (it owns the "stream" event).
       table.prove(req.stream.session?.socket);
-      http2(req, res);
+      http2.handler(req, res);
     },
   );
-  guard.watch(h2);
+  guard.watch(h2, http2.screen);
   h2.on("session", (session) => closeWhenIdle(session, limits.idleTimeoutMs));
   const onSocket = (socket: Socket) => {
     if (!table.admit(socket)) return;
@@ -124,16 +129,14 @@ export async function listen(
       socket.unshift(chunk);
       if (chunk.subarray(0, 3).toString("latin1") === "PRI") {
         // An address that just abused HTTP/2 waits (h2-session-guard.ts); its bytes stay unread meanwhile.
-        const wait = guard.holdFor(socket.remoteAddress);
         // http2 drains the bytes already buffered on the socket, then reads the handle itself:
         // a first read that is already abuse is never parsed.
-        const handOver = () => {
-          if (socket.destroyed) return;
+        guard.whenUnheld(socket.remoteAddress, () => {
+          if (socket.destroyed) return false;
           if (guard.refusesFirstRead(socket.remoteAddress, chunk)) socket.destroy();
           else h2.emit("connection", socket);
-        };
-        if (wait > 0) setTimeout(handOver, wait).unref();
-        else handOver();
+          return true;
+        });
       } else {
         h1.emit("connection", socket);
         socket.resume();

@@ -29,6 +29,7 @@ import { MCP_PATH } from "../mcp/server.js";
 import { isDiscoveryPath, serveDiscovery } from "./bearer-discovery.js";
 import { DASHBOARD_PATH, isDashboardPath } from "./dashboard.js";
 import type { UnauthenticatedBudget } from "./unauthenticated-budget.js";
+import type { StreamScreen } from "./h2-session-guard.js";
 
 type Http1 = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -62,6 +63,8 @@ export interface OnePort {
 export function routeOnePort(o: OnePort): {
   http1: Http1;
   rpc: (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => void;
+  /** HTTP/2 streams that need no token are judged by the budget here, before any request object exists. */
+  screen: StreamScreen;
 } {
   // Agents have no business on this port: their gateway is the agent port, over mutual TLS.
   const ownerOnly = new Set([StatusService.typeName, OwnerService.typeName, FleetService.typeName]);
@@ -94,11 +97,18 @@ export function routeOnePort(o: OnePort): {
   });
   // Authentication from the headers alone, before connect-node reads the body.
   // Calls that need no token draw from the unauthenticated budget first.
+  const needsNoToken = (url: string | undefined) => tokenCheck(serviceOfPath(url) ?? "", undefined) === undefined;
+  // Calls that need no token draw from the unauthenticated budget first: over HTTP/2 in `screen`, already.
   const rpc = ((req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
     if (!admitByHeaders(tokenCheck, req, res)) return;
-    if (tokenCheck(serviceOfPath(req.url) ?? "", undefined) === undefined && !o.unauthenticated.admit(req, res)) return;
+    const http2 = (req as Http2ServerRequest).stream !== undefined;
+    if (!http2 && needsNoToken(req.url) && !o.unauthenticated.admit(req, res)) return;
     connectRpc(req as IncomingMessage, res as ServerResponse);
   }) as typeof connectRpc;
+  const screen: StreamScreen = (stream, headers) => {
+    const path = headers[":path"];
+    return needsNoToken(path) ? o.unauthenticated.screen(stream, headers) : "pass";
+  };
   const http1 = (req: IncomingMessage, res: ServerResponse) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (isDashboardPath(path)) return o.dashboard(req, res, path);
@@ -122,5 +132,5 @@ export function routeOnePort(o: OnePort): {
     }
     rpc(req, res);
   };
-  return { http1, rpc };
+  return { http1, rpc, screen };
 }

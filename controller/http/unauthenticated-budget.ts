@@ -12,11 +12,24 @@
  * refusal is immediate and its connection is closed.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import { refuse } from "../../shared/rpc/header-gate.js";
+import type { Http2ServerRequest, Http2ServerResponse, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { refuse, refuseStream, type Refusal } from "../../shared/rpc/header-gate.js";
 
 type Req = IncomingMessage | Http2ServerRequest;
 type Res = ServerResponse | Http2ServerResponse;
+
+/** What the budget decides of an HTTP/2 stream before any request object is built for it. */
+export type StreamVerdict = "pass" | "answered" | "close";
+
+/** One unauthenticated call as the budget sees it, over HTTP/1.1 (request objects) or HTTP/2 (the raw stream). */
+interface Call {
+  peer: string;
+  /** The HTTP/2 session when there is one, else the socket. */
+  connection: object;
+  path: string;
+  answer(r: Refusal): void;
+  onClose(fn: () => void): void;
+}
 
 export interface UnauthenticatedLimits {
   /** Unauthenticated calls one peer address may start per second, on average. */
@@ -75,35 +88,60 @@ export class UnauthenticatedBudget {
   }
 
   /**
-   * Admits one unauthenticated call, or answers RESOURCE_EXHAUSTED and returns false. An admitted
-   * Watch stream holds its place until its response closes.
+   * Admits one unauthenticated HTTP/1.1 call, or answers RESOURCE_EXHAUSTED and returns false. An
+   * admitted Watch stream holds its place until its response closes.
    */
   admit(req: Req, res: Res): boolean {
-    const peer = req.socket?.remoteAddress ?? "?";
-    if (!this.take(peer))
-      return this.refuse(req, res, peer, "too many unauthenticated calls from this address; slow down");
-    if ((req.url ?? "").split("?")[0] !== WATCH_PATH) return true;
-    // The connection is the HTTP/2 session when there is one, else the socket.
-    const connection: object = (req as Http2ServerRequest).stream?.session ?? req.socket;
+    const call: Call = {
+      peer: req.socket?.remoteAddress ?? "?",
+      connection: (req as Http2ServerRequest).stream?.session ?? req.socket,
+      path: (req.url ?? "").split("?")[0] ?? "",
+      answer: (r) => refuse(req, res, r),
+      onClose: (fn) => res.once("close", fn),
+    };
+    const verdict = this.judge(call);
+    if (verdict === "close") closeConnection(req);
+    return verdict === "pass";
+  }
+
+  /**
+   * The same for an HTTP/2 stream, judged on its raw stream and headers before the compat layer
+   * builds a request and a response for it (h2-session-guard.ts): a refused stream costs one
+   * HEADERS frame. "close" means refused, and its session is to be closed (the guard does that).
+   */
+  screen(stream: ServerHttp2Stream, headers: IncomingHttpHeaders): StreamVerdict {
+    const type = String(headers["content-type"] ?? "");
+    return this.judge({
+      peer: stream.session?.socket?.remoteAddress ?? "?",
+      connection: stream.session ?? stream,
+      path: String(headers[":path"] ?? "").split("?")[0] ?? "",
+      answer: (r) => refuseStream(stream, type, r),
+      onClose: (fn) => stream.once("close", fn),
+    });
+  }
+
+  private judge(c: Call): StreamVerdict {
+    const { peer, connection } = c;
+    if (!this.take(peer)) return this.refuse(c, "too many unauthenticated calls from this address; slow down");
+    if (c.path !== WATCH_PATH) return "pass";
     const onConnection = this.watchesByConnection.get(connection) ?? 0;
     const onPeer = this.watchesByPeer.get(peer) ?? 0;
     if (onConnection >= this.limits.watchesPerConnection)
-      return this.refuse(req, res, peer, "too many Health/Watch streams on this connection");
-    if (onPeer >= this.limits.watchesPerPeer)
-      return this.refuse(req, res, peer, "too many Health/Watch streams from this address");
+      return this.refuse(c, "too many Health/Watch streams on this connection");
+    if (onPeer >= this.limits.watchesPerPeer) return this.refuse(c, "too many Health/Watch streams from this address");
     if (this.watches >= this.limits.watchesTotal)
-      return this.refuse(req, res, peer, "too many Health/Watch streams open on this controller");
+      return this.refuse(c, "too many Health/Watch streams open on this controller");
     this.watches++;
     this.watchesByPeer.set(peer, onPeer + 1);
     this.watchesByConnection.set(connection, onConnection + 1);
-    res.once("close", () => {
+    c.onClose(() => {
       this.watches--;
       const peerLeft = (this.watchesByPeer.get(peer) ?? 1) - 1;
       if (peerLeft > 0) this.watchesByPeer.set(peer, peerLeft);
       else this.watchesByPeer.delete(peer);
       this.watchesByConnection.set(connection, (this.watchesByConnection.get(connection) ?? 1) - 1);
     });
-    return true;
+    return "pass";
   }
 
   private take(peer: string): boolean {
@@ -127,31 +165,30 @@ export class UnauthenticatedBudget {
     if (this.buckets.size > 4096) this.buckets.clear();
   }
 
-  private refuse(req: Req, res: Res, peer: string, message: string): false {
+  /** Counts a refusal and answers it after the hold, or at once with "close" when the address holds its fill. */
+  private refuse(c: Call, message: string): "answered" | "close" {
     this.refused++;
-    const answer = () =>
-      refuse(req, res, {
-        grpcStatus: 8,
-        httpStatus: 429,
-        code: "resource_exhausted",
-        message,
-        headers: { "retry-after": "1" },
-      });
-    const held = this.heldByPeer.get(peer) ?? 0;
+    const r: Refusal = {
+      grpcStatus: 8,
+      httpStatus: 429,
+      code: "resource_exhausted",
+      message,
+      headers: { "retry-after": "1" },
+    };
+    const held = this.heldByPeer.get(c.peer) ?? 0;
     if (held >= HELD_REFUSALS_PER_PEER) {
-      answer();
-      closeConnection(req);
-      return false;
+      c.answer(r);
+      return "close";
     }
-    this.heldByPeer.set(peer, held + 1);
-    const timer = setTimeout(answer, REFUSAL_HOLD_MS + Math.random() * REFUSAL_HOLD_SPREAD_MS);
-    res.once("close", () => {
+    this.heldByPeer.set(c.peer, held + 1);
+    const timer = setTimeout(() => c.answer(r), REFUSAL_HOLD_MS + Math.random() * REFUSAL_HOLD_SPREAD_MS);
+    c.onClose(() => {
       clearTimeout(timer);
-      const left = (this.heldByPeer.get(peer) ?? 1) - 1;
-      if (left > 0) this.heldByPeer.set(peer, left);
-      else this.heldByPeer.delete(peer);
+      const left = (this.heldByPeer.get(c.peer) ?? 1) - 1;
+      if (left > 0) this.heldByPeer.set(c.peer, left);
+      else this.heldByPeer.delete(c.peer);
     });
-    return false;
+    return "answered";
   }
 }
 

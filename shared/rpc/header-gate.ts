@@ -4,7 +4,7 @@
  * was buffered whole before its 401). The bearer interceptor still runs behind it.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
+import type { Http2ServerRequest, Http2ServerResponse, ServerHttp2Stream } from "node:http2";
 import { bearerFrom } from "../tokens.js";
 import type { TokenCheck } from "./bearer-auth.js";
 
@@ -50,24 +50,37 @@ export interface Refusal {
 export function refuse(req: Req, res: Res, r: Refusal): void {
   const type = String(req.headers["content-type"] ?? "");
   if (type.startsWith("application/grpc")) {
-    // gRPC "trailers-only": HTTP 200 with the status in the headers.
-    const grpcType = type.startsWith("application/grpc-web") ? "application/grpc-web+proto" : "application/grpc";
-    const headers = {
-      "content-type": grpcType,
-      "grpc-status": String(r.grpcStatus),
-      "grpc-message": encodeURIComponent(r.message),
-    };
     const stream = (req as Http2ServerRequest).stream;
-    if (stream) {
-      // Over HTTP/2 the status must ride on a HEADERS frame that ends the stream (grpc-js reads
-      // headers followed by an empty DATA frame as INTERNAL).
-      if (!stream.headersSent && !stream.destroyed) stream.respond({ ":status": 200, ...headers }, { endStream: true });
-      return;
-    }
-    (res as ServerResponse).writeHead(200, headers);
+    if (stream) return refuseStream(stream, type, r);
+    (res as ServerResponse).writeHead(200, grpcStatusHeaders(type, r));
     res.end();
     return;
   }
   (res as ServerResponse).writeHead(r.httpStatus, { "content-type": "application/json", ...r.headers });
   res.end(JSON.stringify({ code: r.code, message: r.message }));
+}
+
+/**
+ * The same on a raw HTTP/2 stream, with no request or response object (the front door refuses
+ * some streams before the compat layer builds them, unauthenticated-budget.ts).
+ */
+export function refuseStream(stream: ServerHttp2Stream, contentType: string, r: Refusal): void {
+  if (stream.headersSent || stream.destroyed) return;
+  if (contentType.startsWith("application/grpc")) {
+    // The status must ride on a HEADERS frame that ends the stream (grpc-js reads headers
+    // followed by an empty DATA frame as INTERNAL).
+    stream.respond({ ":status": 200, ...grpcStatusHeaders(contentType, r) }, { endStream: true });
+    return;
+  }
+  stream.respond({ ":status": r.httpStatus, "content-type": "application/json", ...r.headers });
+  stream.end(JSON.stringify({ code: r.code, message: r.message }));
+}
+
+/** gRPC "trailers-only": HTTP 200 with the status in the headers. */
+function grpcStatusHeaders(contentType: string, r: Refusal): Record<string, string> {
+  return {
+    "content-type": contentType.startsWith("application/grpc-web") ? "application/grpc-web+proto" : "application/grpc",
+    "grpc-status": String(r.grpcStatus),
+    "grpc-message": encodeURIComponent(r.message),
+  };
 }

@@ -12,7 +12,7 @@
  *   issue 32's 800 slow senders from 4 addresses are all held, none closed to make room.
  * - /healthz and /readyz answer without a token from what the process holds.
  */
-import { connect as h2connect, constants, type ClientHttp2Session } from "node:http2";
+import { constants, type ClientHttp2Session } from "node:http2";
 import { connect as netConnect, type Socket } from "node:net";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -20,39 +20,7 @@ import { startFleet, type TestFleet } from "../kit/start-fleet.js";
 import { DRIVERS, ONCE } from "../kit/test-db.js";
 import { DEFAULT_H2_SESSION_LIMITS } from "../../controller/http/h2-session-guard.js";
 import { until } from "../kit/until.js";
-
-const EMPTY_GRPC_MESSAGE = Buffer.from([0, 0, 0, 0, 0]);
-
-function h2(url: string, localAddress = "127.0.0.1"): Promise<ClientHttp2Session> {
-  const u = new URL(url);
-  const session = h2connect(url, {
-    createConnection: () => netConnect({ host: u.hostname, port: Number(u.port), localAddress }),
-  });
-  return new Promise((resolve, reject) => {
-    session.once("connect", () => resolve(session));
-    session.once("error", reject);
-  });
-}
-
-/** One gRPC call with an empty request message; "refused" when the answer is RESOURCE_EXHAUSTED. */
-function grpcCall(session: ClientHttp2Session, path: string): Promise<"answered" | "refused" | "failed"> {
-  return new Promise((resolve) => {
-    const stream = session.request({
-      ":method": "POST",
-      ":path": path,
-      "content-type": "application/grpc",
-      te: "trailers",
-    });
-    stream.on("response", (headers) => {
-      if (headers["grpc-status"] === "8") resolve("refused");
-      else if (headers["grpc-status"] !== undefined && headers["grpc-status"] !== "0") resolve("failed");
-    });
-    stream.on("data", () => resolve("answered"));
-    stream.on("error", () => resolve("failed"));
-    stream.on("close", () => resolve("failed"));
-    stream.end(EMPTY_GRPC_MESSAGE);
-  });
-}
+import { grpcCall, h2 } from "../kit/h2-calls.js";
 
 async function httpGet(
   url: string,
