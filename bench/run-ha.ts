@@ -8,11 +8,16 @@ import { parseArgs } from "node:util";
 import { configFor } from "./config.js";
 import { judgeHaGoals, renderHaTable } from "./ha-report.js";
 import { REPO_ROOT } from "./paths.js";
-import { runHighAvailability } from "./sections/high-availability.js";
+import { runFairnessOnly, runHighAvailability } from "./sections/high-availability.js";
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { quick: { type: "boolean" }, tiny: { type: "boolean" }, out: { type: "string" } },
+    options: {
+      quick: { type: "boolean" },
+      tiny: { type: "boolean" },
+      fairness: { type: "boolean" },
+      out: { type: "string" },
+    },
     strict: true,
   });
   const mode = values.tiny ? "tiny" : values.quick ? "quick" : "full";
@@ -22,16 +27,16 @@ async function main(): Promise<number> {
         REPO_ROOT,
         "bench",
         "results",
-        mode === "full" ? "high-availability.json" : `high-availability-${mode}.json`,
+        `high-availability${mode === "full" ? "" : `-${mode}`}${values.fairness ? "-fairness" : ""}.json`,
       ),
   );
   const started = performance.now();
   const r: Record<string, unknown> = { when: new Date().toISOString(), mode };
   let failed = false;
   try {
-    r.high_availability = await runHighAvailability(configFor(mode).highAvailability, (l) =>
-      process.stderr.write(`[bench:ha] ${l}\n`),
-    );
+    const log = (l: string) => process.stderr.write(`[bench:ha] ${l}\n`);
+    const cfg = configFor(mode).highAvailability;
+    r.high_availability = values.fairness ? await runFairnessOnly(cfg, log) : await runHighAvailability(cfg, log);
   } catch (e) {
     failed = true;
     r.high_availability = `error: ${(e as Error).message}`;

@@ -12,8 +12,8 @@
  *   (`paused_writes_after_resume`), and the most deliveries in flight to one seat (`max_in_flight_per_seat`);
  * - promote: the primary SIGKILLed and the standby promoted: the time from the promotion to the next
  *   delivered answer (`resume_after_promotion_ms`);
- * - fairness: 4 callers on each of 2 replicas to one seat: max wait ÷ mean wait, and turns skipped
- *   (a delivery dispatched before one admitted earlier to the same seat).
+ * - fairness (ha-fairness.ts): 4 callers on each of 2 replicas to one seat: max wait ÷ mean wait, and turns
+ *   skipped (a delivery dispatched before one admitted earlier to the same seat).
  * At the end, the mailboxes against every answer: `lost` (told delivered, not there once), `duplicates`.
  */
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -27,6 +27,7 @@ import { connectLead, firstInfos, startLeads, type Lead } from "../../verify/lea
 import { deliveryGapMs } from "../../verify/ha-run.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { percentile, round } from "../stats.js";
+import { fairness } from "./ha-fairness.js";
 import { create } from "@bufbuild/protobuf";
 import { ListMachinesRequestSchema } from "../../shared/gen/clankie/fleet/v1/status_pb.js";
 
@@ -81,79 +82,18 @@ async function tokensOnEveryReplica(c: HaCluster): Promise<{ valid: number; chec
   return { valid, checked, failures: failures.slice(0, 6) };
 }
 
-/** 4 callers on each of 2 replicas (straight to each, not through the balancer) to one seat. */
-async function fairness(c: HaCluster, callsEach: number): Promise<Record<string, unknown>> {
-  const seat = "a1/fair";
-  await c.addMailboxes("a1", ["fair"]);
-  const waits: number[] = [];
-  const byReplica: number[][] = [[], []];
-  let slowest = { caller: -1, call: -1, ms: 0 };
-  const callers: Lead[] = [];
-  for (let i = 0; i < 8; i++) callers.push({ name: `fair-${i}`, token: await c.issueLeadToken(`bench-ha-fair-${i}`) });
-  // The seat's first write (a new mailbox) is not a turn among contenders: it is made before the clock starts.
-  const warm: Lead = { name: "fair-warm", token: await c.issueLeadToken("bench-ha-fair-warm") };
-  warm.client = await connectLead(`${c.replicas[0]!.url}/mcp`, warm);
-  await warm.client.callTool({ name: "message_seat", arguments: { seat, message: "fair warm-up" } }, undefined, {
-    timeout: 60_000,
-  });
-  await warm.client.close().catch(() => {});
-  const since = new Date();
-  let errors = 0;
-  await Promise.all(
-    callers.map(async (l, i) => {
-      const url = `${c.replicas[i % 2]!.url}/mcp`;
-      for (let k = 0; k < callsEach; k++) {
-        try {
-          // The session is opened before the clock starts: the wait is the call's alone.
-          l.client ??= await connectLead(url, l);
-          const t = performance.now();
-          await l.client.callTool({ name: "message_seat", arguments: { seat, message: `fair ${i} ${k}` } }, undefined, {
-            timeout: 60_000,
-          });
-          const ms = performance.now() - t;
-          waits.push(ms);
-          byReplica[i % 2]!.push(ms);
-          if (ms > slowest.ms) slowest = { caller: i, call: k, ms: round(ms) };
-        } catch {
-          errors++;
-          l.client = undefined;
-        }
-      }
-      await l.client?.close().catch(() => {});
-    }),
-  );
-  // Delivery order is the seat's own (the mailbox, in arrival order); admission order is the receipts' created_at.
-  const arrived = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes"))
-    .list("fair")
-    .entries.filter((e) => e.receivedAtMs >= since.getTime());
-  const admitted = new Map<string, number>();
-  const ids = arrived.map((e) => e.deliveryId);
-  for (let i = 0; i < ids.length; i += 500) {
-    for (const r of await c.journal<
-      { id: string; created_at: Date }[]
-    >`select id, created_at from delivery_receipts where id in ${c.journal(ids.slice(i, i + 500))}`)
-      admitted.set(r.id, r.created_at.getTime());
+/** The fairness measurement alone, on a fresh cluster (`npm run bench:ha -- --fairness`). */
+export async function runFairnessOnly(cfg: HaConfig, log: (l: string) => void): Promise<Record<string, unknown>> {
+  const work = mkdtempSync(join(tmpdir(), "clankie-bench-ha-"));
+  const c = await startHaCluster({ work, agents: MACHINES, log: (l) => log(`high_availability: ${l}`) });
+  try {
+    log("high_availability: fairness alone, 4 callers on each of 2 replicas to one seat");
+    const fair = await fairness(c, cfg.fairCallsEach);
+    return { fair_max_over_mean: fair.max_over_mean, fair_skipped_turns: fair.skipped_turns, fairness: fair };
+  } finally {
+    await c.stop();
+    rmSync(work, { recursive: true, force: true });
   }
-  // A turn is skipped when a delivery arrives after one admitted later than it.
-  let skipped = 0;
-  let latest = 0;
-  for (const e of arrived.sort((x, y) => x.receivedAtMs - y.receivedAtMs)) {
-    const at = admitted.get(e.deliveryId);
-    if (at === undefined) continue;
-    if (at < latest) skipped++;
-    latest = Math.max(latest, at);
-  }
-  const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
-  return {
-    calls: waits.length,
-    errors,
-    mean_wait_ms: round(mean),
-    max_wait_ms: round(Math.max(...waits)),
-    max_over_mean: round(Math.max(...waits) / mean),
-    mean_wait_ms_per_replica: byReplica.map((w) => round(w.reduce((a, b) => a + b, 0) / Math.max(1, w.length))),
-    slowest_call: { replica: (slowest.caller % 2) + 1, ...slowest },
-    skipped_turns: skipped,
-  };
 }
 
 export async function runHighAvailability(cfg: HaConfig, log: (l: string) => void): Promise<Record<string, unknown>> {
