@@ -23,7 +23,7 @@ import type {
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./channel-client.js";
 import { channelPaths } from "./channel-wire.js";
 import { readSessionReport, type ClaudeInbox } from "./session-report.js";
-import { TranscriptReader } from "./transcript.js";
+import { claudeCannotWork, TranscriptReader } from "./transcript.js";
 import { claudeOccupantId, observeClaudeOccupant } from "./occupant.js";
 import { liveStatus } from "./status.js";
 import { inboxContent, probeInbox, pushInbox } from "./inbox-client.js";
@@ -193,15 +193,17 @@ export class ClaudeAdapter implements HarnessAdapter {
       queueSinceMs,
       ...(control.route === "inbox" && report.inbox ? { inbox: report.inbox } : {}),
     });
+    const cannotWork = claudeCannotWork(t);
     return {
       snapshot: {
         status,
         occupantId: seat.occupantId,
         inputCapabilities: {
-          deliveryModes: ["queue"],
+          deliveryModes: cannotWork ? [] : ["queue"],
           interrupt: this.options.stopper !== undefined,
           nextTurnOnly: true,
         },
+        ...(cannotWork ? { cannotWork } : {}),
       },
       proofs: [
         {

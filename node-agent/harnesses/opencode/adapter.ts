@@ -26,6 +26,7 @@ import { readOpenCodeSession } from "./session.js";
 import { discoverOpenCode } from "./discover.js";
 import { OPENCODE_STAGE, openCodeStatus } from "./stages.js";
 import { writeV1, writeV2, type WriteTiming } from "./write.js";
+import { OpenCodeReadiness, openCodeRetryCannotWork } from "./readiness.js";
 
 export interface OpenCodeAdapterOptions {
   clock: MonotonicClock;
@@ -57,6 +58,8 @@ export class OpenCodeAdapter implements HarnessAdapter {
   private readonly lastProbe = new Map<string, OpenCodeProbe>();
   /** Delivery ids whose write is uncertain, per session (rule 41): never written again. */
   private readonly uncertainIds = new Map<string, string>();
+  /** Whether each occupant's configured model can run (issue 35): OpenCode's own config answer. */
+  private readonly readiness = new OpenCodeReadiness();
 
   constructor(private readonly options: OpenCodeAdapterOptions) {
     this.timeoutMs = options.requestTimeoutMs ?? 5000;
@@ -115,11 +118,16 @@ export class OpenCodeAdapter implements HarnessAdapter {
         proofs: [{ kind: "opencode_session", outcome: p.outcome, detail: p.detail, completedAtMs }],
       };
     }
+    // A seat that cannot take a turn offers no input (issue 35): its retry status, or its model's provider unlisted.
+    const cannotWork =
+      openCodeRetryCannotWork(p) ??
+      (await this.readiness.check(seat.occupantId, this.caller(control), control, directoryQuery(p)));
     return {
       snapshot: {
         status: isRunning(p) ? SeatStatus.Working : SeatStatus.Idle,
         occupantId: seat.occupantId,
-        inputCapabilities: capabilities(p),
+        inputCapabilities: cannotWork ? { deliveryModes: [], interrupt: false, nextTurnOnly: false } : capabilities(p),
+        ...(cannotWork ? { cannotWork } : {}),
       },
       proofs: [
         {
