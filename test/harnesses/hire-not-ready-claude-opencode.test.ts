@@ -128,21 +128,18 @@ describe.runIf(opencode)("hire_agent readiness: a real OpenCode that cannot take
 
 describe.runIf(claude)("hire_agent readiness: a real Claude Code that cannot take a turn", () => {
   let keyless: HireEnv;
-  let serverless: HireEnv;
   let fleet: HireFleet;
   let stopOwner: () => void;
   beforeAll(async () => {
     keyless = claudeHireEnv(claude!, NOWHERE);
     delete keyless.hire.env!.ANTHROPIC_API_KEY;
-    serverless = claudeHireEnv(claude!, NOWHERE);
     fleet = await startHireFleet("pglite", { hire: { ...keyless.hire, readinessMs: 25_000 } });
     stopOwner = ownerConfirmsDevChannel(fleet);
   });
   afterAll(async () => {
     stopOwner?.();
     await fleet?.close();
-    for (const e of [keyless, serverless])
-      if (e) rmSync(e.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+    if (keyless) rmSync(keyless.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   });
 
   it("issue 35 item 1: no key and no login is not_ready (no_auth) from Claude's own status line; nothing stays", async () => {
@@ -152,6 +149,33 @@ describe.runIf(claude)("hire_agent readiness: a real Claude Code that cannot tak
       "no_auth",
     );
     expect(detail).toMatch(/Not logged in · (Please )?run \/login/);
+    await noSeatLeft(fleet, "claude");
+    expect(await failedReceipt(fleet, hireId)).toMatchObject({ state: "failed", reason: "not_ready" });
+  });
+});
+
+describe.runIf(claude)("hire_agent readiness: a real Claude Code whose model server does not answer", () => {
+  let serverless: HireEnv;
+  let fleet: HireFleet;
+  let stopOwner: () => void;
+  beforeAll(async () => {
+    serverless = claudeHireEnv(claude!, NOWHERE);
+    fleet = await startHireFleet("pglite", { hire: { ...serverless.hire, readinessMs: 25_000 } });
+    stopOwner = ownerConfirmsDevChannel(fleet);
+  });
+  afterAll(async () => {
+    stopOwner?.();
+    await fleet?.close();
+    if (serverless) rmSync(serverless.root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  });
+
+  it("issue 35 item 1: is not_ready (model_unreachable) from Claude's own retry line for the brief's turn; nothing stays", async () => {
+    const { hireId, detail } = await hireFails(
+      fleet,
+      { harness: "claude", workingDirectory: serverless.work, title: "serverless", role: "r", brief: "unreachable" },
+      "model_unreachable",
+    );
+    expect(detail).toMatch(/took the brief .*Connection refused.*retrying in/);
     await noSeatLeft(fleet, "claude");
     expect(await failedReceipt(fleet, hireId)).toMatchObject({ state: "failed", reason: "not_ready" });
   });
