@@ -27,6 +27,7 @@ import { discoverOpenCode } from "./discover.js";
 import { OPENCODE_STAGE, openCodeStatus } from "./stages.js";
 import { writeV1, writeV2, type WriteTiming } from "./write.js";
 import { OpenCodeReadiness, openCodeRetryCannotWork } from "./readiness.js";
+import { OpenCodeWriteTurns } from "./write-turns.js";
 
 export interface OpenCodeAdapterOptions {
   clock: MonotonicClock;
@@ -60,6 +61,8 @@ export class OpenCodeAdapter implements HarnessAdapter {
   private readonly uncertainIds = new Map<string, string>();
   /** Whether each occupant's configured model can run (issue 35): OpenCode's own config answer. */
   private readonly readiness = new OpenCodeReadiness();
+  /** Rule 39: the turn each write waited behind. */
+  private readonly writeTurns = new OpenCodeWriteTurns();
 
   constructor(private readonly options: OpenCodeAdapterOptions) {
     this.timeoutMs = options.requestTimeoutMs ?? 5000;
@@ -154,6 +157,15 @@ export class OpenCodeAdapter implements HarnessAdapter {
       };
     }
     const probe = this.lastProbe.get(seat.name);
+    // Rule 39: the turn this write waits behind, kept before its request leaves.
+    if (probe?.ok)
+      await this.writeTurns.record(
+        this.caller(control),
+        control,
+        message.deliveryId,
+        isRunning(probe),
+        directoryQuery(probe),
+      );
     const written: NativeWriteResult = !probe?.ok
       ? {
           result: AgentResult.NotSent,
@@ -175,16 +187,20 @@ export class OpenCodeAdapter implements HarnessAdapter {
     return status ? { ...written, deliveryStage: OPENCODE_STAGE[status] } : written;
   }
 
-  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+  async readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead> {
     const control = openCodeControl(seat);
     const p = await this.probe(control);
     const api = p.ok ? p.api : "v2";
     const { entries, complete } = await readOpenCodeSession(control, this.timeoutMs, api, sinceMs);
+    const writeTurn = deliveryId
+      ? await this.writeTurns.observe(this.caller(control), control, deliveryId, directoryQuery(p))
+      : undefined;
     return {
       occupantId: seat.occupantId,
       status: p.ok ? (isRunning(p) ? SeatStatus.Working : SeatStatus.Idle) : p.status,
       entries,
       complete: complete && p.ok,
+      ...(writeTurn ? { writeTurn } : {}),
     };
   }
 
