@@ -108,7 +108,15 @@ export class OpenCodeAdapter implements HarnessAdapter {
         proofs,
       };
     }
-    const p = await this.probe(control);
+    let p = await this.probe(control);
+    // The first answer about an occupant's model may take OpenCode seconds (it loads its provider
+    // catalog): the probe is then taken again after it, so the proof is as fresh as ever.
+    const asked = this.readiness.has(seat.occupantId);
+    const cannotWork = p.ok
+      ? (openCodeRetryCannotWork(p) ??
+        (await this.readiness.check(seat.occupantId, this.caller(control), control, directoryQuery(p))))
+      : undefined;
+    if (p.ok && !cannotWork && !asked) p = await this.probe(control);
     this.lastProbe.set(seat.name, p);
     const completedAtMs = this.options.clock.nowMs();
     if (!p.ok) {
@@ -121,14 +129,11 @@ export class OpenCodeAdapter implements HarnessAdapter {
         proofs: [{ kind: "opencode_session", outcome: p.outcome, detail: p.detail, completedAtMs }],
       };
     }
-    // A seat that cannot take a turn offers no input (issue 35): its retry status, or its model's provider unlisted.
-    const cannotWork =
-      openCodeRetryCannotWork(p) ??
-      (await this.readiness.check(seat.occupantId, this.caller(control), control, directoryQuery(p)));
     return {
       snapshot: {
         status: isRunning(p) ? SeatStatus.Working : SeatStatus.Idle,
         occupantId: seat.occupantId,
+        // A seat that cannot take a turn offers no input (issue 35).
         inputCapabilities: cannotWork ? { deliveryModes: [], interrupt: false, nextTurnOnly: false } : capabilities(p),
         ...(cannotWork ? { cannotWork } : {}),
       },

@@ -76,6 +76,10 @@ export async function askOpenCodeReadiness(
 export class OpenCodeReadiness {
   private readonly known = new Map<string, CannotWork | null>();
 
+  has(occupantId: string): boolean {
+    return this.known.has(occupantId);
+  }
+
   async check(
     occupantId: string,
     call: OpenCodeCall,
