@@ -63,6 +63,7 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
   let fleet: WorkerReportFleet;
   let tmuxSock = "";
   let seat: SeatRow;
+  let last: SeatRow[] = [];
 
   beforeAll(async () => {
     assertBuilt();
@@ -103,8 +104,8 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
     ]);
     fleet = await startWorkerReportFleet(store, mock, tmuxSock);
     for (let i = 0; i < 300 && !seat; i++) {
-      const seats = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as SeatRow[];
-      seat = seats.find((s) => s.id.startsWith("workbox/opencode-") && s.cannotWork)!;
+      last = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as SeatRow[];
+      seat = last.find((s) => s.id.startsWith("workbox/opencode-") && s.cannotWork)!;
       if (!seat) await new Promise((r) => setTimeout(r, 200));
     }
   });
@@ -119,7 +120,7 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
   });
 
   it("list_seats shows cannotWork with OpenCode's own answer and offers no delivery mode", () => {
-    expect(seat, "no OpenCode seat with cannotWork appeared").toBeDefined();
+    expect(seat, `no OpenCode seat with cannotWork appeared: ${JSON.stringify(last)}`).toBeDefined();
     expect(seat.cannotWork).toEqual({
       reason: "no_api_key",
       detail: expect.stringMatching(/\/config\/providers lists no provider anthropic .*anthropic\/claude-sonnet-4-5/),
