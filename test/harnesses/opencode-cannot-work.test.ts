@@ -4,8 +4,8 @@
  * `anthropic/claude-sonnet-4-5` with no key for Anthropic: the pinned 1.18.33 would take a
  * prompt and fail its turn at once ("Model not found"), reading idle again. list_seats carries
  * `cannotWork {reason: "no_api_key"}` from OpenCode's own `/config/providers` answer and offers no
- * delivery mode, `clankie seat list` shows the same, and message_seat is refused before anything
- * is written (`seat_cannot_work`).
+ * delivery mode, and `clankie seat list` shows the same. (Delivery to such a seat is refused with
+ * `seat_cannot_work` in node-agent/deliver/deliver.ts, whatever the harness: pi-cannot-work.test.ts.)
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
@@ -133,13 +133,5 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
     expect(json.code, json.stderr).toBe(0);
     const row = (JSON.parse(json.stdout) as { seats: Record<string, unknown>[] }).seats.find((s) => s.id === seat.id);
     expect(row).toMatchObject({ modes: "none", cannotWork: expect.stringMatching(/^no_api_key: OpenCode's/) });
-  });
-
-  it("message_seat is refused before anything is written: seat_cannot_work", async () => {
-    const res = await fleet.lead.call("message_seat", { seat: seat.id, message: "never to a keyless OpenCode" });
-    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
-      outcome: "undelivered",
-      reason: "seat_cannot_work",
-    });
   });
 });
