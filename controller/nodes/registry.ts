@@ -264,6 +264,8 @@ async function replaceSeats(db: Db, machine: string, wire: Seat[]): Promise<void
       "occupant_id",
       "title",
       "input_capabilities",
+      // A seat whose harness comes to say it cannot work (or recovers) after its first report (issue 35).
+      "cannot_work",
       "present",
     ] as const;
     await db

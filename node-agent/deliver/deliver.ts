@@ -114,7 +114,9 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
       },
     ],
   });
-  if (!gate.pass) return notSent(gate.reason, gate.detail, evidence(deps.clock, gate.proofs));
+  // The harness's own "cannot take a turn" refuses the write whatever the gate says: a refusal needs no fresh authority.
+  const cannot = snapshot?.cannotWork && (!cmd.occupantId || snapshot.occupantId === cmd.occupantId);
+  if (!gate.pass && !cannot) return notSent(gate.reason, gate.detail, evidence(deps.clock, gate.proofs));
   if (!snapshot) return notSent("proof_unknown", "the seat was not observed");
   if (cmd.occupantId && snapshot.occupantId !== cmd.occupantId) {
     return notSent(

@@ -23,9 +23,10 @@ import type {
 import { channelHello, pushChannelEvent, type ChannelAddress } from "./channel-client.js";
 import { channelPaths } from "./channel-wire.js";
 import { readSessionReport, type ClaudeInbox } from "./session-report.js";
-import { TranscriptReader } from "./transcript.js";
+import { claudeCannotWork, TranscriptReader } from "./transcript.js";
 import { claudeOccupantId, observeClaudeOccupant } from "./occupant.js";
 import { liveStatus } from "./status.js";
+import { ClaudeWriteTurns } from "./write-turns.js";
 import { inboxContent, probeInbox, pushInbox } from "./inbox-client.js";
 
 /**
@@ -69,6 +70,8 @@ interface View {
   hasChannelEvent: boolean;
   /** The session's start (its SessionStart report): queue operations before it are an earlier process's. */
   queueSinceMs: number;
+  /** The newest prompt's time in the transcript: the running turn's, for rule 39. */
+  promptAtMs: number;
   /** The inbox the session's own hook reported, for an inbox seat. */
   inbox?: ClaudeInbox;
 }
@@ -101,6 +104,7 @@ export { turnFromHooks } from "./status.js";
 export class ClaudeAdapter implements HarnessAdapter {
   readonly kind = SeatKind.Claude;
   private readonly transcripts = new TranscriptReader();
+  private readonly writeTurns = new ClaudeWriteTurns();
   private readonly views = new Map<string, View>();
   /** Sessions this agent has itself seen take a channel event (VUH-2779: "confirmed by this service"). */
   private readonly provenReceivers = new Set<string>();
@@ -191,17 +195,20 @@ export class ClaudeAdapter implements HarnessAdapter {
       sessionId: report.sessionId,
       hasChannelEvent: t.ok && t.hasChannelEvent,
       queueSinceMs,
+      promptAtMs: t.lastPromptAtMs,
       ...(control.route === "inbox" && report.inbox ? { inbox: report.inbox } : {}),
     });
+    const cannotWork = claudeCannotWork(t);
     return {
       snapshot: {
         status,
         occupantId: seat.occupantId,
         inputCapabilities: {
-          deliveryModes: ["queue"],
+          deliveryModes: cannotWork ? [] : ["queue"],
           interrupt: this.options.stopper !== undefined,
           nextTurnOnly: true,
         },
+        ...(cannotWork ? { cannotWork } : {}),
       },
       proofs: [
         {
@@ -229,6 +236,9 @@ export class ClaudeAdapter implements HarnessAdapter {
         detail: "the seat was not proven just before the write; nothing was sent",
       };
     const control = claudeControl(seat);
+    // Rule 39: the turn this write waits behind, kept before it leaves.
+    const running = view.status === SeatStatus.Working || view.status === SeatStatus.Blocked;
+    this.writeTurns.record(message.deliveryId, view.sessionId, view.promptAtMs, running);
     const meta: Record<string, string> = { conversation: message.conversationId };
     if (message.inReplyTo) meta.in_reply_to = message.inReplyTo;
     if (control.route === "inbox") return this.writeToInbox(view, message, meta);
@@ -348,7 +358,7 @@ export class ClaudeAdapter implements HarnessAdapter {
     return { result: AgentResult.Unconfirmed, ...receipt, reason: m.reason, detail: m.detail };
   }
 
-  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+  async readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead> {
     const control = claudeControl(seat);
     // The session read is the live occupant's: a changed occupant is reported as such (rule 46).
     const occupantId = claudeOccupantId(
@@ -365,6 +375,7 @@ export class ClaudeAdapter implements HarnessAdapter {
       status: liveStatus(pane, control, report.sessionId, t, SeatStatus.Unknown),
       entries: t.entries.filter((e) => e.atMs >= sinceMs),
       complete: t.ok && t.complete,
+      ...(deliveryId ? { writeTurn: this.writeTurns.observe(deliveryId, report.sessionId, t) } : {}),
     };
   }
 

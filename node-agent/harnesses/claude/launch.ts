@@ -14,6 +14,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { CHANNEL_SERVER_NAME } from "./channel-wire.js";
+import type { CannotWork } from "../adapter.js";
 import {
   CLI_PATH,
   WORKER_SERVER_NAME,
@@ -108,6 +109,20 @@ export class ClaudeLauncher implements HarnessLauncher {
         fix: `Claude asks to confirm the development channel in pane ${paneId}; confirm it there (or install the clankie-worker plugin) and the hire continues.`,
       };
     }
+    return undefined;
+  }
+
+  /**
+   * Claude Code's own words when it cannot take a turn, as 2.1.332 shows them: with no key and no
+   * login its status line reads "Not logged in · run /login" before any turn (a turn answers
+   * "Not logged in · Please run /login"); with its model server gone a turn shows "Connection
+   * refused — … (ECONNREFUSED) · retrying in 6s · attempt 5/10".
+   */
+  fatalScreen(screen: string): CannotWork | undefined {
+    const login = /Not logged in · (?:Please )?run \/login/.exec(screen);
+    if (login) return { reason: "no_auth", detail: `Claude Code shows "${login[0]}"` };
+    const refused = /Connection refused[^\n]*retrying in[^\n]*/.exec(screen);
+    if (refused) return { reason: "model_unreachable", detail: `Claude Code shows "${refused[0].trim()}"` };
     return undefined;
   }
 }

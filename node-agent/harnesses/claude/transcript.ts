@@ -8,7 +8,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from "node:fs";
 import { contentFingerprint } from "../../../shared/fingerprint.js";
-import type { SessionEntry } from "../adapter.js";
+import type { CannotWork, SessionEntry } from "../adapter.js";
 
 export interface TranscriptRead {
   ok: boolean;
@@ -29,6 +29,8 @@ export interface TranscriptRead {
   queuedIds: ReadonlySet<string>;
   /** Input Claude has queued and not yet taken (enqueues less dequeues), counted from the read's `queueSinceMs`. */
   queueDepth: number;
+  /** Claude's own error answer (`isApiErrorMessage`), while it is the newest line of the conversation (issue 35). */
+  apiError?: { error: string; text: string } | undefined;
 }
 
 interface Line {
@@ -41,6 +43,18 @@ interface Line {
   /** On a `queue-operation` line: enqueue, dequeue, remove, popOne or popAll. */
   operation?: string;
   content?: unknown;
+  /** On Claude's synthetic assistant line for a turn it could not run (2.1.332: "authentication_failed"). */
+  isApiErrorMessage?: boolean;
+  error?: string;
+}
+
+/** Claude's own answer that it cannot run a turn (issue 35): its newest line is an authentication error. */
+export function claudeCannotWork(t: TranscriptRead): CannotWork | undefined {
+  if (!t.ok || t.apiError?.error !== "authentication_failed") return undefined;
+  return {
+    reason: "no_auth",
+    detail: `Claude's transcript: its last answer is "${t.apiError.text}" (authentication_failed)`,
+  };
 }
 
 const ID_ATTR = /clankie_id="([0-9a-fA-F-]{36})"/;
@@ -90,6 +104,7 @@ interface Folded {
   pending: { atMs: number; id: string | undefined }[];
   /** Queue operations older than this belong to an earlier Claude process on the same transcript (a resume). */
   queueSinceMs: number;
+  apiError: { error: string; text: string } | undefined;
 }
 
 /** Bounds on the queue bookkeeping, so a session that never drains its queue cannot grow it without end. */
@@ -108,6 +123,7 @@ const fresh = (ino: number): Folded => ({
   interruptedAtMs: 0,
   pending: [],
   queueSinceMs: 0,
+  apiError: undefined,
 });
 
 /** The largest slice read at once; a longer backlog is read over several calls' worth of slices. */
@@ -206,6 +222,7 @@ export class TranscriptReader {
       complete: !rotated && f.damaged === 0,
       queuedIds: new Set(f.pending.flatMap((p) => (p.id ? [p.id] : []))),
       queueDepth: f.pending.length,
+      apiError: f.apiError,
     };
   }
 
@@ -220,6 +237,9 @@ export class TranscriptReader {
     }
     if (l.type === "queue-operation") return this.foldQueue(f, l);
     if (decidesTurn(l)) f.turnLine = l;
+    // Any later line of the conversation (a prompt, /login, an answer) supersedes an error answer.
+    if (l.type === "assistant" || l.type === "user")
+      f.apiError = l.isApiErrorMessage ? { error: l.error ?? "", text: textOf(l.message?.content) } : undefined;
     if (l.type === "user" && l.timestamp && !isToolResult(l.message?.content)) {
       const at = Date.parse(l.timestamp);
       const text = textOf(l.message?.content);

@@ -26,6 +26,8 @@ import { readOpenCodeSession } from "./session.js";
 import { discoverOpenCode } from "./discover.js";
 import { OPENCODE_STAGE, openCodeStatus } from "./stages.js";
 import { writeV1, writeV2, type WriteTiming } from "./write.js";
+import { OpenCodeReadiness, openCodeRetryCannotWork } from "./readiness.js";
+import { OpenCodeWriteTurns } from "./write-turns.js";
 
 export interface OpenCodeAdapterOptions {
   clock: MonotonicClock;
@@ -57,6 +59,10 @@ export class OpenCodeAdapter implements HarnessAdapter {
   private readonly lastProbe = new Map<string, OpenCodeProbe>();
   /** Delivery ids whose write is uncertain, per session (rule 41): never written again. */
   private readonly uncertainIds = new Map<string, string>();
+  /** Whether each occupant's configured model can run (issue 35): OpenCode's own config answer. */
+  private readonly readiness = new OpenCodeReadiness();
+  /** Rule 39: the turn each write waited behind. */
+  private readonly writeTurns = new OpenCodeWriteTurns();
 
   constructor(private readonly options: OpenCodeAdapterOptions) {
     this.timeoutMs = options.requestTimeoutMs ?? 5000;
@@ -102,7 +108,15 @@ export class OpenCodeAdapter implements HarnessAdapter {
         proofs,
       };
     }
-    const p = await this.probe(control);
+    let p = await this.probe(control);
+    // The first answer about an occupant's model may take OpenCode seconds (it loads its provider
+    // catalog): the probe is then taken again after it, so the proof is as fresh as ever.
+    const asked = this.readiness.has(seat.occupantId);
+    const cannotWork = p.ok
+      ? (openCodeRetryCannotWork(p) ??
+        (await this.readiness.check(seat.occupantId, this.caller(control), control, directoryQuery(p))))
+      : undefined;
+    if (p.ok && !cannotWork && !asked) p = await this.probe(control);
     this.lastProbe.set(seat.name, p);
     const completedAtMs = this.options.clock.nowMs();
     if (!p.ok) {
@@ -119,7 +133,9 @@ export class OpenCodeAdapter implements HarnessAdapter {
       snapshot: {
         status: isRunning(p) ? SeatStatus.Working : SeatStatus.Idle,
         occupantId: seat.occupantId,
-        inputCapabilities: capabilities(p),
+        // A seat that cannot take a turn offers no input (issue 35).
+        inputCapabilities: cannotWork ? { deliveryModes: [], interrupt: false, nextTurnOnly: false } : capabilities(p),
+        ...(cannotWork ? { cannotWork } : {}),
       },
       proofs: [
         {
@@ -146,6 +162,15 @@ export class OpenCodeAdapter implements HarnessAdapter {
       };
     }
     const probe = this.lastProbe.get(seat.name);
+    // Rule 39: the turn this write waits behind, kept before its request leaves.
+    if (probe?.ok)
+      await this.writeTurns.record(
+        this.caller(control),
+        control,
+        message.deliveryId,
+        isRunning(probe),
+        directoryQuery(probe),
+      );
     const written: NativeWriteResult = !probe?.ok
       ? {
           result: AgentResult.NotSent,
@@ -167,16 +192,20 @@ export class OpenCodeAdapter implements HarnessAdapter {
     return status ? { ...written, deliveryStage: OPENCODE_STAGE[status] } : written;
   }
 
-  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+  async readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead> {
     const control = openCodeControl(seat);
     const p = await this.probe(control);
     const api = p.ok ? p.api : "v2";
     const { entries, complete } = await readOpenCodeSession(control, this.timeoutMs, api, sinceMs);
+    const writeTurn = deliveryId
+      ? await this.writeTurns.observe(this.caller(control), control, deliveryId, directoryQuery(p))
+      : undefined;
     return {
       occupantId: seat.occupantId,
       status: p.ok ? (isRunning(p) ? SeatStatus.Working : SeatStatus.Idle) : p.status,
       entries,
       complete: complete && p.ok,
+      ...(writeTurn ? { writeTurn } : {}),
     };
   }
 

@@ -21,6 +21,8 @@ export type OpenCodeProbe =
       v2Running: boolean;
       /** The session's directory: OpenCode's instance (its MCP servers) is per directory. */
       directory: string | undefined;
+      /** A v1 turn OpenCode is retrying: its own status message (e.g. "Cannot connect to API: …") and attempt. */
+      v1Retry?: { message: string; attempt: number } | undefined;
     }
   | { ok: false; outcome: "refuted" | "unknown"; status: SeatStatus; detail: string };
 
@@ -72,7 +74,7 @@ export async function probeOpenCode(call: OpenCodeCall, control: OpenCodeControl
   // The two run states are read together: the proof is stamped when both are in.
   const [active, status] = await Promise.all([call("GET", "/api/session/active"), call("GET", `/session/status${q}`)]);
   if (status.kind !== "answered" || status.status !== 200) return failed(control, status, "GET /session/status");
-  const states = jsonBody<Record<string, { type?: string }>>(status);
+  const states = jsonBody<Record<string, { type?: string; message?: unknown; attempt?: unknown }>>(status);
   if (!states || typeof states !== "object")
     return {
       ok: false,
@@ -82,8 +84,13 @@ export async function probeOpenCode(call: OpenCodeCall, control: OpenCodeControl
     };
   const v1Type = states[control.sessionId]?.type;
   const v1Busy = v1Type === "busy" || v1Type === "retry";
+  const s = states[control.sessionId];
+  const v1Retry =
+    v1Type === "retry" && typeof s?.message === "string"
+      ? { message: s.message, attempt: typeof s.attempt === "number" ? s.attempt : 0 }
+      : undefined;
   if (active.kind === "answered" && active.status === 404)
-    return { ok: true, api: "v1", v1Busy, v2Running: false, directory };
+    return { ok: true, api: "v1", v1Busy, v2Running: false, directory, v1Retry };
   if (active.kind !== "answered" || active.status !== 200) return failed(control, active, "GET /api/session/active");
   const runs = jsonBody<{ data?: Record<string, { type?: string }> }>(active)?.data;
   if (!runs)
@@ -93,5 +100,12 @@ export async function probeOpenCode(call: OpenCodeCall, control: OpenCodeControl
       status: SeatStatus.Unknown,
       detail: "GET /api/session/active: not the expected JSON",
     };
-  return { ok: true, api: "v2", v1Busy, v2Running: runs[control.sessionId]?.type === "running", directory };
+  return {
+    ok: true,
+    api: "v2",
+    v1Busy,
+    v2Running: runs[control.sessionId]?.type === "running",
+    directory,
+    v1Retry,
+  };
 }

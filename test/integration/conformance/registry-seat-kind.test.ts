@@ -16,6 +16,7 @@ import {
   ReportSeatsRequestSchema,
 } from "../../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import {
+  CannotWorkSchema,
   InputCapabilitiesSchema,
   SeatKind,
   SeatSchema,
@@ -127,5 +128,28 @@ describe("registry: unknown seat kinds", () => {
       s.id.startsWith("steady-agent/"),
     );
     expect(seats.map((s) => [s.id, s.seat?.kind])).toEqual([["steady-agent/inbox", SeatKind.MAILBOX]]);
+  });
+
+  it("issue 35: a seat that comes to say it cannot work after its first report shows it, and shows its recovery", async () => {
+    const instanceId = randomUUID();
+    const first = seat("worker", SeatKind.OPENCODE);
+    await register("later-agent", [first], instanceId);
+    const report = async (cannotWork?: { reason: string; detail: string }) =>
+      (await gatewayFor("later-agent")).reportSeats(
+        create(ReportSeatsRequestSchema, {
+          machine: "later-agent",
+          instanceId,
+          seats: [{ ...first, ...(cannotWork ? { cannotWork: create(CannotWorkSchema, cannotWork) } : {}) }],
+        }),
+      );
+    const shown = async () =>
+      (await ownerOf(controller.url, controller.ownerToken).seats()).find((s) => s.id === "later-agent/worker")?.seat
+        ?.cannotWork?.reason;
+    expect(await shown()).toBeUndefined();
+    // Only cannot_work changes (same status, occupant and capabilities): the row must still be updated.
+    await report({ reason: "no_api_key", detail: "OpenCode's /config/providers lists no provider anthropic" });
+    expect(await shown()).toBe("no_api_key");
+    await report();
+    expect(await shown()).toBeUndefined();
   });
 });

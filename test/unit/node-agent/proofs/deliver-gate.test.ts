@@ -17,7 +17,7 @@ import { tempDir } from "../../../kit/test-db.js";
 import { VirtualClock } from "../../../kit/virtual-clock.js";
 
 /** A real mailbox seat whose inspect takes `inspectMs` of virtual time. */
-function mailboxSeat(clock: VirtualClock, inspectMs = 0) {
+function mailboxSeat(clock: VirtualClock, inspectMs = 0, cannotWork?: { reason: string; detail: string }) {
   const store = new MailboxStore(tempDir("gate-mbx"));
   const seats = new SeatBook(tempDir("gate-state"));
   const { seat } = seats.add("inbox", SeatKind.Mailbox, "inbox");
@@ -27,7 +27,8 @@ function mailboxSeat(clock: VirtualClock, inspectMs = 0) {
     kind: real.kind,
     inspect: async (s) => {
       if (inspectMs > 0) await clock.wait(inspectMs);
-      return real.inspect(s);
+      const r = await real.inspect(s);
+      return cannotWork ? { ...r, snapshot: { ...r.snapshot, cannotWork } } : r;
     },
     write: (s, m) => real.write(s, m),
     readSession: (s, since) => real.readSession(s, since),
@@ -47,6 +48,14 @@ function mailboxSeat(clock: VirtualClock, inspectMs = 0) {
 }
 
 describe("deliver.deliver freshness gate", () => {
+  it("issue 35: the harness's own cannot-work refuses the write even when a slow inspect left the authority stale", async () => {
+    const clock = new VirtualClock();
+    const { store, deps, command } = mailboxSeat(clock, 300, { reason: "no_api_key", detail: "no key" });
+    const v = await clock.run(deliver(deps, command(1)));
+    expect(v).toMatchObject({ result: "rejected", reason: "seat_cannot_work" });
+    expect(store.list("inbox").entries).toHaveLength(0);
+  });
+
   it("writes when the oldest proof is within 250 ms, and the result lists every proof with its age at the write", async () => {
     const clock = new VirtualClock();
     const { store, deps, command } = mailboxSeat(clock, 20);

@@ -3,7 +3,7 @@ import { appendFileSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { TranscriptReader } from "../../../../../node-agent/harnesses/claude/transcript.js";
+import { claudeCannotWork, TranscriptReader } from "../../../../../node-agent/harnesses/claude/transcript.js";
 
 const dir = mkdtempSync(join(tmpdir(), "clankie-transcript-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -256,5 +256,34 @@ describe("claude-transcript.TranscriptReader", () => {
     expect(r.entries.map((e) => [e.deliveryId, e.nativeReceiptId])).toEqual([[ID, "u-ours"]]);
     expect(r.hasChannelEvent).toBe(false);
     expect(r.turn).toBe("idle");
+  });
+});
+
+describe("claude-transcript.claudeCannotWork (issue 35 item 1)", () => {
+  // The line Claude Code 2.1.332 wrote for a turn with no key and no login (observed on the pinned binary).
+  const authError = (text = "Not logged in · Please run /login") =>
+    JSON.stringify({
+      type: "assistant",
+      isApiErrorMessage: true,
+      error: "authentication_failed",
+      message: {
+        role: "assistant",
+        model: "<synthetic>",
+        content: [{ type: "text", text }],
+        stop_reason: "stop_sequence",
+      },
+    }) + "\n";
+
+  it("Claude's own authentication_failed answer, while newest, says the seat cannot take a turn (no_auth)", () => {
+    const p = join(dir, "auth.jsonl");
+    writeFileSync(p, JSON.stringify({ type: "user", message: { role: "user", content: "hi" } }) + "\n" + authError());
+    const reader = new TranscriptReader();
+    expect(claudeCannotWork(reader.read(p))).toEqual({
+      reason: "no_auth",
+      detail: 'Claude\'s transcript: its last answer is "Not logged in · Please run /login" (authentication_failed)',
+    });
+    // Any later line of the conversation (the owner ran /login, a prompt, an answer) supersedes it.
+    appendFileSync(p, JSON.stringify({ type: "user", message: { role: "user", content: "/login" } }) + "\n");
+    expect(claudeCannotWork(reader.read(p))).toBeUndefined();
   });
 });
