@@ -29,6 +29,7 @@ import { createAgentService } from "./service/agent-service.js";
 import { startControllerLink, type ControllerLink } from "./service/controller-link.js";
 import { startReportForwarder } from "./service/report-forwarder.js";
 import { startReverseDialer } from "./service/reverse-dialer.js";
+import { GatewayTunnels } from "./service/gateway-tunnel.js";
 import { loadIdentity, type AgentIdentity } from "./identity/identity-files.js";
 import { joinFleet } from "./identity/join.js";
 import { IdentityKeeper } from "./identity/identity-keeper.js";
@@ -151,9 +152,12 @@ export async function startAgent(
   });
   // The token is checked from the headers before a byte of the body is read (service/rpc-handler.ts).
   const handler = createAgentRpcHandler(impl, tokenCheck);
+  // The controller's gateway tunnel on a reverse link (ADR 0042) is taken before the token check:
+  // it carries this agent's own calls to the replica it dialed, nothing the controller asks of it.
+  const tunnels = new GatewayTunnels((session) => dialer.urlOf(session));
   const server: Http2Server = createServer(
     { maxSessionMemory: 16, settings: { maxConcurrentStreams: 128, maxHeaderListSize: 64 * 1024 } },
-    handler,
+    (req, res) => tunnels.accept(req, res) || handler(req, res),
   );
   roundTrips.watch(server);
   const sockets = new Set<Socket>();
@@ -193,6 +197,7 @@ export async function startAgent(
     // then every URL it knows, the first it was given among them.
     controllerUrls: () => [...new Set([...dialer.connectedUrls(), ...replicas, ...identity.identity.controllerUrls])],
     tls: () => identity.tls(),
+    tunnels,
     machine,
     endpoint,
     agentToken,

@@ -14,6 +14,7 @@ import type { Logger } from "../../shared/logger.js";
 import type { Db } from "../db/open.js";
 import type { Registry } from "../nodes/registry.js";
 import { createAgentGatewayService } from "../services/agent-gateway-service.js";
+import { gatewayTunnelServer } from "./gateway-tunnel.js";
 import type { PipelineDeps } from "../delivery/pipeline.js";
 import { fleetErrorBoundary } from "../../shared/rpc/error-boundary.js";
 import { FleetAuthority } from "./authority.js";
@@ -66,25 +67,33 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
   const linkPings = links.startPings(undefined, () => o.registry.judgedIntervalMs > o.registry.baseHeartbeatIntervalMs);
 
   const identities = new WeakMap<Http2ServerRequest, PeerIdentity>();
+  const gatewayImpl = createAgentGatewayService(
+    o.registry,
+    o.logger.child({ component: "gateway" }),
+    {
+      db: o.db,
+      now: o.now,
+      onChange: o.reports.onChange,
+      get pipeline() {
+        return o.reports.pipeline?.();
+      },
+    },
+    { agentUrls: cachedReplicaAgentUrls(o.db) },
+  );
+  const gatewayInterceptors = [fleetErrorBoundary(databaseFailure)];
+  // The agent's gateway calls on its reverse link, so it needs no second TLS session (ADR 0042).
+  links.serveGatewayTunnel(
+    gatewayTunnelServer({
+      service: AgentGatewayService,
+      impl: gatewayImpl,
+      interceptors: gatewayInterceptors,
+      readMaxBytes: RPC_READ_MAX_BYTES.gateway,
+      logger: o.logger.child({ component: "gateway-tunnel" }),
+    }),
+  );
   const gateway = connectNodeAdapter({
     routes: (router) => {
-      router.service(
-        AgentGatewayService,
-        createAgentGatewayService(
-          o.registry,
-          o.logger.child({ component: "gateway" }),
-          {
-            db: o.db,
-            now: o.now,
-            onChange: o.reports.onChange,
-            get pipeline() {
-              return o.reports.pipeline?.();
-            },
-          },
-          { agentUrls: cachedReplicaAgentUrls(o.db) },
-        ),
-        { readMaxBytes: RPC_READ_MAX_BYTES.gateway },
-      );
+      router.service(AgentGatewayService, gatewayImpl, { readMaxBytes: RPC_READ_MAX_BYTES.gateway });
       router.service(
         CertificateService,
         createCertificateService(authority, o.logger.child({ component: "fleet-ca" })),
@@ -94,7 +103,7 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
     // Read bounds for the agent port too (issue 11): without them connect-node reads up to 4 GiB per message.
     readMaxBytes: RPC_READ_MAX_BYTES.gateway,
     contextValues: (req) => createContextValues().set(peerIdentityKey, identities.get(req as Http2ServerRequest)),
-    interceptors: [fleetErrorBoundary(databaseFailure)],
+    interceptors: gatewayInterceptors,
   });
   // The one route a connection without a certificate reaches: its body bound is the smallest.
   const enrollment = connectNodeAdapter({

@@ -15,6 +15,7 @@ import { bearerHeaderInterceptor } from "../../shared/rpc/bearer-auth.js";
 import type { AgentConnection } from "../nodes/agent-clients.js";
 import type { PeerIdentity } from "./peer-identity.js";
 import { createUnaryLinkTransport } from "./unary-link-transport.js";
+import type { GatewayTunnelServer } from "./gateway-tunnel.js";
 
 export const LINK_PING_MS = 2_000;
 export const LINK_PING_TIMEOUT_MS = 4_000;
@@ -43,6 +44,13 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
   private readonly sockets = new Set<TLSSocket>();
   /** Added to every link's calls after the bearer and trace ones (the metrics' call timing). */
   private readonly extra: Interceptor[] = [];
+  /** Serves the agent's gateway calls on each link (gateway-tunnel.ts); none, the agent dials `h2`. */
+  private tunnel: GatewayTunnelServer | undefined;
+
+  /** Opens the gateway tunnel on every link accepted from now on. */
+  serveGatewayTunnel(tunnel: GatewayTunnelServer): void {
+    this.tunnel = tunnel;
+  }
 
   /** Adds an interceptor to the calls of every link built from now on. */
   intercept(i: Interceptor): void {
@@ -64,7 +72,10 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     );
     const link: Link = { peer, socket, sessions, at: Date.now() };
     // Open the session now: the agent's SETTINGS are already on their way.
-    void sessions.connect();
+    void sessions.connect().then((state) => {
+      const session = sessionOf(sessions);
+      if (state !== "error" && session && !socket.destroyed) this.tunnel?.(session, peer);
+    });
     const previous = this.byMachine.get(peer.machine);
     this.byMachine.set(peer.machine, link);
     // The agent redialed (or renewed its certificate): the old socket finishes its streams.

@@ -90,10 +90,11 @@ export class IdentityKeeper extends EventEmitter<{ renewed: [AgentIdentity] }> {
       let last: unknown;
       for (const baseUrl of this.current.controllerUrls) {
         try {
-          res = await createClient(CertificateService, createGrpcTransport({ baseUrl, nodeOptions: this.tls() })).renew(
-            create(RenewRequestSchema, { csrPem }),
-            { timeoutMs: 10_000 },
-          );
+          // One call: its session closes once idle, not 15 min later (Connect's default).
+          const transport = createGrpcTransport({ baseUrl, nodeOptions: this.tls(), idleConnectionTimeoutMs: 1_000 });
+          res = await createClient(CertificateService, transport).renew(create(RenewRequestSchema, { csrPem }), {
+            timeoutMs: 10_000,
+          });
           break;
         } catch (e) {
           last = e;

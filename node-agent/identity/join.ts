@@ -119,7 +119,9 @@ async function joinThrough(o: {
   const csrPem = await createCsr("joining", keys);
   const client = createClient(
     EnrollmentService,
-    createGrpcTransport({ baseUrl: o.controllerUrl, nodeOptions: { ca: [caPem] } }),
+    // One call: the session closes right after it, not 15 min later (Connect's default), which
+    // kept a third TLS session per newly joined agent on the controller (issue 36).
+    createGrpcTransport({ baseUrl: o.controllerUrl, nodeOptions: { ca: [caPem] }, idleConnectionTimeoutMs: 1_000 }),
   );
   let res;
   try {

@@ -29,6 +29,7 @@ import { CAPABILITY_VERSION } from "../../shared/capability-version.js";
 import type { TlsMaterial } from "../identity/identity-keeper.js";
 import type { Logger } from "../../shared/logger.js";
 import { ErrorCode, FleetError } from "../../shared/errors.js";
+import type { GatewayTunnels } from "./gateway-tunnel.js";
 
 export interface ControllerLinkOptions {
   /**
@@ -39,6 +40,8 @@ export interface ControllerLinkOptions {
   controllerUrls: () => string[];
   /** The current certificate, key and pinned CA (they change when the certificate is renewed). */
   tls: () => TlsMaterial;
+  /** Carries calls to a replica on its reverse link while it is up (gateway-tunnel.ts); absent, all go direct. */
+  tunnels?: Pick<GatewayTunnels, "transport">;
   machine: string;
   endpoint: string;
   agentToken: string;
@@ -73,6 +76,9 @@ export interface ControllerLink {
   stop(): void;
 }
 
+/** A direct gateway session unused this long closes (a tunnel carries the calls meanwhile). */
+const DIRECT_IDLE_MS = 5_000;
+
 /** Answers that every replica would give alike: sending the call elsewhere cannot change them. */
 const FINAL = new Set<Code>([
   Code.InvalidArgument,
@@ -92,11 +98,16 @@ export function startControllerLink(o: ControllerLinkOptions): ControllerLink {
   const clients = new Map<string, Client<typeof AgentGatewayService>>();
   const clientFor = (url: string) => {
     let c = clients.get(url);
-    if (!c)
-      clients.set(
-        url,
-        (c = createClient(AgentGatewayService, createGrpcTransport({ baseUrl: url, nodeOptions: o.tls() }))),
-      );
+    if (!c) {
+      // Idle soon: once the reverse link's tunnel carries the calls, this session only holds memory
+      // on both ends (issue 36: a second TLS session per agent was a third of the controller's RSS).
+      const direct = createGrpcTransport({
+        baseUrl: url,
+        nodeOptions: o.tls(),
+        idleConnectionTimeoutMs: DIRECT_IDLE_MS,
+      });
+      clients.set(url, (c = createClient(AgentGatewayService, o.tunnels?.transport(url, direct) ?? direct)));
+    }
     return c;
   };
   let current = o.controllerUrls()[0]!;

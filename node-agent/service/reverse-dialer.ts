@@ -28,6 +28,8 @@ export interface ReverseDialer {
   /** Dials every link again (after a certificate renewal); the old sockets finish on their own. */
   redialAll(): void;
   connectedUrls(): string[];
+  /** The replica URL a reverse-link session was dialed to. */
+  urlOf(session: ServerHttp2Session): string | undefined;
   close(): void;
 }
 
@@ -41,6 +43,7 @@ export function startReverseDialer(o: {
   let closed = false;
   // Each emitted socket's HTTP/2 session, told apart by the socket's local port.
   const awaiting = new Map<number, (session: ServerHttp2Session) => void>();
+  const urlOfSession = new WeakMap<ServerHttp2Session, string>();
   o.server.on("session", (session: ServerHttp2Session) => {
     const port = session.socket?.localPort;
     const f = port === undefined ? undefined : awaiting.get(port);
@@ -85,14 +88,15 @@ export function startReverseDialer(o: {
         // a revoked agent still completes the TLS handshake before the controller closes it.
         const localPort = socket.localPort;
         if (localPort !== undefined)
-          awaiting.set(localPort, (session) =>
+          awaiting.set(localPort, (session) => {
+            urlOfSession.set(session, this.url);
             session.once("remoteSettings", () => {
               if (this.socket !== socket || socket.destroyed || this.closed) return;
               this.connected = true;
               o.logger.info("reverse link up", { url: this.url });
               o.onLinked?.(this.url);
-            }),
-          );
+            });
+          });
         socket.once("close", () => {
           if (localPort !== undefined) awaiting.delete(localPort);
         });
@@ -151,6 +155,7 @@ export function startReverseDialer(o: {
       for (const l of links.values()) if (l.connected) l.dial();
     },
     connectedUrls: () => [...links.values()].filter((l) => l.connected).map((l) => l.url),
+    urlOf: (session) => urlOfSession.get(session),
     close() {
       closed = true;
       for (const l of links.values()) l.close();

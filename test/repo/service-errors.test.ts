@@ -19,6 +19,11 @@ const RPC_LAYER = new Map([
     "controller/fleet/reverse-links.ts",
     "client side: no live link is the transport's own failure, before anything is sent",
   ],
+  ["controller/fleet/gateway-tunnel.ts", "the gateway tunnel's server: gRPC statuses are its answers' trailers"],
+  [
+    "node-agent/service/gateway-tunnel.ts",
+    "the gateway tunnel's client: a closed tunnel or a deadline is the transport's own failure",
+  ],
   [
     "controller/hire/hire-agent.ts",
     "client side: a suite's fault point drops the agent's answer the way a cut link would",
