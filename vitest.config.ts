@@ -8,7 +8,8 @@ import { defineConfig } from "vitest/config";
  * - `npm run test:long` (CLANKIE_TEST_SLICE=long): LONG_SUITES whole, and the per-driver suites on PGlite when
  *   PostgreSQL is set. CI (.ci/run) runs both.
  * A suite is long when it is slow for what it adds beyond its siblings in `npm test`: the benchmark's own
- * smoke runs, the crash and outage variants beyond the first, the pooler, the 50 s peer budget.
+ * smoke runs, the crash and outage variants beyond the first, the pooler, the 50 s peer budget, a replica
+ * paused past its lease, and the operator's whole day on the CLI (cli.test.ts stays).
  */
 const LONG_SUITES = [
   "test/bench/bench-smoke.test.ts",
@@ -20,6 +21,10 @@ const LONG_SUITES = [
   "test/integration/pgbouncer.test.ts",
   "test/integration/peer-budget.test.ts",
   "test/e2e/bridge-failover.test.ts",
+  "test/e2e/crash-windows.test.ts",
+  "test/faults/database-outage-boot.test.ts",
+  "test/faults/replica-lease.test.ts",
+  "test/e2e/operator-cli.test.ts",
 ];
 
 const long = process.env.CLANKIE_TEST_SLICE === "long";
