@@ -12,8 +12,8 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHireFleet, type HireFleet } from "../kit/hire-fleet.js";
-import { runCli } from "../kit/cli.js";
 import { requireHarness } from "./kit/harness-bin.js";
+import { failedReceipt, noSeatLeft } from "./kit/not-ready-checks.js";
 import { claudeHireEnv, openCodeHireEnv, type HireEnv } from "./kit/hire-envs.js";
 import { ownerConfirmsDevChannel } from "./kit/owner-confirms.js";
 
@@ -22,25 +22,6 @@ const claude = requireHarness("claude");
 const META = "clankie/seat-call";
 /** Port 9 (discard) has no listener here: every request to it is refused. */
 const NOWHERE = "http://127.0.0.1:9";
-
-async function noSeatLeft(fleet: HireFleet, kind: string): Promise<void> {
-  let seats: { id: string }[] = [];
-  for (let i = 0; i < 60; i++) {
-    seats = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as { id: string }[];
-    if (!seats.some((s) => s.id.startsWith(`testbox/${kind}-`))) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  expect(
-    seats.filter((s) => s.id.startsWith(`testbox/${kind}-`)),
-    JSON.stringify(seats),
-  ).toEqual([]);
-}
-
-async function failedReceipt(fleet: HireFleet, hireId: string): Promise<Record<string, unknown> | undefined> {
-  const out = await runCli(["hire-receipt", "list", "--state", "failed", "-o", "json", "--state-dir", fleet.stateDir]);
-  expect(out.code, out.stderr).toBe(0);
-  return (JSON.parse(out.stdout) as { hires: Record<string, unknown>[] }).hires.find((h) => h.id === hireId);
-}
 
 async function hireFails(
   fleet: HireFleet,

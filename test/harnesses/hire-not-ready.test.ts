@@ -12,35 +12,14 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { startHireFleet, type HireFleet } from "../kit/hire-fleet.js";
-import { runCli } from "../kit/cli.js";
 import { requireHarness } from "./kit/harness-bin.js";
+import { failedReceipt, noSeatLeft } from "./kit/not-ready-checks.js";
 import { codexHireEnv, piHireEnv, type HireEnv } from "./kit/hire-envs.js";
 import { cleanupCodexEnv } from "./kit/codex-env.js";
 
 const pi = requireHarness("pi");
 const codex = requireHarness("codex");
 const META = "clankie/seat-call";
-
-async function noSeatLeft(fleet: HireFleet, kind: string): Promise<void> {
-  // The pane is gone and discovery ran again: the agent's next seat report (on the seat book's
-  // change, or its 5 s refresh behind it) leaves the controller no seat for it.
-  let seats: { id: string }[] = [];
-  for (let i = 0; i < 60; i++) {
-    seats = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as { id: string }[];
-    if (!seats.some((s) => s.id.startsWith(`testbox/${kind}-`))) break;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-  expect(
-    seats.filter((s) => s.id.startsWith(`testbox/${kind}-`)),
-    JSON.stringify(seats),
-  ).toEqual([]);
-}
-
-async function failedReceipt(fleet: HireFleet, hireId: string): Promise<Record<string, unknown> | undefined> {
-  const out = await runCli(["hire-receipt", "list", "--state", "failed", "-o", "json", "--state-dir", fleet.stateDir]);
-  expect(out.code, out.stderr).toBe(0);
-  return (JSON.parse(out.stdout) as { hires: Record<string, unknown>[] }).hires.find((h) => h.id === hireId);
-}
 
 describe.runIf(pi)("hire_agent readiness: a real Pi with no API key for its model", () => {
   let mock: MockAnthropicServer;
