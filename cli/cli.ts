@@ -8,7 +8,7 @@
  */
 import { Argument, Command, CommanderError, Option } from "commander";
 import { createLogger } from "../shared/logger.js";
-import { budgetMemoryFor } from "../shared/young-generation.js";
+import { budgetMemoryFor } from "../shared/heap-budget.js";
 import { createRun, ending } from "./command-context.js";
 import { DOCTOR_EXIT_HELP, EXIT_CODES_HELP, ExitCode } from "./exit-codes.js";
 import { packageVersion } from "./version.js";

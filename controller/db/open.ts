@@ -7,7 +7,7 @@
 import { fileURLToPath } from "node:url";
 import { mkdirSync } from "node:fs";
 import { setFlagsFromString } from "node:v8";
-import { keepYoungGenerationSmall } from "../../shared/young-generation.js";
+import { keepYoungGenerationSmall } from "../../shared/heap-budget.js";
 import { sql } from "drizzle-orm";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import { DatabaseUnreachableError } from "../../shared/errors.js";
@@ -164,7 +164,7 @@ async function openPglite(dataDir: string): Promise<Database> {
     // CPU than it saved over 15,000 journal statements (measured, ADR 0015). Wasm only: the
     // process's JavaScript still tiers up as usual. Set before the module is compiled.
     setFlagsFromString("--liftoff-only");
-    // The embedded journal's memory budget (shared/young-generation.ts): the CLI sets this before the
+    // The embedded journal's memory budget (shared/heap-budget.ts): the CLI sets this before the
     // controller's modules load; here for any other process that opens the embedded journal.
     keepYoungGenerationSmall();
     const { PGlite } = await import("@electric-sql/pglite");
