@@ -105,5 +105,23 @@ export interface SettleParams {
   fence?: InstanceEpoch | undefined;
 }
 
+/** How a delivery's admission came to the turn: it took the free seat's lease, or joined the line. */
+export type TurnAdmission = "lease" | "queued";
+
+/** The seat's turn as one delivery (or notice, or stop) holds it. */
+export interface SeatTurn {
+  readonly seatId: string;
+  readonly holder: string;
+  /** This holder has the seat's database lease. False after a 25 s wait: it goes on without the turn. */
+  readonly held: boolean;
+  readonly waitedMs: number;
+  /** The settle statement gave the lease up: to `handedTo` (the head of the line), or released (null). */
+  settled(handedTo: string | null): void;
+  /** The lease was given up (or never held): nothing left to give back. */
+  readonly finished: boolean;
+  /** The turn's settle is retried with the lease (settle.ts): nothing gives it back until `settled`. */
+  park(): void;
+}
+
 /** What every message_seat body starts with. */
 export type BodyBase = { schemaVersion: 1; deliveryId: string; seat: string };

@@ -14,7 +14,7 @@ import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { readToken } from "../../controller/state-dir.js";
 import { openDatabase } from "../../controller/db/open.js";
-import { takeSeatLease } from "../../controller/delivery/turn.js";
+import { takeSeatLease } from "../kit/seat-lease.js";
 
 async function startControllerProcess(
   stateDir: string,
