@@ -1,8 +1,8 @@
 /**
  * The receipt vocabulary the four delivery steps share (admit.ts → turn.ts → dispatch.ts → settle.ts):
- * what the admission and the dispatch's recheck read about the seat, what a dispatch settles, and the
- * receipt states that fence. Types, their one row read, one constant and one SQL fragment, so every step
- * can import it and it imports no step.
+ * what the admission and the dispatch's recheck read about the seat, the seat's turn as a delivery holds
+ * it, what a dispatch settles, and the receipt states that fence. Types, their one row read, one constant
+ * and one SQL fragment, so every step can import it and it imports no step.
  */
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";

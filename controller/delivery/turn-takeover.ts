@@ -1,10 +1,10 @@
 /**
  * Early takeover of a vanished replica's seat turns, fenced at the resource (ADR 0043). A replica
  * whose waiters find a seat's turn held (or its line headed) by another instance whose lease renewal
- * is overdue asks the seat's agent to fence that instance's epoch. The agent agrees only while that
- * instance has no live link to it (kill -9 closes a process's sockets at once), says which of its
- * seats a Deliver of the epoch is still in flight to, and from then on refuses every Deliver carrying
- * the epoch. Only then are the instance's leases and places in line on that agent's other seats given
+ * is overdue (the seat-turn poll names it: `suspectSql`) asks the seat's agent to fence that
+ * instance's epoch. The agent agrees only while that instance has no live link to it (kill -9 closes
+ * a process's sockets at once), says which of its seats a Deliver of the epoch is still in flight to,
+ * and from then on refuses every Deliver carrying the epoch. Only then are the instance's leases and places in line on that agent's other seats given
  * up, in one statement fenced by this replica's own lease, and only while the instance has not taken
  * a newer epoch (which the agent has not fenced). Its receipts stay as they are: in flight until its
  * lease expires and recovery marks them uncertain (never replayed); only the seats' turns move on.
