@@ -7,7 +7,7 @@ import { UnrecordedOutcomes, isHireSettle, recordSpilled, type RecordSettle } fr
 import { isRefusedAdmission, recordRefusedAdmission } from "./journal/refused-admission.js";
 import { settleDispatched } from "./delivery/settle.js";
 import { settleHireOutcome } from "./journal/hire-outcome.js";
-import { leaseMsOf } from "./delivery/pipeline.js";
+import { leaseMsOf, SEAT_TURN_WAIT_MS } from "./delivery/pipeline.js";
 import { parkingFaults, type FaultPoints } from "./delivery/faults.js";
 import { EventEmitter } from "node:events";
 import { randomUUID } from "node:crypto";
@@ -25,7 +25,7 @@ import { openStateDir, removeControllerRecord, writeControllerRecord } from "./s
 import { Registry } from "./nodes/registry.js";
 import { startLinkVouch } from "./nodes/link-vouch.js";
 import { AgentClients } from "./nodes/agent-clients.js";
-import { SEAT_TURN_WAIT_MS, SeatTurns } from "./delivery/turn.js";
+import { SeatTurns } from "./delivery/turn.js";
 import type { PipelineDeps } from "./delivery/pipeline.js";
 import type { HireDeps } from "./hire/hire-agent.js";
 import { expireOldResults } from "./journal/call-receipts.js";

@@ -9,7 +9,13 @@
 import { CallState } from "../journal/call-receipts.js";
 import type { MessageSeatBody } from "./result-bodies.js";
 import { admittedHere } from "./replay.js";
-import { type Admitted, UNATTENDED_RELEASE_AFTER_MS, UNRESOLVED, seatSnapshotOf } from "./receipt-types.js";
+import {
+  type Admitted,
+  type SeatTurn,
+  UNATTENDED_RELEASE_AFTER_MS,
+  UNRESOLVED,
+  seatSnapshotOf,
+} from "./receipt-types.js";
 import type { RefusedAdmission } from "../journal/refused-admission.js";
 import { MESSAGE_SEAT, leaseMsOf, type MessageSeatInput, type PipelineDeps } from "./pipeline.js";
 import { contentFingerprint } from "../../shared/fingerprint.js";
@@ -17,8 +23,7 @@ import type { DeliveryMode } from "../../shared/verdicts.js";
 import { commitUnknown, journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import type { SeatTurn } from "./turn.js";
-import { lineIsEmpty } from "./turn-statements.js";
+import { lineIsEmpty } from "./turn.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";

@@ -30,13 +30,14 @@ import {
   type BodyBase,
   type DispatchRecord,
   type SeatSnapshot,
+  type SeatTurn,
 } from "./receipt-types.js";
 import { idleReleases } from "./idle-release.js";
 import type { MessageSeatInput, PipelineDeps, SenderRecheck } from "./pipeline.js";
 import type { MessageSeatBody, ToolOutcome } from "./result-bodies.js";
 import { settleAbandoned, settleDispatch, settleFoundInSession, settleUncertain } from "./settle.js";
 import { sessionEvidence } from "./session-evidence.js";
-import { withSeatTurn, type SeatTurn } from "./turn.js";
+import { withSeatTurn } from "./turn.js";
 import { readVerdict } from "./verdict.js";
 
 export interface Admitted {
@@ -81,7 +82,7 @@ export async function dispatchInTurn(deps: PipelineDeps, a: Admitted): Promise<T
     phase: "waiting_turn",
   };
   try {
-    return await withSeatTurn(deps.turns, { seatId, holder: a.holder, entered: a.entered }, (turn) => {
+    return await withSeatTurn(deps.turns, a.entered, (turn) => {
       x.turn = turn;
       return run(x);
     });

@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { fences, machines, seats, type Fence } from "../db/schema.js";
 import { fencesNeedingNotice } from "../journal/fences.js";
 import { withSeatTurn } from "./turn.js";
+import { joinSeatTurn } from "./turn-join.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { checkNoticeAuthority } from "./notice-authority.js";
 import { leaseHeld } from "../journal/lease-guard.js";
@@ -85,12 +86,12 @@ export class Notifier {
     if (!machine) return;
     await withSeatTurn(
       this.deps.turns,
-      {
+      joinSeatTurn(this.deps.turns, {
         seatId: seat.id,
         holder: `${this.deps.instanceId}:notice:${fence.deliveryId}`,
         signal: this.deps.shutdownSignal,
         waitMs: this.deps.seatTurnWaitMs,
-      },
+      }),
       async (turn) => {
         if (!turn.held) return;
         // No link to the agent yet (it registers before its reverse link is up): nothing can be sent,

@@ -18,7 +18,8 @@ export const MESSAGE_SEAT = "message_seat";
 export const DELIVER_TIMEOUT_MS = 20_000;
 /** A lease outlives the longest Deliver by this much, so a live holder never loses it. */
 export const LEASE_SLACK_MS = 10_000;
-export { SEAT_TURN_WAIT_MS } from "./turn.js";
+/** How long a message waits for the seat's turn before it takes the ordinary checks anyway. */
+export const SEAT_TURN_WAIT_MS = 25_000;
 
 export interface MessageSeatInput {
   seat: string;

@@ -1,8 +1,8 @@
 /**
  * The receipt vocabulary the four delivery steps share (admit.ts → turn.ts → dispatch.ts → settle.ts):
- * what the admission and the dispatch's recheck read about the seat, what a dispatch settles, and the
- * receipt states that fence. Types, their one row read, one constant and one SQL fragment, so every step
- * can import it and it imports no step.
+ * what the admission and the dispatch's recheck read about the seat, the seat's turn as a delivery holds
+ * it, what a dispatch settles, and the receipt states that fence. Types, their one row read, one constant
+ * and one SQL fragment, so every step can import it and it imports no step.
  */
 import { sql } from "drizzle-orm";
 import { ReceiptState } from "../../shared/verdicts.js";
@@ -103,6 +103,24 @@ export interface SettleParams {
    * in a spill file written before epochs: then it settles as it did before them.
    */
   fence?: InstanceEpoch | undefined;
+}
+
+/** How a delivery's admission came to the turn: it took the free seat's lease, or joined the line. */
+export type TurnAdmission = "lease" | "queued";
+
+/** The seat's turn as one delivery (or notice, or stop) holds it. */
+export interface SeatTurn {
+  readonly seatId: string;
+  readonly holder: string;
+  /** This holder has the seat's database lease. False after a 25 s wait: it goes on without the turn. */
+  readonly held: boolean;
+  readonly waitedMs: number;
+  /** The settle statement gave the lease up: to `handedTo` (the head of the line), or released (null). */
+  settled(handedTo: string | null): void;
+  /** The lease was given up (or never held): nothing left to give back. */
+  readonly finished: boolean;
+  /** The turn's settle is retried with the lease (settle.ts): nothing gives it back until `settled`. */
+  park(): void;
 }
 
 /** What every message_seat body starts with. */

@@ -27,7 +27,7 @@ import {
 } from "../journal/instances.js";
 import { json, p, statement, ts } from "../journal/statements.js";
 import { MESSAGE_SEAT, leaseMsOf, type PipelineDeps } from "./pipeline.js";
-import type { DispatchRecord, SettleParams } from "./receipt-types.js";
+import type { DispatchRecord, SeatTurn, SettleParams } from "./receipt-types.js";
 import {
   uncertainBody,
   type LeadBody,
@@ -36,8 +36,7 @@ import {
   type ToolOutcome,
   type UncertainBody,
 } from "./result-bodies.js";
-import type { SeatTurn } from "./turn.js";
-import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn-statements.js";
+import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn.js";
 
 /**
  * Records a dispatch's outcome, body, fence, `previous` and the turn in one statement.

@@ -9,6 +9,7 @@ import { and, eq, or } from "drizzle-orm";
 import { StopSeatRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import { machines, seats } from "../db/schema.js";
 import { withSeatTurn } from "./turn.js";
+import { joinSeatTurn } from "./turn-join.js";
 import type { PipelineDeps } from "./pipeline.js";
 import { mayStopSeat } from "../leads/seat-authority.js";
 import { assertSeatRef } from "../../shared/ids.js";
@@ -75,12 +76,12 @@ export async function stopTask(deps: PipelineDeps, conversationId: string, seatR
   };
   return withSeatTurn<StopOutcome>(
     deps.turns,
-    {
+    joinSeatTurn(deps.turns, {
       seatId: seat.id,
       holder: `${deps.instanceId}:stop:${conversationId}`,
       signal: deps.shutdownSignal,
       waitMs: deps.seatTurnWaitMs,
-    },
+    }),
     async (turn) => {
       if (!turn.held)
         return {

@@ -1,28 +1,47 @@
 /**
  * Early takeover of a vanished replica's seat turns, fenced at the resource (ADR 0043). A replica
  * whose waiters find a seat's turn held (or its line headed) by another instance whose lease renewal
- * is overdue asks the seat's agent to fence that instance's epoch. The agent agrees only while that
- * instance has no live link to it (kill -9 closes a process's sockets at once), says which of its
- * seats a Deliver of the epoch is still in flight to, and from then on refuses every Deliver carrying
- * the epoch. Only then are the instance's leases and places in line on that agent's other seats given
+ * is overdue (the seat-turn poll names it: `suspectSql`) asks the seat's agent to fence that
+ * instance's epoch. The agent agrees only while that instance has no live link to it (kill -9 closes
+ * a process's sockets at once), says which of its seats a Deliver of the epoch is still in flight to,
+ * and from then on refuses every Deliver carrying the epoch. Only then are the instance's leases and places in line on that agent's other seats given
  * up, in one statement fenced by this replica's own lease, and only while the instance has not taken
  * a newer epoch (which the agent has not fenced). Its receipts stay as they are: in flight until its
  * lease expires and recovery marks them uncertain (never replayed); only the seats' turns move on.
  */
 import { create } from "@bufbuild/protobuf";
-import { sql } from "drizzle-orm";
+import { type SQL, sql } from "drizzle-orm";
 import { FenceControllerEpochRequestSchema } from "../../shared/gen/clankie/fleet/v1/agent_pb.js";
 import type { Logger } from "../../shared/logger.js";
 import type { Db } from "../db/open.js";
 import { leaseHeld, type InstanceEpoch } from "../journal/lease-guard.js";
+import { p } from "../journal/statements.js";
 import type { AgentClients } from "../nodes/agent-clients.js";
-import type { TurnSuspect } from "./turn-statements.js";
 
 /** How far past its renewal interval a peer's lease renewal must be before its seats' agents are asked. */
 export const TAKEOVER_SUSPECT_AFTER_MS = 1_000;
 /** One question per (suspect, agent) at most this often: a live replica's agent keeps saying no. */
 const ASK_EVERY_MS = 1_000;
 const FENCE_TIMEOUT_MS = 2_000;
+
+/** An instance whose lease renewal is overdue and that holds a seat's turn or waits for it. */
+export interface TurnSuspect {
+  instance: string;
+  epoch: number;
+}
+
+/**
+ * The seat-turn poll's column (turn.ts) naming a suspect as "id epoch": an instance other than `self` that
+ * holds `seatId`'s lease or waits in its line while its lease renewal is overdue by `staleSeconds` (null:
+ * ask nobody). Overdue is only a reason to ask the seat's agent; its fence is what makes taking over safe.
+ */
+export function suspectSql(): SQL {
+  return sql`select i.id || ' ' || i.epoch from controller_instances i
+  where ${p("staleSeconds")}::float8 is not null and i.id <> ${p("self")}::text and i.heartbeat_at < now() - make_interval(secs => ${p("staleSeconds")}::float8)
+    and (exists (select 1 from seat_turns st where st.seat_id = ${p("seatId")}::text and split_part(st.holder, ':', 1) = i.id)
+      or exists (select 1 from seat_waiters w where w.seat_id = ${p("seatId")}::text and split_part(w.holder, ':', 1) = i.id and w.expires_at > now()))
+  order by i.id limit 1`;
+}
 
 const rowsOf = <T>(r: unknown): T[] => (Array.isArray(r) ? r : (r as { rows: T[] }).rows) as T[];
 

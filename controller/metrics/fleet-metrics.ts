@@ -81,7 +81,7 @@ export class FleetMetrics implements DeliveryMetrics {
     for (const outcome of ["spawned", "failed", "uncertain"]) this.hires.inc({ outcome }, 0);
     this.statements = new Histogram({
       name: "clankie_journal_statement_seconds",
-      help: "Time the journal's hot-path statements took (admit, recheck, settle, join_turn, poll_turn, pass_turn, take_turn, hand_turn, release_turn).",
+      help: "Time the journal's hot-path statements took (admit, recheck, settle, join_turn, poll_turn, pass_turn, release_turn).",
       labelNames: ["statement"],
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers,

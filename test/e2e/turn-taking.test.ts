@@ -1,7 +1,9 @@
 /**
  * One delivery per seat at a time (rule 25), across controller processes: two real
  * `clankie controller` processes on one PostgreSQL share a seat, and the database lease
- * makes the second wait for the first. The lease itself is also exercised on each driver.
+ * makes the second wait for the first. The lease itself (the controller's take, through the
+ * stand-in of test/kit/seat-lease.ts) is also exercised on each driver: held, it makes a taker
+ * wait; expired, it is taken.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
@@ -14,7 +16,7 @@ import { connectLead } from "../kit/mcp-client.js";
 import { ownerOf } from "../kit/owner.js";
 import { readToken } from "../../controller/state-dir.js";
 import { openDatabase } from "../../controller/db/open.js";
-import { takeSeatLease } from "../../controller/delivery/turn.js";
+import { takeSeatLease } from "../kit/seat-lease.js";
 
 async function startControllerProcess(
   stateDir: string,

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { join } from "node:path";
 import { eq } from "drizzle-orm";
 import { callReceipts, seats } from "../../controller/db/schema.js";
-import { releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
+import { releaseLease, tryTakeLease } from "../kit/seat-lease.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";

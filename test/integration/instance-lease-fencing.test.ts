@@ -1,8 +1,8 @@
 /**
  * Issue 34 item 1 (ADR 0036): every write an instance makes for a delivery carries its (instance,
  * epoch), and the journal refuses it when that lease has expired by the database's clock or the
- * epoch is stale — admission, the settle statement, the seat-turn statements (turn-statements.ts:
- * joining the seat's line, passing, handing, releasing and polling for the lease), call admission and
+ * epoch is stale — admission, the settle statement, the seat-turn statements (turn.ts, turn-join.ts:
+ * joining the seat's line, passing, releasing and polling for the lease), call admission and
  * settle, the hire settle and the settle paths of unresolved originals. A peer takes over only
  * expired leases, whatever the pid or host name of the instance says.
  */
@@ -29,8 +29,8 @@ import {
   settleProvenAbsent,
   type OriginalSettleDeps,
 } from "../../controller/delivery/settle.js";
-import { handLease, releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
-import { joinTurn, passTurn, pollTurn } from "../../controller/delivery/turn-statements.js";
+import { passTurn, pollTurn, releaseLease, type TurnWriter } from "../../controller/delivery/turn.js";
+import { joinTurn } from "../../controller/delivery/turn-join.js";
 import { admitCall, CallState, settleCall } from "../../controller/journal/call-receipts.js";
 import { settleHireOutcome } from "../../controller/journal/hire-outcome.js";
 import {
@@ -43,6 +43,7 @@ import {
 import { HireState, unconfirmedBody } from "../../controller/hire/bodies.js";
 import { ReceiptState } from "../../shared/verdicts.js";
 import { DRIVERS, freshPostgres, seedPglite, tempDir } from "../kit/test-db.js";
+import { tryTakeLease } from "../kit/seat-lease.js";
 import { join } from "node:path";
 
 const SEAT = "box/inbox";
@@ -53,6 +54,8 @@ describe.each(DRIVERS)(
     let database: Database;
     let drop: () => Promise<void> = async () => {};
     const db = () => database.db;
+    /** The seat-turn statements as the instance `fence` writes them, with a 60 s seat lease. */
+    const asWriter = (fence: InstanceEpoch): TurnWriter => ({ db: db(), leaseMs: 60_000, fence });
 
     beforeAll(async () => {
       if (driver === "pglite") {
@@ -166,13 +169,13 @@ describe.each(DRIVERS)(
 
       it(`with ${how} a replica can neither take a free seat nor join the seat's line (ADR 0039's line, fenced)`, async () => {
         const f = await lose(await live());
-        await expect(joinTurn(db(), SEAT, `${f.instance}:notice`, 60_000, 25_000, f)).rejects.toBeInstanceOf(
+        await expect(joinTurn(asWriter(f), SEAT, `${f.instance}:notice`, 25_000)).rejects.toBeInstanceOf(
           FencedWriteError,
         );
         expect([(await rowsOf("none")).lease, await line()]).toEqual([undefined, []]);
         const other = await live();
-        expect(await joinTurn(db(), SEAT, `${other.instance}:held`, 60_000, 25_000, other)).toBe(true);
-        await expect(joinTurn(db(), SEAT, `${f.instance}:stop`, 60_000, 25_000, f)).rejects.toBeInstanceOf(
+        expect(await joinTurn(asWriter(other), SEAT, `${other.instance}:held`, 25_000)).toBe(true);
+        await expect(joinTurn(asWriter(f), SEAT, `${f.instance}:stop`, 25_000)).rejects.toBeInstanceOf(
           FencedWriteError,
         );
         expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${other.instance}:held`, []]);
@@ -180,13 +183,12 @@ describe.each(DRIVERS)(
 
       it(`with ${how} a replica can neither pass nor hand on its seat lease to the head of the line, nor leave the line`, async () => {
         const [f, other] = [await live(), await live()];
-        expect(await joinTurn(db(), SEAT, `${f.instance}:held`, 60_000, 25_000, f)).toBe(true);
+        expect(await joinTurn(asWriter(f), SEAT, `${f.instance}:held`, 25_000)).toBe(true);
         await queue(`${other.instance}:head`, 2_000);
         await queue(`${f.instance}:mine`, 1_000);
         await lose(f);
-        expect(await passTurn(db(), SEAT, `${f.instance}:held`, 60_000, f)).toEqual({ moved: false, handedTo: null });
-        expect(await passTurn(db(), SEAT, `${f.instance}:mine`, 60_000, f)).toEqual({ moved: false, handedTo: null });
-        expect(await handLease(db(), SEAT, `${f.instance}:held`, `${other.instance}:head`, 60_000, f)).toBe(false);
+        expect(await passTurn(asWriter(f), SEAT, `${f.instance}:held`)).toBeNull();
+        expect(await passTurn(asWriter(f), SEAT, `${f.instance}:mine`)).toBeNull();
         expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([
           `${f.instance}:held`,
           [`${other.instance}:head`, `${f.instance}:mine`],
@@ -198,26 +200,23 @@ describe.each(DRIVERS)(
         await queue(`${f.instance}:first`, 2_000);
         await queue(`${other.instance}:second`, 1_000);
         await lose(f);
-        await expect(pollTurn(db(), SEAT, f.instance, 60_000, f)).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(pollTurn(asWriter(f), SEAT, f.instance)).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf("none")).lease).toBeUndefined();
         // An expired seat lease in its own holder's name is not taken back either.
         await db().execute(
           sql`insert into seat_turns (seat_id, holder, expires_at) values (${SEAT}, ${`${f.instance}:first`}, now() - interval '1 second')`,
         );
-        await expect(pollTurn(db(), SEAT, f.instance, 60_000, f)).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(pollTurn(asWriter(f), SEAT, f.instance)).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf("none")).lease?.holder).toBe(`${f.instance}:first`);
         expect(await line()).toContain(`${other.instance}:second`);
       });
 
-      it(`the seat-turn statements with ${how} take, hand and release nothing`, async () => {
+      it(`the seat-turn statements with ${how} release nothing: neither the bare release nor a pass with nobody in line`, async () => {
         const f = await lose(await live());
-        expect(await tryTakeLease(db(), SEAT, `${f.instance}:take`, 60_000, f)).toBe(false);
-        expect((await rowsOf("none")).lease).toBeUndefined();
-        const other = await live();
-        expect(await tryTakeLease(db(), SEAT, `${f.instance}:held`, 60_000, other)).toBe(true);
-        expect(await handLease(db(), SEAT, `${f.instance}:held`, `${f.instance}:next`, 60_000, f)).toBe(false);
-        await releaseLease(db(), SEAT, `${f.instance}:held`, f);
-        expect((await rowsOf("none")).lease?.holder).toBe(`${f.instance}:held`);
+        expect(await tryTakeLease(db(), SEAT, `${f.instance}:held`, 60_000)).toBe(true);
+        await releaseLease(asWriter(f), SEAT, `${f.instance}:held`);
+        expect(await passTurn(asWriter(f), SEAT, `${f.instance}:held`)).toBeNull();
+        expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${f.instance}:held`, []]);
       });
 
       it(`call admission and call settle with ${how} are refused (hire and question answers)`, async () => {
@@ -317,23 +316,20 @@ describe.each(DRIVERS)(
 
     it("with a live lease the seat turn goes through: a join takes the free seat, the pass hands it to the head of the line, a poll claims it", async () => {
       const [f, other] = [await live(), await live()];
-      expect(await joinTurn(db(), SEAT, `${f.instance}:a`, 60_000, 25_000, f)).toBe(true);
-      expect(await joinTurn(db(), SEAT, `${other.instance}:b`, 60_000, 25_000, other)).toBe(false);
-      expect(await passTurn(db(), SEAT, `${f.instance}:a`, 60_000, f)).toEqual({
-        moved: true,
-        handedTo: `${other.instance}:b`,
-      });
-      expect(await pollTurn(db(), SEAT, other.instance, 60_000, other)).toBe(`${other.instance}:b`);
+      expect(await joinTurn(asWriter(f), SEAT, `${f.instance}:a`, 25_000)).toBe(true);
+      expect(await joinTurn(asWriter(other), SEAT, `${other.instance}:b`, 25_000)).toBe(false);
+      expect(await passTurn(asWriter(f), SEAT, `${f.instance}:a`)).toBe(`${other.instance}:b`);
+      expect((await pollTurn(asWriter(other), SEAT, other.instance)).holder).toBe(`${other.instance}:b`);
       expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${other.instance}:b`, []]);
     });
 
     it("issue 34 item 1: a waiter whose replica's instance lease expired is passed over at once, though its heartbeat is fresh", async () => {
       const [holder, gone, next] = [await live(), await live(), await live()];
-      expect(await joinTurn(db(), SEAT, `${holder.instance}:a`, 60_000, 25_000, holder)).toBe(true);
+      expect(await joinTurn(asWriter(holder), SEAT, `${holder.instance}:a`, 25_000)).toBe(true);
       await queue(`${gone.instance}:b`, 2_000);
       await queue(`${next.instance}:c`, 1_000);
       await expire(gone);
-      expect((await passTurn(db(), SEAT, `${holder.instance}:a`, 60_000, holder)).handedTo).toBe(`${next.instance}:c`);
+      expect(await passTurn(asWriter(holder), SEAT, `${holder.instance}:a`)).toBe(`${next.instance}:c`);
     });
 
     it("a lease is renewed only while live; a re-registered instance gets a larger epoch", async () => {

@@ -100,7 +100,7 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
       expect(perDelivery, detail).toBeLessThanOrEqual(4);
       expect(c.walCommits / 100, detail).toBeLessThanOrEqual(2.2);
       // The turn passes inside the settle statement: no turn statement of its own on one replica.
-      for (const k of ["join_turn", "poll_turn", "pass_turn", "take_turn", "hand_turn", "release_turn"])
+      for (const k of ["join_turn", "poll_turn", "pass_turn", "release_turn"])
         expect(kinds.get(k) ?? 0, detail).toBe(0);
       for (const k of ["admit", "settle", "recheck"]) expect(kinds.get(k) ?? 0, detail).toBeLessThanOrEqual(100);
     } finally {

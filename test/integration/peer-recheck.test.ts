@@ -12,7 +12,7 @@ import { eq } from "drizzle-orm";
 import { BindWorkerRequestSchema, SendPeerMessageRequestSchema } from "../../shared/gen/clankie/fleet/v1/gateway_pb.js";
 import { SetPeerMessagesRequestSchema } from "../../shared/gen/clankie/fleet/v1/owner_pb.js";
 import { callReceipts, seats } from "../../controller/db/schema.js";
-import { releaseLease, tryTakeLease } from "../../controller/delivery/turn.js";
+import { releaseLease, tryTakeLease } from "../kit/seat-lease.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { DRIVERS } from "../kit/test-db.js";
 import { startFleet, type TestFleet } from "../kit/start-fleet.js";

@@ -9,14 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
-import {
-  SeatTurns,
-  TURN_CLAIM_MS,
-  withSeatTurn,
-  handLease,
-  releaseLease,
-  tryTakeLease,
-} from "../../controller/delivery/turn.js";
+import { SEAT_TURN_WAIT_MS } from "../../controller/delivery/pipeline.js";
+import { SeatTurns, TURN_CLAIM_MS, withSeatTurn } from "../../controller/delivery/turn.js";
+import { joinSeatTurn } from "../../controller/delivery/turn-join.js";
+import { handLease, releaseLease, tryTakeLease } from "../kit/seat-lease.js";
+
+/** A notice's or a stop's way into the seat's turn: it joins the line in its own statement (turn-join.ts). */
+const join = (turns: SeatTurns, seatId: string, holder: string, waitMs = SEAT_TURN_WAIT_MS) =>
+  joinSeatTurn(turns, { seatId, holder, waitMs });
 
 describe.each(DRIVERS)("seat turns on %s", (driver) => {
   let database: Database;
@@ -51,7 +51,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     const allJoined = new Promise<void>((r) => (joined = r));
     for (let i = 0; i < 20; i++) {
       all.push(
-        withSeatTurn(turns, { seatId: "m/fifo", holder: `me:${i}` }, async (turn) => {
+        withSeatTurn(turns, join(turns, "m/fifo", `me:${i}`), async (turn) => {
           inTurn++;
           expect(inTurn).toBe(1);
           expect(turn.held).toBe(true);
@@ -73,9 +73,9 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
 
   it("the wait is bounded: after it the message goes on without the turn, and the holder keeps it", async () => {
     const turns = new SeatTurns(database.db, 30_000, "me");
-    const first = await turns.enter("m/slow", "me:first", undefined, 10_000);
+    const first = await join(turns, "m/slow", "me:first", 10_000);
     expect(first.held).toBe(true);
-    const late = await turns.enter("m/slow", "me:late", undefined, 60);
+    const late = await join(turns, "m/slow", "me:late", 60);
     expect(late.held).toBe(false);
     expect(await holderOf("m/slow")).toBe("me:first");
     await turns.leave(late);
@@ -87,9 +87,9 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
   it("a lease another controller holds is waited for, then taken once it is given back; other seats never wait", async () => {
     expect(await tryTakeLease(database.db, "m/remote", "other:1", 60_000)).toBe(true);
     const turns = new SeatTurns(database.db, 30_000, "me");
-    const other = await turns.enter("m/free", "me:b", undefined, 1000);
+    const other = await join(turns, "m/free", "me:b", 1000);
     expect(other.held).toBe(true);
-    const waiting = turns.enter("m/remote", "me:a", undefined, 20_000);
+    const waiting = join(turns, "m/remote", "me:a", 20_000);
     await new Promise((r) => setTimeout(r, 100));
     expect(await holderOf("m/remote")).toBe("other:1");
     // The other controller settles: its lease is deleted, and the waiter takes it.
@@ -103,9 +103,9 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
 
   it("a settle that commits after its deadline handed the lease to the next waiter: that waiter takes its turn at once, not after the 25 s wait", async () => {
     const turns = new SeatTurns(database.db, 60_000, "me");
-    const first = await turns.enter("m/late", "me:first", undefined, 1_000);
+    const first = await join(turns, "m/late", "me:first", 1_000);
     expect(first.held).toBe(true);
-    const next = turns.enter("m/late", "me:next", undefined, 3_000);
+    const next = join(turns, "m/late", "me:next", 3_000);
     await new Promise((r) => setTimeout(r, 50));
     // The first delivery's settle statement, given up on by its controller, commits when the
     // database answers again: it hands the lease to the head waiter, as a settle does.
@@ -131,7 +131,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     const served: string[] = [];
     let inTurn = 0;
     const take = (turns: SeatTurns, holder: string, holdMs: number) =>
-      withSeatTurn(turns, { seatId: "m/shared", holder }, async (turn) => {
+      withSeatTurn(turns, join(turns, "m/shared", holder), async (turn) => {
         inTurn++;
         expect(inTurn).toBe(1);
         expect(turn.held).toBe(true);
@@ -142,7 +142,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     let joinedAll!: () => void;
     const allJoined = new Promise<void>((r) => (joinedAll = r));
     const all = [
-      withSeatTurn(a, { seatId: "m/shared", holder: "ra:0" }, async () => {
+      withSeatTurn(a, join(a, "m/shared", "ra:0"), async () => {
         await allJoined;
         served.push("ra:0");
       }),
@@ -169,13 +169,13 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
       sql`insert into controller_instances (id, pid, host, heartbeat_at, lease_expires_at) values ('dead', 1, 'test', now(), now() - interval '1 second'), ('silent', 1, 'test', now(), now() + interval '10 seconds')`,
     );
     const live = new SeatTurns(database.db, 30_000, "me");
-    const first = await live.enter("m/dead", "me:first", undefined, 1_000);
+    const first = await join(live, "m/dead", "me:first", 1_000);
     expect(first.held).toBe(true);
     // Two waiters of dead controllers joined before this controller's next one.
     await database.db.execute(sql`insert into seat_waiters (holder, seat_id, admitted_at, expires_at) values
       ('dead:1', 'm/dead', now() - interval '2 seconds', now() + interval '20 seconds'),
       ('silent:1', 'm/dead', now() - interval '1 seconds', now() + interval '20 seconds')`);
-    const next = live.enter("m/dead", "me:next", undefined, 20_000);
+    const next = join(live, "m/dead", "me:next", 20_000);
     while (live.waiting("m/dead") < 1) await new Promise((r) => setTimeout(r, 5));
     const t0 = performance.now();
     await live.leave(first);
