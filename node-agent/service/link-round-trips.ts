@@ -4,8 +4,9 @@
  * gate adds a bound on a request's transit to the controller's stated authority age; a fixed
  * constant is either too generous on loopback or not conservative at all across a WAN, so the
  * bound is the link's own recent worst round trip (a one-way transit is at most that), never
- * below a floor, and a generous default until the first PING has come back. A sample is the
- * smaller of two consecutive PINGs, so a single stall is not taken for the link's round trip.
+ * below a floor, and a generous default until the first PING has come back. A PING that looks
+ * slow (the session's first, or twice its fastest kept sample) is confirmed by a second at once and
+ * the sample is the smaller of the two, so a single stall is not taken for the link's round trip.
  * Samples belong to the session they were taken on, and a call is bounded by its own session's:
  * a link the agent has left (a relink through another route, a controller restart) says nothing
  * of the one a request came on, and its slower round trips kept the bound high for 20 s after.
@@ -77,10 +78,12 @@ export class LinkRoundTrips {
           // Too many outstanding pings, or the session is closing: the next tick tries again.
         }
       };
-      // Each sample is the smaller of two PINGs in a row, the second sent when the first returns.
-      // A one-off stall of either event loop (the controller's database work for the heartbeat
-      // sent at the same instant, a renewal, startup) delays only the first; a slow link or a
-      // loop that stays busy delays both, and still counts (ADR 0010).
+      // A PING that looks slow is confirmed by a second sent when it returns, and the sample is the
+      // smaller: a one-off stall of either event loop (the controller's database work for the heartbeat
+      // sent at the same instant, a renewal, startup) delays only the first; a slow link or a loop that
+      // stays busy delays both, and still counts (ADR 0010). A fast first stands alone: a second could
+      // only lower it, and each PING costs the controller a read and a write on every link (issue 36:
+      // at 1,000 agents the pairs were most of its idle CPU).
       let recheck: NodeJS.Timeout | undefined;
       const sample = (ms: number) => {
         this.record(session, ms);
@@ -93,7 +96,7 @@ export class LinkRoundTrips {
         }
       };
       const confirm = (first: number) => {
-        if (session.destroyed || session.closed) return sample(first);
+        if (!this.looksSlow(session, first) || session.destroyed || session.closed) return sample(first);
         try {
           session.ping((err, second) => sample(err ? first : Math.min(first, second)));
         } catch {
@@ -130,8 +133,17 @@ export class LinkRoundTrips {
   /** The session's newest sample is twice its fastest kept one: the link or a peer is disturbed. */
   private slow(session: object): boolean {
     const samples = this.bySession.get(session) ?? [];
-    const newest = samples.at(-1)?.ms ?? 0;
-    return newest > TRANSIT_FLOOR_MS && newest > 2 * Math.min(...samples.map((x) => x.ms));
+    return this.slowAgainst(samples, samples.at(-1)?.ms ?? 0);
+  }
+
+  /** A round trip the session's kept samples would call slow, or the session's first (nothing to judge it by). */
+  private looksSlow(session: object, ms: number): boolean {
+    const samples = this.bySession.get(session) ?? [];
+    return samples.length === 0 || this.slowAgainst(samples, ms);
+  }
+
+  private slowAgainst(samples: Sample[], ms: number): boolean {
+    return ms > TRANSIT_FLOOR_MS && ms > 2 * Math.min(...samples.map((x) => x.ms));
   }
 
   /**

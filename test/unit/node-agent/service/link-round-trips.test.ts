@@ -102,6 +102,20 @@ describe("link-round-trips.LinkRoundTrips", () => {
     expect(rt.transitBoundMs()).toBeLessThan(300);
   });
 
+  it("issue 36: a PING that returns fast stands alone; only a slow one (or a session's first) is confirmed by a second", async () => {
+    const rt = new LinkRoundTrips({ intervalMs: 60 });
+    const c = client(await agentServer(rt));
+    // The controller's side hears each of the agent's PINGs: a confirming one comes right after the first.
+    const heard: number[] = [];
+    c.on("ping", () => heard.push(performance.now()));
+    await until(() => heard.length >= 12);
+    const gaps = heard.slice(1).map((t, i) => t - heard[i]!);
+    // The session's first round trip has nothing to be judged by, so it is confirmed.
+    expect(gaps[0]).toBeLessThan(30);
+    // On loopback the later ones are fast: one PING an interval. Paired, half the gaps would be under 30 ms.
+    expect(gaps.slice(1).filter((g) => g < 30).length).toBeLessThanOrEqual(2);
+  });
+
   it("the bound is the worst of the recent samples, and an old outlier ages out", () => {
     const rt = new LinkRoundTrips({ keep: 3 });
     const link = {};
