@@ -10,22 +10,17 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { AgentResult } from "../../shared/verdicts.js";
 import { ClaudeAdapter } from "../../node-agent/harnesses/claude/adapter.js";
-import { claudeOccupantId, observeClaudeOccupant } from "../../node-agent/harnesses/claude/occupant.js";
-import type { NativeWrite, SeatRecord, SessionRead } from "../../node-agent/harnesses/adapter.js";
-import { idleReleases } from "../../controller/delivery/idle-release.js";
+import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { until } from "../kit/until.js";
 import { requireHarness } from "./kit/harness-bin.js";
+import { idleReleaseOn as releases } from "./kit/idle-release-read.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
-import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
+import { claudeSeat, startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
 
 const bin = requireHarness("claude");
-
-/** The unattended release's decision on a full read that lacks the original, at the status given. */
-const releases = (read: SessionRead, status = read.status) =>
-  idleReleases({ kind: "absent", status, ...(read.writeTurn ? { writeTurn: read.writeTurn } : {}) });
 
 describe.runIf(bin)(
   "rule 39 on the real Claude Code: the write's turn is terminal only once the model finished",
@@ -39,14 +34,7 @@ describe.runIf(bin)(
     beforeAll(async () => {
       mock = await startMockAnthropicServer();
       tui = await startClaudeTui(bin!, mock.url);
-      seat = {
-        name: "claude-r39",
-        kind: SeatKind.Claude,
-        title: "claude",
-        occupantId: claudeOccupantId(await observeClaudeOccupant(tui.claudePid, tui.reportDir)),
-        createdAtMs: Date.now(),
-        control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid },
-      };
+      seat = await claudeSeat(tui, "claude-r39");
     });
     afterAll(async () => {
       mock?.release();

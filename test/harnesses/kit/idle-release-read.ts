@@ -1,0 +1,13 @@
+/**
+ * Rule 39's decision on a real harness's session read: what the unattended release
+ * (controller/delivery/idle-release.ts) would decide on a full read that lacks the original, given
+ * the status and write turn the agent's ReadSession reported (agent-service.ts passes the
+ * adapter's readSession through unchanged). STATUS overrides the read's status, to ask what a seat
+ * read idle between two moments would decide while the turn is still active.
+ */
+import { idleReleases } from "../../../controller/delivery/idle-release.js";
+import type { SessionRead } from "../../../node-agent/harnesses/adapter.js";
+
+export function idleReleaseOn(read: SessionRead, status = read.status): boolean {
+  return idleReleases({ kind: "absent", status, ...(read.writeTurn ? { writeTurn: read.writeTurn } : {}) });
+}
