@@ -16,7 +16,7 @@ import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { until } from "../kit/until.js";
 import { requireHarness } from "./kit/harness-bin.js";
-import { idleReleaseOn as releases } from "./kit/idle-release-read.js";
+import { idleReleaseOn as releases, untilIdleReleases } from "./kit/idle-release-read.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 import { claudeSeat, startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
 
@@ -73,12 +73,7 @@ describe.runIf(bin)(
 
       // The model finishes: the turn our write waited behind reads terminal, and the seat idle.
       mock.release();
-      const done = await until(async () => {
-        const r = await adapter.readSession(seat, 0, ours.deliveryId);
-        return r.status === "idle" && r.writeTurn === "terminal" && r;
-      }, "the seat reads idle and the write's turn terminal after the model finished");
-      expect(done.complete).toBe(true);
-      expect(releases(done)).toBe(true);
+      await untilIdleReleases(adapter, seat, ours.deliveryId);
       expect(mock.userMessagesContaining(`clankie_id="${ours.deliveryId}"`)).toBe(1);
     }, 120_000);
   },

@@ -17,7 +17,7 @@ import type { NativeWrite } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { until } from "../kit/until.js";
 import { requireHarness } from "./kit/harness-bin.js";
-import { idleReleaseOn as releases } from "./kit/idle-release-read.js";
+import { idleReleaseOn as releases, untilIdleReleases } from "./kit/idle-release-read.js";
 import { openCodeSeat, startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 
@@ -72,12 +72,7 @@ describe.runIf(bin)("rule 39 on the real OpenCode: the write's turn is terminal 
     expect(releases(streaming, "idle")).toBe(false);
 
     // The model finishes: the write's turn reads terminal, and the seat idle.
-    const done = await until(async () => {
-      const r = await adapter.readSession(seat, 0, ours.deliveryId);
-      return r.status === "idle" && r.writeTurn === "terminal" && r;
-    }, "the seat reads idle and the write's turn terminal after the model finished");
-    expect(done.complete).toBe(true);
-    expect(releases(done)).toBe(true);
+    await untilIdleReleases(adapter, seat, ours.deliveryId);
     expect(mock.userMessagesContaining(ours.text)).toBe(1);
   }, 120_000);
 });
