@@ -9,11 +9,12 @@
  * the session OpenCode itself serves holds no message, and no model was asked.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { assertBuilt, runCli } from "../kit/cli.js";
+import { readCmdline } from "../../node-agent/proofs/linux-read.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { freePort } from "./kit/opencode-server.js";
 import { prepareWorkerReportStore, startWorkerReportFleet, type WorkerReportFleet } from "./kit/worker-report-fleet.js";
@@ -118,10 +119,15 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
     await fleet?.close();
     try {
       if (tmuxSock) {
-        // OpenCode 1.18.33's TUI outlives its pane (it ignores the hang-up): end it by its pid.
-        const pid = Number(execFileSync(TMUX, ["-S", tmuxSock, "display-message", "-p", "-t", "oc", "#{pane_pid}"]));
         execFileSync(TMUX, ["-S", tmuxSock, "kill-server"], { stdio: "ignore" });
-        if (pid > 0) process.kill(pid, "SIGTERM");
+        // OpenCode 1.18.33's TUI outlives its pane (its process leaves the pane's group): end ours by pid.
+        for (const pid of readdirSync("/proc")
+          .filter((d) => /^\d+$/.test(d))
+          .map(Number)) {
+          const argv = readCmdline(pid);
+          if (Array.isArray(argv) && argv.includes(sessionId) && argv.includes(tuiUrl.split(":").pop()!))
+            process.kill(pid, "SIGTERM");
+        }
       }
     } catch {
       // already gone
