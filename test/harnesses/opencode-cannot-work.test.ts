@@ -9,7 +9,7 @@
  * the session OpenCode itself serves holds no message, and no model was asked.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
@@ -119,15 +119,19 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
     await fleet?.close();
     try {
       if (tmuxSock) {
-        execFileSync(TMUX, ["-S", tmuxSock, "kill-server"], { stdio: "ignore" });
-        // OpenCode 1.18.33's TUI outlives its pane (its process leaves the pane's group): end ours by pid.
-        for (const pid of readdirSync("/proc")
+        // OpenCode 1.18.33's TUI can outlive its pane (seen at ~100% CPU after kill-server): end ours by pid first.
+        const ours = readdirSync("/proc")
           .filter((d) => /^\d+$/.test(d))
-          .map(Number)) {
-          const argv = readCmdline(pid);
-          if (Array.isArray(argv) && argv.includes(sessionId) && argv.includes(tuiUrl.split(":").pop()!))
-            process.kill(pid, "SIGTERM");
-        }
+          .map(Number)
+          .filter((pid) => {
+            const argv = readCmdline(pid);
+            return Array.isArray(argv) && argv.includes(sessionId) && argv.includes(tuiUrl.split(":").pop()!);
+          });
+        const alive = (pid: number) => existsSync(`/proc/${pid}`);
+        for (const pid of ours) process.kill(pid, "SIGTERM");
+        for (let i = 0; i < 30 && ours.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
+        for (const pid of ours.filter(alive)) process.kill(pid, "SIGKILL");
+        execFileSync(TMUX, ["-S", tmuxSock, "kill-server"], { stdio: "ignore" });
       }
     } catch {
       // already gone
