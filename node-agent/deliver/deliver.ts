@@ -115,6 +115,12 @@ export async function deliver(deps: DeliverDeps, cmd: DeliverCommand): Promise<D
     ],
   });
   // The harness's own "cannot take a turn" refuses the write whatever the gate says: a refusal needs no fresh authority.
+  // An authority already stale on arrival stops the gate before it reads the seat: read it once here for that answer.
+  if (!gate.pass && !snapshot)
+    snapshot = await adapter.inspect(seat).then(
+      (i) => i.snapshot,
+      () => undefined,
+    );
   const cannot = snapshot?.cannotWork && (!cmd.occupantId || snapshot.occupantId === cmd.occupantId);
   if (!gate.pass && !cannot) return notSent(gate.reason, gate.detail, evidence(deps.clock, gate.proofs));
   if (!snapshot) return notSent("proof_unknown", "the seat was not observed");

@@ -16,7 +16,7 @@ import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
-import { startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
+import { claudeSeat, startClaudeTui, type ClaudeTui } from "./kit/claude-tui.js";
 import { createGuardedEscStop } from "../../node-agent/harnesses/claude/stop.js";
 import { tmuxClaudeKeys } from "../../node-agent/harnesses/claude/stop-tmux.js";
 import { claudeScreenStatus } from "../../node-agent/harnesses/claude/screen.js";
@@ -70,15 +70,7 @@ describe.runIf(bin)("ClaudeAdapter against the real interactive Claude Code", ()
   beforeAll(async () => {
     mock = await startMockAnthropicServer();
     tui = await startClaudeTui(bin!, mock.url);
-    // The occupant as discovery records it: this process lifetime in this session (rule 46).
-    seat = {
-      name: "claude-1",
-      kind: SeatKind.Claude,
-      title: "claude",
-      occupantId: claudeOccupantId(await observeClaudeOccupant(tui.claudePid, tui.reportDir)),
-      createdAtMs: Date.now(),
-      control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid },
-    };
+    seat = await claudeSeat(tui, "claude-1");
   });
   afterAll(async () => {
     mock?.release();

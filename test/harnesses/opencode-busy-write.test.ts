@@ -9,12 +9,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { AgentResult } from "../../shared/verdicts.js";
 import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode/adapter.js";
 import type { NativeWrite, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { requireHarness } from "./kit/harness-bin.js";
-import { startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
+import { openCodeSeat, startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 
 const bin = requireHarness("opencode");
@@ -46,17 +46,7 @@ describe.runIf(bin)(
     });
 
     const msg = (text: string): NativeWrite => ({ deliveryId: randomUUID(), text, mode: "auto", conversationId: "c1" });
-    async function seat(): Promise<SeatRecord> {
-      const sessionId = await server.createSession();
-      return {
-        name: `oc-${sessionId.slice(-6)}`,
-        kind: SeatKind.OpenCode,
-        title: "opencode",
-        occupantId: `opencode:${sessionId}`,
-        createdAtMs: Date.now(),
-        control: { baseUrl: server.url, sessionId, passwordFile: server.passwordFile },
-      };
-    }
+    const seat = async (): Promise<SeatRecord> => openCodeSeat(server, await server.createSession());
 
     /** The message was stored once (our id, no resend), reached the model once as the newest user text, and the seat ends idle. */
     async function expectRunOnce(

@@ -4,15 +4,17 @@
  * `anthropic/claude-sonnet-4-5` with no key for Anthropic: the pinned 1.18.33 would take a
  * prompt and fail its turn at once ("Model not found"), reading idle again. list_seats carries
  * `cannotWork {reason: "no_api_key"}` from OpenCode's own `/config/providers` answer and offers no
- * delivery mode, and `clankie seat list` shows the same. (Delivery to such a seat is refused with
- * `seat_cannot_work` in node-agent/deliver/deliver.ts, whatever the harness: pi-cannot-work.test.ts.)
+ * delivery mode, and `clankie seat list` shows the same. The lead's message_seat to it is refused
+ * with the typed `seat_cannot_work` (node-agent/deliver/deliver.ts) before anything is written:
+ * the session OpenCode itself serves holds no message, and no model was asked.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { assertBuilt, runCli } from "../kit/cli.js";
+import { readCmdline } from "../../node-agent/proofs/linux-read.js";
 import { requireHarness } from "./kit/harness-bin.js";
 import { freePort } from "./kit/opencode-server.js";
 import { prepareWorkerReportStore, startWorkerReportFleet, type WorkerReportFleet } from "./kit/worker-report-fleet.js";
@@ -64,6 +66,9 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
   let tmuxSock = "";
   let seat: SeatRow;
   let last: SeatRow[] = [];
+  /** The TUI's own server, and the session it shows. */
+  let tuiUrl = "";
+  let sessionId = "";
 
   beforeAll(async () => {
     assertBuilt();
@@ -93,8 +98,9 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
         share: "disabled",
       }),
     );
-    const sessionId = await createSession(env, work);
+    sessionId = await createSession(env, work);
     const port = await freePort();
+    tuiUrl = `http://127.0.0.1:${port}`;
     tmuxSock = join(root, "tmux.sock");
     execFileSync(TMUX, [
       ...["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "oc", "-x", "160", "-y", "40", "-c", work],
@@ -112,7 +118,21 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
   afterAll(async () => {
     await fleet?.close();
     try {
-      if (tmuxSock) execFileSync(TMUX, ["-S", tmuxSock, "kill-server"], { stdio: "ignore" });
+      if (tmuxSock) {
+        // OpenCode 1.18.33's TUI can outlive its pane (seen at ~100% CPU after kill-server): end ours by pid first.
+        const ours = readdirSync("/proc")
+          .filter((d) => /^\d+$/.test(d))
+          .map(Number)
+          .filter((pid) => {
+            const argv = readCmdline(pid);
+            return Array.isArray(argv) && argv.includes(sessionId) && argv.includes(tuiUrl.split(":").pop()!);
+          });
+        const alive = (pid: number) => existsSync(`/proc/${pid}`);
+        for (const pid of ours) process.kill(pid, "SIGTERM");
+        for (let i = 0; i < 30 && ours.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
+        for (const pid of ours.filter(alive)) process.kill(pid, "SIGKILL");
+        execFileSync(TMUX, ["-S", tmuxSock, "kill-server"], { stdio: "ignore" });
+      }
     } catch {
       // already gone
     }
@@ -133,5 +153,18 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
     expect(json.code, json.stderr).toBe(0);
     const row = (JSON.parse(json.stdout) as { seats: Record<string, unknown>[] }).seats.find((s) => s.id === seat.id);
     expect(row).toMatchObject({ modes: "none", cannotWork: expect.stringMatching(/^no_api_key: OpenCode's/) });
+  });
+
+  it("message_seat is refused before anything is written: seat_cannot_work, the session and the model see nothing", async () => {
+    const text = `never to a keyless OpenCode ${seat.id}`;
+    const res = await fleet.lead.call("message_seat", { seat: seat.id, message: text });
+    expect(res.structuredContent, JSON.stringify(res.structuredContent)).toMatchObject({
+      outcome: "undelivered",
+      reason: "seat_cannot_work",
+    });
+    const messages = await fetch(`${tuiUrl}/session/${encodeURIComponent(sessionId)}/message`);
+    expect(messages.status).toBe(200);
+    expect(JSON.stringify(await messages.json())).not.toContain(text);
+    expect(mock.userMessagesContaining(text)).toBe(0);
   });
 });

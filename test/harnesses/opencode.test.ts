@@ -8,14 +8,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { AgentResult, SeatKind } from "../../shared/verdicts.js";
+import { AgentResult } from "../../shared/verdicts.js";
 import { OpenCodeAdapter } from "../../node-agent/harnesses/opencode/adapter.js";
 import { deliveryIdOf } from "../../node-agent/harnesses/opencode/ids.js";
 import type { NativeWrite, SeatOf, SeatRecord } from "../../node-agent/harnesses/adapter.js";
 import { startMockAnthropicServer, type MockAnthropicServer } from "../fixtures/mock-anthropic-server.js";
 import { startHttpFaultProxy, type HttpFaultProxy } from "../fixtures/http-fault-proxy.js";
 import { requireHarness } from "./kit/harness-bin.js";
-import { startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
+import { openCodeSeat, startOpenCodeServer, type OpenCodeServer } from "./kit/opencode-server.js";
 import { deliverTo, frozenClock } from "./kit/deliver-to.js";
 
 const bin = requireHarness("opencode");
@@ -39,19 +39,8 @@ describe.runIf(bin)("OpenCodeAdapter against the real opencode serve", () => {
   });
 
   async function seat(opts: { viaProxy?: boolean; passwordFile?: string } = {}): Promise<SeatOf<"opencode">> {
-    const sessionId = await server.createSession();
-    return {
-      name: `oc-${sessionId.slice(-6)}`,
-      kind: SeatKind.OpenCode,
-      title: "opencode",
-      occupantId: `opencode:${sessionId}`,
-      createdAtMs: Date.now(),
-      control: {
-        baseUrl: opts.viaProxy ? proxy.url : server.url,
-        sessionId,
-        passwordFile: opts.passwordFile ?? server.passwordFile,
-      },
-    };
+    const via = { baseUrl: opts.viaProxy ? proxy.url : undefined, passwordFile: opts.passwordFile };
+    return openCodeSeat(server, await server.createSession(), via);
   }
   const msg = (text: string, mode: NativeWrite["mode"] = "auto"): NativeWrite => ({
     deliveryId: randomUUID(),

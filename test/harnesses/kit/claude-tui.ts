@@ -13,6 +13,9 @@ import { fileURLToPath } from "node:url";
 import { CHANNEL_SERVER_NAME, channelPaths } from "../../../node-agent/harnesses/claude/channel-wire.js";
 import { channelHello } from "../../../node-agent/harnesses/claude/channel-client.js";
 import { readSessionReport } from "../../../node-agent/harnesses/claude/session-report.js";
+import { claudeOccupantId, observeClaudeOccupant } from "../../../node-agent/harnesses/claude/occupant.js";
+import type { SeatRecord } from "../../../node-agent/harnesses/adapter.js";
+import { SeatKind } from "../../../shared/verdicts.js";
 
 const ROOT = fileURLToPath(new URL("../../..", import.meta.url));
 const CLI = join(ROOT, "dist/cli/main.js");
@@ -198,4 +201,16 @@ export async function startClaudeTui(
     );
   }
   return { dir, channelDir, reportDir, claudePid, tmuxSocket, paneId, capture, close };
+}
+
+/** The seat discovery records for this Claude: its occupant is this process lifetime in this session (rule 46). */
+export async function claudeSeat(tui: ClaudeTui, name: string): Promise<SeatRecord> {
+  return {
+    name,
+    kind: SeatKind.Claude,
+    title: "claude",
+    occupantId: claudeOccupantId(await observeClaudeOccupant(tui.claudePid, tui.reportDir)),
+    createdAtMs: Date.now(),
+    control: { channelDir: tui.channelDir, reportDir: tui.reportDir, claudePid: tui.claudePid },
+  };
 }

@@ -7,6 +7,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { SeatOf } from "../../../node-agent/harnesses/adapter.js";
+import { SeatKind } from "../../../shared/verdicts.js";
 
 export interface OpenCodeServer {
   readonly url: string;
@@ -141,4 +143,24 @@ export async function startOpenCodeServer(
   });
   await fetch(`${url}/api/session/${first}/interrupt`, { method: "POST", headers });
   return handle;
+}
+
+/** A seat for one session of this server, as discovery records it; VIA: another address or password file for it. */
+export function openCodeSeat(
+  server: OpenCodeServer,
+  sessionId: string,
+  via: { baseUrl?: string | undefined; passwordFile?: string | undefined } = {},
+): SeatOf<"opencode"> {
+  return {
+    name: `oc-${sessionId.slice(-6)}`,
+    kind: SeatKind.OpenCode,
+    title: "opencode",
+    occupantId: `opencode:${sessionId}`,
+    createdAtMs: Date.now(),
+    control: {
+      baseUrl: via.baseUrl ?? server.url,
+      sessionId,
+      passwordFile: via.passwordFile ?? server.passwordFile,
+    },
+  };
 }

@@ -56,6 +56,14 @@ describe("deliver.deliver freshness gate", () => {
     expect(store.list("inbox").entries).toHaveLength(0);
   });
 
+  it("issue 35: the harness's own cannot-work refuses the write when the authority arrived stale (the gate read nothing)", async () => {
+    const clock = new VirtualClock();
+    const { store, deps, command } = mailboxSeat(clock, 0, { reason: "no_api_key", detail: "no key" });
+    const v = await clock.run(deliver(deps, command(FRESHNESS_LIMIT_MS + 1)));
+    expect(v).toMatchObject({ result: "rejected", reason: "seat_cannot_work" });
+    expect(store.list("inbox").entries).toHaveLength(0);
+  });
+
   it("writes when the oldest proof is within 250 ms, and the result lists every proof with its age at the write", async () => {
     const clock = new VirtualClock();
     const { store, deps, command } = mailboxSeat(clock, 20);
