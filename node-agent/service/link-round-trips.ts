@@ -82,8 +82,7 @@ export class LinkRoundTrips {
       // smaller: a one-off stall of either event loop (the controller's database work for the heartbeat
       // sent at the same instant, a renewal, startup) delays only the first; a slow link or a loop that
       // stays busy delays both, and still counts (ADR 0010). A fast first stands alone: a second could
-      // only lower it, and each PING costs the controller a read and a write on every link (issue 36:
-      // at 1,000 agents the pairs were most of its idle CPU).
+      // only lower it, and each PING costs the controller a read and a write on every link (issue 36).
       let recheck: NodeJS.Timeout | undefined;
       const sample = (ms: number) => {
         this.record(session, ms);
