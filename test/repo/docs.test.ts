@@ -14,8 +14,10 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const KEPT_RESULTS = [
   "bench/results/fleet-scale.json",
   "bench/results/front-door.json",
+  "bench/results/high-availability-fairness.json",
   "bench/results/high-availability.json",
   "bench/results/latest.json",
+  "bench/results/link-pings.json",
   "bench/results/proof-sources.json",
   "bench/results/rpc-clients.json",
   "verify/results/fuzz.json",
