@@ -66,6 +66,7 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
   let tmuxSock = "";
   let seat: SeatRow;
   let last: SeatRow[] = [];
+  let diagnosis = "";
   /** The TUI's own server, and the session it shows. */
   let tuiUrl = "";
   let sessionId = "";
@@ -99,22 +100,50 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
       }),
     );
     sessionId = await createSession(env, work);
-    const port = await freePort();
-    tuiUrl = `http://127.0.0.1:${port}`;
     tmuxSock = join(root, "tmux.sock");
     execFileSync(TMUX, [
       ...["-S", tmuxSock, "-f", "/dev/null", "new-session", "-d", "-s", "oc", "-x", "160", "-y", "40", "-c", work],
+      ...["/bin/sleep", "600"],
+    ]);
+    fleet = await startWorkerReportFleet(store, mock, tmuxSock);
+    // The TUI's port is chosen once the fleet's own listeners are bound, and the pane then runs the TUI:
+    // a port picked before them could be taken by one of theirs before the TUI binds it.
+    const port = await freePort();
+    tuiUrl = `http://127.0.0.1:${port}`;
+    execFileSync(TMUX, [
+      ...["-S", tmuxSock, "respawn-pane", "-k", "-t", "oc", "-c", work],
       "/usr/bin/env",
       ...Object.entries(env).map(([k, v]) => `${k}=${v}`),
       ...[bin!, "--port", String(port), "--hostname", "127.0.0.1", "--session", sessionId],
     ]);
-    fleet = await startWorkerReportFleet(store, mock, tmuxSock);
-    for (let i = 0; i < 300 && !seat; i++) {
+    for (let i = 0; i < 450 && !seat; i++) {
       last = (await fleet.lead.call("list_seats", {})).structuredContent?.seats as SeatRow[];
       seat = last.find((s) => s.id.startsWith("workbox/opencode-") && s.cannotWork)!;
       if (!seat) await new Promise((r) => setTimeout(r, 200));
     }
+    if (!seat) diagnosis = await diagnose();
   });
+
+  /** What the TUI's own server and pane show, for a failure message. */
+  async function diagnose(): Promise<string> {
+    const t0 = Date.now();
+    let server: string;
+    try {
+      const res = await fetch(`${tuiUrl}/session/${encodeURIComponent(sessionId)}`, {
+        signal: AbortSignal.timeout(10_000),
+      });
+      server = `HTTP ${res.status} after ${Date.now() - t0} ms: ${(await res.text()).slice(0, 300)}`;
+    } catch (e) {
+      server = `${(e as Error).message} after ${Date.now() - t0} ms`;
+    }
+    let pane = "";
+    try {
+      pane = execFileSync(TMUX, ["-S", tmuxSock, "capture-pane", "-p", "-t", "oc"], { encoding: "utf8" });
+    } catch (e) {
+      pane = (e as Error).message;
+    }
+    return `the TUI's server: ${server}\nthe pane:\n${pane.trim().slice(-1500)}`;
+  }
   afterAll(async () => {
     await fleet?.close();
     try {
@@ -140,7 +169,7 @@ describe.runIf(bin)("an OpenCode seat that cannot take a turn (no key for its mo
   });
 
   it("list_seats shows cannotWork with OpenCode's own answer and offers no delivery mode", () => {
-    expect(seat, `no OpenCode seat with cannotWork appeared: ${JSON.stringify(last)}`).toBeDefined();
+    expect(seat, `no OpenCode seat with cannotWork appeared: ${JSON.stringify(last)}\n${diagnosis}`).toBeDefined();
     expect(seat.cannotWork).toEqual({
       reason: "no_api_key",
       detail: expect.stringMatching(/\/config\/providers lists no provider anthropic .*anthropic\/claude-sonnet-4-5/),
