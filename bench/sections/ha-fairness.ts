@@ -50,21 +50,28 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
   const callers: Lead[] = [];
   for (let i = 0; i < CALLERS; i++)
     callers.push({ name: `fair-${i}`, token: await c.issueLeadToken(`bench-ha-fair-${i}`) });
-  // Before the clock: the seat's first write (a new mailbox), and a few calls through each replica. A
-  // replica's first calls after a start or a failover run 2–3x slower (cold code, pool connections new to
-  // the admission statement): in the runs before this warm-up the slowest call was always a first call,
-  // admitted 60–230 ms after it started. That is no part of the turn order this measures (the kill and
-  // promotion parts time the first calls after a failure).
-  const warm: Lead = { name: "fair-warm", token: await c.issueLeadToken("bench-ha-fair-warm") };
+  // Before the clock: the seat's first write (a new mailbox), and warm-up calls through each replica, as many
+  // at once as its timed callers. A replica's first calls after a start or a failover run 2–3x slower (cold
+  // code, and write-pool connections that are opened and prepare the delivery statements on first use): in
+  // the runs before this warm-up the slowest call was always a first call, admitted 60–230 ms after it
+  // started; with the warm-up one call at a time, a first call was still admitted 84–133 ms late, as the
+  // burst of simultaneous first calls opened pool connections the sequential warm-up never had. That is no
+  // part of the turn order this measures (the kill and promotion parts time the first calls after a failure).
+  const warmPerReplica = CALLERS / 2;
   for (const [r, replica] of c.replicas.slice(0, 2).entries()) {
-    warm.client = await connectLead(`${replica.url}/mcp`, warm);
-    for (let k = 0; k < WARM_CALLS_PER_REPLICA; k++)
-      await warm.client.callTool(
-        { name: "message_seat", arguments: { seat: SEAT, message: `fair warm-up ${r} ${k}` } },
-        undefined,
-        { timeout: 60_000 },
-      );
-    await warm.client.close().catch(() => {});
+    await Promise.all(
+      Array.from({ length: warmPerReplica }, async (_, w) => {
+        const warm: Lead = { name: `fair-warm-${w}`, token: await c.issueLeadToken(`bench-ha-fair-warm-${w}`) };
+        warm.client = await connectLead(`${replica.url}/mcp`, warm);
+        for (let k = 0; k < WARM_CALLS_PER_REPLICA; k++)
+          await warm.client.callTool(
+            { name: "message_seat", arguments: { seat: SEAT, message: `fair warm-up ${r} ${w} ${k}` } },
+            undefined,
+            { timeout: 60_000 },
+          );
+        await warm.client.close().catch(() => {});
+      }),
+    );
   }
   const urlOf = (i: number) => `${c.replicas[i % 2]!.url}/mcp`;
   // Every caller's session is open before any call starts. Opened inside the timed loop, the other callers'
