@@ -23,7 +23,7 @@ import type { DeliveryMode } from "../../shared/verdicts.js";
 import { commitUnknown, journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import { lineIsEmpty, seatTurnLockKey } from "./turn.js";
+import { lineIsEmpty } from "./turn.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";
@@ -168,34 +168,24 @@ call as (
   returning id
 ),
 turn_lock as (
-  select one.id as seat_id
-  from call, one, lateral pg_advisory_xact_lock_shared(${seatTurnLockKey(sql`one.id`)}) l where one.m_name is not null
-),
-free_lease as (
-  insert into seat_turns (seat_id, holder, expires_at)
-  select seat_id, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) from turn_lock
-  where ${lineIsEmpty(sql`turn_lock.seat_id`)} and not exists (select 1 from seat_turns t where t.seat_id = turn_lock.seat_id)
-  on conflict (seat_id) do nothing
-  returning holder
-),
-expired_lease as (
-  update seat_turns t set holder = ${p("holder")}::text, expires_at = now() + make_interval(secs => ${p("leaseSeconds")}::float8)
-  from turn_lock where t.seat_id = turn_lock.seat_id and t.expires_at < now() and ${lineIsEmpty(sql`turn_lock.seat_id`)}
-  returning t.holder
-),
-lease as (select holder from free_lease union all select holder from expired_lease),
-stamp as (
-  select turn_lock.seat_id, clock_timestamp() as at from turn_lock where (select count(*) from lease) >= 0
+  select one.id as seat_id, clock_timestamp() as at
+  from call, one, lateral pg_advisory_xact_lock(hashtextextended('clankie_seat_turn:' || one.id, 0)) l where one.m_name is not null
 ),
 receipt as (
   insert into delivery_receipts (id, conversation_id, seat_id, content_fingerprint, mode, state, in_reply_to, occupant_id, created_at)
-  select call.id, ${p("conversationId")}::text, one.id, ${p("contentFingerprint")}::text, ${p("mode")}::text, ${sql.raw(`'${ReceiptState.Dispatching}'`)}, ${p("inReplyTo")}::text, one.occupant_id, stamp.at
-  from call, one, stamp
+  select call.id, ${p("conversationId")}::text, one.id, ${p("contentFingerprint")}::text, ${p("mode")}::text, ${sql.raw(`'${ReceiptState.Dispatching}'`)}, ${p("inReplyTo")}::text, one.occupant_id, turn_lock.at
+  from call, one, turn_lock where one.m_name is not null
   returning seat_id
+),
+lease as (
+  insert into seat_turns (seat_id, holder, expires_at)
+  select seat_id, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8) from receipt where ${lineIsEmpty(sql`receipt.seat_id`)}
+  on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at where seat_turns.expires_at < now()
+  returning holder
 ),
 queued as (
   insert into seat_waiters (holder, seat_id, admitted_at, expires_at)
-  select ${p("holder")}::text, stamp.seat_id, stamp.at, now() + make_interval(secs => ${p("turnWaitSeconds")}::float8) from stamp where not exists (select 1 from lease)
+  select ${p("holder")}::text, receipt.seat_id, turn_lock.at, now() + make_interval(secs => ${p("turnWaitSeconds")}::float8) from receipt, turn_lock where not exists (select 1 from lease)
   returning holder
 ),
 original as (
@@ -220,13 +210,12 @@ from (select 1) x left join one on true
 );
 
 /*
- * `turn_lock` (ADR 0039): admissions to one seat hold its advisory lock in shared mode from before they read
- * the clock for their place (`stamp`) until they commit. A hand-off takes it exclusive before it reads the
- * line, so it sees every place stamped before it; admissions wait only for a hand-off's commit, never for
- * each other's (8 first calls at once had waited up to 133 ms in turn: issue 34's fairness measure).
- * The stamp is read after the lease is tried: two admissions racing for a free seat are ordered by the
- * `seat_turns` key (the loser's insert waits for the winner's commit, `do nothing` takes no row lock), and
- * the loser's place is then after the winner's. An expired lease is taken by an update (the rare case).
+ * `turn_lock` (issue 34 item 3): admissions to one seat take a transaction lock on the seat, once their call
+ * receipt is written, and read the clock once they hold it. Their admission time (the receipt's created_at and the place in the seat's
+ * line) is then in the order they commit, which is the order the line and the settle's hand-off see them:
+ * with the statement's start time (now()) an admission that started earlier but committed later was
+ * passed over by a hand-off that could not see it yet, or lost the free seat to a later one (bench:ha
+ * counted 2 skipped turns of 200). Only admissions to the same seat wait for each other, for one commit.
  */
 
 /**

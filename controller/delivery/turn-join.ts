@@ -2,37 +2,24 @@
  * How a notice or a stop enters a seat's turn (ADR 0039). It comes without an admission statement, so it
  * joins the fleet-wide line in a statement of its own (join_turn), taking the seat's lease at once when the
  * seat is free and nobody live waits; then it waits like a delivery (turn.ts) and gives the turn back with
- * pass_turn, which hands it to the head of the line as a settle does. Off the delivery's hot path. Like an
- * admission it holds the seat's lock shared while it reads the clock for its place (turn.ts).
+ * pass_turn, which hands it to the head of the line as a settle does. Off the delivery's hot path.
  */
 import { sql } from "drizzle-orm";
 import { p, type Row, statement } from "../journal/statements.js";
 import type { SeatTurn, TurnAdmission } from "./receipt-types.js";
-import {
-  fenced,
-  runTurnStatement,
-  type SeatTurns,
-  seatTurnLockKey,
-  takeLeaseSql,
-  type TurnWriter,
-  waiterIsLive,
-} from "./turn.js";
+import { fenced, runTurnStatement, type SeatTurns, takeLeaseSql, type TurnWriter, waiterIsLive } from "./turn.js";
 
 // Takes a free seat whose line is empty (of anyone else), else joins the line.
 const joinStatement = statement<Row>(
   "join_turn",
   () => sql`
-with turn_lock as (
-  select 1 from pg_advisory_xact_lock_shared(${seatTurnLockKey(sql`${p("seatId")}::text`)}) l
-),
-lease as (
+with lease as (
   ${takeLeaseSql(sql`select ${p("seatId")}::text, ${p("holder")}::text, now() + make_interval(secs => ${p("leaseSeconds")}::float8)
   where not exists (select 1 from seat_waiters w where w.seat_id = ${p("seatId")}::text and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")}) and ${fenced()}`)}
 ),
 queued as (
   insert into seat_waiters (holder, seat_id, admitted_at, expires_at)
-  select ${p("holder")}::text, ${p("seatId")}::text, clock_timestamp(), now() + make_interval(secs => ${p("waitSeconds")}::float8)
-  from turn_lock where not exists (select 1 from lease) and ${fenced()}
+  select ${p("holder")}::text, ${p("seatId")}::text, now(), now() + make_interval(secs => ${p("waitSeconds")}::float8) where not exists (select 1 from lease) and ${fenced()}
   on conflict (holder) do nothing returning holder
 )
 select (select count(*) from lease)::int as taken, ${fenced()} as live

@@ -36,19 +36,6 @@ export const waiterIsLive = (w: string) =>
     `(${w}.expires_at > now() and exists (select 1 from controller_instances i where i.id = split_part(${w}.holder, ':', 1) and i.lease_expires_at > now()))`,
   );
 
-/**
- * The seat's advisory lock (ADR 0039). Admissions and joins hold it shared from the moment they read the clock
- * for their place in the line until they commit; whatever chooses the head of the line holds it exclusive, so
- * it reads the line only once every place stamped before it has committed. Admissions never wait for each other.
- */
-export const seatTurnLockKey = (seat: SQL) => sql`hashtextextended('clankie_seat_turn:' || ${seat}, 0)`;
-
-/**
- * The seat's line, read after its exclusive lock is granted, in a snapshot of its own (migration 0017): the
- * calling statement's snapshot predates the lock's wait, and would miss the admissions it waited for.
- */
-const lineAfterLock = (seat: SQL) => sql`clankie_seat_line(${seat}, ${seatTurnLockKey(seat)})`;
-
 /** Whether an eligible waiter is in the seat's line (the admission takes a free lease only when none is). */
 export const lineIsEmpty = (seat: SQL) =>
   sql`not exists (select 1 from seat_waiters w where w.seat_id = ${seat} and ${waiterIsLive("w")})`;
@@ -79,9 +66,8 @@ export const takeLeaseSql = (values: SQL) => sql`insert into seat_turns (seat_id
 export function handOnSql(fence: SQL): SQL {
   return sql`
 next as (
-  select w.holder from ${lineAfterLock(sql`${p("seatId")}::text`)} w
-  where ${fence} and exists (select 1 from seat_turns t where t.seat_id = ${p("seatId")}::text and t.holder = ${p("holder")}::text)
-    and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
+  select w.holder from seat_waiters w
+  where w.seat_id = ${p("seatId")}::text and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
 ),
 released as (
   delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and not exists (select 1 from next) and ${fence} returning seat_id
@@ -91,21 +77,15 @@ handed as (
   from next where seat_turns.seat_id = ${p("seatId")}::text and seat_turns.holder = ${p("holder")}::text and ${fence} returning next.holder as holder
 ),
 dequeued as (
-  ${leaveLine("handed")}
+  delete from seat_waiters where holder in (select holder from handed) returning holder
 ),
 notified as (
   select ${notifyHolder("holder")} from handed where split_part(holder, ':', 1) <> split_part(${p("holder")}::text, ':', 1)
 )`;
 }
 
-/** Takes the rows of `moved`'s holders out of the line: the line read after the lock may be newer than the statement. */
-const leaveLine = (moved: string) =>
-  sql.raw(`select l.holder from ${moved} m, lateral clankie_leave_line(m.holder) l(holder)`);
-
-/** The final select's columns that make `dequeued` and `notified` run (a CTE that only reads runs only when referenced). */
-export const NOTIFIED = sql.raw(
-  "(select count(*) from dequeued)::int as dequeued, (select count(*) from notified)::int as notified",
-);
+/** The final select's column that makes `notified` run (a CTE that only reads runs only when referenced). */
+export const NOTIFIED = sql.raw("(select count(*) from notified)::int as notified");
 
 /**
  * A controller with waiters and no turn on the seat claims a lease handed to one of its holders, or moves a
@@ -118,10 +98,7 @@ with ours as (
   select holder from seat_turns where seat_id = ${p("seatId")}::text and split_part(holder, ':', 1) = ${p("self")}::text
 ),
 head as (
-  select w.holder from ${lineAfterLock(sql`${p("seatId")}::text`)} w
-  where not exists (select 1 from ours)
-    and not exists (select 1 from seat_turns t where t.seat_id = ${p("seatId")}::text and t.expires_at >= now())
-    and ${waiterIsLive("w")} ${inLine("w")} limit 1
+  select w.holder from seat_waiters w where w.seat_id = ${p("seatId")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
 ),
 cand as (
   select holder from ours union all select holder from head where not exists (select 1 from ours)
@@ -130,7 +107,7 @@ moved as (
   ${takeLeaseSql(sql`select ${p("seatId")}::text, holder, ${handedExpiry("holder", sql`${p("self")}::text`)} from cand where ${fenced()}`)}
 ),
 dequeued as (
-  ${leaveLine("moved")}
+  delete from seat_waiters where holder in (select holder from moved) returning holder
 ),
 swept as (
   delete from seat_waiters where seat_id = ${p("seatId")}::text and expires_at < now() and ${fenced()} returning holder

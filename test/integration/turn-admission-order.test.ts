@@ -8,9 +8,6 @@
  * went first while "admitted later" (bench:ha counted such inversions as skipped turns, 2 of 200). Now
  * admissions to one seat take their time under a per-seat transaction lock, in commit order: C's time
  * is after D's, and the order the line served is the admission order.
- *
- * Since the lock is shared among admissions (migration 0017), an admission in flight no longer holds up the
- * next one to the same seat; a settle's hand-off takes the lock exclusive, waits for it, and serves it first.
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
@@ -126,67 +123,5 @@ describe.runIf(available("postgres"))("issue 34 item 3: admission time is the se
     expect(await createdAt(c.id)).toBeGreaterThan(await createdAt(d.id));
     const line = await db().select().from(seatWaiters).where(eq(seatWaiters.seatId, SEAT));
     expect(line.map((w) => w.holder)).toEqual([c.holder]);
-    // The seat is free again for the next case.
-    expect((await settle(d, b)).handedTo).toBe(c.holder);
-    expect((await settle(c, a)).handedTo).toBeNull();
-  });
-
-  const settle = (h: AdmitParams, fence: InstanceEpoch) =>
-    settleDispatched(db(), {
-      id: h.id,
-      seatId: SEAT,
-      conversationId: h.conversationId,
-      contentFingerprint: h.contentFingerprint,
-      callState: CallState.Settled,
-      body: { outcome: "delivered", deliveryId: h.id },
-      outcome: { state: ReceiptState.Delivered, detail: "delivered" },
-      previousIds: [],
-      holder: h.holder,
-      leaseSeconds: 60,
-      now: new Date(),
-      fence,
-    });
-  const waitingOn = async (event: string, query: string) =>
-    (
-      await side<
-        { n: number }[]
-      >`select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and wait_event = ${event} and query like ${`%${query}%`}`
-    )[0]!.n;
-
-  it("admissions to one seat do not wait for each other; the hand-off waits for the one in flight and serves it first", async () => {
-    const a = await replica();
-    const b = await replica();
-    const h = admission(a);
-    expect((await admitDelivery(db(), h)).leaseTaken).toBe(true);
-
-    // C has its place (its stamp, under the seat's lock) and is held before its commit: another transaction
-    // holds the line's key C's row needs.
-    const c = admission(a);
-    const hold = await side.reserve();
-    await hold`begin`;
-    await hold`insert into seat_waiters (holder, seat_id, admitted_at, expires_at) values (${c.holder}, 'elsewhere', now(), now() + interval '1 hour')`;
-    const slow = admitDelivery(db(), c);
-    await until(async () => (await waitingOn("transactionid", "clankie:admit")) === 1 || undefined, "C held", 10);
-
-    // D, on replica B, is admitted while C is in flight: it does not wait for C's commit.
-    const d = admission(b);
-    expect((await admitDelivery(db(), d)).leaseTaken).toBe(false);
-
-    // H's settle must choose the head: it waits for C's commit rather than hand the turn to D.
-    let settled = false;
-    const handing = settle(h, a).then((r) => {
-      settled = true;
-      return r;
-    });
-    await until(async () => (await waitingOn("advisory", "clankie:settle")) === 1 || undefined, "settle waits", 10);
-    expect(settled).toBe(false);
-
-    await hold`rollback`;
-    hold.release();
-    expect((await slow).leaseTaken).toBe(false);
-    expect((await handing).handedTo).toBe(c.holder);
-    expect(await createdAt(c.id)).toBeLessThan(await createdAt(d.id));
-    const line = await db().select().from(seatWaiters).where(eq(seatWaiters.seatId, SEAT));
-    expect(line.map((w) => w.holder)).toEqual([d.holder]);
   });
 });
