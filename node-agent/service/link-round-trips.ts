@@ -14,10 +14,16 @@
  * the next PING go out within 250 ms instead of the interval: an attack that stalled the
  * controller for a while ends with the bound back at the link's own within about a second
  * (issue 32: it kept refusing every delivery `proof_stale` for 15-28 s after one).
+ * The controller's own liveness PINGs (every ~3 s) carry the round trip it measured on the one before
+ * (shared/link-ping-payload.ts), and that is a sample too: the agent sends a PING of its own only
+ * for a session's first sample, to confirm or recheck a slow one, and when no sample came for an
+ * interval (a controller that sends none). Its own PINGs every 5 s woke the controller once per
+ * agent and interval, each at its own moment: most of the PINGs' idle cost at 1,000 agents (issue 36).
  */
 import type { Http2Server, Http2ServerRequest, ServerHttp2Session } from "node:http2";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import { UNMEASURED_TRANSIT_BOUND_MS } from "../proofs/freshness.js";
+import { roundTripOf } from "../../shared/link-ping-payload.js";
 
 /** The HTTP/2 session a call arrived on, in its handler context (set by `linkContextValues`). */
 export const LINK_SESSION = createContextKey<object | undefined>(undefined, {
@@ -64,7 +70,7 @@ export class LinkRoundTrips {
     this.recheckMs = o.recheckMs ?? 250;
   }
 
-  /** Pings every session of `server` when it opens and then every interval while it lives. */
+  /** Samples every session of `server` when it opens, then from the controller's PINGs or, without them, every interval. */
   watch(server: Http2Server): void {
     server.on("session", (session: ServerHttp2Session) => {
       this.open(session);
@@ -106,7 +112,14 @@ export class LinkRoundTrips {
       // can be judged. Not earlier: on a reverse link (ADR 0021) the agent's session exists while
       // the controller still checks the certificate, and that wait is not the link's round trip.
       session.once("remoteSettings", ping);
-      const timer = setInterval(ping, this.intervalMs);
+      // The controller's PING reports its last round trip on this link: a sample, confirmed like a first.
+      session.on("ping", (payload: Buffer) => {
+        const ms = roundTripOf(payload);
+        if (ms !== undefined && recheck === undefined) confirm(ms);
+      });
+      const timer = setInterval(() => {
+        if (!this.sampledWithin(session, this.intervalMs)) ping();
+      }, this.intervalMs);
       timer.unref();
       session.once("close", () => {
         clearInterval(timer);
@@ -127,6 +140,12 @@ export class LinkRoundTrips {
     if (!samples) return;
     samples.push({ ms: durationMs, at: performance.now() });
     if (samples.length > this.keep) samples.shift();
+  }
+
+  /** A sample of the session was taken in the last `ms`. */
+  private sampledWithin(session: object, ms: number): boolean {
+    const newest = this.bySession.get(session)?.at(-1);
+    return newest !== undefined && performance.now() - newest.at < ms;
   }
 
   /** The session's newest sample is twice its fastest kept one: the link or a peer is disturbed. */
