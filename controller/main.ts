@@ -271,8 +271,7 @@ export async function startController(
   // alone would pass on a full disk or a read-only replica).
   const health = new HealthMonitor([StatusService.typeName, OwnerService.typeName, FleetService.typeName], {
     probeJournal: () => probeJournalWrite(db, instanceId, database.driver),
-    agentsOnline: async () =>
-      (await registry.machines()).filter((m) => registry.isOnline(m) && fleet.links.has(m.name)).length,
+    agentOnline: () => registry.anyOnline(fleet.links.machines().filter((m) => fleet.links.has(m))),
     isStopping: () => stopping,
   });
   await health.start();

@@ -16,6 +16,7 @@ import type { AgentConnection } from "../nodes/agent-clients.js";
 import type { PeerIdentity } from "./peer-identity.js";
 import { createUnaryLinkTransport } from "./unary-link-transport.js";
 import type { GatewayTunnelServer } from "./gateway-tunnel.js";
+import { roundTripPayload } from "../../shared/link-ping-payload.js";
 
 export const LINK_PING_MS = 2_000;
 export const LINK_PING_TIMEOUT_MS = 4_000;
@@ -30,6 +31,8 @@ interface Link {
   /** When the sweep's PING on this link was sent, until it is answered. */
   pingSentAt?: number | undefined;
   answeredAt?: number | undefined;
+  /** The last PING's round trip (ms), sent to the agent in the next one: its transit bound. */
+  roundTripMs?: number | undefined;
   readonly peer: PeerIdentity;
   readonly socket: TLSSocket;
   readonly sessions: Http2SessionManager;
@@ -96,9 +99,12 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
    * unanswered for LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone within
    * 2 + 1 + 4 + 1 = 8 s (sweep granularity included), which keeps rule 55 once the fleet's
    * heartbeat interval has grown (registry.isOnline). One sweep a second for all links, not a
-   * timer each; the agent answers a PING in nghttp2 without waking its JavaScript. Not the
+   * timer each; the agent's HTTP/2 stack answers a PING before its JavaScript reads it. Not the
    * session manager's own idle pings: its timer can fire on a session already destroyed and
    * throw outside any caller (connect-es #683), which would end the controller.
+   * Each PING carries the round trip of the one before (shared/link-ping-payload.ts): the agent's
+   * transit bound rides this stream instead of a PING stream of its own, which woke the controller
+   * for every agent at its own moment (issue 36).
    */
   startPings(sweepMs = 1_000, cutSilent: () => boolean = () => true): { stop(): void } {
     const timer = setInterval(() => {
@@ -116,10 +122,15 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
         if (!session || session.destroyed || session.closed) continue;
         try {
           l.pingSentAt = t;
-          session.ping((err) => {
+          // The duration is HTTP/2's own, send to ack: as the agent measured its own PINGs.
+          const answered = (err: Error | null, ms: number) => {
             l.pingSentAt = undefined;
-            if (!err) l.answeredAt = Date.now();
-          });
+            if (err) return;
+            l.answeredAt = Date.now();
+            l.roundTripMs = ms;
+          };
+          if (l.roundTripMs === undefined) session.ping(answered);
+          else session.ping(roundTripPayload(l.roundTripMs), answered);
         } catch {
           l.pingSentAt = undefined; // Closing, or too many PINGs in flight: the next sweep tries again.
         }

@@ -37,8 +37,8 @@ function within<T>(p: Promise<T>, ms: number): Promise<T> {
 export interface HealthProbes {
   /** Throws when the journal cannot take a write now. */
   probeJournal: () => Promise<void>;
-  /** How many node agents are online and linked now. */
-  agentsOnline: () => Promise<number>;
+  /** Whether some node agent is online and linked now. */
+  agentOnline: () => Promise<boolean>;
   isStopping: () => boolean;
 }
 
@@ -146,12 +146,12 @@ export class HealthMonitor {
         () => undefined,
         (e: unknown) => (e instanceof Error ? e.message : String(e)),
       ),
-      within(this.probes.agentsOnline(), HEALTH_PROBE_TIMEOUT_MS).catch(() => 0),
+      within(this.probes.agentOnline(), HEALTH_PROBE_TIMEOUT_MS).catch(() => false),
     ]);
     const up = journal === undefined ? Serving.SERVING : Serving.NOT_SERVING;
     const next = new Map<string, Serving>();
     for (const name of this.names()) next.set(name, up);
-    next.set(HEALTH_AGENTS, agents > 0 ? Serving.SERVING : Serving.NOT_SERVING);
+    next.set(HEALTH_AGENTS, agents ? Serving.SERVING : Serving.NOT_SERVING);
     const changed = [...next].some(([name, s]) => this.statuses.get(name) !== s);
     this.statuses = next;
     this.databaseError = journal;

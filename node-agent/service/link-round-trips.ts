@@ -14,10 +14,19 @@
  * the next PING go out within 250 ms instead of the interval: an attack that stalled the
  * controller for a while ends with the bound back at the link's own within about a second
  * (issue 32: it kept refusing every delivery `proof_stale` for 15-28 s after one).
+ * The controller's own liveness PINGs (every ~3 s) carry the round trip it measured on the one before
+ * (shared/link-ping-payload.ts), and that is a sample too: the agent sends a PING of its own only
+ * for a session's first sample, to confirm or recheck a slow one, and when no sample came for an
+ * interval (a controller that sends none). Its own PINGs every 5 s woke the controller once per
+ * agent and interval, each at its own moment: most of the PINGs' idle cost at 1,000 agents (issue 36).
+ * A reported round trip counts as slow only past `reportSlowMs`: the controller sends a second's
+ * PINGs at once and answers the last of them a few ms late, and confirming every such report with
+ * a PING of the agent's own brought back the stream it replaces, for a bound a few ms lower.
  */
 import type { Http2Server, Http2ServerRequest, ServerHttp2Session } from "node:http2";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import { UNMEASURED_TRANSIT_BOUND_MS } from "../proofs/freshness.js";
+import { roundTripOf } from "../../shared/link-ping-payload.js";
 
 /** The HTTP/2 session a call arrived on, in its handler context (set by `linkContextValues`). */
 export const LINK_SESSION = createContextKey<object | undefined>(undefined, {
@@ -42,6 +51,8 @@ export interface LinkRoundTripsOptions {
   maxAgeMs?: number;
   /** After a slow sample (twice the session's fastest kept one), the next PING goes out this soon. */
   recheckMs?: number;
+  /** A round trip the controller reports is slow (confirmed, rechecked) only past this. */
+  reportSlowMs?: number;
 }
 
 interface Sample {
@@ -56,15 +67,17 @@ export class LinkRoundTrips {
   private readonly keep: number;
   private readonly maxAgeMs: number;
   private readonly recheckMs: number;
+  private readonly reportSlowMs: number;
 
   constructor(o: LinkRoundTripsOptions = {}) {
     this.intervalMs = o.intervalMs ?? 5000;
     this.keep = o.keep ?? 4;
     this.maxAgeMs = o.maxAgeMs ?? 1000;
     this.recheckMs = o.recheckMs ?? 250;
+    this.reportSlowMs = o.reportSlowMs ?? 25;
   }
 
-  /** Pings every session of `server` when it opens and then every interval while it lives. */
+  /** Samples every session of `server` when it opens, then from the controller's PINGs or, without them, every interval. */
   watch(server: Http2Server): void {
     server.on("session", (session: ServerHttp2Session) => {
       this.open(session);
@@ -84,9 +97,9 @@ export class LinkRoundTrips {
       // stays busy delays both, and still counts (ADR 0010). A fast first stands alone: a second could
       // only lower it, and each PING costs the controller a read and a write on every link (issue 36).
       let recheck: NodeJS.Timeout | undefined;
-      const sample = (ms: number) => {
+      const sample = (ms: number, floor = TRANSIT_FLOOR_MS) => {
         this.record(session, ms);
-        if (recheck === undefined && this.slow(session)) {
+        if (recheck === undefined && this.slow(session, floor)) {
           recheck = setTimeout(() => {
             recheck = undefined;
             ping();
@@ -94,8 +107,8 @@ export class LinkRoundTrips {
           recheck.unref();
         }
       };
-      const confirm = (first: number) => {
-        if (!this.looksSlow(session, first) || session.destroyed || session.closed) return sample(first);
+      const confirm = (first: number, floor = TRANSIT_FLOOR_MS) => {
+        if (!this.looksSlow(session, first, floor) || session.destroyed || session.closed) return sample(first, floor);
         try {
           session.ping((err, second) => sample(err ? first : Math.min(first, second)));
         } catch {
@@ -106,7 +119,14 @@ export class LinkRoundTrips {
       // can be judged. Not earlier: on a reverse link (ADR 0021) the agent's session exists while
       // the controller still checks the certificate, and that wait is not the link's round trip.
       session.once("remoteSettings", ping);
-      const timer = setInterval(ping, this.intervalMs);
+      // The controller's PING reports its last round trip on this link: a sample, confirmed like a first.
+      session.on("ping", (payload: Buffer) => {
+        const ms = roundTripOf(payload);
+        if (ms !== undefined && recheck === undefined) confirm(ms, this.reportSlowMs);
+      });
+      const timer = setInterval(() => {
+        if (!this.sampledWithin(session, this.intervalMs)) ping();
+      }, this.intervalMs);
       timer.unref();
       session.once("close", () => {
         clearInterval(timer);
@@ -129,20 +149,26 @@ export class LinkRoundTrips {
     if (samples.length > this.keep) samples.shift();
   }
 
+  /** A sample of the session was taken in the last `ms`. */
+  private sampledWithin(session: object, ms: number): boolean {
+    const newest = this.bySession.get(session)?.at(-1);
+    return newest !== undefined && performance.now() - newest.at < ms;
+  }
+
   /** The session's newest sample is twice its fastest kept one: the link or a peer is disturbed. */
-  private slow(session: object): boolean {
+  private slow(session: object, floor: number): boolean {
     const samples = this.bySession.get(session) ?? [];
-    return this.slowAgainst(samples, samples.at(-1)?.ms ?? 0);
+    return this.slowAgainst(samples, samples.at(-1)?.ms ?? 0, floor);
   }
 
   /** A round trip the session's kept samples would call slow, or the session's first (nothing to judge it by). */
-  private looksSlow(session: object, ms: number): boolean {
+  private looksSlow(session: object, ms: number, floor: number): boolean {
     const samples = this.bySession.get(session) ?? [];
-    return samples.length === 0 || this.slowAgainst(samples, ms);
+    return samples.length === 0 || this.slowAgainst(samples, ms, floor);
   }
 
-  private slowAgainst(samples: Sample[], ms: number): boolean {
-    return ms > TRANSIT_FLOOR_MS && ms > 2 * Math.min(...samples.map((x) => x.ms));
+  private slowAgainst(samples: Sample[], ms: number, floor: number): boolean {
+    return ms > floor && ms > 2 * Math.min(...samples.map((x) => x.ms));
   }
 
   /**

@@ -97,6 +97,20 @@ describe.each(DRIVERS)("issue 36: a growing fleet's liveness and seat reports (%
     expect(registry.isOnline({ name: "m1", lastSeenAt: new Date(now.getTime() - 65_000) })).toBe(false);
   });
 
+  it("the health probe's question: some linked machine is online, read one row at a time until one is", async () => {
+    linked.clear();
+    expect(await registry.anyOnline([])).toBe(false);
+    expect(await registry.anyOnline(["no-such-machine"])).toBe(false);
+    const t0 = now.getTime();
+    now = new Date(t0 + 7_000); // past three base intervals: online only while linked
+    expect(await registry.anyOnline(["m5", "m6"])).toBe(false);
+    linked.add("m6");
+    expect(await registry.anyOnline(["m5", "m6"])).toBe(true);
+    linked.clear();
+    now = new Date(t0);
+    expect(await registry.anyOnline(["m5"])).toBe(true); // a fresh heartbeat alone
+  });
+
   it("a shrinking fleet keeps judging by the longer interval agents were told, for three of them", async () => {
     await database.db.delete(machines).where(eq(machines.name, "m199"));
     const t0 = now.getTime();

@@ -3,13 +3,15 @@
  * one whose agent stopped answering (frozen, unplugged: the socket stays open, nothing comes
  * back) within 8 s, so registry.isOnline, which then needs the link, shows the machine offline
  * inside 10 s. A live idle link is kept. Real sockets and a real HTTP/2 server as the agent; a
- * proxy between them swallows every byte once the "agent" freezes.
+ * proxy between them swallows every byte once the "agent" freezes. Each PING after a link's first
+ * reports the round trip of the one before: the agent's transit bound needs no PINGs of its own.
  */
 import { createServer as createH2Server } from "node:http2";
 import { createServer, connect, type Server, type Socket } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { afterEach, describe, expect, it } from "vitest";
 import { ReverseLinks } from "../../controller/fleet/reverse-links.js";
+import { roundTripOf } from "../../shared/link-ping-payload.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -39,12 +41,14 @@ describe("issue 36: reverse links are pinged and a silent one is cut (rule 55)",
       closers.push(() => (fromAgent.destroy(), toController.destroy()));
     });
     const agentH2 = createH2Server();
+    const reported: (number | undefined)[] = [];
+    agentH2.on("session", (s) => s.on("ping", (p: Buffer) => reported.push(roundTripOf(p))));
     const agentSock = connect(proxyPort, "127.0.0.1", () => agentH2.emit("connection", agentSock));
     closers.push(() => agentSock.destroy());
     const socket = await accepted;
     closers.push(() => socket.destroy());
     links.accept(socket as unknown as TLSSocket, { machine, serial: "1", notAfter: new Date(Date.now() + 3_600_000) });
-    return { freeze: () => (frozen = true) };
+    return { freeze: () => (frozen = true), reported };
   }
 
   it("a frozen agent's link is cut within 8 s; a live idle one stays", async () => {
@@ -65,4 +69,19 @@ describe("issue 36: reverse links are pinged and a silent one is cut (rule 55)",
     expect(performance.now() - t0).toBeLessThan(8_000);
     expect(links.has("alive")).toBe(true);
   }, 30_000);
+
+  it("each PING after a link's first reports the round trip of the one before", async () => {
+    const links = new ReverseLinks();
+    const pings = links.startPings(200);
+    closers.push(() => {
+      pings.stop();
+      links.closeAll();
+    });
+    const agent = await linkedAgent(links, "alive");
+    const t0 = performance.now();
+    while (agent.reported.length < 2 && performance.now() - t0 < 8_000) await sleep(100);
+    expect(agent.reported[0]).toBeUndefined();
+    expect(agent.reported[1]).toBeGreaterThan(0);
+    expect(agent.reported[1]).toBeLessThan(1_000);
+  }, 15_000);
 });

@@ -6,13 +6,15 @@
  * A single stall of the peer's event loop while a PING is out (on a reverse link: the
  * controller's database work for the heartbeat sent at the same instant) is not the link's
  * round trip; a link that stays slow still is (ADR 0010). A call is bounded by the round trips
- * of the session it came on, never by those of a link the agent has left.
+ * of the session it came on, never by those of a link the agent has left. Issue 36: the
+ * controller's PINGs report its round trip, and while they come the agent sends none of its own.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { connect as h2connect, createServer, type ClientHttp2Session, type Http2Server } from "node:http2";
 import { createServer as netServer, connect as netConnect, type AddressInfo, type Server, type Socket } from "node:net";
 import { LinkRoundTrips, TRANSIT_FLOOR_MS } from "../../../../node-agent/service/link-round-trips.js";
 import { UNMEASURED_TRANSIT_BOUND_MS } from "../../../../node-agent/proofs/freshness.js";
+import { roundTripOf, roundTripPayload } from "../../../../shared/link-ping-payload.js";
 
 const closers: (() => void)[] = [];
 afterEach(() => {
@@ -174,5 +176,71 @@ describe("link-round-trips.LinkRoundTrips", () => {
     fast.close();
     await until(() => rt.transitBoundMs() === UNMEASURED_TRANSIT_BOUND_MS);
     expect(rt.transitBoundMs()).toBe(UNMEASURED_TRANSIT_BOUND_MS);
+  });
+
+  it("issue 36: the controller's PINGs carry a round trip; while they come the agent sends no PING of its own, a few ms slow or not", async () => {
+    const rt = new LinkRoundTrips({ intervalMs: 150 });
+    const sessions: object[] = [];
+    const server = createServer();
+    server.on("session", (s) => sessions.push(s));
+    rt.watch(server);
+    const port = await listen(server);
+    closers.push(() => server.close());
+    // The controller's side: a PING every 50 ms reporting 8 ms (its sweep answers the last of a burst
+    // late: slow beside the agent's own loopback round trip, not slow enough to confirm), counting the agent's PINGs.
+    const c = client(port);
+    let heard = 0;
+    c.on("ping", () => heard++);
+    const report = setInterval(() => c.ping(roundTripPayload(8), () => {}), 50);
+    closers.push(() => clearInterval(report));
+    await until(() => sessions.length === 1 && rt.transitBoundMs(sessions[0]) !== UNMEASURED_TRANSIT_BOUND_MS);
+    await new Promise((r) => setTimeout(r, 300)); // the first sample's confirmation is back
+    const before = heard;
+    await new Promise((r) => setTimeout(r, 750)); // five of the agent's intervals
+    expect(heard - before).toBe(0);
+    expect(rt.transitBoundMs(sessions[0])).toBe(8);
+    // The reports stop (a controller that sends none): the agent's own PINGs resume each interval.
+    clearInterval(report);
+    const stopped = heard;
+    await new Promise((r) => setTimeout(r, 750));
+    expect(heard - stopped).toBeGreaterThanOrEqual(2);
+  });
+
+  it("issue 36: a reported round trip counts on a slow link; a PING from anything else reports none", async () => {
+    expect(roundTripOf(roundTripPayload(41.5))).toBe(41.5);
+    expect(roundTripOf(Buffer.alloc(8))).toBeUndefined();
+    const rt = new LinkRoundTrips({ intervalMs: 60_000 });
+    const sessions: object[] = [];
+    const server = createServer();
+    server.on("session", (s) => sessions.push(s));
+    rt.watch(server);
+    // 40 ms of round trip: the agent's confirming PING is as slow, so the reported 45 ms stands.
+    const c = client(await delayRelay(await listen(server), 20));
+    closers.push(() => server.close());
+    await until(() => sessions.length === 1 && rt.transitBoundMs(sessions[0]) !== UNMEASURED_TRANSIT_BOUND_MS);
+    const own = rt.transitBoundMs(sessions[0]);
+    expect(own).toBeGreaterThanOrEqual(40);
+    c.ping(roundTripPayload(own + 5), () => {});
+    await until(() => rt.transitBoundMs(sessions[0]) > own);
+    expect(rt.transitBoundMs(sessions[0])).toBe(own + 5);
+  });
+
+  it("issue 32: a reported round trip past reportSlowMs (a stalled controller) is confirmed by the agent's own PING", async () => {
+    const rt = new LinkRoundTrips({ intervalMs: 60_000 });
+    const sessions: object[] = [];
+    const server = createServer();
+    server.on("session", (s) => sessions.push(s));
+    rt.watch(server);
+    const c = client(await listen(server));
+    closers.push(() => server.close());
+    await until(() => sessions.length === 1 && rt.transitBoundMs(sessions[0]) !== UNMEASURED_TRANSIT_BOUND_MS);
+    await new Promise((r) => setTimeout(r, 100));
+    let heard = 0;
+    c.on("ping", () => heard++);
+    c.ping(roundTripPayload(1_170), () => {});
+    await until(() => heard > 0);
+    expect(heard).toBeGreaterThan(0);
+    // The sample is the smaller of the two: the link's own, not the stall.
+    expect(rt.transitBoundMs(sessions[0])).toBeLessThan(25);
   });
 });
