@@ -115,5 +115,10 @@ export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promi
       maxInFlight = Math.max(maxInFlight, open.length);
     }
   }
+  // What the journal recorded of each example's deliveries (states, turn moves, which replica's role, when): a
+  // run's cluster is gone when it ends, and an overlap is not explained without these rows.
+  for (const e of examples as { id: string; inFlight: string[]; writes?: readonly unknown[] }[])
+    e.writes =
+      await db`select at, tbl, op, id, old_state, state, who from verify_writes where id in ${db([e.id, ...e.inFlight])} order by at`;
   return { seat_overlaps: overlaps, max_in_flight_per_seat: maxInFlight, dispatched_unsettled: unsettled, examples };
 }
