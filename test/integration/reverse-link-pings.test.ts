@@ -51,13 +51,18 @@ describe("issue 36: reverse links are pinged and a silent one is cut (rule 55)",
     return { freeze: () => (frozen = true), reported };
   }
 
-  it("a frozen agent's link is cut within 8 s; a live idle one stays", async () => {
+  /** A controller's links with their PING sweep every 200 ms, stopped and closed after the test. */
+  function pingingLinks(): ReverseLinks {
     const links = new ReverseLinks();
     const pings = links.startPings(200);
     closers.push(() => {
       pings.stop();
       links.closeAll();
     });
+    return links;
+  }
+  it("a frozen agent's link is cut within 8 s; a live idle one stays", async () => {
+    const links = pingingLinks();
     await linkedAgent(links, "alive");
     const dead = await linkedAgent(links, "frozen");
     await sleep(2_500); // a ping each has been answered
@@ -71,12 +76,7 @@ describe("issue 36: reverse links are pinged and a silent one is cut (rule 55)",
   }, 30_000);
 
   it("each PING after a link's first reports the round trip of the one before", async () => {
-    const links = new ReverseLinks();
-    const pings = links.startPings(200);
-    closers.push(() => {
-      pings.stop();
-      links.closeAll();
-    });
+    const links = pingingLinks();
     const agent = await linkedAgent(links, "alive");
     const t0 = performance.now();
     while (agent.reported.length < 2 && performance.now() - t0 < 8_000) await sleep(100);

@@ -67,6 +67,15 @@ async function until(pred: () => boolean): Promise<void> {
 }
 
 describe("link-round-trips.LinkRoundTrips", () => {
+  /** An agent's HTTP/2 server whose sessions are sampled, and the sessions it got. */
+  function watched(intervalMs: number) {
+    const rt = new LinkRoundTrips({ intervalMs });
+    const sessions: object[] = [];
+    const server = createServer();
+    server.on("session", (s) => sessions.push(s));
+    rt.watch(server);
+    return { rt, sessions, server };
+  }
   it("is the unmeasured default until a PING returns, then the floor on loopback", async () => {
     const rt = new LinkRoundTrips();
     expect(rt.transitBoundMs()).toBe(UNMEASURED_TRANSIT_BOUND_MS);
@@ -179,11 +188,7 @@ describe("link-round-trips.LinkRoundTrips", () => {
   });
 
   it("issue 36: the controller's PINGs carry a round trip; while they come the agent sends no PING of its own, a few ms slow or not", async () => {
-    const rt = new LinkRoundTrips({ intervalMs: 150 });
-    const sessions: object[] = [];
-    const server = createServer();
-    server.on("session", (s) => sessions.push(s));
-    rt.watch(server);
+    const { rt, sessions, server } = watched(150);
     const port = await listen(server);
     closers.push(() => server.close());
     // The controller's side: a PING every 50 ms reporting 8 ms (its sweep answers the last of a burst
@@ -209,11 +214,7 @@ describe("link-round-trips.LinkRoundTrips", () => {
   it("issue 36: a reported round trip counts on a slow link; a PING from anything else reports none", async () => {
     expect(roundTripOf(roundTripPayload(41.5))).toBe(41.5);
     expect(roundTripOf(Buffer.alloc(8))).toBeUndefined();
-    const rt = new LinkRoundTrips({ intervalMs: 60_000 });
-    const sessions: object[] = [];
-    const server = createServer();
-    server.on("session", (s) => sessions.push(s));
-    rt.watch(server);
+    const { rt, sessions, server } = watched(60_000);
     // 40 ms of round trip: the agent's confirming PING is as slow, so the reported 45 ms stands.
     const c = client(await delayRelay(await listen(server), 20));
     closers.push(() => server.close());
@@ -226,11 +227,7 @@ describe("link-round-trips.LinkRoundTrips", () => {
   });
 
   it("issue 32: a reported round trip past reportSlowMs (a stalled controller) is confirmed by the agent's own PING", async () => {
-    const rt = new LinkRoundTrips({ intervalMs: 60_000 });
-    const sessions: object[] = [];
-    const server = createServer();
-    server.on("session", (s) => sessions.push(s));
-    rt.watch(server);
+    const { rt, sessions, server } = watched(60_000);
     const c = client(await listen(server));
     closers.push(() => server.close());
     await until(() => sessions.length === 1 && rt.transitBoundMs(sessions[0]) !== UNMEASURED_TRANSIT_BOUND_MS);
