@@ -229,7 +229,11 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
       kill_gap_p99_ms: round(percentile(gaps, 99), 0),
       kill_gap_samples_ms: gaps,
       // When the faults happened, to place an example (a seat overlap, a gap) in its stage.
-      stages: { paused_at: pausedAt, resumed_at: resumedAt, promoted_at: new Date(performance.timeOrigin + promotedAt) },
+      stages: {
+        paused_at: pausedAt,
+        resumed_at: resumedAt,
+        promoted_at: new Date(performance.timeOrigin + promotedAt),
+      },
       agents_shown_offline: offlineDuringKills,
       agents_shown_offline_all_faults: offline.length,
       offline_examples: offline.slice(0, 5),
