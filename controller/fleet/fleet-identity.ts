@@ -62,7 +62,13 @@ export async function startFleetIdentity(o: FleetIdentityOptions): Promise<Fleet
   const authority = new FleetAuthority(o.db, ca, o.now, o.machineCertTtlMs);
   const names = serverNames(o.host, o.advertiseHost, o.tlsNames);
   const server = await authority.serverCertificate(names.dns, names.ips);
-  const links = new ReverseLinks();
+  // A call balanced here for a machine online through another replica waits for its link.
+  const links = new ReverseLinks({
+    expected: async (machine) => {
+      const row = await o.registry.machine(machine);
+      return !!row && o.registry.isOnline(row);
+    },
+  });
   // Silent links are cut only once the heartbeat interval has grown past the base (registry.isOnline).
   const linkPings = links.startPings(undefined, () => o.registry.judgedIntervalMs > o.registry.baseHeartbeatIntervalMs);
 

@@ -20,6 +20,13 @@ import { roundTripPayload } from "../../shared/link-ping-payload.js";
 
 export const LINK_PING_MS = 2_000;
 export const LINK_PING_TIMEOUT_MS = 4_000;
+/**
+ * How long a call to a machine that is online through another replica waits for its link here.
+ * An agent dials every replica the fleet names in its registration's answer, so right after it
+ * comes online (or a replica starts) a call balanced to a replica it has not linked to yet would
+ * otherwise be refused although the link is a moment away.
+ */
+export const LINK_ARRIVAL_GRACE_MS = 5_000;
 
 /** The manager's open session, if any (its state object is not public API; absent, a link is not pinged). */
 function sessionOf(m: Http2SessionManager): ClientHttp2Session | undefined {
@@ -38,7 +45,13 @@ interface Link {
   readonly sessions: Http2SessionManager;
   readonly at: number;
   /** The Connect client on this link, built at its first call and kept while the token holds. */
-  connection?: AgentConnection & { token: string };
+  connection?: AgentConnection & { token: string; transport: Transport };
+}
+
+export interface ReverseLinkOptions {
+  /** Whether the machine is online through the fleet, so a link from it here is on its way. */
+  expected?: (machine: string) => Promise<boolean>;
+  arrivalGraceMs?: number;
 }
 
 export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unlinked: [machine: string] }> {
@@ -49,6 +62,12 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
   private readonly extra: Interceptor[] = [];
   /** Serves the agent's gateway calls on each link (gateway-tunnel.ts); none, the agent dials `h2`. */
   private tunnel: GatewayTunnelServer | undefined;
+  /** Calls waiting for a machine's first link here, woken by `accept`. */
+  private readonly arrivals = new Map<string, Set<() => void>>();
+
+  constructor(private readonly options: ReverseLinkOptions = {}) {
+    super();
+  }
 
   /** Opens the gateway tunnel on every link accepted from now on. */
   serveGatewayTunnel(tunnel: GatewayTunnelServer): void {
@@ -92,6 +111,31 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
       }
     });
     this.emit("linked", peer.machine);
+    for (const wake of this.arrivals.get(peer.machine) ?? []) wake();
+  }
+
+  /**
+   * True once the machine is linked here: at once when it is, after waiting up to the grace when
+   * it is online through the fleet (its link is on its way), false at once when it is not.
+   */
+  private async arrival(machine: string, signal?: AbortSignal): Promise<boolean> {
+    if (this.has(machine)) return true;
+    if (!(await this.options.expected?.(machine).catch(() => false))) return false;
+    if (this.has(machine)) return true;
+    const waiting = this.arrivals.get(machine) ?? new Set();
+    this.arrivals.set(machine, waiting);
+    return new Promise<boolean>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        waiting.delete(done);
+        if (waiting.size === 0 && this.arrivals.get(machine) === waiting) this.arrivals.delete(machine);
+        resolve(this.has(machine));
+      };
+      const timer = setTimeout(done, this.options.arrivalGraceMs ?? LINK_ARRIVAL_GRACE_MS);
+      signal?.addEventListener("abort", done);
+      waiting.add(done);
+    });
   }
 
   /**
@@ -151,9 +195,13 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
 
   /** A connection on the machine's current link; `connect()` is false when there is none. */
   connection(machine: string, token: string): AgentConnection {
+    return this.linked(machine, token) ?? this.unlinked(machine, token);
+  }
+
+  /** The connection on the machine's current link, if it has one. */
+  private linked(machine: string, token: string): Link["connection"] {
     const link = this.byMachine.get(machine);
-    const endpoint = `reverse link of ${machine}`;
-    if (!link) return unlinked(machine, endpoint);
+    if (!link) return undefined;
     // Once per link, not per delivery: a transport, its interceptor chain and a client (a
     // wrapper per method) were built for every call (issue 17's profile).
     if (link.connection?.token === token) return link.connection;
@@ -164,8 +212,9 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     const transport = createUnaryLinkTransport({ baseUrl, sessions: link.sessions, interceptors, fallback });
     const conn = {
       machine,
-      endpoint,
+      endpoint: `reverse link of ${machine}`,
       token,
+      transport,
       client: createClient(AgentService, transport),
       async connect() {
         if (link.socket.destroyed) return false;
@@ -179,6 +228,40 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     return conn;
   }
 
+  /**
+   * No link to this replica yet: a call waits for the link while the machine is online through
+   * the fleet (`arrival`), then rides it; otherwise it fails before anything is sent.
+   */
+  private unlinked(machine: string, token: string): AgentConnection {
+    const linked = async (signal: AbortSignal | undefined): Promise<Transport> => {
+      const conn = (await this.arrival(machine, signal)) ? this.linked(machine, token) : undefined;
+      if (conn) return conn.transport;
+      throw new ConnectError(`${machine} has no live link to this controller; nothing was sent`, Code.Unavailable);
+    };
+    // The deadline counts from the call, so the wait for the link is part of it.
+    const left = (timeoutMs: number | undefined, since: number) =>
+      timeoutMs === undefined ? undefined : Math.max(1, Math.ceil(timeoutMs - (performance.now() - since)));
+    const transport: Transport = {
+      async unary(method, signal, timeoutMs, header, input, contextValues) {
+        const since = performance.now();
+        const t = await linked(signal);
+        return t.unary(method, signal, left(timeoutMs, since), header, input, contextValues);
+      },
+      async stream(method, signal, timeoutMs, header, input, contextValues) {
+        const since = performance.now();
+        const t = await linked(signal);
+        return t.stream(method, signal, left(timeoutMs, since), header, input, contextValues);
+      },
+    };
+    return {
+      machine,
+      endpoint: `reverse link of ${machine}`,
+      client: createClient(AgentService, transport),
+      connect: async () => !!(await this.arrival(machine)) && !!(await this.linked(machine, token)?.connect()),
+      close() {},
+    };
+  }
+
   closeAll(): void {
     for (const l of this.byMachine.values()) {
       l.sessions.abort();
@@ -186,20 +269,6 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     }
     this.byMachine.clear();
     this.sockets.clear();
+    for (const waiting of this.arrivals.values()) for (const wake of waiting) wake();
   }
-}
-
-/** No link to this replica: every call fails at once, before anything is sent. */
-function unlinked(machine: string, endpoint: string): AgentConnection {
-  const refuse = async (): Promise<never> => {
-    throw new ConnectError(`${machine} has no live link to this controller; nothing was sent`, Code.Unavailable);
-  };
-  const transport: Transport = { unary: refuse, stream: refuse };
-  return {
-    machine,
-    endpoint,
-    client: createClient(AgentService, transport),
-    connect: async () => false,
-    close() {},
-  };
 }
