@@ -7,6 +7,8 @@
  *   (retention dropping old result bodies) are not its stale work. Each replica connects as its own
  *   PostgreSQL role (ha-cluster.ts) and a trigger (installWriteAudit) logs every insert and update of
  *   delivery_receipts and operator_call_receipts with the role and the database's clock.
+ * Every change of a seat's turn and line (seat_turns, seat_waiters) is logged apart (verify_turns), so an
+ * overlap's example carries the seat's hand-offs before it.
  */
 import type postgres from "postgres";
 
@@ -31,6 +33,24 @@ export async function installWriteAudit(db: postgres.Sql): Promise<void> {
     end $$;
     drop trigger if exists verify_log_turn on seat_turns;
     create trigger verify_log_turn after delete or update on seat_turns for each row execute function verify_log_turn();
+    create table if not exists verify_turns (at timestamptz not null default clock_timestamp(), tbl text not null, op text not null, seat_id text not null, old_holder text, holder text, expires_at timestamptz, who text not null default session_user);
+    create or replace function verify_log_line() returns trigger language plpgsql as $$
+    begin
+      if TG_OP = 'DELETE' then
+        insert into verify_turns (tbl, op, seat_id, old_holder) values (TG_TABLE_NAME, TG_OP, OLD.seat_id, OLD.holder);
+      else
+        insert into verify_turns (tbl, op, seat_id, old_holder, holder, expires_at) values (TG_TABLE_NAME, TG_OP, NEW.seat_id, case when TG_OP = 'UPDATE' then OLD.holder end, NEW.holder, (to_jsonb(NEW)->>'expires_at')::timestamptz);
+      end if;
+      return null;
+    end $$;
+    do $$ declare t text; begin
+      foreach t in array array['seat_turns', 'seat_waiters'] loop
+        if to_regclass(t) is not null then
+          execute format('drop trigger if exists verify_log_line on %I', t);
+          execute format('create trigger verify_log_line after insert or delete or update on %I for each row execute function verify_log_line()', t);
+        end if;
+      end loop;
+    end $$;
   `);
 }
 
@@ -117,8 +137,20 @@ export async function seatOverlaps(db: postgres.Sql, arrivals: Arrival[]): Promi
   }
   // What the journal recorded of each example's deliveries (states, turn moves, which replica's role, when): a
   // run's cluster is gone when it ends, and an overlap is not explained without these rows.
-  for (const e of examples as { id: string; inFlight: string[]; writes?: readonly unknown[] }[])
+  // And the seat's line and turn in the 30 s before the arrival: who held it, who waited, who moved it.
+  for (const e of examples as {
+    seat: string;
+    id: string;
+    arrivedAt: Date;
+    inFlight: string[];
+    writes?: readonly unknown[];
+    line?: readonly unknown[];
+  }[]) {
     e.writes =
       await db`select at, tbl, op, id, old_state, state, who from verify_writes where id in ${db([e.id, ...e.inFlight])} order by at`;
+    const from = new Date(e.arrivedAt.getTime() - 30_000);
+    e.line =
+      await db`select at, tbl, op, old_holder, holder, expires_at, who from verify_turns where seat_id = ${e.seat} and at between ${from} and ${e.arrivedAt} order by at`;
+  }
   return { seat_overlaps: overlaps, max_in_flight_per_seat: maxInFlight, dispatched_unsettled: unsettled, examples };
 }

@@ -137,6 +137,21 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
   const receipt = slowest && receipts.get(slowest.id);
   const reached = slowest && arrived.find((e) => e.deliveryId === slowest.id)?.receivedAtMs;
   const after = (at: number | null | undefined) => (at == null || !slowest ? null : round(at - slowest.startedAt));
+  // Where the slowest call's wait went: each move of the seat's turn (the audit's verify_turns) and each arrival
+  // at the seat from its start to its own arrival, in ms from its start.
+  const during =
+    slowest && reached !== undefined
+      ? {
+          turn_moves: (
+            await c.journal<{ at: Date; op: string; holder: string | null; who: string }[]>`
+              select at, op, holder, who from verify_turns where tbl = 'seat_turns' and seat_id = ${SEAT}
+                and at between ${new Date(slowest.startedAt)} and ${new Date(reached)} order by at`
+          ).map((m) => ({ after_ms: after(m.at.getTime()), op: m.op, to: m.holder?.slice(-8) ?? null, by: m.who })),
+          arrivals_after_ms: arrived
+            .filter((e) => e.receivedAtMs >= slowest.startedAt && e.receivedAtMs <= reached)
+            .map((e) => after(e.receivedAtMs)),
+        }
+      : undefined;
   return {
     calls: waits.length,
     errors,
@@ -152,6 +167,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
       admitted_after_ms: after(receipt?.admitted),
       reached_seat_after_ms: after(reached),
       settled_after_ms: after(receipt?.settled),
+      ...during,
     },
     skipped_turns: skipped,
     bench_loop_stall_max_ms: loopStallMs,

@@ -260,6 +260,8 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
   } finally {
     stop = true;
     await c.stop();
-    rmSync(work, { recursive: true, force: true });
+    // CLANKIE_BENCH_KEEP=1 keeps the replicas' logs and the agents' state to explain an example.
+    if (process.env.CLANKIE_BENCH_KEEP === "1") log(`high_availability: kept ${work}`);
+    else rmSync(work, { recursive: true, force: true });
   }
 }

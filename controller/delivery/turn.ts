@@ -254,10 +254,7 @@ export class SeatTurns {
     if (!turn.finished) turn.settled(await this.pass(turn.seatId, turn.holder));
   }
 
-  /**
-   * A turn whose settle statement failed passes on now, without waiting for the journal; its lease is
-   * released later. A settle that commits late may have handed it on already: the waiters poll for it.
-   */
+  /** A turn whose settle failed passes on now; its lease is released later (or a late settle handed it on). */
   leaveLater(turn: SeatTurn): void {
     if (turn.finished) return;
     this.releaseLater(turn.seatId, turn.holder, "seat lease release after a failed settle failed");
@@ -296,9 +293,10 @@ export class SeatTurns {
       const giveUp = () => {
         if (q.waiters.get(holder) !== grant) return;
         q.waiters.delete(holder);
+        const here = q.current ? `${q.current} has it` : q.polling ? "polling" : "not polling";
+        if (!signal?.aborted) this.onError(`${holder} waited all its wait for ${seatId}`, new Error(here));
         grant(false);
-        // Out of the line; a lease handed to it meanwhile goes on to the next.
-        this.passOn(seatId, holder);
+        this.passOn(seatId, holder); // Out of the line; a lease handed to it meanwhile goes on to the next.
       };
       q.waiters.set(holder, grant);
       const timer = setTimeout(giveUp, Math.max(0, deadline - performance.now()));
