@@ -271,7 +271,7 @@ export async function startController(
   // alone would pass on a full disk or a read-only replica).
   const health = new HealthMonitor([StatusService.typeName, OwnerService.typeName, FleetService.typeName], {
     probeJournal: () => probeJournalWrite(db, instanceId, database.driver),
-    agentOnline: () => registry.anyOnline(fleet.links.machines().filter((m) => fleet.links.has(m))),
+    agentOnline: () => registry.anyOnline(fleet.links.linkedMachines()),
     isStopping: () => stopping,
   });
   await health.start();

@@ -193,6 +193,13 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
     return [...this.byMachine.keys()];
   }
 
+  /** The machines whose current link is live (a closing socket not yet dropped is not). */
+  linkedMachines(): string[] {
+    const out: string[] = [];
+    for (const [machine, l] of this.byMachine) if (!l.socket.destroyed) out.push(machine);
+    return out;
+  }
+
   /** A connection on the machine's current link; `connect()` is false when there is none. */
   connection(machine: string, token: string): AgentConnection {
     return this.linked(machine, token) ?? this.unlinked(machine, token);

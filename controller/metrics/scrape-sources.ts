@@ -9,7 +9,7 @@ import { AGE_RANGES, type ScrapeSources } from "./fleet-metrics.js";
 
 /** This replica's reverse links as the gauges read them (fleet/reverse-links.ts). */
 export interface LinkCounts {
-  machines(): string[];
+  linkedMachines(): string[];
   has(machine: string): boolean;
   openSockets(): number;
 }
@@ -67,6 +67,6 @@ export function journalScrapeSources(d: {
       return agentsRead;
     },
     mcpSessions: d.mcpSessions,
-    links: () => ({ agents: d.links.machines().filter((m) => d.links.has(m)).length, sockets: d.links.openSockets() }),
+    links: () => ({ agents: d.links.linkedMachines().length, sockets: d.links.openSockets() }),
   };
 }

@@ -3,7 +3,7 @@
  * heartbeats arrive; a seat belongs to exactly one machine.
  */
 import { EventEmitter } from "node:events";
-import { and, count, eq, notInArray, or, sql } from "drizzle-orm";
+import { and, count, eq, gte, notInArray, or, sql } from "drizzle-orm";
 import { machines, seats, type Machine, type SeatRowDb, type InputCapabilitiesRow } from "../db/schema.js";
 import type { Db } from "../db/open.js";
 import { HeartbeatBatch } from "./heartbeat-batch.js";
@@ -215,16 +215,25 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
   }
 
   /**
-   * Whether one of `names` is online, reading their rows one at a time until one is: the health
-   * probe's "agents" question every 2 s. Reading every machine to count them cost a 1,000-row
-   * read and its mapping each time (issue 36); the first linked machine usually answers it.
+   * Whether one of `names` is online (isOnline's rule), in one statement reading at most one row:
+   * the health probe's "agents" question every 2 s. Reading every machine cost a 1,000-row read and
+   * its mapping each time, and reading them one at a time until one was online cost 1,000 reads
+   * when none was (issue 36). The names travel as one JSON parameter, not one placeholder each.
    */
   async anyOnline(names: Iterable<string>): Promise<boolean> {
-    for (const name of names) {
-      const m = await this.machine(name);
-      if (m && this.isOnline(m)) return true;
-    }
-    return false;
+    const all = [...names];
+    if (all.length === 0) return false;
+    const t = this.now().getTime();
+    const fresh = gte(machines.lastSeenAt, new Date(t - this.baseHeartbeatIntervalMs * MISSED_HEARTBEATS_OFFLINE));
+    const judged = gte(machines.lastSeenAt, new Date(t - this.judgedIntervalMs * MISSED_HEARTBEATS_OFFLINE));
+    const linked = all.filter((m) => this.linkAlive?.(m) === true);
+    // Every name linked (the probe's case): the grown interval's bound alone; else each its own.
+    const online =
+      linked.length === all.length
+        ? and(named(all), judged)
+        : or(and(named(all), fresh), linked.length ? and(named(linked), judged) : undefined);
+    const rows = await this.db.select({ name: machines.name }).from(machines).where(online).limit(1);
+    return rows.length > 0;
   }
 
   async machine(name: string): Promise<Machine | undefined> {
@@ -302,5 +311,9 @@ async function replaceSeats(db: Db, machine: string, wire: Seat[]): Promise<void
         : and(eq(seats.machine, machine), eq(seats.present, true)),
     );
 }
+
+/** `name` is one of `names`, sent as a single JSON parameter. */
+const named = (names: string[]) =>
+  sql`${machines.name} in (select jsonb_array_elements_text(${JSON.stringify(names)}::jsonb))`;
 
 const camel = (c: string) => c.replace(/_(.)/g, (_, x: string) => x.toUpperCase());
