@@ -5,8 +5,8 @@
  * on every connection, as on a reverse link (ADR 0021). This process plays the agents: one HTTP/2 server
  * session per link. Each case runs on fresh processes and reports the controller's CPU over the window, with
  * the links idle but for its PINGs:
- * - `controller_pings`: the controller pings a link LINK_PING_MS after its last answer, in a sweep once a
- *   second (controller/fleet/reverse-links.ts);
+ * - `controller_pings`: the controller pings a link LINK_PING_MS after its last answered PING was sent, in a
+ *   sweep every LINK_PING_SWEEP_MS (controller/fleet/reverse-links.ts);
  * - `agent_pairs` / `agent_single`: every agent pings every 5 s (node-agent/service/link-round-trips.ts),
  *   a pair in a row (before issue 36) or one (now, when it returns fast).
  * Cases alternate within each round, so all see the machine's same minutes.
@@ -17,7 +17,7 @@ import { connect as h2connect, createServer as h2server, type ClientHttp2Session
 import { connect as tlsConnect, createServer as tlsServer } from "node:tls";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { LINK_PING_MS } from "../controller/fleet/reverse-links.js";
+import { LINK_PING_MS, LINK_PING_SWEEP_MS } from "../controller/fleet/reverse-links.js";
 import { createCaCertificate, generateKeyPair, issueCertificate } from "../shared/pki/x509.js";
 import { round } from "./stats.js";
 import { runTool } from "./tool-main.js";
@@ -65,13 +65,13 @@ async function makePki(): Promise<Pki> {
 
 /** The controller's side, in the child: accepts `links` links, then measures its CPU over the window. */
 function controllerChild(p: Pki, links: number, windowS: number, pings: boolean): void {
-  const sessions: { session: ClientHttp2Session; answeredAt: number; out: boolean }[] = [];
+  const sessions: { session: ClientHttp2Session; sentAt: number; out: boolean }[] = [];
   const server = tlsServer(
     { key: p.serverKey, cert: p.serverCert, ca: [p.ca], requestCert: true, minVersion: "TLSv1.3", ALPNProtocols: ALPN },
     (socket) => {
       const session = h2connect("http://link", { createConnection: () => socket });
       session.on("error", () => {});
-      sessions.push({ session, answeredAt: Date.now(), out: false });
+      sessions.push({ session, sentAt: 0, out: false });
       if (sessions.length === links) setTimeout(measure, 2_000);
     },
   );
@@ -80,14 +80,14 @@ function controllerChild(p: Pki, links: number, windowS: number, pings: boolean)
       if (!pings) return;
       const t = Date.now();
       for (const l of sessions) {
-        if (l.out || t - l.answeredAt < LINK_PING_MS) continue;
+        if (l.out || t - l.sentAt < LINK_PING_MS - LINK_PING_SWEEP_MS / 2) continue;
         l.out = true;
         l.session.ping(() => {
           l.out = false;
-          l.answeredAt = Date.now();
+          l.sentAt = t;
         });
       }
-    }, 1_000);
+    }, LINK_PING_SWEEP_MS);
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     setTimeout(() => {

@@ -18,8 +18,16 @@ import { createUnaryLinkTransport } from "./unary-link-transport.js";
 import type { GatewayTunnelServer } from "./gateway-tunnel.js";
 import { roundTripPayload } from "../../shared/link-ping-payload.js";
 
-export const LINK_PING_MS = 2_000;
-export const LINK_PING_TIMEOUT_MS = 4_000;
+/**
+ * A link's PINGs go out this far apart, send to send. From the answer (2 s), a sweep a second
+ * sent them every 3 s: 333 a second at 1,000 links, the largest share of the controller's idle
+ * CPU (issue 36). Under the agent's 5 s, past which it pings on its own (link-round-trips.ts).
+ */
+export const LINK_PING_MS = 4_500;
+/** A PING unanswered this long cuts its link: 4.5 + 3.5 + 0.5 = 8.5 s at most (startPings). */
+export const LINK_PING_TIMEOUT_MS = 3_500;
+/** How often the sweep looks at every link: half a second keeps the cut's slack small. */
+export const LINK_PING_SWEEP_MS = 500;
 /**
  * How long a call to a machine that is online through another replica waits for its link here.
  * An agent dials every replica the fleet names in its registration's answer, so right after it
@@ -37,7 +45,8 @@ function sessionOf(m: Http2SessionManager): ClientHttp2Session | undefined {
 interface Link {
   /** When the sweep's PING on this link was sent, until it is answered. */
   pingSentAt?: number | undefined;
-  answeredAt?: number | undefined;
+  /** When the last answered PING was sent: the next goes out LINK_PING_MS after it. */
+  lastSentAt?: number | undefined;
   /** The last PING's round trip (ms), sent to the agent in the next one: its transit bound. */
   roundTripMs?: number | undefined;
   readonly peer: PeerIdentity;
@@ -139,18 +148,21 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
   }
 
   /**
-   * Pings every link's session LINK_PING_MS after its last answer and cuts a link whose PING went
-   * unanswered for LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone within
-   * 2 + 1 + 4 + 1 = 8 s (sweep granularity included), which keeps rule 55 once the fleet's
-   * heartbeat interval has grown (registry.isOnline). One sweep a second for all links, not a
-   * timer each; the agent's HTTP/2 stack answers a PING before its JavaScript reads it. Not the
-   * session manager's own idle pings: its timer can fire on a session already destroyed and
+   * Pings every link's session LINK_PING_MS after its previous PING was sent and cuts a link whose
+   * PING went unanswered for LINK_PING_TIMEOUT_MS: a frozen or unplugged agent's link is gone
+   * within 4.5 + 3.5 + 0.5 = 8.5 s of its last answer (sweep granularity included), which keeps rule 55
+   * once the fleet's heartbeat interval has grown (registry.isOnline). One sweep for all links,
+   * not a timer each; the agent's HTTP/2 stack answers a PING before its JavaScript reads it. Not
+   * the session manager's own idle pings: its timer can fire on a session already destroyed and
    * throw outside any caller (connect-es #683), which would end the controller.
    * Each PING carries the round trip of the one before (shared/link-ping-payload.ts): the agent's
    * transit bound rides this stream instead of a PING stream of its own, which woke the controller
-   * for every agent at its own moment (issue 36).
+   * for every agent at its own moment (issue 36). The period stays under the agent's 5 s: a link
+   * with no sample for that long gets the agent's own PING (link-round-trips.ts).
    */
-  startPings(sweepMs = 1_000, cutSilent: () => boolean = () => true): { stop(): void } {
+  startPings(sweepMs = LINK_PING_SWEEP_MS, cutSilent: () => boolean = () => true): { stop(): void } {
+    // Half a sweep's slack: a sweep a few ms early must not push a PING to the next one.
+    const due = LINK_PING_MS - sweepMs / 2;
     const timer = setInterval(() => {
       const t = Date.now();
       for (const l of this.byMachine.values()) {
@@ -161,7 +173,7 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
           if (t - l.pingSentAt > LINK_PING_TIMEOUT_MS && cutSilent()) l.socket.destroy();
           continue;
         }
-        if (t - (l.answeredAt ?? 0) < LINK_PING_MS) continue;
+        if (t - (l.lastSentAt ?? 0) < due) continue;
         const session = sessionOf(l.sessions);
         if (!session || session.destroyed || session.closed) continue;
         try {
@@ -170,7 +182,7 @@ export class ReverseLinks extends EventEmitter<{ linked: [machine: string]; unli
           const answered = (err: Error | null, ms: number) => {
             l.pingSentAt = undefined;
             if (err) return;
-            l.answeredAt = Date.now();
+            l.lastSentAt = t;
             l.roundTripMs = ms;
           };
           if (l.roundTripMs === undefined) session.ping(answered);

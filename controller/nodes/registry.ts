@@ -258,7 +258,7 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
    * is enough (the small fleet's rule, unchanged). Past that, while the grown interval says the
    * next heartbeat is not late yet, the machine is online only while this replica's reverse link
    * to it is alive: a dead agent's link closes, and a frozen one's is cut by its missed pings
-   * within 2.5 + 4 s (reverse-links.ts), so rule 55 holds with any interval. Every agent links to
+   * within 8.5 s (reverse-links.ts), so rule 55 holds with any interval. Every agent links to
    * every replica, and a replica reaches an agent only over that link.
    */
   isOnline(m: Pick<Machine, "lastSeenAt"> & { name?: string }): boolean {
