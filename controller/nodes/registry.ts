@@ -6,7 +6,7 @@ import { EventEmitter } from "node:events";
 import { and, count, eq, gte, notInArray, or, sql } from "drizzle-orm";
 import { machines, seats, type Machine, type SeatRowDb, type InputCapabilitiesRow } from "../db/schema.js";
 import type { Db } from "../db/open.js";
-import { HeartbeatBatch } from "./heartbeat-batch.js";
+import { GROWN_FLEET_BATCH_WINDOW_MS, HEARTBEAT_BATCH_WINDOW_MS, HeartbeatBatch } from "./heartbeat-batch.js";
 import type { Seat } from "../../shared/gen/clankie/fleet/v1/seat_pb.js";
 import { deliveryModeWire, seatKindWire, seatStatusWire } from "../../shared/verdicts.js";
 import { seatId } from "../../shared/ids.js";
@@ -115,8 +115,11 @@ export class Registry extends EventEmitter<{ changed: []; registered: [machine: 
     private readonly now: () => Date,
   ) {
     super();
-    this.heartbeats = new HeartbeatBatch(db, now);
     this.judged = { ms: baseHeartbeatIntervalMs, until: 0 };
+    // A small fleet's heartbeats still judge liveness, so their write waits as little as before.
+    this.heartbeats = new HeartbeatBatch(db, now, () =>
+      this.judged.ms > this.baseHeartbeatIntervalMs ? GROWN_FLEET_BATCH_WINDOW_MS : HEARTBEAT_BATCH_WINDOW_MS,
+    );
   }
 
   /**

@@ -10,6 +10,7 @@ import { eq } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
 import { machines, seats } from "../../controller/db/schema.js";
+import { GROWN_FLEET_BATCH_WINDOW_MS } from "../../controller/nodes/heartbeat-batch.js";
 import {
   HEARTBEATS_PER_S,
   MAX_HEARTBEAT_INTERVAL_MS,
@@ -82,6 +83,13 @@ describe.each(DRIVERS)("issue 36: a growing fleet's liveness and seat reports (%
     for (let i = 0; i < 50 && registry.heartbeatIntervalMs === BASE; i++) await sleep(50);
     expect(registry.heartbeatIntervalMs).toBe(20_000);
     expect(registry.judgedIntervalMs).toBe(20_000);
+  });
+
+  it("a grown fleet's heartbeats wait up to a second to share one write (one statement a second, not three)", async () => {
+    const t0 = performance.now();
+    expect(await registry.periodicHeartbeat("m1", "i1")).toBe(true);
+    // A timer never fires early: the window was the grown fleet's, not the base's 200 ms.
+    expect(performance.now() - t0).toBeGreaterThanOrEqual(GROWN_FLEET_BATCH_WINDOW_MS - 5);
   });
 
   it("rule 55 with a grown interval: a machine 7 s past its heartbeat is online while its link lives, offline the moment the link is gone", async () => {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
 import { machines } from "../../controller/db/schema.js";
-import { HeartbeatBatch } from "../../controller/nodes/heartbeat-batch.js";
+import { GROWN_FLEET_BATCH_WINDOW_MS, HeartbeatBatch } from "../../controller/nodes/heartbeat-batch.js";
 
 describe.each(DRIVERS)("heartbeats written together (%s)", (driver) => {
   let database: Database;
@@ -58,6 +58,31 @@ describe.each(DRIVERS)("heartbeats written together (%s)", (driver) => {
     const seen = new Map(rows.map((r) => [r.name, r.lastSeenAt.getTime()]));
     for (let i = 0; i < 40; i++) expect(seen.get(`m${i}`)).toBe(now.getTime());
     expect(seen.get("m45")).toBeLessThan(now.getTime() - 30_000);
+  });
+
+  it("issue 36: the window is read for each batch, so a grown fleet's 1 s window gathers heartbeats 500 ms apart", async () => {
+    let statements = 0;
+    const counted = new Proxy(database.db, {
+      get(target, prop, receiver) {
+        if (prop === "update") statements++;
+        return Reflect.get(target, prop, receiver);
+      },
+    });
+    let windowMs = GROWN_FLEET_BATCH_WINDOW_MS;
+    const batch = new HeartbeatBatch(
+      counted,
+      () => new Date(),
+      () => windowMs,
+    );
+    const first = batch.beat("m1", "i1");
+    await new Promise((r) => setTimeout(r, 500));
+    expect(await Promise.all([first, batch.beat("m2", "i2")])).toEqual([true, true]);
+    expect(statements).toBe(1);
+    windowMs = 20; // the fleet shrank back to its base interval: the next batch waits as before
+    const t0 = performance.now();
+    expect(await batch.beat("m3", "i3")).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(GROWN_FLEET_BATCH_WINDOW_MS);
+    expect(statements).toBe(2);
   });
 
   it("a database failure reaches every heartbeat of the batch as an error, not as 'unknown'", async () => {
