@@ -21,6 +21,14 @@ const MIN_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 5_000;
 /** A link that lived this long was healthy: the next drop starts the backoff over. */
 const HEALTHY_AFTER_MS = 10_000;
+/**
+ * A dial whose TLS handshake has not finished by then is given up and redialled: without a bound
+ * a dial the controller never answers (its accept queue overflowed under a restart's storm of
+ * 1,000 dials, issue 36, or a middlebox holds the connection) would wait for TCP's own timeouts,
+ * many minutes once established. Generous: during such a storm the controller answers late, and
+ * a redial would only add to it.
+ */
+export const LINK_HANDSHAKE_TIMEOUT_MS = 15_000;
 
 export interface ReverseDialer {
   /** The replicas to keep a link to; links to others are closed. */
@@ -38,6 +46,7 @@ export function startReverseDialer(o: {
   tls: () => TlsMaterial;
   logger: Logger;
   onLinked?: (url: string) => void;
+  handshakeTimeoutMs?: number;
 }): ReverseDialer {
   const links = new Map<string, Link>();
   let closed = false;
@@ -77,7 +86,13 @@ export function startReverseDialer(o: {
       this.socket = socket;
       let openedAt = 0;
       socket.setNoDelay(true);
+      const handshake = setTimeout(() => {
+        o.logger.warn("reverse link handshake timed out; redialling", { url: this.url });
+        socket.destroy();
+      }, o.handshakeTimeoutMs ?? LINK_HANDSHAKE_TIMEOUT_MS);
+      handshake.unref();
       socket.once("secureConnect", () => {
+        clearTimeout(handshake);
         if (socket.alpnProtocol !== REVERSE_ALPN) {
           o.logger.warn("controller does not offer reverse links", { url: this.url });
           socket.destroy();
@@ -106,6 +121,7 @@ export function startReverseDialer(o: {
       });
       socket.on("error", (e: Error) => o.logger.debug("reverse link error", { url: this.url, error: e.message }));
       socket.once("close", () => {
+        clearTimeout(handshake);
         if (this.socket !== socket) return;
         this.connected = false;
         if (this.closed) return;
