@@ -99,9 +99,11 @@ describe.runIf(process.env.DATABASE_URL)("the journal on the wire, per delivery 
       // admit + recheck (the seat was busy at admission) + settle, and the heartbeats of the window.
       expect(perDelivery, detail).toBeLessThanOrEqual(4);
       expect(c.walCommits / 100, detail).toBeLessThanOrEqual(2.2);
-      // The turn passes inside the settle statement: no turn statement of its own on one replica.
-      for (const k of ["join_turn", "poll_turn", "pass_turn", "release_turn"])
-        expect(kinds.get(k) ?? 0, detail).toBe(0);
+      // The turn passes inside the settle statement: no turn statement of its own on one replica. One poll
+      // can happen under load: a settle whose snapshot predates a waiter's admission releases the lease, and
+      // that waiter, queued behind it, claims the free lease with one poll (seen once in a full run).
+      for (const k of ["join_turn", "pass_turn", "release_turn"]) expect(kinds.get(k) ?? 0, detail).toBe(0);
+      expect(kinds.get("poll_turn") ?? 0, detail).toBeLessThanOrEqual(2);
       for (const k of ["admit", "settle", "recheck"]) expect(kinds.get(k) ?? 0, detail).toBeLessThanOrEqual(100);
     } finally {
       await Promise.all(leads.map((l) => l.close()));
