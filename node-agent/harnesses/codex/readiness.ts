@@ -47,6 +47,9 @@ export class CodexReadiness {
   }
 }
 
+/** How long a follower waits for the thread's rollout to exist before it gives up (the screen is still read). */
+const ROLLOUT_WAIT_MS = 5_000;
+
 /**
  * Codex's own word on the turn a write started (a hire's brief, on a fresh thread): the `error`
  * notification with `willRetry` (0.171.0 sends "Reconnecting... waiting for network" about 50 ms into
@@ -76,9 +79,11 @@ export async function followCodexTurn(conn: CodexConnection, threadId: string): 
       refusal = undefined;
     }
   });
-  // The rollout is written as the turn starts, a moment after the write's answer.
+  // The rollout is written as the turn starts, a moment after the write's answer; on a loaded machine it
+  // can take longer than the 2 s that 20 tries of 100 ms allowed (CI once could not follow), so the bound is a time.
+  const until = performance.now() + ROLLOUT_WAIT_MS;
   let subscribed = await conn.call("thread/resume", { threadId });
-  for (let i = 0; i < 20 && !subscribed.ok && /no rollout found/.test(subscribed.message); i++) {
+  while (!subscribed.ok && /no rollout found/.test(subscribed.message) && performance.now() < until) {
     await new Promise((r) => setTimeout(r, 100));
     subscribed = await conn.call("thread/resume", { threadId });
   }
