@@ -23,7 +23,7 @@ import type { DeliveryMode } from "../../shared/verdicts.js";
 import { commitUnknown, journalFailure } from "../db/error-text.js";
 import { JournalNoAnswerError } from "../db/answer-deadline.js";
 import { ABANDONED_CONTENT_FENCE_MS } from "../journal/fences.js";
-import { lineIsEmpty } from "./turn.js";
+import { lineIsEmpty } from "./turn-statements.js";
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
 import { ReceiptState } from "../../shared/verdicts.js";

@@ -36,7 +36,7 @@ import {
   type ToolOutcome,
   type UncertainBody,
 } from "./result-bodies.js";
-import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn.js";
+import { handOnSql, NOTIFIED, TURN_CLAIM_MS } from "./turn-statements.js";
 
 /**
  * Records a dispatch's outcome, body, fence, `previous` and the turn in one statement.

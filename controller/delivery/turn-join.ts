@@ -7,7 +7,8 @@
 import { sql } from "drizzle-orm";
 import { p, type Row, statement } from "../journal/statements.js";
 import type { SeatTurn, TurnAdmission } from "./receipt-types.js";
-import { fenced, runTurnStatement, type SeatTurns, takeLeaseSql, type TurnWriter, waiterIsLive } from "./turn.js";
+import type { SeatTurns } from "./turn.js";
+import { fenced, runTurnStatement, takeLeaseSql, type TurnWriter, waiterIsLive } from "./turn-statements.js";
 
 // Takes a free seat whose line is empty (of anyone else), else joins the line.
 const joinStatement = statement<Row>(

@@ -1,25 +1,27 @@
 /**
- * message_seat, step two: the seat's turn, in the fleet-wide admission order (ADR 0039). The line is in the
- * journal (seat_waiters: a row per waiting delivery, notice or stop of any replica), the turn is the seat's
- * lease (seat_turns). The admission statement (admit.ts) takes a free seat's lease or joins the line, the
- * settle statement (settle.ts) hands the lease to the head of the line: both embed this file's SQL. Here is
- * the rest: which of this controller's holders waits, the poll that claims a lease handed to one, and a turn
- * given back without a settle. Every statement that writes carries its writer's lease fence (ADR 0036).
+ * message_seat, step two: the seat's turn, in the fleet-wide admission order (ADR 0039). This is one
+ * controller's side of it: which of its holders waits in the seat's line, which has the turn, and when it
+ * asks the journal (turn-statements.ts) for a turn handed to one of them. A turn passes within a
+ * controller in process, on the settle's answer; across controllers the receiver hears it
+ * (turn-hand-offs.ts) or polls for it.
  */
-import { type SQL, sql } from "drizzle-orm";
 import type { Db } from "../db/open.js";
-import { FencedWriteError, type InstanceEpoch, leaseHeldGuard } from "../journal/lease-guard.js";
-import { asBool, p, type Row, statement } from "../journal/statements.js";
+import type { InstanceEpoch } from "../journal/lease-guard.js";
 import type { SeatTurn, TurnAdmission } from "./receipt-types.js";
-import { type HandOffs, hearHandOffs, notifyHolder } from "./turn-hand-offs.js";
-import { suspectSql, type TurnSuspect } from "./turn-takeover.js";
-
-/** A lease handed to another replica's waiter must be claimed this soon: a dead one holds the line no longer. */
-export const TURN_CLAIM_MS = 3_000;
+import { type HandOffs, hearHandOffs } from "./turn-hand-offs.js";
+import type { TurnSuspect } from "./turn-takeover.js";
+import { passTurn, pollTurn, releaseLease, TURN_CLAIM_MS, type TurnWriter } from "./turn-statements.js";
 
 /** A controller with waiters and no turn on a seat polls this often; less often while it hears hand-offs. */
 const POLL_MS = 25;
 const POLL_LISTENING_MS = 100;
+
+/**
+ * A controller whose own holder has the turn still looks this often for a turn the fleet moved to one of its
+ * waiters (the holder's lease taken over, or given up at a new epoch: ADR 0036, 0043), well inside the claim
+ * window; a hand-off it hears is looked at at once. Its own settle hands the turn on without a look.
+ */
+const WATCH_MS = TURN_CLAIM_MS / 3;
 
 /** A lease handed to a holder of this controller that is not waiting here is kept for it this long. */
 const UNCLAIMED_MS = 1_000;
@@ -27,153 +29,11 @@ const UNCLAIMED_MS = 1_000;
 /** A release the journal refused is tried again this often, until the lease would have expired (ADR 0032). */
 const RELEASE_RETRY_MS = 250;
 
-/**
- * Whether the waiter row `w` may still take its turn: its wait is not over (the 25 s rule) and its controller's
- * instance lease is live by the database's clock (ADR 0036). The one place that judges it.
- */
-export const waiterIsLive = (w: string) =>
-  sql.raw(
-    `(${w}.expires_at > now() and exists (select 1 from controller_instances i where i.id = split_part(${w}.holder, ':', 1) and i.lease_expires_at > now()))`,
-  );
-
-/** Whether an eligible waiter is in the seat's line (the admission takes a free lease only when none is). */
-export const lineIsEmpty = (seat: SQL) =>
-  sql`not exists (select 1 from seat_waiters w where w.seat_id = ${seat} and ${waiterIsLive("w")})`;
-
-/** ADR 0036: writes nothing unless the lease of (`instance`, `epoch`) is live; null for tests without one. */
-export const fenced = () => sql`(${p("instance")}::text is null or ${leaseHeldGuard()})`;
-
-/** The seat's line, oldest admission first (the fleet-wide order). */
-const inLine = (w: string) => sql.raw(`order by ${w}.admitted_at, ${w}.holder`);
-
-/** The expiry of a lease `from` hands to `next`: a whole lease within one controller, the claim window across. */
-const handedExpiry = (next: string, from: SQL) =>
-  sql`now() + make_interval(secs => case when split_part(${sql.raw(next)}, ':', 1) = split_part(${from}, ':', 1) then ${p("leaseSeconds")}::float8 else ${p("claimSeconds")}::float8 end)`;
-
-/**
- * Takes the seat's lease for the row `values` selects (seat_id, holder, expires_at) when it is free, expired,
- * or the holder's own already (a settle its controller gave up on can commit later, ADR 0033).
- */
-export const takeLeaseSql = (values: SQL) => sql`insert into seat_turns (seat_id, holder, expires_at) ${values}
-  on conflict (seat_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
-  where seat_turns.expires_at < now() or seat_turns.holder = excluded.holder
-  returning holder`;
-
-/**
- * CTEs that give `holder`'s lease on `seatId` to the head of the line (`handed`; its row leaves the line), or
- * release it when nobody waits (`released`); `notified` tells another replica its holder got it.
- */
-export function handOnSql(fence: SQL): SQL {
-  return sql`
-next as (
-  select w.holder from seat_waiters w
-  where w.seat_id = ${p("seatId")}::text and w.holder <> ${p("holder")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
-),
-released as (
-  delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and not exists (select 1 from next) and ${fence} returning seat_id
-),
-handed as (
-  update seat_turns set holder = next.holder, expires_at = ${handedExpiry("next.holder", sql`${p("holder")}::text`)}
-  from next where seat_turns.seat_id = ${p("seatId")}::text and seat_turns.holder = ${p("holder")}::text and ${fence} returning next.holder as holder
-),
-dequeued as (
-  delete from seat_waiters where holder in (select holder from handed) returning holder
-),
-notified as (
-  select ${notifyHolder("holder")} from handed where split_part(holder, ':', 1) <> split_part(${p("holder")}::text, ':', 1)
-)`;
-}
-
-/** The final select's column that makes `notified` run (a CTE that only reads runs only when referenced). */
-export const NOTIFIED = sql.raw("(select count(*) from notified)::int as notified");
-
-/**
- * A controller with waiters and no turn on the seat claims a lease handed to one of its holders, or moves a
- * free (or expired) lease to the head of the line, wherever it waits; sweeps expired waiters; names a suspect.
- */
-const pollStatement = statement<Row>(
-  "poll_turn",
-  () => sql`
-with ours as (
-  select holder from seat_turns where seat_id = ${p("seatId")}::text and split_part(holder, ':', 1) = ${p("self")}::text
-),
-head as (
-  select w.holder from seat_waiters w where w.seat_id = ${p("seatId")}::text and ${waiterIsLive("w")} ${inLine("w")} limit 1
-),
-cand as (
-  select holder from ours union all select holder from head where not exists (select 1 from ours)
-),
-moved as (
-  ${takeLeaseSql(sql`select ${p("seatId")}::text, holder, ${handedExpiry("holder", sql`${p("self")}::text`)} from cand where ${fenced()}`)}
-),
-dequeued as (
-  delete from seat_waiters where holder in (select holder from moved) returning holder
-),
-swept as (
-  delete from seat_waiters where seat_id = ${p("seatId")}::text and expires_at < now() and ${fenced()} returning holder
-),
-notified as (
-  select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("self")}::text
-)
-select (select holder from moved where split_part(holder, ':', 1) = ${p("self")}::text) as holder, ${NOTIFIED}, ${fenced()} as live,
-  (${suspectSql()}) as suspect
-`,
-);
-
-// Gives `holder`'s turn up: leaves the line, and its lease (if it has it) goes to the head of the line.
-const passStatement = statement<Row>(
-  "pass_turn",
-  () => sql`
-with mine as (
-  delete from seat_waiters where holder = ${p("holder")}::text and ${fenced()} returning holder
-),
-${handOnSql(fenced())}
-select (select holder from handed) as handed_to, ${NOTIFIED}
-`,
-);
-
-// Deletes only a lease still in `holder`'s name: it never frees another delivery's turn.
-const releaseStatement = statement<Row>(
-  "release_turn",
-  () =>
-    sql`delete from seat_turns where seat_id = ${p("seatId")}::text and holder = ${p("holder")}::text and ${fenced()}`,
-);
-
-/** Who writes a seat-turn statement: the journal, the lease it grants, its instance's fence (absent in tests). */
-export type TurnWriter = { readonly db: Db; readonly leaseMs: number; readonly fence?: InstanceEpoch | undefined };
-
-/** Runs a seat-turn statement as `w`. With `what`, a refused fence throws rather than look like a busy seat. */
-export async function runTurnStatement(s: typeof passStatement, w: TurnWriter, values: Row, what?: string) {
-  const lease = { leaseSeconds: w.leaseMs / 1000, claimSeconds: TURN_CLAIM_MS / 1000 };
-  const fence = { instance: w.fence?.instance ?? null, epoch: w.fence?.epoch ?? null };
-  const [row] = await s(w.db).run({ ...values, ...lease, ...fence });
-  if (what && w.fence && !asBool(row?.live)) throw new FencedWriteError(w.fence, what);
-  return row;
-}
-
-/** The holder of `instance` that now has the lease, or null; a suspect past `suspectAfterMs` (ADR 0043). */
-export async function pollTurn(w: TurnWriter, seatId: string, instance: string, suspectAfterMs?: number) {
-  const values = { seatId, self: instance, staleSeconds: suspectAfterMs === undefined ? null : suspectAfterMs / 1000 };
-  const row = await runTurnStatement(pollStatement, w, values, `the seat turn poll of ${instance}`);
-  const [id, epoch] = row?.suspect ? String(row.suspect).split(" ") : [];
-  const suspect: TurnSuspect | undefined = id ? { instance: id, epoch: Number(epoch) } : undefined;
-  return { holder: row?.holder ? String(row.holder) : null, suspect };
-}
-
-/** Where `holder`'s lease went: to the head of the line, or null (released, or not its; or a stale fence). */
-export async function passTurn(w: TurnWriter, seatId: string, holder: string): Promise<string | null> {
-  const row = await runTurnStatement(passStatement, w, { seatId, holder });
-  return row?.handed_to ? String(row.handed_to) : null;
-}
-
-/** Releases `holder`'s lease on the seat if it still has it; nothing under a stale fence. */
-export async function releaseLease(w: TurnWriter, seatId: string, holder: string) {
-  await runTurnStatement(releaseStatement, w, { seatId, holder });
-}
-
 interface SeatQueue {
   /** This controller's holder that has the seat's lease (or has been handed it), if any. */
   current: string | null;
+  /** This controller's holders given the turn and not yet done with it: a second grant of one changes nothing. */
+  holding: Set<string>;
   /** This controller's deliveries in the seat's line, by holder: given the turn, or the journal's error. */
   waiters: Map<string, (held: boolean | Error) => void>;
   /** Holders handed the lease before they (re)appeared here; see UNCLAIMED_MS. */
@@ -227,8 +87,10 @@ export class SeatTurns {
     const started = performance.now();
     let held = (typeof admission === "string" ? admission : await admission) === "lease";
     const q = this.queue(seatId);
-    if (held) q.current = holder;
-    else held = await this.wait(seatId, q, holder, started + waitMs, signal);
+    if (held) {
+      q.current = holder;
+      q.holding.add(holder);
+    } else held = await this.wait(seatId, q, holder, started + waitMs, signal);
     let done = !held;
     let parked = false;
     return {
@@ -275,14 +137,21 @@ export class SeatTurns {
 
   private queue(seatId: string): SeatQueue {
     let q = this.seats.get(seatId);
-    if (!q) this.seats.set(seatId, (q = { current: null, waiters: new Map(), unclaimed: new Set(), polling: false }));
+    if (!q)
+      this.seats.set(
+        seatId,
+        (q = { current: null, holding: new Set(), waiters: new Map(), unclaimed: new Set(), polling: false }),
+      );
     return q;
   }
 
   /** Waits in the line until the lease comes to `holder` (true) or the wait is over (false). */
   private wait(seatId: string, q: SeatQueue, holder: string, deadline: number, signal?: AbortSignal): Promise<boolean> {
     // Handed the lease while its admission's answer was on its way.
-    if (q.unclaimed.delete(holder)) return Promise.resolve(true);
+    if (q.unclaimed.delete(holder)) {
+      q.holding.add(holder);
+      return Promise.resolve(true);
+    }
     return new Promise<boolean>((resolve, reject) => {
       const grant = (held: boolean | Error) => {
         clearTimeout(timer);
@@ -308,22 +177,32 @@ export class SeatTurns {
 
   /**
    * The lease left `from` (null: found by a poll) for `to` (null: released). A holder of this controller that
-   * is not waiting (its admission's answer is on its way, it gave up or was refused) gets UNCLAIMED_MS.
+   * is not waiting (its admission's answer is on its way, it gave up or was refused) gets UNCLAIMED_MS; one
+   * already in its turn (a poll found it before the settle that handed it on answered) keeps it.
    */
   private moved(seatId: string, from: string | null, to: string | null): void {
     const q = this.queue(seatId);
-    if (from !== null && q.current === from) q.current = null;
+    const had = q.current;
+    if (from !== null) {
+      q.holding.delete(from);
+      if (q.current === from) q.current = null;
+    }
     if (to?.startsWith(`${this.instanceId}:`)) {
       q.current = to;
       const grant = q.waiters.get(to);
-      if (grant) {
+      if (q.holding.has(to)) {
+        // Granted already.
+      } else if (grant) {
         q.waiters.delete(to);
+        q.holding.add(to);
         grant(true);
       } else {
         q.unclaimed.add(to);
         setTimeout(() => q.unclaimed.delete(to) && this.passOn(seatId, to), UNCLAIMED_MS).unref();
       }
     }
+    // The turn left this controller: a poll resting as a watcher looks at once, as a new one would.
+    if (had !== null && q.current === null && q.polling) q.wake?.();
     this.pump(seatId, q);
   }
 
@@ -342,25 +221,48 @@ export class SeatTurns {
     void this.pass(seatId, holder).then((to) => this.moved(seatId, holder, to));
   }
 
-  /** With waiters and no turn here, polls the journal; with neither, forgets the seat. */
+  /** With waiters, polls the journal; with nothing left here, forgets the seat. */
   private pump(seatId: string, q: SeatQueue): void {
-    if (q.polling || q.current !== null) return;
+    if (q.polling) return;
     if (q.waiters.size) void this.poll(seatId, q);
-    else if (!q.unclaimed.size && this.seats.get(seatId) === q) this.seats.delete(seatId);
+    else if (q.current === null && !q.holding.size && !q.unclaimed.size && this.seats.get(seatId) === q)
+      this.seats.delete(seatId);
   }
 
-  /** Another controller has the turn (or it was freed under a waiter): asks until it comes to a holder here. */
+  /**
+   * Asks the journal until no holder here waits, for a turn handed to one of them. While another controller
+   * has the turn (or it was freed under a waiter), often. While a holder here has it, only as a watcher
+   * (WATCH_MS, or at once on a heard hand-off): its settle hands the turn on in process, unless the fleet
+   * took its lease over, and then the journal's lease is the truth and the waiter it went to claims it.
+   */
   private async poll(seatId: string, q: SeatQueue): Promise<void> {
     q.polling = true;
-    let got: string | null = null;
-    while (!got && q.current === null && q.waiters.size) {
-      let woken = false;
-      q.wake = () => void (woken = true);
+    let woken = false;
+    const heard = () => void (woken = true);
+    const rest = (ms: number) =>
+      new Promise<void>((r) => {
+        const timer = setTimeout(r, ms);
+        q.wake = () => {
+          clearTimeout(timer);
+          r();
+        };
+      }).then(() => void (q.wake = heard));
+    q.wake = heard;
+    while (q.waiters.size) {
+      const watching = q.current !== null;
+      if (watching && !woken) {
+        await rest(WATCH_MS);
+        if (!q.waiters.size) break;
+      }
+      woken = false;
+      let got: string | null = null;
       try {
-        const r = await pollTurn(this.writer(), seatId, this.instanceId, this.suspects?.afterMs);
+        const r = await pollTurn(this.writer(), seatId, this.instanceId, q.current, this.suspects?.afterMs);
         if (r.suspect) this.suspects?.found(seatId, r.suspect);
         got = r.holder;
       } catch (e) {
+        // A watcher's failure is its holder's settle's to report; the waiters keep waiting for that hand-off.
+        if (watching) continue;
         // The journal is away: the waiters here end now, not sent, rather than after their 25 s.
         this.onError("seat turn poll failed", e as Error);
         for (const [holder, grant] of [...q.waiters]) {
@@ -369,20 +271,13 @@ export class SeatTurns {
           this.passOn(seatId, holder);
         }
       }
-      if (!got && !woken) {
-        await new Promise<void>((r) => {
-          const timer = setTimeout(r, this.handOffs.hearing ? POLL_LISTENING_MS : POLL_MS);
-          q.wake = () => {
-            clearTimeout(timer);
-            r();
-          };
-        });
-      }
+      if (got) this.moved(seatId, null, got);
+      else if (q.current === null && !woken && q.waiters.size)
+        await rest(this.handOffs.hearing ? POLL_LISTENING_MS : POLL_MS);
     }
     q.wake = undefined;
     q.polling = false;
-    if (got) this.moved(seatId, null, got);
-    else this.pump(seatId, q);
+    this.pump(seatId, q);
   }
 }
 

@@ -29,7 +29,7 @@ import {
   settleProvenAbsent,
   type OriginalSettleDeps,
 } from "../../controller/delivery/settle.js";
-import { passTurn, pollTurn, releaseLease, type TurnWriter } from "../../controller/delivery/turn.js";
+import { passTurn, pollTurn, releaseLease, type TurnWriter } from "../../controller/delivery/turn-statements.js";
 import { joinTurn } from "../../controller/delivery/turn-join.js";
 import { admitCall, CallState, settleCall } from "../../controller/journal/call-receipts.js";
 import { settleHireOutcome } from "../../controller/journal/hire-outcome.js";
@@ -200,13 +200,13 @@ describe.each(DRIVERS)(
         await queue(`${f.instance}:first`, 2_000);
         await queue(`${other.instance}:second`, 1_000);
         await lose(f);
-        await expect(pollTurn(asWriter(f), SEAT, f.instance)).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(pollTurn(asWriter(f), SEAT, f.instance, null)).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf("none")).lease).toBeUndefined();
         // An expired seat lease in its own holder's name is not taken back either.
         await db().execute(
           sql`insert into seat_turns (seat_id, holder, expires_at) values (${SEAT}, ${`${f.instance}:first`}, now() - interval '1 second')`,
         );
-        await expect(pollTurn(asWriter(f), SEAT, f.instance)).rejects.toBeInstanceOf(FencedWriteError);
+        await expect(pollTurn(asWriter(f), SEAT, f.instance, null)).rejects.toBeInstanceOf(FencedWriteError);
         expect((await rowsOf("none")).lease?.holder).toBe(`${f.instance}:first`);
         expect(await line()).toContain(`${other.instance}:second`);
       });
@@ -319,7 +319,7 @@ describe.each(DRIVERS)(
       expect(await joinTurn(asWriter(f), SEAT, `${f.instance}:a`, 25_000)).toBe(true);
       expect(await joinTurn(asWriter(other), SEAT, `${other.instance}:b`, 25_000)).toBe(false);
       expect(await passTurn(asWriter(f), SEAT, `${f.instance}:a`)).toBe(`${other.instance}:b`);
-      expect((await pollTurn(asWriter(other), SEAT, other.instance)).holder).toBe(`${other.instance}:b`);
+      expect((await pollTurn(asWriter(other), SEAT, other.instance, null)).holder).toBe(`${other.instance}:b`);
       expect([(await rowsOf("none")).lease?.holder, await line()]).toEqual([`${other.instance}:b`, []]);
     });
 

@@ -10,7 +10,8 @@ import { sql } from "drizzle-orm";
 import { DRIVERS, prepareStore } from "../kit/test-db.js";
 import { openDatabase, type Database } from "../../controller/db/open.js";
 import { SEAT_TURN_WAIT_MS } from "../../controller/delivery/pipeline.js";
-import { SeatTurns, TURN_CLAIM_MS, withSeatTurn } from "../../controller/delivery/turn.js";
+import { SeatTurns, withSeatTurn } from "../../controller/delivery/turn.js";
+import { TURN_CLAIM_MS } from "../../controller/delivery/turn-statements.js";
 import { joinSeatTurn } from "../../controller/delivery/turn-join.js";
 import { handLease, releaseLease, tryTakeLease } from "../kit/seat-lease.js";
 
@@ -123,6 +124,37 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     expect(await tryTakeLease(database.db, "m/late", "me:other", 60_000)).toBe(false);
     await turns.leave(t);
     expect(await holderOf("m/late")).toBeUndefined();
+  });
+
+  it("issue 34 goal 2: a turn the fleet took from this controller's holder and handed to its waiter is claimed within the claim window, and the old holder's late settle does not pass it on", async () => {
+    const turns = new SeatTurns(database.db, 60_000, "me");
+    const first = await join(turns, "m/taken", "me:first", 1_000);
+    expect(first.held).toBe(true);
+    const next = join(turns, "m/taken", "me:next", 20_000);
+    while (turns.waiting("m/taken") < 1) await new Promise((r) => setTimeout(r, 5));
+    // A peer takes the first holder's turn over (its replica paused past its lease: ADR 0036, 0043) and a
+    // peer's poll hands the freed lease to the head of the line, here, with the claim window. No
+    // notification: the watch alone must find it. The first holder is still in its turn in this process.
+    await releaseLease(database.db, "m/taken", "me:first");
+    await database.db.execute(sql`delete from seat_waiters where holder = 'me:next'`);
+    expect(await tryTakeLease(database.db, "m/taken", "me:next", TURN_CLAIM_MS)).toBe(true);
+    const t0 = performance.now();
+    const t = await next;
+    expect(t.held).toBe(true);
+    expect(performance.now() - t0).toBeLessThan(TURN_CLAIM_MS);
+    // Claimed for a whole lease (60 s), not the claim window's 3 s.
+    const r: unknown = await database.db.execute(
+      sql`select extract(epoch from expires_at - now())::float8 as left from seat_turns where seat_id = 'm/taken'`,
+    );
+    const left = Number(((Array.isArray(r) ? r : (r as { rows: unknown[] }).rows) as { left: number }[])[0]?.left);
+    expect(left).toBeGreaterThan(30);
+    // The first holder's turn ends later (its settle refused, or it finds the lease gone): nothing of the
+    // next holder's turn moves, not even after the time an unclaimed hand-off is kept.
+    await turns.leave(first);
+    await new Promise((r) => setTimeout(r, 1_300));
+    expect(await holderOf("m/taken")).toBe("me:next");
+    await turns.leave(t);
+    expect(await holderOf("m/taken")).toBeUndefined();
   });
 
   it("issue 34 item 4: two controllers' waiters are served in the fleet-wide order they joined the line, not each controller's own first", async () => {

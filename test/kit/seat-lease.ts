@@ -6,7 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import type { Db } from "../../controller/db/open.js";
-import { releaseLease as releaseTurnLease, takeLeaseSql } from "../../controller/delivery/turn.js";
+import { releaseLease as releaseTurnLease, takeLeaseSql } from "../../controller/delivery/turn-statements.js";
 
 const rowsOf = (r: unknown) => (Array.isArray(r) ? r : (r as { rows: unknown[] }).rows) as { holder: string }[];
 
