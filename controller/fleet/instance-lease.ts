@@ -128,12 +128,17 @@ export class InstanceLease {
   private async renewOnce(): Promise<void> {
     const { db, logger } = this.o;
     const sentAt = performance.now();
+    let due = true;
     try {
       if (this.agentFenced === this.current) {
         this.agentFenced = undefined;
         await this.lose("an agent refused its epoch: a peer took its seat turns over");
-      } else if (await renewLease(db, this.fence(), this.o.leaseMs)) this.trustedUntil = sentAt + this.trusted();
-      else await this.lose();
+      } else {
+        const r = await renewLease(db, this.fence(), this.o.leaseMs);
+        if (r.renewed) this.trustedUntil = sentAt + this.trusted();
+        else await this.lose();
+        due = r.takeoverDue;
+      }
       // What an old epoch held is given up before anything is served under the new one.
       if (this.stale !== undefined) await this.giveUp(this.stale);
     } catch (e) {
@@ -143,7 +148,8 @@ export class InstanceLease {
     }
     if (this.closed) return;
     this.serving = true;
-    if (this.o.onlyLiveIsSelf) return;
+    // A lost lease was re-acquired above and its takeover done there; otherwise only when the renewal saw work.
+    if (this.o.onlyLiveIsSelf || !due) return;
     const ids = await recoverOrphans(db, this.fence(), false, this.o.now()).catch((e: Error) => {
       logger.warn("takeover pass failed", { error: e.message });
       return [];

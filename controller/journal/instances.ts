@@ -56,8 +56,26 @@ export async function registerInstance(
   return Number(row!.epoch);
 }
 
-/** Renews the lease; false when it had expired (or the epoch is stale): it is lost and must be re-acquired. */
-export async function renewLease(db: Db, f: InstanceEpoch, leaseMs = DEFAULT_INSTANCE_LEASE_MS): Promise<boolean> {
+/**
+ * Whether `recoverOrphans` has anything to do: a seat lease or an in-flight call of an instance whose
+ * lease is not live, or an instance row to forget. At idle the renewal asks this in its own statement,
+ * and the takeover's transaction (six round trips) runs only when it is true.
+ */
+const takeoverDue = sql`(
+  exists (select 1 from seat_turns st where not exists (select 1 from controller_instances ci where ci.id = split_part(st.holder, ':', 1) and ci.lease_expires_at > now()))
+  or exists (select 1 from operator_call_receipts c where c.state = ${CallState.InFlight} and not exists (select 1 from controller_instances ci where ci.id = c.controller_instance and ci.epoch = c.controller_epoch and ci.lease_expires_at > now()))
+  or exists (select 1 from controller_instances ci where ci.lease_expires_at < now() - make_interval(secs => ${FORGET_AFTER_S}::float8))
+)`;
+
+/**
+ * Renews the lease. `renewed` is false when it had expired (or the epoch is stale): it is lost and must
+ * be re-acquired. `takeoverDue`: whether a peer's work waits to be taken over (recoverOrphans).
+ */
+export async function renewLease(
+  db: Db,
+  f: InstanceEpoch,
+  leaseMs = DEFAULT_INSTANCE_LEASE_MS,
+): Promise<{ renewed: boolean; takeoverDue: boolean }> {
   const rows = await db
     .update(controllerInstances)
     .set({ leaseExpiresAt: leaseEnd(leaseMs), heartbeatAt: sql`now()` })
@@ -68,8 +86,8 @@ export async function renewLease(db: Db, f: InstanceEpoch, leaseMs = DEFAULT_INS
         sql`${controllerInstances.leaseExpiresAt} > now()`,
       ),
     )
-    .returning({ id: controllerInstances.id });
-  return rows.length === 1;
+    .returning({ due: sql<boolean>`${takeoverDue}` });
+  return { renewed: rows.length === 1, takeoverDue: rows.length === 1 && rows[0]!.due === true };
 }
 
 export async function removeInstance(db: Db, f: InstanceEpoch): Promise<void> {

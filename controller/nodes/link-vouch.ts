@@ -90,19 +90,36 @@ export async function vouchForLinked(o: LinkVouchOptions): Promise<string[]> {
   return answered;
 }
 
-/** Runs `vouchForLinked` twice per heartbeat interval until stopped. */
+/** A pass at least this often: a fleet that shrank is told a short interval again at its next heartbeat. */
+const VOUCH_EVERY_MAX_MS = 5_000;
+
+/**
+ * Runs `vouchForLinked` twice per heartbeat interval (at most every 5 s) until stopped, the interval
+ * read again at each pass: it grows with the fleet (issue 36: the pass ran every second at 1,000 agents,
+ * at the interval the controller started with).
+ */
 export function startLinkVouch(o: LinkVouchOptions): { stop(): void } {
-  let running = false;
-  const timer = setInterval(
-    () => {
-      if (running) return;
-      running = true;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const halfInterval = () =>
+    Math.min(
+      VOUCH_EVERY_MAX_MS,
+      (typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs()) / 2,
+    );
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
       vouchForLinked(o)
         .catch((e: Error) => o.logger.warn("link liveness pass failed", { error: e.message }))
-        .finally(() => (running = false));
+        .finally(next);
+    }, halfInterval());
+    timer.unref();
+  };
+  next();
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
     },
-    (typeof o.heartbeatIntervalMs === "number" ? o.heartbeatIntervalMs : o.heartbeatIntervalMs()) / 2,
-  );
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  };
 }

@@ -32,7 +32,7 @@ export const HEARTBEATS_PER_S = 10;
  */
 export const MAX_HEARTBEAT_INTERVAL_MS = 120_000;
 /** How often the fleet's size is counted again (it sets the interval), at most. */
-const FLEET_COUNT_MS = 1_000;
+const FLEET_COUNT_MS = 5_000;
 
 /**
  * The interval for a fleet of `machines` agents: max(base, machines / HEARTBEATS_PER_S), in whole

@@ -69,6 +69,15 @@ describe("issue 36: the gateway tunnel", () => {
     await cleanup?.();
   });
 
+  it("issue 36: the agent port's accept queue holds a whole fleet dialing back at once (4,096, or the kernel's cap)", () => {
+    const port = new URL(controller.agentUrl).port;
+    // A listening socket's Send-Q is its backlog (Node's default, 511, dropped SYNs at 1,000 agents).
+    const line = execFileSync("ss", ["-Hltn", `( sport = :${port} )`], { encoding: "utf8" }).trim();
+    const backlog = Number(line.split(/\s+/)[2]);
+    const cap = Number(execFileSync("sysctl", ["-n", "net.core.somaxconn"], { encoding: "utf8" }).trim());
+    expect(backlog).toBe(Math.min(4096, cap));
+  });
+
   it("a linked agent keeps one socket to the replica, and its heartbeats still land through the link", async () => {
     const machine = "tunnel-m1";
     const agent = await startAgent(

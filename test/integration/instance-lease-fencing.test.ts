@@ -334,13 +334,30 @@ describe.each(DRIVERS)(
 
     it("a lease is renewed only while live; a re-registered instance gets a larger epoch", async () => {
       const f = await live();
-      expect(await renewLease(db(), f, 60_000)).toBe(true);
+      expect((await renewLease(db(), f, 60_000)).renewed).toBe(true);
       await expire(f);
-      expect(await renewLease(db(), f, 60_000)).toBe(false);
+      expect((await renewLease(db(), f, 60_000)).renewed).toBe(false);
       const again = await restale(f);
       expect(again.epoch).toBeGreaterThan(f.epoch);
-      expect(await renewLease(db(), f, 60_000)).toBe(false);
-      expect(await renewLease(db(), again, 60_000)).toBe(true);
+      expect((await renewLease(db(), f, 60_000)).renewed).toBe(false);
+      expect((await renewLease(db(), again, 60_000)).renewed).toBe(true);
+    });
+
+    it("issue 36: the renewal says when a takeover is due, so the takeover's transaction runs only then", async () => {
+      const peer = await live();
+      const f = await live();
+      await recoverOrphans(db(), peer, false, new Date()); // What earlier tests left.
+      expect((await renewLease(db(), peer, 60_000)).takeoverDue).toBe(false);
+      const p = admitParams(f);
+      await admitDelivery(db(), p); // A call in flight and the seat's lease, both f's, while f is live.
+      expect((await renewLease(db(), peer, 60_000)).takeoverDue).toBe(false);
+      await expire(f);
+      expect((await renewLease(db(), peer, 60_000)).takeoverDue).toBe(true);
+      expect(await recoverOrphans(db(), peer, false, new Date())).toContain(p.id);
+      expect((await renewLease(db(), peer, 60_000)).takeoverDue).toBe(false);
+      // A seat lease alone of an instance whose lease expired is due too.
+      expect(await tryTakeLease(db(), SEAT, `${f.instance}:left`, 60_000)).toBe(true);
+      expect((await renewLease(db(), peer, 60_000)).takeoverDue).toBe(true);
     });
 
     it("a peer takes over a live lease's calls never, whatever its pid and host say; an expired one's at once, and its late settle is refused", async () => {
