@@ -17,9 +17,10 @@ const POLL_MS = 25;
 const POLL_LISTENING_MS = 100;
 
 /**
- * A controller whose own holder has the turn still looks this often for a turn the fleet moved to one of its
- * waiters (the holder's lease taken over, or given up at a new epoch: ADR 0036, 0043), well inside the claim
- * window; a hand-off it hears is looked at at once. Its own settle hands the turn on without a look.
+ * A controller whose own holder has had the turn this long looks this often for a turn the fleet moved to
+ * one of its waiters (the holder's lease taken over, or given up at a new epoch: ADR 0036, 0043), well
+ * inside the claim window; a hand-off it hears is looked at at once. A turn passed on sooner, as on a busy
+ * seat, is handed on by its own settle in process, with no look.
  */
 const WATCH_MS = TURN_CLAIM_MS / 3;
 
@@ -32,6 +33,8 @@ const RELEASE_RETRY_MS = 250;
 interface SeatQueue {
   /** This controller's holder that has the seat's lease (or has been handed it), if any. */
   current: string | null;
+  /** When `current` got the turn (performance.now()). */
+  currentSince: number;
   /** This controller's holders given the turn and not yet done with it: a second grant of one changes nothing. */
   holding: Set<string>;
   /** This controller's deliveries in the seat's line, by holder: given the turn, or the journal's error. */
@@ -89,6 +92,7 @@ export class SeatTurns {
     const q = this.queue(seatId);
     if (held) {
       q.current = holder;
+      q.currentSince = performance.now();
       q.holding.add(holder);
     } else held = await this.wait(seatId, q, holder, started + waitMs, signal);
     let done = !held;
@@ -140,7 +144,14 @@ export class SeatTurns {
     if (!q)
       this.seats.set(
         seatId,
-        (q = { current: null, holding: new Set(), waiters: new Map(), unclaimed: new Set(), polling: false }),
+        (q = {
+          current: null,
+          currentSince: 0,
+          holding: new Set(),
+          waiters: new Map(),
+          unclaimed: new Set(),
+          polling: false,
+        }),
       );
     return q;
   }
@@ -188,6 +199,7 @@ export class SeatTurns {
       if (q.current === from) q.current = null;
     }
     if (to?.startsWith(`${this.instanceId}:`)) {
+      if (q.current !== to) q.currentSince = performance.now();
       q.current = to;
       const grant = q.waiters.get(to);
       if (q.holding.has(to)) {
@@ -231,30 +243,37 @@ export class SeatTurns {
 
   /**
    * Asks the journal until no holder here waits, for a turn handed to one of them. While another controller
-   * has the turn (or it was freed under a waiter), often. While a holder here has it, only as a watcher
-   * (WATCH_MS, or at once on a heard hand-off): its settle hands the turn on in process, unless the fleet
-   * took its lease over, and then the journal's lease is the truth and the waiter it went to claims it.
+   * has the turn (or it was freed under a waiter), often. While a holder here has it, only as a watcher,
+   * once it has had it WATCH_MS and every WATCH_MS after (at once on a heard hand-off): its settle hands the
+   * turn on in process, unless the fleet took its lease over, and then the journal's lease is the truth and
+   * the waiter it went to claims it.
    */
   private async poll(seatId: string, q: SeatQueue): Promise<void> {
     q.polling = true;
     let woken = false;
     const heard = () => void (woken = true);
+    // Resolves true when woken (a hand-off heard, or the turn left this controller), false at the timer.
     const rest = (ms: number) =>
-      new Promise<void>((r) => {
-        const timer = setTimeout(r, ms);
+      new Promise<boolean>((r) => {
+        const timer = setTimeout(() => r(false), ms);
         q.wake = () => {
           clearTimeout(timer);
-          r();
+          r(true);
         };
-      }).then(() => void (q.wake = heard));
+      }).finally(() => void (q.wake = heard));
     q.wake = heard;
+    let looked = Number.NEGATIVE_INFINITY;
     while (q.waiters.size) {
       const watching = q.current !== null;
       if (watching && !woken) {
-        await rest(WATCH_MS);
-        if (!q.waiters.size) break;
+        const wait = Math.max(q.currentSince, looked) + WATCH_MS - performance.now();
+        if (wait > 0) {
+          woken = await rest(wait);
+          continue;
+        }
       }
       woken = false;
+      looked = performance.now();
       let got: string | null = null;
       try {
         const r = await pollTurn(this.writer(), seatId, this.instanceId, q.current, this.suspects?.afterMs);
@@ -273,7 +292,7 @@ export class SeatTurns {
       }
       if (got) this.moved(seatId, null, got);
       else if (q.current === null && !woken && q.waiters.size)
-        await rest(this.handOffs.hearing ? POLL_LISTENING_MS : POLL_MS);
+        woken = await rest(this.handOffs.hearing ? POLL_LISTENING_MS : POLL_MS);
     }
     q.wake = undefined;
     q.polling = false;
