@@ -127,7 +127,7 @@ export async function startHaCluster(o: HaOptions): Promise<HaCluster> {
   const agents = new Map<string, { stateDir: string; process: Managed }>();
   let journal: postgres.Sql | undefined;
   const stop = async () => {
-    for (const r of replicas) r.relay.up();
+    for (const r of replicas) await r.relay.up().catch(() => {});
     for (const a of agents.values()) await a.process.stop().catch(() => {});
     for (const r of replicas) await r.process.stop().catch(() => {});
     for (const c of children) c.kill("SIGTERM");

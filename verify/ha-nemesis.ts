@@ -54,11 +54,11 @@ export async function applyHaNemesis(
       return { victim, pause: { role: `replica${victim + 1}`, pausedAt, resumedAt: new Date() } };
     }
     case "partition-replica":
-      r.relay.down();
+      await r.relay.down();
       try {
         await sleep(o.downMs * 2);
       } finally {
-        r.relay.up();
+        await r.relay.up();
       }
       return { victim };
     case "promote-standby": {

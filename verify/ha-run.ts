@@ -142,7 +142,7 @@ export async function runHa(args: string[]): Promise<number> {
     const runMs = performance.now() - t0;
     log(`${workload.issued()} ops in ${Math.round(runMs / 1000)} s; healing`);
     for (const r of c.replicas) {
-      r.relay.up();
+      await r.relay.up();
       r.process.resume();
       if (!r.process.running()) await r.process.start();
     }

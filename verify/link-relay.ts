@@ -5,67 +5,59 @@
  * calls and its reverse link (which carries every controller-to-agent call) dial the advertised
  * URL, so `down()` cuts the whole link both ways: open connections are destroyed and new ones
  * refused until `up()`. It counts what it carried so the report can show the link went through it.
+ * The relay runs in a process of its own (link-relay-process.ts); each command resolves once done.
  */
-import { connect, createServer, type Socket } from "node:net";
+import { fork } from "node:child_process";
+import type { RelayAnswer, RelayCommand, RelayStats } from "./link-relay-process.js";
 
 export interface LinkRelay {
   readonly host: string;
   readonly port: number;
-  down(): void;
-  up(): void;
+  down(): Promise<void>;
+  up(): Promise<void>;
   /** Connections relayed, and connections refused or cut by a partition. */
-  stats(): { relayed: number; refused: number; cut: number };
+  stats(): Promise<RelayStats>;
   close(): Promise<void>;
 }
 
 export async function startLinkRelay(listenHost: string, port: number, targetHost: string): Promise<LinkRelay> {
-  let isDown = false;
-  const stats = { relayed: 0, refused: 0, cut: 0 };
-  const live = new Set<Socket>();
-  const server = createServer((client) => {
-    if (isDown) {
-      stats.refused++;
-      return client.destroy();
-    }
-    stats.relayed++;
-    const upstream = connect(port, targetHost);
-    live.add(client).add(upstream);
-    client.setNoDelay(true);
-    upstream.setNoDelay(true);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    for (const [a, b] of [
-      [client, upstream],
-      [upstream, client],
-    ] as const) {
-      a.on("close", () => {
-        live.delete(a);
-        b.destroy();
-      });
-      a.on("error", () => b.destroy());
-    }
+  const child = fork(new URL("./link-relay-process.js", import.meta.url), [listenHost, String(port), targetHost], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
+  const pending = new Map<number, (s: RelayStats) => void>();
+  let next = 0;
+  let exited = false;
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(port, listenHost, () => resolve());
+    child.on("message", (a: RelayAnswer) => {
+      if ("ready" in a) resolve();
+      else if ("failed" in a) reject(new Error(`link relay on ${listenHost}:${port}: ${a.failed}`));
+      else {
+        pending.get(a.id)?.(a.stats);
+        pending.delete(a.id);
+      }
+    });
+    child.once("exit", (code) => {
+      exited = true;
+      reject(new Error(`link relay on ${listenHost}:${port} exited (${code})`));
+      for (const done of pending.values()) done({ relayed: 0, refused: 0, cut: 0 });
+      pending.clear();
+    });
   });
+  const ask = (op: RelayCommand["op"]) =>
+    new Promise<RelayStats>((resolve, reject) => {
+      if (exited) return reject(new Error(`link relay on ${listenHost}:${port} is gone`));
+      const id = next++;
+      pending.set(id, resolve);
+      child.send({ id, op } satisfies RelayCommand);
+    });
   return {
     host: listenHost,
     port,
-    down() {
-      isDown = true;
-      stats.cut += Math.ceil(live.size / 2);
-      for (const s of live) s.destroy();
-      live.clear();
-    },
-    up() {
-      isDown = false;
-    },
-    stats: () => ({ ...stats }),
+    down: async () => void (await ask("down")),
+    up: async () => void (await ask("up")),
+    stats: () => ask("stats"),
     async close() {
-      for (const s of live) s.destroy();
-      live.clear();
-      await new Promise<void>((r) => server.close(() => r()));
+      if (!exited) await ask("close");
     },
   };
 }

@@ -14,6 +14,7 @@
  */
 import type { Managed } from "./processes.js";
 import type { PgCluster } from "./pg-cluster.js";
+import type { LinkRelay } from "./link-relay.js";
 
 export const NEMESES = [
   "kill-controller",
@@ -40,10 +41,7 @@ export const SCHEDULE: readonly NemesisName[] = [
 /** How long pause-database holds the server: past the 7 s answer deadline, within the leads' 20 s timeout. */
 export const DATABASE_PAUSE_MS = 9_000;
 
-export interface Relay {
-  down(): void;
-  up(): void;
-}
+export type Relay = Pick<LinkRelay, "down" | "up">;
 
 export interface Targets {
   controller: Managed;
@@ -78,11 +76,11 @@ export async function applyNemesis(name: NemesisName, t: Targets, downMs: number
       await t.pg.pause(Math.max(downMs, DATABASE_PAUSE_MS));
       return;
     case "partition":
-      t.agentLinkRelay.down();
+      await t.agentLinkRelay.down();
       try {
         await sleep(downMs);
       } finally {
-        t.agentLinkRelay.up();
+        await t.agentLinkRelay.up();
       }
       return;
   }

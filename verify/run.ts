@@ -179,7 +179,7 @@ async function main(): Promise<void> {
   };
 
   const cleanup = async () => {
-    relay.up();
+    await relay.up().catch(() => {});
     await agent.stop().catch(() => {});
     await controller.stop().catch(() => {});
     await relay.close().catch(() => {});
@@ -204,7 +204,7 @@ async function main(): Promise<void> {
     await nemesis;
     const runMs = performance.now() - t0;
     log(`ops done in ${Math.round(runMs / 1000)} s; healing`);
-    relay.up();
+    await relay.up();
     agent.resume();
     if (!controller.running()) await controller.start();
     if (!agent.running()) await agent.start();
@@ -290,7 +290,7 @@ async function main(): Promise<void> {
             },
           ]
         : [],
-      agent_link_relay: relay.stats(),
+      agent_link_relay: await relay.stats(),
       outcomes_by_nemesis: outcomesByNemesis(history, windows),
       leads: LEADS,
       seats: SEATS,
