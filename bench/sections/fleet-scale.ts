@@ -198,8 +198,12 @@ export async function runFleetScale(
       await Promise.all(Array.from({ length: 8 }, worker));
       return out;
     };
+    // The delivery target (machine 0) has a simulator process of its own, as a real agent has its machine:
+    // sharing one with 249 others put their heartbeats and links ahead of its deliveries in one event loop,
+    // the simulator's cost, not the controller's. The rest share cfg.simProcesses processes.
+    const simOf = (i: number) => (i === 0 ? 0 : 1 + ((i - 1) % cfg.simProcesses));
     const grow = async (n: number) => {
-      while (sims.length < Math.min(cfg.simProcesses, n)) sims.push(SimProcess.start(simDir));
+      while (sims.length < (n > 1 ? 1 + Math.min(cfg.simProcesses, n - 1) : 1)) sims.push(SimProcess.start(simDir));
       let pending = Array.from({ length: n - linked }, (_, j) => linked + j);
       // A join the controller refused (its journal did not answer in time under the burst) gets a fresh token.
       for (let round = 0; pending.length && round < 5; round++) {
@@ -209,7 +213,7 @@ export async function runFleetScale(
           sims.map((s, k) =>
             s.add(
               controller!.ready.agentUrl!,
-              ids.filter((id) => byMachine.get(id.machine)! % sims.length === k),
+              ids.filter((id) => simOf(byMachine.get(id.machine)!) === k),
               cfg.seatsPerAgent,
             ),
           ),
