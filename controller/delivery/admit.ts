@@ -157,10 +157,7 @@ export interface AdmitParams {
  * machines share seat names (10 names on 1,000 machines) made it plan every admission anew (+1 ms at
  * 1,000 agents), and the generic plan it then weighed took a second.
  */
-const admitStatement = (by: "id" | "name") =>
-  statement<Record<string, unknown>>(
-    by === "id" ? "admit" : "admit_by_name",
-    () => sql`
+export const admissionSql = (by: "id" | "name") => sql`
 with seat as (
   select s.id, s.name, s.occupant_id, m.name as m_name, m.endpoint as m_endpoint, m.agent_token as m_agent_token
   from seats s left join machines m on m.name = s.machine
@@ -214,8 +211,9 @@ select
   (select coalesce(jsonb_agg(jsonb_build_object('deliveryId', f.delivery_id, 'state', coalesce(f.disposition, 'settled')) order by f.resolved_at desc), '[]'::jsonb)::text
      from fences f where f.seat_id = one.id and f.conversation_id = ${p("conversationId")}::text and f.resolved_at is not null and f.previous_reported_at is null) as previous
 from (select 1) x left join one on true
-`,
-  );
+`;
+const admitStatement = (by: "id" | "name") =>
+  statement<Record<string, unknown>>(by === "id" ? "admit" : "admit_by_name", () => admissionSql(by));
 const admitById = admitStatement("id");
 const admitByName = admitStatement("name");
 
