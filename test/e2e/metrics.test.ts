@@ -212,7 +212,8 @@ describe("Prometheus /metrics (real processes)", () => {
     // The journal's statements were timed: each delivery admitted and settled (issue 37 item 4).
     const timed = "clankie_journal_statement_seconds";
     const statements = (statement: string) => count(m, timed, { statement }) - count(before, timed, { statement });
-    expect(statements("admit")).toBeGreaterThanOrEqual(2 + refusals);
+    // A seat named by id is admitted by `admit`, one named by a bare name by `admit_by_name` (ADR 0013).
+    expect(statements("admit") + statements("admit_by_name")).toBeGreaterThanOrEqual(2 + refusals);
     expect(statements("settle")).toBeGreaterThanOrEqual(1);
     // The agent calls were timed: the delivered one answered ok, the frozen one did not.
     const calls = "clankie_agent_call_seconds";
