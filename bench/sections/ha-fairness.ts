@@ -3,46 +3,34 @@
  * straight to each replica (not through the balancer), to one seat. Reports max wait ÷ mean wait, the turns
  * skipped (a delivery that reached the seat after one admitted later than it), where the slowest call's time
  * went (admitted, reached the seat, settled: ms from its start, by the journal's and the mailbox's clocks on
- * this host), and the longest stall of this process's own event loop while the callers ran: this process
- * runs the callers' clocks and the agents' link relays (verify/link-relay.ts), so a stall here is timed as a
- * wait of every call in flight and is no part of the controller's turn order.
+ * this host), and the longest stall of the callers' own event loop (ha-fairness-callers.ts): a stall there
+ * is timed as a wait of every call in flight and is no part of the controller's turn order.
  */
-import { randomUUID } from "node:crypto";
+import { fork } from "node:child_process";
 import { join } from "node:path";
 import type { HaCluster } from "../../verify/ha-cluster.js";
 import { connectLead, type Lead } from "../../verify/leads.js";
+import type { FairCall, FairCallersAnswer, FairCallersTask } from "../ha-fairness-callers.js";
 import { MailboxStore } from "../../node-agent/mailbox/store.js";
 import { round } from "../stats.js";
 
 const SEAT = "a1/fair";
 const CALLERS = 8;
-const LAG_TICK_MS = 10;
 const WARM_CALLS_PER_REPLICA = 5;
 
-interface Call {
-  caller: number;
-  call: number;
-  id: string;
-  /** performance.timeOrigin-based epoch ms, as the journal's and the agent's clocks on this host. */
-  startedAt: number;
-  ms: number;
-}
-
-/** The longest gap between ticks of a LAG_TICK_MS timer, less the tick, until `stop()`. */
-function watchEventLoop(): { stop(): number } {
-  let last = performance.now();
-  let worst = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    worst = Math.max(worst, now - last - LAG_TICK_MS);
-    last = now;
-  }, LAG_TICK_MS);
-  return {
-    stop: () => {
-      clearInterval(timer);
-      return round(worst);
-    },
-  };
+/** Runs the timed callers in their own process (ha-fairness-callers.ts): opened, then started together. */
+async function callInOwnProcess(task: FairCallersTask): Promise<Extract<FairCallersAnswer, { calls: unknown }>> {
+  const child = fork(new URL("../ha-fairness-callers.js", import.meta.url), [JSON.stringify(task)], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
+  return new Promise((resolve, reject) => {
+    child.on("message", (a: FairCallersAnswer) => {
+      if ("ready" in a) child.send("go");
+      else if ("failed" in a) reject(new Error(`fairness callers: ${a.failed}`));
+      else resolve(a);
+    });
+    child.once("exit", (code) => reject(new Error(`fairness callers exited (${code})`)));
+  });
 }
 
 export async function fairness(c: HaCluster, callsEach: number): Promise<Record<string, unknown>> {
@@ -80,41 +68,12 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
     }),
   );
   const urlOf = (i: number) => `${c.replicas[i % 2]!.url}/mcp`;
-  // Every caller's session is open before any call starts. Opened inside the timed loop, the other callers'
-  // session opens (MCP initialize on the replica, a client in this process) ran during the first calls and
-  // were timed as their waits (issue 34's re-measure: the slowest calls were the first of their callers).
-  for (const [i, l] of callers.entries()) l.client = await connectLead(urlOf(i), l);
   const since = new Date();
-  const calls: Call[] = [];
-  let errors = 0;
-  const loop = watchEventLoop();
-  await Promise.all(
-    callers.map(async (l, i) => {
-      for (let k = 0; k < callsEach; k++) {
-        try {
-          // A session lost to an error is opened again before the clock starts: the wait is the call's alone.
-          l.client ??= await connectLead(urlOf(i), l);
-          const id = randomUUID();
-          const t = performance.now();
-          await l.client.callTool(
-            {
-              name: "message_seat",
-              arguments: { seat: SEAT, message: `fair ${i} ${k}` },
-              _meta: { "clankie/seat-call": { deliveryId: id } },
-            },
-            undefined,
-            { timeout: 60_000 },
-          );
-          calls.push({ caller: i, call: k, id, startedAt: performance.timeOrigin + t, ms: performance.now() - t });
-        } catch {
-          errors++;
-          l.client = undefined;
-        }
-      }
-      await l.client?.close().catch(() => {});
-    }),
-  );
-  const loopStallMs = loop.stop();
+  const { calls, errors, loopStallMs } = await callInOwnProcess({
+    seat: SEAT,
+    callsEach,
+    callers: callers.map((lead, i) => ({ lead, mcpUrl: urlOf(i) })),
+  });
   // Delivery order is the seat's own (the mailbox, in arrival order); admission order is the receipts' created_at.
   const arrived = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes"))
     .list("fair")
@@ -139,7 +98,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
   const waits = calls.map((x) => x.ms);
   const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
   const perReplica = [0, 1].map((r) => calls.filter((x) => x.caller % 2 === r).map((x) => x.ms));
-  const slowest = calls.reduce<Call | undefined>((a, x) => (a && a.ms >= x.ms ? a : x), undefined);
+  const slowest = calls.reduce<FairCall | undefined>((a, x) => (a && a.ms >= x.ms ? a : x), undefined);
   const receipt = slowest && receipts.get(slowest.id);
   const reached = slowest && arrived.find((e) => e.deliveryId === slowest.id)?.receivedAtMs;
   const after = (at: number | null | undefined) => (at == null || !slowest ? null : round(at - slowest.startedAt));
@@ -176,6 +135,6 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
       ...during,
     },
     skipped_turns: skipped,
-    bench_loop_stall_max_ms: loopStallMs,
+    callers_loop_stall_max_ms: round(loopStallMs),
   };
 }
