@@ -128,6 +128,8 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
       replica: (slowest.caller % 2) + 1,
       caller: slowest.caller,
       call: slowest.call,
+      // To find its window in the replicas' and agents' logs.
+      started_at: new Date(slowest.startedAt).toISOString(),
       ms: round(slowest.ms),
       admitted_after_ms: after(receipt?.admitted),
       reached_seat_after_ms: after(reached),

@@ -92,7 +92,8 @@ export async function runFairnessOnly(cfg: HaConfig, log: (l: string) => void): 
     return { fair_max_over_mean: fair.max_over_mean, fair_skipped_turns: fair.skipped_turns, fairness: fair };
   } finally {
     await c.stop();
-    rmSync(work, { recursive: true, force: true });
+    if (process.env.CLANKIE_BENCH_KEEP === "1") log(`high_availability: kept ${work}`);
+    else rmSync(work, { recursive: true, force: true });
   }
 }
 
