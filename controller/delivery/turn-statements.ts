@@ -69,7 +69,7 @@ dequeued as (
   delete from seat_waiters where holder in (select holder from handed) returning holder
 ),
 notified as (
-  select ${notifyHolder("holder")} from handed where split_part(holder, ':', 1) <> split_part(${p("holder")}::text, ':', 1)
+  select ${notifyHolder("holder", sql`${p("seatId")}::text`)} from handed where split_part(holder, ':', 1) <> split_part(${p("holder")}::text, ':', 1)
 )`;
 }
 
@@ -104,7 +104,7 @@ swept as (
   delete from seat_waiters where seat_id = ${p("seatId")}::text and expires_at < now() and ${fenced()} returning holder
 ),
 notified as (
-  select ${notifyHolder("holder")} from moved where split_part(holder, ':', 1) <> ${p("self")}::text
+  select ${notifyHolder("holder", sql`${p("seatId")}::text`)} from moved where split_part(holder, ':', 1) <> ${p("self")}::text
 )
 select (select holder from moved where split_part(holder, ':', 1) = ${p("self")}::text) as holder, ${NOTIFIED}, ${fenced()} as live,
   (${suspectSql()}) as suspect

@@ -61,7 +61,12 @@ export class SeatTurns {
     /** ADR 0043: told of a peer the poll finds holding or awaiting the turn with its renewal `afterMs` overdue. */
     private readonly suspects?: { afterMs: number; found: (seatId: string, s: TurnSuspect) => void },
   ) {
-    this.handOffs = hearHandOffs(db, instanceId, () => this.wakeAll(), onError);
+    this.handOffs = hearHandOffs(
+      db,
+      instanceId,
+      (seat) => (seat ? this.seats.get(seat)?.wake?.() : this.wakeAll()),
+      onError,
+    );
   }
 
   /** The writer of this controller's seat-turn statements, fenced by its instance lease as it is now. */
