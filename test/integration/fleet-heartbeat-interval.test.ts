@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { eq } from "drizzle-orm";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
-import { openDatabase, type Database } from "../../controller/db/open.js";
+import { DRIVERS, openTestDatabase } from "../kit/test-db.js";
+import type { Database } from "../../controller/db/open.js";
 import { machines, seats } from "../../controller/db/schema.js";
 import { GROWN_FLEET_BATCH_WINDOW_MS } from "../../controller/nodes/heartbeat-batch.js";
 import {
@@ -54,11 +54,7 @@ describe.each(DRIVERS)("issue 36: a growing fleet's liveness and seat reports (%
   let registry: Registry;
   const linked = new Set<string>();
   beforeAll(async () => {
-    const store = await prepareStore(driver);
-    database = await openDatabase(
-      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
-    );
-    cleanup = store.cleanup;
+    ({ database, cleanup } = await openTestDatabase(driver));
     const row = (i: number) => ({
       name: `m${i}`,
       endpoint: "reverse://x",

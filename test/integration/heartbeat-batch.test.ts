@@ -4,8 +4,8 @@
  * heartbeat moves its machine's last_seen_at; an unknown instance is told to register again).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
-import { openDatabase, type Database } from "../../controller/db/open.js";
+import { DRIVERS, openTestDatabase } from "../kit/test-db.js";
+import type { Database } from "../../controller/db/open.js";
 import { machines } from "../../controller/db/schema.js";
 import { GROWN_FLEET_BATCH_WINDOW_MS, HeartbeatBatch } from "../../controller/nodes/heartbeat-batch.js";
 
@@ -13,11 +13,7 @@ describe.each(DRIVERS)("heartbeats written together (%s)", (driver) => {
   let database: Database;
   let cleanup: () => Promise<void>;
   beforeAll(async () => {
-    const store = await prepareStore(driver);
-    database = await openDatabase(
-      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
-    );
-    cleanup = store.cleanup;
+    ({ database, cleanup } = await openTestDatabase(driver));
     const old = new Date(Date.now() - 60_000);
     const row = (i: number) => ({
       name: `m${i}`,

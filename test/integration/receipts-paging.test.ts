@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
-import { openDatabase, type Database } from "../../controller/db/open.js";
+import { DRIVERS, openTestDatabase } from "../kit/test-db.js";
+import type { Database } from "../../controller/db/open.js";
 import { queryReceipts } from "../../controller/services/receipt-views.js";
 import { FleetError } from "../../shared/errors.js";
 
@@ -21,11 +21,7 @@ describe.each(DRIVERS)("issue 37 item 2: receipts paged by key on %s", (driver) 
     );
 
   beforeAll(async () => {
-    const store = await prepareStore(driver);
-    database = await openDatabase(
-      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
-    );
-    cleanup = store.cleanup;
+    ({ database, cleanup } = await openTestDatabase(driver));
     // Five in one millisecond (two share the microsecond too), one older.
     await insert("r1", "2026-12-05 10:00:00.123001+00");
     await insert("r2", "2026-12-05 10:00:00.123002+00");

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { eq } from "drizzle-orm";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
-import { openDatabase, type Database } from "../../controller/db/open.js";
+import { DRIVERS, openTestDatabase } from "../kit/test-db.js";
+import type { Database } from "../../controller/db/open.js";
 import { machineCerts } from "../../controller/db/schema.js";
 import {
   certificatesVersion,
@@ -20,11 +20,7 @@ describe.each(DRIVERS)("issue 36: the revocation poll's digest (%s)", (driver) =
   let cleanup: () => Promise<void>;
   const later = new Date(Date.now() + 3_600_000);
   beforeAll(async () => {
-    const store = await prepareStore(driver);
-    database = await openDatabase(
-      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
-    );
-    cleanup = store.cleanup;
+    ({ database, cleanup } = await openTestDatabase(driver));
     for (const [serial, machine] of [
       ["aa01", "m1"],
       ["aa02", "m2"],

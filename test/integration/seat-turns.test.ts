@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "drizzle-orm";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
-import { openDatabase, type Database } from "../../controller/db/open.js";
+import { DRIVERS, openTestDatabase } from "../kit/test-db.js";
+import type { Database } from "../../controller/db/open.js";
 import { SEAT_TURN_WAIT_MS } from "../../controller/delivery/pipeline.js";
 import { SeatTurns, withSeatTurn } from "../../controller/delivery/turn.js";
 import { TURN_CLAIM_MS } from "../../controller/delivery/turn-statements.js";
@@ -28,11 +28,7 @@ describe.each(DRIVERS)("seat turns on %s", (driver) => {
     return rows[0]?.holder;
   };
   beforeAll(async () => {
-    const store = await prepareStore(driver);
-    database = await openDatabase(
-      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
-    );
-    cleanup = store.cleanup;
+    ({ database, cleanup } = await openTestDatabase(driver));
     // The line counts a waiter only while its controller's instance lease is live (ADR 0039, ADR 0036).
     await database.db.execute(
       sql`insert into controller_instances (id, pid, host, lease_expires_at) select id, 1, 'test', now() + interval '1 hour' from unnest(array['me', 'other', 'ra', 'rb']) id`,

@@ -7,8 +7,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { sql } from "drizzle-orm";
-import { DRIVERS, prepareStore } from "../kit/test-db.js";
-import { openDatabase, type Database } from "../../controller/db/open.js";
+import { DRIVERS, openTestDatabase } from "../kit/test-db.js";
+import type { Database } from "../../controller/db/open.js";
 import { SeatTurns } from "../../controller/delivery/turn.js";
 import type { SeatTurn } from "../../controller/delivery/receipt-types.js";
 import type { HandOffs } from "../../controller/delivery/turn-hand-offs.js";
@@ -42,11 +42,7 @@ describe.each(DRIVERS)("a heard hand-off wakes the seat it names (%s)", (driver)
   const next: Promise<SeatTurn>[] = [];
 
   beforeAll(async () => {
-    const store = await prepareStore(driver);
-    database = await openDatabase(
-      store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
-    );
-    cleanup = store.cleanup;
+    ({ database, cleanup } = await openTestDatabase(driver));
     await database.db.execute(
       sql`insert into controller_instances (id, pid, host, lease_expires_at) select id, 1, 'test', now() + interval '1 hour' from unnest(array['ra', 'rb']) id`,
     );

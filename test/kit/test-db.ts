@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { inject } from "vitest";
+import { openDatabase, type Database } from "../../controller/db/open.js";
 
 export type Driver = "pglite" | "postgres";
 
@@ -74,4 +75,13 @@ export async function prepareStore(
   }
   const pg = await freshPostgres();
   return { stateDir, databaseUrl: pg.url, cleanup: pg.drop };
+}
+
+/** A fresh store's database, opened, for a suite that drives the journal itself: close it, then clean up. */
+export async function openTestDatabase(driver: Driver): Promise<{ database: Database; cleanup: () => Promise<void> }> {
+  const store = await prepareStore(driver);
+  const database = await openDatabase(
+    store.databaseUrl ? { url: store.databaseUrl } : { dataDir: `${store.stateDir}/pgdata` },
+  );
+  return { database, cleanup: store.cleanup };
 }
