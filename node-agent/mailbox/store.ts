@@ -49,9 +49,6 @@ export class MailboxStore {
   // Delivery ids with an append queued or running (a count: a repeated id may queue twice).
   // Marked synchronously when append is called, so a fence never claims one of them absent.
   private readonly writing = new Map<string, number>();
-  // Per mailbox: whether a file name holds an id in another case than its canonical one, written before ids
-  // were canonical (issue 32 item 4). Scanned once: every append since writes the canonical name.
-  private readonly legacyNames = new Map<string, boolean>();
 
   constructor(private readonly rootDir: string) {}
 
@@ -169,39 +166,6 @@ export class MailboxStore {
     }
     entries.sort((a, b) => a.seq - b.seq);
     return { entries, unreadable };
-  }
-
-  /**
-   * One delivery id's entry, as list() would hold it, read from its own file: a reconcile asks about one id,
-   * and listing a mailbox of thousands read and parsed every file on the agent's event loop (8,100 entries:
-   * 125–170 ms warm, 1.6 s cold, for each reconcile). A file written before ids were canonical may carry the
-   * id in another case (issue 32 item 4): in a mailbox that holds such names, they are listed to find it.
-   */
-  listOne(name: string, given: string): { entries: MailboxEntry[]; unreadable: string[] } {
-    const id = canonicalUuid(given);
-    if (id === undefined) return { entries: [], unreadable: [] };
-    const canonical = `${id}.json`;
-    let file: string | undefined = canonical;
-    if (!existsSync(join(this.dir(name), canonical)))
-      file = this.holdsLegacyNames(name)
-        ? readdirSync(this.dir(name)).find((f) => !f.startsWith(".") && f.toLowerCase() === canonical)
-        : undefined;
-    if (file === undefined) return { entries: [], unreadable: [] };
-    const path = join(this.dir(name), file);
-    try {
-      return { entries: [this.parse(readFileSync(path, "utf8"), path)], unreadable: [] };
-    } catch {
-      return { entries: [], unreadable: [file] };
-    }
-  }
-
-  private holdsLegacyNames(name: string): boolean {
-    let legacy = this.legacyNames.get(name);
-    if (legacy === undefined) {
-      legacy = readdirSync(this.dir(name)).some((f) => !f.startsWith(".") && f !== f.toLowerCase());
-      this.legacyNames.set(name, legacy);
-    }
-    return legacy;
   }
 
   /** Entries after the read cursor; advances the cursor unless peeking. */

@@ -67,10 +67,8 @@ export class MailboxAdapter implements HarnessAdapter {
     };
   }
 
-  /** With a delivery id, that id's entry alone (its own file: the controller asks about one id). */
-  async readSession(seat: SeatRecord, sinceMs: number, deliveryId?: string): Promise<SessionRead> {
-    const { entries, unreadable } =
-      deliveryId === undefined ? this.store.list(seat.name) : this.store.listOne(seat.name, deliveryId);
+  async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
+    const { entries, unreadable } = this.store.list(seat.name);
     return {
       occupantId: seat.occupantId,
       status: SeatStatus.Idle,

@@ -252,8 +252,7 @@ export type ReadSessionRequest = Message<"clankie.fleet.v1.ReadSessionRequest"> 
   sinceUnixMs: bigint;
 
   /**
-   * The delivery whose write's turn to report (rule 39); empty for none. A mailbox seat then answers
-   * that delivery's entry alone, read from its own file.
+   * The delivery whose write's turn to report (rule 39); empty for none.
    *
    * @generated from field: string delivery_id = 3;
    */
