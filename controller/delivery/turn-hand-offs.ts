@@ -28,8 +28,9 @@ export interface HandOffs {
 /**
  * Calls `onHandOff` with the seat whenever another controller hands one of `instance`'s holders its lease,
  * until the database is closed; with undefined for a notification that names no seat (a replica from before
- * the seat was named, during a rolling upgrade: every seat looks). Both drivers' clients can listen (postgres.js on a connection of its own,
- * PGlite in process); one that cannot leaves `hearing` false, and one that fails says why to `onError`.
+ * the seat was named, during a rolling upgrade: every seat looks). Both drivers' clients can listen
+ * (postgres.js on a connection of its own, PGlite in process); one that cannot leaves `hearing` false, and
+ * one that fails says why to `onError`.
  */
 export function hearHandOffs(
   db: Db,
