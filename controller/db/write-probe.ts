@@ -10,6 +10,7 @@
  * 1,000-agent controller's statements at idle): a DO block that ends by raising, which rolls it back.
  */
 import { eq, getTableName, sql } from "drizzle-orm";
+import { journalCause } from "./error-text.js";
 import type { Db } from "./open.js";
 import { callReceipts, controllerInstances, deliveryReceipts, seatTurns } from "./schema.js";
 
@@ -43,7 +44,7 @@ end $probe$`),
       );
     } catch (e) {
       if (serverMessage(e) === DONE) return;
-      throw e;
+      throw unwritable(e);
     }
     throw new Error("the journal write probe ended without its rollback");
   }
@@ -58,6 +59,12 @@ end $probe$`),
     });
   } catch (e) {
     if (e instanceof ProbeDone) return;
-    throw e;
+    throw unwritable(e);
   }
 }
+
+/**
+ * Why the journal cannot take a write, in words: /readyz shows it to anyone, so never drizzle's
+ * message, which quotes the probe's statement (the failure itself stays as the cause).
+ */
+const unwritable = (e: unknown) => new Error(`the journal cannot take a write (${journalCause(e)})`, { cause: e });
