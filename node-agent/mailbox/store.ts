@@ -80,7 +80,7 @@ export class MailboxStore {
     const run = async (): Promise<AppendResult> => {
       if (id !== canonicalUuid(id)) throw new Error(`delivery id is not a uuid: ${quoteInput(msg.deliveryId)}`);
       const path = this.entryPath(name, id);
-      if (existsSync(path)) return { entry: this.parse(readFileSync(path, "utf8"), path), replayed: true };
+      if (existsSync(path)) return { entry: parseMailboxEntry(readFileSync(path, "utf8"), path), replayed: true };
       if (existsSync(this.fencePath(name, id))) {
         throw new MailboxFencedError(`delivery ${id} was proven absent and fenced by reconciliation: never written`);
       }
@@ -123,7 +123,7 @@ export class MailboxStore {
     if (deliveryId === undefined) throw new Error(`delivery id is not a uuid: ${quoteInput(given)}`);
     const path = this.entryPath(name, deliveryId);
     if (this.writing.has(deliveryId)) return { state: "writing", path };
-    if (existsSync(path)) return { state: "found", path, entry: this.parse(readFileSync(path, "utf8"), path) };
+    if (existsSync(path)) return { state: "found", path, entry: parseMailboxEntry(readFileSync(path, "utf8"), path) };
     const fencePath = this.fencePath(name, deliveryId);
     if (existsSync(fencePath)) {
       // Its existence is the fence; an unreadable body (not one we wrote: ours are renamed whole) is rewritten.
@@ -159,7 +159,7 @@ export class MailboxStore {
       if (!file.endsWith(".json") || file.startsWith(".")) continue;
       const path = join(this.dir(name), file);
       try {
-        entries.push(this.parse(readFileSync(path, "utf8"), path));
+        entries.push(parseMailboxEntry(readFileSync(path, "utf8"), path));
       } catch {
         unreadable.push(file);
       }
@@ -178,12 +178,13 @@ export class MailboxStore {
     if (!opts.peek && last) writeFileDurably(cursorPath, String(last.seq));
     return { entries, unreadable: all.unreadable };
   }
+}
 
-  private parse(raw: string, path: string): MailboxEntry {
-    const e = JSON.parse(raw) as MailboxEntry;
-    if (e.schemaVersion !== 1 || typeof e.deliveryId !== "string" || typeof e.seq !== "number") {
-      throw new Error(`not a mailbox entry: ${path}`);
-    }
-    return e;
+/** One entry file's text as an entry; throws when it is not one. */
+export function parseMailboxEntry(raw: string, path: string): MailboxEntry {
+  const e = JSON.parse(raw) as MailboxEntry;
+  if (e.schemaVersion !== 1 || typeof e.deliveryId !== "string" || typeof e.seq !== "number") {
+    throw new Error(`not a mailbox entry: ${path}`);
   }
+  return e;
 }

@@ -18,6 +18,7 @@ const KEPT_RESULTS = [
   "bench/results/high-availability.json",
   "bench/results/latest.json",
   "bench/results/link-pings.json",
+  "bench/results/mailbox-session-read.json",
   "bench/results/proof-sources.json",
   "bench/results/rpc-clients.json",
   "verify/results/fuzz.json",

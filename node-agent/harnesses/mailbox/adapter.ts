@@ -5,6 +5,7 @@
 import { AgentResult, SeatKind, SeatStatus } from "../../../shared/verdicts.js";
 import type { MonotonicClock, ProofFact } from "../../proofs/proof.js";
 import { MailboxFencedError, type MailboxStore } from "../../mailbox/store.js";
+import { MailboxSessionReader } from "../../mailbox/session-read.js";
 import type {
   HarnessAdapter,
   NativeWrite,
@@ -16,11 +17,14 @@ import type {
 
 export class MailboxAdapter implements HarnessAdapter {
   readonly kind = SeatKind.Mailbox;
+  private readonly sessions: MailboxSessionReader;
 
   constructor(
     private readonly store: MailboxStore,
     private readonly clock: MonotonicClock,
-  ) {}
+  ) {
+    this.sessions = new MailboxSessionReader(store);
+  }
 
   async inspect(seat: SeatRecord): Promise<{ snapshot: SeatSnapshot; proofs: ProofFact[] }> {
     const present = this.store.exists(seat.name);
@@ -68,7 +72,7 @@ export class MailboxAdapter implements HarnessAdapter {
   }
 
   async readSession(seat: SeatRecord, sinceMs: number): Promise<SessionRead> {
-    const { entries, unreadable } = this.store.list(seat.name);
+    const { entries, unreadable } = await this.sessions.read(seat.name);
     return {
       occupantId: seat.occupantId,
       status: SeatStatus.Idle,
