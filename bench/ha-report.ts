@@ -69,6 +69,14 @@ export function judgeHaGoals(r: Json): Goal[] {
     ),
     judge("(34) … turns skipped (delivery order against admission order)", "0", skipped, (v) => v === 0, "", why),
     judge(
+      "(34) … most deliveries a call waited behind (admitted before it)",
+      "≤ 7 (the other callers)",
+      num(r, `${at}.fair_max_turns_waited`),
+      (v) => v <= 7,
+      "",
+      why,
+    ),
+    judge(
       "(34) lead and owner tokens valid on every replica",
       `${tokensChecked ?? "all"} of ${tokensChecked ?? "all"}`,
       num(r, `${at}.tokens_valid`),

@@ -95,6 +95,15 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
     if (at < latest) skipped++;
     latest = Math.max(latest, at);
   }
+  // Turns waited: the deliveries that reached the seat between a call's admission and its own arrival. In the
+  // fleet-wide admission order that is at most the callers ahead of it (7), whatever the box's stalls cost in ms.
+  // (Both clocks are this host's, in ms: one that arrived in the admission's own ms is not counted.)
+  const inOrder = arrived.filter((e) => receipts.has(e.deliveryId));
+  const turnsWaited = inOrder.map((e, i) => {
+    const admitted = receipts.get(e.deliveryId)!.admitted;
+    return inOrder.slice(0, i).filter((f) => f.receivedAtMs > admitted).length;
+  });
+  const meanTurns = turnsWaited.reduce((a, b) => a + b, 0) / Math.max(1, turnsWaited.length);
   const waits = calls.map((x) => x.ms);
   const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
   const perReplica = [0, 1].map((r) => calls.filter((x) => x.caller % 2 === r).map((x) => x.ms));
@@ -137,6 +146,8 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
       ...during,
     },
     skipped_turns: skipped,
+    mean_turns_waited: round(meanTurns),
+    max_turns_waited: Math.max(0, ...turnsWaited),
     callers_loop_stall_max_ms: round(loopStallMs),
   };
 }

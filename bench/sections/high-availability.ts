@@ -89,7 +89,12 @@ export async function runFairnessOnly(cfg: HaConfig, log: (l: string) => void): 
   try {
     log("high_availability: fairness alone, 4 callers on each of 2 replicas to one seat");
     const fair = await fairness(c, cfg.fairCallsEach);
-    return { fair_max_over_mean: fair.max_over_mean, fair_skipped_turns: fair.skipped_turns, fairness: fair };
+    return {
+      fair_max_over_mean: fair.max_over_mean,
+      fair_skipped_turns: fair.skipped_turns,
+      fair_max_turns_waited: fair.max_turns_waited,
+      fairness: fair,
+    };
   } finally {
     await c.stop();
     if (process.env.CLANKIE_BENCH_KEEP === "1") log(`high_availability: kept ${work}`);
@@ -245,6 +250,7 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
       resume_after_promotion_ms: resumeMs,
       fair_max_over_mean: fair.max_over_mean,
       fair_skipped_turns: fair.skipped_turns,
+      fair_max_turns_waited: fair.max_turns_waited,
       fairness: fair,
       tokens_valid: tokens.valid,
       tokens_checked: tokens.checked,
