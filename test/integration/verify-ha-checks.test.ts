@@ -118,6 +118,7 @@ describe("issue 34 item 6: the HA figures and goals", () => {
       resume_after_promotion_ms: 9_000,
       fair_max_over_mean: 1.5,
       fair_skipped_turns: 0,
+      fair_max_turns_waited: 7,
       tokens_valid: 18,
       tokens_checked: 18,
     };
@@ -131,6 +132,7 @@ describe("issue 34 item 6: the HA figures and goals", () => {
       resume_after_promotion_ms: 31_000,
       fair_max_over_mean: 2.5,
       fair_skipped_turns: 3,
+      fair_max_turns_waited: 8,
       tokens_valid: 12,
     };
     for (const [k, v] of Object.entries(bad)) {
