@@ -107,6 +107,13 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
   const waits = calls.map((x) => x.ms);
   const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
   const perReplica = [0, 1].map((r) => calls.filter((x) => x.caller % 2 === r).map((x) => x.ms));
+  // Each caller's own mean against the mean of all: a replica or caller served after the others (the unfair
+  // order issue 34 found, one replica's 200 calls before the other's) shows here, a stall that every call in
+  // flight shares does not.
+  const callerMeans = callers.map((_, i) => {
+    const w = calls.filter((x) => x.caller === i).map((x) => x.ms);
+    return w.reduce((a, b) => a + b, 0) / Math.max(1, w.length);
+  });
   const slowest = calls.reduce<FairCall | undefined>((a, x) => (a && a.ms >= x.ms ? a : x), undefined);
   const receipt = slowest && receipts.get(slowest.id);
   const reached = slowest && arrived.find((e) => e.deliveryId === slowest.id)?.receivedAtMs;
@@ -133,6 +140,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
     max_wait_ms: round(Math.max(...waits)),
     max_over_mean: round(Math.max(...waits) / mean),
     mean_wait_ms_per_replica: perReplica.map((w) => round(w.reduce((a, b) => a + b, 0) / Math.max(1, w.length))),
+    worst_caller_mean_over_mean: round(Math.max(...callerMeans) / mean),
     slowest_call: slowest && {
       replica: (slowest.caller % 2) + 1,
       caller: slowest.caller,
