@@ -64,7 +64,8 @@ export class BenchLead {
     await this.post({ jsonrpc: "2.0", method: "notifications/initialized" });
   }
 
-  async messageSeat(seat: string, message: string): Promise<LeadCall> {
+  /** One call; `deliveryId` is a fresh one unless the caller must find the delivery afterwards. */
+  async messageSeat(seat: string, message: string, deliveryId: string = randomUUID()): Promise<LeadCall> {
     const start = performance.now();
     const done = (kind: LeadCall["kind"], result: string): LeadCall => ({
       start,
@@ -73,7 +74,7 @@ export class BenchLead {
       result,
     });
     try {
-      const meta = { "clankie/seat-call": { deliveryId: randomUUID() } };
+      const meta = { "clankie/seat-call": { deliveryId } };
       const params = { name: "message_seat", arguments: { seat, message }, _meta: meta };
       const a = await this.post({ jsonrpc: "2.0", id: 1, method: "tools/call", params });
       if (a.status !== 200) {
@@ -99,8 +100,15 @@ export class BenchLead {
     if (this.agent) this.agent.destroy();
   }
 
-  private post(body: unknown): Promise<Answer> {
-    const payload = Buffer.from(JSON.stringify(body));
+  /** Ends the session on the controller (an MCP DELETE), then closes the connection. */
+  async end(): Promise<void> {
+    if (this.sessionId) await this.post(undefined, "DELETE").catch(() => {});
+    this.sessionId = undefined;
+    this.close();
+  }
+
+  private post(body: unknown, method: "POST" | "DELETE" = "POST"): Promise<Answer> {
+    const payload = Buffer.from(body === undefined ? "" : JSON.stringify(body));
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "application/json, text/event-stream",
@@ -112,7 +120,7 @@ export class BenchLead {
     if (this.o.fresh) headers.connection = "close";
     return new Promise<Answer>((resolve, reject) => {
       const target = { host: this.url.hostname, port: this.url.port, path: this.url.pathname };
-      const req = request({ ...target, method: "POST", headers, agent: this.agent }, (res) => {
+      const req = request({ ...target, method, headers, agent: this.agent }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {

@@ -8,17 +8,14 @@
  * finished early and closed its session (an MCP DELETE, a journal row removed) did that work while the
  * others were still timed. The parent says "go"; the answer is every call's time and the loop's worst stall.
  *
- * A session is opened by the MCP SDK's client (initialize, the session id, the protocol version); the timed
- * calls are the same HTTP request a lead's client sends (POST of a JSON-RPC `tools/call`, its session and
- * protocol headers, one kept-alive connection per caller), sent and read with node:http. With the SDK's
- * client for every call this process used 0.39 of the box's 2 cores during the timed part, more than either
- * replica (0.19, 0.25): leads run on their own machines, and their client's CPU here is taken from the
- * replicas', the agent's and the database's, and timed as waits.
+ * The callers are the front-door section's lead (front-door-lead.ts, on node:http): the same requests a lead's
+ * client sends. With the MCP SDK's client this process used 0.39 of the box's 2 cores during the timed part,
+ * more than either replica (0.19, 0.25): leads run on their own machines, and their client's CPU here is
+ * taken from the replicas', the agent's and the database's, and timed as waits.
  */
 import { randomUUID } from "node:crypto";
-import { Agent, request } from "node:http";
-import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { connectLead, type Lead } from "../verify/leads.js";
+import type { Lead } from "../verify/leads.js";
+import { BenchLead } from "./front-door-lead.js";
 
 export interface FairCaller {
   lead: Lead;
@@ -44,59 +41,6 @@ export type FairCallersAnswer =
 
 const LAG_TICK_MS = 10;
 
-/** One caller's open session: its `tools/call` requests go out on one kept-alive connection. */
-interface Session {
-  url: URL;
-  headers: Record<string, string>;
-  agent: Agent;
-  next: number;
-}
-
-async function openSession(c: FairCaller): Promise<Session> {
-  c.lead.client = await connectLead(c.mcpUrl, c.lead);
-  const t = c.lead.client.transport as StreamableHTTPClientTransport;
-  if (!t.sessionId) throw new Error("the MCP server gave no session id");
-  return {
-    url: new URL(c.mcpUrl),
-    headers: {
-      authorization: `Bearer ${c.lead.token}`,
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      "mcp-session-id": t.sessionId,
-      ...(t.protocolVersion ? { "mcp-protocol-version": t.protocolVersion } : {}),
-    },
-    agent: new Agent({ keepAlive: true, maxSockets: 1 }),
-    next: 1,
-  };
-}
-
-/** message_seat as a JSON-RPC `tools/call`; rejects on an HTTP or JSON-RPC error, as the SDK's callTool does. */
-function messageSeat(s: Session, seat: string, message: string, deliveryId: string): Promise<void> {
-  const body = JSON.stringify({
-    jsonrpc: "2.0",
-    id: s.next++,
-    method: "tools/call",
-    params: { name: "message_seat", arguments: { seat, message }, _meta: { "clankie/seat-call": { deliveryId } } },
-  });
-  return new Promise((resolve, reject) => {
-    const req = request(s.url, { method: "POST", headers: s.headers, agent: s.agent, timeout: 60_000 }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (d: string) => void (text += d));
-      res.on("end", () => {
-        if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`));
-        const answer = JSON.parse(text) as { error?: { message: string } };
-        if (answer.error) reject(new Error(answer.error.message));
-        else resolve();
-      });
-      res.on("error", reject);
-    });
-    req.on("timeout", () => req.destroy(new Error("no answer in 60 s")));
-    req.on("error", reject);
-    req.end(body);
-  });
-}
-
 /** The longest gap between ticks of a LAG_TICK_MS timer, less the tick, until `stop()`. */
 function watchEventLoop(): { stop(): number } {
   let last = performance.now();
@@ -116,35 +60,35 @@ function watchEventLoop(): { stop(): number } {
 
 async function run(task: FairCallersTask, go: Promise<void>): Promise<FairCallersAnswer> {
   const { callers, seat, callsEach } = task;
-  const sessions: (Session | undefined)[] = [];
-  for (const c of callers) sessions.push(await openSession(c));
+  const leads = callers.map(
+    (c) => new BenchLead({ mcpUrl: c.mcpUrl, token: c.lead.token, fresh: false, timeoutMs: 60_000 }),
+  );
+  for (const l of leads) await l.open();
   process.send?.({ ready: true } satisfies FairCallersAnswer);
   await go;
   const calls: FairCall[] = [];
   let errors = 0;
   const loop = watchEventLoop();
   await Promise.all(
-    callers.map(async (c, i) => {
+    leads.map(async (lead, i) => {
       for (let k = 0; k < callsEach; k++) {
-        try {
-          // A session lost to an error is opened again before the clock starts: the wait is the call's alone.
-          const s = (sessions[i] ??= await openSession(c));
-          const id = randomUUID();
-          const t = performance.now();
-          await messageSeat(s, seat, `fair ${i} ${k}`, id);
-          calls.push({ caller: i, call: k, id, startedAt: performance.timeOrigin + t, ms: performance.now() - t });
-        } catch {
-          errors++;
-          sessions[i]?.agent.destroy();
-          sessions[i] = undefined;
-          await c.lead.client?.close().catch(() => {});
-        }
+        // Only a delivered call is a wait; a session the controller dropped is reopened by the lead after its call.
+        const id = randomUUID();
+        const call = await lead.messageSeat(seat, `fair ${i} ${k}`, id);
+        if (call.kind !== "delivered") errors++;
+        else
+          calls.push({
+            caller: i,
+            call: k,
+            id,
+            startedAt: performance.timeOrigin + call.start,
+            ms: call.end - call.start,
+          });
       }
     }),
   );
   const loopStallMs = loop.stop();
-  for (const s of sessions) s?.agent.destroy();
-  await Promise.all(callers.map((c) => c.lead.client?.close().catch(() => {})));
+  await Promise.all(leads.map((l) => l.end()));
   return { calls, errors, loopStallMs };
 }
 
