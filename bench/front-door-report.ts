@@ -1,6 +1,6 @@
 /** Issue 32's goals for the front-door section, judged per attack, and the table its runner prints. */
 import { ATTACKS } from "./front-door-attacks.js";
-import { cell, get, judge, num, type Goal } from "./report.js";
+import { cell, get, goalRows, judge, num, type Goal } from "./report.js";
 import { RSS_BACK_WITHIN_MB } from "./sections/front-door.js";
 import { round } from "./stats.js";
 
@@ -126,10 +126,6 @@ export function renderFrontDoorTable(r: Json, goals: Goal[]): string {
     const s = get(r, `front_door.${a}.attack`);
     if (s && typeof s === "object") lines.push(`- ${a}: ${attackLine(a, s)}`);
   }
-  lines.push("", "| goal | target | measured | met |", "|---|---|---|---|");
-  for (const g of goals) {
-    const met = g.met === null ? "not measured" : g.met ? "yes" : "**no**";
-    lines.push(`| ${g.goal} | ${g.target} | ${g.measured} | ${met} |`);
-  }
+  lines.push("", ...goalRows(goals));
   return lines.join("\n");
 }

@@ -4,8 +4,20 @@ export interface Goal {
   goal: string;
   target: string;
   measured: string;
-  /** null when the figure was not measured (skipped section, or not at the goal's scale). */
+  /** null when the figure was not measured (skipped section, or not at the goal's scale), or is only reported. */
   met: boolean | null;
+  /** A figure shown beside the goals, not judged (ADR 0046: what it measures is not the goal's). */
+  reported?: true;
+}
+
+/** The table rows of `goals`, with the header: one table for every runner. */
+export function goalRows(goals: Goal[]): string[] {
+  const met = (g: Goal) => (g.reported ? "reported" : g.met === null ? "not measured" : g.met ? "yes" : "**no**");
+  return [
+    "| goal | target | measured | met |",
+    "|---|---|---|---|",
+    ...goals.map((g) => `| ${g.goal} | ${g.target} | ${g.measured} | ${met(g)} |`),
+  ];
 }
 
 type Json = Record<string, unknown>;
@@ -253,11 +265,7 @@ export function renderTable(r: Json, goals: Goal[]): string {
     `memory: controller peak RSS ${cell(get(r, "memory.controller_rss_mb_1m_receipts"))} MB with ${cell(get(r, "memory.receipts"))} receipts and ${cell(get(r, "memory.registered_seats"))} seats; idle agent RSS ${cell(get(r, "memory.agent_rss_mb"))} MB`,
     "",
   );
-  lines.push("| goal | target | measured | met |", "|---|---|---|---|");
-  for (const g of goals)
-    lines.push(
-      `| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`,
-    );
+  lines.push(...goalRows(goals));
   return lines.join("\n");
 }
 
@@ -340,10 +348,6 @@ export function renderFleetScale(r: Json, goals: Goal[]): string {
     `| load average (start → end) | ${sizes.map((s) => `${cell(get(r, `fleet_scale.${s}.loadavg_start`))} → ${cell(get(r, `fleet_scale.${s}.loadavg_end`))}`).join(" | ")} |`,
     "",
   );
-  lines.push("| goal | target | measured | met |", "|---|---|---|---|");
-  for (const g of goals)
-    lines.push(
-      `| ${g.goal} | ${g.target} | ${g.measured} | ${g.met === null ? "not measured" : g.met ? "yes" : "**no**"} |`,
-    );
+  lines.push(...goalRows(goals));
   return lines.join("\n");
 }

@@ -1,11 +1,12 @@
 /**
  * The high_availability section's fairness measurement (issue 34 item 4): 4 callers on each of 2 replicas,
- * straight to each replica (not through the balancer), to one seat. Reports max wait ÷ mean wait, the turns
- * skipped (a delivery that reached the seat after one admitted later than it), where the slowest call's time
- * went (admitted, reached the seat, settled: ms from its start, by the journal's and the mailbox's clocks on
- * this host), and the longest stall of the callers' own event loop (ha-fairness-callers.ts): a stall there
- * is timed as a wait of every call in flight and is no part of the controller's turn order.
- */
+ * straight to each replica (not through the balancer), to one seat; run again through one replica as the
+ * control (ADR 0046). Reports the turns each call waited (the deliveries that reached the seat between its
+ * admission and its arrival), the turns skipped (a delivery that reached the seat after one admitted later
+ * than it), each caller's mean and the slowest call in ms, where the slowest call's time went (admitted,
+ * reached the seat, settled: ms from its start, by the journal's and the mailbox's clocks on this host), and
+ * the longest stall of the callers' own event loop (ha-fairness-callers.ts): a stall there is timed as a
+ * wait of every call in flight and is no part of the controller's turn order. */
 import { fork } from "node:child_process";
 import { join } from "node:path";
 import type { HaCluster } from "../../verify/ha-cluster.js";
@@ -33,11 +34,21 @@ async function callInOwnProcess(task: FairCallersTask): Promise<Extract<FairCall
   });
 }
 
-export async function fairness(c: HaCluster, callsEach: number): Promise<Record<string, unknown>> {
-  await c.addMailboxes("a1", ["fair"]);
+/**
+ * `through`: the replicas the callers call, caller i through `through[i % length]`. Through one replica the
+ * turn passes in process in FIFO order, fair by construction: the control beside the measurement of two.
+ */
+export async function fairness(
+  c: HaCluster,
+  callsEach: number,
+  through: readonly number[] = [0, 1],
+): Promise<Record<string, unknown>> {
+  const mailboxes = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes"));
+  if (!mailboxes.exists("fair")) await c.addMailboxes("a1", ["fair"]);
+  const tag = through.join("");
   const callers: Lead[] = [];
   for (let i = 0; i < CALLERS; i++)
-    callers.push({ name: `fair-${i}`, token: await c.issueLeadToken(`bench-ha-fair-${i}`) });
+    callers.push({ name: `fair-${tag}-${i}`, token: await c.issueLeadToken(`bench-ha-fair-${tag}-${i}`) });
   // Before the clock: the seat's first write (a new mailbox), and warm-up calls through each replica, as many
   // at once as its timed callers. A replica's first calls after a start or a failover run 2–3x slower (cold
   // code, and write-pool connections that are opened and prepare the delivery statements on first use): in
@@ -48,11 +59,14 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
   // Both replicas at once, as the timed part runs: the hand-offs across replicas (the notification, the claim)
   // are warmed too. Warmed one replica after the other, the timed burst's first cross-replica hand-off was its
   // slowest step (a settle 52 ms after its arrival, where later ones took 6-25 ms).
-  const warmPerReplica = CALLERS / 2;
+  const urlOf = (i: number) => `${c.replicas[through[i % through.length]!]!.url}/mcp`;
   const warm = await Promise.all(
     Array.from({ length: CALLERS }, async (_, w): Promise<Lead> => {
-      const l: Lead = { name: `fair-warm-${w}`, token: await c.issueLeadToken(`bench-ha-fair-warm-${w}`) };
-      l.client = await connectLead(`${c.replicas[Math.floor(w / warmPerReplica)]!.url}/mcp`, l);
+      const l: Lead = {
+        name: `fair-warm-${tag}-${w}`,
+        token: await c.issueLeadToken(`bench-ha-fair-warm-${tag}-${w}`),
+      };
+      l.client = await connectLead(urlOf(w), l);
       return l;
     }),
   );
@@ -67,7 +81,6 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
       await l.client!.close().catch(() => {});
     }),
   );
-  const urlOf = (i: number) => `${c.replicas[i % 2]!.url}/mcp`;
   const since = new Date();
   const { calls, errors, loopStallMs } = await callInOwnProcess({
     seat: SEAT,
@@ -75,9 +88,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
     callers: callers.map((lead, i) => ({ lead, mcpUrl: urlOf(i) })),
   });
   // Delivery order is the seat's own (the mailbox, in arrival order); admission order is the receipts' created_at.
-  const arrived = new MailboxStore(join(c.agents.get("a1")!.stateDir, "mailboxes"))
-    .list("fair")
-    .entries.filter((e) => e.receivedAtMs >= since.getTime());
+  const arrived = mailboxes.list("fair").entries.filter((e) => e.receivedAtMs >= since.getTime());
   const receipts = new Map<string, { admitted: number; settled: number | null }>();
   const ids = arrived.map((e) => e.deliveryId);
   for (let i = 0; i < ids.length; i += 500) {
@@ -106,7 +117,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
   const meanTurns = turnsWaited.reduce((a, b) => a + b, 0) / Math.max(1, turnsWaited.length);
   const waits = calls.map((x) => x.ms);
   const mean = waits.reduce((a, b) => a + b, 0) / Math.max(1, waits.length);
-  const perReplica = [0, 1].map((r) => calls.filter((x) => x.caller % 2 === r).map((x) => x.ms));
+  const perReplica = through.map((_, r) => calls.filter((x) => x.caller % through.length === r).map((x) => x.ms));
   // Each caller's own mean against the mean of all: a replica or caller served after the others (the unfair
   // order issue 34 found, one replica's 200 calls before the other's) shows here, a stall that every call in
   // flight shares does not.
@@ -142,7 +153,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
     mean_wait_ms_per_replica: perReplica.map((w) => round(w.reduce((a, b) => a + b, 0) / Math.max(1, w.length))),
     worst_caller_mean_over_mean: round(Math.max(...callerMeans) / mean),
     slowest_call: slowest && {
-      replica: (slowest.caller % 2) + 1,
+      replica: through[slowest.caller % through.length]! + 1,
       caller: slowest.caller,
       call: slowest.call,
       // To find its window in the replicas' and agents' logs.
@@ -156,6 +167,7 @@ export async function fairness(c: HaCluster, callsEach: number): Promise<Record<
     skipped_turns: skipped,
     mean_turns_waited: round(meanTurns),
     max_turns_waited: Math.max(0, ...turnsWaited),
+    max_over_mean_turns: round(Math.max(0, ...turnsWaited) / Math.max(1e-9, meanTurns)),
     callers_loop_stall_max_ms: round(loopStallMs),
   };
 }

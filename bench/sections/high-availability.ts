@@ -82,6 +82,18 @@ async function tokensOnEveryReplica(c: HaCluster): Promise<{ valid: number; chec
   return { valid, checked, failures: failures.slice(0, 6) };
 }
 
+/** The figures ha-report.ts judges, of the fairness part through two replicas and its one-replica control. */
+function fairFigures(fair: Record<string, unknown>, control: Record<string, unknown>) {
+  return {
+    fair_max_over_mean_turns: fair.max_over_mean_turns,
+    fair_worst_caller_mean_over_mean: fair.worst_caller_mean_over_mean,
+    fair_max_over_mean: fair.max_over_mean,
+    fair_one_replica_max_over_mean: control.max_over_mean,
+    fair_skipped_turns: fair.skipped_turns,
+    fair_max_turns_waited: fair.max_turns_waited,
+  };
+}
+
 /** The fairness measurement alone, on a fresh cluster (`npm run bench:ha -- --fairness`). */
 export async function runFairnessOnly(cfg: HaConfig, log: (l: string) => void): Promise<Record<string, unknown>> {
   const work = mkdtempSync(join(tmpdir(), "clankie-bench-ha-"));
@@ -89,12 +101,9 @@ export async function runFairnessOnly(cfg: HaConfig, log: (l: string) => void): 
   try {
     log("high_availability: fairness alone, 4 callers on each of 2 replicas to one seat");
     const fair = await fairness(c, cfg.fairCallsEach);
-    return {
-      fair_max_over_mean: fair.max_over_mean,
-      fair_skipped_turns: fair.skipped_turns,
-      fair_max_turns_waited: fair.max_turns_waited,
-      fairness: fair,
-    };
+    log("high_availability: the control, the same 8 callers through one replica");
+    const control = await fairness(c, cfg.fairCallsEach, [0]);
+    return { ...fairFigures(fair, control), fairness: fair, fairness_one_replica: control };
   } finally {
     await c.stop();
     if (process.env.CLANKIE_BENCH_KEEP === "1") log(`high_availability: kept ${work}`);
@@ -196,6 +205,8 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
 
     log("high_availability: fairness, 4 callers on each of 2 replicas to one seat");
     const fair = await fairness(c, cfg.fairCallsEach);
+    log("high_availability: the control, the same 8 callers through one replica");
+    const control = await fairness(c, cfg.fairCallsEach, [0]);
 
     // Every answer against the mailboxes; an unclear one is reconciled first.
     for (const o of firstInfos(history).values()) {
@@ -248,10 +259,9 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
       max_in_flight_per_seat: overlaps.max_in_flight_per_seat,
       seat_overlaps: overlaps.seat_overlaps,
       resume_after_promotion_ms: resumeMs,
-      fair_max_over_mean: fair.max_over_mean,
-      fair_skipped_turns: fair.skipped_turns,
-      fair_max_turns_waited: fair.max_turns_waited,
+      ...fairFigures(fair, control),
       fairness: fair,
+      fairness_one_replica: control,
       tokens_valid: tokens.valid,
       tokens_checked: tokens.checked,
       token_failures: tokens.failures,
