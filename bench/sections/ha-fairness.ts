@@ -6,7 +6,8 @@
  * than it), each caller's mean and the slowest call in ms, where the slowest call's time went (admitted,
  * reached the seat, settled: ms from its start, by the journal's and the mailbox's clocks on this host), and
  * the longest stall of the callers' own event loop (ha-fairness-callers.ts): a stall there is timed as a
- * wait of every call in flight and is no part of the controller's turn order. */
+ * wait of every call in flight and is no part of the controller's turn order.
+ */
 import { fork } from "node:child_process";
 import { join } from "node:path";
 import type { HaCluster } from "../../verify/ha-cluster.js";

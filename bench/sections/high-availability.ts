@@ -82,8 +82,12 @@ async function tokensOnEveryReplica(c: HaCluster): Promise<{ valid: number; chec
   return { valid, checked, failures: failures.slice(0, 6) };
 }
 
-/** The figures ha-report.ts judges, of the fairness part through two replicas and its one-replica control. */
-function fairFigures(fair: Record<string, unknown>, control: Record<string, unknown>) {
+/** Issue 34's fairness part, then its one-replica control (ADR 0046), with the figures ha-report.ts judges. */
+async function measureFairness(c: HaCluster, callsEach: number, log: (l: string) => void) {
+  log("high_availability: fairness, 4 callers on each of 2 replicas to one seat");
+  const fair = await fairness(c, callsEach);
+  log("high_availability: the control, the same 8 callers through one replica");
+  const control = await fairness(c, callsEach, [0]);
   return {
     fair_max_over_mean_turns: fair.max_over_mean_turns,
     fair_worst_caller_mean_over_mean: fair.worst_caller_mean_over_mean,
@@ -91,6 +95,8 @@ function fairFigures(fair: Record<string, unknown>, control: Record<string, unkn
     fair_one_replica_max_over_mean: control.max_over_mean,
     fair_skipped_turns: fair.skipped_turns,
     fair_max_turns_waited: fair.max_turns_waited,
+    fairness: fair,
+    fairness_one_replica: control,
   };
 }
 
@@ -99,11 +105,7 @@ export async function runFairnessOnly(cfg: HaConfig, log: (l: string) => void): 
   const work = mkdtempSync(join(tmpdir(), "clankie-bench-ha-"));
   const c = await startHaCluster({ work, agents: MACHINES, log: (l) => log(`high_availability: ${l}`) });
   try {
-    log("high_availability: fairness alone, 4 callers on each of 2 replicas to one seat");
-    const fair = await fairness(c, cfg.fairCallsEach);
-    log("high_availability: the control, the same 8 callers through one replica");
-    const control = await fairness(c, cfg.fairCallsEach, [0]);
-    return { ...fairFigures(fair, control), fairness: fair, fairness_one_replica: control };
+    return await measureFairness(c, cfg.fairCallsEach, log);
   } finally {
     await c.stop();
     if (process.env.CLANKIE_BENCH_KEEP === "1") log(`high_availability: kept ${work}`);
@@ -203,10 +205,7 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
     watching = false;
     await watch;
 
-    log("high_availability: fairness, 4 callers on each of 2 replicas to one seat");
-    const fair = await fairness(c, cfg.fairCallsEach);
-    log("high_availability: the control, the same 8 callers through one replica");
-    const control = await fairness(c, cfg.fairCallsEach, [0]);
+    const fair = await measureFairness(c, cfg.fairCallsEach, log);
 
     // Every answer against the mailboxes; an unclear one is reconciled first.
     for (const o of firstInfos(history).values()) {
@@ -259,9 +258,7 @@ export async function runHighAvailability(cfg: HaConfig, log: (l: string) => voi
       max_in_flight_per_seat: overlaps.max_in_flight_per_seat,
       seat_overlaps: overlaps.seat_overlaps,
       resume_after_promotion_ms: resumeMs,
-      ...fairFigures(fair, control),
-      fairness: fair,
-      fairness_one_replica: control,
+      ...fair,
       tokens_valid: tokens.valid,
       tokens_checked: tokens.checked,
       token_failures: tokens.failures,
